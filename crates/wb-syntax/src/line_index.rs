@@ -1,0 +1,208 @@
+//! Conversion between byte offsets and line/column positions.
+//!
+//! Lines end at `\n`, `\r\n` or a lone `\r` (the LSP definition). Columns count code units of the requested
+//! encoding: UTF-8 bytes, UTF-16 code units (the LSP default) or Unicode scalar values (what humans and the
+//! `check --format json` output call "characters").
+
+use crate::TextRange;
+
+/// How columns are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PositionEncoding {
+    Utf8,
+    Utf16,
+    /// Unicode scalar values ("characters").
+    Utf32,
+}
+
+/// A zero-based line and a zero-based column counted in some [`PositionEncoding`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct LineCol {
+    pub line: u32,
+    pub col: u32,
+}
+
+/// Line starts of one text, plus the text itself so columns can be measured in any encoding.
+#[derive(Clone, Debug)]
+pub struct LineIndex {
+    text: String,
+    /// Byte offset of the first byte of each line. Always starts with 0.
+    line_starts: Vec<usize>,
+    /// True when the text is pure ASCII, so every encoding counts the same.
+    ascii: bool,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let bytes = text.as_bytes();
+        let mut line_starts = vec![0];
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\n' => line_starts.push(i + 1),
+                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
+                    line_starts.push(i + 2);
+                    i += 1;
+                }
+                b'\r' => line_starts.push(i + 1),
+                _ => {}
+            }
+            i += 1;
+        }
+        LineIndex { text: text.to_owned(), line_starts, ascii: text.is_ascii() }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// The range of a line's content, without its terminator. Lines past the end give an empty range at the end.
+    pub fn line_range(&self, line: usize) -> TextRange {
+        let Some(&start) = self.line_starts.get(line) else {
+            return TextRange::empty(self.text.len());
+        };
+        let next = self.line_starts.get(line + 1).copied().unwrap_or(self.text.len());
+        let content = &self.text.as_bytes()[start..next];
+        let mut end = next;
+        if content.ends_with(b"\r\n") {
+            end -= 2;
+        } else if content.ends_with(b"\n") || content.ends_with(b"\r") {
+            end -= 1;
+        }
+        TextRange::new(start, end)
+    }
+
+    /// The line containing `offset` (offsets past the end belong to the last line).
+    pub fn line_of(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        self.line_starts.partition_point(|&start| start <= offset).saturating_sub(1)
+    }
+
+    /// Converts a byte offset to a position. Offsets inside a line terminator or a multi-byte character are
+    /// moved back to the nearest valid position.
+    pub fn line_col(&self, offset: usize, encoding: PositionEncoding) -> LineCol {
+        let line = self.line_of(offset);
+        let range = self.line_range(line);
+        let mut offset = offset.clamp(range.start, range.end);
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let prefix = &self.text[range.start..offset];
+        let col = if self.ascii { prefix.len() } else { measure(prefix, encoding) };
+        LineCol { line: to_u32(line), col: to_u32(col) }
+    }
+
+    /// Converts a position to a byte offset. Lines past the end give the end of the text; columns past the end
+    /// of a line give the end of that line; a column inside a character gives that character's start.
+    pub fn offset(&self, position: LineCol, encoding: PositionEncoding) -> usize {
+        let line = position.line as usize;
+        if line >= self.line_starts.len() {
+            return self.text.len();
+        }
+        let range = self.line_range(line);
+        let content = &self.text[range.start..range.end];
+        let wanted = position.col as usize;
+        if self.ascii || encoding == PositionEncoding::Utf8 {
+            let mut offset = range.start + wanted.min(content.len());
+            while !self.text.is_char_boundary(offset) {
+                offset -= 1;
+            }
+            return offset;
+        }
+        let mut units = 0;
+        for (index, ch) in content.char_indices() {
+            let width = char_width(ch, encoding);
+            if units + width > wanted {
+                return range.start + index;
+            }
+            units += width;
+        }
+        range.end
+    }
+
+    /// Converts a byte range to a pair of positions.
+    pub fn range(&self, range: TextRange, encoding: PositionEncoding) -> (LineCol, LineCol) {
+        (self.line_col(range.start, encoding), self.line_col(range.end, encoding))
+    }
+}
+
+fn char_width(ch: char, encoding: PositionEncoding) -> usize {
+    match encoding {
+        PositionEncoding::Utf8 => ch.len_utf8(),
+        PositionEncoding::Utf16 => ch.len_utf16(),
+        PositionEncoding::Utf32 => 1,
+    }
+}
+
+fn measure(text: &str, encoding: PositionEncoding) -> usize {
+    match encoding {
+        PositionEncoding::Utf8 => text.len(),
+        PositionEncoding::Utf16 => text.chars().map(char::len_utf16).sum(),
+        PositionEncoding::Utf32 => text.chars().count(),
+    }
+}
+
+fn to_u32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PositionEncoding::*;
+
+    #[test]
+    fn ascii_lines_with_every_terminator() {
+        let index = LineIndex::new("ab\ncd\r\nef\rgh");
+        assert_eq!(index.line_count(), 4);
+        assert_eq!(index.line_col(0, Utf16), LineCol { line: 0, col: 0 });
+        assert_eq!(index.line_col(4, Utf16), LineCol { line: 1, col: 1 });
+        // Inside "\r\n": clamps to the end of the line's content.
+        assert_eq!(index.line_col(6, Utf16), LineCol { line: 1, col: 2 });
+        assert_eq!(index.line_col(7, Utf16), LineCol { line: 2, col: 0 });
+        assert_eq!(index.line_col(10, Utf16), LineCol { line: 3, col: 0 });
+        assert_eq!(index.line_range(1), TextRange::new(3, 5));
+        assert_eq!(index.offset(LineCol { line: 1, col: 9 }, Utf16), 5);
+        assert_eq!(index.offset(LineCol { line: 9, col: 0 }, Utf16), 12);
+    }
+
+    #[test]
+    fn non_ascii_columns_per_encoding() {
+        // "é" is 2 bytes, 1 UTF-16 unit; "𝄞" is 4 bytes, 2 UTF-16 units, 1 scalar.
+        let text = "x: é𝄞z\n";
+        let index = LineIndex::new(text);
+        let z = text.find('z').unwrap_or_default();
+        assert_eq!(index.line_col(z, Utf8).col, 9);
+        assert_eq!(index.line_col(z, Utf16).col, 6);
+        assert_eq!(index.line_col(z, Utf32).col, 5);
+        for encoding in [Utf8, Utf16, Utf32] {
+            let position = index.line_col(z, encoding);
+            assert_eq!(index.offset(position, encoding), z, "{encoding:?}");
+        }
+        // A UTF-16 column in the middle of a surrogate pair lands on the character's start.
+        assert_eq!(index.offset(LineCol { line: 0, col: 5 }, Utf16), text.find('𝄞').unwrap_or_default());
+        // An offset inside a multi-byte character moves back to its start.
+        assert_eq!(index.line_col(4, Utf16).col, 3);
+    }
+
+    #[test]
+    fn crlf_and_non_ascii_together() {
+        let text = "a: ü\r\nb: c\r\n";
+        let index = LineIndex::new(text);
+        let c = text.find('c').unwrap_or_default();
+        assert_eq!(index.line_col(c, Utf16), LineCol { line: 1, col: 3 });
+        assert_eq!(index.line_col(5, Utf32), LineCol { line: 0, col: 4 });
+    }
+}
