@@ -246,7 +246,9 @@ pub fn parse_str(text: &str) -> Parse {
                     .next()
                     .filter(|ch| *ch != '\n' && *ch != '\r')
                     .map_or(offset, |ch| offset + ch.len_utf8());
-                let (kind, message) = if error.info().contains("tab") {
+                let (kind, message) = if error.info().contains("recursion limit") {
+                    (SyntaxErrorKind::TooDeep, format!("YAML nesting is deeper than {MAX_DEPTH} levels"))
+                } else if error.info().contains("tab") {
                     (SyntaxErrorKind::Tab, "Tabs are not allowed in YAML indentation; indent with spaces".to_owned())
                 } else {
                     (SyntaxErrorKind::Syntax, format!("Invalid YAML: {}", error.info()))
