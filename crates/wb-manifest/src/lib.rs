@@ -1,1 +1,30 @@
-//! placeholder
+//! The Workbench manifest model and every validation rule.
+//!
+//! Data flow: bytes → [`wb_syntax::parse`] (tree + syntax errors) → manifest rules (`rules`) → package checks
+//! on the file system (`package`) → a [`PackageReport`] of [`Diagnostic`]s with byte ranges. Nothing here
+//! knows LSP or terminals; the CLI and the language server render the same reports.
+
+mod check;
+mod diagnostic;
+pub mod fields;
+mod fs;
+pub mod init;
+pub mod migrate;
+mod model;
+mod models;
+mod package;
+mod rules;
+pub mod schema;
+pub mod skill;
+
+pub use check::{
+    MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_package, check_path, discover,
+    sort_diagnostics,
+};
+pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
+pub use fs::{FileKind, FileSystem, OsFileSystem, is_inside, normalize};
+pub use model::{
+    Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace,
+};
+pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
+pub use package::{is_credential_file, repository_root};

@@ -1,0 +1,235 @@
+//! The checking entry points shared by the CLI and the language server: discovery of packages under a path,
+//! and the full check of one package (location, YAML, manifest rules, package files).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wb_syntax::{SyntaxErrorKind, TextRange};
+
+use crate::diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
+use crate::fs::{FileKind, FileSystem, normalize};
+use crate::model::Manifest;
+use crate::models::ModelCatalog;
+use crate::package::{PackageChecks, repository_root};
+
+/// Manifests larger than this are refused before parsing (a real manifest is a few kilobytes).
+pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
+
+/// The result of checking one package (or one path that holds none).
+#[derive(Clone, Debug)]
+pub struct PackageReport {
+    /// The manifest file (absolute), or the path that was checked when there is no manifest.
+    pub manifest_path: PathBuf,
+    /// The package directory (the manifest's parent).
+    pub package_dir: PathBuf,
+    /// The manifest's `name`, when valid.
+    pub name: Option<String>,
+    pub manifest: Option<Manifest>,
+    /// Sorted by file, then position.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The text of every file a diagnostic or related location points into.
+    pub sources: BTreeMap<PathBuf, Arc<str>>,
+}
+
+impl PackageReport {
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count()
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == Severity::Warning).count()
+    }
+
+    pub fn is_valid(&self) -> bool {
+        self.errors() == 0
+    }
+
+    fn problem(path: &Path, code: Code, message: String) -> PackageReport {
+        PackageReport {
+            manifest_path: path.to_owned(),
+            package_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            name: None,
+            manifest: None,
+            diagnostics: vec![Diagnostic::new(code, path, TextRange::empty(0), message)],
+            sources: BTreeMap::new(),
+        }
+    }
+}
+
+/// Makes a path absolute against `cwd` and normalises it lexically.
+pub fn absolute(path: &Path, cwd: &Path) -> PathBuf {
+    if path.is_absolute() { normalize(path) } else { normalize(&cwd.join(path)) }
+}
+
+/// What a path given to `check` holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// One manifest file.
+    Manifest(PathBuf),
+    /// A directory with no manifests: reported as a problem of that path.
+    Empty(PathBuf),
+    /// A path that does not exist.
+    Missing(PathBuf),
+    /// Manifests found in a repository's `.workbenches` (sorted); children without a manifest are included so
+    /// they are reported.
+    Packages(Vec<PathBuf>),
+}
+
+/// Discovers what to check under an absolute path: a manifest file, a package directory, a `.workbenches`
+/// directory, or a repository holding one.
+pub fn discover(fs: &dyn FileSystem, path: &Path) -> Target {
+    match fs.kind_followed(path) {
+        Err(_) => Target::Missing(path.to_owned()),
+        Ok(FileKind::Directory) => {
+            let manifest = path.join("workbench.yml");
+            if fs.kind_followed(&manifest).is_ok() {
+                return Target::Manifest(manifest);
+            }
+            let workbenches =
+                if path.file_name().is_some_and(|n| n == ".workbenches") { path.to_owned() } else { path.join(".workbenches") };
+            match fs.read_dir(&workbenches) {
+                Ok(children) => {
+                    let packages: Vec<PathBuf> = children
+                        .into_iter()
+                        .filter(|child| matches!(fs.kind_followed(child), Ok(FileKind::Directory)))
+                        .map(|child| child.join("workbench.yml"))
+                        .collect();
+                    if packages.is_empty() { Target::Empty(path.to_owned()) } else { Target::Packages(packages) }
+                }
+                Err(_) => Target::Empty(path.to_owned()),
+            }
+        }
+        Ok(_) => Target::Manifest(path.to_owned()),
+    }
+}
+
+/// Checks everything under one absolute path.
+pub fn check_path(fs: &dyn FileSystem, path: &Path, catalog: &ModelCatalog) -> Vec<PackageReport> {
+    match discover(fs, path) {
+        Target::Missing(path) => {
+            vec![PackageReport::problem(&path, Code::PathNotFound, format!("Workbench path does not exist: {}", path.display()))]
+        }
+        Target::Empty(path) => {
+            vec![PackageReport::problem(&path, Code::NoWorkbenches, format!("No Workbenches found in {}", path.display()))]
+        }
+        Target::Manifest(manifest) => vec![check_package(fs, &manifest, catalog)],
+        Target::Packages(manifests) => manifests.iter().map(|manifest| check_package(fs, manifest, catalog)).collect(),
+    }
+}
+
+/// Checks one package from its (absolute) manifest path, reading through `fs`.
+pub fn check_package(fs: &dyn FileSystem, manifest_path: &Path, catalog: &ModelCatalog) -> PackageReport {
+    let bytes = match fs.kind_followed(manifest_path) {
+        Ok(FileKind::File) => match fs.read(manifest_path) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                let message = format!("Workbench manifest is unreadable: {}: {error}", manifest_path.display());
+                return PackageReport::problem(manifest_path, Code::IoError, message);
+            }
+        },
+        _ => {
+            let message = format!("Workbench manifest does not exist: {}", manifest_path.display());
+            return PackageReport::problem(manifest_path, Code::PathNotFound, message);
+        }
+    };
+    check_manifest_bytes(fs, manifest_path, &bytes, catalog)
+}
+
+/// Checks one package whose manifest content is given (an editor buffer); other files come from `fs`.
+pub fn check_manifest_bytes(fs: &dyn FileSystem, manifest_path: &Path, bytes: &[u8], catalog: &ModelCatalog) -> PackageReport {
+    let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
+    if bytes.len() > MAX_MANIFEST_BYTES {
+        let message = format!(
+            "Workbench manifest is too large: {} bytes (the limit is {} MiB)",
+            bytes.len(),
+            MAX_MANIFEST_BYTES / (1024 * 1024)
+        );
+        return PackageReport::problem(manifest_path, Code::FileTooLarge, message);
+    }
+    let parse = wb_syntax::parse(bytes);
+    let mut diagnostics: Vec<Diagnostic> = parse.errors.iter().map(|error| syntax_diagnostic(manifest_path, &parse.text, error)).collect();
+    let fatal_syntax = parse.errors.iter().any(|e| e.kind != SyntaxErrorKind::ByteOrderMark);
+    let (manifest, rule_diagnostics) = crate::rules::check_manifest(manifest_path, &parse, catalog);
+    // A document that failed to parse is partial: its missing fields are a consequence, not a problem.
+    let partial = parse.errors.iter().any(|e| matches!(e.kind, SyntaxErrorKind::Syntax | SyntaxErrorKind::Tab | SyntaxErrorKind::TooDeep));
+    diagnostics.extend(rule_diagnostics.into_iter().filter(|d| !(partial && d.code == Code::MissingField)));
+    let root = repository_root(manifest_path);
+    let anchor = parse
+        .root
+        .as_ref()
+        .and_then(|root| root.as_mapping())
+        .and_then(|m| m.entries.first())
+        .map_or(TextRange::empty(0), |e| e.key_range);
+    if root.is_none() {
+        diagnostics.push(Diagnostic::new(
+            Code::OutsideWorkbenchesDirectory,
+            manifest_path,
+            anchor,
+            "Workbench must live beneath a .workbenches directory",
+        ));
+    }
+    let mut checks = PackageChecks {
+        fs,
+        manifest_path,
+        package_dir: &package_dir,
+        root: root.as_deref(),
+        diagnostics: Vec::new(),
+        sources: Vec::new(),
+    };
+    checks.run(&manifest);
+    diagnostics.extend(checks.diagnostics);
+    let mut sources = BTreeMap::new();
+    sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
+    for (path, text) in checks.sources {
+        sources.insert(path, Arc::<str>::from(text));
+    }
+    sort_diagnostics(&mut diagnostics);
+    let valid = !fatal_syntax && manifest.is_complete();
+    let mut manifest = manifest;
+    manifest.complete = valid && !diagnostics.iter().any(|d| d.severity == Severity::Error);
+    PackageReport {
+        manifest_path: manifest_path.to_owned(),
+        package_dir,
+        name: manifest.name.as_ref().map(|n| n.value.clone()),
+        manifest: Some(manifest),
+        diagnostics,
+        sources,
+    }
+}
+
+/// Orders diagnostics by file and position, so every front end shows them the same way.
+pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| {
+        (&a.path, a.range.start, a.range.end, a.code, &a.message).cmp(&(&b.path, b.range.start, b.range.end, b.code, &b.message))
+    });
+}
+
+fn syntax_diagnostic(path: &Path, text: &str, error: &wb_syntax::SyntaxError) -> Diagnostic {
+    let code = match error.kind {
+        SyntaxErrorKind::Syntax => Code::YamlSyntax,
+        SyntaxErrorKind::Tab => Code::TabIndentation,
+        SyntaxErrorKind::DuplicateKey => Code::DuplicateKey,
+        SyntaxErrorKind::MultipleDocuments => Code::MultipleDocuments,
+        SyntaxErrorKind::Tag => Code::UnsupportedTag,
+        SyntaxErrorKind::ComplexKey => Code::ComplexKey,
+        SyntaxErrorKind::ByteOrderMark => Code::ByteOrderMark,
+        SyntaxErrorKind::InvalidUtf8 => Code::InvalidUtf8,
+        SyntaxErrorKind::AliasBudget => Code::AliasExpansionLimit,
+        SyntaxErrorKind::TooDeep => Code::NestingTooDeep,
+    };
+    let mut diagnostic = Diagnostic::new(code, path, error.range, error.message.clone());
+    if let Some((range, message)) = &error.related {
+        diagnostic = diagnostic.with_related(path, *range, message.clone());
+    }
+    if code == Code::ByteOrderMark && text.starts_with('\u{feff}') {
+        diagnostic = diagnostic.with_fix(Fix {
+            title: "Remove the byte-order mark".to_owned(),
+            edits: vec![TextEdit { path: path.to_owned(), range: TextRange::new(0, 3), new_text: String::new() }],
+        });
+    }
+    if code == Code::DuplicateKey {
+        diagnostic = diagnostic.with_tag(crate::DiagnosticTag::Unnecessary);
+    }
+    diagnostic
+}

@@ -1,0 +1,199 @@
+//! Diagnostics: what every check produces and every front end (CLI formats, the language server) renders.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use wb_syntax::TextRange;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Error,
+    Warning,
+    Information,
+    Hint,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Information => "information",
+            Severity::Hint => "hint",
+        }
+    }
+}
+
+/// Extra meaning an editor can render (faded or struck-through text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DiagnosticTag {
+    Unnecessary,
+    Deprecated,
+}
+
+macro_rules! codes {
+    ($($variant:ident = $name:literal, $severity:ident, $summary:literal;)*) => {
+        /// A stable diagnostic code. Every code is documented in `docs/diagnostics.md`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code { $($variant,)* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The kebab-case name shown to users and used in documentation anchors.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $name,)* }
+            }
+
+            /// The severity a diagnostic with this code has.
+            pub fn severity(self) -> Severity {
+                match self { $(Code::$variant => Severity::$severity,)* }
+            }
+
+            /// One line on what the code means.
+            pub fn summary(self) -> &'static str {
+                match self { $(Code::$variant => $summary,)* }
+            }
+
+            pub fn from_name(name: &str) -> Option<Code> {
+                match name { $($name => Some(Code::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    // YAML
+    YamlSyntax = "yaml-syntax", Error, "The file is not well-formed YAML.";
+    TabIndentation = "tab-indentation", Error, "YAML indentation uses a tab character.";
+    DuplicateKey = "duplicate-key", Error, "A mapping defines the same key twice.";
+    MultipleDocuments = "multiple-documents", Error, "The manifest contains more than one YAML document.";
+    UnsupportedTag = "unsupported-tag", Error, "A YAML tag other than the core schema's (`!!str`, `!!int`, ...).";
+    ComplexKey = "complex-key", Error, "A mapping key is a sequence or a mapping.";
+    ByteOrderMark = "byte-order-mark", Warning, "The file starts with a UTF-8 byte-order mark.";
+    InvalidUtf8 = "invalid-utf8", Error, "The file is not valid UTF-8.";
+    AliasExpansionLimit = "alias-expansion-limit", Error, "YAML aliases expand to too many nodes (an alias bomb).";
+    NestingTooDeep = "nesting-too-deep", Error, "YAML collections are nested too deeply.";
+    FileTooLarge = "file-too-large", Error, "The manifest is larger than the checker reads.";
+    // Manifest shape
+    ManifestNotObject = "manifest-not-object", Error, "The manifest's document is not a mapping.";
+    UnsupportedSpec = "unsupported-spec", Error, "`spec` is missing or not a supported spec number (0 or 1).";
+    LegacyFieldInSpec1 = "legacy-field-in-spec-1", Error, "A spec 1 manifest uses the spec 0 fields `runtime`, `image` or `docker`.";
+    Spec0Manifest = "spec-0-manifest", Hint, "The manifest uses the frozen legacy spec 0; `wb-lsp migrate` converts it.";
+    UnknownField = "unknown-field", Error, "A field the standard does not define at this level.";
+    MissingField = "missing-field", Error, "A required field is absent.";
+    InvalidType = "invalid-type", Error, "A value has the wrong type.";
+    EmptyValue = "empty-value", Error, "A string is blank or a list that must not be empty is empty.";
+    InvalidVersion = "invalid-version", Error, "`version` is not a semantic version.";
+    InvalidModelId = "invalid-model-id", Error, "`model.id` is not a provider-neutral `lab/model` identifier.";
+    InvalidName = "invalid-name", Error, "A name (provider, MCP, environment variable, workspace, skill) breaks its pattern.";
+    InvalidUrl = "invalid-url", Error, "An MCP URL is not an absolute http or https URL.";
+    InvalidValue = "invalid-value", Error, "A value is outside the allowed set or range.";
+    DuplicateName = "duplicate-name", Error, "Two entries share a name that must be unique.";
+    UnknownRuntimeProvider = "unknown-runtime-provider", Error, "`runtimes` names a provider other than local, docker, e2b and daytona.";
+    MissingImage = "missing-image", Error, "A docker or e2b runtime declares no image.";
+    DockerEngineRequiresDocker = "docker-engine-requires-docker", Error, "A spec 0 `docker.engine` without `runtime: docker`.";
+    // Package files
+    PathNotFound = "path-not-found", Error, "The path given to the checker, or a package's manifest, does not exist.";
+    NoWorkbenches = "no-workbenches", Error, "A directory holds no `.workbenches/*/workbench.yml`.";
+    OutsideWorkbenchesDirectory = "outside-workbenches-directory", Error, "The package does not sit beneath a `.workbenches` directory.";
+    PathNotRelative = "path-not-relative", Error, "A package path is absolute.";
+    PathOutsideRepository = "path-outside-repository", Error, "A package path leaves the repository (or, for `runner_config`, the package).";
+    MissingInstructions = "missing-instructions", Error, "The instructions file does not exist or is not a regular file.";
+    MissingSkillManifest = "missing-skill-manifest", Error, "A skill directory has no `SKILL.md`.";
+    InvalidSkill = "invalid-skill", Error, "A `SKILL.md` frontmatter breaks the skill contract.";
+    SkillNameMismatch = "skill-name-mismatch", Error, "A skill's `name` differs from its directory name.";
+    MissingRunnerConfig = "missing-runner-config", Error, "`runner_config` does not exist.";
+    RunnerConfigSymlink = "runner-config-symlink", Error, "`runner_config` contains a symbolic link.";
+    RunnerConfigCredentialFile = "runner-config-credential-file", Error, "`runner_config` contains a credential file.";
+    RunnerConfigInvalidJson = "runner-config-invalid-json", Error, "A JSON file in `runner_config` does not parse.";
+    RunnerConfigLiteralCredential = "runner-config-literal-credential", Error, "A JSON file in `runner_config` holds a literal credential.";
+    RunnerConfigShape = "runner-config-shape", Error, "`runner_config` has the wrong shape for the runner.";
+    RunnerConfigContent = "runner-config-content", Warning, "A Claude Code `runner_config` file that fails when it is staged.";
+    MissingBuildFile = "missing-build-file", Warning, "An image build's Dockerfile or context does not exist (the build would fail).";
+    IoError = "io-error", Error, "A file could not be read.";
+    // Run-time problems that are known statically
+    UnsupportedRunner = "unsupported-runner", Warning, "The runner is not one of opencode, claude-code and pi.";
+    UndeclaredEnvReference = "undeclared-env-reference", Error, "An MCP header references a variable that `env` does not declare.";
+    PiMcpUnsupported = "pi-mcp-unsupported", Warning, "Pi has no native MCP transport.";
+    ClaudeMcpDisabled = "claude-mcp-disabled", Warning, "Claude Code will not expand Claude or Anthropic variables in MCP headers.";
+    DaytonaClassUnsupported = "daytona-class-unsupported", Warning, "The reference engine runs only the linux Daytona class.";
+    DaytonaImageRequired = "daytona-image-required", Warning, "A Daytona runtime without a published image cannot run.";
+    UnknownModel = "unknown-model", Warning, "The model is absent from the model catalog.";
+    UnknownModelProvider = "unknown-model-provider", Warning, "A route names a provider absent from the model catalog.";
+    ProviderDoesNotServeModel = "provider-does-not-serve-model", Warning, "A route's provider does not serve the model.";
+    LocalRuntimeImage = "local-runtime-image", Warning, "A spec 0 local runtime declares an image.";
+    UnsupportedRuntime = "unsupported-runtime", Warning, "A spec 0 `runtime` names an unknown provider.";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A replacement of one range of one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextEdit {
+    pub path: PathBuf,
+    pub range: TextRange,
+    pub new_text: String,
+}
+
+/// A mechanical fix: a title for the quick-fix menu and the edits that apply it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fix {
+    pub title: String,
+    pub edits: Vec<TextEdit>,
+}
+
+/// Another location a diagnostic concerns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Related {
+    pub path: PathBuf,
+    pub range: TextRange,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    /// The file the range refers to.
+    pub path: PathBuf,
+    pub range: TextRange,
+    pub message: String,
+    pub related: Vec<Related>,
+    pub fixes: Vec<Fix>,
+    pub tags: Vec<DiagnosticTag>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, path: impl Into<PathBuf>, range: TextRange, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            path: path.into(),
+            range,
+            message: message.into(),
+            related: Vec::new(),
+            fixes: Vec::new(),
+            tags: Vec::new(),
+        }
+    }
+
+    pub fn with_related(mut self, path: impl Into<PathBuf>, range: TextRange, message: impl Into<String>) -> Self {
+        self.related.push(Related { path: path.into(), range, message: message.into() });
+        self
+    }
+
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
+        self
+    }
+
+    pub fn with_tag(mut self, tag: DiagnosticTag) -> Self {
+        self.tags.push(tag);
+        self
+    }
+}

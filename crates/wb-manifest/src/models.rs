@@ -1,0 +1,110 @@
+//! The model catalog: providers (with their credential variables), model ids and the providers serving them.
+//!
+//! An embedded copy ships in the binary; a file in the same format can replace it (`--model-catalog`, or the
+//! `WB_LSP_MODEL_CATALOG` environment variable). Any catalog can be stale, so a model missing from it is a
+//! warning, never an error.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+static EMBEDDED_JSON: &str = include_str!("../catalog/models.json");
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ModelCatalog {
+    /// A label of the catalog's revision, recorded in resolved configuration.
+    pub version: String,
+    pub providers: BTreeMap<String, Provider>,
+    pub models: BTreeMap<String, CatalogModel>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct Provider {
+    pub name: String,
+    /// Credential variables, in preference order.
+    pub env: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct CatalogModel {
+    pub name: String,
+    /// Provider name to the provider-native model id.
+    pub providers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("Model catalog is unreadable: {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("Model catalog is invalid: {path}: {source}")]
+    Json { path: String, source: serde_json::Error },
+}
+
+impl ModelCatalog {
+    /// The catalog compiled into the binary.
+    pub fn embedded() -> &'static ModelCatalog {
+        static CATALOG: OnceLock<ModelCatalog> = OnceLock::new();
+        CATALOG.get_or_init(|| match serde_json::from_str(EMBEDDED_JSON) {
+            Ok(catalog) => catalog,
+            // The embedded file is checked by a unit test; an empty catalog keeps the checker alive regardless.
+            Err(_) => ModelCatalog { version: "empty".into(), providers: BTreeMap::new(), models: BTreeMap::new() },
+        })
+    }
+
+    pub fn from_json(text: &str, label: &str) -> Result<ModelCatalog, CatalogError> {
+        serde_json::from_str(text).map_err(|source| CatalogError::Json { path: label.to_owned(), source })
+    }
+
+    pub fn from_file(path: &Path) -> Result<ModelCatalog, CatalogError> {
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io { path: label.clone(), source })?;
+        ModelCatalog::from_json(&text, &label)
+    }
+
+    pub fn model(&self, id: &str) -> Option<&CatalogModel> {
+        self.models.get(id)
+    }
+
+    pub fn provider(&self, name: &str) -> Option<&Provider> {
+        self.providers.get(name)
+    }
+
+    /// The providers allowed for a model without `routes`: every catalog provider serving it, the lab's own
+    /// provider first, then alphabetically.
+    pub fn default_routes(&self, id: &str) -> Vec<(&str, &str)> {
+        let Some(model) = self.model(id) else { return Vec::new() };
+        let lab = id.split('/').next().unwrap_or_default();
+        let mut routes: Vec<(&str, &str)> =
+            model.providers.iter().map(|(provider, native)| (provider.as_str(), native.as_str())).collect();
+        routes.sort_by_key(|(provider, _)| (*provider != lab, *provider));
+        routes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalog_parses_and_is_consistent() {
+        let catalog: ModelCatalog = serde_json::from_str(EMBEDDED_JSON).expect("embedded catalog");
+        assert!(catalog.model("openai/gpt-5.6-terra").is_some());
+        for (id, model) in &catalog.models {
+            for provider in model.providers.keys() {
+                assert!(catalog.provider(provider).is_some(), "{id} names unknown provider {provider}");
+            }
+        }
+    }
+
+    #[test]
+    fn lab_provider_comes_first() {
+        let routes = ModelCatalog::embedded().default_routes("openai/gpt-5.6-terra");
+        assert_eq!(routes.first().map(|r| r.0), Some("openai"));
+        let rest: Vec<&str> = routes[1..].iter().map(|r| r.0).collect();
+        let mut sorted = rest.clone();
+        sorted.sort_unstable();
+        assert_eq!(rest, sorted);
+    }
+}
