@@ -86,8 +86,11 @@ pub fn discover(fs: &dyn FileSystem, path: &Path) -> Target {
             if fs.kind_followed(&manifest).is_ok() {
                 return Target::Manifest(manifest);
             }
-            let workbenches =
-                if path.file_name().is_some_and(|n| n == ".workbenches") { path.to_owned() } else { path.join(".workbenches") };
+            let workbenches = if path.file_name().is_some_and(|n| n == ".workbenches") {
+                path.to_owned()
+            } else {
+                path.join(".workbenches")
+            };
             match fs.read_dir(&workbenches) {
                 Ok(children) => {
                     let packages: Vec<PathBuf> = children
@@ -108,10 +111,18 @@ pub fn discover(fs: &dyn FileSystem, path: &Path) -> Target {
 pub fn check_path(fs: &dyn FileSystem, path: &Path, catalog: &ModelCatalog) -> Vec<PackageReport> {
     match discover(fs, path) {
         Target::Missing(path) => {
-            vec![PackageReport::problem(&path, Code::PathNotFound, format!("Workbench path does not exist: {}", path.display()))]
+            vec![PackageReport::problem(
+                &path,
+                Code::PathNotFound,
+                format!("Workbench path does not exist: {}", path.display()),
+            )]
         }
         Target::Empty(path) => {
-            vec![PackageReport::problem(&path, Code::NoWorkbenches, format!("No Workbenches found in {}", path.display()))]
+            vec![PackageReport::problem(
+                &path,
+                Code::NoWorkbenches,
+                format!("No Workbenches found in {}", path.display()),
+            )]
         }
         Target::Manifest(manifest) => vec![check_package(fs, &manifest, catalog)],
         Target::Packages(manifests) => manifests.iter().map(|manifest| check_package(fs, manifest, catalog)).collect(),
@@ -137,7 +148,12 @@ pub fn check_package(fs: &dyn FileSystem, manifest_path: &Path, catalog: &ModelC
 }
 
 /// Checks one package whose manifest content is given (an editor buffer); other files come from `fs`.
-pub fn check_manifest_bytes(fs: &dyn FileSystem, manifest_path: &Path, bytes: &[u8], catalog: &ModelCatalog) -> PackageReport {
+pub fn check_manifest_bytes(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    bytes: &[u8],
+    catalog: &ModelCatalog,
+) -> PackageReport {
     let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
     if bytes.len() > MAX_MANIFEST_BYTES {
         let message = format!(
@@ -148,11 +164,15 @@ pub fn check_manifest_bytes(fs: &dyn FileSystem, manifest_path: &Path, bytes: &[
         return PackageReport::problem(manifest_path, Code::FileTooLarge, message);
     }
     let parse = wb_syntax::parse(bytes);
-    let mut diagnostics: Vec<Diagnostic> = parse.errors.iter().map(|error| syntax_diagnostic(manifest_path, &parse.text, error)).collect();
+    let mut diagnostics: Vec<Diagnostic> =
+        parse.errors.iter().map(|error| syntax_diagnostic(manifest_path, &parse.text, error)).collect();
     let fatal_syntax = parse.errors.iter().any(|e| e.kind != SyntaxErrorKind::ByteOrderMark);
     let (manifest, rule_diagnostics) = crate::rules::check_manifest(manifest_path, &parse, catalog);
     // A document that failed to parse is partial: its missing fields are a consequence, not a problem.
-    let partial = parse.errors.iter().any(|e| matches!(e.kind, SyntaxErrorKind::Syntax | SyntaxErrorKind::Tab | SyntaxErrorKind::TooDeep));
+    let partial = parse
+        .errors
+        .iter()
+        .any(|e| matches!(e.kind, SyntaxErrorKind::Syntax | SyntaxErrorKind::Tab | SyntaxErrorKind::TooDeep));
     diagnostics.extend(rule_diagnostics.into_iter().filter(|d| !(partial && d.code == Code::MissingField)));
     let root = repository_root(manifest_path);
     let anchor = parse
@@ -201,7 +221,13 @@ pub fn check_manifest_bytes(fs: &dyn FileSystem, manifest_path: &Path, bytes: &[
 /// Orders diagnostics by file and position, so every front end shows them the same way.
 pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {
-        (&a.path, a.range.start, a.range.end, a.code, &a.message).cmp(&(&b.path, b.range.start, b.range.end, b.code, &b.message))
+        (&a.path, a.range.start, a.range.end, a.code, &a.message).cmp(&(
+            &b.path,
+            b.range.start,
+            b.range.end,
+            b.code,
+            &b.message,
+        ))
     });
 }
 

@@ -28,7 +28,10 @@ pub enum Shape {
     /// The integer spec number.
     Spec,
     /// A non-empty string, optionally matching a pattern. `suggestions` are known values (not a closed set).
-    Text { pattern: Option<&'static str>, suggestions: &'static [&'static str] },
+    Text {
+        pattern: Option<&'static str>,
+        suggestions: &'static [&'static str],
+    },
     /// An `http://` or `https://` URL.
     Url,
     /// One of a closed set of strings.
@@ -41,11 +44,21 @@ pub enum Shape {
     /// A non-empty list of distinct values from a closed set.
     EnumList(&'static [&'static str]),
     /// A mapping with the given fields. `nullable` accepts an empty value (`local:`).
-    Object { fields: &'static [Field], nullable: bool },
+    Object {
+        fields: &'static [Field],
+        nullable: bool,
+    },
     /// A list of objects.
-    ObjectList { fields: &'static [Field], min_items: usize },
+    ObjectList {
+        fields: &'static [Field],
+        min_items: usize,
+    },
     /// A mapping from names matching `key_pattern` to objects with `fields`.
-    NamedMap { key_pattern: &'static str, key_doc: &'static str, fields: &'static [Field] },
+    NamedMap {
+        key_pattern: &'static str,
+        key_doc: &'static str,
+        fields: &'static [Field],
+    },
     /// A mapping from header names to non-empty strings.
     StringMap,
     /// A published image reference or a build object.
@@ -198,7 +211,8 @@ pub static DOCKER_FIELDS: &[Field] = &[field(
     "Requests access to a Docker engine from inside the container.",
 )];
 
-const IMAGE_DOC: &str = "A published image reference, or `{build, context}` to build one from a package-relative Dockerfile.";
+const IMAGE_DOC: &str =
+    "A published image reference, or `{build, context}` to build one from a package-relative Dockerfile.";
 
 pub static DOCKER_RUNTIME_FIELDS: &[Field] = &[
     field("image", Shape::Image, true, IMAGE_DOC),
@@ -256,7 +270,12 @@ pub static RUNTIMES_FIELDS: &[Field] = &[
 
 pub static REQUIREMENTS_FIELDS: &[Field] = &[
     field("os", Shape::EnumList(OS_VALUES), false, "The operating systems the environment may run; any one suffices."),
-    field("arch", Shape::EnumList(ARCH_VALUES), false, "The CPU architectures the environment may use; any one suffices."),
+    field(
+        "arch",
+        Shape::EnumList(ARCH_VALUES),
+        false,
+        "The CPU architectures the environment may use; any one suffices.",
+    ),
     field("cpu", Shape::PositiveInteger, false, "The minimum number of vCPUs."),
     field("memory_gb", Shape::PositiveNumber, false, "The minimum memory in GiB."),
     field("disk_gb", Shape::PositiveNumber, false, "The minimum disk in GiB."),
@@ -271,8 +290,18 @@ pub static TOP_LEVEL_FIELDS: &[Field] = &[
         true,
         "The author's semantic release version, such as `0.1.0` or `1.2.0-rc.1`.",
     ),
-    field("name", Shape::Text { pattern: None, suggestions: &[] }, true, "The package name: the default alias and registry name."),
-    field("description", Shape::Text { pattern: None, suggestions: &[] }, false, "One line on what the Workbench is for."),
+    field(
+        "name",
+        Shape::Text { pattern: None, suggestions: &[] },
+        true,
+        "The package name: the default alias and registry name.",
+    ),
+    field(
+        "description",
+        Shape::Text { pattern: None, suggestions: &[] },
+        false,
+        "One line on what the Workbench is for.",
+    ),
     field(
         "runner",
         Shape::Text { pattern: None, suggestions: RUNNERS },
@@ -367,7 +396,10 @@ pub static TOP_LEVEL_FIELDS: &[Field] = &[
         ),
         Specs::Only0,
     ),
-    only(field("image", Shape::Image, false, "Spec 0: the runtime's image. Spec 1 puts it under `runtimes.<provider>`."), Specs::Only0),
+    only(
+        field("image", Shape::Image, false, "Spec 0: the runtime's image. Spec 1 puts it under `runtimes.<provider>`."),
+        Specs::Only0,
+    ),
     only(
         field(
             "docker",
@@ -406,7 +438,10 @@ pub enum Segment {
 pub enum Lookup {
     Field(&'static Field),
     /// A user-chosen key of `env` or `workspaces`.
-    MapKey { map: &'static Field, key_doc: &'static str },
+    MapKey {
+        map: &'static Field,
+        key_doc: &'static str,
+    },
 }
 
 /// Resolves a path such as `model.routes[0].provider` to its catalog entry.

@@ -53,7 +53,8 @@ impl FileSystem for OsFileSystem {
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        let mut entries = std::fs::read_dir(path)?.map(|entry| entry.map(|e| e.path())).collect::<io::Result<Vec<_>>>()?;
+        let mut entries =
+            std::fs::read_dir(path)?.map(|entry| entry.map(|e| e.path())).collect::<io::Result<Vec<_>>>()?;
         entries.sort();
         Ok(entries)
     }

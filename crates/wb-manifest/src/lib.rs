@@ -23,8 +23,6 @@ pub use check::{
 };
 pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
 pub use fs::{FileKind, FileSystem, OsFileSystem, is_inside, normalize};
-pub use model::{
-    Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace,
-};
+pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
 pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
 pub use package::{is_credential_file, repository_root};

@@ -42,14 +42,19 @@ impl PackageChecks<'_> {
     /// Resolves a package-relative path value, checking it is relative and stays inside `boundary`.
     fn resolve(&mut self, value: &Spanned<String>, label: &str, boundary: Option<&Path>) -> Option<PathBuf> {
         let raw = Path::new(&value.value);
-        if raw.is_absolute() || value.value.starts_with('/') || value.value.starts_with('\\') || has_drive(&value.value) {
+        if raw.is_absolute() || value.value.starts_with('/') || value.value.starts_with('\\') || has_drive(&value.value)
+        {
             self.report(Code::PathNotRelative, value.range, format!("{label} must be a relative path"));
             return None;
         }
         let resolved = normalize(&self.package_dir.join(raw));
         if let Some(boundary) = boundary {
             if !is_inside(&resolved, boundary) {
-                self.report(Code::PathOutsideRepository, value.range, format!("{label} must remain inside the repository"));
+                self.report(
+                    Code::PathOutsideRepository,
+                    value.range,
+                    format!("{label} must remain inside the repository"),
+                );
                 return None;
             }
         }
@@ -108,7 +113,11 @@ impl PackageChecks<'_> {
                 Ok(FileKind::File) => match self.fs.read(&skill_file) {
                     Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                     Err(error) => {
-                        self.report(Code::IoError, skill.range, format!("Skill manifest is unreadable: {}: {error}", skill_file.display()));
+                        self.report(
+                            Code::IoError,
+                            skill.range,
+                            format!("Skill manifest is unreadable: {}: {error}", skill_file.display()),
+                        );
                         continue;
                     }
                 },
@@ -143,7 +152,11 @@ impl PackageChecks<'_> {
                     let path = self.manifest_path.to_owned();
                     self.report(Code::DuplicateName, skill.range, format!("Duplicate skill name: {}", name.value))
                         .related
-                        .push(crate::Related { path, range: first_range, message: "first skill with this name".to_owned() });
+                        .push(crate::Related {
+                            path,
+                            range: first_range,
+                            message: "first skill with this name".to_owned(),
+                        });
                 } else {
                     names.push(Spanned::new(name.value, skill.range));
                 }
@@ -158,7 +171,11 @@ impl PackageChecks<'_> {
         let kind = match self.fs.kind(&path) {
             Ok(kind) => kind,
             Err(_) => {
-                self.report(Code::MissingRunnerConfig, config.range, format!("runner_config does not exist: {}", path.display()));
+                self.report(
+                    Code::MissingRunnerConfig,
+                    config.range,
+                    format!("runner_config does not exist: {}", path.display()),
+                );
                 return;
             }
         };
@@ -192,7 +209,11 @@ impl PackageChecks<'_> {
             (Some("claude-code"), kind) => {
                 let is_json = path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
                 if kind != FileKind::File || !is_json {
-                    self.report(Code::RunnerConfigShape, range, "Claude Code runner_config must be a JSON file".to_owned());
+                    self.report(
+                        Code::RunnerConfigShape,
+                        range,
+                        "Claude Code runner_config must be a JSON file".to_owned(),
+                    );
                 } else {
                     self.claude_content(&path, range);
                 }
@@ -219,7 +240,11 @@ impl PackageChecks<'_> {
                 }
                 FileKind::File => {
                     if is_credential_file(&name) {
-                        self.report(Code::RunnerConfigCredentialFile, range, format!("runner_config contains a credential file: {name}"));
+                        self.report(
+                            Code::RunnerConfigCredentialFile,
+                            range,
+                            format!("runner_config contains a credential file: {name}"),
+                        );
                         ok = false;
                     }
                     files.push(current);
@@ -227,7 +252,11 @@ impl PackageChecks<'_> {
                 FileKind::Directory => match self.fs.read_dir(&current) {
                     Ok(entries) => stack.extend(entries.into_iter().rev()),
                     Err(error) => {
-                        self.report(Code::IoError, range, format!("runner_config is unreadable: {}: {error}", current.display()));
+                        self.report(
+                            Code::IoError,
+                            range,
+                            format!("runner_config is unreadable: {}: {error}", current.display()),
+                        );
                         ok = false;
                     }
                 },
@@ -251,7 +280,10 @@ impl PackageChecks<'_> {
                 let line = error.line().saturating_sub(1);
                 let column = error.column().saturating_sub(1);
                 let offset = index.offset(
-                    wb_syntax::LineCol { line: u32::try_from(line).unwrap_or(0), col: u32::try_from(column).unwrap_or(0) },
+                    wb_syntax::LineCol {
+                        line: u32::try_from(line).unwrap_or(0),
+                        col: u32::try_from(column).unwrap_or(0),
+                    },
                     wb_syntax::PositionEncoding::Utf32,
                 );
                 let message = format!("runner_config JSON is invalid: {}", file.display());
@@ -279,7 +311,10 @@ impl PackageChecks<'_> {
                                 self.report(
                                     Code::RunnerConfigLiteralCredential,
                                     range,
-                                    format!("runner_config must reference credentials by environment name, not {key}: {}", file.display()),
+                                    format!(
+                                        "runner_config must reference credentials by environment name, not {key}: {}",
+                                        file.display()
+                                    ),
                                 );
                                 reported = true;
                             }
@@ -325,7 +360,8 @@ fn claude_config_problem(bytes: &[u8]) -> Option<String> {
         }
         for list in ["allow", "deny"] {
             if let Some(rules) = permissions.get(list) {
-                let Some(rules) = rules.as_array().filter(|rules| rules.iter().all(serde_json::Value::is_string)) else {
+                let Some(rules) = rules.as_array().filter(|rules| rules.iter().all(serde_json::Value::is_string))
+                else {
                     return Some(format!("{P} permissions.{list} must be an array of strings"));
                 };
                 if rules.iter().any(|rule| rule.as_str().is_some_and(|rule| rule.trim().is_empty())) {
@@ -354,8 +390,17 @@ pub fn is_credential_file(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     matches!(
         lower.as_str(),
-        ".env" | ".netrc" | ".npmrc" | "_netrc" | "auth.json" | "credentials.json" | "id_dsa" | "id_ecdsa" | "id_ed25519"
-            | "id_rsa" | "oauth.json"
+        ".env"
+            | ".netrc"
+            | ".npmrc"
+            | "_netrc"
+            | "auth.json"
+            | "credentials.json"
+            | "id_dsa"
+            | "id_ecdsa"
+            | "id_ed25519"
+            | "id_rsa"
+            | "oauth.json"
     ) || lower.starts_with(".env.")
         || [".key", ".p12", ".pem", ".pfx"].iter().any(|ext| lower.ends_with(ext))
 }
@@ -374,8 +419,10 @@ fn credential_key() -> Option<&'static Regex> {
 
 fn env_reference_value() -> Option<&'static Regex> {
     static CELL: OnceLock<Option<Regex>> = OnceLock::new();
-    CELL.get_or_init(|| Regex::new(r"^(?:[A-Za-z]+ )?(?:[A-Z][A-Z0-9_]*|\$\{[A-Z][A-Z0-9_]*\}|\{env:[A-Z][A-Z0-9_]*\})$").ok())
-        .as_ref()
+    CELL.get_or_init(|| {
+        Regex::new(r"^(?:[A-Za-z]+ )?(?:[A-Z][A-Z0-9_]*|\$\{[A-Z][A-Z0-9_]*\}|\{env:[A-Z][A-Z0-9_]*\})$").ok()
+    })
+    .as_ref()
 }
 
 #[cfg(test)]
@@ -407,7 +454,10 @@ mod tests {
     fn claude_content_rules() {
         assert_eq!(claude_config_problem(b"{\"permissions\":{\"allow\":[\"Bash(ls)\"]},\"max_turns\":3}"), None);
         assert_eq!(claude_config_problem(b"[]").as_deref(), Some("Claude Code runner_config must be a JSON object"));
-        assert_eq!(claude_config_problem(b"{\"x\":1}").as_deref(), Some("Claude Code runner_config has unknown field: x"));
+        assert_eq!(
+            claude_config_problem(b"{\"x\":1}").as_deref(),
+            Some("Claude Code runner_config has unknown field: x")
+        );
         assert_eq!(
             claude_config_problem(b"{\"max_turns\":0}").as_deref(),
             Some("Claude Code runner_config max_turns must be a positive integer")

@@ -12,7 +12,9 @@ use wb_syntax::{Entry, Mapping, Node, Parse, TextRange, Value};
 
 use crate::diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, TextEdit};
 use crate::fields::{self, Field};
-use crate::model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
+use crate::model::{
+    Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace,
+};
 use crate::models::ModelCatalog;
 
 /// The patterns are constants compiled once; a unit test proves each compiles, and a pattern that failed to
@@ -198,8 +200,7 @@ impl<'a> Rules<'a> {
 
     fn top_level_keys(&mut self, top: &Mapping) {
         if self.spec == 1 {
-            let legacy: Vec<&Entry> =
-                ["runtime", "image", "docker"].iter().filter_map(|key| top.entry(key)).collect();
+            let legacy: Vec<&Entry> = ["runtime", "image", "docker"].iter().filter_map(|key| top.entry(key)).collect();
             if let Some(first) = legacy.first() {
                 let list: Vec<&str> = legacy.iter().map(|e| e.key.as_str()).collect();
                 let message = format!(
@@ -237,7 +238,8 @@ impl<'a> Rules<'a> {
         let absent: Vec<&str> = allowed.iter().copied().filter(|name| parent.entry(name).is_none()).collect();
         let suggestion = closest(&entry.key, &absent);
         let fix = suggestion.map(|name| self.rename_fix(entry.key_range, name));
-        let diagnostic = self.report(Code::UnknownField, entry.key_range, format!("Unknown {label} field: {}", entry.key));
+        let diagnostic =
+            self.report(Code::UnknownField, entry.key_range, format!("Unknown {label} field: {}", entry.key));
         if let Some(fix) = fix {
             diagnostic.fixes.push(fix);
         }
@@ -479,8 +481,11 @@ impl<'a> Rules<'a> {
             if !matches(env_name(), &var.key) {
                 let upper = var.key.to_ascii_uppercase().replace('-', "_");
                 let fix = matches(env_name(), &upper).then(|| self.rename_fix(var.key_range, &upper));
-                let diagnostic =
-                    self.report(Code::InvalidName, var.key_range, format!("Invalid environment variable name: {}", var.key));
+                let diagnostic = self.report(
+                    Code::InvalidName,
+                    var.key_range,
+                    format!("Invalid environment variable name: {}", var.key),
+                );
                 if let Some(fix) = fix {
                     diagnostic.fixes.push(fix);
                 }
@@ -498,7 +503,11 @@ impl<'a> Rules<'a> {
         let Some(workspaces) = self.record(Slot::of_entry(entry), "workspaces") else { return };
         for workspace in &workspaces.entries {
             if !matches(slug(), &workspace.key) || workspace.key == "primary" {
-                self.report(Code::InvalidName, workspace.key_range, format!("Invalid workspace name: {}", workspace.key));
+                self.report(
+                    Code::InvalidName,
+                    workspace.key_range,
+                    format!("Invalid workspace name: {}", workspace.key),
+                );
                 continue;
             }
             let label = format!("workspaces.{}", workspace.key);
@@ -515,8 +524,11 @@ impl<'a> Rules<'a> {
                         let fix = other
                             .and_then(|value| closest(value, fields::ACCESS_VALUES))
                             .map(|value| self.rename_fix(access.value.range, value));
-                        let diagnostic =
-                            self.report(Code::InvalidValue, range, format!("{label}.access must be read-only or read-write"));
+                        let diagnostic = self.report(
+                            Code::InvalidValue,
+                            range,
+                            format!("{label}.access must be read-only or read-write"),
+                        );
                         if let Some(fix) = fix {
                             diagnostic.fixes.push(fix);
                         }
@@ -566,7 +578,11 @@ impl<'a> Rules<'a> {
                 Value::Null => &empty,
                 _ => {
                     let range = Slot::of_entry(runtime).range();
-                    self.report(Code::InvalidType, range, format!("runtimes.{key} must be an object or an empty value"));
+                    self.report(
+                        Code::InvalidType,
+                        range,
+                        format!("runtimes.{key} must be an object or an empty value"),
+                    );
                     continue;
                 }
             };
@@ -692,7 +708,11 @@ impl<'a> Rules<'a> {
                     if let Some(result) = result.as_mut() {
                         if host && result.provider.value != "docker" {
                             let range = docker.key_range;
-                            self.report(Code::DockerEngineRequiresDocker, range, "docker.engine requires runtime: docker");
+                            self.report(
+                                Code::DockerEngineRequiresDocker,
+                                range,
+                                "docker.engine requires runtime: docker",
+                            );
                             ok = false;
                         }
                         result.host_engine = host;
@@ -816,7 +836,11 @@ impl<'a> Rules<'a> {
             for (_, value) in &mcp.headers {
                 for (name, range) in self.env_references(value) {
                     let declared = self.manifest.env_var(&name).is_some();
-                    let invalid_env_entry = env_declared && top.entry("env").and_then(|e| e.value.as_mapping()).is_some_and(|m| m.entry(&name).is_some());
+                    let invalid_env_entry = env_declared
+                        && top
+                            .entry("env")
+                            .and_then(|e| e.value.as_mapping())
+                            .is_some_and(|m| m.entry(&name).is_some());
                     if !declared && !invalid_env_entry {
                         self.report(
                             Code::UndeclaredEnvReference,
@@ -824,7 +848,9 @@ impl<'a> Rules<'a> {
                             format!("MCP {} references undeclared environment variable: {name}", mcp.name.value),
                         );
                     }
-                    if runner_name == Some("claude-code") && (name.starts_with("CLAUDE") || name.starts_with("ANTHROPIC_")) {
+                    if runner_name == Some("claude-code")
+                        && (name.starts_with("CLAUDE") || name.starts_with("ANTHROPIC_"))
+                    {
                         claude_disabled.get_or_insert(range);
                     }
                 }
@@ -887,13 +913,18 @@ impl<'a> Rules<'a> {
                 }
                 "local" if self.spec == 0 => {
                     if let Some(image) = top.entry("image") {
-                        self.report(Code::LocalRuntimeImage, image.key_range, "image is not supported with the local runtime");
+                        self.report(
+                            Code::LocalRuntimeImage,
+                            image.key_range,
+                            "image is not supported with the local runtime",
+                        );
                     }
                 }
                 "local" | "docker" | "e2b" => {}
                 other => {
                     let message = format!("Unsupported runtime: {other}");
-                    let fix = closest(other, fields::RUNTIME_PROVIDERS).map(|name| self.rename_fix(runtime.provider.range, name));
+                    let fix = closest(other, fields::RUNTIME_PROVIDERS)
+                        .map(|name| self.rename_fix(runtime.provider.range, name));
                     let diagnostic = self.report(Code::UnsupportedRuntime, runtime.provider.range, message);
                     if let Some(fix) = fix {
                         diagnostic.fixes.push(fix);
@@ -913,9 +944,9 @@ impl<'a> Rules<'a> {
             .filter_map(|captures| {
                 let whole = captures.get(0)?.as_str();
                 let name = captures.get(1)?.as_str().to_owned();
-                let range = source
-                    .find(whole)
-                    .map_or(value.range, |at| TextRange::new(value.range.start + at, value.range.start + at + whole.len()));
+                let range = source.find(whole).map_or(value.range, |at| {
+                    TextRange::new(value.range.start + at, value.range.start + at + whole.len())
+                });
                 Some((name, range))
             })
             .collect()
@@ -947,7 +978,8 @@ impl<'a> Rules<'a> {
                 }
             }
             None => {
-                let explicit = model.routes_declared && !model.routes.is_empty() && model.routes.iter().all(|r| r.model.is_some());
+                let explicit =
+                    model.routes_declared && !model.routes.is_empty() && model.routes.iter().all(|r| r.model.is_some());
                 if !explicit || self.manifest.runner_config.is_none() {
                     self.report(
                         Code::UnknownModel,
@@ -1005,7 +1037,14 @@ fn edit_distance(a: &str, b: &str) -> usize {
 mod tests {
     #[test]
     fn every_pattern_compiles() {
-        for pattern in [super::semver(), super::model_id(), super::provider_name(), super::slug(), super::env_name(), super::env_reference()] {
+        for pattern in [
+            super::semver(),
+            super::model_id(),
+            super::provider_name(),
+            super::slug(),
+            super::env_name(),
+            super::env_reference(),
+        ] {
             assert!(pattern.is_some());
         }
     }

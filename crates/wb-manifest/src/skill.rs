@@ -84,7 +84,8 @@ pub fn check_skill_text(text: &str, value: &str, directory: &str) -> SkillCheck 
         node.and_then(Node::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
     };
     let name_entry = mapping.entry("name");
-    let name_range = name_entry.map_or(first_line, |e| shift(if e.value.range.is_empty() { e.key_range } else { e.value.range }));
+    let name_range =
+        name_entry.map_or(first_line, |e| shift(if e.value.range.is_empty() { e.key_range } else { e.value.range }));
     match text_of(name_entry.map(|e| &e.value)) {
         None => check.problems.push(SkillProblem {
             code: Code::InvalidSkill,
@@ -129,7 +130,8 @@ pub fn check_skill_text(text: &str, value: &str, directory: &str) -> SkillCheck 
 
 /// Diagnostics for an open `SKILL.md`, located in that file (the language server shows them there).
 pub fn skill_file_diagnostics(path: &Path, text: &str) -> Vec<Diagnostic> {
-    let directory = path.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let directory =
+        path.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let value = format!("./skills/{directory}");
     check_skill_text(text, &value, &directory)
         .problems
@@ -144,7 +146,11 @@ mod tests {
 
     #[test]
     fn valid_skill_with_crlf() {
-        let check = check_skill_text("---\r\nname: migrations\r\ndescription: Plans migrations.\r\n---\r\nBody\r\n", "./skills/migrations", "migrations");
+        let check = check_skill_text(
+            "---\r\nname: migrations\r\ndescription: Plans migrations.\r\n---\r\nBody\r\n",
+            "./skills/migrations",
+            "migrations",
+        );
         assert!(check.problems.is_empty(), "{:?}", check.problems);
         assert_eq!(check.name.map(|n| n.value).as_deref(), Some("migrations"));
     }

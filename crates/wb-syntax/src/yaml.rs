@@ -365,11 +365,7 @@ impl<'a> Builder<'a> {
             Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) if self.stack.len() >= MAX_DEPTH => {
                 let _ = (anchor, tag);
                 let range = self.range(span);
-                self.error(
-                    SyntaxErrorKind::TooDeep,
-                    range,
-                    format!("YAML nesting is deeper than {MAX_DEPTH} levels"),
-                );
+                self.error(SyntaxErrorKind::TooDeep, range, format!("YAML nesting is deeper than {MAX_DEPTH} levels"));
                 return false;
             }
             Event::SequenceStart(anchor, tag) => {
@@ -423,11 +419,7 @@ impl<'a> Builder<'a> {
             ScalarStyle::Folded => Style::Folded,
         };
         let core_tag = tag.and_then(|tag| {
-            if tag.handle == "tag:yaml.org,2002:" || tag.handle == "!!" {
-                Some(tag.suffix.as_str())
-            } else {
-                None
-            }
+            if tag.handle == "tag:yaml.org,2002:" || tag.handle == "!!" { Some(tag.suffix.as_str()) } else { None }
         });
         if let Some(tag) = tag {
             if core_tag.is_none() && !(tag.handle == "!" && tag.suffix.is_empty()) {
@@ -517,7 +509,8 @@ impl<'a> Builder<'a> {
             Frame::Mapping { start, anchor, flow, mut entries, merges, key } => {
                 if let Some(key) = key {
                     // A key without a value (the document ended early): keep it, with an empty value.
-                    let value = Node { value: Value::Null, range: TextRange::empty(key.range.end), style: Style::Plain };
+                    let value =
+                        Node { value: Value::Null, range: TextRange::empty(key.range.end), style: Style::Plain };
                     self.add_entry(&mut entries, &mut Vec::new(), key, value);
                 }
                 for merge in merges {

@@ -1,0 +1,104 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "wb-lsp", version, about = "Language server and checker for Workbench packages")]
+pub struct Cli {
+    /// Speak LSP over stdio (the default when no command is given).
+    #[arg(long, global = false)]
+    pub stdio: bool,
+
+    /// A model catalog file replacing the embedded one (also WB_LSP_MODEL_CATALOG).
+    #[arg(long, global = true, value_name = "FILE", env = "WB_LSP_MODEL_CATALOG")]
+    pub model_catalog: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check packages: a repository, a package directory or a manifest file (default: the current directory).
+    Check(CheckArgs),
+    /// Convert spec 0 manifests to spec 1, keeping comments and formatting.
+    Migrate(MigrateArgs),
+    /// Scaffold a new package under .workbenches/NAME.
+    Init(InitArgs),
+    /// Print the JSON schema of a manifest spec.
+    Schema(SchemaArgs),
+    /// Run the language server over stdio.
+    Serve,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Sarif,
+    Github,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Paths to check.
+    pub paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Exit 1 on warnings too.
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// When to use colour in human output (NO_COLOR is honoured in auto mode).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Paths to migrate (default: the current directory).
+    pub paths: Vec<PathBuf>,
+    /// Write the migrated manifests instead of printing a diff.
+    #[arg(long, conflicts_with = "check")]
+    pub write: bool,
+    /// Exit 1 if any manifest would change; write nothing.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The package name (lowercase and hyphenated).
+    pub name: String,
+    /// The repository directory to create `.workbenches/NAME` in (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// The runner.
+    #[arg(long, default_value = "opencode")]
+    pub runner: String,
+    /// The model id (lab/model), from the model catalog.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Comma-separated runtimes, in order (local, docker, e2b, daytona).
+    #[arg(long, value_delimiter = ',')]
+    pub runtimes: Vec<String>,
+    /// The image for the docker and e2b runtimes.
+    #[arg(long)]
+    pub image: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The spec whose schema to print.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub spec: u8,
+}

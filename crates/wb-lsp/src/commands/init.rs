@@ -1,0 +1,49 @@
+//! `wb-lsp init`.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use wb_manifest::ModelCatalog;
+use wb_manifest::init::{InitOptions, scaffold};
+
+use crate::cli::InitArgs;
+
+pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let cwd = super::current_dir()?;
+    let options = InitOptions {
+        name: args.name.clone(),
+        runner: args.runner.clone(),
+        model: args.model.clone(),
+        runtimes: args.runtimes.clone(),
+        image: args.image.clone(),
+    };
+    let files = match scaffold(&options, catalog) {
+        Ok(files) => files,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let root = wb_manifest::absolute(args.dir.as_deref().unwrap_or(&cwd), &cwd);
+    let package = root.join(".workbenches").join(args.name.trim());
+    if package.exists() {
+        eprintln!("error: Workbench already exists: {}", package.display());
+        return Ok(ExitCode::from(1));
+    }
+    std::fs::create_dir_all(package.parent().context("package path has no parent")?)
+        .with_context(|| format!("cannot create {}", root.display()))?;
+    // Build the package in a temporary sibling and rename it into place, so a failure leaves nothing behind.
+    let staging = package.with_file_name(format!(".{}.wb-lsp-init-{}", args.name.trim(), std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        std::fs::create_dir(&staging)?;
+        std::fs::write(staging.join("workbench.yml"), &files.manifest)?;
+        std::fs::write(staging.join("instructions.md"), &files.instructions)?;
+        std::fs::rename(&staging, &package)
+    })();
+    if let Err(error) = result {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(error).with_context(|| format!("cannot create {}", package.display()));
+    }
+    println!("Created {}", package.join("workbench.yml").display());
+    Ok(ExitCode::SUCCESS)
+}

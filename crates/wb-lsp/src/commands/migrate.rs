@@ -1,0 +1,72 @@
+//! `wb-lsp migrate`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use wb_manifest::migrate::migrate_text;
+use wb_manifest::{ModelCatalog, OsFileSystem, Target, absolute, check_manifest_bytes, discover};
+
+use crate::cli::MigrateArgs;
+
+pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let cwd = super::current_dir()?;
+    let paths = if args.paths.is_empty() { vec![cwd.clone()] } else { args.paths.clone() };
+    let mut manifests: Vec<PathBuf> = Vec::new();
+    for path in &paths {
+        match discover(&OsFileSystem, &absolute(path, &cwd)) {
+            Target::Manifest(manifest) => manifests.push(manifest),
+            Target::Packages(found) => manifests.extend(found.into_iter().filter(|m| m.is_file())),
+            Target::Missing(path) => anyhow::bail!("Workbench path does not exist: {}", path.display()),
+            Target::Empty(path) => anyhow::bail!("No Workbenches found in {}", path.display()),
+        }
+    }
+    let mut changed = 0;
+    let mut failed = false;
+    let mut diffs = String::new();
+    for manifest in &manifests {
+        let text = std::fs::read_to_string(manifest)
+            .map_err(|error| anyhow::anyhow!("cannot read {}: {error}", manifest.display()))?;
+        let migrated = match migrate_text(&text) {
+            Ok(Some(migrated)) => migrated,
+            Ok(None) => continue,
+            Err(error) => {
+                eprintln!("error: {}: cannot migrate: {error}", display(manifest, &cwd));
+                failed = true;
+                continue;
+            }
+        };
+        // The result must check no worse than the original: migration never introduces an error.
+        let before = check_manifest_bytes(&OsFileSystem, manifest, text.as_bytes(), catalog).errors();
+        let after = check_manifest_bytes(&OsFileSystem, manifest, migrated.as_bytes(), catalog).errors();
+        if after > before {
+            eprintln!(
+                "error: {}: the migrated manifest would not check cleanly; fix its errors first",
+                display(manifest, &cwd)
+            );
+            failed = true;
+            continue;
+        }
+        changed += 1;
+        if args.write {
+            super::write_atomic(manifest, migrated.as_bytes())?;
+            eprintln!("migrated {}", display(manifest, &cwd));
+        } else {
+            let name = display(manifest, &cwd);
+            let diff = similar::TextDiff::from_lines(&text, &migrated);
+            diffs.push_str(
+                &diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string(),
+            );
+        }
+    }
+    if !args.write && !args.check {
+        print!("{diffs}");
+    }
+    if args.check && changed > 0 {
+        eprintln!("{changed} manifest(s) would be migrated");
+    }
+    Ok(if failed || (args.check && changed > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn display(path: &Path, cwd: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}

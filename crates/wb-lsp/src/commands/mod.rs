@@ -1,0 +1,63 @@
+//! The subcommands. Each returns the process exit code; `Err` means a usage or I/O failure (exit 2).
+
+mod check;
+mod init;
+mod migrate;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use wb_manifest::ModelCatalog;
+
+use crate::cli::{Cli, Command};
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let catalog = load_catalog(cli.model_catalog.as_deref())?;
+    match cli.command {
+        Some(Command::Check(args)) => check::run(&args, &catalog),
+        Some(Command::Migrate(args)) => migrate::run(&args, &catalog),
+        Some(Command::Init(args)) => init::run(&args, &catalog),
+        Some(Command::Schema(args)) => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Serve) | None => {
+            let _ = cli.stdio;
+            anyhow::bail!("the language server is not available in this build yet")
+        }
+    }
+}
+
+fn load_catalog(path: Option<&Path>) -> anyhow::Result<ModelCatalog> {
+    match path {
+        Some(path) => Ok(ModelCatalog::from_file(path)?),
+        None => Ok(ModelCatalog::embedded().clone()),
+    }
+}
+
+pub(crate) fn current_dir() -> anyhow::Result<PathBuf> {
+    std::env::current_dir().context("the current directory is unavailable")
+}
+
+/// Writes a file atomically: a temporary sibling, then a rename, so a crash never leaves half a file.
+pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().context("the file has no parent directory")?;
+    let name = path.file_name().context("the path has no file name")?.to_string_lossy();
+    let temp = dir.join(format!(".{name}.wb-lsp-{}.tmp", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            std::fs::set_permissions(&temp, meta.permissions())?;
+        }
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result.with_context(|| format!("cannot write {}", path.display()))
+}

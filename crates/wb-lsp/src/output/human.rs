@@ -1,0 +1,70 @@
+//! `--format human`: source snippets with carets (codespan-reporting), coloured on a terminal.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use codespan_reporting::diagnostic::{Diagnostic, Label, Severity as Level};
+use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::term::{self, Config, termcolor::Buffer};
+use wb_manifest::Severity;
+
+use super::{Checked, Location, docs_url, summary_line};
+
+fn level(severity: Severity) -> Level {
+    match severity {
+        Severity::Error => Level::Error,
+        Severity::Warning => Level::Warning,
+        Severity::Information => Level::Note,
+        Severity::Hint => Level::Help,
+    }
+}
+
+pub fn render(checked: &Checked<'_>, color: bool) -> String {
+    let mut files = SimpleFiles::new();
+    let mut ids: HashMap<PathBuf, usize> = HashMap::new();
+    let mut file_id = |location: &Location| -> usize {
+        *ids.entry(location.absolute.clone()).or_insert_with(|| {
+            let source = checked.source(&location.absolute).map(|s| s.to_string()).unwrap_or_default();
+            files.add(location.path.clone(), source)
+        })
+    };
+    let mut prepared = Vec::new();
+    for package in &checked.packages {
+        for item in &package.items {
+            let primary = Label::primary(file_id(&item.location), item.location.range.as_range());
+            let mut labels = vec![primary];
+            for (related, message) in &item.related {
+                labels.push(Label::secondary(file_id(related), related.range.as_range()).with_message(message.clone()));
+            }
+            let mut notes: Vec<String> = item.fixes.iter().map(|fix| format!("fix available: {fix}")).collect();
+            notes.push(format!("see {}", docs_url(item.code)));
+            prepared.push(
+                Diagnostic::new(level(item.severity))
+                    .with_code(item.code.as_str())
+                    .with_message(item.message.clone())
+                    .with_labels(labels)
+                    .with_notes(notes),
+            );
+        }
+    }
+    let config = Config::default();
+    let mut out = String::new();
+    for diagnostic in &prepared {
+        let mut buffer = if color { Buffer::ansi() } else { Buffer::no_color() };
+        if term::emit_to_write_style(&mut buffer, &config, &files, diagnostic).is_ok() {
+            out.push_str(&String::from_utf8_lossy(buffer.as_slice()));
+        } else {
+            // A range the renderer cannot place (it should not happen): fall back to a plain line.
+            let code = diagnostic.code.as_deref().unwrap_or_default();
+            out.push_str(&format!("{code}: {}\n", diagnostic.message));
+        }
+    }
+    for package in &checked.packages {
+        if package.valid {
+            out.push_str(&format!("valid\t{}\t{}\n", package.name, package.path));
+        }
+    }
+    out.push_str(&summary_line(checked));
+    out.push('\n');
+    out
+}

@@ -1,0 +1,137 @@
+//! Output formats of `check`. [`Checked`] turns reports (byte ranges) into what every format prints: paths
+//! relative to the working directory and 1-based line/column positions in Unicode characters.
+
+pub mod github;
+pub mod human;
+pub mod json;
+pub mod sarif;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wb_manifest::{Code, PackageReport, Severity};
+use wb_syntax::{LineIndex, PositionEncoding, TextRange};
+
+/// Where a code's documentation lives.
+pub fn docs_url(code: Code) -> String {
+    format!("https://github.com/wb-lsp/wb-lsp/blob/main/docs/diagnostics.md#{}", code.as_str())
+}
+
+/// A 1-based line and column (Unicode characters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub line: u32,
+    pub column: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Location {
+    pub path: String,
+    pub absolute: PathBuf,
+    pub range: TextRange,
+    pub start: Position,
+    pub end: Position,
+}
+
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub location: Location,
+    pub related: Vec<(Location, String)>,
+    pub fixes: Vec<String>,
+}
+
+pub struct Package {
+    pub path: String,
+    pub name: String,
+    pub valid: bool,
+    pub items: Vec<Item>,
+}
+
+pub struct Checked<'a> {
+    pub packages: Vec<Package>,
+    pub errors: usize,
+    pub warnings: usize,
+    pub reports: &'a [PackageReport],
+}
+
+impl<'a> Checked<'a> {
+    pub fn new(reports: &'a [PackageReport], cwd: &Path) -> Checked<'a> {
+        let mut indexes: HashMap<PathBuf, LineIndex> = HashMap::new();
+        let mut sources: HashMap<PathBuf, Arc<str>> = HashMap::new();
+        for report in reports {
+            for (path, text) in &report.sources {
+                sources.entry(path.clone()).or_insert_with(|| text.clone());
+            }
+        }
+        let mut locate = |path: &Path, range: TextRange| -> Location {
+            let index = indexes.entry(path.to_owned()).or_insert_with(|| {
+                let text = sources.get(path).map(|t| t.to_string()).unwrap_or_default();
+                LineIndex::new(&text)
+            });
+            let (start, end) = index.range(range, PositionEncoding::Utf32);
+            Location {
+                path: relative(path, cwd),
+                absolute: path.to_owned(),
+                range,
+                start: Position { line: start.line + 1, column: start.col + 1 },
+                end: Position { line: end.line + 1, column: end.col + 1 },
+            }
+        };
+        let mut packages = Vec::new();
+        let (mut errors, mut warnings) = (0, 0);
+        for report in reports {
+            errors += report.errors();
+            warnings += report.warnings();
+            let items = report
+                .diagnostics
+                .iter()
+                .map(|d| Item {
+                    code: d.code,
+                    severity: d.severity,
+                    message: d.message.clone(),
+                    location: locate(&d.path, d.range),
+                    related: d.related.iter().map(|r| (locate(&r.path, r.range), r.message.clone())).collect(),
+                    fixes: d.fixes.iter().map(|f| f.title.clone()).collect(),
+                })
+                .collect();
+            let name = report.name.clone().unwrap_or_else(|| {
+                report.package_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            });
+            packages.push(Package {
+                path: relative(&report.manifest_path, cwd),
+                name,
+                valid: report.is_valid(),
+                items,
+            });
+        }
+        Checked { packages, errors, warnings, reports }
+    }
+
+    /// The text of a file a diagnostic points into.
+    pub fn source(&self, path: &Path) -> Option<&Arc<str>> {
+        self.reports.iter().find_map(|report| report.sources.get(path))
+    }
+}
+
+/// A path relative to the working directory when it is inside it, else absolute.
+pub fn relative(path: &Path, cwd: &Path) -> String {
+    match path.strip_prefix(cwd) {
+        Ok(rest) if rest.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rest) => rest.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+pub fn summary_line(checked: &Checked<'_>) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    format!(
+        "{} checked: {}, {}",
+        plural(checked.packages.len(), "package"),
+        plural(checked.errors, "error"),
+        plural(checked.warnings, "warning")
+    )
+}
