@@ -131,3 +131,81 @@ pub struct Runtime {
     /// The label checks use for this runtime's image (`runtimes.docker.image` in spec 1, `image` in spec 0).
     pub image_label: String,
 }
+
+impl Manifest {
+    /// The spec-independent normal form (engine facts b.7): spec 0's `runtime`/`image`/`docker` appear as a
+    /// one-entry `runtimes`, defaults are filled in, and positions are dropped. Two manifests that mean the
+    /// same thing have equal normal forms.
+    pub fn normalized(&self) -> serde_json::Value {
+        use serde_json::{Map, Value, json};
+        let text = |value: &Option<Spanned<String>>| value.as_ref().map_or(Value::Null, |v| json!(v.value));
+        let list = |values: &[Spanned<String>]| Value::Array(values.iter().map(|v| json!(v.value)).collect());
+        let model = self.model.as_ref().map_or(Value::Null, |model| {
+            let routes: Vec<Value> = model
+                .routes
+                .iter()
+                .map(|route| json!({"provider": route.provider.value, "model": route.model.as_ref().map(|m| &m.value)}))
+                .collect();
+            json!({"id": model.id.value, "routes": if model.routes_declared { Value::Array(routes) } else { Value::Null }})
+        });
+        let mcps: Vec<Value> = self
+            .mcps
+            .iter()
+            .map(|mcp| {
+                let headers: Map<String, Value> =
+                    mcp.headers.iter().map(|(name, value)| (name.value.clone(), json!(value.value))).collect();
+                json!({"name": mcp.name.value, "transport": "http", "url": mcp.url.value, "headers": headers})
+            })
+            .collect();
+        let env: Map<String, Value> =
+            self.env.iter().map(|var| (var.name.value.clone(), json!({"required": var.required}))).collect();
+        let workspaces: Map<String, Value> = self
+            .workspaces
+            .iter()
+            .map(|ws| (ws.name.value.clone(), json!({"required": ws.required, "access": ws.access.as_str()})))
+            .collect();
+        let requirements = json!({
+            "os": self.requirements.os,
+            "arch": self.requirements.arch,
+            "cpu": self.requirements.cpu,
+            "memory_gb": self.requirements.memory_gb,
+            "disk_gb": self.requirements.disk_gb,
+            "gpu": self.requirements.gpu,
+        });
+        let runtimes: Vec<Value> = self
+            .runtimes
+            .iter()
+            .map(|runtime| {
+                let image = match &runtime.image {
+                    None => Value::Null,
+                    Some(Image::Published(reference)) => json!(reference.value),
+                    Some(Image::Build { build, context }) => {
+                        json!({"build": build.value, "context": context.as_ref().map_or(".", |c| c.value.as_str())})
+                    }
+                };
+                json!({
+                    "provider": runtime.provider.value,
+                    "image": image,
+                    "host_engine": runtime.host_engine,
+                    "class": runtime.class.as_ref().map(|c| &c.value),
+                })
+            })
+            .collect();
+        json!({
+            "version": text(&self.version),
+            "name": text(&self.name),
+            "description": text(&self.description),
+            "runner": text(&self.runner),
+            "model": model,
+            "runner_config": text(&self.runner_config),
+            "instructions": text(&self.instructions),
+            "skills": list(&self.skills),
+            "tools": list(&self.tools),
+            "mcps": mcps,
+            "env": env,
+            "workspaces": workspaces,
+            "requirements": requirements,
+            "runtimes": runtimes,
+        })
+    }
+}
