@@ -251,6 +251,7 @@ fn syntax_diagnostic(path: &Path, text: &str, error: &wb_syntax::SyntaxError) ->
     if code == Code::ByteOrderMark && text.starts_with('\u{feff}') {
         diagnostic = diagnostic.with_fix(Fix {
             title: "Remove the byte-order mark".to_owned(),
+            creates: Vec::new(),
             edits: vec![TextEdit { path: path.to_owned(), range: TextRange::new(0, 3), new_text: String::new() }],
         });
     }

@@ -126,6 +126,27 @@ codes! {
     UnsupportedRuntime = "unsupported-runtime", Warning, "A spec 0 `runtime` names an unknown provider.";
 }
 
+impl Code {
+    /// Codes for problems the reference engine finds only when a run starts (engine facts b.6). Editors can
+    /// switch these warnings off.
+    pub fn is_run_time(self) -> bool {
+        matches!(
+            self,
+            Code::UnsupportedRunner
+                | Code::PiMcpUnsupported
+                | Code::ClaudeMcpDisabled
+                | Code::DaytonaClassUnsupported
+                | Code::DaytonaImageRequired
+                | Code::UnknownModel
+                | Code::UnknownModelProvider
+                | Code::ProviderDoesNotServeModel
+                | Code::LocalRuntimeImage
+                | Code::UnsupportedRuntime
+                | Code::RunnerConfigContent
+        )
+    }
+}
+
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -140,10 +161,12 @@ pub struct TextEdit {
     pub new_text: String,
 }
 
-/// A mechanical fix: a title for the quick-fix menu and the edits that apply it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A mechanical fix: a title for the quick-fix menu, the files it creates and the edits that apply it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Fix {
     pub title: String,
+    /// Files to create (path, contents) before the edits apply. They must not exist yet.
+    pub creates: Vec<(PathBuf, String)>,
     pub edits: Vec<TextEdit>,
 }
 

@@ -129,6 +129,7 @@ pub(crate) fn migration_fix(path: &Path, text: &str) -> Option<Fix> {
     let edits = migration_edits(text).ok().filter(|edits| !edits.is_empty())?;
     Some(Fix {
         title: "Migrate to spec 1".to_owned(),
+        creates: Vec::new(),
         edits: edits
             .into_iter()
             .map(|edit| TextEdit { path: path.to_owned(), range: edit.range, new_text: edit.new_text })

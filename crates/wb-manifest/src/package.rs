@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use wb_syntax::TextRange;
 
-use crate::diagnostic::{Code, Diagnostic};
+use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
 use crate::fs::{FileKind, FileSystem, is_inside, normalize};
 use crate::model::{Image, Manifest, Spanned};
 use crate::skill::check_skill_text;
@@ -92,11 +92,19 @@ impl PackageChecks<'_> {
         if let Some(instructions) = &manifest.instructions {
             if let Some(path) = self.resolve(instructions, "instructions", root) {
                 if !matches!(self.fs.kind_followed(&path), Ok(FileKind::File)) {
+                    let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
+                    let fix = Fix {
+                        title: format!("Create {}", instructions.value),
+                        creates: vec![(path.clone(), format!("# {title}\n\nDescribe how to do this class of work in this repository.\n"))],
+                        edits: Vec::new(),
+                    };
                     self.report(
                         Code::MissingInstructions,
                         instructions.range,
                         format!("Instructions file does not exist: {}", path.display()),
-                    );
+                    )
+                    .fixes
+                    .push(fix);
                 }
             }
         }
@@ -122,11 +130,22 @@ impl PackageChecks<'_> {
                     }
                 },
                 _ => {
+                    let directory = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let fix = Fix {
+                        title: format!("Create {}/SKILL.md", skill.value.trim_end_matches('/')),
+                        creates: vec![(
+                            skill_file.clone(),
+                            format!("---\nname: {directory}\ndescription: Describe when to use this skill.\n---\n\n# {directory}\n"),
+                        )],
+                        edits: Vec::new(),
+                    };
                     self.report(
                         Code::MissingSkillManifest,
                         skill.range,
                         format!("Skill manifest does not exist: {}", skill_file.display()),
-                    );
+                    )
+                    .fixes
+                    .push(fix);
                     continue;
                 }
             };
@@ -137,11 +156,14 @@ impl PackageChecks<'_> {
                 point_into_file = true;
                 let message = problem.message.clone();
                 let related_range = problem.range;
-                self.report(problem.code, skill.range, message.clone()).related.push(crate::Related {
-                    path: skill_file.clone(),
-                    range: related_range,
-                    message,
+                let fix = (problem.code == Code::SkillNameMismatch).then(|| Fix {
+                    title: format!("Rename the skill to `{directory}` in SKILL.md"),
+                    creates: Vec::new(),
+                    edits: vec![TextEdit { path: skill_file.clone(), range: related_range, new_text: directory.clone() }],
                 });
+                let diagnostic = self.report(problem.code, skill.range, message.clone());
+                diagnostic.related.push(crate::Related { path: skill_file.clone(), range: related_range, message });
+                diagnostic.fixes.extend(fix);
             }
             if point_into_file {
                 self.sources.push((skill_file.clone(), text));
