@@ -1,0 +1,17 @@
+//! Editor features for Workbench manifests, as plain data: byte offsets in, byte ranges and strings out.
+//!
+//! The language server converts positions and protocol types; nothing here knows LSP. Every feature works on
+//! the current text (an editor buffer), reads other files through [`wb_manifest::FileSystem`] so unsaved
+//! buffers win, and tolerates documents that do not parse yet.
+
+mod completion;
+mod context;
+mod hover;
+mod navigation;
+mod symbols;
+
+pub use completion::{CompletionItem, CompletionKind, completions};
+pub use context::{Located, YamlPath, locate};
+pub use hover::{Hover, hover};
+pub use navigation::{Link, definition, document_links, env_range_at, env_references, rename_env};
+pub use symbols::{Fold, Symbol, SymbolKind, folding_ranges, symbols};
