@@ -25,15 +25,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Serve) | None => {
+            // `--stdio` is accepted for clients that pass it; stdio is the only transport.
             let _ = cli.stdio;
-            anyhow::bail!("the language server is not available in this build yet")
+            crate::server::run_stdio()?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
 
 fn load_catalog(path: Option<&Path>) -> anyhow::Result<ModelCatalog> {
     match path {
-        Some(path) => Ok(ModelCatalog::from_file(path)?),
+        // The error's message already names its cause; keeping it as a source too would print the cause twice.
+        Some(path) => ModelCatalog::from_file(path).map_err(|error| anyhow::anyhow!("{error}")),
         None => Ok(ModelCatalog::embedded().clone()),
     }
 }

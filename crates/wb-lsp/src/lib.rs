@@ -1,0 +1,9 @@
+//! The `wb-lsp` binary's library: the command-line interface, the output formats of `check`, and the
+//! language server. Only this crate knows LSP.
+
+pub mod cli;
+pub mod commands;
+pub mod output;
+/// stdout is the protocol channel: nothing in the server may print to it.
+#[deny(clippy::print_stdout)]
+pub mod server;

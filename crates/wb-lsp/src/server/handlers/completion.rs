@@ -1,0 +1,54 @@
+//! `textDocument/completion`.
+
+use lsp_types as lsp;
+use wb_ide::CompletionKind;
+
+use super::super::state::{Snapshot, is_manifest};
+use super::File;
+
+pub fn handle(snapshot: &Snapshot, params: lsp::CompletionParams) -> anyhow::Result<Option<lsp::CompletionResponse>> {
+    let position = params.text_document_position;
+    let Some(file) = File::open(snapshot, &position.text_document.uri) else { return Ok(None) };
+    if !is_manifest(&file.path) {
+        return Ok(None);
+    }
+    let offset = file.offset(snapshot, position.position);
+    let items = wb_ide::completions(&snapshot.overlay, &file.path, &file.text, offset, &snapshot.catalog)
+        .into_iter()
+        .map(|item| {
+            let kind = match item.kind {
+                CompletionKind::Field => lsp::CompletionItemKind::PROPERTY,
+                CompletionKind::Value => lsp::CompletionItemKind::VALUE,
+                CompletionKind::Enum => lsp::CompletionItemKind::ENUM_MEMBER,
+                CompletionKind::File => lsp::CompletionItemKind::FILE,
+                CompletionKind::Folder => lsp::CompletionItemKind::FOLDER,
+                CompletionKind::Variable => lsp::CompletionItemKind::VARIABLE,
+                CompletionKind::Model => lsp::CompletionItemKind::CONSTANT,
+            };
+            lsp::CompletionItem {
+                label: item.label,
+                kind: Some(kind),
+                detail: item.detail,
+                documentation: item.documentation.map(|value| {
+                    lsp::Documentation::MarkupContent(lsp::MarkupContent { kind: lsp::MarkupKind::Markdown, value })
+                }),
+                sort_text: Some(item.sort_text),
+                filter_text: None,
+                insert_text_format: Some(if item.snippet {
+                    lsp::InsertTextFormat::SNIPPET
+                } else {
+                    lsp::InsertTextFormat::PLAIN_TEXT
+                }),
+                insert_text_mode: Some(lsp::InsertTextMode::ADJUST_INDENTATION),
+                text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
+                    range: file.range(snapshot, item.replace),
+                    new_text: item.insert_text,
+                })),
+                deprecated: None,
+                tags: item.deprecated.then(|| vec![lsp::CompletionItemTag::DEPRECATED]),
+                ..lsp::CompletionItem::default()
+            }
+        })
+        .collect();
+    Ok(Some(lsp::CompletionResponse::List(lsp::CompletionList { is_incomplete: false, items })))
+}

@@ -1,0 +1,53 @@
+//! One module per LSP method. Each handler reads a [`Snapshot`] and converts between protocol positions and
+//! the core's byte offsets through `convert` only.
+
+pub mod code_action;
+pub mod completion;
+pub mod definition;
+pub mod diagnostics;
+pub mod folding;
+pub mod hover;
+pub mod links;
+pub mod references;
+pub mod rename;
+pub mod symbols;
+
+use std::path::PathBuf;
+
+use lsp_types::Url;
+use wb_syntax::{LineIndex, Parse};
+
+use super::convert;
+use super::state::Snapshot;
+
+/// A file as the handlers see it: its path, text (the open buffer wins), line index and parse.
+pub struct File {
+    pub path: PathBuf,
+    pub text: String,
+    pub index: LineIndex,
+    pub parse: Parse,
+}
+
+impl File {
+    pub fn open(snapshot: &Snapshot, uri: &Url) -> Option<File> {
+        let path = convert::url_to_path(uri)?;
+        let (text, index) = match snapshot.document(&path) {
+            Some(document) => (document.text.to_string(), (*document.index).clone()),
+            None => {
+                let text = snapshot.text(&path)?;
+                let index = LineIndex::new(&text);
+                (text, index)
+            }
+        };
+        let parse = wb_syntax::parse_str(&text);
+        Some(File { path, text, index, parse })
+    }
+
+    pub fn offset(&self, snapshot: &Snapshot, position: lsp_types::Position) -> usize {
+        convert::offset(&self.index, position, snapshot.encoding)
+    }
+
+    pub fn range(&self, snapshot: &Snapshot, range: wb_syntax::TextRange) -> lsp_types::Range {
+        convert::range(&self.index, range, snapshot.encoding)
+    }
+}

@@ -1,0 +1,177 @@
+//! Server state: open documents (the overlay over the disk), workspace roots, configuration, and the
+//! immutable snapshots read requests run on.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wb_manifest::{Code, FileKind, FileSystem, ModelCatalog, OsFileSystem, PackageReport, Severity};
+use wb_syntax::{LineIndex, PositionEncoding};
+
+/// One open document.
+#[derive(Clone, Debug)]
+pub struct Document {
+    pub text: Arc<str>,
+    pub version: i32,
+    pub index: Arc<LineIndex>,
+}
+
+impl Document {
+    pub fn new(text: String, version: i32) -> Document {
+        let index = Arc::new(LineIndex::new(&text));
+        Document { text: Arc::from(text), version, index }
+    }
+}
+
+/// The user's settings (`workbench.*`).
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    pub model_catalog: Option<PathBuf>,
+    /// Per-code severity; `None` switches the code off.
+    pub severity: HashMap<Code, Option<Severity>>,
+    pub run_time_warnings: bool,
+}
+
+impl Config {
+    pub fn from_json(value: &serde_json::Value) -> (Config, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut config = Config { run_time_warnings: true, ..Config::default() };
+        let value = value.get("workbench").unwrap_or(value);
+        if let Some(path) = value.get("modelCatalog").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+            config.model_catalog = Some(PathBuf::from(path));
+        }
+        if let Some(flag) = value.get("runTimeWarnings").and_then(serde_json::Value::as_bool) {
+            config.run_time_warnings = flag;
+        }
+        if let Some(map) = value.get("severity").and_then(|v| v.as_object()) {
+            for (name, level) in map {
+                let Some(code) = Code::from_name(name) else {
+                    problems.push(format!("workbench.severity: unknown diagnostic code {name}"));
+                    continue;
+                };
+                let level = match level.as_str() {
+                    Some("error") => Some(Severity::Error),
+                    Some("warning") => Some(Severity::Warning),
+                    Some("information") => Some(Severity::Information),
+                    Some("hint") => Some(Severity::Hint),
+                    Some("off") => None,
+                    _ => {
+                        problems.push(format!(
+                            "workbench.severity.{name}: expected error, warning, information, hint or off"
+                        ));
+                        continue;
+                    }
+                };
+                config.severity.insert(code, level);
+            }
+        }
+        (config, problems)
+    }
+
+    /// Applies severity overrides and the run-time switch to a report's diagnostics.
+    pub fn apply(&self, report: &mut PackageReport) {
+        report.diagnostics.retain_mut(|diagnostic| {
+            if !self.run_time_warnings && diagnostic.code.is_run_time() {
+                return false;
+            }
+            match self.severity.get(&diagnostic.code) {
+                Some(Some(severity)) => {
+                    diagnostic.severity = *severity;
+                    true
+                }
+                Some(None) => false,
+                None => true,
+            }
+        });
+    }
+}
+
+/// The file system the checks see: open documents win over the disk.
+#[derive(Clone)]
+pub struct Overlay {
+    pub documents: Arc<HashMap<PathBuf, Document>>,
+}
+
+impl FileSystem for Overlay {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        match self.documents.get(path) {
+            Some(document) => Ok(document.text.as_bytes().to_vec()),
+            None => OsFileSystem.read(path),
+        }
+    }
+
+    fn kind(&self, path: &Path) -> io::Result<FileKind> {
+        if self.documents.contains_key(path) {
+            return Ok(FileKind::File);
+        }
+        OsFileSystem.kind(path)
+    }
+
+    fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
+        if self.documents.contains_key(path) {
+            return Ok(FileKind::File);
+        }
+        OsFileSystem.kind_followed(path)
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut entries = OsFileSystem.read_dir(path).or_else(|error| {
+            if self.documents.keys().any(|doc| doc.parent() == Some(path)) { Ok(Vec::new()) } else { Err(error) }
+        })?;
+        for doc in self.documents.keys() {
+            if doc.parent() == Some(path) && !entries.contains(doc) {
+                entries.push(doc.clone());
+            }
+        }
+        entries.sort();
+        Ok(entries)
+    }
+}
+
+/// What a request handler reads: a consistent view taken when the request arrived.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub overlay: Overlay,
+    pub encoding: PositionEncoding,
+    pub catalog: Arc<ModelCatalog>,
+    pub config: Arc<Config>,
+    pub manifests: Arc<BTreeSet<PathBuf>>,
+    /// The client applies `CreateFile` in workspace edits.
+    pub resource_operations: bool,
+}
+
+impl Snapshot {
+    pub fn document(&self, path: &Path) -> Option<&Document> {
+        self.overlay.documents.get(path)
+    }
+
+    /// The text of a file: the open buffer or the disk.
+    pub fn text(&self, path: &Path) -> Option<String> {
+        self.overlay.read(path).ok().map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The line index of a file: the open buffer's, or one built from the disk.
+    pub fn index(&self, path: &Path) -> Option<LineIndex> {
+        match self.document(path) {
+            Some(document) => Some((*document.index).clone()),
+            None => self.text(path).map(|text| LineIndex::new(&text)),
+        }
+    }
+
+    /// Checks a package with the user's configuration applied.
+    pub fn check(&self, manifest: &Path) -> PackageReport {
+        let mut report = wb_manifest::check_package(&self.overlay, manifest, &self.catalog);
+        self.config.apply(&mut report);
+        report
+    }
+}
+
+/// True for a path that looks like a Workbench manifest.
+pub fn is_manifest(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "workbench.yml")
+}
+
+pub fn is_skill(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "SKILL.md")
+}
