@@ -197,8 +197,8 @@ fn sibling_keys(lines: &[&str], line: usize, column: usize, in_item: bool) -> Ve
             break;
         }
     }
-    for index in line + 1..lines.len() {
-        if let Some(other) = shape(lines[index]) {
+    for (index, text) in lines.iter().enumerate().skip(line + 1) {
+        if let Some(other) = shape(text) {
             if other.dash.is_some_and(|dash| dash < column) {
                 break;
             }
@@ -234,7 +234,10 @@ fn context(text: &str, offset: usize) -> Option<Context> {
         let end = text[value_start..end].find(" #").map_or(end, |at| value_start + at).max(offset);
         let mut path = parent_path(&lines, line, current.content, current.dash);
         path.push(Segment::Key(key.to_owned()));
-        return Some(Context { place: Place::Value { path, prefix: typed.to_owned() }, replace: TextRange::new(value_start, end) });
+        return Some(Context {
+            place: Place::Value { path, prefix: typed.to_owned() },
+            replace: TextRange::new(value_start, end),
+        });
     }
     let typed = &prefix[current.content.min(prefix.len())..];
     let path = parent_path(&lines, line, current.content, current.dash);
@@ -442,7 +445,13 @@ fn order_of(name: &str) -> String {
     format!("{position:02}_{name}")
 }
 
-fn value_item(label: &str, kind: CompletionKind, detail: Option<String>, replace: TextRange, rank: usize) -> CompletionItem {
+fn value_item(
+    label: &str,
+    kind: CompletionKind,
+    detail: Option<String>,
+    replace: TextRange,
+    rank: usize,
+) -> CompletionItem {
     CompletionItem {
         label: label.to_owned(),
         kind,
@@ -477,7 +486,8 @@ fn value_items(
                 .into_iter()
                 .enumerate()
                 .map(|(rank, name)| {
-                    let mut item = value_item(&name, CompletionKind::Variable, Some("declared in env".into()), replace, rank);
+                    let mut item =
+                        value_item(&name, CompletionKind::Variable, Some("declared in env".into()), replace, rank);
                     item.insert_text = format!("{name}}}");
                     item
                 })
@@ -504,8 +514,7 @@ fn value_items(
             .enumerate()
             .map(|(rank, (id, model))| {
                 let providers: Vec<&str> = model.providers.keys().map(String::as_str).collect();
-                let mut item =
-                    value_item(id, CompletionKind::Model, Some(model.name.clone()), replace, rank);
+                let mut item = value_item(id, CompletionKind::Model, Some(model.name.clone()), replace, rank);
                 item.documentation = Some(format!("Served by {}", providers.join(", ")));
                 item
             })
@@ -532,7 +541,15 @@ fn value_items(
                 (Some(model), Some(provider)) => model
                     .providers
                     .get(&provider)
-                    .map(|native| vec![value_item(native, CompletionKind::Value, Some(format!("{provider} model id")), replace, 0)])
+                    .map(|native| {
+                        vec![value_item(
+                            native,
+                            CompletionKind::Value,
+                            Some(format!("{provider} model id")),
+                            replace,
+                            0,
+                        )]
+                    })
                     .unwrap_or_default(),
                 _ => Vec::new(),
             }
@@ -542,7 +559,9 @@ fn value_items(
         ("skills", _) if list_item => path_items(fs, package, prefix, replace, PathWant::Skill),
         ("build", _) => path_items(fs, package, prefix, replace, PathWant::Dockerfile),
         ("context", _) => path_items(fs, package, prefix, replace, PathWant::Directory),
-        (_, Some(Shape::Spec)) => ["1", "0"].iter().enumerate().map(|(r, v)| value_item(v, CompletionKind::Enum, None, replace, r)).collect(),
+        (_, Some(Shape::Spec)) => {
+            ["1", "0"].iter().enumerate().map(|(r, v)| value_item(v, CompletionKind::Enum, None, replace, r)).collect()
+        }
         (_, Some(Shape::Enum(values))) => enum_items(values, replace),
         (_, Some(Shape::EnumList(values))) => {
             let present: Vec<&str> = prefix.trim_matches(['[', ']']).split(',').map(str::trim).collect();
@@ -623,7 +642,10 @@ fn referenced_env(text: &str) -> Vec<String> {
         rest = &rest[at + 2..];
         if let Some(end) = rest.find('}') {
             let name = &rest[..end];
-            if !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') && !names.iter().any(|n| n == name) {
+            if !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                && !names.iter().any(|n| n == name)
+            {
                 names.push(name.to_owned());
             }
         }
@@ -641,11 +663,18 @@ enum PathWant {
 }
 
 /// Package-relative paths under the directory the typed prefix names.
-fn path_items(fs: &dyn FileSystem, package: &Path, prefix: &str, replace: TextRange, want: PathWant) -> Vec<CompletionItem> {
+fn path_items(
+    fs: &dyn FileSystem,
+    package: &Path,
+    prefix: &str,
+    replace: TextRange,
+    want: PathWant,
+) -> Vec<CompletionItem> {
     let typed = prefix.trim_matches(['"', '\'']);
     let (dir_part, _) = typed.rsplit_once('/').map_or(("", typed), |(dir, name)| (dir, name));
     let dir_text = if dir_part.is_empty() && typed.starts_with('/') { "/" } else { dir_part };
-    let base = if dir_text.is_empty() { package.to_path_buf() } else { wb_manifest::normalize(&package.join(dir_text)) };
+    let base =
+        if dir_text.is_empty() { package.to_path_buf() } else { wb_manifest::normalize(&package.join(dir_text)) };
     let Ok(entries) = fs.read_dir(&base) else { return Vec::new() };
     let shown_dir = if dir_part.is_empty() { "./".to_owned() } else { format!("{dir_part}/") };
     let mut items = Vec::new();
@@ -666,7 +695,8 @@ fn path_items(fs: &dyn FileSystem, package: &Path, prefix: &str, replace: TextRa
             continue;
         }
         let label = format!("{shown_dir}{name}");
-        let has_skill = want == PathWant::Skill && matches!(fs.kind_followed(&entry.join("SKILL.md")), Ok(FileKind::File));
+        let has_skill =
+            want == PathWant::Skill && matches!(fs.kind_followed(&entry.join("SKILL.md")), Ok(FileKind::File));
         let (kind, rank) = if has_skill || (!is_dir) { (CompletionKind::File, 0) } else { (CompletionKind::Folder, 1) };
         let detail = if has_skill { Some("skill (has SKILL.md)".to_owned()) } else { None };
         let mut item = value_item(&label, kind, detail, replace, rank);
@@ -690,9 +720,7 @@ mod tests {
     }
 
     fn key(path: &[&str]) -> YamlPath {
-        path.iter()
-            .map(|s| s.parse::<usize>().map_or_else(|_| Segment::Key((*s).to_owned()), Segment::Index))
-            .collect()
+        path.iter().map(|s| s.parse::<usize>().map_or_else(|_| Segment::Key((*s).to_owned()), Segment::Index)).collect()
     }
 
     #[test]
@@ -705,7 +733,9 @@ mod tests {
     #[test]
     fn nested_key_and_value() {
         let (place, _) = at("model:\n  id: x\n  ro|\n");
-        assert!(matches!(place, Place::Key { ref path, ref siblings, .. } if *path == key(&["model"]) && siblings == &["id".to_owned()]));
+        assert!(
+            matches!(place, Place::Key { ref path, ref siblings, .. } if *path == key(&["model"]) && siblings == &["id".to_owned()])
+        );
         let (place, range) = at("runtimes:\n  daytona:\n    class: li|\n");
         assert_eq!(place, Place::Value { path: key(&["runtimes", "daytona", "class"]), prefix: "li".into() });
         assert_eq!(range, TextRange::new(32, 34));
@@ -716,8 +746,14 @@ mod tests {
         let (place, _) = at("mcps:\n  - name: db\n    u|\n");
         assert!(matches!(place, Place::Key { ref path, .. } if *path == key(&["mcps", "0"])), "{place:?}");
         let (place, _) = at("skills:\n  - ./a\n  - ./|\n");
-        assert!(matches!(place, Place::Value { ref path, ref prefix } if *path == key(&["skills", "1"]) && prefix == "./"), "{place:?}");
+        assert!(
+            matches!(place, Place::Value { ref path, ref prefix } if *path == key(&["skills", "1"]) && prefix == "./"),
+            "{place:?}"
+        );
         let (place, _) = at("mcps:\n  - name: db\n    headers:\n      Authorization: Bearer ${|\n");
-        assert!(matches!(place, Place::Value { ref path, .. } if *path == key(&["mcps", "0", "headers", "Authorization"])), "{place:?}");
+        assert!(
+            matches!(place, Place::Value { ref path, .. } if *path == key(&["mcps", "0", "headers", "Authorization"])),
+            "{place:?}"
+        );
     }
 }

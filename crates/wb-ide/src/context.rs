@@ -29,7 +29,8 @@ pub fn locate(root: &Node, offset: usize) -> Option<Located<'_>> {
         match &node.value {
             Value::Mapping(mapping) => {
                 let entry = mapping.entries.iter().find(|entry| {
-                    entry.key_range.contains_inclusive(offset) || (!entry.value.range.is_empty() && entry.value.range.contains_inclusive(offset))
+                    entry.key_range.contains_inclusive(offset)
+                        || (!entry.value.range.is_empty() && entry.value.range.contains_inclusive(offset))
                 })?;
                 path.push(Segment::Key(entry.key.clone()));
                 if entry.key_range.contains_inclusive(offset) {

@@ -25,7 +25,9 @@ fn type_of(shape: &Shape) -> String {
         Shape::PositiveInteger => "positive integer".into(),
         Shape::PositiveNumber => "positive number".into(),
         Shape::TextList => "list of strings".into(),
-        Shape::EnumList(values) => format!("non-empty list of {}", values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")),
+        Shape::EnumList(values) => {
+            format!("non-empty list of {}", values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", "))
+        }
         Shape::Object { nullable: true, .. } => "object or empty".into(),
         Shape::Object { .. } => "object".into(),
         Shape::ObjectList { .. } => "list of objects".into(),
@@ -70,8 +72,12 @@ fn field_markdown(field: &Field) -> String {
 
 fn runner_markdown(runner: &str) -> Option<String> {
     let about = match runner {
-        "opencode" => "OpenCode (`opencode run --format json`). Configuration goes through `OPENCODE_CONFIG_CONTENT`; a `runner_config` may be a file or a directory.",
-        "claude-code" => "Claude Code (`claude -p --output-format stream-json`). A `runner_config` must be a JSON file with `permissions` and `max_turns`.",
+        "opencode" => {
+            "OpenCode (`opencode run --format json`). Configuration goes through `OPENCODE_CONFIG_CONTENT`; a `runner_config` may be a file or a directory."
+        }
+        "claude-code" => {
+            "Claude Code (`claude -p --output-format stream-json`). A `runner_config` must be a JSON file with `permissions` and `max_turns`."
+        }
         "pi" => "Pi (`pi --mode json`). A `runner_config` must be a directory; Pi has no native MCP transport.",
         _ => return None,
     };
@@ -85,7 +91,8 @@ fn model_markdown(catalog: &ModelCatalog, id: &str) -> String {
             catalog.version
         ),
         Some(model) => {
-            let mut text = format!("**{}** `{id}`\n\n| provider | native id | credentials |\n|---|---|---|\n", model.name);
+            let mut text =
+                format!("**{}** `{id}`\n\n| provider | native id | credentials |\n|---|---|---|\n", model.name);
             for (provider, native) in catalog.default_routes(id) {
                 let env = catalog.provider(provider).map(|p| p.env.join(", ")).unwrap_or_default();
                 text.push_str(&format!("| {provider} | `{native}` | {env} |\n"));
@@ -97,13 +104,18 @@ fn model_markdown(catalog: &ModelCatalog, id: &str) -> String {
 
 fn provider_markdown(catalog: &ModelCatalog, provider: &str) -> String {
     match catalog.provider(provider) {
-        Some(info) => format!("**provider** `{provider}`: {}\n\nCredentials: {}", info.name, info.env.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")),
+        Some(info) => format!(
+            "**provider** `{provider}`: {}\n\nCredentials: {}",
+            info.name,
+            info.env.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+        ),
         None => format!("**provider** `{provider}`\n\nNot in the model catalog ({}).", catalog.version),
     }
 }
 
 fn env_markdown(root: &Node, name: &str, text: &str) -> String {
-    let declaration = root.as_mapping().and_then(|m| m.get("env")).and_then(Node::as_mapping).and_then(|env| env.get(name));
+    let declaration =
+        root.as_mapping().and_then(|m| m.get("env")).and_then(Node::as_mapping).and_then(|env| env.get(name));
     let required = declaration.and_then(|d| d.as_mapping()).and_then(|d| d.get("required")).map(|r| r.js_string());
     let mut out = match (declaration, required) {
         (None, _) => format!("**env** `{name}`: not declared in `env`"),
@@ -161,7 +173,14 @@ fn path_markdown(fs: &dyn FileSystem, package: &Path, value: &str, skill: bool) 
 }
 
 /// Hover at `offset` of a parsed manifest.
-pub fn hover(fs: &dyn FileSystem, manifest_path: &Path, text: &str, root: &Node, offset: usize, catalog: &ModelCatalog) -> Option<Hover> {
+pub fn hover(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    text: &str,
+    root: &Node,
+    offset: usize,
+    catalog: &ModelCatalog,
+) -> Option<Hover> {
     let located = locate(root, offset)?;
     let spec = spec_of(Some(root));
     let range = located.range;
@@ -205,7 +224,8 @@ pub fn hover(fs: &dyn FileSystem, manifest_path: &Path, text: &str, root: &Node,
     match fields::lookup(spec, path)? {
         Lookup::Field(field) => Some(Hover { markdown: field_markdown(field), range }),
         Lookup::MapKey { key_doc, .. } => {
-            let markdown = if key(0) == "env" { env_markdown(root, key(1), text) } else { format!("**{}**\n\n{key_doc}", key(1)) };
+            let markdown =
+                if key(0) == "env" { env_markdown(root, key(1), text) } else { format!("**{}**\n\n{key_doc}", key(1)) };
             Some(Hover { markdown, range })
         }
     }

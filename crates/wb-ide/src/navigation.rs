@@ -88,7 +88,9 @@ fn header_references(text: &str, root: &Node) -> Vec<(String, TextRange)> {
     let mut found = Vec::new();
     let Some(mcps) = root.as_mapping().and_then(|m| m.get("mcps")).and_then(Node::as_sequence) else { return found };
     for mcp in mcps {
-        let Some(headers) = mcp.as_mapping().and_then(|m| m.get("headers")).and_then(Node::as_mapping) else { continue };
+        let Some(headers) = mcp.as_mapping().and_then(|m| m.get("headers")).and_then(Node::as_mapping) else {
+            continue;
+        };
         for header in &headers.entries {
             let range = header.value.range;
             let Some(source) = text.get(range.as_range()) else { continue };

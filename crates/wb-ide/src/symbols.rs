@@ -42,7 +42,11 @@ fn detail_of(node: &Node) -> Option<String> {
         Value::Null => None,
         _ => {
             let text = node.js_string();
-            Some(if text.chars().count() > 60 { format!("{}…", text.chars().take(60).collect::<String>()) } else { text })
+            Some(if text.chars().count() > 60 {
+                format!("{}…", text.chars().take(60).collect::<String>())
+            } else {
+                text
+            })
         }
     }
 }

@@ -90,7 +90,8 @@ const fn only(mut field: Field, specs: Specs) -> Field {
     field
 }
 
-pub const SEMVER_PATTERN: &str = r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$";
+/// ASCII digits only: the reference's JavaScript `\d` is ASCII, Rust's `\d` is any Unicode digit.
+pub const SEMVER_PATTERN: &str = r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$";
 pub const MODEL_ID_PATTERN: &str = r"^[a-z0-9][a-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:/-]*$";
 pub const PROVIDER_PATTERN: &str = r"^[a-z0-9][a-z0-9._-]*$";
 pub const SLUG_PATTERN: &str = r"^[a-z0-9]+(?:-[a-z0-9]+)*$";
@@ -207,7 +208,7 @@ pub static DOCKER_ENGINE_FIELDS: &[Field] = &[field(
 pub static DOCKER_FIELDS: &[Field] = &[field(
     "engine",
     Shape::Object { fields: DOCKER_ENGINE_FIELDS, nullable: false },
-    true,
+    false,
     "Requests access to a Docker engine from inside the container.",
 )];
 

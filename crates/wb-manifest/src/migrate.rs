@@ -66,12 +66,14 @@ pub fn migration_edits(text: &str) -> Result<Vec<Edit>, MigrateError> {
         }
     }
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    // A comment after `runtime: X` stays with the provider's line.
+    let comment = trailing_comment(text, runtime).map(|c| format!(" {c}")).unwrap_or_default();
     let mut block = format!("runtimes:{newline}");
     let moved: Vec<&Entry> = [image, docker].into_iter().flatten().collect();
     if moved.is_empty() {
-        block.push_str(&format!("{unit}{provider}: {{}}{newline}"));
+        block.push_str(&format!("{unit}{provider}: {{}}{comment}{newline}"));
     } else {
-        block.push_str(&format!("{unit}{provider}:{newline}"));
+        block.push_str(&format!("{unit}{provider}:{comment}{newline}"));
         let prefix = unit.repeat(2);
         for entry in &moved {
             let span = entry_lines(text, entry);
@@ -145,6 +147,14 @@ fn entry_lines(text: &str, entry: &Entry) -> TextRange {
     TextRange::new(start, end)
 }
 
+/// The comment after an entry's value on its last line (`# ...`), if any.
+fn trailing_comment<'t>(text: &'t str, entry: &Entry) -> Option<&'t str> {
+    let end = entry.range().end.max(entry.key_range.end);
+    let line_end = text[end..].find(['\n', '\r']).map_or(text.len(), |at| end + at);
+    let rest = text[end..line_end].trim();
+    rest.starts_with('#').then_some(rest)
+}
+
 /// The indentation step the document uses for nested blocks (two spaces when it has none).
 fn indent_unit(text: &str, top: &Mapping) -> String {
     for entry in &top.entries {
@@ -173,7 +183,7 @@ mod tests {
         let migrated = migrate_text(text).expect("migrates").expect("changes");
         assert_eq!(
             migrated,
-            "# header\nspec: 1 # legacy\nname: demo\nruntimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      context: .\n    docker:\n      engine:\n        mode: host\ntools: [cargo]\n"
+            "# header\nspec: 1 # legacy\nname: demo\nruntimes:\n  docker: # where\n    image:\n      build: ./Dockerfile\n      context: .\n    docker:\n      engine:\n        mode: host\ntools: [cargo]\n"
         );
     }
 

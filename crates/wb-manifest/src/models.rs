@@ -36,10 +36,10 @@ pub struct CatalogModel {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("Model catalog is unreadable: {path}: {source}")]
-    Io { path: String, source: std::io::Error },
-    #[error("Model catalog is invalid: {path}: {source}")]
-    Json { path: String, source: serde_json::Error },
+    #[error("Model catalog is unreadable: {path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
+    #[error("Model catalog is invalid: {path}: {cause}")]
+    Json { path: String, cause: serde_json::Error },
 }
 
 impl ModelCatalog {
@@ -54,12 +54,12 @@ impl ModelCatalog {
     }
 
     pub fn from_json(text: &str, label: &str) -> Result<ModelCatalog, CatalogError> {
-        serde_json::from_str(text).map_err(|source| CatalogError::Json { path: label.to_owned(), source })
+        serde_json::from_str(text).map_err(|cause| CatalogError::Json { path: label.to_owned(), cause })
     }
 
     pub fn from_file(path: &Path) -> Result<ModelCatalog, CatalogError> {
         let label = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Io { path: label.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|cause| CatalogError::Io { path: label.clone(), cause })?;
         ModelCatalog::from_json(&text, &label)
     }
 

@@ -95,7 +95,10 @@ impl PackageChecks<'_> {
                     let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
                     let fix = Fix {
                         title: format!("Create {}", instructions.value),
-                        creates: vec![(path.clone(), format!("# {title}\n\nDescribe how to do this class of work in this repository.\n"))],
+                        creates: vec![(
+                            path.clone(),
+                            format!("# {title}\n\nDescribe how to do this class of work in this repository.\n"),
+                        )],
                         edits: Vec::new(),
                     };
                     self.report(
@@ -135,7 +138,9 @@ impl PackageChecks<'_> {
                         title: format!("Create {}/SKILL.md", skill.value.trim_end_matches('/')),
                         creates: vec![(
                             skill_file.clone(),
-                            format!("---\nname: {directory}\ndescription: Describe when to use this skill.\n---\n\n# {directory}\n"),
+                            format!(
+                                "---\nname: {directory}\ndescription: Describe when to use this skill.\n---\n\n# {directory}\n"
+                            ),
                         )],
                         edits: Vec::new(),
                     };
@@ -159,7 +164,11 @@ impl PackageChecks<'_> {
                 let fix = (problem.code == Code::SkillNameMismatch).then(|| Fix {
                     title: format!("Rename the skill to `{directory}` in SKILL.md"),
                     creates: Vec::new(),
-                    edits: vec![TextEdit { path: skill_file.clone(), range: related_range, new_text: directory.clone() }],
+                    edits: vec![TextEdit {
+                        path: skill_file.clone(),
+                        range: related_range,
+                        new_text: directory.clone(),
+                    }],
                 });
                 let diagnostic = self.report(problem.code, skill.range, message.clone());
                 diagnostic.related.push(crate::Related { path: skill_file.clone(), range: related_range, message });
@@ -168,7 +177,7 @@ impl PackageChecks<'_> {
             if point_into_file {
                 self.sources.push((skill_file.clone(), text));
             }
-            if let (Some(name), true) = (check.name, check.problems.is_empty()) {
+            if let Some(name) = check.name {
                 if let Some(first) = names.iter().find(|seen| seen.value == name.value) {
                     let first_range = first.range;
                     let path = self.manifest_path.to_owned();
@@ -352,6 +361,10 @@ impl PackageChecks<'_> {
 
     fn claude_content(&mut self, file: &Path, range: TextRange) {
         let Ok(bytes) = self.fs.read(file) else { return };
+        if serde_json::from_slice::<serde_json::Value>(&bytes).is_err() {
+            // `runner_config JSON is invalid` already reported it.
+            return;
+        }
         let problem = claude_config_problem(&bytes);
         if let Some(message) = problem {
             self.report(Code::RunnerConfigContent, range, message);
@@ -434,7 +447,7 @@ fn matches(pattern: Option<&Regex>, text: &str) -> bool {
 fn credential_key() -> Option<&'static Regex> {
     static CELL: OnceLock<Option<Regex>> = OnceLock::new();
     CELL.get_or_init(|| {
-        Regex::new(r"(?i)api[-_]?key|access[-_]?token|refresh[-_]?token|client[-_]?secret|authorization|cookie|password|private[-_]?key|secret|token").ok()
+        Regex::new(r"(?i)^(?:api[-_]?key|access[-_]?token|refresh[-_]?token|client[-_]?secret|authorization|cookie|password|private[-_]?key|secret|token)$").ok()
     })
     .as_ref()
 }
@@ -442,7 +455,7 @@ fn credential_key() -> Option<&'static Regex> {
 fn env_reference_value() -> Option<&'static Regex> {
     static CELL: OnceLock<Option<Regex>> = OnceLock::new();
     CELL.get_or_init(|| {
-        Regex::new(r"^(?:[A-Za-z]+ )?(?:[A-Z][A-Z0-9_]*|\$\{[A-Z][A-Z0-9_]*\}|\{env:[A-Z][A-Z0-9_]*\})$").ok()
+        Regex::new(r"^(?:\S+ )?(?:[A-Z][A-Z0-9_]*|\$\{[A-Z][A-Z0-9_]*\}|\{env:[A-Z][A-Z0-9_]*\})$").ok()
     })
     .as_ref()
 }

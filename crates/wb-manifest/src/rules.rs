@@ -37,7 +37,7 @@ pattern!(model_id, fields::MODEL_ID_PATTERN);
 pattern!(provider_name, fields::PROVIDER_PATTERN);
 pattern!(slug, fields::SLUG_PATTERN);
 pattern!(env_name, fields::ENV_NAME_PATTERN);
-pattern!(env_reference, r"\$\{([^}]*)\}");
+pattern!(env_reference, r"\$\{([A-Z][A-Z0-9_]*)\}");
 
 /// A value together with the key it was written under, so an empty value (`local:`) still has a place to point.
 #[derive(Clone, Copy)]
@@ -71,6 +71,9 @@ pub(crate) struct Rules<'a> {
     spec: u8,
     diagnostics: Vec<Diagnostic>,
     manifest: Manifest,
+    legacy_fields_present: bool,
+    /// Every well-formed MCP name so far, valid server or not, so duplicates are found regardless.
+    mcp_names: Vec<(String, TextRange)>,
 }
 
 /// Checks a parsed manifest. Syntax errors of `parse` are not included (see [`crate::check`]).
@@ -82,6 +85,8 @@ pub(crate) fn check_manifest(path: &Path, parse: &Parse, catalog: &ModelCatalog)
         spec: 1,
         diagnostics: Vec::new(),
         manifest: Manifest::default(),
+        legacy_fields_present: false,
+        mcp_names: Vec::new(),
     };
     rules.document(parse.root.as_ref());
     let has_error = rules.diagnostics.iter().any(|d| d.severity == crate::Severity::Error);
@@ -120,7 +125,11 @@ impl<'a> Rules<'a> {
         Some(Fix {
             title: format!("Remove `{}`", entry.key),
             creates: Vec::new(),
-            edits: vec![TextEdit { path: self.path.clone(), range: TextRange::new(line_start, line_end), new_text: String::new() }],
+            edits: vec![TextEdit {
+                path: self.path.clone(),
+                range: TextRange::new(line_start, line_end),
+                new_text: String::new(),
+            }],
         })
     }
 
@@ -248,6 +257,7 @@ impl<'a> Rules<'a> {
         match supported {
             Some(spec) => {
                 self.spec = spec;
+                self.manifest.spec = spec;
                 if spec == 0 {
                     if let Some(entry) = entry {
                         let range = Slot::of_entry(entry).range();
@@ -276,6 +286,7 @@ impl<'a> Rules<'a> {
                 // Check the rest as the spec the fields suggest, so one wrong number does not hide everything.
                 let legacy = ["runtime", "image", "docker"].iter().any(|k| top.entry(k).is_some());
                 self.spec = if legacy && top.entry("runtimes").is_none() { 0 } else { 1 };
+                self.manifest.spec = self.spec;
             }
         }
     }
@@ -284,6 +295,7 @@ impl<'a> Rules<'a> {
         if self.spec == 1 {
             let legacy: Vec<&Entry> = ["runtime", "image", "docker"].iter().filter_map(|key| top.entry(key)).collect();
             if let Some(first) = legacy.first() {
+                self.legacy_fields_present = true;
                 let list: Vec<&str> = legacy.iter().map(|e| e.key.as_str()).collect();
                 let message = format!(
                     "Spec 1 manifests declare runtimes, not {}. Move them under runtimes; runtime, image, and docker are spec 0 fields.",
@@ -338,7 +350,9 @@ impl<'a> Rules<'a> {
     /// A required or optional non-empty string, trimmed.
     fn text(&mut self, slot: Slot<'_>, label: &str) -> Option<Spanned<String>> {
         match &slot.node.value {
-            Value::String(text) if !text.trim().is_empty() => Some(Spanned::new(text.trim().to_owned(), slot.range())),
+            Value::String(text) if !js_trim(text).is_empty() => {
+                Some(Spanned::new(js_trim(text).to_owned(), slot.range()))
+            }
             Value::String(_) | Value::Null => {
                 self.report(Code::EmptyValue, slot.range(), format!("{label} must be a non-empty string"));
                 None
@@ -399,8 +413,8 @@ impl<'a> Rules<'a> {
         for item in items {
             match &item.value {
                 Value::String(text) => {
-                    if !text.trim().is_empty() {
-                        out.push(Spanned::new(text.trim().to_owned(), item.range));
+                    if !js_trim(text).is_empty() {
+                        out.push(Spanned::new(js_trim(text).to_owned(), item.range));
                     }
                 }
                 _ => {
@@ -503,17 +517,19 @@ impl<'a> Rules<'a> {
                 self.report(Code::InvalidName, name.range, format!("Invalid MCP name: {}", name.value));
                 return None;
             }
-            if let Some(first) = self.manifest.mcps.iter().find(|m| m.name.value == name.value) {
-                let (path, first_range) = (self.path.clone(), first.name.range);
+            if let Some((_, first_range)) = self.mcp_names.iter().find(|(seen, _)| *seen == name.value) {
+                let (path, first_range) = (self.path.clone(), *first_range);
                 self.report(Code::DuplicateName, name.range, format!("Duplicate MCP name: {}", name.value))
                     .related
                     .push(crate::Related { path, range: first_range, message: "first MCP with this name".to_owned() });
                 return None;
             }
+            self.mcp_names.push((name.value.clone(), name.range));
             Some(name)
         });
         if let Some(transport) = mcp.entry("transport") {
-            if transport.value.as_str() != Some("http") {
+            // An empty value means the default, `http`.
+            if !transport.value.is_null() && transport.value.as_str() != Some("http") {
                 let range = Slot::of_entry(transport).range();
                 let fix = self.rename_fix(transport.value.range, "http");
                 let diagnostic = self.report(Code::InvalidValue, range, format!("{label}.transport must be http"));
@@ -597,6 +613,7 @@ impl<'a> Rules<'a> {
             let required = self.boolean(declaration, "required", &format!("{label}.required"), true);
             let access = match declaration.entry("access") {
                 None => Access::ReadOnly,
+                Some(access) if access.value.is_null() => Access::ReadOnly,
                 Some(access) => match access.value.as_str() {
                     Some("read-only") => Access::ReadOnly,
                     Some("read-write") => Access::ReadWrite,
@@ -624,7 +641,10 @@ impl<'a> Rules<'a> {
 
     fn runtimes(&mut self, entry: Option<&Entry>, anchor: TextRange) {
         let Some(entry) = entry else {
-            self.report(Code::MissingField, anchor, "runtimes is required in spec 1");
+            // With spec 0 runtime fields present, `legacy-field-in-spec-1` already says where they must go.
+            if !self.legacy_fields_present {
+                self.report(Code::MissingField, anchor, "runtimes is required in spec 1");
+            }
             return;
         };
         let Value::Mapping(runtimes) = &entry.value.value else {
@@ -742,10 +762,11 @@ impl<'a> Rules<'a> {
                 };
                 Some(Image::Build { build: dockerfile?, context })
             }
-            Value::String(_) | Value::Null => self.text(Slot::of_entry(entry), label).map(Image::Published),
+            Value::String(_) => self.text(Slot::of_entry(entry), label).map(Image::Published),
             _ => {
+                // Anything that is not a string goes through the build-object check, as in the reference.
                 let range = Slot::of_entry(entry).range();
-                self.report(Code::InvalidType, range, format!("{label} must be a non-empty string"));
+                self.report(Code::InvalidType, range, format!("{label} must be an object"));
                 None
             }
         }
@@ -826,7 +847,7 @@ impl<'a> Rules<'a> {
         }
         if let Some(cpu) = requirements.entry("cpu") {
             match cpu.value.value {
-                Value::Number(n) if n.is_finite() && n.fract() == 0.0 && n >= 1.0 && n <= 9_007_199_254_740_991.0 => {
+                Value::Number(n) if n.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&n) => {
                     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                     let count = n as u64;
                     result.cpu = Some(count);
@@ -1031,7 +1052,11 @@ impl<'a> Rules<'a> {
                 }
                 _ => None,
             },
-            None => self.append_entries_fix(top, title, &["env:".to_owned(), format!("  {name}:"), "    required: true".to_owned()]),
+            None => self.append_entries_fix(
+                top,
+                title,
+                &["env:".to_owned(), format!("  {name}:"), "    required: true".to_owned()],
+            ),
         }
     }
 
@@ -1056,7 +1081,8 @@ impl<'a> Rules<'a> {
         let Some(model) = self.manifest.model.clone() else { return };
         let catalog = self.catalog;
         for route in &model.routes {
-            if catalog.provider(&route.provider.value).is_none() {
+            // A route that names its own native model needs no catalog entry for its provider.
+            if route.model.is_none() && catalog.provider(&route.provider.value).is_none() {
                 self.report(
                     Code::UnknownModelProvider,
                     route.provider.range,
@@ -1100,6 +1126,19 @@ impl Diagnostic {
         self.tags.push(tag);
         self
     }
+}
+
+/// JavaScript's `String.prototype.trim`: its whitespace set differs from Rust's (`U+FEFF` is whitespace,
+/// `U+0085` is not), and the reference engine trims with JavaScript.
+pub(crate) fn js_trim(text: &str) -> &str {
+    fn is_js_space(ch: char) -> bool {
+        matches!(
+            ch,
+            '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+        )
+    }
+    text.trim_matches(is_js_space)
 }
 
 /// The closest candidate within a small edit distance, for "did you mean" fixes.
@@ -1147,6 +1186,12 @@ mod tests {
         ] {
             assert!(pattern.is_some());
         }
+    }
+
+    #[test]
+    fn trims_like_javascript() {
+        assert_eq!(super::js_trim("\u{feff} a \u{3000}"), "a");
+        assert_eq!(super::js_trim("\u{85}a"), "\u{85}a");
     }
 
     #[test]

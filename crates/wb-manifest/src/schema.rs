@@ -38,6 +38,16 @@ pub fn schema(spec: u8) -> Value {
     head.insert("title".into(), json!(title));
     head.insert("description".into(), json!(description));
     head.extend(std::mem::take(map));
+    if spec == 0 {
+        // The engine rule `docker.engine requires runtime: docker`, as the official schema states it.
+        head.insert(
+            "allOf".into(),
+            json!([{
+                "if": {"required": ["docker"], "properties": {"docker": {"required": ["engine"]}}},
+                "then": {"properties": {"runtime": {"const": "docker"}}}
+            }]),
+        );
+    }
     Value::Object(head)
 }
 

@@ -50,7 +50,7 @@ pub fn frontmatter_range(text: &str) -> Option<TextRange> {
 pub fn check_skill_text(text: &str, value: &str, directory: &str) -> SkillCheck {
     let mut check = SkillCheck::default();
     let first_line = TextRange::new(0, text.find(['\n', '\r']).unwrap_or(text.len()));
-    let Some(range) = frontmatter_range(text) else {
+    let Some(range) = frontmatter_range(text).filter(|range| !range.is_empty()) else {
         check.problems.push(SkillProblem {
             code: Code::InvalidSkill,
             range: first_line,
@@ -81,7 +81,7 @@ pub fn check_skill_text(text: &str, value: &str, directory: &str) -> SkillCheck 
         }
     };
     let text_of = |node: Option<&Node>| -> Option<String> {
-        node.and_then(Node::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
+        node.and_then(Node::as_str).map(crate::rules::js_trim).filter(|s| !s.is_empty()).map(str::to_owned)
     };
     let name_entry = mapping.entry("name");
     let name_range =

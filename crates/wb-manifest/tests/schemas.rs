@@ -1,6 +1,8 @@
 //! The committed schemas under `schemas/` are exactly what the field catalog generates.
 //! Regenerate with `UPDATE_SCHEMAS=1 cargo test -p wb-manifest --test schemas`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 #[test]

@@ -246,6 +246,18 @@ pub fn parse_str(text: &str) -> Parse {
                     .next()
                     .filter(|ch| *ch != '\n' && *ch != '\r')
                     .map_or(offset, |ch| offset + ch.len_utf8());
+                let tab = if error.info().contains("tab") {
+                    // Point at the offending tab: the last one before the marker on its line.
+                    let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+                    let line_end = text[offset..].find('\n').map_or(text.len(), |at| offset + at);
+                    text[line_start..line_end].find('\t').map(|at| line_start + at)
+                } else {
+                    None
+                };
+                let (offset, end) = match tab {
+                    Some(at) => (at, at + 1),
+                    None => (offset, end),
+                };
                 let (kind, message) = if error.info().contains("recursion limit") {
                     (SyntaxErrorKind::TooDeep, format!("YAML nesting is deeper than {MAX_DEPTH} levels"))
                 } else if error.info().contains("tab") {
@@ -254,6 +266,7 @@ pub fn parse_str(text: &str) -> Parse {
                     (SyntaxErrorKind::Syntax, format!("Invalid YAML: {}", error.info()))
                 };
                 builder.error(kind, TextRange::new(offset, end), message);
+                builder.drop_unfinished_entry();
                 break;
             }
         }
@@ -507,12 +520,9 @@ impl<'a> Builder<'a> {
                 (Node { value: Value::Sequence(items), range: TextRange::new(start, end), style }, anchor)
             }
             Frame::Mapping { start, anchor, flow, mut entries, merges, key } => {
-                if let Some(key) = key {
-                    // A key without a value (the document ended early): keep it, with an empty value.
-                    let value =
-                        Node { value: Value::Null, range: TextRange::empty(key.range.end), style: Style::Plain };
-                    self.add_entry(&mut entries, &mut Vec::new(), key, value);
-                }
+                // A key whose value never arrived (the text failed to parse there) is left out: its value is
+                // unknown, and checking it as empty would report a problem the author does not have.
+                let _ = key;
                 for merge in merges {
                     let sources: Vec<&Node> = match &merge.value {
                         Value::Sequence(items) => items.iter().collect(),
@@ -590,6 +600,16 @@ impl<'a> Builder<'a> {
             return;
         }
         entries.push(Entry { key: key_text, key_range: key.range, value });
+    }
+
+    /// After a parse error, the last entry with an implicit empty value most likely had its real value on the
+    /// lines that failed: it is left out instead of being checked as empty.
+    fn drop_unfinished_entry(&mut self) {
+        if let Some(Frame::Mapping { entries, key: None, .. }) = self.stack.last_mut() {
+            if entries.last().is_some_and(|entry| entry.value.is_null() && entry.value.range.is_empty()) {
+                entries.pop();
+            }
+        }
     }
 
     fn finish(mut self) -> Parse {

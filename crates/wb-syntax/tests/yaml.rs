@@ -1,5 +1,7 @@
 //! Behaviour of the spanned YAML tree: ranges, resolution, and every kind of syntax problem.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use wb_syntax::{SyntaxErrorKind, TextRange, Value, parse, parse_str};
 
 fn slice(text: &str, range: TextRange) -> &str {

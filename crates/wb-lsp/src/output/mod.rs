@@ -98,9 +98,15 @@ impl<'a> Checked<'a> {
                     fixes: d.fixes.iter().map(|f| f.title.clone()).collect(),
                 })
                 .collect();
-            let name = report.name.clone().unwrap_or_else(|| {
-                report.package_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-            });
+            // Without a manifest name, a package is named after its directory; a path that does not exist or
+            // holds no manifest is named after itself, not after its parent.
+            let about_itself =
+                report.manifest.is_none() && report.manifest_path.file_name().is_some_and(|n| n != "workbench.yml");
+            let directory = if about_itself { &report.manifest_path } else { &report.package_dir };
+            let name = report
+                .name
+                .clone()
+                .unwrap_or_else(|| directory.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
             packages.push(Package {
                 path: relative(&report.manifest_path, cwd),
                 name,

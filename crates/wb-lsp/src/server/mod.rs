@@ -141,6 +141,17 @@ fn capabilities(encoding: PositionEncoding, pull_diagnostics: bool) -> lsp::Serv
     }
 }
 
+/// A request that panics in its handler, served only when the client's initialization options hold
+/// `"wbLspTestHooks": true`: tests use it to prove a
+/// failing handler answers with an error and the server lives on.
+enum DebugPanic {}
+
+impl lsp::request::Request for DebugPanic {
+    type Params = serde_json::Value;
+    type Result = ();
+    const METHOD: &'static str = "wbLsp/debug/panic";
+}
+
 /// Work finished off the loop thread.
 enum Task {
     Response(Response),
@@ -181,6 +192,7 @@ struct Server {
     client: lsp::ClientCapabilities,
     initialization_options: Option<serde_json::Value>,
     shutdown: bool,
+    test_hooks: bool,
 }
 
 impl Server {
@@ -239,7 +251,14 @@ impl Server {
             client: params.capabilities,
             initialization_options: params.initialization_options,
             shutdown: false,
+            test_hooks: false,
         };
+        server.test_hooks = server
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.get("wbLspTestHooks"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
         server.set_config(config);
         server
     }
@@ -707,6 +726,9 @@ impl Server {
                 self.spawn::<r::WorkspaceDiagnosticRequest>(request, handlers::diagnostics::workspace)
             }
             r::ExecuteCommand::METHOD => self.execute_command(request),
+            DebugPanic::METHOD if self.test_hooks => {
+                self.spawn::<DebugPanic>(request, |_, _| panic!("requested by a test"))
+            }
             _ => self.send(Response::new_err(
                 request.id,
                 ErrorCode::MethodNotFound as i32,

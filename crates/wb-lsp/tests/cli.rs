@@ -1,0 +1,962 @@
+//! End-to-end tests of the `wb-lsp` binary: `check` in every output format (snapshots and shape checks), exit
+//! codes, colour, `migrate`, `init` and `schema`.
+//!
+//! Every run starts the built binary with its working directory at a fixture repository, so paths print
+//! relative to it. Absolute paths that messages carry are replaced by `[REPO]` in snapshots. Update the
+//! snapshots with `INSTA_UPDATE=always cargo test -p wb-lsp --test cli` (or `cargo insta review`) and read the
+//! changes before committing them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use wb_manifest::{ModelCatalog, OsFileSystem, check_manifest_bytes, repository_root};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers
+
+/// The workspace root.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    workspace().join("fixtures").join(name)
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
+    command.args(args).current_dir(dir).env_remove("NO_COLOR").env_remove("WB_LSP_MODEL_CATALOG");
+    command
+}
+
+fn finish(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    Output {
+        code: output.status.code().expect("wb-lsp was killed by a signal"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// Runs `wb-lsp ARGS` in `dir`.
+fn wb_lsp(dir: &Path, args: &[&str]) -> Output {
+    finish(&mut command(dir, args))
+}
+
+fn wb_lsp_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = command(dir, args);
+    command.envs(env.iter().copied());
+    finish(&mut command)
+}
+
+/// Runs `check --format json` and parses the document.
+fn check_json(dir: &Path, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["check", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = wb_lsp(dir, &all);
+    assert!(out.stderr.is_empty(), "{out:?}");
+    (out.code, serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}")))
+}
+
+/// Every diagnostic of a JSON document, flattened.
+fn diagnostics(document: &Value) -> Vec<&Value> {
+    document["packages"].as_array().unwrap().iter().flat_map(|p| p["diagnostics"].as_array().unwrap()).collect()
+}
+
+/// A canonical temporary directory (the binary sees canonical paths through `current_dir`).
+fn temp_dir() -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::tempdir().unwrap();
+    let path = temp.path().canonicalize().unwrap();
+    (temp, path)
+}
+
+/// Copies a directory tree; symbolic links are recreated, not followed.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let kind = entry.file_type().unwrap();
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if kind.is_symlink() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A copy of a fixture repository in a temporary directory.
+fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let (temp, path) = temp_dir();
+    let repo = path.join(name);
+    copy_tree(&fixture(name), &repo);
+    (temp, repo)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn assert_keys(value: &Value, keys: &[&str]) {
+    let object = value.as_object().unwrap_or_else(|| panic!("not an object: {value}"));
+    let actual: Vec<&str> = object.keys().map(String::as_str).collect();
+    assert_eq!(actual, keys, "keys of {value}");
+}
+
+const ESC: &str = "\u{1b}[";
+
+// ---------------------------------------------------------------------------------------------------------------
+// check: output formats
+
+/// `check` on fixtures/cli in one format, with absolute paths and the tool version redacted.
+fn cli_fixture_output(format: &str) -> String {
+    let dir = fixture("cli");
+    let out = wb_lsp(&dir, &["check", "--format", format, "--color", "never"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+    out.stdout.replace(&dir.display().to_string(), "[REPO]")
+}
+
+#[test]
+fn snapshot_human() {
+    insta::assert_snapshot!("check_human", cli_fixture_output("human"));
+}
+
+#[test]
+fn snapshot_json() {
+    insta::assert_snapshot!("check_json", cli_fixture_output("json"));
+}
+
+#[test]
+fn snapshot_github() {
+    insta::assert_snapshot!("check_github", cli_fixture_output("github"));
+}
+
+#[test]
+fn snapshot_sarif() {
+    let text = cli_fixture_output("sarif");
+    let version = format!("\"version\": \"{}\"", env!("CARGO_PKG_VERSION"));
+    assert_eq!(text.matches(&version).count(), 1, "the driver version appears once");
+    insta::assert_snapshot!("check_sarif", text.replace(&version, "\"version\": \"[VERSION]\""));
+}
+
+#[test]
+fn json_output_has_the_documented_shape() {
+    let dir = fixture("cli");
+    let (code, document) = check_json(&dir, &[]);
+    assert_eq!(code, 1);
+    assert_keys(&document, &["version", "packages", "summary"]);
+    assert_eq!(document["version"], 1);
+    let packages = document["packages"].as_array().unwrap();
+    let (mut errors, mut warnings) = (0, 0);
+    for package in packages {
+        assert_keys(package, &["path", "name", "valid", "diagnostics"]);
+        let path = package["path"].as_str().unwrap();
+        assert!(Path::new(path).is_relative() && dir.join(path).is_file(), "{path}");
+        assert!(!package["name"].as_str().unwrap().is_empty());
+        let mut package_errors = 0;
+        for diagnostic in package["diagnostics"].as_array().unwrap() {
+            assert_keys(diagnostic, &["code", "severity", "message", "path", "range"]);
+            let code = diagnostic["code"].as_str().unwrap();
+            assert!(!code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+            match diagnostic["severity"].as_str().unwrap() {
+                "error" => {
+                    errors += 1;
+                    package_errors += 1;
+                }
+                "warning" => warnings += 1,
+                "information" | "hint" => {}
+                other => panic!("unknown severity {other}"),
+            }
+            assert!(!diagnostic["message"].as_str().unwrap().is_empty());
+            let file = diagnostic["path"].as_str().unwrap();
+            assert!(Path::new(file).is_relative(), "{file}");
+            let text = read(&dir.join(file));
+            let range = &diagnostic["range"];
+            assert_keys(range, &["start", "end"]);
+            let mut positions = Vec::new();
+            for end in ["start", "end"] {
+                assert_keys(&range[end], &["line", "column"]);
+                let line = range[end]["line"].as_u64().unwrap();
+                let column = range[end]["column"].as_u64().unwrap();
+                assert!(line >= 1 && column >= 1, "1-based: {diagnostic}");
+                // The position is inside the file: at most one past the last character of its line.
+                let line_text = text.split('\n').nth(usize::try_from(line - 1).unwrap()).unwrap();
+                assert!(column <= line_text.chars().count() as u64 + 1, "{diagnostic}");
+                positions.push((line, column));
+            }
+            assert!(positions[0] <= positions[1], "start before end: {diagnostic}");
+        }
+        assert_eq!(package["valid"], json!(package_errors == 0), "{package}");
+    }
+    assert_keys(&document["summary"], &["packages", "errors", "warnings"]);
+    assert_eq!(document["summary"], json!({"packages": packages.len(), "errors": errors, "warnings": warnings}));
+
+    let names: Vec<&str> = packages.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["broken", "skilled", "tidy"]);
+    let valid: Vec<bool> = packages.iter().map(|p| p["valid"].as_bool().unwrap()).collect();
+    assert_eq!(valid, [false, false, true]);
+    assert_eq!(document["summary"], json!({"packages": 3, "errors": 8, "warnings": 4}));
+}
+
+#[test]
+fn json_columns_count_unicode_characters() {
+    let dir = fixture("cli");
+    let text = read(&dir.join(".workbenches/broken/workbench.yml"));
+    let line = text.lines().nth(9).unwrap();
+    assert!(line.starts_with("requirements:"), "the fixture's line 10 moved: {line}");
+    let byte = |needle: &str| line.find(needle).unwrap();
+    let characters = |needle: &str| line[..byte(needle)].chars().count() as u64 + 1;
+    let utf16 = |needle: &str| line[..byte(needle)].encode_utf16().count() as u64 + 1;
+    // The fixture must tell the encodings apart: curly quotes (3 bytes) and a crab (4 bytes, 2 UTF-16 units).
+    assert!(characters("0}") != utf16("0}") && utf16("0}") != byte("0}") as u64 + 1);
+
+    let (_, document) = check_json(&dir, &[".workbenches/broken"]);
+    let find = |message: &str| -> Value {
+        diagnostics(&document).into_iter().find(|d| d["message"] == message).cloned().unwrap()
+    };
+    let range = |line: u64, start: u64, end: u64| json!({"start": {"line": line, "column": start}, "end": {"line": line, "column": end}});
+    let os = find("requirements.os entries must be one of linux, macos, windows");
+    assert_eq!(os["range"], range(10, characters("“macos”"), characters("“macos”") + 7));
+    let arch = find("requirements.arch entries must be one of x64, arm64");
+    assert_eq!(arch["range"], range(10, characters("🦀"), characters("🦀") + 1));
+    let cpu = find("requirements.cpu must be a positive integer");
+    assert_eq!(cpu["range"], range(10, characters("0}"), characters("0}") + 1));
+    // Related locations are not part of the JSON shape, but the duplicate key itself is reported.
+    let duplicate = find("Duplicate key: name");
+    assert_eq!(duplicate["range"], range(11, 1, 5));
+}
+
+#[test]
+fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
+    let schema: Value = serde_json::from_str(include_str!("data/sarif-schema-2.1.0.json")).unwrap();
+    let validator = jsonschema::draft4::options().should_validate_formats(true).build(&schema).unwrap();
+    // The validator does reject what the schema forbids.
+    for broken in [json!({"runs": []}), json!({"version": "2.1.0", "runs": [{"tool": {"driver": {}}}]})] {
+        assert!(!validator.is_valid(&broken), "{broken}");
+    }
+    let (_temp, temp) = temp_dir();
+    std::fs::create_dir(temp.join("empty")).unwrap();
+    let runs: [(PathBuf, &[&str], i32); 4] = [
+        (fixture("cli"), &[], 1),
+        (fixture("example-repo"), &[], 0),
+        (fixture("cli"), &[".workbenches/tidy"], 0),
+        // Diagnostics with no source text, and an absolute path outside the working directory.
+        (temp.clone(), &["missing", "empty", "/nonexistent-wb-lsp-path/x y"], 1),
+    ];
+    for (dir, paths, expected) in runs {
+        let mut args = vec!["check", "--format", "sarif"];
+        args.extend_from_slice(paths);
+        let out = wb_lsp(&dir, &args);
+        assert_eq!(out.code, expected, "{out:?}");
+        let document: Value = serde_json::from_str(&out.stdout).unwrap();
+        let problems: Vec<String> =
+            validator.iter_errors(&document).map(|error| format!("{}: {error}", error.instance_path())).collect();
+        assert!(problems.is_empty(), "{} {paths:?}:\n{}", dir.display(), problems.join("\n"));
+
+        // What the schema cannot say: rule indexes, levels and regions agree with the JSON output.
+        let mut json_args = vec!["check", "--format", "json"];
+        json_args.extend_from_slice(paths);
+        let json_document: Value = serde_json::from_str(&wb_lsp(&dir, &json_args).stdout).unwrap();
+        let run = &document["runs"][0];
+        assert_eq!(run["columnKind"], "unicodeCodePoints");
+        assert_eq!(run["tool"]["driver"]["name"], "wb-lsp");
+        let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+        let results = run["results"].as_array().unwrap();
+        let expected = diagnostics(&json_document);
+        assert_eq!(results.len(), expected.len());
+        for (result, diagnostic) in results.iter().zip(expected) {
+            let index = usize::try_from(result["ruleIndex"].as_u64().unwrap()).unwrap();
+            assert_eq!(rules[index]["id"], result["ruleId"]);
+            assert_eq!(result["ruleId"], diagnostic["code"]);
+            assert_eq!(result["message"]["text"], diagnostic["message"]);
+            let level = match diagnostic["severity"].as_str().unwrap() {
+                "error" => "error",
+                "warning" => "warning",
+                _ => "note",
+            };
+            assert_eq!(result["level"], level);
+            let location = &result["locations"][0]["physicalLocation"];
+            let uri = location["artifactLocation"]["uri"].as_str().unwrap();
+            let path = diagnostic["path"].as_str().unwrap();
+            if path.starts_with('/') {
+                assert!(uri.starts_with("file:///") && !uri.contains(' '), "{uri}");
+            } else {
+                assert_eq!(uri, path);
+            }
+            let region = &location["region"];
+            let range = &diagnostic["range"];
+            assert_eq!(region["startLine"], range["start"]["line"]);
+            assert_eq!(region["startColumn"], range["start"]["column"]);
+            assert_eq!(region["endLine"], range["end"]["line"]);
+            assert_eq!(region["endColumn"], range["end"]["column"]);
+        }
+    }
+}
+
+#[test]
+fn sarif_related_locations() {
+    let out = wb_lsp(&fixture("cli"), &["check", "--format", "sarif"]);
+    let document: Value = serde_json::from_str(&out.stdout).unwrap();
+    let results = document["runs"][0]["results"].as_array().unwrap();
+    let result = |rule: &str| results.iter().find(|r| r["ruleId"] == rule).unwrap();
+    let duplicate = &result("duplicate-key")["relatedLocations"][0];
+    assert_eq!(duplicate["id"], 0);
+    assert_eq!(duplicate["physicalLocation"]["artifactLocation"]["uri"], ".workbenches/broken/workbench.yml");
+    assert_eq!(duplicate["physicalLocation"]["region"]["startLine"], 4);
+    assert_eq!(duplicate["message"]["text"], "`name` is first defined here");
+    let skill = &result("skill-name-mismatch")["relatedLocations"][0];
+    assert_eq!(skill["physicalLocation"]["artifactLocation"]["uri"], ".workbenches/skilled/skills/lint/SKILL.md");
+    assert_eq!(skill["physicalLocation"]["region"]["startLine"], 2);
+    assert_eq!(skill["message"]["text"], "Skill name must match its directory: linting");
+}
+
+#[test]
+fn github_output_is_one_workflow_command_per_diagnostic() {
+    let dir = fixture("cli");
+    let out = wb_lsp(&dir, &["check", "--format", "github"]);
+    assert_eq!(out.code, 1);
+    let (_, document) = check_json(&dir, &[]);
+    let expected = diagnostics(&document);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), expected.len());
+    for (line, diagnostic) in lines.iter().zip(expected) {
+        let command = match diagnostic["severity"].as_str().unwrap() {
+            "error" => "error",
+            "warning" => "warning",
+            _ => "notice",
+        };
+        let range = &diagnostic["range"];
+        let prefix = format!(
+            "::{command} file={},line={},col={},endLine={},endColumn={},title=wb-lsp {}::",
+            diagnostic["path"].as_str().unwrap(),
+            range["start"]["line"],
+            range["start"]["column"],
+            range["end"]["line"],
+            range["end"]["column"],
+            diagnostic["code"].as_str().unwrap(),
+        );
+        assert!(line.starts_with(&prefix), "{line}\n{prefix}");
+        let message = diagnostic["message"].as_str().unwrap();
+        assert_eq!(&line[prefix.len()..], message.replace('%', "%25"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// check: exit codes, colour, paths
+
+#[test]
+fn exit_codes() {
+    let cli = fixture("cli");
+    let example = fixture("example-repo");
+    // Valid (the example's spec 0 package has a hint, which is neither an error nor a warning).
+    let out = wb_lsp(&example, &["check", "--deny-warnings"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.ends_with("4 packages checked: 0 errors, 0 warnings\n"), "{out:?}");
+    assert_eq!(wb_lsp(&workspace(), &["check", "fixtures/example-repo"]).code, 0);
+    // Errors.
+    assert_eq!(wb_lsp(&cli, &["check"]).code, 1);
+    assert_eq!(wb_lsp(&cli, &["check", ".workbenches/broken/workbench.yml"]).code, 1);
+    // Warnings only: exit 0, or 1 with --deny-warnings.
+    let out = wb_lsp(&cli, &["check", ".workbenches/tidy"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.ends_with("1 package checked: 0 errors, 1 warning\n"), "{out:?}");
+    assert_eq!(wb_lsp(&cli, &["check", "--deny-warnings", ".workbenches/tidy"]).code, 1);
+    for format in ["json", "sarif", "github"] {
+        assert_eq!(wb_lsp(&cli, &["check", "--deny-warnings", "--format", format, ".workbenches/tidy"]).code, 1);
+    }
+    // Usage errors.
+    for args in [
+        &["check", "--bogus"][..],
+        &["check", "--format", "xml"],
+        &["check", "--color", "sometimes"],
+        &["frobnicate"],
+        &["migrate", "--write", "--check"],
+        &["init"],
+        &["schema", "--spec", "2"],
+    ] {
+        let out = wb_lsp(&cli, args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty() && out.stderr.starts_with("error: "), "{args:?}: {out:?}");
+    }
+}
+
+#[test]
+fn model_catalog_option() {
+    let cli = fixture("cli");
+    let (_temp, temp) = temp_dir();
+    // A file that does not exist or does not parse is a usage error, reported once.
+    let missing = temp.join("missing.json");
+    let out = wb_lsp(&cli, &["--model-catalog", missing.to_str().unwrap(), "check"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.is_empty());
+    let expected = format!("error: Model catalog is unreadable: {}: ", missing.display());
+    assert!(out.stderr.starts_with(&expected) && out.stderr.lines().count() == 1, "{out:?}");
+    assert_eq!(out.stderr.matches("(os error").count(), 1, "the cause is printed once: {out:?}");
+    let invalid = temp.join("invalid.json");
+    write(&invalid, "{\"models\": ");
+    let out = wb_lsp(&cli, &["check", "--model-catalog", invalid.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.starts_with("error: Model catalog is invalid: "), "{out:?}");
+    let out = wb_lsp_env(&cli, &["check"], &[("WB_LSP_MODEL_CATALOG", missing.to_str().unwrap())]);
+    assert_eq!(out.code, 2, "{out:?}");
+
+    // A catalog that knows the `skilled` package's model removes its unknown-model warning.
+    let catalog = temp.join("catalog.json");
+    write(
+        &catalog,
+        r#"{"version": "test", "providers": {"acme": {"name": "Acme", "env": ["ACME_API_KEY"]}},
+            "models": {"acme/house-model": {"name": "House", "providers": {"acme": "house-1"}}}}"#,
+    );
+    let codes = |args: &[&str], env: &[(&str, &str)]| -> Vec<String> {
+        let mut all = vec!["check", "--format", "json", ".workbenches/skilled"];
+        all.extend_from_slice(args);
+        let out = wb_lsp_env(&cli, &all, env);
+        let document: Value = serde_json::from_str(&out.stdout).unwrap();
+        diagnostics(&document).iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect()
+    };
+    assert!(codes(&[], &[]).contains(&"unknown-model".to_owned()));
+    assert!(!codes(&["--model-catalog", catalog.to_str().unwrap()], &[]).contains(&"unknown-model".to_owned()));
+    assert!(!codes(&[], &[("WB_LSP_MODEL_CATALOG", catalog.to_str().unwrap())]).contains(&"unknown-model".to_owned()));
+}
+
+#[test]
+fn missing_paths_and_directories_without_manifests_are_reported_as_packages() {
+    let (_temp, dir) = temp_dir();
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::create_dir_all(dir.join("repo/.workbenches/no-manifest")).unwrap();
+    let (code, document) = check_json(&dir, &["does-not-exist", "empty", "repo"]);
+    assert_eq!(code, 1);
+    let diagnostic = |path: &str, code: &str, message: String| {
+        json!({
+            "code": code,
+            "severity": "error",
+            "message": message,
+            "path": path,
+            "range": {"start": {"line": 1, "column": 1}, "end": {"line": 1, "column": 1}},
+        })
+    };
+    let missing = dir.join("does-not-exist");
+    let manifest = dir.join("repo/.workbenches/no-manifest/workbench.yml");
+    assert_eq!(
+        document,
+        json!({
+            "version": 1,
+            "packages": [
+                {
+                    "path": "does-not-exist",
+                    "name": "does-not-exist",
+                    "valid": false,
+                    "diagnostics": [diagnostic(
+                        "does-not-exist",
+                        "path-not-found",
+                        format!("Workbench path does not exist: {}", missing.display()),
+                    )],
+                },
+                {
+                    "path": "empty",
+                    "name": "empty",
+                    "valid": false,
+                    "diagnostics": [diagnostic(
+                        "empty",
+                        "no-workbenches",
+                        format!("No Workbenches found in {}", dir.join("empty").display()),
+                    )],
+                },
+                {
+                    "path": "repo/.workbenches/no-manifest/workbench.yml",
+                    "name": "no-manifest",
+                    "valid": false,
+                    "diagnostics": [diagnostic(
+                        "repo/.workbenches/no-manifest/workbench.yml",
+                        "path-not-found",
+                        format!("Workbench manifest does not exist: {}", manifest.display()),
+                    )],
+                },
+            ],
+            "summary": {"packages": 3, "errors": 3, "warnings": 0},
+        })
+    );
+    // The human format shows them too (with no source line to point into), and the summary counts them.
+    let out = wb_lsp(&dir, &["check", "--color", "never", "does-not-exist", "empty"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("error[path-not-found]: Workbench path does not exist: "), "{out:?}");
+    assert!(out.stdout.contains("error[no-workbenches]: No Workbenches found in "), "{out:?}");
+    assert!(out.stdout.ends_with("2 packages checked: 2 errors, 0 warnings\n"), "{out:?}");
+    // With no path, the working directory is checked.
+    let (code, document) = check_json(&dir.join("empty"), &[]);
+    assert_eq!(code, 1);
+    assert_eq!(document["packages"][0]["path"], ".");
+    assert_eq!(document["packages"][0]["diagnostics"][0]["code"], "no-workbenches");
+}
+
+#[test]
+fn colour_follows_the_color_option() {
+    let cli = fixture("cli");
+    let human = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["check"];
+        all.extend_from_slice(args);
+        wb_lsp_env(&cli, &all, env).stdout
+    };
+    assert!(human(&["--color", "always"], &[]).contains(ESC));
+    // An explicit --color always wins over NO_COLOR.
+    assert!(human(&["--color", "always"], &[("NO_COLOR", "1")]).contains(ESC));
+    assert!(!human(&["--color", "never"], &[]).contains(ESC));
+    // Auto: output to a pipe is never coloured.
+    assert!(!human(&[], &[]).contains(ESC));
+    assert!(!human(&["--color", "auto"], &[("NO_COLOR", "1")]).contains(ESC));
+    // Only the human format is ever coloured.
+    for format in ["json", "sarif", "github"] {
+        assert!(!human(&["--color", "always", "--format", format], &[]).contains(ESC), "{format}");
+    }
+    // The uncoloured text is the coloured text without its escapes.
+    let coloured = human(&["--color", "always"], &[]);
+    assert_eq!(strip_ansi(&coloured), human(&["--color", "never"], &[]));
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            // CSI: ESC [ parameters final-byte.
+            for next in chars.by_ref() {
+                if next.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+#[test]
+fn colour_auto_on_a_terminal_honours_no_color() {
+    // Auto mode colours only a terminal, so this needs a pseudo-terminal: util-linux `script` provides one.
+    let available = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("util-linux"));
+    if !available {
+        eprintln!("skipped: util-linux `script` is not available");
+        return;
+    }
+    let binary = env!("CARGO_BIN_EXE_wb-lsp").replace('\'', "'\\''");
+    let on_terminal = |no_color: Option<&str>| -> String {
+        let mut command = Command::new("script");
+        command
+            .args(["--quiet", "--return", "--command", &format!("'{binary}' check .workbenches/tidy"), "/dev/null"])
+            .current_dir(fixture("cli"))
+            .env_remove("NO_COLOR")
+            .env_remove("WB_LSP_MODEL_CATALOG")
+            .stdin(std::process::Stdio::null());
+        if let Some(value) = no_color {
+            command.env("NO_COLOR", value);
+        }
+        let output = command.output().unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let coloured = on_terminal(None);
+    if !coloured.contains("1 package checked") {
+        eprintln!("skipped: `script` could not run wb-lsp on a pseudo-terminal: {coloured}");
+        return;
+    }
+    assert!(coloured.contains(ESC), "{coloured}");
+    let plain = on_terminal(Some("1"));
+    assert!(plain.contains("1 package checked") && !plain.contains(ESC), "{plain}");
+    // An empty NO_COLOR does not count (no-color.org).
+    assert!(on_terminal(Some("")).contains(ESC));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// migrate
+
+const LEGACY: &str = ".workbenches/legacy-release/workbench.yml";
+
+#[test]
+fn migrate_prints_a_unified_diff_and_writes_nothing() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    let before = read(&repo.join(LEGACY));
+    let out = wb_lsp(&repo, &["migrate"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+    assert!(out.stdout.starts_with(&format!("--- a/{LEGACY}\n+++ b/{LEGACY}\n@@ -1,5 +1,5 @@\n")), "{out:?}");
+    assert_eq!(out.stdout.matches("--- a/").count(), 1, "only the spec 0 package changes: {out:?}");
+    for line in ["-spec: 0", "+spec: 1", "-runtime: docker", "+runtimes:", "+  docker:"] {
+        assert!(out.stdout.lines().any(|l| l.starts_with(line)), "{line}: {out:?}");
+    }
+    assert_eq!(read(&repo.join(LEGACY)), before, "the default mode writes nothing");
+    // The diff, applied, gives what --write writes.
+    let migrated = wb_manifest::migrate::migrate_text(&before).unwrap().unwrap();
+    assert_eq!(apply_unified_diff(&before, &out.stdout), migrated);
+    // Paths name a package directory or a manifest file.
+    assert_eq!(wb_lsp(&repo, &["migrate", ".workbenches/legacy-release"]).stdout, out.stdout);
+    assert_eq!(wb_lsp(&repo, &["migrate", LEGACY]).stdout, out.stdout);
+    assert_eq!(wb_lsp(&repo, &["migrate", ".workbenches/reviewer"]).stdout, "");
+}
+
+/// Applies a unified diff of one file (as `migrate` prints it) to the original text.
+fn apply_unified_diff(original: &str, diff: &str) -> String {
+    let old: Vec<&str> = original.split_inclusive('\n').collect();
+    let mut out = String::new();
+    let mut cursor = 0;
+    for line in diff.split_inclusive('\n').skip(2) {
+        if let Some(header) = line.strip_prefix("@@ -") {
+            let start: usize = header.split([',', ' ']).next().unwrap().parse().unwrap();
+            while cursor + 1 < start {
+                out.push_str(old[cursor]);
+                cursor += 1;
+            }
+        } else if let Some(added) = line.strip_prefix('+') {
+            out.push_str(added);
+        } else if let Some(removed) = line.strip_prefix('-') {
+            assert_eq!(old[cursor], removed);
+            cursor += 1;
+        } else if let Some(context) = line.strip_prefix(' ') {
+            assert_eq!(old[cursor], context);
+            out.push_str(context);
+            cursor += 1;
+        } else if !line.starts_with('\\') {
+            panic!("unexpected diff line: {line:?}");
+        }
+    }
+    for rest in &old[cursor..] {
+        out.push_str(rest);
+    }
+    out
+}
+
+#[test]
+fn migrate_check_and_write() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    let manifest = repo.join(LEGACY);
+    let before = read(&manifest);
+    let out = wb_lsp(&repo, &["migrate", "--check"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_eq!(out.stderr, "1 manifest(s) would be migrated\n");
+    assert_eq!(read(&manifest), before, "--check writes nothing");
+
+    let out = wb_lsp(&repo, &["migrate", "--write"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_eq!(out.stderr, format!("migrated {LEGACY}\n"));
+    let after = read(&manifest);
+    assert_eq!(after, wb_manifest::migrate::migrate_text(&before).unwrap().unwrap());
+    assert!(
+        after.contains("spec: 1\n")
+            && after.contains("runtimes:\n  docker: # the release job runs in CI's container\n    image: ghcr.io/"),
+        "{after}"
+    );
+    // No temporary file is left behind.
+    let names: Vec<String> = std::fs::read_dir(manifest.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+
+    // Nothing is left to migrate.
+    let out = wb_lsp(&repo, &["migrate", "--check"]);
+    assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (0, "", ""), "{out:?}");
+    assert_eq!(wb_lsp(&repo, &["migrate"]).stdout, "");
+    assert_eq!(wb_lsp(&repo, &["migrate", "--write"]).code, 0);
+    assert_eq!(read(&manifest), after, "migrating twice changes nothing");
+
+    // The result checks clean: no errors, no warnings, and the spec 0 hint is gone.
+    let (code, document) = check_json(&repo, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(document["summary"], json!({"packages": 4, "errors": 0, "warnings": 0}));
+    assert!(diagnostics(&document).is_empty(), "{document}");
+    assert_eq!(wb_lsp(&repo, &["check", "--deny-warnings"]).code, 0);
+}
+
+#[test]
+fn migrate_keeps_comments() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    let manifest = repo.join(LEGACY);
+    write(
+        &manifest,
+        "# yaml-language-server: $schema=https://workbenches.dev/schemas/v0/workbench.schema.json\n\
+         # Release automation.\n\
+         spec: 0 # legacy\n\
+         version: 0.2.1\n\
+         name: legacy-release\n\
+         runner: opencode\n\
+         model:\n\
+         \x20 id: openai/gpt-5.1-codex # pinned\n\
+         instructions: ./instructions.md\n\
+         # Where it runs:\n\
+         runtime: docker\n\
+         # The release image.\n\
+         image:\n\
+         \x20 # Built from the package.\n\
+         \x20 build: ./Dockerfile # not checked in yet\n\
+         \x20 context: . # the package\n\
+         docker:\n\
+         \x20 engine:\n\
+         \x20   mode: host # builds and pushes the service image\n\
+         tools: [git] # and nothing else\n\
+         # The end.\n",
+    );
+    write(&repo.join(".workbenches/legacy-release/Dockerfile"), "FROM scratch\n");
+    let before = read(&manifest);
+    let out = wb_lsp(&repo, &["migrate", "--write", LEGACY]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let after = read(&manifest);
+    for comment in before.lines().filter_map(|line| line.find('#').map(|at| line[at..].trim_end())) {
+        assert!(after.contains(comment), "lost {comment:?}:\n{after}");
+    }
+    assert!(after.contains("runtimes:\n  docker:\n    image:\n      # Built from the package.\n"), "{after}");
+    assert!(after.contains("      build: ./Dockerfile # not checked in yet\n"), "{after}");
+    assert!(after.contains("        mode: host # builds and pushes the service image\n"), "{after}");
+    let out = wb_lsp(&repo, &["check", "--format", "github", LEGACY]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{out:?}");
+}
+
+#[test]
+fn migrate_keeps_the_comment_after_the_runtime_value() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    let before = read(&repo.join(LEGACY));
+    assert!(before.contains("runtime: docker # the release job runs in CI's container\n"));
+    assert_eq!(wb_lsp(&repo, &["migrate", "--write"]).code, 0);
+    let after = read(&repo.join(LEGACY));
+    assert!(after.contains("# the release job runs in CI's container"), "{after}");
+}
+
+#[test]
+fn migrate_failures() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    // A path that does not exist, and a directory without packages, are usage errors.
+    let out = wb_lsp(&repo, &["migrate", "nope"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr, format!("error: Workbench path does not exist: {}\n", repo.join("nope").display()));
+    let out = wb_lsp(&repo, &["migrate", "src"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr, format!("error: No Workbenches found in {}\n", repo.join("src").display()));
+    // A manifest that cannot be migrated mechanically fails and is left alone; the others still migrate.
+    let local_image = repo.join(".workbenches/local-image/workbench.yml");
+    let text = "spec: 0\nversion: 0.1.0\nname: local-image\nrunner: opencode\nmodel:\n  id: openai/gpt-5.1\n\
+                instructions: ./instructions.md\nruntime: local\nimage: ghcr.io/example/x:1\n";
+    write(&local_image, text);
+    write(&repo.join(".workbenches/local-image/instructions.md"), "# x\n");
+    let out = wb_lsp(&repo, &["migrate", "--write"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "error: .workbenches/local-image/workbench.yml: cannot migrate: the local runtime takes no image; remove image first\n"
+        ),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains(&format!("migrated {LEGACY}\n")), "{out:?}");
+    assert_eq!(read(&local_image), text);
+}
+
+/// Every `workbench.yml` under `dir` whose YAML says `spec: 0`.
+fn spec_0_manifests(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = entries.map(|e| e.unwrap()).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let kind = entry.file_type().unwrap();
+        let path = entry.path();
+        if kind.is_dir() {
+            spec_0_manifests(&path, found);
+        } else if kind.is_file() && entry.file_name() == "workbench.yml" {
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let parsed = wb_syntax::parse_str(&text);
+            let spec = parsed.root.as_ref().and_then(|root| root.as_mapping()).and_then(|m| m.get("spec"));
+            if spec.is_some_and(|spec| matches!(spec.value, wb_syntax::Value::Number(n) if n == 0.0)) {
+                found.push(path);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_clean_spec_0_fixture_migrates_to_an_equivalent_spec_1_manifest() {
+    // Other fixtures (fixtures/cases) come and go: discover them now.
+    let mut manifests = Vec::new();
+    spec_0_manifests(&workspace().join("fixtures"), &mut manifests);
+    for expected in [fixture("example-repo").join(LEGACY), fixture("cli").join(".workbenches/tidy/workbench.yml")] {
+        assert!(manifests.contains(&expected), "{} not found", expected.display());
+    }
+    let catalog = ModelCatalog::embedded();
+    let mut migrated = Vec::new();
+    for manifest in &manifests {
+        let bytes = std::fs::read(manifest).unwrap();
+        let original = check_manifest_bytes(&OsFileSystem, manifest, &bytes, catalog);
+        if original.errors() > 0 {
+            continue;
+        }
+        let text = String::from_utf8(bytes).unwrap();
+        let Ok(Some(expected)) = wb_manifest::migrate::migrate_text(&text) else { continue };
+        // End to end: the binary migrates a copy of the package's repository.
+        let root = repository_root(manifest).unwrap();
+        let relative = manifest.strip_prefix(&root).unwrap().to_str().unwrap();
+        let (_temp, temp) = temp_dir();
+        let copy = temp.join("repo");
+        copy_tree(&root, &copy);
+        let out = wb_lsp(&copy, &["migrate", "--write", relative]);
+        assert_eq!(out.code, 0, "{}: {out:?}", manifest.display());
+        let written = read(&copy.join(relative));
+        assert_eq!(written, expected, "{}", manifest.display());
+        let after = check_manifest_bytes(&OsFileSystem, &copy.join(relative), written.as_bytes(), catalog);
+        let errors: Vec<_> = after.diagnostics.iter().filter(|d| d.severity == wb_manifest::Severity::Error).collect();
+        assert!(errors.is_empty(), "{}: the migrated manifest has errors: {errors:#?}", manifest.display());
+        assert_eq!(
+            after.manifest.as_ref().unwrap().normalized(),
+            original.manifest.as_ref().unwrap().normalized(),
+            "{}: the migrated manifest means something else",
+            manifest.display()
+        );
+        assert!(after.diagnostics.iter().all(|d| d.code != wb_manifest::Code::Spec0Manifest), "{}", manifest.display());
+        let out = wb_lsp(&copy, &["check", relative]);
+        assert_eq!(out.code, 0, "{}: {out:?}", manifest.display());
+        migrated.push(manifest);
+    }
+    eprintln!("migrated {} of {} spec 0 manifests: {migrated:#?}", migrated.len(), manifests.len());
+    assert!(migrated.len() >= 2, "{migrated:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// init
+
+#[test]
+fn init_scaffolds_a_package_that_checks_clean() {
+    let (_temp, dir) = temp_dir();
+    let out = wb_lsp(&dir, &["init", "demo"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let package = dir.join(".workbenches/demo");
+    assert_eq!(out.stdout, format!("Created {}\n", package.join("workbench.yml").display()));
+    let mut names: Vec<String> =
+        std::fs::read_dir(&package).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["instructions.md", "workbench.yml"]);
+    let manifest = read(&package.join("workbench.yml"));
+    for line in ["spec: 1\n", "name: demo\n", "description: Repository-maintained expertise for demo tasks.\n"] {
+        assert!(manifest.contains(line), "{line}: {manifest}");
+    }
+    assert!(manifest.ends_with("runtimes:\n  local: {}\n"), "{manifest}");
+    assert_eq!(read(&package.join("instructions.md")).lines().count(), 3);
+    let (code, document) = check_json(&dir, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(document["summary"], json!({"packages": 1, "errors": 0, "warnings": 0}), "{document}");
+    assert_eq!(document["packages"][0]["name"], "demo");
+    // --dir chooses the repository.
+    let out = wb_lsp(&dir, &["init", "other", "--dir", "nested/repo"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(dir.join("nested/repo/.workbenches/other/workbench.yml").is_file());
+    assert_eq!(wb_lsp(&dir.join("nested/repo"), &["check", "--deny-warnings"]).code, 0);
+}
+
+#[test]
+fn init_with_runtimes_runner_and_model() {
+    let (_temp, dir) = temp_dir();
+    let out = wb_lsp(&dir, &["init", "api", "--runtimes", "docker,local", "--image", "ghcr.io/example/api:1.0.0"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let manifest = read(&dir.join(".workbenches/api/workbench.yml"));
+    assert!(
+        manifest.ends_with("runtimes:\n  docker:\n    image: ghcr.io/example/api:1.0.0\n  local: {}\n"),
+        "{manifest}"
+    );
+    let args = ["init", "review", "--runner", "claude-code", "--model", "anthropic/claude-sonnet-4.5"];
+    assert_eq!(wb_lsp(&dir, &args).code, 0);
+    let manifest = read(&dir.join(".workbenches/review/workbench.yml"));
+    assert!(manifest.contains("runner: claude-code\nmodel:\n  id: anthropic/claude-sonnet-4.5\n"), "{manifest}");
+    let args = ["init", "sandbox", "--runtimes", "e2b,daytona", "--image", "ghcr.io/example/sandbox:2"];
+    assert_eq!(wb_lsp(&dir, &args).code, 0);
+    let manifest = read(&dir.join(".workbenches/sandbox/workbench.yml"));
+    assert!(
+        manifest.ends_with("runtimes:\n  e2b:\n    image: ghcr.io/example/sandbox:2\n  daytona:\n    class: linux\n"),
+        "{manifest}"
+    );
+    let (code, document) = check_json(&dir, &[]);
+    assert_eq!(code, 0, "{document}");
+    assert_eq!(document["summary"]["packages"], 3);
+    assert_eq!(document["summary"]["errors"], 0, "{document}");
+}
+
+#[test]
+fn init_errors() {
+    let (_temp, dir) = temp_dir();
+    let cases: [(&[&str], &str); 8] = [
+        (&["Bad_Name"], "Invalid Workbench name: Bad_Name"),
+        (
+            &["x", "--model", "acme/nope"],
+            "Model is not available in the model catalog: acme/nope. Configure unknown models directly with explicit \
+             routes and runner_config.",
+        ),
+        (&["x", "--runtimes", "docker"], "--image is required for the docker and e2b runtime"),
+        (&["x", "--runtimes", "local,e2b"], "--image is required for the docker and e2b runtime"),
+        (&["x", "--image", "ghcr.io/example/x:1"], "--image applies only to the docker and e2b runtimes"),
+        (&["x", "--runtimes", "daytona", "--image", "x:1"], "--image applies only to the docker and e2b runtimes"),
+        (&["x", "--runtimes", "local,local"], "--runtimes must not repeat a runtime"),
+        (&["x", "--runtimes", "local,k8s"], "Unknown runtime: k8s. Known runtimes: local, docker, e2b, daytona"),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["init"];
+        all.extend_from_slice(args);
+        let out = wb_lsp(&dir, &all);
+        assert_eq!(out.code, 1, "{args:?}: {out:?}");
+        assert_eq!(out.stderr, format!("error: {message}\n"), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
+        assert!(!dir.join(".workbenches").exists(), "{args:?} created files");
+    }
+    // An existing package directory is refused and left alone.
+    assert_eq!(wb_lsp(&dir, &["init", "demo"]).code, 0);
+    let manifest = dir.join(".workbenches/demo/workbench.yml");
+    std::fs::write(&manifest, "edited\n").unwrap();
+    let out = wb_lsp(&dir, &["init", "demo", "--runtimes", "docker", "--image", "x:1"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stderr, format!("error: Workbench already exists: {}\n", dir.join(".workbenches/demo").display()));
+    assert_eq!(read(&manifest), "edited\n");
+    // So is an empty directory of that name.
+    std::fs::create_dir_all(dir.join(".workbenches/empty")).unwrap();
+    let out = wb_lsp(&dir, &["init", "empty"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stderr, format!("error: Workbench already exists: {}\n", dir.join(".workbenches/empty").display()));
+    assert!(std::fs::read_dir(dir.join(".workbenches/empty")).unwrap().next().is_none());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// schema
+
+#[test]
+fn schema_prints_the_committed_schemas() {
+    let root = workspace();
+    for spec in [0, 1] {
+        let out = wb_lsp(&root, &["schema", "--spec", &spec.to_string()]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let printed: Value = serde_json::from_str(&out.stdout).unwrap();
+        let committed: Value =
+            serde_json::from_str(&read(&root.join(format!("schemas/v{spec}/workbench.schema.json")))).unwrap();
+        assert_eq!(printed, committed, "spec {spec}");
+        assert!(jsonschema::draft202012::meta::is_valid(&printed), "spec {spec}");
+    }
+    assert_eq!(wb_lsp(&root, &["schema"]).stdout, wb_lsp(&root, &["schema", "--spec", "1"]).stdout);
+}

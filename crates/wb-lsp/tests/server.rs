@@ -1,0 +1,385 @@
+//! The language server end to end over the real protocol, in process.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use lsp_types::{self as lsp, request as r};
+use serde_json::json;
+use support::{Client, Options, fixtures, uri};
+use wb_manifest::{ModelCatalog, OsFileSystem, Target};
+use wb_syntax::{LineIndex, PositionEncoding};
+
+const MINIMAL: &str = "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nenv:\n  API_TOKEN:\n    required: false\nmcps:\n  - name: api\n    url: https://api.example.com/mcp\n    headers:\n      Authorization: Bearer ${API_TOKEN}\nruntimes:\n  local: {}\n";
+
+/// A temporary repository with one package `demo` holding `manifest` and an instructions file.
+fn repository(manifest: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    let package = root.join(".workbenches/demo");
+    std::fs::create_dir_all(package.join("skills/review")).expect("mkdir");
+    std::fs::write(package.join("workbench.yml"), manifest).expect("write");
+    std::fs::write(package.join("instructions.md"), "# Demo\n").expect("write");
+    std::fs::write(package.join("skills/review/SKILL.md"), "---\nname: review\ndescription: Reviews.\n---\n")
+        .expect("write");
+    (dir, package.join("workbench.yml"))
+}
+
+fn expected(manifest: &Path, encoding: PositionEncoding) -> Vec<(String, lsp::Range, String)> {
+    let report = wb_manifest::check_package(&OsFileSystem, manifest, ModelCatalog::embedded());
+    let text = report.sources.get(manifest).map(|t| t.to_string()).unwrap_or_default();
+    let index = LineIndex::new(&text);
+    report
+        .diagnostics
+        .iter()
+        .filter(|d| d.path == manifest)
+        .map(|d| {
+            let (start, end) = index.range(d.range, encoding);
+            let range =
+                lsp::Range::new(lsp::Position::new(start.line, start.col), lsp::Position::new(end.line, end.col));
+            (d.code.as_str().to_owned(), range, d.message.clone())
+        })
+        .collect()
+}
+
+fn actual(params: &lsp::PublishDiagnosticsParams) -> Vec<(String, lsp::Range, String)> {
+    params
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let code = match &d.code {
+                Some(lsp::NumberOrString::String(code)) => code.clone(),
+                other => format!("{other:?}"),
+            };
+            (code, d.range, d.message.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn diagnostics_match_check_on_the_whole_fixture_corpus() {
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(fixtures().join("cases"))
+        .expect("cases")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    roots.push(fixtures().join("example-repo"));
+    roots.sort();
+    let mut manifests = Vec::new();
+    for root in &roots {
+        if let Target::Packages(found) = wb_manifest::discover(&OsFileSystem, root) {
+            manifests.extend(found.into_iter().filter(|m| m.is_file()));
+        }
+    }
+    assert!(manifests.len() > 20, "the corpus is unexpectedly small: {}", manifests.len());
+    let mut client = Client::start(Options { roots: roots.clone(), ..Options::default() });
+    for manifest in &manifests {
+        eprintln!("waiting for {}", manifest.display());
+        let published = client.diagnostics(manifest, |_| true);
+        assert_eq!(actual(&published), expected(manifest, PositionEncoding::Utf16), "{}", manifest.display());
+        for diagnostic in &published.diagnostics {
+            let href = diagnostic.code_description.as_ref().map(|d| d.href.to_string()).unwrap_or_default();
+            assert!(
+                href.ends_with(&format!("#{}", actual(&published)[0].0)) || href.contains("diagnostics.md#"),
+                "{href}"
+            );
+        }
+    }
+    client.drain();
+}
+
+#[test]
+fn a_burst_of_incremental_edits_applies_in_order() {
+    let (_dir, manifest) = repository(MINIMAL);
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, MINIMAL);
+    // Type `description: Reviews migrations` at the end, one character per change, without waiting.
+    let addition = "description: Reviews migrations\nbogus: 1\n";
+    let mut line = MINIMAL.lines().count() as u32;
+    let mut character = 0;
+    let mut version = 1;
+    for ch in addition.chars() {
+        version += 1;
+        let at = lsp::Position::new(line, character);
+        client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+            text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version },
+            content_changes: vec![lsp::TextDocumentContentChangeEvent {
+                range: Some(lsp::Range::new(at, at)),
+                range_length: None,
+                text: ch.to_string(),
+            }],
+        });
+        if ch == '\n' {
+            line += 1;
+            character = 0;
+        } else {
+            character += 1;
+        }
+    }
+    let mut last_seen = 0;
+    let final_version = version;
+    let published = client.diagnostics(&manifest, |params| {
+        let seen = params.version.unwrap_or_default();
+        assert!(seen >= last_seen, "a stale result was published after a newer one: {seen} < {last_seen}");
+        last_seen = seen;
+        seen == final_version
+    });
+    let final_text = format!("{MINIMAL}{addition}");
+    std::fs::write(&manifest, &final_text).expect("write");
+    assert_eq!(actual(&published), expected(&manifest, PositionEncoding::Utf16));
+    assert!(published.diagnostics.iter().any(|d| d.message == "Unknown manifest field: bogus"));
+    let symbols = client.request::<r::DocumentSymbolRequest>(lsp::DocumentSymbolParams {
+        text_document: lsp::TextDocumentIdentifier { uri: uri(&manifest) },
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let Some(lsp::DocumentSymbolResponse::Nested(symbols)) = symbols else { panic!("no symbols") };
+    let description = symbols.iter().find(|s| s.name == "description").expect("description symbol");
+    assert_eq!(description.detail.as_deref(), Some("Reviews migrations"));
+}
+
+#[test]
+fn cancelled_requests_and_panicking_handlers_do_not_stop_the_server() {
+    let (_dir, manifest) = repository(MINIMAL);
+    let mut client = Client::start(Options { test_hooks: true, ..Options::default() });
+    client.open(&manifest, MINIMAL);
+    let error = client.request_result("wbLsp/debug/panic", json!({})).expect_err("the handler panics");
+    assert_eq!(error.code, lsp_server::ErrorCode::InternalError as i32);
+    let id = client.send_request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&manifest)}, "position": {"line": 0, "character": 1}}),
+    );
+    client.notify::<lsp::notification::Cancel>(lsp::CancelParams {
+        id: serde_json::from_value(serde_json::to_value(&id).unwrap()).unwrap(),
+    });
+    let response = client.response(&id);
+    if let Some(error) = response.error {
+        assert_eq!(error.code, lsp_server::ErrorCode::RequestCanceled as i32);
+    }
+    let unknown = client.request_result("textDocument/notAThing", json!({})).expect_err("unknown method");
+    assert_eq!(unknown.code, lsp_server::ErrorCode::MethodNotFound as i32);
+    let invalid = client.request_result("textDocument/hover", json!({"bogus": true})).expect_err("invalid params");
+    assert_eq!(invalid.code, lsp_server::ErrorCode::InvalidParams as i32);
+    let hover = client.request::<r::HoverRequest>(lsp::HoverParams {
+        text_document_position_params: lsp::TextDocumentPositionParams {
+            text_document: lsp::TextDocumentIdentifier { uri: uri(&manifest) },
+            position: lsp::Position::new(3, 2),
+        },
+        work_done_progress_params: Default::default(),
+    });
+    assert!(hover.is_some(), "the server still answers");
+    client.drain();
+}
+
+#[test]
+fn position_encoding_is_negotiated() {
+    let text = "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel: {id: \"openai/gpt-5.6-terra\", é: 1, x: 2}\ninstructions: ./instructions.md\nruntimes:\n  local: {}\n";
+    let (_dir, manifest) = repository(text);
+    let column = |utf8: bool| {
+        let mut client = Client::start(Options { utf8, ..Options::default() });
+        let encoding = client.initialize_result.as_ref().and_then(|r| r.capabilities.position_encoding.clone());
+        assert_eq!(
+            encoding,
+            Some(if utf8 { lsp::PositionEncodingKind::UTF8 } else { lsp::PositionEncodingKind::UTF16 })
+        );
+        client.open(&manifest, text);
+        let published = client.diagnostics(&manifest, |p| !p.diagnostics.is_empty());
+        let x = published
+            .diagnostics
+            .iter()
+            .find(|d| d.message == "Unknown model field: x")
+            .expect("x")
+            .range
+            .start
+            .character;
+        client.drain();
+        x
+    };
+    let utf16 = column(false);
+    let utf8 = column(true);
+    assert_eq!(utf8, utf16 + 1, "é is one UTF-16 unit and two UTF-8 bytes");
+}
+
+fn position_of(text: &str, needle: &str, delta: usize) -> lsp::Position {
+    let offset = text.find(needle).expect("needle") + delta;
+    let index = LineIndex::new(text);
+    let at = index.line_col(offset, PositionEncoding::Utf16);
+    lsp::Position::new(at.line, at.col)
+}
+
+fn at(manifest: &Path, position: lsp::Position) -> lsp::TextDocumentPositionParams {
+    lsp::TextDocumentPositionParams { text_document: lsp::TextDocumentIdentifier { uri: uri(manifest) }, position }
+}
+
+#[test]
+fn completion_hover_definition_references_and_rename() {
+    let (_dir, manifest) = repository(MINIMAL);
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, MINIMAL);
+    // Completion on a new top-level line offers missing keys only.
+    let text = format!("{MINIMAL}de");
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 2 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: text.clone(),
+        }],
+    });
+    let last_line = text.lines().count() as u32 - 1;
+    let end = lsp::Position::new(last_line, 2);
+    let completion = client.request::<r::Completion>(lsp::CompletionParams {
+        text_document_position: at(&manifest, lsp::Position::new(end.line, end.character)),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+        context: None,
+    });
+    let Some(lsp::CompletionResponse::List(list)) = completion else { panic!("no completion") };
+    let labels: Vec<&str> = list.items.iter().map(|i| i.label.as_str()).collect();
+    assert!(labels.contains(&"description"), "{labels:?}");
+    assert!(
+        !labels.contains(&"spec") && !labels.contains(&"runner"),
+        "keys already present are not offered: {labels:?}"
+    );
+    // Hover on a key.
+    let hover = client.request::<r::HoverRequest>(lsp::HoverParams {
+        text_document_position_params: at(&manifest, position_of(&text, "runner:", 1)),
+        work_done_progress_params: Default::default(),
+    });
+    let lsp::HoverContents::Markup(markup) = hover.expect("hover").contents else { panic!("markup") };
+    assert!(markup.value.contains("harness"), "{}", markup.value);
+    // Definition of the instructions path opens instructions.md.
+    let definition = client.request::<r::GotoDefinition>(lsp::GotoDefinitionParams {
+        text_document_position_params: at(&manifest, position_of(&text, "./instructions.md", 3)),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let Some(lsp::GotoDefinitionResponse::Array(locations)) = definition else { panic!("no definition") };
+    assert_eq!(locations[0].uri, uri(&manifest.with_file_name("instructions.md")));
+    // `${API_TOKEN}` jumps to its declaration; references and rename cover both.
+    let reference = position_of(&text, "${API_TOKEN}", 3);
+    let definition = client.request::<r::GotoDefinition>(lsp::GotoDefinitionParams {
+        text_document_position_params: at(&manifest, reference),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let Some(lsp::GotoDefinitionResponse::Array(locations)) = definition else { panic!("no env definition") };
+    assert_eq!(locations[0].range.start, position_of(&text, "API_TOKEN:", 0));
+    let references = client.request::<r::References>(lsp::ReferenceParams {
+        text_document_position: at(&manifest, position_of(&text, "API_TOKEN:", 1)),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+        context: lsp::ReferenceContext { include_declaration: true },
+    });
+    assert_eq!(references.map(|r| r.len()), Some(2));
+    let rename = client.request::<r::Rename>(lsp::RenameParams {
+        text_document_position: at(&manifest, reference),
+        new_name: "SERVICE_TOKEN".into(),
+        work_done_progress_params: Default::default(),
+    });
+    let edits = rename.and_then(|e| e.changes).and_then(|c| c.get(&uri(&manifest)).cloned()).expect("edits");
+    assert_eq!(edits.len(), 2);
+    assert!(edits.iter().all(|e| e.new_text == "SERVICE_TOKEN"));
+    client.drain();
+}
+
+#[test]
+fn quick_fixes_and_migration() {
+    let text = "spec: 0\nversion: 0.1.0\nname: demo\ndescripton: x\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntime: local # the host\n";
+    let (_dir, manifest) = repository(text);
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, text);
+    let published = client.diagnostics(&manifest, |p| !p.diagnostics.is_empty());
+    let spec0 = published
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Some(lsp::NumberOrString::String("spec-0-manifest".into())))
+        .expect("spec 0 hint");
+    assert_eq!(spec0.tags.as_deref(), Some(&[lsp::DiagnosticTag::DEPRECATED][..]));
+    let typo = position_of(text, "descripton", 2);
+    let actions = client.request::<r::CodeActionRequest>(lsp::CodeActionParams {
+        text_document: lsp::TextDocumentIdentifier { uri: uri(&manifest) },
+        range: lsp::Range::new(typo, typo),
+        context: lsp::CodeActionContext { diagnostics: Vec::new(), only: None, trigger_kind: None },
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let titles: Vec<String> = actions
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(action) => action.title,
+            lsp::CodeActionOrCommand::Command(command) => command.title,
+        })
+        .collect();
+    assert!(titles.contains(&"Change to `description`".to_owned()), "{titles:?}");
+    assert!(titles.contains(&"Remove `descripton`".to_owned()), "{titles:?}");
+    assert!(titles.contains(&"Migrate to spec 1".to_owned()), "{titles:?}");
+    let result = client.request_raw(
+        "workspace/executeCommand",
+        json!({"command": "workbench.migrate", "arguments": [uri(&manifest)]}),
+    );
+    assert_eq!(result, json!({"migrated": true}));
+    client.drain();
+    let edit = client.applied_edits.first().cloned().expect("the server asked to apply the migration");
+    let edits = edit.changes.and_then(|c| c.get(&uri(&manifest)).cloned()).expect("edits");
+    assert!(edits.iter().any(|e| e.new_text.contains("runtimes:\n  local: {}")), "{edits:?}");
+}
+
+#[test]
+fn pull_diagnostics_and_configuration() {
+    let text = format!("{MINIMAL}bogus: 1\n");
+    let (_dir, manifest) = repository(&text);
+    let mut client = Client::start(Options {
+        pull: true,
+        settings: json!({"severity": {"unknown-field": "warning"}}),
+        ..Options::default()
+    });
+    client.open(&manifest, &text);
+    let report = client.request::<r::DocumentDiagnosticRequest>(lsp::DocumentDiagnosticParams {
+        text_document: lsp::TextDocumentIdentifier { uri: uri(&manifest) },
+        identifier: None,
+        previous_result_id: None,
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let lsp::DocumentDiagnosticReportResult::Report(lsp::DocumentDiagnosticReport::Full(full)) = report else {
+        panic!("full report")
+    };
+    let items = full.full_document_diagnostic_report.items;
+    let bogus = items.iter().find(|d| d.message == "Unknown manifest field: bogus").expect("bogus");
+    assert_eq!(bogus.severity, Some(lsp::DiagnosticSeverity::WARNING), "the severity override applies");
+    client.drain();
+}
+
+#[test]
+fn watched_files_and_skill_documents() {
+    let (_dir, manifest) = repository(MINIMAL);
+    let root = manifest.parent().and_then(Path::parent).and_then(Path::parent).expect("root").to_path_buf();
+    let mut client = Client::start(Options { roots: vec![root], ..Options::default() });
+    let first = client.diagnostics(&manifest, |_| true);
+    assert!(
+        first.diagnostics.iter().all(|d| d.severity != Some(lsp::DiagnosticSeverity::ERROR)),
+        "{:?}",
+        first.diagnostics
+    );
+    let instructions = manifest.with_file_name("instructions.md");
+    std::fs::remove_file(&instructions).expect("remove");
+    client.notify::<lsp::notification::DidChangeWatchedFiles>(lsp::DidChangeWatchedFilesParams {
+        changes: vec![lsp::FileEvent { uri: uri(&instructions), typ: lsp::FileChangeType::DELETED }],
+    });
+    let published = client.diagnostics(&manifest, |p| !p.diagnostics.is_empty());
+    assert!(
+        published.diagnostics.iter().any(|d| d.message.starts_with("Instructions file does not exist")),
+        "{:?}",
+        published.diagnostics
+    );
+    // An open SKILL.md gets its own diagnostics, and its unsaved text is what the manifest check reads.
+    let skill = manifest.with_file_name("skills/review/SKILL.md");
+    client.open(&skill, "---\nname: reviewer\ndescription: Reviews.\n---\n");
+    let own = client.diagnostics(&skill, |p| !p.diagnostics.is_empty());
+    assert_eq!(own.diagnostics[0].message, "Skill name must match its directory: reviewer");
+    client.drain();
+}

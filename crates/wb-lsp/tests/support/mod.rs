@@ -1,0 +1,295 @@
+//! An in-process LSP client over the real protocol. It answers the server's own requests
+//! (`client/registerCapability`, `workspace/configuration`, `workspace/applyEdit`), and on drop it shuts the
+//! server down and fails the test if the server sent a message the test did not read.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
+use lsp_types::{self as lsp, Url, notification::Notification as _, request::Request as _};
+use serde_json::{Value, json};
+
+pub struct Client {
+    connection: Connection,
+    server: Option<JoinHandle<anyhow::Result<()>>>,
+    next_id: i32,
+    /// Notifications received and not yet read by the test.
+    unread: VecDeque<Notification>,
+    /// Settings answered to `workspace/configuration`.
+    pub settings: Value,
+    /// Edits the server asked the client to apply.
+    pub applied_edits: Vec<lsp::WorkspaceEdit>,
+    pub initialize_result: Option<lsp::InitializeResult>,
+}
+
+pub struct Options {
+    pub roots: Vec<std::path::PathBuf>,
+    pub utf8: bool,
+    pub pull: bool,
+    pub settings: Value,
+    pub test_hooks: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { roots: Vec::new(), utf8: false, pull: false, settings: json!({}), test_hooks: false }
+    }
+}
+
+pub fn uri(path: &Path) -> Url {
+    Url::from_file_path(path).expect("absolute path")
+}
+
+impl Client {
+    pub fn start(options: Options) -> Client {
+        let (client, server) = Connection::memory();
+        let handle = std::thread::spawn(move || wb_lsp::server::run(server));
+        let mut client = Client {
+            connection: client,
+            server: Some(handle),
+            next_id: 0,
+            unread: VecDeque::new(),
+            settings: options.settings,
+            applied_edits: Vec::new(),
+            initialize_result: None,
+        };
+        let folders: Vec<Value> = options
+            .roots
+            .iter()
+            .map(|root| json!({"uri": uri(root), "name": root.file_name().map(|n| n.to_string_lossy().into_owned())}))
+            .collect();
+        let mut capabilities = json!({
+            "workspace": {
+                "configuration": true,
+                "didChangeWatchedFiles": {"dynamicRegistration": true},
+                "workspaceEdit": {"documentChanges": true, "resourceOperations": ["create"]},
+                "workspaceFolders": true,
+            },
+            "textDocument": {
+                "publishDiagnostics": {"relatedInformation": true, "versionSupport": true},
+                "completion": {"completionItem": {"snippetSupport": true}},
+            },
+            "general": {"positionEncodings": if options.utf8 { json!(["utf-8", "utf-16"]) } else { json!(["utf-16"]) }},
+        });
+        if options.pull {
+            capabilities["textDocument"]["diagnostic"] = json!({"dynamicRegistration": false});
+        }
+        let result: lsp::InitializeResult = serde_json::from_value(client.request_raw(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": null,
+                "capabilities": capabilities,
+                "workspaceFolders": folders,
+                "initializationOptions": {"wbLspTestHooks": options.test_hooks},
+            }),
+        ))
+        .expect("initialize result");
+        client.initialize_result = Some(result);
+        client.notify::<lsp::notification::Initialized>(lsp::InitializedParams {});
+        // The server asks for its configuration right after `initialized`; answer before the test starts so
+        // the settings apply to everything the test does.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match client.next_message(deadline) {
+                Message::Request(request) => {
+                    let configuration = request.method == lsp::request::WorkspaceConfiguration::METHOD;
+                    client.answer_server_request(&request);
+                    if configuration {
+                        break;
+                    }
+                }
+                Message::Notification(notification) => client.unread.push_back(notification),
+                Message::Response(response) => panic!("unexpected response {response:?}"),
+            }
+        }
+        client
+    }
+
+    fn next_message(&mut self, deadline: Instant) -> Message {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        match self.connection.receiver.recv_timeout(timeout) {
+            Ok(message) => message,
+            Err(_) => panic!("timed out waiting for the server; unread: {:?}", self.unread),
+        }
+    }
+
+    /// Handles a server-to-client request; returns true when it was one.
+    fn answer_server_request(&mut self, request: &Request) {
+        let result = match request.method.as_str() {
+            "workspace/configuration" => json!([self.settings.clone()]),
+            "workspace/applyEdit" => {
+                if let Some(edit) = request.params.get("edit") {
+                    self.applied_edits.push(serde_json::from_value(edit.clone()).expect("workspace edit"));
+                }
+                json!({"applied": true})
+            }
+            _ => Value::Null,
+        };
+        let response = Response::new_ok(request.id.clone(), result);
+        self.connection.sender.send(response.into()).expect("send");
+    }
+
+    pub fn request_raw(&mut self, method: &str, params: Value) -> Value {
+        match self.request_result(method, params) {
+            Ok(value) => value,
+            Err(error) => panic!("{method} failed: {error:?}"),
+        }
+    }
+
+    pub fn send_request(&mut self, method: &str, params: Value) -> RequestId {
+        self.next_id += 1;
+        let id = RequestId::from(self.next_id);
+        self.connection.sender.send(Request::new(id.clone(), method.to_owned(), params).into()).expect("send");
+        id
+    }
+
+    pub fn response(&mut self, id: &RequestId) -> Response {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.next_message(deadline) {
+                Message::Response(response) if response.id == *id => return response,
+                Message::Response(other) => panic!("unexpected response {other:?}"),
+                Message::Notification(notification) => self.unread.push_back(notification),
+                Message::Request(request) => self.answer_server_request(&request),
+            }
+        }
+    }
+
+    pub fn request_result(&mut self, method: &str, params: Value) -> Result<Value, lsp_server::ResponseError> {
+        let id = self.send_request(method, params);
+        let response = self.response(&id);
+        match (response.result, response.error) {
+            (_, Some(error)) => Err(error),
+            (Some(result), None) => Ok(result),
+            (None, None) => Ok(Value::Null),
+        }
+    }
+
+    pub fn request<R: lsp::request::Request>(&mut self, params: R::Params) -> R::Result {
+        let value = self.request_raw(R::METHOD, serde_json::to_value(params).expect("params"));
+        serde_json::from_value(value).expect("result")
+    }
+
+    pub fn notify<N: lsp::notification::Notification>(&mut self, params: N::Params) {
+        let notification = Notification::new(N::METHOD.to_owned(), params);
+        self.connection.sender.send(notification.into()).expect("send");
+    }
+
+    pub fn open(&mut self, path: &Path, text: &str) {
+        self.notify::<lsp::notification::DidOpenTextDocument>(lsp::DidOpenTextDocumentParams {
+            text_document: lsp::TextDocumentItem {
+                uri: uri(path),
+                language_id: "yaml".into(),
+                version: 1,
+                text: text.into(),
+            },
+        });
+    }
+
+    /// Reads notifications until one matches and returns it; the others stay unread.
+    pub fn wait_for<T>(&mut self, what: &str, mut matches: impl FnMut(&Notification) -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for index in 0..self.unread.len() {
+            if let Some(found) = matches(&self.unread[index]) {
+                self.unread.remove(index);
+                return found;
+            }
+        }
+        loop {
+            match self.next_message(deadline) {
+                Message::Notification(notification) => {
+                    if let Some(found) = matches(&notification) {
+                        return found;
+                    }
+                    self.unread.push_back(notification);
+                }
+                Message::Request(request) => self.answer_server_request(&request),
+                Message::Response(response) => panic!("unexpected response while waiting for {what}: {response:?}"),
+            }
+        }
+    }
+
+    /// Waits for diagnostics of `path` that satisfy `accept`.
+    pub fn diagnostics(
+        &mut self,
+        path: &Path,
+        mut accept: impl FnMut(&lsp::PublishDiagnosticsParams) -> bool,
+    ) -> lsp::PublishDiagnosticsParams {
+        let uri = uri(path);
+        self.wait_for("diagnostics", |notification| {
+            if notification.method != lsp::notification::PublishDiagnostics::METHOD {
+                return None;
+            }
+            let params: lsp::PublishDiagnosticsParams = serde_json::from_value(notification.params.clone()).ok()?;
+            (params.uri == uri && accept(&params)).then_some(params)
+        })
+    }
+
+    /// Marks every notification received so far as read (for tests that do not care about them).
+    pub fn drain(&mut self) {
+        std::thread::sleep(Duration::from_millis(200));
+        while let Ok(message) = self.connection.receiver.try_recv() {
+            match message {
+                Message::Request(request) => self.answer_server_request(&request),
+                Message::Notification(_) => {}
+                Message::Response(response) => panic!("unexpected response {response:?}"),
+            }
+        }
+        self.unread.clear();
+    }
+
+    pub fn shutdown(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        let Some(server) = self.server.take() else { return };
+        let id = self.send_request("shutdown", Value::Null);
+        let response = self.response(&id);
+        assert!(response.error.is_none(), "shutdown failed: {response:?}");
+        self.notify::<lsp::notification::Exit>(());
+        let result = server.join().expect("server thread");
+        assert!(result.is_ok(), "server failed: {result:?}");
+        let leftover: Vec<Message> = self.connection.receiver.try_iter().collect();
+        let unread: Vec<&Notification> = self.unread.iter().collect();
+        assert!(
+            unread.is_empty() && leftover.is_empty(),
+            "the server sent messages the test did not read: {unread:?} {leftover:?}"
+        );
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.finish();
+        }
+    }
+}
+
+/// Copies a directory tree (files and symlinks) into `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().expect("file type");
+        if kind.is_symlink() {
+            let link = std::fs::read_link(entry.path()).expect("read link");
+            std::os::unix::fs::symlink(link, &target).expect("symlink");
+        } else if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+pub fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").canonicalize().expect("fixtures dir")
+}
