@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the tests use. Installed only when missing, so repeated runs stay fast.
-packages=()
+packages=(neovim emacs-nox elpa-eglot)
 if [ ${#packages[@]} -gt 0 ]; then
   missing=()
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -13,6 +13,11 @@ if [ ${#packages[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
+fi
+
+# Python tools the integration tests use (tests/integrations): pre-commit and PyYAML, from PyPI, when missing.
+if ! python3 -c 'import pre_commit, yaml' >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore pre-commit pyyaml
 fi
 
 cargo test --workspace --locked "$@"

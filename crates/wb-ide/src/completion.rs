@@ -230,7 +230,7 @@ fn context(text: &str, offset: usize) -> Option<Context> {
         let colon = prefix.find(&format!("{key}:")).map_or(prefix.len(), |at| at + key.len() + 1);
         let typed = prefix[colon..].trim_start();
         let value_start = offset - typed.len();
-        let end = line_end - (full_line.len() - full_line.trim_end().len());
+        let end = (line_end - (full_line.len() - full_line.trim_end().len())).max(value_start);
         let end = text[value_start..end].find(" #").map_or(end, |at| value_start + at).max(offset);
         let mut path = parent_path(&lines, line, current.content, current.dash);
         path.push(Segment::Key(key.to_owned()));

@@ -64,3 +64,12 @@ pub fn spec_of_text(text: &str) -> u8 {
     }
     1
 }
+
+/// Clamps an offset into the text and back onto a character boundary.
+pub fn snap(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}

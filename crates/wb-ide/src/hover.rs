@@ -181,6 +181,7 @@ pub fn hover(
     offset: usize,
     catalog: &ModelCatalog,
 ) -> Option<Hover> {
+    let offset = crate::context::snap(text, offset);
     let located = locate(root, offset)?;
     let spec = spec_of(Some(root));
     let range = located.range;

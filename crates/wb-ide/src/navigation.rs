@@ -70,6 +70,7 @@ fn path_target(fs: &dyn FileSystem, package: &Path, value: &str, skill: bool) ->
 
 /// Go to definition: a path value's file, or a `${VAR}`'s `env` declaration.
 pub fn definition(fs: &dyn FileSystem, manifest_path: &Path, text: &str, root: &Node, offset: usize) -> Vec<Link> {
+    let offset = crate::context::snap(text, offset);
     if let Some((name, origin)) = env_reference_at(text, root, offset) {
         if let Some(declaration) = env_declaration(root, &name) {
             return vec![Link { origin, target: manifest_path.to_owned(), target_range: Some(declaration) }];
@@ -127,6 +128,7 @@ fn env_name_at(text: &str, root: &Node, offset: usize) -> Option<String> {
 
 /// Every occurrence of the env variable under the cursor: its declaration first, then each `${NAME}`.
 pub fn env_references(text: &str, root: &Node, offset: usize, include_declaration: bool) -> Vec<TextRange> {
+    let offset = crate::context::snap(text, offset);
     let Some(name) = env_name_at(text, root, offset) else { return Vec::new() };
     let mut ranges = Vec::new();
     if include_declaration {
@@ -158,6 +160,7 @@ pub fn rename_env(text: &str, root: &Node, offset: usize, new_name: &str) -> Res
 
 /// The prepare-rename range: the name under the cursor, if it can be renamed.
 pub fn env_range_at(text: &str, root: &Node, offset: usize) -> Option<TextRange> {
+    let offset = crate::context::snap(text, offset);
     if let Some((_, range)) = env_reference_at(text, root, offset) {
         return Some(range);
     }

@@ -29,8 +29,55 @@ pub enum Command {
     Init(InitArgs),
     /// Print the JSON schema of a manifest spec.
     Schema(SchemaArgs),
+    /// Resolve, preflight and translate a Workbench without launching the runner.
+    DryRun(RunArgs),
+    /// Check that each Workbench can start here, without a model request (exit 0 ready, 3 needs
+    /// authentication, 1 failed).
+    Smoke(RunArgs),
+    /// Run a Workbench one-shot on a task.
+    Run(RunArgs),
     /// Run the language server over stdio.
     Serve,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A package directory, a manifest, or a repository (`PATH#selector` picks one package).
+    #[arg(default_value = ".")]
+    pub source: String,
+    /// The task (dry-run and run).
+    #[arg(long, short = 't')]
+    pub task: Option<String>,
+    /// Read the task from a file.
+    #[arg(long, conflicts_with = "task")]
+    pub task_file: Option<PathBuf>,
+    /// The primary workspace (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// A declared runtime (default: the first declared).
+    #[arg(long)]
+    pub runtime: Option<String>,
+    /// Bind a named workspace: NAME=PATH (repeatable).
+    #[arg(long = "workspace", value_name = "NAME=PATH")]
+    pub workspaces: Vec<String>,
+    /// Set a declared variable or provider key: NAME=value (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Read variables from a dotenv file (repeatable; at most 1 MiB each).
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_files: Vec<PathBuf>,
+    /// Grant host Docker engine access to a Workbench that declares docker.engine.
+    #[arg(long)]
+    pub allow_host_docker: bool,
+    /// Run although GPU requirements cannot be checked.
+    #[arg(long)]
+    pub allow_unchecked_gpu: bool,
+    /// Machine-readable output (dry-run: the translation; smoke: one object per package; run: NDJSON events).
+    #[arg(long)]
+    pub json: bool,
+    /// Run: print only the final answer.
+    #[arg(long)]
+    pub r#final: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -72,6 +72,8 @@ pub(crate) struct Rules<'a> {
     diagnostics: Vec<Diagnostic>,
     manifest: Manifest,
     legacy_fields_present: bool,
+    /// The document's line ending, for inserted text.
+    newline: &'static str,
     /// Every well-formed MCP name so far, valid server or not, so duplicates are found regardless.
     mcp_names: Vec<(String, TextRange)>,
 }
@@ -86,6 +88,7 @@ pub(crate) fn check_manifest(path: &Path, parse: &Parse, catalog: &ModelCatalog)
         diagnostics: Vec::new(),
         manifest: Manifest::default(),
         legacy_fields_present: false,
+        newline: if parse.text.contains("\r\n") { "\r\n" } else { "\n" },
         mcp_names: Vec::new(),
     };
     rules.document(parse.root.as_ref());
@@ -143,7 +146,7 @@ impl<'a> Rules<'a> {
         if !indent.chars().all(|ch| ch == ' ') {
             return None;
         }
-        let newline = if self.text.contains("\r\n") { "\r\n" } else { "\n" };
+        let newline = self.newline;
         let (at, mut new_text) = match self.text[last_end..].find('\n') {
             Some(offset) => (last_end + offset + 1, String::new()),
             None => (self.text.len(), newline.to_owned()),
@@ -319,18 +322,18 @@ impl<'a> Rules<'a> {
             }
         }
         let allowed = fields::names(fields::TOP_LEVEL_FIELDS, self.spec);
+        let absent = absent_names(&allowed, top);
         for entry in &top.entries {
             let legacy = self.spec == 1 && matches!(entry.key.as_str(), "runtime" | "image" | "docker");
             if legacy || allowed.contains(&entry.key.as_str()) {
                 continue;
             }
-            self.unknown_field(entry, "manifest", &allowed, top);
+            self.unknown_field(entry, "manifest", &absent);
         }
     }
 
-    fn unknown_field(&mut self, entry: &Entry, label: &str, allowed: &[&str], parent: &Mapping) {
-        let absent: Vec<&str> = allowed.iter().copied().filter(|name| parent.entry(name).is_none()).collect();
-        let suggestion = closest(&entry.key, &absent);
+    fn unknown_field(&mut self, entry: &Entry, label: &str, absent: &[&str]) {
+        let suggestion = closest(&entry.key, absent);
         let mut fixes: Vec<Fix> = suggestion.map(|name| self.rename_fix(entry.key_range, name)).into_iter().collect();
         fixes.extend(self.remove_entry_fix(entry));
         let diagnostic =
@@ -340,9 +343,10 @@ impl<'a> Rules<'a> {
 
     fn check_keys(&mut self, mapping: &Mapping, fields: &'static [Field], label: &str) {
         let allowed = fields::names(fields, self.spec);
+        let absent = absent_names(&allowed, mapping);
         for entry in &mapping.entries {
             if !allowed.contains(&entry.key.as_str()) {
-                self.unknown_field(entry, label, &allowed, mapping);
+                self.unknown_field(entry, label, &absent);
             }
         }
     }
@@ -1126,6 +1130,12 @@ impl Diagnostic {
         self.tags.push(tag);
         self
     }
+}
+
+/// The allowed names a mapping does not use yet (the candidates of "did you mean"), computed once per mapping.
+fn absent_names<'n>(allowed: &[&'n str], mapping: &Mapping) -> Vec<&'n str> {
+    let present: std::collections::HashSet<&str> = mapping.entries.iter().map(|e| e.key.as_str()).collect();
+    allowed.iter().copied().filter(|name| !present.contains(name)).collect()
 }
 
 /// JavaScript's `String.prototype.trim`: its whitespace set differs from Rust's (`U+FEFF` is whitespace,

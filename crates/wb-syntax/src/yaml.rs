@@ -275,12 +275,28 @@ pub fn parse_str(text: &str) -> Parse {
 }
 
 enum Frame {
-    Sequence { start: usize, anchor: usize, flow: bool, items: Vec<Node> },
-    Mapping { start: usize, anchor: usize, flow: bool, entries: Vec<Entry>, merges: Vec<Node>, key: Option<Node> },
+    Sequence {
+        start: usize,
+        anchor: usize,
+        flow: bool,
+        items: Vec<Node>,
+    },
+    Mapping {
+        start: usize,
+        anchor: usize,
+        flow: bool,
+        entries: Vec<Entry>,
+        merges: Vec<Node>,
+        key: Option<Node>,
+        /// Key → position in `entries`, so duplicate detection stays linear in the mapping's size.
+        index: HashMap<String, usize>,
+    },
 }
 
 struct Builder<'a> {
     text: &'a str,
+    /// Computed once: for ASCII text, saphyr's character indexes are byte offsets.
+    ascii: bool,
     /// Incremental char-index to byte-offset conversion (saphyr markers count characters).
     cursor_chars: usize,
     cursor_bytes: usize,
@@ -297,6 +313,7 @@ impl<'a> Builder<'a> {
     fn new(text: &'a str) -> Builder<'a> {
         Builder {
             text,
+            ascii: text.is_ascii(),
             cursor_chars: 0,
             cursor_bytes: 0,
             stack: Vec::new(),
@@ -311,7 +328,7 @@ impl<'a> Builder<'a> {
 
     fn offset(&mut self, marker: Marker) -> usize {
         let target = marker.index();
-        if self.text.is_ascii() {
+        if self.ascii {
             return target.min(self.text.len());
         }
         while self.cursor_chars < target {
@@ -398,6 +415,7 @@ impl<'a> Builder<'a> {
                     entries: Vec::new(),
                     merges: Vec::new(),
                     key: None,
+                    index: HashMap::new(),
                 });
             }
             Event::SequenceEnd | Event::MappingEnd => {
@@ -519,7 +537,7 @@ impl<'a> Builder<'a> {
                 let style = if flow { Style::Flow } else { Style::Block };
                 (Node { value: Value::Sequence(items), range: TextRange::new(start, end), style }, anchor)
             }
-            Frame::Mapping { start, anchor, flow, mut entries, merges, key } => {
+            Frame::Mapping { start, anchor, flow, mut entries, merges, key, index: _ } => {
                 // A key whose value never arrived (the text failed to parse there) is left out: its value is
                 // unknown, and checking it as empty would report a problem the author does not have.
                 let _ = key;
@@ -563,8 +581,8 @@ impl<'a> Builder<'a> {
         }
         if let Some((key, value)) = pending_entry {
             let mut frame = self.stack.pop();
-            if let Some(Frame::Mapping { entries, merges, .. }) = frame.as_mut() {
-                self.add_entry(entries, merges, key, value);
+            if let Some(Frame::Mapping { entries, merges, index, .. }) = frame.as_mut() {
+                self.add_entry(entries, merges, index, key, value);
             }
             if let Some(frame) = frame {
                 self.stack.push(frame);
@@ -572,7 +590,14 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn add_entry(&mut self, entries: &mut Vec<Entry>, merges: &mut Vec<Node>, key: Node, value: Node) {
+    fn add_entry(
+        &mut self,
+        entries: &mut Vec<Entry>,
+        merges: &mut Vec<Node>,
+        index: &mut HashMap<String, usize>,
+        key: Node,
+        value: Node,
+    ) {
         let key_text = match &key.value {
             Value::Sequence(_) | Value::Mapping(_) => {
                 self.error(
@@ -589,7 +614,7 @@ impl<'a> Builder<'a> {
             merges.push(value);
             return;
         }
-        if let Some(first) = entries.iter().find(|entry| entry.key == key_text) {
+        if let Some(first) = index.get(&key_text).and_then(|at| entries.get(*at)) {
             let related = Some((first.key_range, format!("`{key_text}` is first defined here")));
             self.errors.push(SyntaxError {
                 kind: SyntaxErrorKind::DuplicateKey,
@@ -599,6 +624,7 @@ impl<'a> Builder<'a> {
             });
             return;
         }
+        index.insert(key_text.clone(), entries.len());
         entries.push(Entry { key: key_text, key_range: key.range, value });
     }
 

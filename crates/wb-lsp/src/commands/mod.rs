@@ -1,6 +1,7 @@
 //! The subcommands. Each returns the process exit code; `Err` means a usage or I/O failure (exit 2).
 
 mod check;
+mod execute;
 mod init;
 mod migrate;
 
@@ -19,6 +20,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Check(args)) => check::run(&args, &catalog),
         Some(Command::Migrate(args)) => migrate::run(&args, &catalog),
         Some(Command::Init(args)) => init::run(&args, &catalog),
+        Some(Command::DryRun(args)) => execute::dry_run(&args, &catalog),
+        Some(Command::Smoke(args)) => execute::smoke(&args, &catalog),
+        Some(Command::Run(args)) => execute::run(&args, &catalog),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;

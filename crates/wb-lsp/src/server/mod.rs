@@ -109,6 +109,7 @@ fn capabilities(encoding: PositionEncoding, pull_diagnostics: bool) -> lsp::Serv
             work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
         })),
         document_symbol_provider: Some(lsp::OneOf::Left(true)),
+        code_lens_provider: Some(lsp::CodeLensOptions { resolve_provider: Some(false) }),
         folding_range_provider: Some(lsp::FoldingRangeProviderCapability::Simple(true)),
         document_link_provider: Some(lsp::DocumentLinkOptions {
             resolve_provider: Some(false),
@@ -119,7 +120,13 @@ fn capabilities(encoding: PositionEncoding, pull_diagnostics: bool) -> lsp::Serv
             ..lsp::CodeActionOptions::default()
         })),
         execute_command_provider: Some(lsp::ExecuteCommandOptions {
-            commands: vec![COMMAND_MIGRATE.into(), COMMAND_CHECK_WORKSPACE.into()],
+            commands: vec![
+                COMMAND_MIGRATE.into(),
+                COMMAND_CHECK_WORKSPACE.into(),
+                handlers::execute::DRY_RUN.into(),
+                handlers::execute::SMOKE.into(),
+                handlers::execute::RUN.into(),
+            ],
             work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
         }),
         diagnostic_provider: pull_diagnostics.then(|| {
@@ -193,6 +200,8 @@ struct Server {
     initialization_options: Option<serde_json::Value>,
     shutdown: bool,
     test_hooks: bool,
+    /// Runs in progress: their cancel flag and progress token.
+    runs: HashMap<RequestId, (Arc<std::sync::atomic::AtomicBool>, Option<lsp::ProgressToken>)>,
 }
 
 impl Server {
@@ -252,6 +261,7 @@ impl Server {
             initialization_options: params.initialization_options,
             shutdown: false,
             test_hooks: false,
+            runs: HashMap::new(),
         };
         server.test_hooks = server
             .initialization_options
@@ -338,6 +348,7 @@ impl Server {
     fn handle_task(&mut self, task: Task) -> anyhow::Result<()> {
         match task {
             Task::Response(response) => {
+                self.runs.remove(&response.id);
                 // A cancelled request was already answered; its late result is dropped.
                 if self.pending.remove(&response.id) {
                     self.send(response)?;
@@ -386,6 +397,18 @@ impl Server {
             Some(Outgoing::Configuration) => {
                 if let Some(result) = response.result {
                     let value = result.as_array().and_then(|items| items.first().cloned()).unwrap_or(result);
+                    // A client with nothing under `workbench` (Eglot answers null, Neovim `[]` or null) keeps
+                    // the settings sent as initialization options instead of resetting them to the defaults.
+                    let empty = match &value {
+                        serde_json::Value::Null => true,
+                        serde_json::Value::Object(map) => map.is_empty(),
+                        serde_json::Value::Array(items) => items.is_empty(),
+                        _ => false,
+                    };
+                    let value = match (&self.initialization_options, empty) {
+                        (Some(options), true) => options.clone(),
+                        _ => value,
+                    };
                     let (config, problems) = Config::from_json(&value);
                     for problem in problems {
                         let _ = self.notify::<lsp::notification::ShowMessage>(lsp::ShowMessageParams {
@@ -532,6 +555,15 @@ impl Server {
                 }
             }
             n::DidSaveTextDocument::METHOD => {}
+            n::WorkDoneProgressCancel::METHOD => {
+                if let Ok(params) = serde_json::from_value::<lsp::WorkDoneProgressCancelParams>(notification.params) {
+                    for (flag, token) in self.runs.values() {
+                        if token.as_ref() == Some(&params.token) {
+                            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    }
+                }
+            }
             n::DidChangeWatchedFiles::METHOD => {
                 if let Ok(params) = serde_json::from_value::<lsp::DidChangeWatchedFilesParams>(notification.params) {
                     for change in params.changes {
@@ -718,6 +750,7 @@ impl Server {
             }
             r::FoldingRangeRequest::METHOD => self.spawn::<r::FoldingRangeRequest>(request, handlers::folding::handle),
             r::DocumentLinkRequest::METHOD => self.spawn::<r::DocumentLinkRequest>(request, handlers::links::handle),
+            r::CodeLensRequest::METHOD => self.spawn::<r::CodeLensRequest>(request, handlers::execute::code_lens),
             r::CodeActionRequest::METHOD => self.spawn::<r::CodeActionRequest>(request, handlers::code_action::handle),
             r::DocumentDiagnosticRequest::METHOD => {
                 self.spawn::<r::DocumentDiagnosticRequest>(request, handlers::diagnostics::document)
@@ -785,7 +818,52 @@ impl Server {
         self.jobs.send(job).map_err(|_| anyhow::anyhow!("the worker pool stopped"))
     }
 
+    /// Starts `workbench.run` on its own thread: it streams events and can be cancelled by
+    /// `$/cancelRequest` or by cancelling its progress.
+    fn spawn_run(&mut self, request: Request) -> anyhow::Result<()> {
+        let params = match serde_json::from_value::<lsp::ExecuteCommandParams>(request.params) {
+            Ok(params) => params,
+            Err(error) => {
+                return self.send(Response::new_err(
+                    request.id,
+                    ErrorCode::InvalidParams as i32,
+                    format!("invalid params: {error}"),
+                ));
+            }
+        };
+        let id = request.id;
+        let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        self.runs.insert(id.clone(), (Arc::clone(&cancel), params.work_done_progress_params.work_done_token.clone()));
+        self.pending.insert(id.clone());
+        let snapshot = self.snapshot();
+        let tasks = self.tasks_sender.clone();
+        let sender = self.sender.clone();
+        let spawned = std::thread::Builder::new().name("wb-lsp-run".into()).spawn(move || {
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                handlers::execute::run(&snapshot, params, &sender, cancel)
+            }));
+            let response = match outcome {
+                Ok(Ok(result)) => Response::new_ok(id, result),
+                Ok(Err(error)) => Response::new_err(id, ErrorCode::RequestFailed as i32, format!("{error:#}")),
+                Err(_) => Response::new_err(id, ErrorCode::InternalError as i32, "the run failed unexpectedly".into()),
+            };
+            let _ = tasks.send(Task::Response(response));
+        });
+        spawned.map(|_| ()).map_err(|e| anyhow::anyhow!("cannot start the run: {e}"))
+    }
+
     fn execute_command(&mut self, request: Request) -> anyhow::Result<()> {
+        let command = request.params.get("command").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+        match command.as_str() {
+            handlers::execute::DRY_RUN => {
+                return self.spawn::<lsp::request::ExecuteCommand>(request, handlers::execute::dry_run);
+            }
+            handlers::execute::SMOKE => {
+                return self.spawn::<lsp::request::ExecuteCommand>(request, handlers::execute::smoke);
+            }
+            handlers::execute::RUN => return self.spawn_run(request),
+            _ => {}
+        }
         let params: lsp::ExecuteCommandParams = match serde_json::from_value(request.params) {
             Ok(params) => params,
             Err(error) => {

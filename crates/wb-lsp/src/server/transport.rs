@@ -124,6 +124,14 @@ pub fn parse(body: &[u8]) -> Result<Message, String> {
     let value: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| error(None, lsp_server::ErrorCode::ParseError as i32, format!("Parse error: {e}")))?;
     let id = value.get("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
+    // Serde would read a bare array as a struct; JSON-RPC messages are objects that say `"jsonrpc": "2.0"`.
+    if !value.is_object() || value.get("jsonrpc").and_then(serde_json::Value::as_str) != Some("2.0") {
+        return Err(error(
+            id,
+            lsp_server::ErrorCode::InvalidRequest as i32,
+            "Invalid request: not a JSON-RPC 2.0 message".to_owned(),
+        ));
+    }
     serde_json::from_value::<Message>(value)
         .map_err(|e| error(id, lsp_server::ErrorCode::InvalidRequest as i32, format!("Invalid request: {e}")))
 }

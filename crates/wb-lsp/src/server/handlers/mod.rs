@@ -5,6 +5,7 @@ pub mod code_action;
 pub mod completion;
 pub mod definition;
 pub mod diagnostics;
+pub mod execute;
 pub mod folding;
 pub mod hover;
 pub mod links;

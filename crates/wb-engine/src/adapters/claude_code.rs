@@ -1,0 +1,265 @@
+//! Claude Code: `claude -p --output-format stream-json`, with a staged `CLAUDE_CONFIG_DIR` holding
+//! `settings.json` and `mcp.json` (headers keep `${VAR}`: Claude Code expands them itself).
+
+use serde_json::{Map, Value, json};
+use wb_manifest::Access;
+
+use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
+use crate::error::{EngineError, Result};
+use crate::events::Translated;
+
+pub struct ClaudeCode;
+
+/// True for variables Claude Code treats as its own (they are filtered from the runner's environment).
+pub fn is_claude_variable(name: &str) -> bool {
+    name.starts_with("CLAUDE") || name.starts_with("ANTHROPIC_")
+}
+
+impl Adapter for ClaudeCode {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn executable(&self) -> &'static str {
+        "claude"
+    }
+
+    fn verified_versions(&self) -> &'static [&'static str] {
+        &["2.1"]
+    }
+
+    fn capabilities(&self) -> Vec<(&'static str, Support)> {
+        super::common_capabilities()
+    }
+
+    fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {
+        let package = context.package;
+        let skills = super::stage_skills(context)?;
+        let mut warnings = Vec::new();
+        let mut disabled_mcps = Vec::new();
+        let mut allow: Vec<Value> = Vec::new();
+        let mut deny: Vec<Value> = Vec::new();
+        let mut max_turns = None;
+        if let Some(config) = &package.manifest.runner_config {
+            let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
+            let text = std::fs::read_to_string(&path)
+                .map_err(|_| EngineError::message(format!("runner_config does not exist: {}", path.display())))?;
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|_| EngineError::message("Claude Code runner_config must contain valid JSON"))?;
+            allow.extend(value.pointer("/permissions/allow").and_then(Value::as_array).cloned().unwrap_or_default());
+            deny.extend(value.pointer("/permissions/deny").and_then(Value::as_array).cloned().unwrap_or_default());
+            max_turns = value.get("max_turns").and_then(Value::as_u64);
+        }
+        let mut servers = Map::new();
+        for server in context.mcps {
+            let references = super::mcp_references(server);
+            if references.iter().any(|name| is_claude_variable(name)) {
+                warnings.push(format!(
+                    "MCP {} is disabled because Claude Code does not expand Claude or Anthropic environment references in MCP headers",
+                    server.name.value
+                ));
+                disabled_mcps.push(server.name.value.clone());
+                continue;
+            }
+            let headers: Map<String, Value> =
+                server.headers.iter().map(|(name, value)| (name.value.clone(), json!(value.value))).collect();
+            servers.insert(
+                server.name.value.clone(),
+                json!({"type": "http", "url": server.url.value, "headers": headers}),
+            );
+            allow.push(json!(format!("mcp__{}", server.name.value)));
+        }
+        for workspace in context.workspaces {
+            let path = workspace.path.display();
+            allow.push(json!(format!("Read({path}/**)")));
+            if workspace.access == Access::ReadWrite {
+                allow.push(json!(format!("Edit({path}/**)")));
+            }
+        }
+        allow.push(json!(format!("Read({}/**)", context.outbox.display())));
+        allow.push(json!(format!("Edit({}/**)", context.outbox.display())));
+        let settings = json!({"permissions": {"allow": allow, "deny": deny}});
+        let mcp = json!({"mcpServers": servers});
+        let dir = context.stage_dir;
+        super::write_file(
+            &dir.join("settings.json"),
+            &serde_json::to_string_pretty(&settings).unwrap_or_default(),
+            0o444,
+        )?;
+        super::write_file(&dir.join("mcp.json"), &serde_json::to_string_pretty(&mcp).unwrap_or_default(), 0o444)?;
+        let instructions = dir.join("workbench-instructions.md");
+        super::write_file(&instructions, &combined_instructions(context, None)?, 0o444)?;
+        let mut env = base_environment(context);
+        // Claude's own variables come only from the engine: the selected route's credentials.
+        let mut remove_env: Vec<String> = context.unselected_variables.to_vec();
+        let inherited_claude: Vec<String> =
+            std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).filter(|k| is_claude_variable(k)).collect();
+        for name in inherited_claude {
+            if !env.contains_key(&name) {
+                remove_env.push(name);
+            }
+        }
+        match context.route.provider.as_str() {
+            "openrouter" => {
+                if let Some(key) = context.env.get("OPENROUTER_API_KEY") {
+                    env.insert("ANTHROPIC_AUTH_TOKEN".to_owned(), key.to_owned());
+                }
+                env.insert("ANTHROPIC_BASE_URL".to_owned(), "https://openrouter.ai/api".to_owned());
+                env.insert("ANTHROPIC_API_KEY".to_owned(), String::new());
+            }
+            "vercel" => {
+                if let Some(key) = context.env.get("AI_GATEWAY_API_KEY") {
+                    env.insert("ANTHROPIC_AUTH_TOKEN".to_owned(), key.to_owned());
+                }
+                env.insert("ANTHROPIC_BASE_URL".to_owned(), "https://ai-gateway.vercel.sh/claude-code".to_owned());
+                env.insert("ANTHROPIC_API_KEY".to_owned(), String::new());
+            }
+            _ => {}
+        }
+        // A base URL the user set on purpose (a gateway, a local server) is kept.
+        if let Ok(base) = std::env::var("ANTHROPIC_BASE_URL") {
+            env.entry("ANTHROPIC_BASE_URL".to_owned()).or_insert(base);
+        }
+        env.insert("CLAUDE_CONFIG_DIR".to_owned(), dir.display().to_string());
+        env.insert("CLAUDE_CODE_DISABLE_AUTO_MEMORY".to_owned(), "1".to_owned());
+        env.insert("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB".to_owned(), "1".to_owned());
+        remove_env.retain(|name| !env.contains_key(name));
+        let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
+        let mut command = vec![
+            "claude".to_owned(),
+            "-p".to_owned(),
+            "--output-format".to_owned(),
+            "stream-json".to_owned(),
+            "--verbose".to_owned(),
+            "--model".to_owned(),
+            context.route.model.clone(),
+            "--append-system-prompt-file".to_owned(),
+            instructions.display().to_string(),
+            "--strict-mcp-config".to_owned(),
+            "--mcp-config".to_owned(),
+            dir.join("mcp.json").display().to_string(),
+            "--settings".to_owned(),
+            dir.join("settings.json").display().to_string(),
+            "--setting-sources".to_owned(),
+            "user".to_owned(),
+        ];
+        for workspace in context.workspaces.iter().skip(1) {
+            command.push("--add-dir".to_owned());
+            command.push(workspace.path.display().to_string());
+        }
+        command.push("--add-dir".to_owned());
+        command.push(context.outbox.display().to_string());
+        if let Some(turns) = max_turns {
+            command.push("--max-turns".to_owned());
+            command.push(turns.to_string());
+        }
+        command.push(context.task.to_owned());
+        Ok(Translation {
+            command,
+            cwd: primary,
+            env,
+            remove_env,
+            native_key: "claude_config",
+            native: json!({"directory": dir.display().to_string(), "settings.json": settings, "mcp.json": mcp}),
+            staged_files: super::list_staged(dir),
+            skills,
+            warnings,
+            disabled_mcps,
+        })
+    }
+
+    fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        match kind {
+            "assistant" => {
+                let mut events = Vec::new();
+                let content = event.pointer("/message/content").and_then(Value::as_array).cloned().unwrap_or_default();
+                for block in content {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            let text = block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+                            state.final_text = text.clone();
+                            events.push(Translated::new("output.text", json!({"text": text})));
+                        }
+                        Some("tool_use") => {
+                            let id = block.get("id").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                            let name = block.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                            let mut data = json!({"id": id, "name": name});
+                            if let Some(target) = block.pointer("/input/file_path").and_then(Value::as_str) {
+                                data["target"] = json!(target);
+                            }
+                            state.tools.insert(id, serde_json::to_string(&data).unwrap_or_default());
+                            events.push(Translated::new("tool.started", data));
+                        }
+                        Some(other) => events.push(Translated::native(&format!("assistant.{other}"))),
+                        None => {}
+                    }
+                }
+                events
+            }
+            "user" => {
+                let mut events = Vec::new();
+                let content = event.pointer("/message/content").and_then(Value::as_array).cloned().unwrap_or_default();
+                for block in content {
+                    if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                        continue;
+                    }
+                    let id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                    let started: Value = state
+                        .tools
+                        .get(&id)
+                        .and_then(|s| serde_json::from_str(s).ok())
+                        .unwrap_or_else(|| json!({"id": id, "name": "tool"}));
+                    let failed = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                    let mut data = started.clone();
+                    data["status"] = json!(if failed { "failed" } else { "completed" });
+                    events.push(Translated::new("tool.completed", data));
+                    let name = started.get("name").and_then(Value::as_str).unwrap_or_default();
+                    if !failed && super::is_file_tool(name) {
+                        if let Some(target) = started.get("target").and_then(Value::as_str) {
+                            events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
+                        }
+                    }
+                }
+                events
+            }
+            "result" => {
+                let mut events = Vec::new();
+                let usage = event.get("usage").cloned().unwrap_or(Value::Null);
+                let mut data = json!({"kind": "delta"});
+                for (key, field) in [
+                    ("input_tokens", "input_tokens"),
+                    ("output_tokens", "output_tokens"),
+                    ("cache_read_tokens", "cache_read_input_tokens"),
+                    ("cache_write_tokens", "cache_creation_input_tokens"),
+                ] {
+                    if let Some(value) = usage.get(field).and_then(Value::as_u64) {
+                        data[key] = json!(value);
+                    }
+                }
+                if let Some(cost) = event.get("total_cost_usd").and_then(Value::as_f64).filter(|c| *c >= 0.0) {
+                    data["cost_usd"] = json!(cost);
+                }
+                events.push(Translated::new("usage.updated", data));
+                if let Some(result) = event.get("result").and_then(Value::as_str) {
+                    state.final_text = result.to_owned();
+                }
+                if event.get("is_error").and_then(Value::as_bool).unwrap_or(false) {
+                    state.failed = Some(
+                        event
+                            .get("result")
+                            .and_then(Value::as_str)
+                            .unwrap_or("Claude Code reported an error")
+                            .to_owned(),
+                    );
+                }
+                events
+            }
+            "system" => {
+                let subtype = event.get("subtype").and_then(Value::as_str).unwrap_or("unknown");
+                vec![Translated::native(&format!("system.{subtype}"))]
+            }
+            other => vec![Translated::native(other)],
+        }
+    }
+}

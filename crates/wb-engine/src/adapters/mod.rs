@@ -1,0 +1,263 @@
+//! Runner adapters: how each runner receives a Workbench (command line, environment, staged configuration)
+//! and how its native event stream becomes canonical events (engine facts e).
+
+mod claude_code;
+mod opencode;
+mod pi;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use wb_manifest::Mcp;
+
+use crate::bindings::{BoundWorkspace, Environment};
+use crate::error::{EngineError, Result};
+use crate::events::Translated;
+use crate::routing::ModelRoute;
+use crate::source::Package;
+
+pub use claude_code::ClaudeCode;
+pub use opencode::OpenCode;
+pub use pi::Pi;
+
+/// How well an adapter supports one capability.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "status", content = "detail")]
+pub enum Support {
+    Supported,
+    Degraded(&'static str),
+    Unsupported(&'static str),
+}
+
+/// Everything an adapter needs to prepare one run.
+pub struct StageContext<'a> {
+    pub package: &'a Package,
+    pub route: &'a ModelRoute,
+    pub workspaces: &'a [BoundWorkspace],
+    pub env: &'a Environment,
+    pub task: &'a str,
+    /// A private directory the adapter owns for this run (removed at cleanup).
+    pub stage_dir: &'a Path,
+    pub outbox: &'a Path,
+    pub mcps: &'a [&'a Mcp],
+    /// Provider credential variables of routes that were not selected: removed from the runner's environment.
+    pub unselected_variables: &'a [String],
+}
+
+/// What the runner receives. `env` holds values and is only ever handed to the runner's process.
+pub struct Translation {
+    pub command: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub remove_env: Vec<String>,
+    /// The runner-native configuration, printable (references, never values).
+    pub native_key: &'static str,
+    pub native: Value,
+    /// Files staged for the runner, by path relative to the stage directory.
+    pub staged_files: Vec<String>,
+    pub skills: Vec<String>,
+    pub warnings: Vec<String>,
+    /// MCPs the engine enabled that this runner cannot use (their warnings say why).
+    pub disabled_mcps: Vec<String>,
+}
+
+/// Per-run state of event translation.
+#[derive(Default)]
+pub struct TranslateState {
+    pub final_text: String,
+    pub failed: Option<String>,
+    pub tools: BTreeMap<String, String>,
+    /// A new assistant message began: its first text replaces the final answer (Pi streams deltas).
+    pub new_message: bool,
+}
+
+pub trait Adapter: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// The executable looked up on PATH.
+    fn executable(&self) -> &'static str;
+    /// The native versions this adapter was verified against.
+    fn verified_versions(&self) -> &'static [&'static str];
+    fn capabilities(&self) -> Vec<(&'static str, Support)>;
+    fn translate(&self, context: &StageContext<'_>) -> Result<Translation>;
+    /// Translates one line of the runner's stdout (already parsed as JSON).
+    fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated>;
+}
+
+/// The adapter of a runner, or `Unsupported runner: <r>`.
+pub fn adapter(runner: &str) -> Result<Box<dyn Adapter>> {
+    match runner {
+        "opencode" => Ok(Box::new(OpenCode)),
+        "claude-code" => Ok(Box::new(ClaudeCode)),
+        "pi" => Ok(Box::new(Pi)),
+        other => Err(EngineError::message(format!("Unsupported runner: {other}"))),
+    }
+}
+
+/// The `${NAME}` references of an MCP's headers.
+pub fn mcp_references(mcp: &Mcp) -> Vec<String> {
+    let mut names = Vec::new();
+    for (_, value) in &mcp.headers {
+        let mut rest = value.value.as_str();
+        while let Some(at) = rest.find("${") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find('}') else { break };
+            let name = &rest[..end];
+            let valid = name.starts_with(|c: char| c.is_ascii_uppercase())
+                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            if valid && !names.iter().any(|n| n == name) {
+                names.push(name.to_owned());
+            }
+            rest = &rest[end..];
+        }
+    }
+    names
+}
+
+/// Copies a directory tree (regular files and directories; symlinks were refused by the checks).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies every skill to `<stage>/skills/<name>/`; returns the names in manifest order.
+pub fn stage_skills(context: &StageContext<'_>) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for skill in &context.package.manifest.skills {
+        let dir = wb_manifest::normalize(&context.package.package_dir.join(&skill.value));
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let target = context.stage_dir.join("skills").join(&name);
+        copy_tree(&dir, &target).map_err(|e| EngineError::io(format!("cannot stage skill {name}"), e))?;
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// The package instructions wrapped in the engine's context and runtime blocks.
+pub fn combined_instructions(context: &StageContext<'_>, extra: Option<&str>) -> Result<String> {
+    let package = context.package;
+    let instructions_path = package
+        .manifest
+        .instructions
+        .as_ref()
+        .map(|i| wb_manifest::normalize(&package.package_dir.join(&i.value)))
+        .ok_or_else(|| EngineError::message("instructions must be a non-empty string"))?;
+    let instructions = std::fs::read_to_string(&instructions_path).map_err(|_| {
+        EngineError::message(format!("Instructions file does not exist: {}", instructions_path.display()))
+    })?;
+    let mut text = format!(
+        "<workbench_context>\nYou are running inside the Workbench {name}@{version}: a repository-owned package that prepares you for one class of work. Follow its instructions below. Use the skills it provides when they apply.\n</workbench_context>\n\n",
+        name = package.name,
+        version = package.version,
+    );
+    if let Some(extra) = extra.filter(|e| !e.trim().is_empty()) {
+        text.push_str(extra.trim_end());
+        text.push_str("\n\n");
+    }
+    text.push_str(instructions.trim_end());
+    text.push_str("\n\n<workbench_runtime>\n");
+    for workspace in context.workspaces {
+        match (&workspace.name, workspace.variable()) {
+            (Some(name), Some(variable)) => text.push_str(&format!(
+                "Workspace {name}: {} ({}; ${variable})\n",
+                workspace.path.display(),
+                workspace.access.as_str()
+            )),
+            _ => text.push_str(&format!(
+                "Primary workspace (your working directory): {} (read-write)\n",
+                workspace.path.display()
+            )),
+        }
+    }
+    text.push_str(&format!(
+        "Outbox: {} ($WORKBENCH_OUTPUT_DIR). Write files there to return them as artifacts; you may describe them in {}/outcome.json.\nEdits to writable workspaces are made in place and are present when the run ends.\n</workbench_runtime>\n",
+        context.outbox.display(),
+        context.outbox.display()
+    ));
+    Ok(text)
+}
+
+/// The variables every runner gets: workspaces, the outbox, and the bound values of the selected route and of
+/// the manifest's declared env.
+pub fn base_environment(context: &StageContext<'_>) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for workspace in context.workspaces {
+        if let Some(variable) = workspace.variable() {
+            env.insert(variable, workspace.path.display().to_string());
+        }
+    }
+    env.insert("WORKBENCH_OUTPUT_DIR".to_owned(), context.outbox.display().to_string());
+    for (name, value) in context.env.iter() {
+        if !context.unselected_variables.iter().any(|v| v == name) {
+            env.insert(name.to_owned(), value.to_owned());
+        }
+    }
+    env
+}
+
+pub fn write_file(path: &Path, contents: &str, mode: u32) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| EngineError::io(format!("cannot create {}", parent.display()), e))?;
+    }
+    std::fs::write(path, contents).map_err(|e| EngineError::io(format!("cannot write {}", path.display()), e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+    }
+    Ok(())
+}
+
+/// Lists staged files relative to the stage directory, sorted.
+pub fn list_staged(stage: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![stage.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(relative) = path.strip_prefix(stage) {
+                out.push(relative.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A tool that edits files, by native name.
+pub fn is_file_tool(name: &str) -> bool {
+    matches!(name.to_ascii_lowercase().as_str(), "write" | "edit" | "multiedit" | "patch" | "apply_patch")
+}
+
+/// Common capability entries.
+pub fn common_capabilities() -> Vec<(&'static str, Support)> {
+    vec![
+        ("streamed_text", Support::Supported),
+        ("tool_events", Support::Supported),
+        ("file_changes", Support::Degraded("derived from file-editing tool calls")),
+        ("usage", Support::Supported),
+        ("permissions", Support::Unsupported("one-shot runs do not answer permission prompts")),
+        ("multi_turn", Support::Unsupported("wb-lsp runs one-shot tasks")),
+        ("steering", Support::Unsupported("wb-lsp runs one-shot tasks")),
+        ("image_input", Support::Unsupported("tasks are text")),
+        ("image_generation", Support::Unsupported("not translated")),
+        ("cancellation", Support::Supported),
+        ("failures", Support::Supported),
+        ("unknown_native_events", Support::Degraded("forwarded as runner.event with the native type only")),
+    ]
+}

@@ -1,0 +1,208 @@
+//! OpenCode: `opencode run --format json`, configuration through `OPENCODE_CONFIG_CONTENT`.
+
+use serde_json::{Map, Value, json};
+
+use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
+use crate::error::{EngineError, Result};
+use crate::events::Translated;
+
+pub struct OpenCode;
+
+/// `${VAR}` → OpenCode's `{env:VAR}`.
+pub fn rewrite_references(value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        match after.find('}') {
+            Some(end) => {
+                out.push_str(&format!("{{env:{}}}", &after[..end]));
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn number(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64)
+}
+
+impl Adapter for OpenCode {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+
+    fn executable(&self) -> &'static str {
+        "opencode"
+    }
+
+    fn verified_versions(&self) -> &'static [&'static str] {
+        &["1.0"]
+    }
+
+    fn capabilities(&self) -> Vec<(&'static str, Support)> {
+        super::common_capabilities()
+    }
+
+    fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {
+        let package = context.package;
+        let skills = super::stage_skills(context)?;
+        let mut env = base_environment(context);
+        if let Some(config) = &package.manifest.runner_config {
+            let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
+            if path.is_dir() {
+                super::copy_tree(&path, context.stage_dir)
+                    .map_err(|e| EngineError::io("cannot stage runner_config", e))?;
+            } else {
+                env.insert("OPENCODE_CONFIG".to_owned(), path.display().to_string());
+            }
+        }
+        let instructions = context.stage_dir.join("workbench-instructions.md");
+        super::write_file(&instructions, &combined_instructions(context, None)?, 0o444)?;
+        let mut mcp = Map::new();
+        for server in context.mcps {
+            let headers: Map<String, Value> = server
+                .headers
+                .iter()
+                .map(|(name, value)| (name.value.clone(), Value::String(rewrite_references(&value.value))))
+                .collect();
+            mcp.insert(
+                server.name.value.clone(),
+                json!({"type": "remote", "url": server.url.value, "enabled": true, "headers": headers}),
+            );
+        }
+        let config = json!({
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": false,
+            "share": "disabled",
+            "model": context.route.route,
+            "instructions": [instructions.display().to_string()],
+            "mcp": mcp,
+        });
+        env.insert("OPENCODE_CONFIG_CONTENT".to_owned(), config.to_string());
+        env.insert("OPENCODE_CONFIG_DIR".to_owned(), context.stage_dir.display().to_string());
+        let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
+        let command = vec![
+            "opencode".to_owned(),
+            "run".to_owned(),
+            "--model".to_owned(),
+            context.route.route.clone(),
+            "--dir".to_owned(),
+            primary.display().to_string(),
+            "--format".to_owned(),
+            "json".to_owned(),
+            context.task.to_owned(),
+        ];
+        Ok(Translation {
+            command,
+            cwd: primary,
+            env,
+            remove_env: context.unselected_variables.to_vec(),
+            native_key: "opencode_config",
+            native: config,
+            staged_files: super::list_staged(context.stage_dir),
+            skills,
+            warnings: Vec::new(),
+            disabled_mcps: Vec::new(),
+        })
+    }
+
+    fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        let part = event.get("part").cloned().unwrap_or(Value::Null);
+        match kind {
+            "text" => {
+                let text = part.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+                state.final_text = text.clone();
+                let mut data = json!({"text": text});
+                if let Some(id) = part.get("id").and_then(Value::as_str) {
+                    data["id"] = json!(id);
+                }
+                vec![Translated::new("output.text", data)]
+            }
+            "tool_use" => {
+                let id =
+                    part.get("callID").or_else(|| part.get("id")).and_then(Value::as_str).unwrap_or("tool").to_owned();
+                let name = part.get("tool").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                let status = part.pointer("/state/status").and_then(Value::as_str).unwrap_or("completed");
+                let target = part
+                    .pointer("/state/input/filePath")
+                    .or_else(|| part.pointer("/state/input/path"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let mut started = json!({"id": id, "name": name});
+                if let Some(title) = part.pointer("/state/title").and_then(Value::as_str) {
+                    started["title"] = json!(title);
+                }
+                if let Some(target) = &target {
+                    started["target"] = json!(target);
+                }
+                let mut events = Vec::new();
+                if !state.tools.contains_key(&id) {
+                    state.tools.insert(id.clone(), name.clone());
+                    events.push(Translated::new("tool.started", started.clone()));
+                }
+                if matches!(status, "completed" | "error") {
+                    let mut completed = started;
+                    completed["status"] = json!(if status == "error" { "failed" } else { "completed" });
+                    if let Some(message) = part.pointer("/state/error").and_then(Value::as_str) {
+                        completed["message"] = json!(message);
+                    }
+                    events.push(Translated::new("tool.completed", completed));
+                    if status == "completed" && super::is_file_tool(&name) {
+                        if let Some(target) = target {
+                            events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
+                        }
+                    }
+                }
+                events
+            }
+            "step_finish" => {
+                let tokens = part.get("tokens").cloned().unwrap_or(Value::Null);
+                let mut data = json!({"kind": "delta"});
+                for (key, pointer) in [
+                    ("input_tokens", "/input"),
+                    ("output_tokens", "/output"),
+                    ("reasoning_tokens", "/reasoning"),
+                    ("cache_read_tokens", "/cache/read"),
+                    ("cache_write_tokens", "/cache/write"),
+                ] {
+                    if let Some(value) = number(tokens.pointer(pointer)) {
+                        data[key] = json!(value);
+                    }
+                }
+                if let Some(cost) = part.get("cost").and_then(Value::as_f64).filter(|c| *c >= 0.0) {
+                    data["cost_usd"] = json!(cost);
+                }
+                vec![Translated::new("usage.updated", data)]
+            }
+            "error" => {
+                let message = event
+                    .pointer("/error/data/message")
+                    .or_else(|| event.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("OpenCode reported an error");
+                state.failed = Some(message.to_owned());
+                Vec::new()
+            }
+            other => vec![Translated::native(other)],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rewrites_references() {
+        assert_eq!(super::rewrite_references("Bearer ${TOKEN} and ${B}"), "Bearer {env:TOKEN} and {env:B}");
+        assert_eq!(super::rewrite_references("plain"), "plain");
+        assert_eq!(super::rewrite_references("broken ${X"), "broken ${X");
+    }
+}

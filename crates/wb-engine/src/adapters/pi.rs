@@ -1,0 +1,169 @@
+//! Pi: `pi --mode json --print`, with a staged `PI_CODING_AGENT_DIR` (the runner_config directory, skills and
+//! `APPEND_SYSTEM.md`). Pi has no native MCP transport.
+
+use serde_json::{Value, json};
+
+use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
+use crate::error::{EngineError, Result};
+use crate::events::Translated;
+
+pub struct Pi;
+
+pub const PI_MCP_MESSAGE: &str =
+    "Pi does not provide a native MCP transport. This Workbench requires an explicit Pi extension before it can run.";
+
+impl Adapter for Pi {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn executable(&self) -> &'static str {
+        "pi"
+    }
+
+    fn verified_versions(&self) -> &'static [&'static str] {
+        &["0.84"]
+    }
+
+    fn capabilities(&self) -> Vec<(&'static str, Support)> {
+        super::common_capabilities()
+    }
+
+    fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {
+        let package = context.package;
+        if !package.manifest.mcps.is_empty() {
+            return Err(EngineError::message(PI_MCP_MESSAGE));
+        }
+        let dir = context.stage_dir;
+        let mut shipped = None;
+        if let Some(config) = &package.manifest.runner_config {
+            let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
+            super::copy_tree(&path, dir).map_err(|e| EngineError::io("cannot stage runner_config", e))?;
+            shipped = std::fs::read_to_string(path.join("APPEND_SYSTEM.md")).ok();
+        }
+        let skills = super::stage_skills(context)?;
+        let system = combined_instructions(context, shipped.as_deref())?;
+        super::write_file(&dir.join("APPEND_SYSTEM.md"), &system, 0o444)?;
+        // The user's Pi sign-in, linked (never copied) when it exists.
+        if let Some(home) = std::env::var_os("HOME") {
+            let auth = std::path::Path::new(&home).join(".pi/agent/auth.json");
+            if auth.is_file() {
+                #[cfg(unix)]
+                let _ = std::os::unix::fs::symlink(&auth, dir.join("auth.json"));
+            }
+        }
+        let mut env = base_environment(context);
+        env.insert("PI_CODING_AGENT_DIR".to_owned(), dir.display().to_string());
+        let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
+        let mut command = vec![
+            "pi".to_owned(),
+            "--mode".to_owned(),
+            "json".to_owned(),
+            "--print".to_owned(),
+            "--no-session".to_owned(),
+            "--no-context-files".to_owned(),
+            "--provider".to_owned(),
+            context.route.native_provider.clone(),
+            "--model".to_owned(),
+            context.route.model.clone(),
+        ];
+        for skill in &skills {
+            command.push("--skill".to_owned());
+            command.push(dir.join("skills").join(skill).display().to_string());
+        }
+        command.push(context.task.to_owned());
+        Ok(Translation {
+            command,
+            cwd: primary,
+            env,
+            remove_env: context.unselected_variables.to_vec(),
+            native_key: "pi_config",
+            native: json!({"directory": dir.display().to_string(), "append_system": "APPEND_SYSTEM.md"}),
+            staged_files: super::list_staged(dir),
+            skills,
+            warnings: Vec::new(),
+            disabled_mcps: Vec::new(),
+        })
+    }
+
+    fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        match kind {
+            "message_update" => match event.pointer("/assistantMessageEvent/type").and_then(Value::as_str) {
+                Some("text_delta") => {
+                    let text =
+                        event.pointer("/assistantMessageEvent/delta").and_then(Value::as_str).unwrap_or_default();
+                    // The final answer is the last assistant message's text, not every message's.
+                    if std::mem::take(&mut state.new_message) {
+                        state.final_text.clear();
+                    }
+                    state.final_text.push_str(text);
+                    vec![Translated::new("output.text", json!({"text": text}))]
+                }
+                Some(other) => vec![Translated::native(&format!("message_update.{other}"))],
+                None => vec![Translated::native(kind)],
+            },
+            "message_start" => {
+                if event.pointer("/message/role").and_then(Value::as_str) == Some("assistant") {
+                    state.new_message = true;
+                }
+                vec![Translated::native(kind)]
+            }
+            "tool_execution_start" => {
+                let id = event.get("toolCallId").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                let name = event.get("toolName").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                let mut data = json!({"id": id, "name": name});
+                if let Some(target) =
+                    event.pointer("/args/path").or_else(|| event.pointer("/args/file_path")).and_then(Value::as_str)
+                {
+                    data["target"] = json!(target);
+                }
+                state.tools.insert(id, serde_json::to_string(&data).unwrap_or_default());
+                vec![Translated::new("tool.started", data)]
+            }
+            "tool_execution_end" => {
+                let id = event.get("toolCallId").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                let started: Value = state.tools.get(&id).and_then(|s| serde_json::from_str(s).ok()).unwrap_or_else(
+                    || json!({"id": id, "name": event.get("toolName").and_then(Value::as_str).unwrap_or("tool")}),
+                );
+                let failed = event.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                let mut data = started.clone();
+                data["status"] = json!(if failed { "failed" } else { "completed" });
+                let mut events = vec![Translated::new("tool.completed", data)];
+                let name = started.get("name").and_then(Value::as_str).unwrap_or_default();
+                if !failed && super::is_file_tool(name) {
+                    if let Some(target) = started.get("target").and_then(Value::as_str) {
+                        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
+                    }
+                }
+                events
+            }
+            "message_end" => {
+                let usage = event.pointer("/message/usage").cloned().unwrap_or(Value::Null);
+                if usage.is_null() {
+                    // A message to the model (the task) carries no usage.
+                    return vec![Translated::native(kind)];
+                }
+                let mut data = json!({"kind": "delta"});
+                for (key, field) in [
+                    ("input_tokens", "input"),
+                    ("output_tokens", "output"),
+                    ("cache_read_tokens", "cacheRead"),
+                    ("cache_write_tokens", "cacheWrite"),
+                ] {
+                    if let Some(value) = usage.get(field).and_then(Value::as_u64) {
+                        data[key] = json!(value);
+                    }
+                }
+                if let Some(cost) = usage.pointer("/cost/total").and_then(Value::as_f64).filter(|c| *c >= 0.0) {
+                    data["cost_usd"] = json!(cost);
+                }
+                if let Some(message) = event.pointer("/message/errorMessage").and_then(Value::as_str) {
+                    state.failed = Some(message.to_owned());
+                }
+                vec![Translated::new("usage.updated", data)]
+            }
+            other => vec![Translated::native(other)],
+        }
+    }
+}

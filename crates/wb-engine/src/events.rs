@@ -1,0 +1,176 @@
+//! The canonical event stream, protocol 0 (engine facts g): an envelope with a monotonic sequence per run,
+//! translated types where the meaning is known, and exactly one terminal event.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// One event as emitted (NDJSON with `--json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Event {
+    pub protocol: u8,
+    pub run_id: String,
+    pub sequence: u64,
+    pub timestamp: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub runner: String,
+    pub data: Value,
+}
+
+/// A translated event before it gets its envelope.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Translated {
+    pub kind: &'static str,
+    pub data: Value,
+}
+
+impl Translated {
+    pub fn new(kind: &'static str, data: Value) -> Translated {
+        Translated { kind, data }
+    }
+
+    /// An event the adapter does not translate: only its native type crosses, never its payload.
+    pub fn native(native_type: &str) -> Translated {
+        Translated::new("runner.event", json!({ "native_type": native_type }))
+    }
+}
+
+/// A fresh run id, `wb_` + 24 lowercase hex characters.
+pub fn new_run_id() -> String {
+    let mut hasher = Sha256::new();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    hasher.update(now.as_nanos().to_le_bytes());
+    hasher.update(std::process::id().to_le_bytes());
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    hasher.update(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_le_bytes());
+    let digest = hasher.finalize();
+    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("wb_{hex}")
+}
+
+/// RFC 3339 UTC with milliseconds.
+pub fn timestamp_now() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    format_timestamp(now.as_secs(), now.subsec_millis())
+}
+
+pub fn format_timestamp(secs: u64, millis: u32) -> String {
+    let days = secs / 86_400;
+    let rest = secs % 86_400;
+    let (hour, minute, second) = (rest / 3600, (rest % 3600) / 60, rest % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+}
+
+/// Removes environment values from text before it leaves the engine.
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    pub fn new<'a>(values: impl Iterator<Item = &'a str>) -> Redactor {
+        // Very short values would redact ordinary words; they are not credentials anyway.
+        let mut secrets: Vec<String> = values.filter(|v| v.len() >= 4).map(str::to_owned).collect();
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "[redacted]");
+            }
+        }
+        out
+    }
+
+    pub fn value(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.text(text)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v)).collect()),
+            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (self.text(k), self.value(v))).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Stamps events with the envelope: run id, monotonic sequence, time, runner. Redacts every string.
+pub struct Stream {
+    run_id: String,
+    runner: String,
+    sequence: u64,
+    redactor: Redactor,
+    terminal: bool,
+}
+
+impl Stream {
+    pub fn new(run_id: String, runner: String, redactor: Redactor) -> Stream {
+        Stream { run_id, runner, sequence: 0, redactor, terminal: false }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.terminal
+    }
+
+    /// Envelopes a translated event. After the terminal event nothing more is emitted.
+    pub fn stamp(&mut self, event: Translated) -> Option<Event> {
+        if self.terminal {
+            return None;
+        }
+        if matches!(event.kind, "run.completed" | "run.failed" | "run.cancelled") {
+            self.terminal = true;
+        }
+        self.sequence += 1;
+        Some(Event {
+            protocol: 0,
+            run_id: self.run_id.clone(),
+            sequence: self.sequence,
+            timestamp: timestamp_now(),
+            kind: event.kind.to_owned(),
+            runner: self.runner.clone(),
+            data: self.redactor.value(&event.data),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_and_ids() {
+        assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_timestamp(1_796_000_000, 5), "2026-11-30T00:53:20.005Z");
+        let id = new_run_id();
+        assert!(id.starts_with("wb_") && id.len() == 27 && id[3..].chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(new_run_id(), new_run_id());
+    }
+
+    #[test]
+    fn one_terminal_event_and_redaction() {
+        let mut stream = Stream::new("wb_x".into(), "opencode".into(), Redactor::new(["hunter22"].into_iter()));
+        let text = stream.stamp(Translated::new("output.text", json!({"text": "key=hunter22"}))).map(|e| e.data);
+        assert_eq!(text, Some(json!({"text": "key=[redacted]"})));
+        assert!(stream.stamp(Translated::new("run.completed", json!({}))).is_some());
+        assert!(stream.stamp(Translated::new("run.failed", json!({"message": "x"}))).is_none());
+    }
+}

@@ -1,0 +1,592 @@
+//! The run lifecycle: resolve → select the runtime → bind workspaces and environment → requirements →
+//! stage the runner's configuration → prepare the runtime → preflight → authentication readiness → (launch)
+//! → cleanup, always. Dry run, smoke and run share every step up to the launch.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use wb_manifest::{FileSystem, ModelCatalog};
+
+use crate::adapters::{self, Adapter, StageContext, TranslateState, Translation};
+use crate::bindings::{self, BoundWorkspace, Environment};
+use crate::error::{EngineError, Result};
+use crate::events::{Event, Redactor, Stream, Translated, new_run_id};
+use crate::requirements::RequirementReport;
+use crate::routing::{self, Authentication, ModelRoute};
+use crate::runtime::{self, Preflight, Runtime};
+use crate::source::{self, Package};
+
+/// What the person starting a run chose.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub source: String,
+    pub cwd: PathBuf,
+    /// The primary workspace (default: the working directory).
+    pub primary: Option<PathBuf>,
+    pub runtime: Option<String>,
+    pub workspaces: Vec<String>,
+    pub env: Vec<String>,
+    pub env_files: Vec<PathBuf>,
+    pub allow_host_docker: bool,
+    pub allow_unchecked_gpu: bool,
+    pub task: Option<String>,
+    /// The environment the engine inherited (`std::env::vars()` in the CLI).
+    pub inherited: BTreeMap<String, String>,
+    /// `$WORKBENCH_HOME`, default `~/.workbench`.
+    pub home: Option<PathBuf>,
+}
+
+impl Options {
+    fn workbench_home(&self) -> PathBuf {
+        self.home
+            .clone()
+            .or_else(|| self.inherited.get("WORKBENCH_HOME").map(PathBuf::from))
+            .or_else(|| self.inherited.get("HOME").map(|h| Path::new(h).join(".workbench")))
+            .unwrap_or_else(|| std::env::temp_dir().join("workbench"))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    DryRun,
+    Smoke,
+    Run,
+}
+
+/// A package bound and staged, ready to launch. Dropping it removes the staged files.
+pub struct Prepared {
+    pub package: Package,
+    pub run_id: String,
+    pub runtime: Box<dyn Runtime>,
+    pub adapter: Box<dyn Adapter>,
+    pub workspaces: Vec<BoundWorkspace>,
+    pub env: Environment,
+    pub route: ModelRoute,
+    pub authentication: Authentication,
+    pub requirements: RequirementReport,
+    pub preflight: Preflight,
+    pub translation: Translation,
+    pub outbox: PathBuf,
+    pub warnings: Vec<String>,
+    pub enabled_mcps: Vec<String>,
+    pub disabled_mcps: Vec<String>,
+    stage: Option<tempfile::TempDir>,
+}
+
+impl Prepared {
+    /// Removes what preparation created (the staged directory; the runtime's resources). Idempotent.
+    pub fn cleanup(&mut self) -> Result<()> {
+        let runtime_result = self.runtime.cleanup();
+        if let Some(stage) = self.stage.take() {
+            make_writable(stage.path());
+            stage.close().map_err(|e| EngineError::io("cannot remove the staged configuration", e))?;
+        }
+        runtime_result
+    }
+
+    /// Names of the variables the runner receives from the engine (never their values).
+    pub fn env_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.translation.env.keys().cloned().collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        let _ = self.cleanup();
+    }
+}
+
+/// Staged files are read-only for the runner; make them removable again.
+fn make_writable(dir: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(path) = stack.pop() {
+            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            let mode = meta.permissions().mode() | 0o200;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode));
+            if meta.is_dir() {
+                if let Ok(entries) = std::fs::read_dir(&path) {
+                    stack.extend(entries.flatten().map(|e| e.path()));
+                }
+            }
+        }
+    }
+}
+
+/// Selects the runtime: `--runtime`, else the first declared.
+fn select_runtime(package: &Package, requested: Option<&str>) -> Result<String> {
+    let declared: Vec<&str> = package.manifest.runtimes.iter().map(|r| r.provider.value.as_str()).collect();
+    match requested {
+        Some(name) if declared.contains(&name) => Ok(name.to_owned()),
+        Some(name) => Err(EngineError::message(format!(
+            "Workbench {} does not declare runtime: {name}. Declared runtimes: {}",
+            package.name,
+            declared.join(", ")
+        ))),
+        None => declared
+            .first()
+            .map(|d| (*d).to_owned())
+            .ok_or_else(|| EngineError::message("runtimes must declare at least one runtime")),
+    }
+}
+
+fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, purpose: Purpose) -> Result<Prepared> {
+    let runtime_name = select_runtime(&package, options.runtime.as_deref())?;
+    let runtime_config = package.manifest.runtime(&runtime_name).cloned();
+    let host_engine = runtime_config.as_ref().is_some_and(|r| r.host_engine);
+    if options.allow_host_docker && !package.manifest.runtimes.iter().any(|r| r.host_engine) {
+        return Err(EngineError::message("--allow-host-docker requires a Workbench that declares docker.engine"));
+    }
+    if host_engine && !options.allow_host_docker {
+        return Err(EngineError::message(
+            "Host Docker engine access requires explicit --allow-host-docker authorization",
+        ));
+    }
+    let mut runtime = runtime::runtime_for(&runtime_name)?;
+    runtime.inherit_environment(&options.inherited);
+    let primary =
+        options.primary.clone().map_or_else(|| options.cwd.clone(), |p| wb_manifest::absolute(&p, &options.cwd));
+    let workspaces =
+        bindings::bind_workspaces(&package.manifest, &package.name, &primary, &options.workspaces, &options.cwd)?;
+    // Relative env files name files below the run's working directory, not the engine process's.
+    let env_files: Vec<PathBuf> =
+        options.env_files.iter().map(|file| wb_manifest::absolute(file, &options.cwd)).collect();
+    let env = bindings::bind_environment(
+        &package.manifest,
+        &package.name,
+        catalog,
+        &options.env,
+        &env_files,
+        &options.inherited,
+    )?;
+    let requirements = runtime.check_requirements(&package, options.allow_unchecked_gpu)?;
+    let runner = package.manifest.runner.as_ref().map(|r| r.value.clone()).unwrap_or_default();
+    let adapter = adapters::adapter(&runner)?;
+    for var in &package.manifest.env {
+        if var.required && !env.is_set(&var.name.value) {
+            return Err(EngineError::message(format!("Missing required environment variable: {}", var.name.value)));
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut enabled = Vec::new();
+    let mut disabled = Vec::new();
+    for mcp in &package.manifest.mcps {
+        let references = adapters::mcp_references(mcp);
+        if let Some(undeclared) = references.iter().find(|name| package.manifest.env_var(name).is_none()) {
+            return Err(EngineError::message(format!(
+                "MCP {} references undeclared environment variable: {undeclared}",
+                mcp.name.value
+            )));
+        }
+        if references.iter().all(|name| env.is_set(name)) {
+            enabled.push(mcp);
+        } else {
+            warnings.push(format!("optional MCP disabled: {}", mcp.name.value));
+            disabled.push(mcp.name.value.clone());
+        }
+    }
+    let routes = routing::allowed_routes(&package.manifest, catalog, &runner)?;
+    let (route, authentication) = routing::select_route(&routes, catalog, &runner, &env);
+    let route = route.ok_or_else(|| {
+        EngineError::message(format!("No provider route is available for model {}", authentication.model))
+    })?;
+    let selected_variables: Vec<String> = catalog.provider(&route.provider).map(|p| p.env.clone()).unwrap_or_default();
+    let unselected: Vec<String> =
+        bindings::provider_variables(catalog).into_iter().filter(|v| !selected_variables.contains(v)).collect();
+    let run_id = new_run_id();
+    let outbox = options.workbench_home().join("runs").join(&run_id).join("outbox");
+    let stage = tempfile::Builder::new()
+        .prefix("wb-lsp-stage-")
+        .tempdir()
+        .map_err(|e| EngineError::io("cannot create the staging directory", e))?;
+    let task = options.task.clone().unwrap_or_default();
+    let context = StageContext {
+        package: &package,
+        route: &route,
+        workspaces: &workspaces,
+        env: &env,
+        task: &task,
+        stage_dir: stage.path(),
+        outbox: &outbox,
+        mcps: &enabled,
+        unselected_variables: &unselected,
+    };
+    let translation = adapter.translate(&context)?;
+    warnings.extend(translation.warnings.iter().cloned());
+    let enabled_mcps: Vec<String> =
+        enabled.iter().map(|m| m.name.value.clone()).filter(|name| !translation.disabled_mcps.contains(name)).collect();
+    disabled.extend(translation.disabled_mcps.iter().cloned());
+    runtime.prepare(&package)?;
+    let tools: Vec<String> = package.manifest.tools.iter().map(|t| t.value.clone()).collect();
+    let preflight =
+        runtime.preflight(&runner, adapter.executable(), &tools, options.inherited.get("PATH").map(String::as_str))?;
+    for unchecked in &requirements.unchecked {
+        warnings.push(format!("requirement not checked: {unchecked}"));
+    }
+    if purpose == Purpose::Run && !authentication.ready {
+        return Err(EngineError::NeedsAuthentication(format!(
+            "No authenticated route is available for {}. {}",
+            authentication.model,
+            authentication.instruction.clone().unwrap_or_default()
+        )));
+    }
+    warnings.dedup();
+    Ok(Prepared {
+        package,
+        run_id,
+        runtime,
+        adapter,
+        workspaces,
+        env,
+        route,
+        authentication,
+        requirements,
+        preflight,
+        translation,
+        outbox,
+        warnings,
+        enabled_mcps,
+        disabled_mcps: disabled,
+        stage: Some(stage),
+    })
+}
+
+/// Resolves one package and prepares it (dry run and run work on exactly one package).
+fn prepare_one(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog, purpose: Purpose) -> Result<Prepared> {
+    let mut packages = source::resolve(fs, &options.source, &options.cwd, catalog, true)?;
+    let package = packages.pop().ok_or_else(|| EngineError::message("No matching Workbenches found"))??;
+    prepare_package(package, options, catalog, purpose)
+}
+
+/// The translation a dry run prints: everything the runner would receive, with names instead of values.
+#[derive(Clone, Debug, Serialize)]
+pub struct DryRun {
+    pub workbench: String,
+    pub version: String,
+    pub runner: String,
+    pub runtime: String,
+    pub command: Vec<String>,
+    pub cwd: String,
+    pub model_route: ModelRoute,
+    pub authentication: Authentication,
+    pub skills: Vec<String>,
+    pub workspaces: Vec<Value>,
+    pub env: Vec<String>,
+    pub removed_env: Vec<String>,
+    pub mcps: Value,
+    pub requirements: RequirementReport,
+    pub staged_files: Vec<String>,
+    /// What `native` is: `opencode_config`, `claude_config` or `pi_config`.
+    pub native_key: String,
+    /// The runner-native configuration, exactly as the runner receives it (references, never values).
+    pub native: Value,
+    pub warnings: Vec<String>,
+}
+
+fn workspace_json(workspaces: &[BoundWorkspace]) -> Vec<Value> {
+    workspaces
+        .iter()
+        .map(|w| json!({"name": w.name.clone().unwrap_or_else(|| "primary".into()), "path": w.path.display().to_string(), "access": w.access.as_str()}))
+        .collect()
+}
+
+/// Resolve, preflight and translate without launching.
+pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> Result<DryRun> {
+    if options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        return Err(EngineError::message("This run mode requires a non-empty task"));
+    }
+    let mut prepared = prepare_one(fs, options, catalog, Purpose::DryRun)?;
+    let redactor = Redactor::new(prepared.env.values());
+    let translation = &prepared.translation;
+    let report = DryRun {
+        workbench: prepared.package.name.clone(),
+        version: prepared.package.version.clone(),
+        runner: prepared.adapter.name().to_owned(),
+        runtime: prepared.runtime.name().to_owned(),
+        command: translation.command.iter().map(|a| redactor.text(a)).collect(),
+        cwd: translation.cwd.display().to_string(),
+        model_route: prepared.route.clone(),
+        authentication: prepared.authentication.clone(),
+        skills: translation.skills.clone(),
+        workspaces: workspace_json(&prepared.workspaces),
+        env: prepared.env_names(),
+        removed_env: translation.remove_env.clone(),
+        mcps: json!({"enabled": prepared.enabled_mcps, "disabled": prepared.disabled_mcps}),
+        requirements: prepared.requirements.clone(),
+        staged_files: translation.staged_files.clone(),
+        native_key: translation.native_key.to_owned(),
+        native: redactor.value(&translation.native),
+        warnings: prepared.warnings.clone(),
+    };
+    prepared.cleanup()?;
+    Ok(report)
+}
+
+/// The result of smoking one package (`SmokeReportData` of the reference).
+#[derive(Clone, Debug, Serialize)]
+pub struct Smoke {
+    pub status: String,
+    pub workbench: String,
+    pub version: String,
+    pub runtime: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<Value>,
+    pub tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requirements: Option<RequirementReport>,
+    pub workspaces: Vec<Value>,
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+}
+
+/// Checks that each package can start here, without a model request.
+pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> Result<Vec<Smoke>> {
+    let packages = source::resolve(fs, &options.source, &options.cwd, catalog, false)?;
+    let mut reports = Vec::new();
+    for package in packages {
+        let (name, version) = match &package {
+            Ok(package) => (package.name.clone(), package.version.clone()),
+            Err(_) => (String::new(), String::new()),
+        };
+        let outcome = package.and_then(|package| prepare_package(package, options, catalog, Purpose::Smoke));
+        let report = match outcome {
+            Ok(mut prepared) => {
+                let status = if prepared.authentication.ready { "ready" } else { "needs-auth" };
+                let mut warnings = prepared.warnings.clone();
+                if !prepared.authentication.ready {
+                    if let Some(instruction) = &prepared.authentication.instruction {
+                        warnings.push(instruction.clone());
+                    }
+                }
+                let report = Smoke {
+                    status: status.to_owned(),
+                    workbench: prepared.package.name.clone(),
+                    version: prepared.package.version.clone(),
+                    runtime: prepared.runtime.name().to_owned(),
+                    runner: Some(json!({
+                        "name": prepared.adapter.name(),
+                        "path": prepared.preflight.runner.as_ref().map(|p| p.display().to_string()),
+                    })),
+                    tools: prepared
+                        .preflight
+                        .tools
+                        .iter()
+                        .map(|(name, path)| json!({"name": name, "path": path.display().to_string()}))
+                        .collect(),
+                    authentication: Some(prepared.authentication.clone()),
+                    requirements: Some(prepared.requirements.clone()),
+                    workspaces: workspace_json(&prepared.workspaces),
+                    warnings,
+                    error: None,
+                };
+                prepared.cleanup()?;
+                report
+            }
+            Err(error) => Smoke {
+                status: "failed".to_owned(),
+                workbench: name,
+                version,
+                runtime: options.runtime.clone().unwrap_or_default(),
+                runner: None,
+                tools: Vec::new(),
+                authentication: None,
+                requirements: None,
+                workspaces: Vec::new(),
+                warnings: Vec::new(),
+                error: Some(json!({"code": "smoke_failed", "message": error.to_string()})),
+            },
+        };
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    Completed,
+    Failed(String),
+    Cancelled,
+}
+
+/// The outcome of [`run`]: how it ended and the final answer.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub run_id: String,
+    pub ending: Ending,
+    pub final_text: String,
+}
+
+/// Launches the runner one-shot and streams canonical events to `emit` until exactly one terminal event.
+/// Setting `cancel` stops the runner and ends the run with `run.cancelled`.
+pub fn run(
+    fs: &dyn FileSystem,
+    options: &Options,
+    catalog: &ModelCatalog,
+    cancel: Arc<AtomicBool>,
+    emit: &mut dyn FnMut(&Event),
+) -> Result<RunResult> {
+    if options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        return Err(EngineError::message("This run mode requires a non-empty task"));
+    }
+    let started = Instant::now();
+    let mut prepared = prepare_one(fs, options, catalog, Purpose::Run)?;
+    let redactor = Redactor::new(prepared.env.values());
+    let mut stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
+    let mut send = |stream: &mut Stream, event: Translated| {
+        if let Some(event) = stream.stamp(event) {
+            emit(&event);
+        }
+    };
+    send(
+        &mut stream,
+        Translated::new(
+            "run.started",
+            json!({"workbench": prepared.package.name, "version": prepared.package.version, "runtime": prepared.runtime.name()}),
+        ),
+    );
+    std::fs::create_dir_all(&prepared.outbox).map_err(|e| EngineError::io("cannot create the outbox", e))?;
+    let mut launched = match prepared.runtime.launch(&prepared.translation) {
+        Ok(launched) => launched,
+        Err(error) => {
+            let message = redactor.text(&error.to_string());
+            send(
+                &mut stream,
+                Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(started)})),
+            );
+            prepared.cleanup()?;
+            return Ok(RunResult {
+                run_id: prepared.run_id.clone(),
+                ending: Ending::Failed(message),
+                final_text: String::new(),
+            });
+        }
+    };
+    send(&mut stream, Translated::new("run.ready", json!({})));
+    let (lines_tx, lines_rx) = crossbeam_lines();
+    if let Some(stdout) = launched.child.stdout.take() {
+        let tx = lines_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(Line::Out(line)).is_err() {
+                    break;
+                }
+            }
+            let _ = tx.send(Line::OutClosed);
+        });
+    }
+    let stderr_tail = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut stderr_reader = None;
+    if let Some(stderr) = launched.child.stderr.take() {
+        let tail = Arc::clone(&stderr_tail);
+        stderr_reader = Some(std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+                if let Ok(mut tail) = tail.lock() {
+                    tail.push(line);
+                    if tail.len() > 20 {
+                        tail.remove(0);
+                    }
+                }
+            }
+        }));
+    }
+    drop(lines_tx);
+    let mut state = TranslateState::default();
+    let mut cancelled = false;
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            prepared.runtime.cancel(&mut launched);
+            cancelled = true;
+            break;
+        }
+        match lines_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Line::Out(line)) => {
+                let trimmed = line.trim();
+                if trimmed.is_empty() {
+                    continue;
+                }
+                match serde_json::from_str::<Value>(trimmed) {
+                    Ok(value) => {
+                        for event in prepared.adapter.translate_event(&value, &mut state) {
+                            send(&mut stream, event);
+                        }
+                    }
+                    Err(_) => send(&mut stream, Translated::native("stdout")),
+                }
+            }
+            Ok(Line::OutClosed) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    let status = if cancelled { None } else { launched.child.wait().ok() };
+    // The runner has exited: let the stderr reader take its last lines before a failure quotes them (bounded,
+    // in case something the runner started still holds the pipe).
+    if let Some(reader) = stderr_reader {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while !reader.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let ending = if cancelled {
+        send(&mut stream, Translated::new("run.cancelled", json!({"duration_ms": elapsed(started)})));
+        Ending::Cancelled
+    } else {
+        let success = status.is_some_and(|s| s.success());
+        match (&state.failed, success) {
+            (None, true) => {
+                send(&mut stream, Translated::new("run.completed", json!({"duration_ms": elapsed(started)})));
+                Ending::Completed
+            }
+            (failure, _) => {
+                let detail = failure.clone().unwrap_or_else(|| {
+                    let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
+                    let code = status.and_then(|s| s.code()).map_or("a signal".to_owned(), |c| format!("status {c}"));
+                    if tail.is_empty() {
+                        format!("The runner exited with {code}")
+                    } else {
+                        format!("The runner exited with {code}: {tail}")
+                    }
+                });
+                let message = redactor.text(&detail);
+                send(
+                    &mut stream,
+                    Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(started)})),
+                );
+                Ending::Failed(message)
+            }
+        }
+    };
+    let run_id = prepared.run_id.clone();
+    prepared.cleanup()?;
+    Ok(RunResult { run_id, ending, final_text: redactor.text(&state.final_text) })
+}
+
+fn elapsed(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+enum Line {
+    Out(String),
+    OutClosed,
+}
+
+fn crossbeam_lines() -> (std::sync::mpsc::Sender<Line>, std::sync::mpsc::Receiver<Line>) {
+    std::sync::mpsc::channel()
+}

@@ -1,0 +1,139 @@
+//! The local runtime: the host itself. Access declarations are checked but cannot be enforced here.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::{Launched, Preflight, Runtime};
+use crate::adapters::Translation;
+use crate::error::{EngineError, Result};
+use crate::requirements::{HostFacts, RequirementReport, check_local};
+use crate::source::Package;
+
+#[derive(Default)]
+pub struct Local {
+    /// The engine's inherited environment, when it was given: the base of the runner's environment.
+    inherited: Option<BTreeMap<String, String>>,
+}
+
+/// Finds an executable on a `PATH` value.
+pub fn find_executable(name: &str, path_variable: Option<&str>) -> Option<PathBuf> {
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return is_executable(&path).then_some(path);
+    }
+    let path_variable = path_variable.map(str::to_owned).or_else(|| std::env::var("PATH").ok())?;
+    std::env::split_paths(&path_variable).map(|dir| dir.join(name)).find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+impl Runtime for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn inherit_environment(&mut self, inherited: &BTreeMap<String, String>) {
+        // An empty map means the caller gave none: the runner then inherits this process's environment.
+        self.inherited = (!inherited.is_empty()).then(|| inherited.clone());
+    }
+
+    fn check_requirements(&self, package: &Package, allow_unchecked_gpu: bool) -> Result<RequirementReport> {
+        check_local(&package.name, &package.manifest.requirements, &HostFacts::local(), allow_unchecked_gpu)
+    }
+
+    fn prepare(&mut self, package: &Package) -> Result<()> {
+        // Spec 0 lets `runtime: local` carry an image (spec 1 rejects it when parsing); the host cannot use one.
+        if package.manifest.runtime("local").is_some_and(|runtime| runtime.image.is_some()) {
+            return Err(EngineError::message("image is not supported with the local runtime"));
+        }
+        Ok(())
+    }
+
+    fn preflight(
+        &self,
+        runner: &str,
+        executable: &str,
+        tools: &[String],
+        path_variable: Option<&str>,
+    ) -> Result<Preflight> {
+        let runner_path = find_executable(executable, path_variable)
+            .ok_or_else(|| EngineError::message(format!("Runner CLI is unavailable: {runner}")))?;
+        let mut found = Vec::new();
+        for tool in tools {
+            let path = find_executable(tool, path_variable)
+                .ok_or_else(|| EngineError::message(format!("Required CLI tool is unavailable: {tool}")))?;
+            found.push((tool.clone(), path));
+        }
+        Ok(Preflight { runner: Some(runner_path), tools: found })
+    }
+
+    fn launch(&mut self, translation: &Translation) -> Result<Launched> {
+        let Some((program, args)) = translation.command.split_first() else {
+            return Err(EngineError::message("The runner command is empty"));
+        };
+        // The executable preflight found (on the inherited PATH), not whatever this process's PATH finds.
+        let path_variable = self.inherited.as_ref().and_then(|env| env.get("PATH")).map(String::as_str);
+        let executable = find_executable(program, path_variable).unwrap_or_else(|| PathBuf::from(program));
+        let mut command = Command::new(&executable);
+        if let Some(inherited) = &self.inherited {
+            command.env_clear().envs(inherited);
+        }
+        command
+            .args(args)
+            .current_dir(&translation.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for name in &translation.remove_env {
+            command.env_remove(name);
+        }
+        command.envs(&translation.env);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group, so cancelling stops everything the runner started.
+            command.process_group(0);
+        }
+        let child = command.spawn().map_err(|error| match error.kind() {
+            io::ErrorKind::NotFound => EngineError::message(format!("Runner CLI is unavailable: {program}")),
+            _ => EngineError::io(format!("cannot start {program}"), error),
+        })?;
+        Ok(Launched { child })
+    }
+
+    fn cancel(&mut self, launched: &mut Launched) {
+        #[cfg(unix)]
+        {
+            use nix::sys::signal::{Signal, killpg};
+            use nix::unistd::Pid;
+            if let Ok(pid) = i32::try_from(launched.child.id()) {
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGTERM);
+                for _ in 0..20 {
+                    if matches!(launched.child.try_wait(), Ok(Some(_))) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        let _ = launched.child.kill();
+        let _ = launched.child.wait();
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

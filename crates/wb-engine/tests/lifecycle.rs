@@ -1,0 +1,1364 @@
+//! The execution lifecycle through the library: dry run, smoke and run of each runner against the fake runners
+//! (`tests/fixtures/runners/`) replaying recorded native streams (`tests/fixtures/streams/`), and every run-time
+//! error text of the reference (engine facts b.6) that the engine produces.
+//!
+//! No real runner, model or network is involved. Runs inherit only the environment a test gives them
+//! (`Options::inherited`), so the fake runners and their log directory are found through it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+use support::{FINAL, OPENCODE, TASK, World, claude_world, minimal, opencode_world, pi_world};
+use wb_engine::{DryRun, Ending, EngineError, Options, RunResult, Smoke};
+use wb_manifest::{ModelCatalog, OsFileSystem};
+
+fn catalog() -> &'static ModelCatalog {
+    ModelCatalog::embedded()
+}
+
+fn base_options(world: &World, source: &str) -> Options {
+    Options {
+        source: source.to_owned(),
+        cwd: world.repo.clone(),
+        primary: Some(world.work.clone()),
+        task: Some(TASK.to_owned()),
+        inherited: world.inherited(),
+        home: Some(world.home.join(".workbench")),
+        ..Options::default()
+    }
+}
+
+fn with_env(mut options: Options, pairs: &[(&str, &str)]) -> Options {
+    for (name, value) in pairs {
+        options.inherited.insert((*name).to_owned(), (*value).to_owned());
+    }
+    options
+}
+
+fn opencode_options(world: &World) -> Options {
+    with_env(
+        base_options(world, ".workbenches/oc-demo"),
+        &[("DATABASE_URL", "postgres://db.internal/ledger"), ("OPENAI_API_KEY", "sk-openai-test-value")],
+    )
+}
+
+fn claude_options(world: &World) -> Options {
+    let mut options = with_env(
+        base_options(world, ".workbenches/cc-demo"),
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-test-value"),
+            ("TRACKER_TOKEN", "tracker-test-value"),
+            ("ANTHROPIC_ADMIN_KEY", "admin-test-value"),
+        ],
+    );
+    options.workspaces = vec![format!("docs={}", world.root.join("docs").display())];
+    options
+}
+
+fn pi_options(world: &World) -> Options {
+    with_env(base_options(world, ".workbenches/pi-demo"), &[("GEMINI_API_KEY", "gemini-test-value")])
+}
+
+fn dry_run(options: &Options) -> Result<DryRun, EngineError> {
+    wb_engine::dry_run(&OsFileSystem, options, catalog())
+}
+
+fn smoke(options: &Options) -> Vec<Smoke> {
+    wb_engine::smoke(&OsFileSystem, options, catalog()).unwrap()
+}
+
+/// Runs to the end, collecting the events as JSON. `cancel_on` = (text, marker): when an `output.text` has this
+/// text, waits for the fake runner to write the marker file (it is hanging then) and cancels.
+fn run_collect(options: &Options, cancel_on: Option<(&str, &Path)>) -> (Result<RunResult, EngineError>, Vec<Value>) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let mut events = Vec::new();
+    let result = wb_engine::run(&OsFileSystem, options, catalog(), cancel, &mut |event| {
+        let value = serde_json::to_value(event).unwrap();
+        if let Some((text, marker)) = cancel_on {
+            if value["type"] == "output.text" && value["data"]["text"] == text {
+                support::wait_for(marker);
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+        events.push(value);
+    });
+    (result, events)
+}
+
+fn run_with_stream(options: &Options, runner: &str, stream: &str) -> (RunResult, Vec<Value>) {
+    let mut options = options.clone();
+    options.inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), support::stream(runner, stream).display().to_string());
+    let (result, events) = run_collect(&options, None);
+    (result.unwrap(), events)
+}
+
+/// The error a dry run of these options ends with.
+fn dry_run_error(options: &Options) -> String {
+    match dry_run(options) {
+        Ok(report) => panic!("the dry run succeeded: {}", serde_json::to_string_pretty(&report).unwrap()),
+        Err(error) => error.to_string(),
+    }
+}
+
+fn string_list(value: &Value) -> Vec<String> {
+    value.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect()
+}
+
+fn outbox_of(path: &str, world: &World) -> bool {
+    let runs = world.home.join(".workbench/runs");
+    let Ok(rest) = Path::new(path).strip_prefix(&runs) else { return false };
+    let parts: Vec<String> = rest.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    parts.len() == 2 && parts[1] == "outbox" && parts[0].starts_with("wb_") && parts[0].len() == 27
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Dry run
+
+#[test]
+fn opencode_dry_run_translation() {
+    let world = opencode_world();
+    let infra = world.dir("infra");
+    let mut options = with_env(
+        opencode_options(&world),
+        &[("DATABASE_API_TOKEN", "db-token-test-value"), ("TEAM_ID", "team-test-value"), ("XAI_API_KEY", "xai-test")],
+    );
+    options.workspaces = vec![format!("infra={}", infra.display())];
+    let report = dry_run(&options).unwrap();
+    let json = serde_json::to_value(&report).unwrap();
+    let work = world.work.display().to_string();
+    assert_eq!(
+        report.command,
+        ["opencode", "run", "--model", "openai/gpt-5.1", "--dir", work.as_str(), "--format", "json", TASK]
+    );
+    assert_eq!(report.cwd, work);
+    assert_eq!(report.runner, "opencode");
+    assert_eq!(report.runtime, "local");
+    assert_eq!(
+        json["model_route"],
+        json!({"canonical": "openai/gpt-5.1", "provider": "openai", "model": "gpt-5.1", "native_provider": "openai", "route": "openai/gpt-5.1"})
+    );
+    assert_eq!(json["authentication"]["ready"], true);
+    assert_eq!(json["authentication"]["method"], "environment");
+    assert_eq!(json["authentication"]["variable"], "OPENAI_API_KEY");
+    assert_eq!(report.skills, ["sql-migrations"]);
+    assert_eq!(
+        report.staged_files,
+        ["skills/sql-migrations/SKILL.md", "skills/sql-migrations/reference.md", "workbench-instructions.md"]
+    );
+    assert_eq!(
+        json["workspaces"],
+        json!([
+            {"name": "primary", "path": work, "access": "read-write"},
+            {"name": "infra", "path": infra.display().to_string(), "access": "read-only"}
+        ])
+    );
+    // Names only, sorted; provider keys of other routes are not bound for the runner.
+    assert_eq!(
+        report.env,
+        [
+            "DATABASE_API_TOKEN",
+            "DATABASE_URL",
+            "OPENAI_API_KEY",
+            "OPENCODE_CONFIG_CONTENT",
+            "OPENCODE_CONFIG_DIR",
+            "TEAM_ID",
+            "WORKBENCH_OUTPUT_DIR",
+            "WORKBENCH_WORKSPACE_INFRA"
+        ]
+    );
+    assert!(report.removed_env.contains(&"OPENROUTER_API_KEY".to_owned()));
+    assert!(report.removed_env.contains(&"XAI_API_KEY".to_owned()));
+    assert!(!report.removed_env.contains(&"OPENAI_API_KEY".to_owned()));
+    assert_eq!(json["mcps"], json!({"enabled": ["database"], "disabled": []}));
+    // The OpenCode config, as OPENCODE_CONFIG_CONTENT carries it: header references rewritten to {env:VAR}.
+    assert_eq!(report.native_key, "opencode_config");
+    let instructions = report.native["instructions"][0].as_str().unwrap().to_owned();
+    assert!(instructions.ends_with("/workbench-instructions.md"), "{instructions}");
+    assert_eq!(
+        report.native,
+        json!({
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": false,
+            "share": "disabled",
+            "model": "openai/gpt-5.1",
+            "instructions": [instructions],
+            "mcp": {"database": {
+                "type": "remote",
+                "url": "https://db.example.com/mcp",
+                "enabled": true,
+                "headers": {"Authorization": "Bearer {env:DATABASE_API_TOKEN}", "X-Team": "{env:TEAM_ID}-fixed"}
+            }}
+        })
+    );
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    // The staged directory is gone once the dry run returns.
+    assert!(!Path::new(&instructions).parent().unwrap().exists(), "the staged directory was removed");
+    let text = serde_json::to_string(&json).unwrap();
+    for secret in
+        ["postgres://db.internal", "sk-openai-test-value", "db-token-test-value", "team-test-value", "xai-test"]
+    {
+        assert!(!text.contains(secret), "{secret} leaked into the dry run");
+    }
+}
+
+#[test]
+fn opencode_dry_run_disables_an_mcp_whose_variable_is_unset() {
+    let world = opencode_world();
+    let options = with_env(opencode_options(&world), &[("TEAM_ID", "team-test-value")]);
+    let report = dry_run(&options).unwrap();
+    assert_eq!(serde_json::to_value(&report.mcps).unwrap(), json!({"enabled": [], "disabled": ["database"]}));
+    assert_eq!(report.warnings, ["optional MCP disabled: database"]);
+    assert_eq!(report.native["mcp"], json!({}));
+    assert!(!report.env.contains(&"DATABASE_API_TOKEN".to_owned()));
+}
+
+#[test]
+fn opencode_runner_config_file_is_passed_as_opencode_config() {
+    let world = World::new();
+    world.package("oc-file", &minimal("oc-file", "opencode", "openai/gpt-5.1", "runner_config: ./opencode.json\n"));
+    let config = world.file(".workbenches/oc-file/opencode.json", "{\"theme\": \"system\"}\n");
+    let options = with_env(base_options(&world, ".workbenches/oc-file"), &[("OPENAI_API_KEY", "sk-openai-test-value")]);
+    let report = dry_run(&options).unwrap();
+    assert!(report.env.contains(&"OPENCODE_CONFIG".to_owned()));
+    let (run, _) = run_with_stream(&options, "opencode", "success");
+    assert_eq!(run.ending, Ending::Completed);
+    let invocation = world.invocation();
+    assert_eq!(invocation["values"]["OPENCODE_CONFIG"], config.display().to_string());
+    let copied = std::fs::read_to_string(world.log.join("staged/OPENCODE_CONFIG")).unwrap();
+    assert_eq!(copied, "{\"theme\": \"system\"}\n");
+}
+
+#[test]
+fn claude_code_dry_run_translation() {
+    let world = claude_world();
+    let docs = world.root.join("docs").display().to_string();
+    let report = dry_run(&claude_options(&world)).unwrap();
+    let work = world.work.display().to_string();
+    assert_eq!(report.runner, "claude-code");
+    assert_eq!(report.native_key, "claude_config");
+    let dir = report.native["directory"].as_str().unwrap().to_owned();
+    let outbox = report.command[report.command.len() - 4].clone();
+    assert!(outbox_of(&outbox, &world), "outbox {outbox}");
+    assert_eq!(
+        report.command,
+        [
+            "claude",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            "claude-sonnet-4-5",
+            "--append-system-prompt-file",
+            &format!("{dir}/workbench-instructions.md"),
+            "--strict-mcp-config",
+            "--mcp-config",
+            &format!("{dir}/mcp.json"),
+            "--settings",
+            &format!("{dir}/settings.json"),
+            "--setting-sources",
+            "user",
+            "--add-dir",
+            &docs,
+            "--add-dir",
+            &outbox,
+            "--max-turns",
+            "7",
+            TASK,
+        ]
+    );
+    assert_eq!(report.cwd, work);
+    assert_eq!(report.model_route.provider, "anthropic");
+    assert_eq!(report.model_route.model, "claude-sonnet-4-5");
+    // settings.json: runner_config rules, the usable MCP, every workspace (Edit only where writable), the outbox.
+    assert_eq!(
+        report.native["settings.json"],
+        json!({"permissions": {
+            "allow": [
+                "Bash(git diff:*)",
+                "mcp__tracker",
+                format!("Read({work}/**)"),
+                format!("Edit({work}/**)"),
+                format!("Read({docs}/**)"),
+                format!("Edit({docs}/**)"),
+                format!("Read({outbox}/**)"),
+                format!("Edit({outbox}/**)")
+            ],
+            "deny": ["WebFetch"]
+        }})
+    );
+    // mcp.json keeps ${VAR}: Claude Code expands it itself.
+    assert_eq!(
+        report.native["mcp.json"],
+        json!({"mcpServers": {"tracker": {
+            "type": "http",
+            "url": "https://tracker.example.com/mcp",
+            "headers": {"Authorization": "Bearer ${TRACKER_TOKEN}"}
+        }}})
+    );
+    assert!(report.warnings.contains(
+        &"MCP console is disabled because Claude Code does not expand Claude or Anthropic environment references in MCP headers"
+            .to_owned()
+    ));
+    assert_eq!(serde_json::to_value(&report.mcps).unwrap(), json!({"enabled": ["tracker"], "disabled": ["console"]}));
+    assert_eq!(report.skills, ["code-review"]);
+    assert_eq!(
+        report.staged_files,
+        [
+            "mcp.json",
+            "settings.json",
+            "skills/code-review/SKILL.md",
+            "skills/code-review/reference.md",
+            "workbench-instructions.md"
+        ]
+    );
+    assert_eq!(
+        report.env,
+        [
+            "ANTHROPIC_ADMIN_KEY",
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+            "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
+            "CLAUDE_CONFIG_DIR",
+            "TRACKER_TOKEN",
+            "WORKBENCH_OUTPUT_DIR",
+            "WORKBENCH_WORKSPACE_DOCS"
+        ]
+    );
+    assert!(!Path::new(&dir).exists(), "the staged directory was removed");
+    let text = serde_json::to_string(&report).unwrap();
+    for secret in ["sk-ant-test-value", "tracker-test-value", "admin-test-value"] {
+        assert!(!text.contains(secret), "{secret} leaked into the dry run");
+    }
+}
+
+#[test]
+fn claude_code_openrouter_route_uses_anthropic_variables() {
+    let world = World::new();
+    world.package(
+        "cc-router",
+        &minimal("cc-router", "claude-code", "anthropic/claude-sonnet-4.5", "").replace(
+            "  id: anthropic/claude-sonnet-4.5\n",
+            "  id: anthropic/claude-sonnet-4.5\n  routes:\n    - provider: openrouter\n    - provider: anthropic\n",
+        ),
+    );
+    let options = with_env(
+        base_options(&world, ".workbenches/cc-router"),
+        &[("OPENROUTER_API_KEY", "sk-or-test-value"), ("ANTHROPIC_API_KEY", "sk-ant-unselected")],
+    );
+    let report = dry_run(&options).unwrap();
+    assert_eq!(report.model_route.provider, "openrouter");
+    assert_eq!(report.model_route.model, "anthropic/claude-sonnet-4.5");
+    for name in ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "OPENROUTER_API_KEY"] {
+        assert!(report.env.contains(&name.to_owned()), "{name} in {:?}", report.env);
+    }
+    let (run, _) = run_with_stream(&options, "claude-code", "success");
+    assert_eq!(run.ending, Ending::Completed);
+    let env = world.runner_environment();
+    assert_eq!(env["ANTHROPIC_AUTH_TOKEN"], "sk-or-test-value");
+    assert_eq!(env["ANTHROPIC_BASE_URL"], "https://openrouter.ai/api");
+    assert_eq!(env["ANTHROPIC_API_KEY"], "", "the unselected Anthropic key is blanked");
+}
+
+#[test]
+fn pi_dry_run_translation() {
+    let world = pi_world();
+    let report = dry_run(&pi_options(&world)).unwrap();
+    assert_eq!(report.native_key, "pi_config");
+    let dir = report.native["directory"].as_str().unwrap().to_owned();
+    assert_eq!(report.native, json!({"directory": dir, "append_system": "APPEND_SYSTEM.md"}));
+    assert_eq!(
+        report.command,
+        [
+            "pi",
+            "--mode",
+            "json",
+            "--print",
+            "--no-session",
+            "--no-context-files",
+            "--provider",
+            "google",
+            "--model",
+            "gemini-2.5-flash",
+            "--skill",
+            &format!("{dir}/skills/api-docs"),
+            TASK
+        ]
+    );
+    assert_eq!(
+        report.staged_files,
+        ["APPEND_SYSTEM.md", "settings.json", "skills/api-docs/SKILL.md", "skills/api-docs/reference.md"]
+    );
+    assert_eq!(report.env, ["GEMINI_API_KEY", "PI_CODING_AGENT_DIR", "WORKBENCH_OUTPUT_DIR"]);
+    assert!(report.removed_env.contains(&"OPENAI_API_KEY".to_owned()));
+    for name in ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"] {
+        assert!(!report.removed_env.contains(&name.to_owned()), "{name} belongs to the selected provider");
+    }
+    assert!(!Path::new(&dir).exists(), "the staged directory was removed");
+}
+
+#[test]
+fn pi_uses_its_native_provider_names() {
+    let world = World::new();
+    let manifest = minimal("pi-vercel", "pi", "openai/gpt-5.1", "")
+        .replace("  id: openai/gpt-5.1\n", "  id: openai/gpt-5.1\n  routes:\n    - provider: vercel\n");
+    world.package("pi-vercel", &manifest);
+    let options =
+        with_env(base_options(&world, ".workbenches/pi-vercel"), &[("AI_GATEWAY_API_KEY", "gateway-test-value")]);
+    let report = dry_run(&options).unwrap();
+    let at = report.command.iter().position(|a| a == "--provider").unwrap();
+    assert_eq!(report.command[at + 1..at + 4], ["vercel-ai-gateway", "--model", "openai/gpt-5.1"]);
+    assert_eq!(report.model_route.native_provider, "vercel-ai-gateway");
+    assert_eq!(report.model_route.route, "vercel-ai-gateway/openai/gpt-5.1");
+}
+
+#[test]
+fn unknown_model_with_explicit_routes_and_runner_config_runs() {
+    let world = World::new();
+    let manifest = minimal("custom", "opencode", "acme/coder-9", "runner_config: ./opencode.json\n").replace(
+        "  id: acme/coder-9\n",
+        "  id: acme/coder-9\n  routes:\n    - provider: openrouter\n      model: acme/coder-9-preview\n",
+    );
+    world.package("custom", &manifest);
+    world.file(".workbenches/custom/opencode.json", "{}\n");
+    let options = with_env(base_options(&world, ".workbenches/custom"), &[("OPENROUTER_API_KEY", "sk-or-test-value")]);
+    let report = dry_run(&options).unwrap();
+    assert_eq!(report.model_route.route, "openrouter/acme/coder-9-preview");
+    assert_eq!(report.command[3], "openrouter/acme/coder-9-preview");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Smoke
+
+#[test]
+fn smoke_reports_ready_with_what_it_checked() {
+    let world = opencode_world();
+    let manifest = OPENCODE.replace("runtimes:\n", "requirements:\n  cpu: 1\n  disk_gb: 1\nruntimes:\n");
+    world.package("oc-demo", &manifest);
+    let reports = smoke(&opencode_options(&world));
+    assert_eq!(reports.len(), 1);
+    let report = serde_json::to_value(&reports[0]).unwrap();
+    assert_eq!(report["status"], "ready");
+    assert_eq!(report["workbench"], "oc-demo");
+    assert_eq!(report["version"], "1.0.0");
+    assert_eq!(report["runtime"], "local");
+    assert_eq!(report["runner"], json!({"name": "opencode", "path": world.bin.join("opencode").display().to_string()}));
+    assert_eq!(report["tools"][0]["name"], "sh");
+    assert!(report["tools"][0]["path"].as_str().unwrap().ends_with("/sh"));
+    assert_eq!(report["authentication"]["ready"], true);
+    assert_eq!(report["authentication"]["provider"], "openai");
+    assert_eq!(report["authentication"]["route"], "openai/gpt-5.1");
+    assert_eq!(report["authentication"]["authenticated_providers"], json!(["openai"]));
+    assert!(string_list(&report["requirements"]["checked"])[0].starts_with("cpu "));
+    assert_eq!(report["requirements"]["unchecked"], json!(["disk_gb is not checked on the local runtime"]));
+    assert_eq!(
+        report["warnings"],
+        json!([
+            "optional MCP disabled: database",
+            "requirement not checked: disk_gb is not checked on the local runtime"
+        ])
+    );
+    assert!(report.get("error").is_none());
+    assert!(!world.log.exists(), "smoke never starts the runner");
+}
+
+#[test]
+fn smoke_reports_needs_auth_without_credentials() {
+    let world = opencode_world();
+    if Path::new(&std::env::var("HOME").unwrap_or_default()).join(".local/share/opencode/auth.json").is_file() {
+        eprintln!("note: skipped: this user has an OpenCode sign-in, so a route is always authenticated");
+        return;
+    }
+    let options = with_env(base_options(&world, ".workbenches/oc-demo"), &[("DATABASE_URL", "postgres://x")]);
+    let reports = smoke(&options);
+    let report = serde_json::to_value(&reports[0]).unwrap();
+    assert_eq!(report["status"], "needs-auth");
+    assert_eq!(report["authentication"]["ready"], false);
+    let instruction = "Set OPENAI_API_KEY or OPENROUTER_API_KEY (or sign in with the runner's own login command)";
+    assert_eq!(report["authentication"]["instruction"], instruction);
+    assert!(string_list(&report["warnings"]).contains(&instruction.to_owned()));
+    // A run refuses to start, with the reference's text.
+    let (result, events) = run_collect(&options, None);
+    match result {
+        Err(EngineError::NeedsAuthentication(message)) => {
+            assert_eq!(message, format!("No authenticated route is available for openai/gpt-5.1. {instruction}"));
+        }
+        other => panic!("expected needs-authentication, got {:?}", other.map(|r| r.ending)),
+    }
+    assert!(events.is_empty());
+    // A dry run still translates (its authentication says not ready).
+    let report = dry_run(&options).unwrap();
+    assert!(!report.authentication.ready);
+}
+
+#[test]
+fn smoke_of_a_repository_checks_every_package() {
+    let world = opencode_world();
+    world.package("broken", &minimal("broken", "opencode", "openai/gpt-5.1", "tools:\n  - wb-no-such-tool-3141\n"));
+    let reports =
+        smoke(&with_env(base_options(&world, "."), &[("DATABASE_URL", "x1234"), ("OPENAI_API_KEY", "sk-1234")]));
+    let statuses: Vec<(String, String)> = reports.iter().map(|r| (r.workbench.clone(), r.status.clone())).collect();
+    assert_eq!(statuses, [("broken".to_owned(), "failed".to_owned()), ("oc-demo".to_owned(), "ready".to_owned())]);
+    assert_eq!(
+        reports[0].error,
+        Some(json!({"code": "smoke_failed", "message": "Required CLI tool is unavailable: wb-no-such-tool-3141"}))
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Run
+
+fn native_types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "runner.event")
+        .map(|e| {
+            assert_eq!(e["data"].as_object().unwrap().len(), 1, "runner.event carries the native type only: {e}");
+            e["data"]["native_type"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// What every successful run shares: the event stream, the edits, and the runner's view.
+fn check_success(world: &World, runner: &str, run: &RunResult, events: &[Value]) {
+    assert_eq!(run.ending, Ending::Completed);
+    assert_eq!(run.final_text, FINAL);
+    support::check_events(events, runner);
+    assert_eq!(support::types(events), support::success_types(runner));
+    assert_eq!(native_types(events), support::success_native_types(runner));
+    assert_eq!(events[0]["run_id"], json!(run.run_id));
+    world.assert_edited();
+    let changed: Vec<&Value> = of_type(events, "file.changed").into_iter().map(|e| &e["data"]["path"]).collect();
+    assert_eq!(changed, [&json!("notes/hello.txt"), &json!("README.md")]);
+    let completed = of_type(events, "tool.completed");
+    let statuses: Vec<&str> = completed.iter().map(|e| e["data"]["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["completed", "completed", "completed", "failed"]);
+    assert_eq!(of_type(events, "tool.started")[0]["data"]["target"], "notes/hello.txt");
+    let started = &events[0]["data"];
+    assert_eq!(started["runtime"], "local");
+    let invocation = world.invocation();
+    assert_eq!(invocation["cwd"], world.work.display().to_string());
+    assert_eq!(invocation["argv"].as_array().unwrap().last().unwrap(), TASK);
+    let outbox = invocation["values"]["WORKBENCH_OUTPUT_DIR"].as_str().unwrap();
+    assert!(outbox_of(outbox, world), "{outbox}");
+    assert!(outbox.contains(&run.run_id));
+    assert!(Path::new(outbox).is_dir(), "the outbox exists for the runner");
+    // The runner started from the executable preflight found.
+    assert_eq!(invocation["argv0"], world.bin.join(invocation["runner"].as_str().unwrap()).display().to_string());
+    for (_, staged) in invocation["staged"].as_object().unwrap() {
+        let path = staged["path"].as_str().unwrap();
+        assert!(!Path::new(path).exists(), "the staged directory {path} was removed");
+    }
+}
+
+#[test]
+fn opencode_run_translates_the_native_stream() {
+    let world = opencode_world();
+    let options = with_env(opencode_options(&world), &[("OPENROUTER_API_KEY", "sk-or-unselected")]);
+    let dry = dry_run(&options).unwrap();
+    let (run, events) = run_with_stream(&options, "opencode", "success");
+    check_success(&world, "opencode", &run, &events);
+    assert_eq!(
+        of_type(&events, "output.text")[0]["data"],
+        json!({"text": "I will add the notes file, retitle the readme and remove the obsolete file.", "id": "prt_02"})
+    );
+    assert_eq!(
+        of_type(&events, "usage.updated")[0]["data"],
+        json!({"kind": "delta", "input_tokens": 1200, "output_tokens": 80, "reasoning_tokens": 16, "cache_read_tokens": 1024, "cache_write_tokens": 0, "cost_usd": 0.0012})
+    );
+    let failed = of_type(&events, "tool.completed")[3];
+    assert_eq!(
+        failed["data"],
+        json!({"id": "call_read_1", "name": "read", "target": "missing.txt", "status": "failed", "message": "File not found: missing.txt"})
+    );
+    assert_eq!(of_type(&events, "tool.started")[2]["data"]["title"], "Remove the obsolete file");
+    // The runner got exactly the dry run's command line and config (the staged directory differs per run).
+    let invocation = world.invocation();
+    let argv: Vec<String> = string_list(&invocation["argv"]);
+    assert_eq!(argv, dry.command[1..]);
+    let config: Value =
+        serde_json::from_str(invocation["values"]["OPENCODE_CONFIG_CONTENT"].as_str().unwrap()).unwrap();
+    let staged_dir = invocation["values"]["OPENCODE_CONFIG_DIR"].as_str().unwrap();
+    assert_eq!(config["instructions"], json!([format!("{staged_dir}/workbench-instructions.md")]));
+    let mut expected = dry.native.clone();
+    expected["instructions"] = config["instructions"].clone();
+    assert_eq!(config, expected);
+    // The combined instructions: context block, package instructions, runtime block.
+    let instructions = world.staged("OPENCODE_CONFIG_DIR", "workbench-instructions.md");
+    check_instructions(&instructions, "oc-demo@1.0.0", None, &world);
+    assert!(world.staged("OPENCODE_CONFIG_DIR", "skills/sql-migrations/SKILL.md").contains("name: sql-migrations"));
+    // Only the selected route's key reaches the runner.
+    let names = string_list(&invocation["env_names"]);
+    assert!(names.contains(&"OPENAI_API_KEY".to_owned()));
+    assert!(!names.contains(&"OPENROUTER_API_KEY".to_owned()));
+    assert_eq!(world.runner_environment()["OPENAI_API_KEY"], "sk-openai-test-value");
+}
+
+/// Checks the engine's instruction text around the package's instructions.
+fn check_instructions(text: &str, package: &str, shipped: Option<&str>, world: &World) {
+    let context = text.find("<workbench_context>").expect("context block");
+    assert!(text[context..].contains(&format!("You are running inside the Workbench {package}")));
+    let end_context = text.find("</workbench_context>").unwrap();
+    let name = package.split('@').next().unwrap();
+    let instructions = text.find(&format!("Package instructions of {name}: keep changes small.")).unwrap();
+    let runtime = text.find("<workbench_runtime>").expect("runtime block");
+    assert!(context < end_context && end_context < instructions && instructions < runtime, "{text}");
+    if let Some(shipped) = shipped {
+        let at = text.find(shipped).expect("the shipped text");
+        assert!(end_context < at && at < instructions, "{text}");
+    }
+    let block = &text[runtime..];
+    assert!(
+        block.contains(&format!("Primary workspace (your working directory): {} (read-write)", world.work.display())),
+        "{block}"
+    );
+    assert!(block.contains("($WORKBENCH_OUTPUT_DIR)"));
+    assert!(block.trim_end().ends_with("</workbench_runtime>"));
+}
+
+#[test]
+fn claude_code_run_translates_the_native_stream() {
+    let world = claude_world();
+    let infra = world.dir("infra");
+    let mut options = claude_options(&world);
+    options.workspaces.push(format!("infra={}", infra.display()));
+    let (run, events) = run_with_stream(&options, "claude-code", "success");
+    check_success(&world, "claude-code", &run, &events);
+    assert_eq!(
+        of_type(&events, "usage.updated")[0]["data"],
+        json!({"kind": "delta", "input_tokens": 1500, "output_tokens": 120, "cache_read_tokens": 1024, "cache_write_tokens": 200, "cost_usd": 0.0123})
+    );
+    let invocation = world.invocation();
+    let values = &invocation["values"];
+    assert_eq!(values["CLAUDE_CODE_DISABLE_AUTO_MEMORY"], "1");
+    assert_eq!(values["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"], "1");
+    assert_eq!(values["WORKBENCH_WORKSPACE_DOCS"], world.root.join("docs").display().to_string());
+    assert_eq!(values["WORKBENCH_WORKSPACE_INFRA"], infra.display().to_string());
+    let dir = values["CLAUDE_CONFIG_DIR"].as_str().unwrap();
+    let argv = string_list(&invocation["argv"]);
+    assert_eq!(argv[argv.iter().position(|a| a == "--settings").unwrap() + 1], format!("{dir}/settings.json"));
+    let settings: Value = serde_json::from_str(&world.staged("CLAUDE_CONFIG_DIR", "settings.json")).unwrap();
+    let allow = string_list(&settings["permissions"]["allow"]);
+    assert!(allow.contains(&format!("Read({}/**)", infra.display())));
+    assert!(!allow.contains(&format!("Edit({}/**)", infra.display())), "read-only workspaces are not editable");
+    let mcp: Value = serde_json::from_str(&world.staged("CLAUDE_CONFIG_DIR", "mcp.json")).unwrap();
+    assert_eq!(mcp["mcpServers"]["tracker"]["headers"]["Authorization"], "Bearer ${TRACKER_TOKEN}");
+    assert!(mcp["mcpServers"].get("console").is_none());
+    check_instructions(&world.staged("CLAUDE_CONFIG_DIR", "workbench-instructions.md"), "cc-demo@2.0.0", None, &world);
+    let block = world.staged("CLAUDE_CONFIG_DIR", "workbench-instructions.md");
+    assert!(block.contains(&format!(
+        "Workspace docs: {} (read-write; $WORKBENCH_WORKSPACE_DOCS)",
+        world.root.join("docs").display()
+    )));
+    assert!(block.contains(&format!("Workspace infra: {} (read-only; $WORKBENCH_WORKSPACE_INFRA)", infra.display())));
+    let files = &invocation["staged"]["CLAUDE_CONFIG_DIR"]["files"];
+    for file in ["settings.json", "mcp.json", "workbench-instructions.md"] {
+        assert_eq!(files[file]["mode"], 0o444, "{file} is read-only for the runner");
+    }
+    assert_eq!(files["skills/code-review"]["kind"], "dir");
+    assert!(world.staged("CLAUDE_CONFIG_DIR", "skills/code-review/SKILL.md").contains("name: code-review"));
+}
+
+#[test]
+fn pi_run_translates_the_native_stream() {
+    let world = pi_world();
+    let (run, events) = run_with_stream(&pi_options(&world), "pi", "success");
+    check_success(&world, "pi", &run, &events);
+    let texts: Vec<&Value> = of_type(&events, "output.text").into_iter().map(|e| &e["data"]["text"]).collect();
+    assert_eq!(
+        texts,
+        [
+            "I will add the notes file, ",
+            "retitle the readme and remove the obsolete file.",
+            "Done: added notes/hello.txt, ",
+            "retitled README.md and removed obsolete.txt."
+        ]
+    );
+    assert_eq!(
+        of_type(&events, "usage.updated")[1]["data"],
+        json!({"kind": "delta", "input_tokens": 1400, "output_tokens": 30, "cache_read_tokens": 1200, "cache_write_tokens": 64, "cost_usd": 0.0004})
+    );
+    let invocation = world.invocation();
+    let dir = invocation["values"]["PI_CODING_AGENT_DIR"].as_str().unwrap();
+    let argv = string_list(&invocation["argv"]);
+    assert_eq!(argv[argv.iter().position(|a| a == "--skill").unwrap() + 1], format!("{dir}/skills/api-docs"));
+    // APPEND_SYSTEM.md: context block, the shipped APPEND_SYSTEM.md, package instructions, runtime block.
+    let system = world.staged("PI_CODING_AGENT_DIR", "APPEND_SYSTEM.md");
+    check_instructions(&system, "pi-demo@0.3.0", Some("Shipped Pi system text."), &world);
+    assert_eq!(world.staged("PI_CODING_AGENT_DIR", "settings.json"), "{\"defaultThinkingLevel\": \"low\"}\n");
+    assert!(world.staged("PI_CODING_AGENT_DIR", "skills/api-docs/SKILL.md").contains("name: api-docs"));
+    assert_eq!(invocation["staged"]["PI_CODING_AGENT_DIR"]["files"]["APPEND_SYSTEM.md"]["mode"], 0o444);
+}
+
+#[test]
+fn runner_failures_end_with_run_failed() {
+    let cases = [
+        ("opencode", "Rate limit exceeded for openai/gpt-5.1"),
+        ("claude-code", "API Error: 401 invalid x-api-key"),
+        ("pi", "401 Incorrect API key provided"),
+    ];
+    for (runner, message) in cases {
+        let (world, options) = match runner {
+            "opencode" => {
+                let world = opencode_world();
+                let options = opencode_options(&world);
+                (world, options)
+            }
+            "claude-code" => {
+                let world = claude_world();
+                let options = claude_options(&world);
+                (world, options)
+            }
+            _ => {
+                let world = pi_world();
+                let options = pi_options(&world);
+                (world, options)
+            }
+        };
+        let (run, events) = run_with_stream(&options, runner, "failure");
+        assert_eq!(run.ending, Ending::Failed(message.to_owned()), "{runner}");
+        support::check_events(&events, runner);
+        let last = events.last().unwrap();
+        assert_eq!(last["type"], "run.failed");
+        assert_eq!(last["data"]["message"], message);
+        assert!(last["data"]["duration_ms"].is_u64());
+        assert!(of_type(&events, "run.completed").is_empty());
+        // The runner crashing without a native error: its exit status and the last stderr line.
+        let (run, events) = run_with_stream(&options, runner, "crash");
+        let expected = "The runner exited with status 3: fatal: the fake runner crashed";
+        assert_eq!(run.ending, Ending::Failed(expected.to_owned()), "{runner}");
+        support::check_events(&events, runner);
+        assert_eq!(events.last().unwrap()["data"]["message"], expected);
+        for (_, staged) in world.invocation()["staged"].as_object().unwrap() {
+            assert!(!Path::new(staged["path"].as_str().unwrap()).exists(), "{runner}: staged directory removed");
+        }
+    }
+}
+
+#[test]
+fn cancelling_stops_the_runner() {
+    for runner in ["opencode", "claude-code", "pi"] {
+        let world = World::new();
+        let manifest = minimal("slow", runner, "openai/gpt-5.1", "")
+            .replace("  id: openai/gpt-5.1\n", "  id: openai/gpt-5.1\n  routes:\n    - provider: openrouter\n");
+        world.package("slow", &manifest);
+        let mut options = with_env(options_for(&world, "slow"), &[("OPENROUTER_API_KEY", "sk-or-test-value")]);
+        options.inherited.insert("FAKE_RUNNER_SCRIPT".into(), support::stream(runner, "hang").display().to_string());
+        let started = std::time::Instant::now();
+        let hanging = world.log.join("hanging");
+        let (result, events) = run_collect(&options, Some(("Waiting for a slow tool.", &hanging)));
+        let run = result.unwrap();
+        assert_eq!(run.ending, Ending::Cancelled, "{runner}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{runner}: cancelled promptly");
+        support::check_events(&events, runner);
+        assert_eq!(events.last().unwrap()["type"], "run.cancelled");
+        let pid = world.invocation()["pid"].as_i64().unwrap();
+        assert!(support::process_is_gone(pid), "{runner}: the runner process {pid} is gone");
+        for (_, staged) in world.invocation()["staged"].as_object().unwrap() {
+            assert!(!Path::new(staged["path"].as_str().unwrap()).exists(), "{runner}: staged directory removed");
+        }
+    }
+}
+
+#[test]
+fn a_runner_that_cannot_start_fails_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = opencode_world();
+    // Found by preflight (an executable file), but its interpreter does not exist.
+    let runner = world.bin.join("opencode");
+    std::fs::write(&runner, "#!/nonexistent/interpreter\n").unwrap();
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (result, events) = run_collect(&opencode_options(&world), None);
+    let run = result.unwrap();
+    assert_eq!(run.ending, Ending::Failed("Runner CLI is unavailable: opencode".to_owned()));
+    support::check_events(&events, "opencode");
+    assert_eq!(support::types(&events), ["run.started", "run.failed"]);
+}
+
+#[test]
+fn text_and_errors_are_redacted() {
+    let world = opencode_world();
+    world.package("oc-demo", &OPENCODE.replace("  TEAM_ID:\n", "  EXTRA_SECRET:\n    required: false\n  TEAM_ID:\n"));
+    let options = with_env(
+        opencode_options(&world),
+        &[
+            ("DATABASE_API_TOKEN", "db-token-canary-1"),
+            ("EXTRA_SECRET", "extra-canary-2"),
+            ("TEAM_ID", "team-canary-3"),
+        ],
+    );
+    let (run, events) = run_with_stream(&options, "opencode", "secret-echo");
+    support::check_events(&events, "opencode");
+    let text = serde_json::to_string(&events).unwrap();
+    for secret in ["sk-openai-test-value", "db-token-canary-1", "extra-canary-2", "postgres://db.internal/ledger"] {
+        assert!(!text.contains(secret), "{secret} leaked into {text}");
+    }
+    assert_eq!(
+        of_type(&events, "output.text")[0]["data"]["text"],
+        "The key is [redacted] and the token is [redacted]."
+    );
+    assert_eq!(run.ending, Ending::Failed("rejected key [redacted]".to_owned()));
+    assert!(text.contains("psql [redacted]"));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Environment binding
+
+#[test]
+fn environment_precedence_and_dotenv() {
+    let world = World::new();
+    world.package(
+        "envs",
+        &minimal(
+            "envs",
+            "opencode",
+            "openai/gpt-5.1",
+            "env:\n  A_VAR:\n    required: false\n  B_VAR:\n    required: false\n  C_VAR:\n    required: false\n",
+        ),
+    );
+    let file = world.file(
+        "vars.env",
+        "# comment\nexport A_VAR=from-file\nB_VAR=\"quoted from-file\"\nNOT_DECLARED=ignored-value\nOPENAI_API_KEY='sk-file-value'\n",
+    );
+    let mut options =
+        with_env(base_options(&world, ".workbenches/envs"), &[("A_VAR", "inherited-a"), ("C_VAR", "inherited-c")]);
+    options.env_files = vec![file];
+    options.env = vec!["A_VAR=from-flag".to_owned()];
+    let (run, _) = run_with_stream(&options, "opencode", "success");
+    assert_eq!(run.ending, Ending::Completed);
+    let env = world.runner_environment();
+    assert_eq!(env["A_VAR"], "from-flag", "--env beats --env-file");
+    assert_eq!(env["B_VAR"], "quoted from-file", "--env-file beats inherited");
+    assert_eq!(env["C_VAR"], "inherited-c");
+    assert_eq!(env["OPENAI_API_KEY"], "sk-file-value", "provider keys bind from env files");
+    assert!(!env.contains_key("NOT_DECLARED"), "undeclared dotenv entries are ignored");
+    // Later files beat earlier ones; --env with an empty value unsets for requirements.
+    let later = world.file("later.env", "B_VAR=later-file\n");
+    options.env_files.push(later);
+    let (_, _) = run_with_stream(&options, "opencode", "success");
+    assert_eq!(world.runner_environment()["B_VAR"], "later-file");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Error texts (engine facts b.6)
+
+fn workspaces_world() -> World {
+    let world = World::new();
+    world.package(
+        "ws",
+        &minimal(
+            "ws",
+            "opencode",
+            "openai/gpt-5.1",
+            "workspaces:\n  docs:\n    required: true\n    access: read-write\n  infra:\n    required: false\n    access: read-only\n",
+        ),
+    );
+    world.dir("docs");
+    world.dir("infra");
+    world
+}
+
+fn ws_options(world: &World, bindings: &[String]) -> Options {
+    let mut options = with_env(base_options(world, ".workbenches/ws"), &[("OPENAI_API_KEY", "sk-1234")]);
+    options.workspaces = bindings.to_vec();
+    options
+}
+
+#[test]
+fn workspace_binding_errors() {
+    let world = workspaces_world();
+    let docs = world.root.join("docs").display().to_string();
+    let infra = world.root.join("infra").display().to_string();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (vec!["docs".into()], "--workspace requires NAME=PATH".into()),
+        (vec![format!("Docs={docs}")], "--workspace requires a lowercase NAME=PATH assignment".into()),
+        (vec!["docs_dir=x".into()], "--workspace requires a lowercase NAME=PATH assignment".into()),
+        (vec!["docs=".into()], "Workspace path must not be empty: docs".into()),
+        (vec!["docs=  ".into()], "Workspace path must not be empty: docs".into()),
+        (vec![format!("docs={docs}"), format!("docs={infra}")], "Duplicate workspace binding: docs".into()),
+        (
+            vec![format!("docs={docs}"), format!("other={infra}")],
+            "Workspace binding is not declared by ws: other".into(),
+        ),
+        (vec![format!("infra={infra}")], "Missing required workspace binding: docs".into()),
+        (vec![format!("docs={}/missing", world.root.display())], "Workspace directory is unavailable: docs".into()),
+        (
+            vec![format!("docs={}", world.work.display())],
+            "Workspace bindings must resolve to distinct directories: primary, docs".into(),
+        ),
+        (
+            vec![format!("docs={docs}"), format!("infra={docs}/.")],
+            "Workspace bindings must resolve to distinct directories: docs, infra".into(),
+        ),
+    ];
+    for (bindings, expected) in cases {
+        assert_eq!(dry_run_error(&ws_options(&world, &bindings)), expected, "{bindings:?}");
+    }
+    // A file is not a directory.
+    let file = world.file("a-file", "x");
+    assert_eq!(
+        dry_run_error(&ws_options(&world, &[format!("docs={}", file.display())])),
+        "Workspace directory is unavailable: docs"
+    );
+    // A symlink to the same directory is the same directory.
+    let link = world.root.join("docs-link");
+    std::os::unix::fs::symlink(&docs, &link).unwrap();
+    assert_eq!(
+        dry_run_error(&ws_options(&world, &[format!("docs={docs}"), format!("infra={}", link.display())])),
+        "Workspace bindings must resolve to distinct directories: docs, infra"
+    );
+    // Relative paths resolve against the working directory.
+    let mut options = ws_options(&world, &["docs=../docs".to_owned()]);
+    options.cwd = world.work.clone();
+    options.source = world.repo.join(".workbenches/ws").display().to_string();
+    let report = dry_run(&options).unwrap();
+    assert_eq!(report.workspaces[1]["path"], world.root.join("docs").display().to_string());
+    // The primary workspace must exist too.
+    let mut options = ws_options(&world, &[format!("docs={docs}")]);
+    options.primary = Some(world.root.join("no-such-dir"));
+    assert_eq!(dry_run_error(&options), "Workspace directory is unavailable: primary");
+}
+
+#[test]
+fn workspace_permission_errors() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = workspaces_world();
+    let docs = world.root.join("docs");
+    let infra = world.root.join("infra");
+    let bindings = [format!("docs={}", docs.display()), format!("infra={}", infra.display())];
+    let set_mode =
+        |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    // No write permission at all: refused even for root, who could write anyway.
+    set_mode(&docs, 0o555);
+    let error = dry_run_error(&ws_options(&world, &bindings));
+    set_mode(&docs, 0o755);
+    assert_eq!(error, "Workspace directory is not writable: docs");
+    // A read-only workspace need not be writable.
+    set_mode(&infra, 0o555);
+    let result = dry_run(&ws_options(&world, &bindings));
+    set_mode(&infra, 0o755);
+    assert!(result.is_ok());
+    if support::permissions_are_bypassed(&world.root) {
+        eprintln!(
+            "note: skipped the not-readable assertion: this process (root) reads directories whatever their mode"
+        );
+        return;
+    }
+    set_mode(&infra, 0o000);
+    let error = dry_run_error(&ws_options(&world, &bindings));
+    set_mode(&infra, 0o755);
+    assert_eq!(error, "Workspace directory is not readable: infra");
+    // Write permission the process does not have (another owner's mode bits) is found by trying.
+    set_mode(&docs, 0o577);
+    let error = dry_run_error(&ws_options(&world, &bindings));
+    set_mode(&docs, 0o755);
+    assert_eq!(error, "Workspace directory is not writable: docs");
+}
+
+#[test]
+fn environment_errors() {
+    let world = World::new();
+    world.package(
+        "envs",
+        &minimal(
+            "envs",
+            "opencode",
+            "openai/gpt-5.1",
+            "env:\n  DATABASE_URL:\n    required: true\n  OPTIONAL_VAR:\n    required: false\n",
+        ),
+    );
+    let base = || {
+        with_env(
+            base_options(&world, ".workbenches/envs"),
+            &[("DATABASE_URL", "postgres://x"), ("OPENAI_API_KEY", "sk-1234")],
+        )
+    };
+    let flag = |assignment: &str| {
+        let mut options = base();
+        options.env = vec![assignment.to_owned()];
+        dry_run_error(&options)
+    };
+    assert_eq!(flag("DATABASE_URL"), "--env requires NAME=value");
+    assert_eq!(flag("database_url=x"), "--env requires an uppercase NAME=value assignment");
+    assert_eq!(flag("1VAR=x"), "--env requires an uppercase NAME=value assignment");
+    assert_eq!(flag("UNDECLARED=x"), "Environment override is not supported by envs: UNDECLARED");
+    // `_NAME` passes the --env name rule (it is stricter for the manifest) but is not declared.
+    assert_eq!(flag("_PRIVATE=x"), "Environment override is not supported by envs: _PRIVATE");
+    let file = |path: std::path::PathBuf| {
+        let mut options = base();
+        options.env_files = vec![path];
+        dry_run_error(&options)
+    };
+    let missing = world.root.join("missing.env");
+    assert_eq!(file(missing.clone()), format!("Environment file is unavailable: {}", missing.display()));
+    let directory = world.dir("a-directory.env");
+    assert_eq!(file(directory.clone()), format!("Environment file is unavailable: {}", directory.display()));
+    let large = world.file("large.env", &format!("OPTIONAL_VAR={}\n", "x".repeat(1024 * 1024)));
+    assert_eq!(file(large.clone()), format!("Environment file exceeds 1 MiB: {}", large.display()));
+    let exact = world.file("exact.env", &format!("OPTIONAL_VAR={}\n", "x".repeat(1024 * 1024 - 14)));
+    assert_eq!(std::fs::metadata(&exact).unwrap().len(), 1024 * 1024);
+    let mut options = base();
+    options.env_files = vec![exact];
+    assert!(dry_run(&options).is_ok(), "a file of exactly 1 MiB is read");
+    for (name, text) in [("bad1.env", "not an assignment\n"), ("bad2.env", "lower=1\n"), ("bad3.env", "A=\"open\n")] {
+        let path = world.file(name, text);
+        assert_eq!(file(path.clone()), format!("Environment file is malformed: {}", path.display()), "{text}");
+    }
+    let binary = world.root.join("binary.env");
+    std::fs::write(&binary, [0x41, 0x3d, 0xff, 0xfe, 0x0a]).unwrap();
+    assert_eq!(file(binary.clone()), format!("Environment file is malformed: {}", binary.display()));
+    if !support::permissions_are_bypassed(&world.root) {
+        use std::os::unix::fs::PermissionsExt;
+        let unreadable = world.file("unreadable.env", "OPTIONAL_VAR=x\n");
+        std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o000)).unwrap();
+        assert_eq!(file(unreadable.clone()), format!("Environment file is unreadable: {}", unreadable.display()));
+    } else {
+        eprintln!("note: skipped the unreadable env file assertion: this process ignores file permissions");
+    }
+    // Required variables: unset, and set to the empty string.
+    let options = with_env(base_options(&world, ".workbenches/envs"), &[("OPENAI_API_KEY", "sk-1234")]);
+    assert_eq!(dry_run_error(&options), "Missing required environment variable: DATABASE_URL");
+    let mut options = with_env(options, &[("DATABASE_URL", "postgres://x")]);
+    options.env = vec!["DATABASE_URL=".to_owned()];
+    assert_eq!(dry_run_error(&options), "Missing required environment variable: DATABASE_URL");
+}
+
+#[test]
+fn runtime_selection_errors() {
+    let world = World::new();
+    let key = [("OPENAI_API_KEY", "sk-1234")];
+    world.package("one", &minimal("one", "opencode", "openai/gpt-5.1", ""));
+    let mut options = with_env(base_options(&world, ".workbenches/one"), &key);
+    options.runtime = Some("docker".into());
+    assert_eq!(dry_run_error(&options), "Workbench one does not declare runtime: docker. Declared runtimes: local");
+    world.package(
+        "two",
+        &minimal(
+            "two",
+            "opencode",
+            "openai/gpt-5.1",
+            "runtimes:\n  e2b:\n    image: ghcr.io/example/image:1\n  local: {}\n",
+        ),
+    );
+    let mut options = with_env(base_options(&world, ".workbenches/two"), &key);
+    options.runtime = Some("daytona".into());
+    assert_eq!(
+        dry_run_error(&options),
+        "Workbench two does not declare runtime: daytona. Declared runtimes: e2b, local"
+    );
+    // The first declared runtime is the default: e2b is refused, never replaced by the host.
+    options.runtime = None;
+    assert_eq!(
+        dry_run_error(&options),
+        "The e2b runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local"
+    );
+    options.runtime = Some("local".into());
+    assert_eq!(dry_run(&options).unwrap().runtime, "local");
+    for (runtime, config) in [("daytona", "    class: linux\n"), ("docker", "    image: ghcr.io/example/image:1\n")] {
+        let name = format!("only-{runtime}");
+        world.package(
+            &name,
+            &minimal(&name, "opencode", "openai/gpt-5.1", &format!("runtimes:\n  {runtime}:\n{config}")),
+        );
+        let options = with_env(options_for(&world, &name), &key);
+        assert_eq!(
+            dry_run_error(&options),
+            format!(
+                "The {runtime} runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local"
+            )
+        );
+        let reports = smoke(&options);
+        assert_eq!(reports[0].status, "failed");
+        assert!(
+            reports[0].error.as_ref().unwrap()["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("The {runtime} runtime is not supported"))
+        );
+    }
+    // Spec 0: an unknown runtime name passes the parser and fails when the runtime is resolved.
+    world.package(
+        "moon",
+        "spec: 0\nversion: 1.0.0\nname: moon\nrunner: opencode\nmodel:\n  id: openai/gpt-5.1\ninstructions: ./instructions.md\nruntime: moon\n",
+    );
+    assert_eq!(dry_run_error(&with_env(options_for(&world, "moon"), &key)), "Unsupported runtime: moon");
+    // Spec 0: an image on the local runtime parses but cannot run.
+    world.package(
+        "local-image",
+        "spec: 0\nversion: 1.0.0\nname: local-image\nrunner: opencode\nmodel:\n  id: openai/gpt-5.1\ninstructions: ./instructions.md\nruntime: local\nimage: ghcr.io/example/image:1\n",
+    );
+    let options = with_env(options_for(&world, "local-image"), &key);
+    assert_eq!(dry_run_error(&options), "image is not supported with the local runtime");
+    assert_eq!(smoke(&options)[0].error.as_ref().unwrap()["message"], "image is not supported with the local runtime");
+}
+
+fn options_for(world: &World, package: &str) -> Options {
+    base_options(world, &format!(".workbenches/{package}"))
+}
+
+#[test]
+fn host_docker_errors() {
+    let world = World::new();
+    let key = [("OPENAI_API_KEY", "sk-1234")];
+    world.package("local-only", &minimal("local-only", "opencode", "openai/gpt-5.1", ""));
+    let mut options = with_env(options_for(&world, "local-only"), &key);
+    options.allow_host_docker = true;
+    assert_eq!(dry_run_error(&options), "--allow-host-docker requires a Workbench that declares docker.engine");
+    let reports = smoke(&options);
+    assert_eq!(
+        reports[0].error,
+        Some(
+            json!({"code": "smoke_failed", "message": "--allow-host-docker requires a Workbench that declares docker.engine"})
+        )
+    );
+    world.package(
+        "engine",
+        &minimal(
+            "engine",
+            "opencode",
+            "openai/gpt-5.1",
+            "runtimes:\n  docker:\n    image: ghcr.io/example/image:1\n    docker:\n      engine:\n        mode: host\n  local: {}\n",
+        ),
+    );
+    let mut options = with_env(options_for(&world, "engine"), &key);
+    assert_eq!(
+        dry_run_error(&options),
+        "Host Docker engine access requires explicit --allow-host-docker authorization"
+    );
+    options.allow_host_docker = true;
+    assert!(dry_run_error(&options).starts_with("The docker runtime is not supported by this wb-lsp build"));
+    options.allow_host_docker = false;
+    options.runtime = Some("local".into());
+    assert!(dry_run(&options).is_ok(), "the local runtime of the same package needs no authorization");
+}
+
+#[test]
+fn runner_and_tool_errors() {
+    let world = World::new();
+    let key = [("OPENAI_API_KEY", "sk-1234"), ("ANTHROPIC_API_KEY", "sk-ant-1234")];
+    world.package("strange", &minimal("strange", "x", "openai/gpt-5.1", ""));
+    assert_eq!(dry_run_error(&with_env(options_for(&world, "strange"), &key)), "Unsupported runner: x");
+    world.package(
+        "tools",
+        &minimal("tools", "opencode", "openai/gpt-5.1", "tools:\n  - sh\n  - wb-no-such-tool-3141\n"),
+    );
+    assert_eq!(
+        dry_run_error(&with_env(options_for(&world, "tools"), &key)),
+        "Required CLI tool is unavailable: wb-no-such-tool-3141"
+    );
+    for (runner, model, executable) in [
+        ("opencode", "openai/gpt-5.1", "opencode"),
+        ("claude-code", "anthropic/claude-haiku-4.5", "claude"),
+        ("pi", "openai/gpt-5.1", "pi"),
+    ] {
+        let name = format!("no-{executable}");
+        world.package(&name, &minimal(&name, runner, model, ""));
+        let mut options = with_env(options_for(&world, &name), &key);
+        options.inherited.insert("PATH".into(), world.dir("empty-bin").display().to_string());
+        assert_eq!(dry_run_error(&options), format!("Runner CLI is unavailable: {runner}"));
+        let (result, events) = run_collect(&options, None);
+        assert_eq!(result.err().map(|e| e.to_string()), Some(format!("Runner CLI is unavailable: {runner}")));
+        assert!(events.is_empty(), "nothing starts when preflight fails");
+    }
+    // Pi has no MCP transport.
+    world.package(
+        "pi-mcp",
+        &minimal("pi-mcp", "pi", "openai/gpt-5.1", "mcps:\n  - name: db\n    url: https://example.com/mcp\n"),
+    );
+    assert_eq!(
+        dry_run_error(&with_env(options_for(&world, "pi-mcp"), &key)),
+        "Pi does not provide a native MCP transport. This Workbench requires an explicit Pi extension before it can run."
+    );
+    // An MCP referencing an undeclared variable (the checks report it first, with the same text).
+    world.package(
+        "undeclared",
+        &minimal(
+            "undeclared",
+            "opencode",
+            "openai/gpt-5.1",
+            "mcps:\n  - name: db\n    url: https://example.com/mcp\n    headers:\n      Authorization: Bearer ${NOPE_TOKEN}\n",
+        ),
+    );
+    assert_eq!(
+        dry_run_error(&with_env(options_for(&world, "undeclared"), &key)),
+        "MCP db references undeclared environment variable: NOPE_TOKEN"
+    );
+}
+
+#[test]
+fn requirement_errors() {
+    let world = World::new();
+    let key = [("OPENAI_API_KEY", "sk-1234")];
+    let host = wb_engine::requirements::HostFacts::local();
+    let check = |name: &str, requirements: &str| {
+        world.package(name, &minimal(name, "opencode", "openai/gpt-5.1", &format!("requirements:\n{requirements}")));
+        dry_run_error(&with_env(options_for(&world, name), &key))
+    };
+    let prefix = |name: &str| format!("Workbench {name} cannot run on the local runtime: ");
+    let other_os = if host.os == "windows" { "macos" } else { "windows" };
+    assert_eq!(
+        check("os", &format!("  os: [{other_os}]\n")),
+        format!("{}requires os {other_os} but this host is {}", prefix("os"), host.os)
+    );
+    let other_arch = if host.arch == "arm64" { "x64" } else { "arm64" };
+    assert_eq!(
+        check("arch", &format!("  arch: [{other_arch}]\n")),
+        format!("{}requires arch {other_arch} but this host is {}", prefix("arch"), host.arch)
+    );
+    assert_eq!(
+        check("cpu", "  cpu: 4096\n"),
+        format!("{}requires 4096 CPUs but this host has {}", prefix("cpu"), host.cpus)
+    );
+    let memory = check("memory", "  memory_gb: 100000\n");
+    assert!(
+        memory.starts_with(&format!("{}requires 100000 GiB of memory but this host has ", prefix("memory"))),
+        "{memory}"
+    );
+    assert!(memory.ends_with(" GiB"), "{memory}");
+    assert_eq!(
+        check("gpu", "  gpu: true\n"),
+        format!(
+            "{}GPU requirements are not checked on the local runtime. Pass --allow-unchecked-gpu to run anyway.",
+            prefix("gpu")
+        )
+    );
+    // With --allow-unchecked-gpu it runs, and says what it did not check; satisfied ones are listed as checked.
+    world.package(
+        "fine",
+        &minimal(
+            "fine",
+            "opencode",
+            "openai/gpt-5.1",
+            &format!(
+                "requirements:\n  os: [{}]\n  arch: [{}]\n  cpu: 1\n  memory_gb: 0.5\n  disk_gb: 1\n  gpu: true\n",
+                host.os, host.arch
+            ),
+        ),
+    );
+    let mut options = with_env(options_for(&world, "fine"), &key);
+    options.allow_unchecked_gpu = true;
+    let report = dry_run(&options).unwrap();
+    assert_eq!(
+        report.requirements.checked[..3],
+        [format!("os {}", host.os), format!("arch {}", host.arch), format!("cpu {}", host.cpus)]
+    );
+    assert!(report.requirements.checked[3].starts_with("memory "));
+    assert_eq!(
+        report.requirements.unchecked,
+        ["disk_gb is not checked on the local runtime", "gpu is not checked on the local runtime"]
+    );
+    assert!(report.warnings.contains(&"requirement not checked: gpu is not checked on the local runtime".to_owned()));
+    let reports = smoke(&options);
+    assert_eq!(reports[0].status, "ready");
+}
+
+#[test]
+fn model_route_errors() {
+    let world = World::new();
+    let key = [("OPENAI_API_KEY", "sk-1234"), ("XAI_API_KEY", "xai-1234")];
+    let check = |name: &str, runner: &str, model: &str| {
+        world.package(
+            name,
+            &minimal(name, runner, "openai/placeholder", "").replace("  id: openai/placeholder\n", model),
+        );
+        dry_run_error(&with_env(options_for(&world, name), &key))
+    };
+    assert_eq!(
+        check("unknown", "opencode", "  id: acme/unknown-1\n"),
+        "Unknown model acme/unknown-1. Unknown models require explicit route model IDs and packaged runner_config."
+    );
+    assert_eq!(
+        check(
+            "unknown-routed",
+            "opencode",
+            "  id: acme/unknown-1\n  routes:\n    - provider: openrouter\n      model: acme/x\n"
+        ),
+        "Unknown model acme/unknown-1. Unknown models require explicit route model IDs and packaged runner_config.",
+        "explicit route models without runner_config"
+    );
+    assert_eq!(
+        check("no-provider", "opencode", "  id: openai/gpt-5.1\n  routes:\n    - provider: nosuch\n"),
+        "Unknown model provider: nosuch"
+    );
+    assert_eq!(
+        check("not-served", "opencode", "  id: openai/gpt-5.1\n  routes:\n    - provider: xai\n"),
+        "Provider xai does not serve model openai/gpt-5.1"
+    );
+    assert_eq!(
+        check("no-route", "claude-code", "  id: openai/gpt-5.1\n  routes:\n    - provider: openai\n"),
+        "No provider route is available for model openai/gpt-5.1"
+    );
+}
+
+#[test]
+fn source_and_task_errors() {
+    let world = World::new();
+    let key = [("OPENAI_API_KEY", "sk-1234")];
+    world.package("alpha", &minimal("alpha", "opencode", "openai/gpt-5.1", ""));
+    world.package("beta", &minimal("beta", "opencode", "openai/gpt-5.1", ""));
+    assert_eq!(
+        dry_run_error(&with_env(base_options(&world, "."), &key)),
+        "Workbench selector required. Available: alpha, beta"
+    );
+    assert_eq!(dry_run_error(&with_env(base_options(&world, ".#gamma"), &key)), "Workbench not found: gamma");
+    assert_eq!(dry_run(&with_env(base_options(&world, ".#beta"), &key)).unwrap().workbench, "beta");
+    let (result, _) = run_collect(&with_env(base_options(&world, "."), &key), None);
+    assert_eq!(
+        result.err().map(|e| e.to_string()).as_deref(),
+        Some("Workbench selector required. Available: alpha, beta")
+    );
+    let missing = world.root.join("nowhere");
+    assert_eq!(
+        dry_run_error(&with_env(base_options(&world, &missing.display().to_string()), &key)),
+        format!("Workbench path does not exist: {}", missing.display())
+    );
+    let empty = world.dir("empty");
+    assert_eq!(
+        dry_run_error(&with_env(base_options(&world, &empty.display().to_string()), &key)),
+        format!("No Workbenches found in {}", empty.display())
+    );
+    for task in [None, Some(""), Some("   \n")] {
+        let mut options = with_env(base_options(&world, ".#alpha"), &key);
+        options.task = task.map(str::to_owned);
+        assert_eq!(dry_run_error(&options), "This run mode requires a non-empty task");
+        let (result, events) = run_collect(&options, None);
+        assert_eq!(result.err().map(|e| e.to_string()).as_deref(), Some("This run mode requires a non-empty task"));
+        assert!(events.is_empty());
+    }
+    // Smoke needs no task.
+    let mut options = with_env(base_options(&world, "."), &key);
+    options.task = None;
+    assert!(smoke(&options).iter().all(|r| r.status == "ready"));
+}
+
+#[test]
+fn unselected_provider_variables_never_reach_the_runner() {
+    let world = opencode_world();
+    let catalog = catalog();
+    let mut options = opencode_options(&world);
+    for name in wb_engine::bindings::provider_variables(catalog) {
+        options.inherited.entry(name.clone()).or_insert_with(|| format!("value-of-{name}"));
+    }
+    let (run, _) = run_with_stream(&options, "opencode", "success");
+    assert_eq!(run.ending, Ending::Completed);
+    let env: BTreeMap<String, String> = world.runner_environment();
+    for name in wb_engine::bindings::provider_variables(catalog) {
+        if name == "OPENAI_API_KEY" {
+            assert_eq!(env[&name], "sk-openai-test-value");
+        } else {
+            assert!(!env.contains_key(&name), "{name} reached the runner");
+        }
+    }
+}

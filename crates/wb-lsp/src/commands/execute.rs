@@ -1,0 +1,243 @@
+//! `wb-lsp dry-run`, `smoke` and `run`: the execution core on the command line.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wb_engine::{Ending, EngineError, Options};
+use wb_manifest::{ModelCatalog, OsFileSystem};
+
+use crate::cli::RunArgs;
+
+fn options(args: &RunArgs) -> anyhow::Result<Options> {
+    let task = match &args.task_file {
+        Some(file) => {
+            Some(std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?)
+        }
+        None => args.task.clone(),
+    };
+    Ok(Options {
+        source: args.source.clone(),
+        cwd: super::current_dir()?,
+        primary: args.dir.clone(),
+        runtime: args.runtime.clone(),
+        workspaces: args.workspaces.clone(),
+        env: args.env.clone(),
+        env_files: args.env_files.clone(),
+        allow_host_docker: args.allow_host_docker,
+        allow_unchecked_gpu: args.allow_unchecked_gpu,
+        task,
+        // `std::env::vars()` panics on a variable that is not Unicode; such variables cannot be bound anyway.
+        inherited: std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .collect(),
+        home: None,
+    })
+}
+
+/// Prints an engine error as `error: <message>` (with the location for invalid packages).
+fn report_error(error: &EngineError) {
+    match error {
+        EngineError::Invalid { message, path, line, column } => {
+            eprintln!("error: {message}\n  --> {}:{line}:{column}", path.display());
+        }
+        other => eprintln!("error: {other}"),
+    }
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+pub fn dry_run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let options = options(args)?;
+    let report = match wb_engine::dry_run(&OsFileSystem, &options, catalog) {
+        Ok(report) => report,
+        Err(error) => {
+            report_error(&error);
+            eprintln!("error: Workbench dry run failed");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    if args.json || !std::io::stdout().is_terminal() {
+        write_stdout(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
+    } else {
+        let mut text =
+            format!("Dry run ready for {} (runner {}, runtime {})\n", report.workbench, report.runner, report.runtime);
+        text.push_str(&format!("  Model       {}\n", report.model_route.canonical));
+        text.push_str(&format!("  Provider    {}\n", report.model_route.provider));
+        text.push_str(&format!("  Workspace   {}\n", report.cwd));
+        text.push_str(&format!("  Command     {}\n", report.command.join(" ")));
+        text.push_str(&format!("  Skills      {}\n", report.skills.len()));
+        text.push_str(&format!("  Workspaces  {}\n", report.workspaces.len()));
+        text.push_str(&format!("  Env         {}\n", report.env.join(", ")));
+        for warning in &report.warnings {
+            text.push_str(&format!("  warning: {warning}\n"));
+        }
+        write_stdout(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let options = options(args)?;
+    let reports = match wb_engine::smoke(&OsFileSystem, &options, catalog) {
+        Ok(reports) => reports,
+        Err(error) => {
+            report_error(&error);
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let failed = reports.iter().any(|r| r.status == "failed");
+    let needs_auth = reports.iter().any(|r| r.status == "needs-auth");
+    let terminal = std::io::stdout().is_terminal();
+    let mut out = String::new();
+    for report in &reports {
+        if args.json {
+            out.push_str(&serde_json::to_string(report)?);
+            out.push('\n');
+            continue;
+        }
+        if report.status == "failed" {
+            let message =
+                report.error.as_ref().and_then(|e| e.get("message")).and_then(|m| m.as_str()).unwrap_or_default();
+            eprintln!("error: {message}");
+            continue;
+        }
+        let runner_path =
+            report.runner.as_ref().and_then(|r| r.get("path")).and_then(|p| p.as_str()).unwrap_or_default();
+        let tools: Vec<&str> = report.tools.iter().filter_map(|t| t.get("name").and_then(|n| n.as_str())).collect();
+        let auth = report.authentication.as_ref();
+        let auth_text = match auth {
+            Some(a) if a.ready => format!("ready ({})", a.provider.clone().unwrap_or_default()),
+            Some(a) => format!("required ({})", a.instruction.clone().unwrap_or_default()),
+            None => String::new(),
+        };
+        if terminal {
+            out.push_str(&format!("Checking {}\n", report.workbench));
+            let title = if report.status == "ready" { "is ready" } else { "needs a connection" };
+            out.push_str(&format!("{} {title}\n", report.workbench));
+            out.push_str(&format!("  runner {runner_path}\n"));
+            out.push_str(&if tools.is_empty() {
+                "  no required tools\n".to_owned()
+            } else {
+                format!("  {} tool(s)\n", tools.len())
+            });
+            out.push_str(&format!("  auth {auth_text}\n"));
+            if let Some(requirements) = &report.requirements {
+                for line in &requirements.checked {
+                    out.push_str(&format!("  requirement {line}\n"));
+                }
+            }
+            for warning in &report.warnings {
+                out.push_str(&format!("  warning: {warning}\n"));
+            }
+        } else {
+            let mut record = format!(
+                "{}\t{}\trunner={runner_path}\ttools={}; auth: {auth_text}",
+                report.status,
+                report.workbench,
+                if tools.is_empty() { "-".to_owned() } else { tools.join(",") }
+            );
+            let workspaces: Vec<String> = report
+                .workspaces
+                .iter()
+                .filter(|w| w.get("name").and_then(|n| n.as_str()) != Some("primary"))
+                .map(|w| {
+                    format!(
+                        "{}={} ({})",
+                        w.get("name").and_then(|n| n.as_str()).unwrap_or_default(),
+                        w.get("path").and_then(|n| n.as_str()).unwrap_or_default(),
+                        w.get("access").and_then(|n| n.as_str()).unwrap_or_default()
+                    )
+                })
+                .collect();
+            if !workspaces.is_empty() {
+                record.push_str(&format!("; workspaces: {}", workspaces.join(", ")));
+            }
+            if let Some(requirements) = &report.requirements {
+                let mut parts = Vec::new();
+                if !requirements.applied.is_empty() {
+                    parts.push(format!("applied {}", requirements.applied.join(", ")));
+                }
+                if !requirements.unchecked.is_empty() {
+                    parts.push(format!("unchecked: {}", requirements.unchecked.join(", ")));
+                }
+                if !parts.is_empty() {
+                    record.push_str(&format!("; requirements: {}", parts.join(", ")));
+                }
+            }
+            let disabled: Vec<&str> =
+                report.warnings.iter().filter_map(|w| w.strip_prefix("optional MCP disabled: ")).collect();
+            if !disabled.is_empty() {
+                record.push_str(&format!("; optional MCPs disabled: {}", disabled.join(", ")));
+            }
+            out.push_str(&record);
+            out.push('\n');
+        }
+    }
+    write_stdout(&out)?;
+    Ok(if failed {
+        ExitCode::from(1)
+    } else if needs_auth {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let options = options(args)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    // Ctrl-C cancels the run: the runner is stopped and run.cancelled is the terminal event.
+    let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    let json = args.json;
+    let final_only = args.r#final;
+    let mut emit = |event: &wb_engine::events::Event| {
+        let mut stdout = std::io::stdout().lock();
+        if json {
+            if let Ok(line) = serde_json::to_string(event) {
+                let _ = writeln!(stdout, "{line}");
+            }
+            return;
+        }
+        if final_only {
+            return;
+        }
+        match event.kind.as_str() {
+            "output.text" => {
+                let _ = writeln!(stdout, "{}", event.data.get("text").and_then(|t| t.as_str()).unwrap_or_default());
+            }
+            "tool.started" => {
+                let name = event.data.get("name").and_then(|t| t.as_str()).unwrap_or_default();
+                let target = event.data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
+                eprintln!("• {name} {target}");
+            }
+            "run.failed" => {
+                eprintln!("error: {}", event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default());
+            }
+            _ => {}
+        }
+    };
+    let result = match wb_engine::run(&OsFileSystem, &options, catalog, cancel, &mut emit) {
+        Ok(result) => result,
+        Err(error) => {
+            report_error(&error);
+            let code = if matches!(error, EngineError::NeedsAuthentication(_)) { 3 } else { 1 };
+            return Ok(ExitCode::from(code));
+        }
+    };
+    if final_only {
+        write_stdout(&format!("{}\n", result.final_text))?;
+    }
+    Ok(match result.ending {
+        Ending::Completed => ExitCode::SUCCESS,
+        Ending::Failed(_) => ExitCode::from(1),
+        Ending::Cancelled => ExitCode::from(130),
+    })
+}

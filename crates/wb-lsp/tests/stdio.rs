@@ -1,0 +1,168 @@
+//! The built binary over stdio, as editors run it: framing, malformed input, the handshake and a clean exit.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+fn frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+fn read_message(reader: &mut impl BufRead) -> Value {
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the server closed stdout");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length: ") {
+            length = value.parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+#[test]
+fn malformed_messages_are_answered_and_the_session_continues() {
+    for args in [&[][..], &["serve"][..], &["--stdio"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdin.write_all(&frame("{this is not json")).unwrap();
+        stdin.write_all(&frame("[1, 2]")).unwrap();
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}});
+        stdin.write_all(&frame(&initialize.to_string())).unwrap();
+        stdin.flush().unwrap();
+
+        // Error replies and ordinary responses travel on separate queues, so only their own order is fixed.
+        let messages: Vec<Value> = (0..3).map(|_| read_message(&mut stdout)).collect();
+        let errors: Vec<&Value> = messages.iter().filter(|m| m.get("error").is_some()).collect();
+        assert_eq!(errors.len(), 2, "{messages:?}");
+        assert_eq!(errors[0]["id"], Value::Null);
+        assert_eq!(errors[0]["error"]["code"], -32700);
+        assert_eq!(errors[1]["error"]["code"], -32600);
+        let initialized = messages.iter().find(|m| m.get("result").is_some()).expect("initialize response");
+        assert_eq!(initialized["id"], 1);
+        assert_eq!(initialized["result"]["capabilities"]["positionEncoding"], "utf-16");
+        assert_eq!(initialized["result"]["serverInfo"]["name"], "wb-lsp");
+
+        let shutdown = json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"});
+        stdin.write_all(&frame(&shutdown.to_string())).unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let message = read_message(&mut stdout);
+            if message["id"] == 2 {
+                assert_eq!(message["result"], Value::Null);
+                break;
+            }
+        }
+        stdin.write_all(&frame(&json!({"jsonrpc": "2.0", "method": "exit"}).to_string())).unwrap();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{args:?}: {status:?}");
+    }
+}
+
+/// A minimal Workbench repository whose runner is a fake `opencode` script on a private PATH.
+fn fake_repository(dir: &std::path::Path) -> std::path::PathBuf {
+    let package = dir.join("repo/.workbenches/demo");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("workbench.yml"),
+        "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntimes:\n  local: {}\n",
+    )
+    .unwrap();
+    std::fs::write(package.join("instructions.md"), "# Demo\n").unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let runner = bin.join("opencode");
+    std::fs::write(
+        &runner,
+        "#!/bin/sh\necho '{\"type\":\"text\",\"part\":{\"id\":\"t1\",\"text\":\"done\"}}'\necho '{\"type\":\"step_finish\",\"part\":{\"tokens\":{\"input\":3,\"output\":1}}}'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    package.join("workbench.yml")
+}
+
+#[test]
+fn the_editor_runs_a_workbench_and_receives_its_events() {
+    let temp = tempfile::tempdir().unwrap();
+    let manifest = fake_repository(temp.path());
+    let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        .env("PATH", path)
+        .env("OPENAI_API_KEY", "sk-test-canary-7d1f")
+        .env("WORKBENCH_HOME", temp.path().join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |value: Value| {
+        stdin.write_all(&frame(&value.to_string())).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}));
+    send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    let uri = format!("file://{}", manifest.display());
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/codeLens", "params": {"textDocument": {"uri": uri}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "say done"}], "workDoneToken": "run-1"}}));
+    let mut events = Vec::new();
+    let mut lenses = None;
+    let mut progress = 0;
+    let result = loop {
+        let message = read_message(&mut stdout);
+        match (message.get("id").and_then(Value::as_i64), message.get("method").and_then(Value::as_str)) {
+            (Some(2), None) => lenses = Some(message["result"].clone()),
+            (Some(3), None) => break message,
+            (_, Some("workbench/runEvent")) => events.push(message["params"]["event"].clone()),
+            (_, Some("$/progress")) => progress += 1,
+            _ => {}
+        }
+    };
+    assert_eq!(result["result"]["ending"]["status"], "completed", "{result}");
+    assert_eq!(result["result"]["finalText"], "done");
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds, ["run.started", "run.ready", "output.text", "usage.updated", "run.completed"]);
+    for (index, event) in events.iter().enumerate() {
+        assert_eq!(event["sequence"], index as u64 + 1);
+    }
+    assert!(progress >= 2, "begin and end progress");
+    let titles: Vec<String> = lenses
+        .and_then(|l| l.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|l| l["command"]["title"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(titles.len(), 3, "{titles:?}");
+    let all = serde_json::to_string(&events).unwrap();
+    assert!(!all.contains("sk-test-canary-7d1f"), "a secret leaked into events");
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
+    loop {
+        if read_message(&mut stdout)["id"] == 4 {
+            break;
+        }
+    }
+    send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    assert!(child.wait().unwrap().success());
+}

@@ -1,0 +1,109 @@
+//! Times `check` over a generated repository of many packages and prints packages per second.
+//!
+//! ```text
+//! cargo run --release -p wb-manifest --example repo_check -- [PACKAGES] [--binary target/release/wb-lsp]
+//! ```
+//!
+//! Each package is a valid spec 1 manifest with instructions, two skills, a Dockerfile, MCP servers and `env`
+//! declarations (so every package check reads files). The library's `check_path` is timed over the whole
+//! repository (5 runs, first one cold); with `--binary`, `wb-lsp check --format json` is timed as a process too.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use wb_manifest::{ModelCatalog, OsFileSystem, check_path};
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("create dir");
+    std::fs::write(path, text).expect("write");
+}
+
+fn generate(root: &Path, packages: usize) {
+    write(&root.join("README.md"), "# generated\n");
+    for i in 0..packages {
+        let dir = root.join(".workbenches").join(format!("pkg-{i:04}"));
+        write(&dir.join("instructions.md"), &format!("Package {i}: do the work.\n"));
+        write(&dir.join("Dockerfile"), "FROM node:22\n");
+        for skill in ["review", "release"] {
+            write(
+                &dir.join("skills").join(skill).join("SKILL.md"),
+                &format!("---\nname: {skill}\ndescription: The {skill} skill of package {i}.\n---\n\n# {skill}\n"),
+            );
+        }
+        let manifest = format!(
+            "spec: 1\nversion: 1.{i}.0\nname: pkg-{i:04}\ndescription: Generated package {i}.\nrunner: opencode\n\
+             model:\n  id: openai/gpt-5.6-terra\n  routes:\n    - provider: openai\ninstructions: ./instructions.md\n\
+             skills:\n  - ./skills/review\n  - ./skills/release\ntools: [node, npm]\nmcps:\n  - name: db\n    \
+             transport: http\n    url: https://db.example.com/mcp/{i}\n    headers:\n      Authorization: Bearer \
+             ${{DB_TOKEN}}\nenv:\n  DB_TOKEN:\n    required: true\n  DATABASE_URL:\n    required: false\n\
+             workspaces:\n  infra:\n    required: false\n    access: read-only\nrequirements:\n  os: [linux]\n  \
+             cpu: 2\n  memory_gb: 4\nruntimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      \
+             context: ../..\n  local: {{}}\n"
+        );
+        write(&dir.join("workbench.yml"), &manifest);
+    }
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn main() {
+    let mut packages = 1_000;
+    let mut binary: Option<PathBuf> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--binary" => binary = args.next().map(PathBuf::from),
+            "--bench" => {}
+            other => packages = other.parse().expect("PACKAGES must be a number"),
+        }
+    }
+    let temp = tempfile::tempdir().expect("temp dir");
+    let root = temp.path().join("repo");
+    let started = Instant::now();
+    generate(&root, packages);
+    println!("generated {packages} packages in {:?}", started.elapsed());
+
+    let catalog = ModelCatalog::embedded();
+    let mut times = Vec::new();
+    for run in 0..5 {
+        let started = Instant::now();
+        let reports = check_path(&OsFileSystem, &root, catalog);
+        let elapsed = started.elapsed();
+        assert_eq!(reports.len(), packages);
+        let invalid: Vec<_> = reports.iter().filter(|r| !r.diagnostics.is_empty()).collect();
+        assert!(invalid.is_empty(), "generated packages must be clean: {:?}", invalid[0].diagnostics);
+        println!("library check_path run {run}: {elapsed:?}");
+        times.push(elapsed);
+    }
+    let best = *times.iter().min().expect("runs");
+    let med = median(&mut times);
+    let rate = |d: Duration| packages as f64 / d.as_secs_f64();
+    println!(
+        "library check_path: median {med:?} ({:.0} packages/s), best {best:?} ({:.0} packages/s)",
+        rate(med),
+        rate(best)
+    );
+
+    if let Some(binary) = binary {
+        let mut times = Vec::new();
+        for run in 0..5 {
+            let started = Instant::now();
+            let output = std::process::Command::new(&binary)
+                .args(["check", "--format", "json"])
+                .arg(&root)
+                .output()
+                .expect("run wb-lsp");
+            let elapsed = started.elapsed();
+            assert!(output.status.success(), "wb-lsp check failed: {}", String::from_utf8_lossy(&output.stderr));
+            println!("{} check run {run}: {elapsed:?} ({} bytes of JSON)", binary.display(), output.stdout.len());
+            times.push(elapsed);
+        }
+        let med = median(&mut times);
+        println!("binary `wb-lsp check --format json`: median {med:?} ({:.0} packages/s)", rate(med));
+    }
+}

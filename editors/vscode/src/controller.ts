@@ -1,0 +1,347 @@
+/**
+ * The extension's behaviour: when to start the server, the commands, the status bar item and the reaction to
+ * setting changes. The language client itself comes from a factory (src/client.ts in the extension, a fake in
+ * the tests), so everything here runs under the tests' stand-in for the `vscode` module.
+ */
+
+import * as vscode from 'vscode';
+import {
+  COMMAND_CHECK_WORKSPACE,
+  COMMAND_MIGRATE,
+  COMMAND_RESTART_SERVER,
+  COMMAND_SHOW_OUTPUT,
+  CONFIGURATION_SECTION,
+  INSTALL_URL,
+  MANIFEST_GLOB,
+  OUTPUT_CHANNEL_NAME,
+  SERVER_COMMAND_CHECK_WORKSPACE,
+  SERVER_COMMAND_MIGRATE,
+} from './constants';
+import { isManifestPath, isWorkbenchFile } from './paths';
+import { missingServerMessage, resolveServerPath, type ResolveContext } from './serverPath';
+import { RESTART_SETTINGS, toServerSettings, type ServerSettings } from './settings';
+import { presentStatus, type ServerStatus } from './status';
+
+/** What the controller needs of a language client. */
+export interface ServerClient {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** `workspace/executeCommand`. */
+  executeCommand(command: string, args: unknown[]): Promise<unknown>;
+  onDidChangeStatus(listener: (status: ServerStatus) => void): vscode.Disposable;
+  dispose(): Promise<void>;
+}
+
+export interface ClientSetup {
+  /** The resolved `wb-lsp` executable. */
+  serverPath: string;
+  outputChannel: vscode.OutputChannel;
+  /** The current settings for the server, read when asked. */
+  settings(): ServerSettings;
+}
+
+export type ClientFactory = (setup: ClientSetup) => ServerClient;
+
+/** The machine: for finding the executable and expanding paths. */
+export type MachineContext = Omit<ResolveContext, 'workspaceFolders'>;
+
+export const BUTTON_INSTALL = 'Install Instructions';
+export const BUTTON_SETTINGS = 'Open Settings';
+export const BUTTON_OUTPUT = 'Show Output';
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) {
+    return error.message;
+  }
+  if (typeof error === 'object' && error !== null && 'message' in error) {
+    return String((error as { message: unknown }).message);
+  }
+  return String(error);
+}
+
+export class WorkbenchController implements vscode.Disposable {
+  readonly output: vscode.OutputChannel;
+  private readonly statusItem: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+  private client: ServerClient | undefined;
+  private clientListener: vscode.Disposable | undefined;
+  private currentStatus: ServerStatus = { state: 'stopped' };
+  /** True once the server was wanted (a package is in the workspace, or a command asked for it). */
+  private wanted = false;
+  /** Start, stop and restart run one at a time, in order. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly createClient: ClientFactory,
+    private readonly machine: MachineContext,
+  ) {
+    this.output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
+    this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
+    this.statusItem.name = 'Workbench Language Server';
+    this.disposables.push(this.output, this.statusItem);
+  }
+
+  get status(): ServerStatus {
+    return this.currentStatus;
+  }
+
+  /** Registers the commands and listeners, and starts the server when the workspace has a package. */
+  async activate(context: vscode.ExtensionContext): Promise<void> {
+    context.subscriptions.push(this);
+    this.disposables.push(
+      vscode.commands.registerCommand(COMMAND_CHECK_WORKSPACE, () => this.checkWorkspace()),
+      vscode.commands.registerCommand(COMMAND_MIGRATE, (uri?: unknown) => this.migrate(uri)),
+      vscode.commands.registerCommand(COMMAND_RESTART_SERVER, () => this.restart()),
+      vscode.commands.registerCommand(COMMAND_SHOW_OUTPUT, () => this.showOutput()),
+      vscode.workspace.onDidChangeConfiguration((event) => this.onDidChangeConfiguration(event)),
+      vscode.workspace.onDidOpenTextDocument((document) => this.onDidOpenTextDocument(document)),
+    );
+    if (await this.workspaceHasPackages()) {
+      await this.start();
+    }
+  }
+
+  /** The settings the server gets, from the `workbench` section. */
+  serverSettings(): ServerSettings {
+    const section = vscode.workspace.getConfiguration(CONFIGURATION_SECTION);
+    const raw = {
+      modelCatalog: section.get<unknown>('modelCatalog'),
+      severity: section.get<unknown>('severity'),
+      runTimeWarnings: section.get<unknown>('runTimeWarnings'),
+    };
+    return toServerSettings(raw, {
+      homedir: this.machine.homedir,
+      workspaceFolder: this.workspaceFolders()[0],
+      platform: this.machine.platform,
+    });
+  }
+
+  start(): Promise<boolean> {
+    this.wanted = true;
+    return this.enqueue(() => this.startNow());
+  }
+
+  stop(): Promise<void> {
+    return this.enqueue(() => this.stopNow());
+  }
+
+  restart(): Promise<boolean> {
+    this.wanted = true;
+    return this.enqueue(async () => {
+      await this.stopNow();
+      return this.startNow();
+    });
+  }
+
+  showOutput(): void {
+    this.output.show(true);
+  }
+
+  /** "Workbench: Check Workspace": the server re-scans every folder and re-checks every package. */
+  async checkWorkspace(): Promise<void> {
+    const client = await this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    try {
+      const result = await client.executeCommand(SERVER_COMMAND_CHECK_WORKSPACE, []);
+      const packages =
+        typeof result === 'object' && result !== null && typeof (result as { packages?: unknown }).packages === 'number'
+          ? (result as { packages: number }).packages
+          : undefined;
+      const counted =
+        packages === undefined ? 'the workspace' : `${packages} ${packages === 1 ? 'package' : 'packages'}`;
+      await vscode.commands.executeCommand('workbench.actions.view.problems');
+      void vscode.window.showInformationMessage(`Workbench: checked ${counted}; the problems are in the Problems view.`);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Workbench: checking the workspace failed: ${errorText(error)}`);
+    }
+  }
+
+  /**
+   * "Workbench: Migrate to Spec 1" on the given manifest (explorer or editor context menu) or the active
+   * editor's. The server answers with a `workspace/applyEdit`, which the language client applies to the buffer.
+   */
+  async migrate(argument?: unknown): Promise<void> {
+    const uri = argument instanceof vscode.Uri ? argument : vscode.window.activeTextEditor?.document.uri;
+    if (uri === undefined || !isManifestPath(uri.fsPath)) {
+      void vscode.window.showWarningMessage(
+        'Workbench: open a manifest (.workbenches/<name>/workbench.yml) to migrate it to spec 1.',
+      );
+      return;
+    }
+    const client = await this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    try {
+      // The server migrates the text it has: open the manifest so that it is the editor's buffer.
+      await vscode.workspace.openTextDocument(uri);
+      const result = await client.executeCommand(SERVER_COMMAND_MIGRATE, [uri.toString()]);
+      const migrated =
+        typeof result === 'object' && result !== null && (result as { migrated?: unknown }).migrated === true;
+      void vscode.window.showInformationMessage(
+        migrated
+          ? 'Workbench: migrated to spec 1. Review the changes and save the file.'
+          : 'Workbench: nothing to migrate, the manifest is not on spec 0.',
+      );
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Workbench: migration failed: ${errorText(error)}`);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.wanted = false;
+    await this.enqueue(() => this.stopNow());
+    for (const disposable of this.disposables.splice(0)) {
+      disposable.dispose();
+    }
+  }
+
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private setStatus(status: ServerStatus): void {
+    this.currentStatus = status;
+    const look = presentStatus(status);
+    this.statusItem.text = look.text;
+    this.statusItem.tooltip = look.tooltip;
+    this.statusItem.backgroundColor =
+      look.backgroundColor === undefined ? undefined : new vscode.ThemeColor(look.backgroundColor);
+    this.statusItem.command = look.command;
+    this.statusItem.show();
+  }
+
+  private workspaceFolders(): string[] {
+    return (vscode.workspace.workspaceFolders ?? [])
+      .filter((folder) => folder.uri.scheme === 'file')
+      .map((folder) => folder.uri.fsPath);
+  }
+
+  private async workspaceHasPackages(): Promise<boolean> {
+    if (vscode.workspace.textDocuments.some((document) => this.isWorkbenchDocument(document))) {
+      return true;
+    }
+    if (this.workspaceFolders().length === 0) {
+      return false;
+    }
+    const found = await vscode.workspace.findFiles(MANIFEST_GLOB, '**/node_modules/**', 1);
+    return found.length > 0;
+  }
+
+  private isWorkbenchDocument(document: vscode.TextDocument): boolean {
+    return document.uri.scheme === 'file' && isWorkbenchFile(document.uri.fsPath);
+  }
+
+  private onDidOpenTextDocument(document: vscode.TextDocument): void {
+    // Activated by a YAML file in a workspace without packages: start once a package file is opened.
+    if (!this.wanted && this.isWorkbenchDocument(document)) {
+      void this.start();
+    }
+  }
+
+  private onDidChangeConfiguration(event: vscode.ConfigurationChangeEvent): void {
+    if (this.wanted && RESTART_SETTINGS.some((setting) => event.affectsConfiguration(setting))) {
+      this.output.appendLine('workbench.server.path changed: restarting the server.');
+      void this.restart();
+    }
+  }
+
+  /** The client, started first if needed; undefined (after telling the user) when the server cannot run. */
+  private async runningClient(): Promise<ServerClient | undefined> {
+    await this.queue; // a start or restart in progress
+    if (this.client === undefined || this.currentStatus.state !== 'running') {
+      // Not started yet, not found, or stopped after a crash.
+      const started = this.client === undefined ? await this.start() : await this.restart();
+      if (!started) {
+        return undefined;
+      }
+    }
+    return this.client;
+  }
+
+  private async startNow(): Promise<boolean> {
+    if (this.client !== undefined) {
+      return true;
+    }
+    const section = vscode.workspace.getConfiguration(CONFIGURATION_SECTION);
+    const resolution = resolveServerPath(section.get<string>('server.path'), {
+      ...this.machine,
+      workspaceFolders: this.workspaceFolders(),
+    });
+    if (resolution.kind === 'missing') {
+      const { message, details } = missingServerMessage(resolution);
+      this.output.appendLine(details);
+      this.setStatus({ state: 'error', message: 'wb-lsp was not found' });
+      void this.offerHelp(message);
+      return false;
+    }
+
+    this.output.appendLine(`Starting ${resolution.path} (${resolution.source === 'setting' ? 'workbench.server.path' : 'found on PATH'})`);
+    this.setStatus({ state: 'starting' });
+    const client = this.createClient({
+      serverPath: resolution.path,
+      outputChannel: this.output,
+      settings: () => this.serverSettings(),
+    });
+    this.client = client;
+    this.clientListener = client.onDidChangeStatus((status) => {
+      if (this.client === client) {
+        this.setStatus(status);
+      }
+    });
+    try {
+      await client.start();
+      return true;
+    } catch (error) {
+      const message = `wb-lsp failed to start: ${errorText(error)}`;
+      this.output.appendLine(message);
+      this.setStatus({ state: 'error', message });
+      await this.discardClient();
+      void vscode.window
+        .showErrorMessage(`Workbench: ${message}`, BUTTON_OUTPUT)
+        .then((choice) => (choice === BUTTON_OUTPUT ? this.showOutput() : undefined));
+      return false;
+    }
+  }
+
+  private async stopNow(): Promise<void> {
+    if (this.client === undefined) {
+      return;
+    }
+    try {
+      await this.client.stop();
+    } catch (error) {
+      this.output.appendLine(`Stopping wb-lsp failed: ${errorText(error)}`);
+    }
+    await this.discardClient();
+    this.setStatus({ state: 'stopped' });
+  }
+
+  private async discardClient(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.clientListener?.dispose();
+    this.clientListener = undefined;
+    if (client !== undefined) {
+      try {
+        await client.dispose();
+      } catch {
+        // Already stopped.
+      }
+    }
+  }
+
+  private async offerHelp(message: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(message, BUTTON_INSTALL, BUTTON_SETTINGS);
+    if (choice === BUTTON_INSTALL) {
+      this.showOutput();
+      await vscode.env.openExternal(vscode.Uri.parse(INSTALL_URL));
+    } else if (choice === BUTTON_SETTINGS) {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'workbench.server.path');
+    }
+  }
+}

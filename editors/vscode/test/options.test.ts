@@ -1,0 +1,54 @@
+import './register';
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import type { ConfigurationParams } from 'vscode-languageclient/node';
+import type { OutputChannel } from 'vscode';
+import { clientOptions, configurationMiddleware, DOCUMENT_SELECTOR, serverExecutable } from '../src/options';
+import type { ServerSettings } from '../src/settings';
+import { window } from './vscode-stub';
+
+const settings: ServerSettings = { modelCatalog: null, severity: { 'unknown-model': 'hint' }, runTimeWarnings: false };
+
+test('the server runs as `wb-lsp --stdio`', () => {
+  assert.deepEqual(serverExecutable('/usr/bin/wb-lsp'), { command: '/usr/bin/wb-lsp', args: ['--stdio'] });
+  // A transport would make the client append its own arguments; none means plain stdio pipes.
+  assert.equal('transport' in serverExecutable('wb-lsp'), false);
+});
+
+test('the document selector covers manifests (YAML) and skill files', () => {
+  assert.deepEqual(DOCUMENT_SELECTOR, [
+    { scheme: 'file', language: 'yaml', pattern: '**/.workbenches/*/workbench.yml' },
+    { scheme: 'file', pattern: '**/.workbenches/*/skills/*/SKILL.md' },
+  ]);
+});
+
+test('the client options synchronize the workbench section and send the settings at initialization', () => {
+  const output = window.createOutputChannel('Workbench') as unknown as OutputChannel;
+  const options = clientOptions({ outputChannel: output, settings: () => settings });
+  assert.equal(options.outputChannel, output);
+  assert.deepEqual(options.synchronize, { configurationSection: 'workbench' });
+  assert.deepEqual(options.initializationOptions, settings);
+  assert.equal(options.documentSelector, DOCUMENT_SELECTOR);
+  assert.equal(typeof options.middleware?.workspace?.configuration, 'function');
+});
+
+test('workspace/configuration answers carry the mapped settings for the workbench section only', async () => {
+  const middleware = configurationMiddleware(() => settings);
+  const params: ConfigurationParams = {
+    items: [{ section: 'workbench' }, { section: 'editor' }, { scopeUri: 'file:///r', section: 'workbench' }],
+  };
+  const raw = [{ colorTheme: 'Dark', server: { path: '/x' } }, { tabSize: 2 }, { modelCatalog: 'm.json' }];
+  const configuration = middleware.configuration;
+  assert.ok(configuration);
+  const answer = await configuration(params, {} as never, () => raw);
+  assert.deepEqual(answer, [settings, { tabSize: 2 }, settings]);
+});
+
+test('an error answer passes through the configuration middleware unchanged', async () => {
+  const middleware = configurationMiddleware(() => settings);
+  const failure = { code: -32603, message: 'no workspace' };
+  const configuration = middleware.configuration;
+  assert.ok(configuration);
+  const answer = await configuration({ items: [{ section: 'workbench' }] }, {} as never, () => failure as never);
+  assert.equal(answer, failure);
+});

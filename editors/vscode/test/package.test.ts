@@ -1,0 +1,153 @@
+/** package.json's contributions agree with the code, the server and the repository. */
+import './register';
+import { strict as assert } from 'node:assert';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import * as constants from '../src/constants';
+import { SEVERITY_LEVELS } from '../src/settings';
+
+const root = join(__dirname, '..', '..');
+const repository = join(root, '..', '..');
+
+interface Command {
+  command: string;
+  title: string;
+  category?: string;
+}
+interface Manifest {
+  name: string;
+  publisher: string;
+  license: string;
+  repository: { url: string };
+  main: string;
+  engines: { vscode: string };
+  activationEvents: string[];
+  contributes: {
+    commands: Command[];
+    menus: Record<string, Array<{ command: string; when?: string }>>;
+    configuration: { properties: Record<string, { type: string; default: unknown; enum?: string[]; additionalProperties?: { enum?: string[] } }> };
+    yamlValidation: Array<{ fileMatch: string | string[]; url: string }>;
+  };
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+}
+
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Manifest;
+
+test('the marketplace fields vsce needs are present', () => {
+  assert.equal(manifest.publisher, 'wb-lsp');
+  assert.equal(manifest.license, 'Apache-2.0');
+  assert.equal(manifest.repository.url, 'https://github.com/wb-lsp/wb-lsp');
+  assert.equal(manifest.main, './dist/extension.js');
+  assert.ok(existsSync(join(root, 'README.md')));
+  assert.ok(existsSync(join(root, 'CHANGELOG.md')));
+  assert.match(manifest.scripts.package ?? '', /vsce package --no-dependencies/);
+  assert.match(manifest.scripts['vscode:prepublish'] ?? '', /build\.mjs --production/);
+});
+
+test('the engine matches the VS Code API types and vscode-languageclient 9', () => {
+  assert.equal(manifest.engines.vscode, '^1.82.0');
+  assert.match(manifest.devDependencies['@types/vscode'] ?? '', /^~1\.82\./);
+  assert.match(manifest.dependencies['vscode-languageclient'] ?? '', /^\^9\./);
+});
+
+test('the extension activates on a workspace with packages and on YAML files', () => {
+  assert.deepEqual(manifest.activationEvents, [`workspaceContains:${constants.MANIFEST_GLOB}`, 'onLanguage:yaml']);
+});
+
+test('the contributed commands are exactly the ones the extension registers', () => {
+  const ids = manifest.contributes.commands.map((command) => command.command);
+  assert.deepEqual(ids, [
+    constants.COMMAND_CHECK_WORKSPACE,
+    constants.COMMAND_MIGRATE,
+    constants.COMMAND_RESTART_SERVER,
+    constants.COMMAND_SHOW_OUTPUT,
+  ]);
+  assert.deepEqual(
+    manifest.contributes.commands.map((command) => `${command.category ?? ''}: ${command.title}`),
+    ['Workbench: Check Workspace', 'Workbench: Migrate to Spec 1', 'Workbench: Restart Server', 'Workbench: Show Output'],
+  );
+  // vscode-languageclient registers the server's own commands; contributing them again would clash.
+  for (const id of [constants.SERVER_COMMAND_CHECK_WORKSPACE, constants.SERVER_COMMAND_MIGRATE]) {
+    assert.ok(!ids.includes(id), `${id} belongs to the server`);
+  }
+  // The execution commands come with the execution engine.
+  for (const command of manifest.contributes.commands) {
+    assert.doesNotMatch(command.title, /dry run|smoke|\brun\b/i);
+  }
+  for (const [menu, entries] of Object.entries(manifest.contributes.menus)) {
+    for (const entry of entries) {
+      assert.ok(ids.includes(entry.command), `${menu} names a contributed command: ${entry.command}`);
+    }
+  }
+});
+
+test('the migrate menus show on manifests only', () => {
+  for (const entries of Object.values(manifest.contributes.menus)) {
+    for (const entry of entries.filter((e) => e.command === constants.COMMAND_MIGRATE)) {
+      const when = entry.when ?? '';
+      assert.match(when, /resourceFilename == workbench\.yml/);
+      const regex = /resourceDirname =~ \/(.*)\/$/.exec(when);
+      assert.ok(regex, when);
+      const pattern = new RegExp(regex[1] ?? '');
+      assert.ok(pattern.test('/work/repo/.workbenches/demo'));
+      assert.ok(pattern.test('C:\\repo\\.workbenches\\demo'));
+      assert.ok(!pattern.test('/work/repo/.workbenches/demo/sub'));
+      assert.ok(!pattern.test('/work/repo/config'));
+    }
+  }
+});
+
+test('the settings mirror the server\'s, with its defaults', () => {
+  const properties = manifest.contributes.configuration.properties;
+  assert.deepEqual(Object.keys(properties).sort(), [
+    'workbench.modelCatalog',
+    'workbench.runTimeWarnings',
+    'workbench.server.path',
+    'workbench.severity',
+    'workbench.trace.server',
+  ]);
+  assert.equal(properties['workbench.runTimeWarnings']?.default, true);
+  assert.deepEqual(properties['workbench.severity']?.default, {});
+  assert.deepEqual(properties['workbench.severity']?.additionalProperties?.enum, [...SEVERITY_LEVELS]);
+  assert.equal(properties['workbench.modelCatalog']?.default, '');
+  assert.equal(properties['workbench.server.path']?.default, '');
+  assert.deepEqual(properties['workbench.trace.server']?.enum, ['off', 'messages', 'verbose']);
+  // vscode-languageclient reads `<client id>.trace.server`.
+  assert.ok(`${constants.CLIENT_ID}.trace.server` in properties);
+  assert.equal(constants.CONFIGURATION_SECTION, 'workbench');
+});
+
+test('the severity levels are the server\'s', () => {
+  const state = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'state.rs'), 'utf8');
+  for (const level of SEVERITY_LEVELS) {
+    assert.ok(state.includes(`Some("${level}")`), `the server reads ${level}`);
+  }
+});
+
+test('yamlValidation maps the manifests to the schema copied into the package', () => {
+  assert.deepEqual(manifest.contributes.yamlValidation, [
+    { fileMatch: constants.MANIFEST_GLOB, url: './schemas/workbench.schema.json' },
+  ]);
+  const build = readFileSync(join(root, 'scripts', 'build.mjs'), 'utf8');
+  assert.match(build, /join\(repository, 'schemas', 'v1', 'workbench\.schema\.json'\), join\(here, 'schemas', 'workbench\.schema\.json'\)/);
+  const ignore = readFileSync(join(root, '.vscodeignore'), 'utf8').split('\n');
+  for (const shipped of ['!dist/extension.js', '!schemas/workbench.schema.json', '!LICENSE', '!README.md', '!CHANGELOG.md']) {
+    assert.ok(ignore.includes(shipped), `.vscodeignore keeps ${shipped}`);
+  }
+  const gitignore = readFileSync(join(root, '.gitignore'), 'utf8').split('\n');
+  assert.ok(gitignore.includes('/schemas/'), 'the copied schema is not committed');
+  const schema = JSON.parse(readFileSync(join(repository, 'schemas', 'v1', 'workbench.schema.json'), 'utf8')) as {
+    $id: string;
+  };
+  assert.equal(schema.$id, 'https://raw.githubusercontent.com/wb-lsp/wb-lsp/main/schemas/v1/workbench.schema.json');
+});
+
+test('the server commands the extension calls are the ones wb-lsp announces', () => {
+  const server = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'mod.rs'), 'utf8');
+  assert.ok(server.includes(`"${constants.SERVER_COMMAND_MIGRATE}"`));
+  assert.ok(server.includes(`"${constants.SERVER_COMMAND_CHECK_WORKSPACE}"`));
+  assert.ok(server.includes('section: Some("workbench".into())'), 'the server asks for the workbench section');
+});

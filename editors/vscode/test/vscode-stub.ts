@@ -1,0 +1,301 @@
+/**
+ * A stand-in for the `vscode` module, enough for the extension's own code (not for vscode-languageclient).
+ * It records what the extension does (registered commands, messages, status bar items, output) and lets a
+ * test set the workspace (folders, settings, open documents) and answer the message boxes. Loaded in place of
+ * `vscode` by test/register.ts.
+ */
+
+export class Disposable {
+  private readonly callback: () => void;
+  constructor(callback: () => void) {
+    this.callback = callback;
+  }
+  dispose(): void {
+    this.callback();
+  }
+}
+
+export class EventEmitter<T> {
+  private listeners: Array<(value: T) => void> = [];
+  readonly event = (listener: (value: T) => void): Disposable => {
+    this.listeners.push(listener);
+    return new Disposable(() => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    });
+  };
+  fire(value: T): void {
+    for (const listener of [...this.listeners]) {
+      listener(value);
+    }
+  }
+  get listenerCount(): number {
+    return this.listeners.length;
+  }
+}
+
+export class Uri {
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+  ) {}
+  static file(fsPath: string): Uri {
+    return new Uri('file', fsPath.replace(/\\/g, '/'));
+  }
+  static parse(value: string): Uri {
+    const match = /^([a-zA-Z][\w+.-]*):(.*)$/.exec(value);
+    if (match === null) {
+      return new Uri('file', value);
+    }
+    const rest = (match[2] ?? '').replace(/^\/\//, '');
+    return new Uri(match[1] ?? 'file', match[1] === 'file' ? decodeURIComponent(rest) : rest);
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return this.scheme === 'file' ? `file://${encodeURI(this.path)}` : `${this.scheme}://${this.path}`;
+  }
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+export interface StubStatusBarItem {
+  name: string | undefined;
+  text: string;
+  tooltip: string | undefined;
+  command: string | undefined;
+  backgroundColor: ThemeColor | undefined;
+  visible: boolean;
+  disposed: boolean;
+  show(): void;
+  hide(): void;
+  dispose(): void;
+}
+
+export interface StubOutputChannel {
+  name: string;
+  lines: string[];
+  shown: number;
+  disposed: boolean;
+  appendLine(line: string): void;
+  append(text: string): void;
+  show(preserveFocus?: boolean): void;
+  clear(): void;
+  hide(): void;
+  replace(text: string): void;
+  dispose(): void;
+}
+
+export interface StubDocument {
+  uri: Uri;
+  languageId: string;
+}
+
+export interface ShownMessage {
+  level: 'information' | 'warning' | 'error';
+  message: string;
+  items: string[];
+}
+
+/** The state a test sets and reads. */
+export const stub = {
+  commands: new Map<string, (...args: unknown[]) => unknown>(),
+  executed: [] as Array<{ command: string; args: unknown[] }>,
+  messages: [] as ShownMessage[],
+  /** The button the next message box "clicks" (undefined: dismissed). */
+  answer: undefined as string | undefined,
+  opened: [] as string[],
+  external: [] as string[],
+  statusItems: [] as StubStatusBarItem[],
+  outputs: [] as StubOutputChannel[],
+  configuration: {} as Record<string, unknown>,
+  workspaceFolders: [] as string[],
+  /** What findFiles returns (paths). */
+  files: [] as string[],
+  documents: [] as StubDocument[],
+  activeDocument: undefined as StubDocument | undefined,
+  onDidChangeConfiguration: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
+  onDidOpenTextDocument: new EventEmitter<StubDocument>(),
+
+  reset(): void {
+    this.commands.clear();
+    this.executed = [];
+    this.messages = [];
+    this.answer = undefined;
+    this.opened = [];
+    this.external = [];
+    this.statusItems = [];
+    this.outputs = [];
+    this.configuration = {};
+    this.workspaceFolders = [];
+    this.files = [];
+    this.documents = [];
+    this.activeDocument = undefined;
+    this.onDidChangeConfiguration = new EventEmitter();
+    this.onDidOpenTextDocument = new EventEmitter();
+  },
+
+  /** Changes settings (full keys: `workbench.server.path`) and fires onDidChangeConfiguration. */
+  changeConfiguration(values: Record<string, unknown>): void {
+    Object.assign(this.configuration, values);
+    const changed = Object.keys(values);
+    this.onDidChangeConfiguration.fire({
+      affectsConfiguration: (section: string) =>
+        changed.some((key) => key === section || key.startsWith(`${section}.`) || section.startsWith(`${key}.`)),
+    });
+  },
+
+  document(fsPath: string, languageId = 'yaml'): StubDocument {
+    return { uri: Uri.file(fsPath), languageId };
+  },
+};
+
+function showMessage(level: ShownMessage['level']) {
+  return (message: string, ...items: unknown[]): Promise<string | undefined> => {
+    const labels = items.filter((item): item is string => typeof item === 'string');
+    stub.messages.push({ level, message, items: labels });
+    return Promise.resolve(stub.answer !== undefined && labels.includes(stub.answer) ? stub.answer : undefined);
+  };
+}
+
+export const window = {
+  createOutputChannel(name: string): StubOutputChannel {
+    const channel: StubOutputChannel = {
+      name,
+      lines: [],
+      shown: 0,
+      disposed: false,
+      appendLine(line: string) {
+        this.lines.push(line);
+      },
+      append(text: string) {
+        this.lines.push(text);
+      },
+      show() {
+        this.shown += 1;
+      },
+      clear() {
+        this.lines = [];
+      },
+      hide() {},
+      replace(text: string) {
+        this.lines = [text];
+      },
+      dispose() {
+        this.disposed = true;
+      },
+    };
+    stub.outputs.push(channel);
+    return channel;
+  },
+  createStatusBarItem(): StubStatusBarItem {
+    const item: StubStatusBarItem = {
+      name: undefined,
+      text: '',
+      tooltip: undefined,
+      command: undefined,
+      backgroundColor: undefined,
+      visible: false,
+      disposed: false,
+      show() {
+        this.visible = true;
+      },
+      hide() {
+        this.visible = false;
+      },
+      dispose() {
+        this.disposed = true;
+      },
+    };
+    stub.statusItems.push(item);
+    return item;
+  },
+  showInformationMessage: showMessage('information'),
+  showWarningMessage: showMessage('warning'),
+  showErrorMessage: showMessage('error'),
+  get activeTextEditor(): { document: StubDocument } | undefined {
+    return stub.activeDocument === undefined ? undefined : { document: stub.activeDocument };
+  },
+};
+
+function getSetting(section: string, key: string): unknown {
+  return stub.configuration[section.length > 0 ? `${section}.${key}` : key];
+}
+
+export const workspace = {
+  getConfiguration(section = '') {
+    return {
+      get<T>(key: string, fallback?: T): T | undefined {
+        const value = getSetting(section, key);
+        return value === undefined ? fallback : (value as T);
+      },
+      has(key: string): boolean {
+        return getSetting(section, key) !== undefined;
+      },
+    };
+  },
+  get workspaceFolders() {
+    return stub.workspaceFolders.length === 0
+      ? undefined
+      : stub.workspaceFolders.map((folder, index) => ({ uri: Uri.file(folder), name: folder, index }));
+  },
+  get textDocuments(): StubDocument[] {
+    return stub.documents;
+  },
+  findFiles(_include: string, _exclude?: string, maxResults?: number): Promise<Uri[]> {
+    const files = stub.files.map((file) => Uri.file(file));
+    return Promise.resolve(maxResults === undefined ? files : files.slice(0, maxResults));
+  },
+  openTextDocument(uri: Uri): Promise<StubDocument> {
+    stub.opened.push(uri.toString());
+    return Promise.resolve({ uri, languageId: 'yaml' });
+  },
+  onDidChangeConfiguration(listener: (event: { affectsConfiguration(section: string): boolean }) => void) {
+    return stub.onDidChangeConfiguration.event(listener);
+  },
+  onDidOpenTextDocument(listener: (document: StubDocument) => void) {
+    return stub.onDidOpenTextDocument.event(listener);
+  },
+};
+
+export const commands = {
+  registerCommand(command: string, callback: (...args: unknown[]) => unknown): Disposable {
+    if (stub.commands.has(command)) {
+      throw new Error(`command '${command}' already exists`);
+    }
+    stub.commands.set(command, callback);
+    return new Disposable(() => stub.commands.delete(command));
+  },
+  executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    stub.executed.push({ command, args });
+    const registered = stub.commands.get(command);
+    return Promise.resolve(registered === undefined ? undefined : registered(...args));
+  },
+};
+
+export const env = {
+  openExternal(uri: Uri): Promise<boolean> {
+    stub.external.push(uri.toString());
+    return Promise.resolve(true);
+  },
+};
+
+// Classes that vscode-languageclient extends when its module loads (test/bundle.test.ts loads the bundle).
+// They only have to exist: the extension under test never creates a language client there.
+export class CallHierarchyItem {}
+export class CodeAction {}
+export class CodeLens {}
+export class CompletionItem {}
+export class Diagnostic {}
+export class DocumentLink {}
+export class InlayHint {}
+export class SymbolInformation {}
+export class TypeHierarchyItem {}
+export class CancellationError extends Error {}

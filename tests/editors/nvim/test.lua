@@ -1,0 +1,288 @@
+-- Drives headless Neovim (with editors/nvim on the runtimepath) against the real wb-lsp binary.
+--
+-- Environment: WB_LSP_BIN (the server), WB_TEST_REPO (a copy of fixtures/cases/unsupported-runner),
+-- WB_TEST_LEGACY_REPO (a copy of fixtures/example-repo), WB_TEST_TIMEOUT_MS (per wait, default 20000).
+-- Exits 0 when every check passes; otherwise prints what failed and exits 1.
+
+local TIMEOUT = tonumber(os.getenv("WB_TEST_TIMEOUT_MS") or "") or 20000
+
+local function out(message)
+  io.stdout:write(message .. "\n")
+  io.stdout:flush()
+end
+
+local function fail(message)
+  error({ workbench_test_failure = message }, 2)
+end
+
+local function check(condition, message)
+  if not condition then
+    fail(message)
+  end
+end
+
+local function env(name)
+  local value = os.getenv(name)
+  check(value and value ~= "", "the environment variable " .. name .. " is not set")
+  return value
+end
+
+--- Polls `condition` until it returns a truthy value; fails with `what` on timeout.
+local function wait_for(what, condition)
+  local value
+  local ok = vim.wait(TIMEOUT, function()
+    value = condition()
+    return value ~= nil and value ~= false
+  end, 20)
+  check(ok, ("timed out after %d ms waiting for %s"):format(TIMEOUT, what))
+  return value
+end
+
+local function request(bufnr, method, params)
+  local responses, err = vim.lsp.buf_request_sync(bufnr, method, params, TIMEOUT)
+  check(responses ~= nil, ("%s: no response (%s)"):format(method, tostring(err)))
+  for _, response in pairs(responses) do
+    check(response.err == nil, ("%s failed: %s"):format(method, vim.inspect(response.err)))
+    return response.result
+  end
+  fail(method .. ": no client answered")
+end
+
+local function position_params(bufnr, line, character)
+  return { textDocument = { uri = vim.uri_from_bufnr(bufnr) }, position = { line = line, character = character } }
+end
+
+local function labels(result)
+  local items = result and (result.items or result) or {}
+  local names = {}
+  for _, item in ipairs(items) do
+    table.insert(names, item.label)
+  end
+  return names
+end
+
+local function contains(list, wanted)
+  for _, value in ipairs(list) do
+    if value == wanted then
+      return true
+    end
+  end
+  return false
+end
+
+local function hover_text(result)
+  if not result or not result.contents then
+    return ""
+  end
+  local contents = result.contents
+  if type(contents) == "string" then
+    return contents
+  end
+  if contents.value then
+    return contents.value
+  end
+  local parts = {}
+  for _, part in ipairs(contents) do
+    table.insert(parts, type(part) == "string" and part or part.value or "")
+  end
+  return table.concat(parts, "\n")
+end
+
+local function ends_with(text, suffix)
+  return text:sub(-#suffix) == suffix
+end
+
+-- Messages sent through vim.notify (the plugin's command feedback) are recorded.
+local notifications = {}
+vim.notify = function(message, level)
+  table.insert(notifications, { message = message, level = level })
+  out("notify: " .. tostring(message))
+end
+
+local function notified(pattern)
+  for _, entry in ipairs(notifications) do
+    if tostring(entry.message):find(pattern) then
+      return entry.message
+    end
+  end
+  return nil
+end
+
+local function run()
+  local bin = env("WB_LSP_BIN")
+  local repo = env("WB_TEST_REPO")
+  local legacy_repo = env("WB_TEST_LEGACY_REPO")
+
+  -- A stand-in for nvim-lspconfig's `lspconfig.configs` registry (the real one is not installed here), to
+  -- check what the plugin registers with it.
+  local lspconfig_configs = {}
+  package.loaded["lspconfig.configs"] = lspconfig_configs
+
+  local workbench = require("workbench")
+
+  local manifest = repo .. "/.workbenches/typo/workbench.yml"
+  -- The manifest is opened before setup() runs, as when a plugin manager loads the plugin lazily on the
+  -- filetype: setup() attaches buffers already open. (The second repository below goes through the autocmd.)
+  vim.cmd("edit " .. vim.fn.fnameescape(manifest))
+  -- The settings section given bare (not under `workbench`): the plugin wraps it.
+  workbench.setup({ cmd = { bin, "serve" }, settings = { severity = { ["unsupported-runner"] = "error" } } })
+
+  local registered = lspconfig_configs.workbench
+  check(registered and registered.default_config, "no `workbench` config was registered with nvim-lspconfig")
+  check(registered.default_config.cmd[1] == bin, "the lspconfig cmd is " .. vim.inspect(registered.default_config.cmd))
+  check(registered.default_config.root_dir(manifest) == repo, "the lspconfig root_dir of the manifest is wrong")
+  check(registered.default_config.root_dir(repo .. "/README.md") == nil, "lspconfig would attach outside manifests")
+  check(
+    vim.deep_equal(registered.default_config.filetypes, { "yaml.workbench" }),
+    "the lspconfig filetypes are " .. vim.inspect(registered.default_config.filetypes)
+  )
+  out("ok: a `workbench` config is registered with nvim-lspconfig")
+  local bufnr = vim.api.nvim_get_current_buf()
+  check(vim.bo[bufnr].filetype == "yaml.workbench", "filetype is " .. vim.bo[bufnr].filetype .. ", not yaml.workbench")
+  out("ok: the manifest has filetype yaml.workbench")
+
+  local client = wait_for("the workbench client to attach and initialize", function()
+    local c = workbench.client(bufnr)
+    return c and c.initialized and c or nil
+  end)
+  check(client.config.root_dir == repo, ("root_dir is %s, expected %s"):format(tostring(client.config.root_dir), repo))
+  out("ok: wb-lsp attached with root " .. repo)
+
+  -- Diagnostics: `runner: open-code` on line 4 (0-based 3) is an unsupported runner.
+  local diagnostic = wait_for("a diagnostic on line 4 of " .. manifest, function()
+    for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+      if d.lnum == 3 then
+        return d
+      end
+    end
+    return nil
+  end)
+  check(
+    diagnostic.message == "Unsupported runner: open-code",
+    "diagnostic message is " .. vim.inspect(diagnostic.message)
+  )
+  check(diagnostic.col == 8 and diagnostic.end_col == 17, ("diagnostic columns %d-%d, expected 8-17"):format(
+    diagnostic.col,
+    diagnostic.end_col
+  ))
+  check(diagnostic.code == "unsupported-runner", "diagnostic code " .. vim.inspect(diagnostic.code))
+  out("ok: diagnostic 4:9 " .. diagnostic.message)
+
+  -- Completion of the runner value.
+  local runners = labels(request(bufnr, "textDocument/completion", position_params(bufnr, 3, 8)))
+  check(contains(runners, "opencode"), "completion after `runner: ` lacks opencode: " .. vim.inspect(runners))
+  out("ok: completion after `runner: ` offers " .. table.concat(runners, ", "))
+
+  -- Hover on the `runner` key.
+  local hover = hover_text(request(bufnr, "textDocument/hover", position_params(bufnr, 3, 2)))
+  check(hover:find("**runner**", 1, true), "hover on `runner` lacks **runner**: " .. vim.inspect(hover))
+  check(hover:find("runner: opencode", 1, true), "hover on `runner` lacks the example: " .. vim.inspect(hover))
+  out("ok: hover on `runner` documents the field")
+
+  -- Go to definition on the `instructions:` value, through the real UI command.
+  vim.api.nvim_win_set_cursor(0, { 7, 18 })
+  vim.lsp.buf.definition()
+  local instructions = repo .. "/.workbenches/typo/instructions.md"
+  wait_for("go-to-definition to open " .. instructions, function()
+    return vim.api.nvim_buf_get_name(0) == instructions
+  end)
+  out("ok: go-to-definition on `instructions:` opened instructions.md")
+
+  -- Completion of a missing top-level key on a new, empty line (an incremental didChange first).
+  vim.api.nvim_set_current_buf(bufnr)
+  local last = vim.api.nvim_buf_line_count(bufnr)
+  vim.api.nvim_buf_set_lines(bufnr, last, last, false, { "" })
+  local keys = labels(request(bufnr, "textDocument/completion", position_params(bufnr, last, 0)))
+  check(contains(keys, "description"), "top-level completion lacks description: " .. vim.inspect(keys))
+  check(not contains(keys, "runner"), "top-level completion offers runner, which is already present")
+  out("ok: completion on an empty top-level line offers description")
+
+  -- Fixing the runner clears the diagnostic.
+  vim.api.nvim_buf_set_lines(bufnr, 3, 4, false, { "runner: opencode" })
+  wait_for("the diagnostic on line 4 to clear after the fix", function()
+    for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+      if d.lnum == 3 then
+        return nil
+      end
+    end
+    return true
+  end)
+  out("ok: fixing the runner clears the diagnostic")
+
+  -- Breaking it again brings it back, checked with the final settings: the severity setting makes
+  -- unsupported-runner an error.
+  vim.api.nvim_buf_set_lines(bufnr, 3, 4, false, { "runner: open-code" })
+  local again = wait_for("the diagnostic on line 4 to return", function()
+    for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+      if d.lnum == 3 then
+        return d
+      end
+    end
+    return nil
+  end)
+  check(
+    again.severity == vim.diagnostic.severity.ERROR,
+    "the severity setting (unsupported-runner: error) is not applied: severity " .. tostring(again.severity)
+  )
+  out("ok: the severity setting applies (unsupported-runner is an error)")
+
+  -- :WorkbenchCheck re-checks the workspace (two packages in this repository).
+  vim.cmd("WorkbenchCheck")
+  local checked = wait_for(":WorkbenchCheck to report", function()
+    return notified("checking %d+ package")
+  end)
+  check(checked:find("checking 2 package", 1, true), "unexpected :WorkbenchCheck report: " .. checked)
+  out("ok: :WorkbenchCheck checked 2 packages")
+
+  -- :WorkbenchMigrate on a spec 0 manifest in another repository (a second client) rewrites the buffer.
+  local legacy = legacy_repo .. "/.workbenches/legacy-release/workbench.yml"
+  vim.cmd("edit " .. vim.fn.fnameescape(legacy))
+  local legacy_buf = vim.api.nvim_get_current_buf()
+  check(vim.bo[legacy_buf].filetype == "yaml.workbench", "the second manifest's filetype is " .. vim.bo[legacy_buf].filetype)
+  local legacy_client = wait_for("a workbench client for " .. legacy_repo, function()
+    local c = workbench.client(legacy_buf)
+    return c and c.initialized and c or nil
+  end)
+  check(legacy_client.id ~= client.id, "the second repository reused the first repository's client")
+  check(legacy_client.config.root_dir == legacy_repo, "second root_dir is " .. tostring(legacy_client.config.root_dir))
+  wait_for("the spec-0-manifest diagnostic", function()
+    for _, d in ipairs(vim.diagnostic.get(legacy_buf)) do
+      if d.lnum == 1 and d.code == "spec-0-manifest" then
+        return true
+      end
+    end
+    return nil
+  end)
+  vim.cmd("WorkbenchMigrate")
+  wait_for("the migrated buffer to declare spec 1 and runtimes", function()
+    local text = table.concat(vim.api.nvim_buf_get_lines(legacy_buf, 0, -1, false), "\n")
+    return text:find("\nspec: 1", 1, true) and text:find("\nruntimes:", 1, true)
+  end)
+  wait_for(":WorkbenchMigrate to report", function()
+    return notified("migrated to spec 1")
+  end)
+  wait_for("the spec-0-manifest diagnostic to clear after migrating", function()
+    for _, d in ipairs(vim.diagnostic.get(legacy_buf)) do
+      if d.code == "spec-0-manifest" then
+        return nil
+      end
+    end
+    return true
+  end)
+  out("ok: :WorkbenchMigrate migrated legacy-release to spec 1")
+end
+
+local ok, err = xpcall(run, function(e)
+  if type(e) == "table" and e.workbench_test_failure then
+    return e.workbench_test_failure
+  end
+  return debug.traceback(tostring(e), 2)
+end)
+if ok then
+  out("nvim: all checks passed")
+  vim.cmd("qall!")
+else
+  io.stderr:write("FAIL (nvim): " .. tostring(err) .. "\n")
+  io.stderr:flush()
+  vim.cmd("cquit 1")
+end
