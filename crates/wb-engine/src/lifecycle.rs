@@ -199,7 +199,8 @@ fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, 
         }
     }
     let routes = routing::allowed_routes(&package.manifest, catalog, &runner)?;
-    let (route, authentication) = routing::select_route(&routes, catalog, &runner, &env);
+    let (route, authentication) =
+        routing::select_route(&routes, catalog, &runner, &env, options.inherited.get("HOME").map(String::as_str));
     let route = route.ok_or_else(|| {
         EngineError::message(format!("No provider route is available for model {}", authentication.model))
     })?;
@@ -223,6 +224,7 @@ fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, 
         outbox: &outbox,
         mcps: &enabled,
         unselected_variables: &unselected,
+        inherited: &options.inherited,
     };
     let translation = adapter.translate(&context)?;
     warnings.extend(translation.warnings.iter().cloned());

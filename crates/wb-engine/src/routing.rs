@@ -122,8 +122,8 @@ fn unknown_model(id: &str) -> EngineError {
 }
 
 /// The runner's own sign-in store, if the user has one (its path is never printed with its contents).
-fn runner_store(runner: &str) -> Option<std::path::PathBuf> {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from)?;
+fn runner_store(runner: &str, home: Option<&str>) -> Option<std::path::PathBuf> {
+    let home = std::path::PathBuf::from(home?);
     let candidates = match runner {
         "opencode" => vec![home.join(".local/share/opencode/auth.json")],
         "claude-code" => vec![home.join(".claude/.credentials.json")],
@@ -133,12 +133,14 @@ fn runner_store(runner: &str) -> Option<std::path::PathBuf> {
     candidates.into_iter().find(|p| p.is_file())
 }
 
-/// Selects the first route with credentials, or reports that authentication is needed.
+/// Selects the first route with credentials, or reports that authentication is needed. `home` is the
+/// inherited `HOME`, where the runner's own sign-in store lives.
 pub fn select_route(
     routes: &[ModelRoute],
     catalog: &ModelCatalog,
     runner: &str,
     env: &Environment,
+    home: Option<&str>,
 ) -> (Option<ModelRoute>, Authentication) {
     let canonical = routes.first().map(|r| r.canonical.clone()).unwrap_or_default();
     let credential = |provider: &str| -> Option<String> {
@@ -161,7 +163,7 @@ pub fn select_route(
             return (Some(route.clone()), auth);
         }
     }
-    if let (Some(route), Some(_)) = (routes.first(), runner_store(runner)) {
+    if let (Some(route), Some(_)) = (routes.first(), runner_store(runner, home)) {
         let auth = Authentication {
             ready: true,
             model: canonical.clone(),

@@ -383,3 +383,26 @@ fn watched_files_and_skill_documents() {
     assert_eq!(own.diagnostics[0].message, "Skill name must match its directory: reviewer");
     client.drain();
 }
+
+#[test]
+fn an_open_outbox_declaration_is_checked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let outbox = dir.path().canonicalize().expect("canonical").join("runs/wb_x/outbox");
+    std::fs::create_dir_all(&outbox).expect("mkdir");
+    std::fs::write(outbox.join("report.md"), "# Report\n").expect("write");
+    let declaration = outbox.join("outcome.json");
+    let text = "{\"version\": 1, \"artifacts\": [{\"path\": \"report.md\"}, {\"path\": \"missing.md\"}]}";
+    let mut client = Client::start(Options::default());
+    client.open(&declaration, text);
+    let published = client.diagnostics(&declaration, |p| !p.diagnostics.is_empty());
+    assert_eq!(published.diagnostics.len(), 1, "{:?}", published.diagnostics);
+    assert_eq!(published.diagnostics[0].message, "Declared artifact file does not exist: missing.md");
+    assert_eq!(published.diagnostics[0].range.start, position_of(text, "\"missing.md\"", 0));
+    // The missing file appears: the watcher notification re-checks the open declaration.
+    std::fs::write(outbox.join("missing.md"), "now here").expect("write");
+    client.notify::<lsp::notification::DidChangeWatchedFiles>(lsp::DidChangeWatchedFilesParams {
+        changes: vec![lsp::FileEvent { uri: uri(&outbox.join("missing.md")), typ: lsp::FileChangeType::CREATED }],
+    });
+    client.diagnostics(&declaration, |p| p.diagnostics.is_empty());
+    client.drain();
+}

@@ -12,6 +12,7 @@ pub mod init;
 pub mod migrate;
 mod model;
 mod models;
+pub mod outbox;
 mod package;
 mod rules;
 pub mod schema;

@@ -93,7 +93,7 @@ impl Adapter for ClaudeCode {
         // Claude's own variables come only from the engine: the selected route's credentials.
         let mut remove_env: Vec<String> = context.unselected_variables.to_vec();
         let inherited_claude: Vec<String> =
-            std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).filter(|k| is_claude_variable(k)).collect();
+            context.inherited.keys().filter(|k| is_claude_variable(k)).cloned().collect();
         for name in inherited_claude {
             if !env.contains_key(&name) {
                 remove_env.push(name);
@@ -117,8 +117,8 @@ impl Adapter for ClaudeCode {
             _ => {}
         }
         // A base URL the user set on purpose (a gateway, a local server) is kept.
-        if let Ok(base) = std::env::var("ANTHROPIC_BASE_URL") {
-            env.entry("ANTHROPIC_BASE_URL".to_owned()).or_insert(base);
+        if let Some(base) = context.inherited.get("ANTHROPIC_BASE_URL") {
+            env.entry("ANTHROPIC_BASE_URL".to_owned()).or_insert_with(|| base.clone());
         }
         env.insert("CLAUDE_CONFIG_DIR".to_owned(), dir.display().to_string());
         env.insert("CLAUDE_CODE_DISABLE_AUTO_MEMORY".to_owned(), "1".to_owned());

@@ -44,6 +44,8 @@ pub struct StageContext<'a> {
     pub mcps: &'a [&'a Mcp],
     /// Provider credential variables of routes that were not selected: removed from the runner's environment.
     pub unselected_variables: &'a [String],
+    /// The environment the engine inherited: the base of the runner's environment (and where `HOME` is).
+    pub inherited: &'a BTreeMap<String, String>,
 }
 
 /// What the runner receives. `env` holds values and is only ever handed to the runner's process.

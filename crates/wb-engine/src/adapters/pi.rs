@@ -45,7 +45,7 @@ impl Adapter for Pi {
         let system = combined_instructions(context, shipped.as_deref())?;
         super::write_file(&dir.join("APPEND_SYSTEM.md"), &system, 0o444)?;
         // The user's Pi sign-in, linked (never copied) when it exists.
-        if let Some(home) = std::env::var_os("HOME") {
+        if let Some(home) = context.inherited.get("HOME") {
             let auth = std::path::Path::new(&home).join(".pi/agent/auth.json");
             if auth.is_file() {
                 #[cfg(unix)]

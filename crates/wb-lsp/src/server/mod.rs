@@ -445,7 +445,8 @@ impl Server {
     fn mark_all_dirty(&mut self) {
         let manifests: Vec<PathBuf> = self.manifests.iter().cloned().collect();
         self.dirty.extend(manifests);
-        let skills: Vec<PathBuf> = self.documents.keys().filter(|p| state::is_skill(p)).cloned().collect();
+        let skills: Vec<PathBuf> =
+            self.documents.keys().filter(|p| state::is_skill(p) || state::is_outbox_declaration(p)).cloned().collect();
         self.dirty.extend(skills);
         if self.pull_diagnostics {
             self.refresh_pull_diagnostics();
@@ -471,9 +472,17 @@ impl Server {
         if state::is_manifest(path) && self.manifests.contains(path) {
             self.dirty.insert(path.to_owned());
         }
-        if state::is_skill(path) && self.documents.contains_key(path) {
+        if (state::is_skill(path) || state::is_outbox_declaration(path)) && self.documents.contains_key(path) {
             self.dirty.insert(path.to_owned());
         }
+        // A file appearing or vanishing in an outbox changes what its open declaration may declare.
+        let declarations: Vec<PathBuf> = self
+            .documents
+            .keys()
+            .filter(|doc| state::is_outbox_declaration(doc) && doc.parent().is_some_and(|dir| path.starts_with(dir)))
+            .cloned()
+            .collect();
+        self.dirty.extend(declarations);
         if self.pull_diagnostics {
             self.refresh_pull_diagnostics();
         }
@@ -547,7 +556,7 @@ impl Server {
                             self.manifests.remove(&path);
                             self.clear_owner(&path)?;
                         }
-                        if state::is_skill(&path) {
+                        if state::is_skill(&path) || state::is_outbox_declaration(&path) {
                             self.clear_owner(&path)?;
                         }
                         self.mark_affected(&path);

@@ -175,3 +175,9 @@ pub fn is_manifest(path: &Path) -> bool {
 pub fn is_skill(path: &Path) -> bool {
     path.file_name().is_some_and(|name| name == "SKILL.md")
 }
+
+/// An outbox declaration: `outcome.json` directly inside a directory named `outbox`.
+pub fn is_outbox_declaration(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "outcome.json")
+        && path.parent().and_then(Path::file_name).is_some_and(|name| name == "outbox")
+}

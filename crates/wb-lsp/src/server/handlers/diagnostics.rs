@@ -8,13 +8,18 @@ use lsp_types as lsp;
 use wb_syntax::LineIndex;
 
 use super::super::convert;
-use super::super::state::{Snapshot, is_manifest, is_skill};
+use super::super::state::{Snapshot, is_manifest, is_outbox_declaration, is_skill};
 
 /// Diagnostics of one owner (a manifest, or an open `SKILL.md`), grouped by the file they are in, each with
 /// the version of the open document they were computed from.
 pub fn compute(snapshot: &Snapshot, owner: &Path) -> Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)> {
     let diagnostics = if is_manifest(owner) {
         snapshot.check(owner).diagnostics
+    } else if is_outbox_declaration(owner) {
+        match snapshot.text(owner) {
+            Some(text) => wb_manifest::outbox::check_declaration(&snapshot.overlay, owner, &text),
+            None => Vec::new(),
+        }
     } else if is_skill(owner) {
         match snapshot.text(owner) {
             Some(text) => wb_manifest::skill::skill_file_diagnostics(owner, &text),
