@@ -82,7 +82,7 @@ fn fake_repository(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::create_dir_all(&package).unwrap();
     std::fs::write(
         package.join("workbench.yml"),
-        "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntimes:\n  local: {}\n",
+        "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nmcps:\n  - name: api\n    url: https://api.example.com/mcp\n    headers:\n      Authorization: Bearer ${API_TOKEN}\nenv:\n  API_TOKEN:\n    required: false\nruntimes:\n  local: {}\n",
     )
     .unwrap();
     std::fs::write(package.join("instructions.md"), "# Demo\n").unwrap();
@@ -125,14 +125,26 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/codeLens", "params": {"textDocument": {"uri": uri}}}),
     );
+    let canary = "tok-canary-93be5";
+    let arguments = json!([{"uri": uri, "task": "say done", "env": [format!("API_TOKEN={canary}")]}]);
+    send(json!({"jsonrpc": "2.0", "id": 5, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.dryRun", "arguments": arguments}}));
+    send(json!({"jsonrpc": "2.0", "id": 6, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.smoke", "arguments": arguments}}));
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
-        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "say done"}], "workDoneToken": "run-1"}}));
+        "params": {"command": "workbench.run", "arguments": arguments, "workDoneToken": "run-1"}}));
     let mut events = Vec::new();
     let mut lenses = None;
     let mut progress = 0;
+    let mut everything = String::new();
+    let mut dry_run = None;
+    let mut smoke = None;
     let result = loop {
         let message = read_message(&mut stdout);
+        everything.push_str(&message.to_string());
         match (message.get("id").and_then(Value::as_i64), message.get("method").and_then(Value::as_str)) {
+            (Some(5), None) => dry_run = Some(message["result"].clone()),
+            (Some(6), None) => smoke = Some(message["result"].clone()),
             (Some(2), None) => lenses = Some(message["result"].clone()),
             (Some(3), None) => break message,
             (_, Some("workbench/runEvent")) => events.push(message["params"]["event"].clone()),
@@ -155,8 +167,15 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
         .filter_map(|l| l["command"]["title"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(titles.len(), 3, "{titles:?}");
-    let all = serde_json::to_string(&events).unwrap();
-    assert!(!all.contains("sk-test-canary-7d1f"), "a secret leaked into events");
+    // Every byte the server sent (dry run, smoke, events, progress) is free of environment values.
+    for secret in ["sk-test-canary-7d1f", canary] {
+        assert!(!everything.contains(secret), "a secret leaked: {secret}");
+    }
+    let dry_run = dry_run.expect("dry run result");
+    assert_eq!(dry_run["native"]["mcp"]["api"]["headers"]["Authorization"], "Bearer {env:API_TOKEN}", "{dry_run}");
+    assert!(dry_run["env"].as_array().is_some_and(|names| names.iter().any(|n| n == "API_TOKEN")));
+    let smoke = smoke.expect("smoke result");
+    assert_eq!(smoke[0]["status"], "ready", "{smoke}");
     send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
     loop {
         if read_message(&mut stdout)["id"] == 4 {
