@@ -364,27 +364,15 @@ impl Server {
                     if version.is_some() && current != version {
                         continue;
                     }
-                    now.insert(path.clone());
-                    if let Some(uri) = convert::path_to_url(&path) {
-                        self.notify::<lsp::notification::PublishDiagnostics>(lsp::PublishDiagnosticsParams {
-                            uri,
-                            diagnostics,
-                            version: current,
-                        })?;
-                    }
+                    self.publish(&path, diagnostics, current)?;
+                    now.insert(path);
                 }
                 let before = self.published.insert(owner.clone(), now.clone()).unwrap_or_default();
                 for stale in before.difference(&now) {
                     let still_owned =
                         self.published.iter().any(|(other, files)| *other != owner && files.contains(stale));
                     if !still_owned {
-                        if let Some(uri) = convert::path_to_url(stale) {
-                            self.notify::<lsp::notification::PublishDiagnostics>(lsp::PublishDiagnosticsParams {
-                                uri,
-                                diagnostics: Vec::new(),
-                                version: None,
-                            })?;
-                        }
+                        self.publish(stale, Vec::new(), None)?;
                     }
                 }
             }
@@ -642,17 +630,22 @@ impl Server {
         Ok(())
     }
 
+    fn publish(&self, path: &Path, diagnostics: Vec<lsp::Diagnostic>, version: Option<i32>) -> anyhow::Result<()> {
+        match convert::path_to_url(path) {
+            Some(uri) => self.notify::<lsp::notification::PublishDiagnostics>(lsp::PublishDiagnosticsParams {
+                uri,
+                diagnostics,
+                version,
+            }),
+            None => Ok(()),
+        }
+    }
+
     fn clear_owner(&mut self, owner: &Path) -> anyhow::Result<()> {
         self.generations.insert(owner.to_owned(), u64::MAX);
         let files = self.published.remove(owner).unwrap_or_default();
         for file in files.into_iter().chain(std::iter::once(owner.to_owned())) {
-            if let Some(uri) = convert::path_to_url(&file) {
-                self.notify::<lsp::notification::PublishDiagnostics>(lsp::PublishDiagnosticsParams {
-                    uri,
-                    diagnostics: Vec::new(),
-                    version: None,
-                })?;
-            }
+            self.publish(&file, Vec::new(), None)?;
         }
         Ok(())
     }
