@@ -443,6 +443,14 @@ impl Server {
 
     /// After a change to `path`, the manifests that may read it: every manifest of the same repository.
     fn mark_affected(&mut self, path: &Path) {
+        if state::is_manifest(path) && self.manifests.contains(path) {
+            // A manifest is read by its own package only: editing one re-checks just that one.
+            self.dirty.insert(path.to_owned());
+            if self.pull_diagnostics {
+                self.refresh_pull_diagnostics();
+            }
+            return;
+        }
         let repository = wb_manifest::repository_root(path).or_else(|| path.parent().map(Path::to_path_buf));
         let affected: Vec<PathBuf> = self
             .manifests
