@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the tests use. Installed only when missing, so repeated runs stay fast.
-packages=(neovim emacs-nox elpa-eglot)
+packages=(neovim emacs-nox elpa-eglot docker.io busybox-static)
 if [ ${#packages[@]} -gt 0 ]; then
   missing=()
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -18,6 +18,22 @@ fi
 # Python tools the integration tests use (tests/integrations): pre-commit and PyYAML, from PyPI, when missing.
 if ! python3 -c 'import pre_commit, yaml' >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore pre-commit pyyaml
+fi
+
+# A real Docker engine for crates/wb-engine/tests/docker.rs (its images are built locally: no registry needed).
+# Started in the background when none answers; WB_LSP_SKIP_DOCKER_TESTS=1 skips those tests instead.
+if [ "${WB_LSP_SKIP_DOCKER_TESTS:-}" != 1 ] && ! docker info >/dev/null 2>&1; then
+  if command -v dockerd >/dev/null 2>&1; then
+    nohup dockerd >/tmp/wb-lsp-dockerd.log 2>&1 &
+    for _ in $(seq 30); do
+      [ -S /var/run/docker.sock ] && docker info >/dev/null 2>&1 && break
+      sleep 1
+    done
+  fi
+  if ! docker info >/dev/null 2>&1; then
+    echo "warning: the Docker engine did not start (see /tmp/wb-lsp-dockerd.log); the docker tests will fail" >&2
+    tail -n 20 /tmp/wb-lsp-dockerd.log >&2 2>/dev/null || true
+  fi
 fi
 
 cargo test --workspace --locked "$@"

@@ -18,4 +18,4 @@ pub mod runtime;
 pub mod source;
 
 pub use error::{EngineError, Result};
-pub use lifecycle::{DryRun, Ending, Options, RunResult, Smoke, dry_run, run, smoke};
+pub use lifecycle::{BuildReport, DryRun, Ending, Options, RunResult, Smoke, build, dry_run, run, smoke};

@@ -214,14 +214,24 @@ fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, 
         .tempdir()
         .map_err(|e| EngineError::io("cannot create the staging directory", e))?;
     let task = options.task.clone().unwrap_or_default();
+    // What the runner sees: the host's paths, or the container's (the runtime mounts the host's there).
+    let (runner_workspaces, runner_outbox, runner_stage, runner_package) = if runtime.maps_paths() {
+        let layout = runtime::container_layout(&workspaces, &package.package_dir, stage.path(), &outbox);
+        runtime.set_mounts(layout.mounts);
+        (layout.workspaces, layout.outbox, layout.stage_dir, layout.package_dir)
+    } else {
+        (workspaces.clone(), outbox.clone(), stage.path().to_path_buf(), package.package_dir.clone())
+    };
     let context = StageContext {
         package: &package,
         route: &route,
-        workspaces: &workspaces,
+        workspaces: &runner_workspaces,
         env: &env,
         task: &task,
         stage_dir: stage.path(),
-        outbox: &outbox,
+        runner_stage_dir: &runner_stage,
+        runner_package_dir: &runner_package,
+        outbox: &runner_outbox,
         mcps: &enabled,
         unselected_variables: &unselected,
         inherited: &options.inherited,
@@ -482,7 +492,7 @@ pub fn run(
     };
     send(&mut stream, Translated::new("run.ready", json!({})));
     let (lines_tx, lines_rx) = crossbeam_lines();
-    if let Some(stdout) = launched.child.stdout.take() {
+    if let Some(stdout) = launched.stdout.take() {
         let tx = lines_tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -496,7 +506,7 @@ pub fn run(
     }
     let stderr_tail = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let mut stderr_reader = None;
-    if let Some(stderr) = launched.child.stderr.take() {
+    if let Some(stderr) = launched.stderr.take() {
         let tail = Arc::clone(&stderr_tail);
         stderr_reader = Some(std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
@@ -537,7 +547,7 @@ pub fn run(
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
-    let status = if cancelled { None } else { launched.child.wait().ok() };
+    let status = if cancelled { None } else { launched.wait() };
     // The runner has exited: let the stderr reader take its last lines before a failure quotes them (bounded,
     // in case something the runner started still holds the pipe).
     if let Some(reader) = stderr_reader {
@@ -559,7 +569,7 @@ pub fn run(
             (failure, _) => {
                 let detail = failure.clone().unwrap_or_else(|| {
                     let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
-                    let code = status.and_then(|s| s.code()).map_or("a signal".to_owned(), |c| format!("status {c}"));
+                    let code = status.and_then(|s| s.code).map_or("a signal".to_owned(), |c| format!("status {c}"));
                     if tail.is_empty() {
                         format!("The runner exited with {code}")
                     } else {
@@ -591,4 +601,61 @@ enum Line {
 
 fn crossbeam_lines() -> (std::sync::mpsc::Sender<Line>, std::sync::mpsc::Receiver<Line>) {
     std::sync::mpsc::channel()
+}
+
+/// What `build` prepared for one package (`wb build`): the image, or why it could not.
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildReport {
+    pub workbench: String,
+    pub version: String,
+    pub runtime: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::runtime::ImageInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Prepares each package's runtime (pull or build its image) without preflight or a runner.
+pub fn build(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> Result<Vec<BuildReport>> {
+    let packages = source::resolve(fs, &options.source, &options.cwd, catalog, false)?;
+    let mut reports = Vec::new();
+    for package in packages {
+        let report = match package {
+            Ok(package) => {
+                let prepared = select_runtime(&package, options.runtime.as_deref()).and_then(|name| {
+                    let mut runtime = runtime::runtime_for(&name)?;
+                    runtime.inherit_environment(&options.inherited);
+                    runtime.prepare(&package)?;
+                    let image = runtime.image();
+                    runtime.cleanup()?;
+                    Ok((name, image))
+                });
+                match prepared {
+                    Ok((runtime, image)) => BuildReport {
+                        workbench: package.name.clone(),
+                        version: package.version.clone(),
+                        runtime,
+                        image,
+                        error: None,
+                    },
+                    Err(error) => BuildReport {
+                        workbench: package.name.clone(),
+                        version: package.version.clone(),
+                        runtime: options.runtime.clone().unwrap_or_default(),
+                        image: None,
+                        error: Some(error.to_string()),
+                    },
+                }
+            }
+            Err(error) => BuildReport {
+                workbench: String::new(),
+                version: String::new(),
+                runtime: options.runtime.clone().unwrap_or_default(),
+                image: None,
+                error: Some(error.to_string()),
+            },
+        };
+        reports.push(report);
+    }
+    Ok(reports)
 }

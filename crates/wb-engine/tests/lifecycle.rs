@@ -1066,7 +1066,8 @@ fn runtime_selection_errors() {
     );
     options.runtime = Some("local".into());
     assert_eq!(dry_run(&options).unwrap().runtime, "local");
-    for (runtime, config) in [("daytona", "    class: linux\n"), ("docker", "    image: ghcr.io/example/image:1\n")] {
+    {
+        let (runtime, config) = ("daytona", "    class: linux\n");
         let name = format!("only-{runtime}");
         world.package(
             &name,
@@ -1088,6 +1089,23 @@ fn runtime_selection_errors() {
                 .contains(&format!("The {runtime} runtime is not supported"))
         );
     }
+    // Docker is supported (tests/docker.rs): an image that is neither present nor pullable is named (or, without
+    // an engine, the engine is), never replaced by the host.
+    world.package(
+        "only-docker",
+        &minimal(
+            "only-docker",
+            "opencode",
+            "openai/gpt-5.1",
+            "runtimes:\n  docker:\n    image: ghcr.io/example/image:1\n",
+        ),
+    );
+    let error = dry_run_error(&with_env(options_for(&world, "only-docker"), &key));
+    assert!(
+        error.starts_with("Cannot pull Docker image ghcr.io/example/image:1")
+            || error.starts_with("Cannot reach the Docker engine"),
+        "{error}"
+    );
     // Spec 0: an unknown runtime name passes the parser and fails when the runtime is resolved.
     world.package(
         "moon",
@@ -1138,7 +1156,12 @@ fn host_docker_errors() {
         "Host Docker engine access requires explicit --allow-host-docker authorization"
     );
     options.allow_host_docker = true;
-    assert!(dry_run_error(&options).starts_with("The docker runtime is not supported by this wb-lsp build"));
+    let error = dry_run_error(&options);
+    assert!(
+        error.starts_with("Cannot pull Docker image ghcr.io/example/image:1")
+            || error.starts_with("Cannot reach the Docker engine"),
+        "{error}"
+    );
     options.allow_host_docker = false;
     options.runtime = Some("local".into());
     assert!(dry_run(&options).is_ok(), "the local runtime of the same package needs no authorization");

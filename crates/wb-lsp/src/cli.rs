@@ -36,6 +36,8 @@ pub enum Command {
     Smoke(RunArgs),
     /// Run a Workbench one-shot on a task.
     Run(RunArgs),
+    /// Prepare a Workbench's runtime image (pull or build and cache it) without preflight or a runner.
+    Build(BuildArgs),
     /// Run the language server over stdio.
     Serve,
 }
@@ -78,6 +80,19 @@ pub struct RunArgs {
     /// Run: print only the final answer.
     #[arg(long)]
     pub r#final: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// A package directory, a manifest, or a repository (`PATH#selector` picks one package).
+    #[arg(default_value = ".")]
+    pub source: String,
+    /// A declared runtime (default: the first declared).
+    #[arg(long)]
+    pub runtime: Option<String>,
+    /// One JSON object per package.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

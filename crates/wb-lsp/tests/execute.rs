@@ -719,7 +719,6 @@ fn error_texts_and_exit_codes() {
         ("remote", vec![], "The e2b runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local".into()),
         ("remote", vec!["--runtime", "daytona"], "Workbench remote does not declare runtime: daytona. Declared runtimes: e2b, local".into()),
         ("engine", vec![], "Host Docker engine access requires explicit --allow-host-docker authorization".into()),
-        ("engine", vec!["--allow-host-docker"], "The docker runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local".into()),
         ("unknown", vec![], "Unknown model acme/unknown-1. Unknown models require explicit route model IDs and packaged runner_config.".into()),
         ("not-served", vec![], "Provider xai does not serve model openai/gpt-5.1".into()),
         ("local-image", vec![], "image is not supported with the local runtime".into()),
@@ -749,6 +748,23 @@ fn error_texts_and_exit_codes() {
             "run {package}"
         );
     }
+    // Docker is supported (crates/wb-engine/tests/docker.rs runs it on a real engine): with the grant, an image that
+    // is neither present nor pullable is named (or, without an engine, the engine is).
+    for command in ["dry-run", "run"] {
+        let output = wb_env(&world, &[command, ".workbenches/engine", "--task", TASK, "--allow-host-docker"], &[key]);
+        assert_eq!(output.code, 1, "{output:?}");
+        assert!(
+            output.stderr.starts_with("error: Cannot pull Docker image ghcr.io/x/y:1")
+                || output.stderr.starts_with("error: Cannot reach the Docker engine"),
+            "{output:?}"
+        );
+    }
+    // `build` prepares the image only, and says why it cannot.
+    let output = wb_env(&world, &["build", ".workbenches/engine", "--json"], &[key]);
+    assert_eq!(output.code, 1, "{output:?}");
+    let report: serde_json::Value = serde_json::from_str(output.stdout.trim()).unwrap();
+    assert_eq!(report["workbench"], "engine");
+    assert!(report["error"].as_str().unwrap().contains("ghcr.io/x/y:1") || output.stderr.contains("Docker engine"));
     // With --allow-unchecked-gpu the GPU package is ready.
     let output = wb_env(&world, &["smoke", ".workbenches/gpu", "--allow-unchecked-gpu"], &[key]);
     assert_eq!(output.code, 0, "{output:?}");

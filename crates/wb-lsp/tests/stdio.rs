@@ -185,3 +185,54 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     send(json!({"jsonrpc": "2.0", "method": "exit"}));
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn cancelling_a_run_request_stops_the_runner() {
+    let temp = tempfile::tempdir().unwrap();
+    let manifest = fake_repository(temp.path());
+    // A runner that hangs until it is stopped.
+    let runner = temp.path().join("bin/opencode");
+    std::fs::write(&runner, "#!/bin/sh\necho \"$$\" > \"$WORKBENCH_OUTPUT_DIR/../runner.pid\"\nexec sleep 30\n")
+        .unwrap();
+    let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        .env("PATH", path)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("WORKBENCH_HOME", temp.path().join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |value: Value| {
+        stdin.write_all(&frame(&value.to_string())).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}));
+    let uri = format!("file://{}", manifest.display());
+    send(json!({"jsonrpc": "2.0", "id": 7, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "wait"}]}}));
+    let started = std::time::Instant::now();
+    let mut cancelled_sent = false;
+    let response = loop {
+        let message = read_message(&mut stdout);
+        if message["method"] == "workbench/runEvent"
+            && message["params"]["event"]["type"] == "run.ready"
+            && !cancelled_sent
+        {
+            send(json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 7}}));
+            cancelled_sent = true;
+        }
+        if message["id"] == 7 {
+            break message;
+        }
+    };
+    assert!(started.elapsed().as_secs() < 20, "the run was not stopped");
+    assert_eq!(response["result"]["ending"]["status"], "cancelled", "{response}");
+    send(json!({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}));
+    while read_message(&mut stdout)["id"] != 8 {}
+    send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    assert!(child.wait().unwrap().success());
+}

@@ -1,9 +1,16 @@
 /** The real language client (vscode-languageclient over stdio) behind the controller's ServerClient. */
 
-import { ExecuteCommandRequest, LanguageClient } from 'vscode-languageclient/node';
-import { CLIENT_ID, CLIENT_NAME } from './constants';
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  WorkDoneProgress,
+  WorkDoneProgressCancelNotification,
+  type ExecuteCommandParams,
+} from 'vscode-languageclient/node';
+import { CLIENT_ID, CLIENT_NAME, RUN_EVENT_NOTIFICATION } from './constants';
 import type { ClientSetup, ServerClient } from './controller';
 import { clientOptions, serverExecutable } from './options';
+import { isRunEventParams } from './run';
 import { statusFromClientState } from './status';
 
 export function createLanguageClient(setup: ClientSetup): ServerClient {
@@ -17,7 +24,26 @@ export function createLanguageClient(setup: ClientSetup): ServerClient {
   return {
     start: () => client.start(),
     stop: () => client.stop(),
-    executeCommand: (command, args) => client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args }),
+    executeCommand: (command, args, options) => {
+      const params: ExecuteCommandParams = { command, arguments: args };
+      if (options?.workDoneToken !== undefined) {
+        params.workDoneToken = options.workDoneToken;
+      }
+      // With a token, cancelling it sends `$/cancelRequest` for this request.
+      return options?.token === undefined
+        ? client.sendRequest(ExecuteCommandRequest.type, params)
+        : client.sendRequest(ExecuteCommandRequest.type, params, options.token);
+    },
+    onRunEvent: (listener) =>
+      client.onNotification(RUN_EVENT_NOTIFICATION, (params: unknown) => {
+        if (isRunEventParams(params)) {
+          listener(params);
+        }
+      }),
+    onWorkDoneProgress: (token, listener) => client.onProgress(WorkDoneProgress.type, token, listener),
+    cancelWorkDoneProgress: (token) => {
+      client.sendNotification(WorkDoneProgressCancelNotification.type, { token }).catch(() => undefined);
+    },
     onDidChangeStatus: (listener) =>
       client.onDidChangeState((event) =>
         listener(statusFromClientState(event.newState, client.initializeResult?.serverInfo?.version)),

@@ -10,6 +10,8 @@ export const CONFIGURATION_SECTION = 'workbench';
 export const CLIENT_ID = 'workbench';
 export const CLIENT_NAME = 'Workbench Language Server';
 export const OUTPUT_CHANNEL_NAME = 'Workbench';
+/** The output channel the run events, smoke reports and run endings are written to. */
+export const RUN_OUTPUT_CHANNEL_NAME = 'Workbench Run';
 
 /** The server executable's name, looked up on PATH when `workbench.server.path` is empty. */
 export const SERVER_EXECUTABLE = 'wb-lsp';
@@ -17,6 +19,12 @@ export const SERVER_EXECUTABLE = 'wb-lsp';
 /** Commands the server implements (`workspace/executeCommand`). */
 export const SERVER_COMMAND_CHECK_WORKSPACE = 'workbench.checkWorkspace';
 export const SERVER_COMMAND_MIGRATE = 'workbench.migrate';
+export const SERVER_COMMAND_DRY_RUN = 'workbench.dryRun';
+export const SERVER_COMMAND_SMOKE = 'workbench.smoke';
+export const SERVER_COMMAND_RUN = 'workbench.run';
+
+/** The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md). */
+export const RUN_EVENT_NOTIFICATION = 'workbench/runEvent';
 
 /**
  * The extension's own commands. They cannot use the server's command names: vscode-languageclient registers a
@@ -26,6 +34,24 @@ export const COMMAND_CHECK_WORKSPACE = 'wb-lsp.checkWorkspace';
 export const COMMAND_MIGRATE = 'wb-lsp.migrate';
 export const COMMAND_RESTART_SERVER = 'wb-lsp.restartServer';
 export const COMMAND_SHOW_OUTPUT = 'wb-lsp.showOutput';
+export const COMMAND_DRY_RUN = 'wb-lsp.dryRun';
+export const COMMAND_SMOKE = 'wb-lsp.smoke';
+export const COMMAND_RUN = 'wb-lsp.run';
+export const COMMAND_CANCEL_RUN = 'wb-lsp.cancelRun';
+export const COMMAND_SHOW_RUN_OUTPUT = 'wb-lsp.showRunOutput';
+/** A context key, true while a run is in progress (shows Cancel Run in the command palette). */
+export const RUNNING_CONTEXT = 'wb-lsp.running';
+
+/**
+ * The server's code lenses name its own commands (`workbench.dryRun`, ...). The commands vscode-languageclient
+ * registers for them would send the lens's bare `{uri}` and drop the result, so the lenses are rewritten to the
+ * extension's commands, which ask for the task and show the result.
+ */
+export const LENS_COMMANDS: Readonly<Record<string, string>> = {
+  [SERVER_COMMAND_DRY_RUN]: COMMAND_DRY_RUN,
+  [SERVER_COMMAND_SMOKE]: COMMAND_SMOKE,
+  [SERVER_COMMAND_RUN]: COMMAND_RUN,
+};
 
 export const MANIFEST_GLOB = '**/.workbenches/*/workbench.yml';
 export const SKILL_GLOB = '**/.workbenches/*/skills/*/SKILL.md';

@@ -6,30 +6,84 @@
 
 import * as vscode from 'vscode';
 import {
+  COMMAND_CANCEL_RUN,
   COMMAND_CHECK_WORKSPACE,
+  COMMAND_DRY_RUN,
   COMMAND_MIGRATE,
   COMMAND_RESTART_SERVER,
+  COMMAND_RUN,
   COMMAND_SHOW_OUTPUT,
+  COMMAND_SHOW_RUN_OUTPUT,
+  COMMAND_SMOKE,
   CONFIGURATION_SECTION,
   INSTALL_URL,
   MANIFEST_GLOB,
   OUTPUT_CHANNEL_NAME,
+  RUN_OUTPUT_CHANNEL_NAME,
+  RUNNING_CONTEXT,
   SERVER_COMMAND_CHECK_WORKSPACE,
+  SERVER_COMMAND_DRY_RUN,
   SERVER_COMMAND_MIGRATE,
+  SERVER_COMMAND_RUN,
+  SERVER_COMMAND_SMOKE,
 } from './constants';
 import { isManifestPath, isWorkbenchFile } from './paths';
+import {
+  argumentUri,
+  declaredRuntimes,
+  executionArguments,
+  formatRunEvent,
+  formatSmokeReports,
+  isRequestCancelled,
+  runOutcome,
+  smokeOutcome,
+  type RunEventParams,
+  type RunOutcome,
+} from './run';
 import { missingServerMessage, resolveServerPath, type ResolveContext } from './serverPath';
 import { RESTART_SETTINGS, toServerSettings, type ServerSettings } from './settings';
 import { presentStatus, type ServerStatus } from './status';
+
+/** How a `workspace/executeCommand` request is sent. */
+export interface RequestOptions {
+  /** Cancelling it sends `$/cancelRequest` for the request. */
+  token?: vscode.CancellationToken;
+  /** Sent as the request's `workDoneToken`: the server reports `$/progress` on it. */
+  workDoneToken?: string;
+}
+
+/** A `$/progress` value of a work-done token. */
+export interface WorkDoneProgressValue {
+  kind: 'begin' | 'report' | 'end';
+  title?: string;
+  message?: string;
+}
 
 /** What the controller needs of a language client. */
 export interface ServerClient {
   start(): Promise<void>;
   stop(): Promise<void>;
   /** `workspace/executeCommand`. */
-  executeCommand(command: string, args: unknown[]): Promise<unknown>;
+  executeCommand(command: string, args: unknown[], options?: RequestOptions): Promise<unknown>;
+  /** The server's `workbench/runEvent` notifications. */
+  onRunEvent(listener: (params: RunEventParams) => void): vscode.Disposable;
+  /** `$/progress` on a work-done token the client chose. */
+  onWorkDoneProgress(token: string, listener: (value: WorkDoneProgressValue) => void): vscode.Disposable;
+  /** `window/workDoneProgress/cancel` for a work-done token. */
+  cancelWorkDoneProgress(token: string): void;
   onDidChangeStatus(listener: (status: ServerStatus) => void): vscode.Disposable;
   dispose(): Promise<void>;
+}
+
+/** The run in progress (one at a time). */
+interface ActiveRun {
+  readonly task: string;
+  readonly workDoneToken: string;
+  readonly cancellation: vscode.CancellationTokenSource;
+  readonly client: ServerClient;
+  cancelled: boolean;
+  /** Set by the run's first event. */
+  runId?: string;
 }
 
 export interface ClientSetup {
@@ -48,6 +102,7 @@ export type MachineContext = Omit<ResolveContext, 'workspaceFolders'>;
 export const BUTTON_INSTALL = 'Install Instructions';
 export const BUTTON_SETTINGS = 'Open Settings';
 export const BUTTON_OUTPUT = 'Show Output';
+export const BUTTON_CANCEL_RUN = 'Cancel Run';
 
 function errorText(error: unknown): string {
   if (error instanceof Error) {
@@ -59,12 +114,31 @@ function errorText(error: unknown): string {
   return String(error);
 }
 
+function showOutcome(outcome: RunOutcome, ...items: string[]): Thenable<string | undefined> {
+  switch (outcome.level) {
+    case 'information':
+      return vscode.window.showInformationMessage(outcome.message, ...items);
+    case 'warning':
+      return vscode.window.showWarningMessage(outcome.message, ...items);
+    case 'error':
+      return vscode.window.showErrorMessage(outcome.message, ...items);
+  }
+}
+
 export class WorkbenchController implements vscode.Disposable {
   readonly output: vscode.OutputChannel;
+  /** The run events, smoke reports and run endings. */
+  readonly runOutput: vscode.OutputChannel;
   private readonly statusItem: vscode.StatusBarItem;
+  /** Shown while a run is in progress. */
+  private readonly runStatusItem: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   private client: ServerClient | undefined;
-  private clientListener: vscode.Disposable | undefined;
+  private clientListeners: vscode.Disposable[] = [];
+  private activeRun: ActiveRun | undefined;
+  private runCount = 0;
+  /** The last task asked for, offered again next time. */
+  private lastTask = '';
   private currentStatus: ServerStatus = { state: 'stopped' };
   /** True once the server was wanted (a package is in the workspace, or a command asked for it). */
   private wanted = false;
@@ -78,7 +152,15 @@ export class WorkbenchController implements vscode.Disposable {
     this.output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
     this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
     this.statusItem.name = 'Workbench Language Server';
-    this.disposables.push(this.output, this.statusItem);
+    this.runOutput = vscode.window.createOutputChannel(RUN_OUTPUT_CHANNEL_NAME);
+    this.runStatusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, -1);
+    this.runStatusItem.name = 'Workbench Run';
+    this.disposables.push(this.output, this.statusItem, this.runOutput, this.runStatusItem);
+  }
+
+  /** True while a run is in progress. */
+  get running(): boolean {
+    return this.activeRun !== undefined;
   }
 
   get status(): ServerStatus {
@@ -93,6 +175,11 @@ export class WorkbenchController implements vscode.Disposable {
       vscode.commands.registerCommand(COMMAND_MIGRATE, (uri?: unknown) => this.migrate(uri)),
       vscode.commands.registerCommand(COMMAND_RESTART_SERVER, () => this.restart()),
       vscode.commands.registerCommand(COMMAND_SHOW_OUTPUT, () => this.showOutput()),
+      vscode.commands.registerCommand(COMMAND_DRY_RUN, (argument?: unknown) => this.dryRun(argument)),
+      vscode.commands.registerCommand(COMMAND_SMOKE, (argument?: unknown) => this.smoke(argument)),
+      vscode.commands.registerCommand(COMMAND_RUN, (argument?: unknown) => this.run(argument)),
+      vscode.commands.registerCommand(COMMAND_CANCEL_RUN, () => this.cancelRun()),
+      vscode.commands.registerCommand(COMMAND_SHOW_RUN_OUTPUT, () => this.showRunOutput()),
       vscode.workspace.onDidChangeConfiguration((event) => this.onDidChangeConfiguration(event)),
       vscode.workspace.onDidOpenTextDocument((document) => this.onDidOpenTextDocument(document)),
     );
@@ -190,11 +277,266 @@ export class WorkbenchController implements vscode.Disposable {
     }
   }
 
+  showRunOutput(): void {
+    this.runOutput.show(true);
+  }
+
+  /**
+   * "Workbench: Dry Run": asks for the task (and the runtime when the manifest declares several), runs
+   * `workbench.dryRun` and shows the translation as JSON in an untitled editor.
+   */
+  async dryRun(argument?: unknown): Promise<void> {
+    const uri = this.manifestUri(argument, 'dry-run it');
+    if (uri === undefined) {
+      return;
+    }
+    const choice = await this.askTaskAndRuntime(uri, 'Workbench: Dry Run');
+    if (choice === undefined) {
+      return;
+    }
+    const client = await this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    try {
+      const translation = await client.executeCommand(SERVER_COMMAND_DRY_RUN, [
+        executionArguments(uri.toString(), choice),
+      ]);
+      const document = await vscode.workspace.openTextDocument({
+        language: 'json',
+        content: `${JSON.stringify(translation, null, 2)}\n`,
+      });
+      await vscode.window.showTextDocument(document, { preview: false });
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Workbench: dry run failed: ${errorText(error)}`);
+    }
+  }
+
+  /**
+   * "Workbench: Smoke": runs `workbench.smoke` (can the package start here, without a model request?), writes
+   * the reports to the Workbench Run channel and shows the worst status as a message.
+   */
+  async smoke(argument?: unknown): Promise<void> {
+    const uri = this.manifestUri(argument, 'smoke it');
+    if (uri === undefined) {
+      return;
+    }
+    const client = await this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    let outcome: RunOutcome;
+    try {
+      const reports = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: 'Workbench: smoke' },
+        () => client.executeCommand(SERVER_COMMAND_SMOKE, [executionArguments(uri.toString())]),
+      );
+      for (const line of formatSmokeReports(reports)) {
+        this.runOutput.appendLine(line);
+      }
+      outcome = smokeOutcome(reports);
+    } catch (error) {
+      const message = `Workbench: smoke failed: ${errorText(error)}`;
+      this.runOutput.appendLine(message);
+      outcome = { level: 'error', message };
+    }
+    this.offerRunOutput(outcome);
+  }
+
+  /**
+   * "Workbench: Run Workbench": asks for the task (and the runtime), runs `workbench.run` with a work-done
+   * token and streams its events into the Workbench Run channel under a cancellable notification. Cancelling
+   * sends `$/cancelRequest` for the request (and `window/workDoneProgress/cancel` for its token).
+   */
+  async run(argument?: unknown): Promise<void> {
+    if (this.activeRun !== undefined) {
+      const choice = await vscode.window.showWarningMessage(
+        'Workbench: a run is already in progress.',
+        BUTTON_CANCEL_RUN,
+        BUTTON_OUTPUT,
+      );
+      if (choice === BUTTON_CANCEL_RUN) {
+        this.cancelRun();
+      } else if (choice === BUTTON_OUTPUT) {
+        this.showRunOutput();
+      }
+      return;
+    }
+    const uri = this.manifestUri(argument, 'run it');
+    if (uri === undefined) {
+      return;
+    }
+    const choice = await this.askTaskAndRuntime(uri, 'Workbench: Run Workbench');
+    if (choice === undefined) {
+      return;
+    }
+    const client = await this.runningClient();
+    if (client === undefined || this.activeRun !== undefined) {
+      return;
+    }
+    this.runCount += 1;
+    const run: ActiveRun = {
+      task: choice.task ?? '',
+      workDoneToken: `wb-lsp-run-${this.runCount}`,
+      cancellation: new vscode.CancellationTokenSource(),
+      client,
+      cancelled: false,
+    };
+    this.activeRun = run;
+    this.showRunStatus(run);
+    void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, true);
+    const on = choice.runtime === undefined ? '' : ` on ${choice.runtime}`;
+    this.runOutput.appendLine(`── ${uri.fsPath}${on}: ${run.task}`);
+    this.runOutput.show(true);
+    let outcome: RunOutcome;
+    try {
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Workbench run', cancellable: true },
+        async (progress, token) => {
+          const listeners = [
+            token.onCancellationRequested(() => this.cancelRun()),
+            client.onWorkDoneProgress(run.workDoneToken, (value) => {
+              if (value.message !== undefined && value.kind !== 'end') {
+                progress.report({ message: value.message });
+              }
+            }),
+          ];
+          try {
+            return await client.executeCommand(SERVER_COMMAND_RUN, [executionArguments(uri.toString(), choice)], {
+              token: run.cancellation.token,
+              workDoneToken: run.workDoneToken,
+            });
+          } finally {
+            for (const listener of listeners) {
+              listener.dispose();
+            }
+          }
+        },
+      );
+      outcome = runOutcome(result);
+    } catch (error) {
+      outcome = runOutcome(undefined, error, run.runId !== undefined);
+      // A run refused before it started sends no event, and a connection lost ends it without one: say why in
+      // the channel too. (After a cancellation the run's own `run.cancelled` event says it.)
+      if (!isRequestCancelled(error)) {
+        this.runOutput.appendLine(`■ ${outcome.message.replace(/^Workbench: /, '')}`);
+      }
+    } finally {
+      run.cancellation.dispose();
+      if (this.activeRun === run) {
+        this.activeRun = undefined;
+      }
+      this.runStatusItem.hide();
+      void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, false);
+    }
+    this.offerRunOutput(outcome);
+  }
+
+  /**
+   * "Workbench: Cancel Run" (and the notification's Cancel button): `window/workDoneProgress/cancel` on the
+   * run's token, then `$/cancelRequest` on its request. The run ends with `run.cancelled`.
+   */
+  cancelRun(): void {
+    const run = this.activeRun;
+    if (run === undefined) {
+      void vscode.window.showInformationMessage('Workbench: no run is in progress.');
+      return;
+    }
+    if (run.cancelled) {
+      return;
+    }
+    run.cancelled = true;
+    this.runOutput.appendLine('  cancelling…');
+    run.client.cancelWorkDoneProgress(run.workDoneToken);
+    run.cancellation.cancel();
+  }
+
   async dispose(): Promise<void> {
     this.wanted = false;
+    if (this.activeRun !== undefined) {
+      this.cancelRun();
+    }
     await this.enqueue(() => this.stopNow());
     for (const disposable of this.disposables.splice(0)) {
       disposable.dispose();
+    }
+  }
+
+  /** The manifest a command works on: its argument (a code lens's `{uri}`, a Uri) or the active editor's. */
+  private manifestUri(argument: unknown, action: string): vscode.Uri | undefined {
+    const given =
+      argument instanceof vscode.Uri
+        ? argument
+        : ((uri) => (uri === undefined ? undefined : vscode.Uri.parse(uri)))(argumentUri(argument));
+    const uri = given ?? vscode.window.activeTextEditor?.document.uri;
+    if (uri === undefined || uri.scheme !== 'file' || !isManifestPath(uri.fsPath)) {
+      void vscode.window.showWarningMessage(
+        `Workbench: open a manifest (.workbenches/<name>/workbench.yml) to ${action}.`,
+      );
+      return undefined;
+    }
+    return uri;
+  }
+
+  /** Asks for the task, then for the runtime when the manifest declares several. Undefined: dismissed. */
+  private async askTaskAndRuntime(
+    uri: vscode.Uri,
+    title: string,
+  ): Promise<{ task: string; runtime?: string } | undefined> {
+    const task = await vscode.window.showInputBox({
+      title,
+      prompt: 'The task for the Workbench',
+      placeHolder: 'Add an index on users.email',
+      value: this.lastTask,
+      ignoreFocusOut: true,
+      validateInput: (value) => (value.trim().length === 0 ? 'The task cannot be empty.' : undefined),
+    });
+    if (task === undefined || task.trim().length === 0) {
+      return undefined;
+    }
+    this.lastTask = task;
+    let runtimes: string[] = [];
+    try {
+      const document = await vscode.workspace.openTextDocument(uri);
+      runtimes = declaredRuntimes(document.getText());
+    } catch {
+      // Unreadable: the server reports it; no runtime is asked for.
+    }
+    if (runtimes.length < 2) {
+      return { task };
+    }
+    const runtime = await vscode.window.showQuickPick(runtimes, {
+      title,
+      placeHolder: 'The runtime to use (the manifest declares several)',
+      ignoreFocusOut: true,
+    });
+    return runtime === undefined ? undefined : { task, runtime };
+  }
+
+  /** Shows how a command ended, with a button for the run channel (not awaited: the command is done). */
+  private offerRunOutput(outcome: RunOutcome): void {
+    void showOutcome(outcome, BUTTON_OUTPUT).then((picked) => {
+      if (picked === BUTTON_OUTPUT) {
+        this.showRunOutput();
+      }
+    });
+  }
+
+  private showRunStatus(run: ActiveRun): void {
+    this.runStatusItem.text = '$(sync~spin) Workbench: running';
+    this.runStatusItem.tooltip =
+      `Running: ${run.task}\n` +
+      "Click for the run's output; cancel it from the notification or with Workbench: Cancel Run.";
+    this.runStatusItem.command = COMMAND_SHOW_RUN_OUTPUT;
+    this.runStatusItem.show();
+  }
+
+  private onRunEvent(params: RunEventParams): void {
+    if (this.activeRun !== undefined && this.activeRun.runId === undefined) {
+      this.activeRun.runId = params.event.run_id;
+    }
+    for (const line of formatRunEvent(params.event)) {
+      this.runOutput.appendLine(line);
     }
   }
 
@@ -288,11 +630,14 @@ export class WorkbenchController implements vscode.Disposable {
       settings: () => this.serverSettings(),
     });
     this.client = client;
-    this.clientListener = client.onDidChangeStatus((status) => {
-      if (this.client === client) {
-        this.setStatus(status);
-      }
-    });
+    this.clientListeners = [
+      client.onDidChangeStatus((status) => {
+        if (this.client === client) {
+          this.setStatus(status);
+        }
+      }),
+      client.onRunEvent((params) => this.onRunEvent(params)),
+    ];
     try {
       await client.start();
       return true;
@@ -324,8 +669,9 @@ export class WorkbenchController implements vscode.Disposable {
   private async discardClient(): Promise<void> {
     const client = this.client;
     this.client = undefined;
-    this.clientListener?.dispose();
-    this.clientListener = undefined;
+    for (const listener of this.clientListeners.splice(0)) {
+      listener.dispose();
+    }
     if (client !== undefined) {
       try {
         await client.dispose();

@@ -5,7 +5,7 @@
 
 import type { DocumentFilter, Executable, LanguageClientOptions, Middleware } from 'vscode-languageclient/node';
 import type { OutputChannel } from 'vscode';
-import { CONFIGURATION_SECTION, MANIFEST_GLOB, SKILL_GLOB } from './constants';
+import { CONFIGURATION_SECTION, LENS_COMMANDS, MANIFEST_GLOB, SKILL_GLOB } from './constants';
 import type { ServerSettings } from './settings';
 
 /** The manifests (YAML, by pattern) and the skill files of every package. */
@@ -44,6 +44,42 @@ export function configurationMiddleware(settings: () => ServerSettings): NonNull
   };
 }
 
+/** A code lens, as far as the rewriting below is concerned. */
+interface LensLike {
+  command?: { command: string } | undefined;
+}
+
+/**
+ * Points the server's lenses (`workbench.dryRun`, `workbench.smoke`, `workbench.run`, argument `{uri}`) at the
+ * extension's commands (`wb-lsp.dryRun`, ...), which ask for the task and show the result. Other commands are
+ * left alone. Changes the lenses in place and returns them.
+ */
+export function rewriteLensCommand<T extends LensLike>(lens: T): T {
+  const target = lens.command === undefined ? undefined : LENS_COMMANDS[lens.command.command];
+  if (lens.command !== undefined && target !== undefined) {
+    lens.command.command = target;
+  }
+  return lens;
+}
+
+export function rewriteLensCommands<T extends LensLike>(lenses: T[] | null | undefined): T[] | null | undefined {
+  for (const lens of lenses ?? []) {
+    rewriteLensCommand(lens);
+  }
+  return lenses;
+}
+
+/** The code lens middleware: the server's lenses, rewritten by rewriteLensCommands. */
+export function codeLensMiddleware(): Pick<Middleware, 'provideCodeLenses' | 'resolveCodeLens'> {
+  return {
+    provideCodeLenses: async (document, token, next) => rewriteLensCommands(await next(document, token)),
+    resolveCodeLens: async (lens, token, next) => {
+      const resolved = await next(lens, token);
+      return resolved === null || resolved === undefined ? resolved : rewriteLensCommand(resolved);
+    },
+  };
+}
+
 export function clientOptions(input: ClientOptionsInput): LanguageClientOptions {
   return {
     documentSelector: DOCUMENT_SELECTOR,
@@ -52,6 +88,6 @@ export function clientOptions(input: ClientOptionsInput): LanguageClientOptions 
     // `workspace/configuration`, answered through the middleware below.
     synchronize: { configurationSection: CONFIGURATION_SECTION },
     initializationOptions: input.settings(),
-    middleware: { workspace: configurationMiddleware(input.settings) },
+    middleware: { workspace: configurationMiddleware(input.settings), ...codeLensMiddleware() },
   };
 }

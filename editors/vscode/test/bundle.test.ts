@@ -35,10 +35,15 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
     const subscriptions: unknown[] = [];
     await extension.activate({ subscriptions } as unknown as vscode.ExtensionContext);
     assert.deepEqual([...stub.commands.keys()].sort(), [
+      'wb-lsp.cancelRun',
       'wb-lsp.checkWorkspace',
+      'wb-lsp.dryRun',
       'wb-lsp.migrate',
       'wb-lsp.restartServer',
+      'wb-lsp.run',
       'wb-lsp.showOutput',
+      'wb-lsp.showRunOutput',
+      'wb-lsp.smoke',
     ]);
     assert.match(stub.messages[0]?.message ?? '', /wb-lsp was not found on PATH/);
     assert.equal(stub.statusItems[0]?.text, '$(error) Workbench');

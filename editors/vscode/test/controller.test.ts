@@ -7,61 +7,10 @@ import {
   BUTTON_OUTPUT,
   BUTTON_SETTINGS,
   WorkbenchController,
-  type ClientSetup,
   type MachineContext,
-  type ServerClient,
 } from '../src/controller';
-import type { ServerStatus } from '../src/status';
-import { Disposable, EventEmitter, stub, Uri } from './vscode-stub';
-
-/** A language client that answers from a table and reports its states like vscode-languageclient. */
-class FakeClient implements ServerClient {
-  readonly requests: Array<{ command: string; args: unknown[] }> = [];
-  readonly statuses = new EventEmitter<ServerStatus>();
-  started = 0;
-  stopped = 0;
-  disposed = 0;
-  constructor(
-    readonly setup: ClientSetup,
-    private readonly behaviour: Behaviour,
-  ) {}
-  async start(): Promise<void> {
-    this.statuses.fire({ state: 'starting' });
-    await Promise.resolve();
-    if (this.behaviour.startError !== undefined) {
-      this.statuses.fire({ state: 'stopped' });
-      throw this.behaviour.startError;
-    }
-    this.started += 1;
-    this.statuses.fire({ state: 'running', version: '0.1.0' });
-  }
-  async stop(): Promise<void> {
-    this.stopped += 1;
-    this.statuses.fire({ state: 'stopped' });
-    return Promise.resolve();
-  }
-  /** The server process died and the client gave up restarting it. */
-  crash(): void {
-    this.statuses.fire({ state: 'stopped' });
-  }
-  executeCommand(command: string, args: unknown[]): Promise<unknown> {
-    this.requests.push({ command, args });
-    const answer = this.behaviour.answers[command];
-    return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
-  }
-  onDidChangeStatus(listener: (status: ServerStatus) => void): vscode.Disposable {
-    return this.statuses.event(listener);
-  }
-  dispose(): Promise<void> {
-    this.disposed += 1;
-    return Promise.resolve();
-  }
-}
-
-interface Behaviour {
-  startError?: Error;
-  answers: Record<string, unknown>;
-}
+import { FakeClient, type Behaviour } from './fake-client';
+import { Disposable, stub, Uri } from './vscode-stub';
 
 const REPO = '/work/repo';
 const MANIFEST = `${REPO}/.workbenches/legacy/workbench.yml`;
@@ -130,10 +79,15 @@ beforeEach(() => {
 test('in a workspace with a package, the server starts from PATH and the commands are registered', async () => {
   await activate();
   assert.deepEqual([...stub.commands.keys()].sort(), [
+    'wb-lsp.cancelRun',
     'wb-lsp.checkWorkspace',
+    'wb-lsp.dryRun',
     'wb-lsp.migrate',
     'wb-lsp.restartServer',
+    'wb-lsp.run',
     'wb-lsp.showOutput',
+    'wb-lsp.showRunOutput',
+    'wb-lsp.smoke',
   ]);
   assert.equal(clients.length, 1);
   const client = clients[0];

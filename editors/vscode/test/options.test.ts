@@ -3,7 +3,14 @@ import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import type { ConfigurationParams } from 'vscode-languageclient/node';
 import type { OutputChannel } from 'vscode';
-import { clientOptions, configurationMiddleware, DOCUMENT_SELECTOR, serverExecutable } from '../src/options';
+import {
+  clientOptions,
+  codeLensMiddleware,
+  configurationMiddleware,
+  DOCUMENT_SELECTOR,
+  rewriteLensCommands,
+  serverExecutable,
+} from '../src/options';
 import type { ServerSettings } from '../src/settings';
 import { window } from './vscode-stub';
 
@@ -30,6 +37,38 @@ test('the client options synchronize the workbench section and send the settings
   assert.deepEqual(options.initializationOptions, settings);
   assert.equal(options.documentSelector, DOCUMENT_SELECTOR);
   assert.equal(typeof options.middleware?.workspace?.configuration, 'function');
+  assert.equal(typeof options.middleware?.provideCodeLenses, 'function');
+  assert.equal(typeof options.middleware?.resolveCodeLens, 'function');
+});
+
+function lens(command: string) {
+  const uri = 'file:///r/.workbenches/d/workbench.yml';
+  return { range: {}, command: { title: command, command, arguments: [{ uri }] } };
+}
+
+test("the server's lenses run the extension's commands, with their {uri} argument", async () => {
+  const middleware = codeLensMiddleware();
+  const provide = middleware.provideCodeLenses;
+  assert.ok(provide);
+  const fromServer = [lens('workbench.dryRun'), lens('workbench.smoke'), lens('workbench.run'), lens('other.command')];
+  const lenses = (await provide({} as never, {} as never, () => fromServer as never)) as unknown as typeof fromServer;
+  assert.deepEqual(
+    lenses.map((l) => l.command.command),
+    ['wb-lsp.dryRun', 'wb-lsp.smoke', 'wb-lsp.run', 'other.command'],
+  );
+  assert.deepEqual(lenses[0]?.command.arguments, [{ uri: 'file:///r/.workbenches/d/workbench.yml' }]);
+  assert.equal(await provide({} as never, {} as never, () => null), null);
+  assert.equal(rewriteLensCommands(undefined), undefined);
+  assert.deepEqual(rewriteLensCommands([{ command: undefined }]), [{ command: undefined }]);
+
+  const resolve = middleware.resolveCodeLens;
+  assert.ok(resolve);
+  const resolved = (await resolve(
+    {} as never,
+    {} as never,
+    () => lens('workbench.run') as never,
+  )) as unknown as ReturnType<typeof lens>;
+  assert.equal(resolved.command.command, 'wb-lsp.run');
 });
 
 test('workspace/configuration answers carry the mapped settings for the workbench section only', async () => {

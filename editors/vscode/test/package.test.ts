@@ -64,29 +64,73 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.COMMAND_MIGRATE,
     constants.COMMAND_RESTART_SERVER,
     constants.COMMAND_SHOW_OUTPUT,
+    constants.COMMAND_DRY_RUN,
+    constants.COMMAND_SMOKE,
+    constants.COMMAND_RUN,
+    constants.COMMAND_CANCEL_RUN,
+    constants.COMMAND_SHOW_RUN_OUTPUT,
   ]);
   assert.deepEqual(
     manifest.contributes.commands.map((command) => `${command.category ?? ''}: ${command.title}`),
-    ['Workbench: Check Workspace', 'Workbench: Migrate to Spec 1', 'Workbench: Restart Server', 'Workbench: Show Output'],
+    [
+      'Workbench: Check Workspace',
+      'Workbench: Migrate to Spec 1',
+      'Workbench: Restart Server',
+      'Workbench: Show Output',
+      'Workbench: Dry Run',
+      'Workbench: Smoke',
+      'Workbench: Run Workbench',
+      'Workbench: Cancel Run',
+      'Workbench: Show Run Output',
+    ],
   );
   // vscode-languageclient registers the server's own commands; contributing them again would clash.
-  for (const id of [constants.SERVER_COMMAND_CHECK_WORKSPACE, constants.SERVER_COMMAND_MIGRATE]) {
+  for (const id of [
+    constants.SERVER_COMMAND_CHECK_WORKSPACE,
+    constants.SERVER_COMMAND_MIGRATE,
+    constants.SERVER_COMMAND_DRY_RUN,
+    constants.SERVER_COMMAND_SMOKE,
+    constants.SERVER_COMMAND_RUN,
+  ]) {
     assert.ok(!ids.includes(id), `${id} belongs to the server`);
-  }
-  // The execution commands come with the execution engine.
-  for (const command of manifest.contributes.commands) {
-    assert.doesNotMatch(command.title, /dry run|smoke|\brun\b/i);
+    assert.ok(!id.startsWith('wb-lsp.'));
   }
   for (const [menu, entries] of Object.entries(manifest.contributes.menus)) {
     for (const entry of entries) {
       assert.ok(ids.includes(entry.command), `${menu} names a contributed command: ${entry.command}`);
     }
   }
+  // Cancel Run shows in the palette only while a run is in progress.
+  assert.deepEqual(manifest.contributes.menus.commandPalette, [
+    { command: constants.COMMAND_CANCEL_RUN, when: constants.RUNNING_CONTEXT },
+  ]);
 });
 
-test('the migrate menus show on manifests only', () => {
+test('the code lenses of the server are rewritten to the extension\'s commands', () => {
+  assert.deepEqual(constants.LENS_COMMANDS, {
+    'workbench.dryRun': 'wb-lsp.dryRun',
+    'workbench.smoke': 'wb-lsp.smoke',
+    'workbench.run': 'wb-lsp.run',
+  });
+  const ids = manifest.contributes.commands.map((command) => command.command);
+  for (const target of Object.values(constants.LENS_COMMANDS)) {
+    assert.ok(ids.includes(target), `${target} is contributed`);
+  }
+});
+
+test('the manifest menus (migrate, dry run, smoke, run) show on manifests only', () => {
+  const manifestCommands: string[] = [
+    constants.COMMAND_MIGRATE,
+    constants.COMMAND_DRY_RUN,
+    constants.COMMAND_SMOKE,
+    constants.COMMAND_RUN,
+  ];
+  for (const name of ['explorer/context', 'editor/context']) {
+    const commands = (manifest.contributes.menus[name] ?? []).map((entry) => entry.command);
+    assert.deepEqual(commands, manifestCommands, name);
+  }
   for (const entries of Object.values(manifest.contributes.menus)) {
-    for (const entry of entries.filter((e) => e.command === constants.COMMAND_MIGRATE)) {
+    for (const entry of entries.filter((e) => manifestCommands.includes(e.command))) {
       const when = entry.when ?? '';
       assert.match(when, /resourceFilename == workbench\.yml/);
       const regex = /resourceDirname =~ \/(.*)\/$/.exec(when);
@@ -149,5 +193,14 @@ test('the server commands the extension calls are the ones wb-lsp announces', ()
   const server = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'mod.rs'), 'utf8');
   assert.ok(server.includes(`"${constants.SERVER_COMMAND_MIGRATE}"`));
   assert.ok(server.includes(`"${constants.SERVER_COMMAND_CHECK_WORKSPACE}"`));
+  const execute = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'handlers', 'execute.rs'), 'utf8');
+  for (const name of [
+    constants.SERVER_COMMAND_DRY_RUN,
+    constants.SERVER_COMMAND_SMOKE,
+    constants.SERVER_COMMAND_RUN,
+    constants.RUN_EVENT_NOTIFICATION,
+  ]) {
+    assert.ok(execute.includes(`"${name}"`), `the server names ${name}`);
+  }
   assert.ok(server.includes('section: Some("workbench".into())'), 'the server asks for the workbench section');
 });

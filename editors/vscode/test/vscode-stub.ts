@@ -38,6 +38,9 @@ export class Uri {
     readonly scheme: string,
     readonly path: string,
   ) {}
+  static from(components: { scheme: string; path: string }): Uri {
+    return new Uri(components.scheme, components.path);
+  }
   static file(fsPath: string): Uri {
     return new Uri('file', fsPath.replace(/\\/g, '/'));
   }
@@ -96,6 +99,50 @@ export interface StubOutputChannel {
 export interface StubDocument {
   uri: Uri;
   languageId: string;
+  getText?(): string;
+}
+
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
+export class CancellationTokenSource {
+  private listeners: Array<() => void> = [];
+  private cancelled = false;
+  disposed = false;
+  readonly token = {
+    isCancellationRequested: false,
+    onCancellationRequested: (listener: () => void): Disposable => {
+      this.listeners.push(listener);
+      return new Disposable(() => {
+        this.listeners = this.listeners.filter((l) => l !== listener);
+      });
+    },
+  };
+  cancel(): void {
+    if (this.cancelled) {
+      return;
+    }
+    this.cancelled = true;
+    this.token.isCancellationRequested = true;
+    for (const listener of [...this.listeners]) {
+      listener();
+    }
+  }
+  dispose(): void {
+    this.disposed = true;
+  }
+}
+
+/** One window.withProgress call: its options, what it reported, and its Cancel button. */
+export interface StubProgress {
+  options: { location: ProgressLocation; title?: string; cancellable?: boolean };
+  reports: Array<{ message?: string }>;
+  done: boolean;
+  /** Clicks the notification's Cancel button. */
+  cancel(): void;
 }
 
 export interface ShownMessage {
@@ -121,6 +168,18 @@ export const stub = {
   files: [] as string[],
   documents: [] as StubDocument[],
   activeDocument: undefined as StubDocument | undefined,
+  /** File contents by path, for openTextDocument(uri).getText(). */
+  texts: new Map<string, string>(),
+  /** Untitled documents opened with openTextDocument({ language, content }). */
+  untitled: [] as Array<{ language?: string; content?: string }>,
+  /** Documents shown with showTextDocument. */
+  shown: [] as Array<{ document: StubDocument; options: unknown }>,
+  /** The answers of the next input boxes and quick picks, in order (undefined: dismissed). */
+  inputs: [] as Array<string | undefined>,
+  picks: [] as Array<string | undefined>,
+  inputBoxes: [] as Array<Record<string, unknown>>,
+  quickPicks: [] as Array<{ items: string[]; options: Record<string, unknown> }>,
+  progress: [] as StubProgress[],
   onDidChangeConfiguration: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   onDidOpenTextDocument: new EventEmitter<StubDocument>(),
 
@@ -138,6 +197,14 @@ export const stub = {
     this.files = [];
     this.documents = [];
     this.activeDocument = undefined;
+    this.texts = new Map();
+    this.untitled = [];
+    this.shown = [];
+    this.inputs = [];
+    this.picks = [];
+    this.inputBoxes = [];
+    this.quickPicks = [];
+    this.progress = [];
     this.onDidChangeConfiguration = new EventEmitter();
     this.onDidOpenTextDocument = new EventEmitter();
   },
@@ -153,7 +220,7 @@ export const stub = {
   },
 
   document(fsPath: string, languageId = 'yaml'): StubDocument {
-    return { uri: Uri.file(fsPath), languageId };
+    return { uri: Uri.file(fsPath), languageId, getText: () => this.texts.get(fsPath) ?? '' };
   },
 };
 
@@ -220,6 +287,34 @@ export const window = {
   showInformationMessage: showMessage('information'),
   showWarningMessage: showMessage('warning'),
   showErrorMessage: showMessage('error'),
+  showInputBox(options: Record<string, unknown> = {}): Promise<string | undefined> {
+    stub.inputBoxes.push(options);
+    return Promise.resolve(stub.inputs.shift());
+  },
+  showQuickPick(items: string[], options: Record<string, unknown> = {}): Promise<string | undefined> {
+    stub.quickPicks.push({ items, options });
+    return Promise.resolve(stub.picks.shift());
+  },
+  showTextDocument(document: StubDocument, options?: unknown): Promise<unknown> {
+    stub.shown.push({ document, options });
+    return Promise.resolve({ document });
+  },
+  async withProgress<T>(
+    options: StubProgress['options'],
+    task: (
+      progress: { report(value: { message?: string }): void },
+      token: CancellationTokenSource['token'],
+    ) => Promise<T>,
+  ): Promise<T> {
+    const source = new CancellationTokenSource();
+    const entry: StubProgress = { options, reports: [], done: false, cancel: () => source.cancel() };
+    stub.progress.push(entry);
+    try {
+      return await task({ report: (value) => entry.reports.push(value) }, source.token);
+    } finally {
+      entry.done = true;
+    }
+  },
   get activeTextEditor(): { document: StubDocument } | undefined {
     return stub.activeDocument === undefined ? undefined : { document: stub.activeDocument };
   },
@@ -253,9 +348,14 @@ export const workspace = {
     const files = stub.files.map((file) => Uri.file(file));
     return Promise.resolve(maxResults === undefined ? files : files.slice(0, maxResults));
   },
-  openTextDocument(uri: Uri): Promise<StubDocument> {
-    stub.opened.push(uri.toString());
-    return Promise.resolve({ uri, languageId: 'yaml' });
+  openTextDocument(target: Uri | { language?: string; content?: string }): Promise<StubDocument> {
+    if (target instanceof Uri) {
+      stub.opened.push(target.toString());
+      return Promise.resolve({ uri: target, languageId: 'yaml', getText: () => stub.texts.get(target.fsPath) ?? '' });
+    }
+    stub.untitled.push(target);
+    const uri = Uri.from({ scheme: 'untitled', path: `Untitled-${stub.untitled.length}` });
+    return Promise.resolve({ uri, languageId: target.language ?? 'plaintext', getText: () => target.content ?? '' });
   },
   onDidChangeConfiguration(listener: (event: { affectsConfiguration(section: string): boolean }) => void) {
     return stub.onDidChangeConfiguration.event(listener);

@@ -13,6 +13,40 @@ if ! command -v "$NVIM" >/dev/null 2>&1; then
 fi
 "$NVIM" --version | head -n 1
 
+# For :WorkbenchDryRun, :WorkbenchSmoke and :WorkbenchRun: a valid package whose runner is a fake `opencode`
+# on PATH (it prints one text part and its usage; a task containing "slow" waits to be cancelled), and a
+# credential for the model's provider in the editor's environment, which the server inherits.
+RUN_REPO="$WORK/run-repo"
+mkdir -p "$RUN_REPO/.workbenches/demo" "$WORK/bin"
+cat >"$RUN_REPO/.workbenches/demo/workbench.yml" <<'YAML'
+spec: 1
+version: 0.1.0
+name: demo
+runner: opencode
+model:
+  id: openai/gpt-5.6-terra
+instructions: ./instructions.md
+runtimes:
+  local: {}
+YAML
+printf '# Demo\n' >"$RUN_REPO/.workbenches/demo/instructions.md"
+cat >"$WORK/bin/opencode" <<'SH'
+#!/bin/sh
+for last; do :; done
+case "$last" in
+  *slow*)
+    echo '{"type":"text","part":{"id":"w","text":"working"}}'
+    exec sleep 60
+    ;;
+esac
+echo '{"type":"text","part":{"id":"t","text":"done"}}'
+echo '{"type":"step_finish","part":{"tokens":{"input":3,"output":1}}}'
+SH
+chmod +x "$WORK/bin/opencode"
+export WB_TEST_RUN_REPO="$RUN_REPO"
+export PATH="$WORK/bin:$PATH"
+export OPENAI_API_KEY=sk-test
+
 status=0
 timeout --kill-after=10 "$WB_TEST_DEADLINE" \
   "$NVIM" --headless -u NONE -i NONE -n \

@@ -1,7 +1,8 @@
 -- Drives headless Neovim (with editors/nvim on the runtimepath) against the real wb-lsp binary.
 --
 -- Environment: WB_LSP_BIN (the server), WB_TEST_REPO (a copy of fixtures/cases/unsupported-runner),
--- WB_TEST_LEGACY_REPO (a copy of fixtures/example-repo), WB_TEST_TIMEOUT_MS (per wait, default 20000).
+-- WB_TEST_LEGACY_REPO (a copy of fixtures/example-repo), WB_TEST_RUN_REPO (a valid package whose runner is the
+-- fake `opencode` that run.sh puts on PATH), WB_TEST_TIMEOUT_MS (per wait, default 20000).
 -- Exits 0 when every check passes; otherwise prints what failed and exits 1.
 
 local TIMEOUT = tonumber(os.getenv("WB_TEST_TIMEOUT_MS") or "") or 20000
@@ -106,6 +107,105 @@ local function notified(pattern)
     end
   end
   return nil
+end
+
+local function buffer_text(bufnr)
+  return table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n")
+end
+
+--- The loaded buffers whose name matches a Lua pattern.
+local function buffers_named(pattern)
+  local found = {}
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr):find(pattern) then
+      table.insert(found, bufnr)
+    end
+  end
+  return found
+end
+
+--- :WorkbenchDryRun, :WorkbenchSmoke, :WorkbenchRun and :WorkbenchCancel on a package whose runner is a fake.
+local function execution(workbench)
+  local run_repo = env("WB_TEST_RUN_REPO")
+  local manifest = run_repo .. "/.workbenches/demo/workbench.yml"
+  vim.cmd("edit " .. vim.fn.fnameescape(manifest))
+  local manifest_buf = vim.api.nvim_get_current_buf()
+  local manifest_win = vim.api.nvim_get_current_win()
+  wait_for("a workbench client for " .. run_repo, function()
+    local c = workbench.client(manifest_buf)
+    return c and c.initialized and c or nil
+  end)
+
+  -- :WorkbenchDryRun shows the translation as JSON in a scratch buffer.
+  vim.cmd("WorkbenchDryRun say done")
+  local dry = wait_for("the dry-run buffer", function()
+    return buffers_named("^workbench://dry%-run/")[1]
+  end)
+  local translation = vim.json.decode(buffer_text(dry))
+  check(translation.runner == "opencode", "dry run: runner " .. vim.inspect(translation.runner))
+  check(translation.runtime == "local", "dry run: runtime " .. vim.inspect(translation.runtime))
+  check(translation.command[#translation.command] == "say done", "dry run: command " .. vim.inspect(translation.command))
+  check(vim.bo[dry].filetype == "json", "the dry-run buffer's filetype is " .. vim.bo[dry].filetype)
+  check(vim.bo[dry].buftype == "nofile", "the dry-run buffer is not a scratch buffer")
+  check(not buffer_text(dry):find("sk-test", 1, true), "the dry run shows a credential's value")
+  out("ok: :WorkbenchDryRun shows the translation (" .. #vim.api.nvim_buf_get_lines(dry, 0, -1, false) .. " lines of JSON)")
+  vim.cmd("close")
+  check(vim.api.nvim_get_current_buf() == manifest_buf, "closing the dry run did not return to the manifest")
+
+  -- :WorkbenchSmoke reports through vim.notify.
+  vim.cmd("WorkbenchSmoke")
+  local smoke = wait_for(":WorkbenchSmoke to report", function()
+    return notified("smoke demo")
+  end)
+  check(smoke:find("smoke demo 0.1.0 on local: ready", 1, true), "unexpected smoke report: " .. smoke)
+  check(smoke:find("runner: opencode %(/[^\n]*/bin/opencode%)"), "the smoke report lacks the fake runner: " .. smoke)
+  out("ok: :WorkbenchSmoke reports ready")
+
+  -- :WorkbenchRun streams the events into a scratch buffer through the workbench/runEvent handler.
+  vim.cmd("WorkbenchRun say done")
+  check(vim.api.nvim_get_current_win() == manifest_win, "the run buffer took the focus")
+  local run_buf = wait_for("the run buffer", function()
+    return buffers_named("^workbench://run/")[1]
+  end)
+  wait_for("the run to complete in its buffer", function()
+    return buffer_text(run_buf):find("■ Run completed", 1, true)
+  end)
+  wait_for("the run's completion to be notified", function()
+    return notified("run completed")
+  end)
+  local lines = vim.api.nvim_buf_get_lines(run_buf, 0, -1, false)
+  check(lines[1] == "── " .. manifest .. ": say done", "run buffer line 1: " .. vim.inspect(lines[1]))
+  check(lines[2]:match("^▶ Run wb_%x+ started: demo 0%.1%.0 on local %(opencode%)$"), "run buffer line 2: " .. vim.inspect(lines[2]))
+  check(lines[3] == "  the runner is ready", "run buffer line 3: " .. vim.inspect(lines[3]))
+  check(lines[4] == "done", "run buffer line 4 (the runner's text): " .. vim.inspect(lines[4]))
+  check(lines[5] == "  usage: 3 input, 1 output tokens", "run buffer line 5: " .. vim.inspect(lines[5]))
+  check(lines[6]:match("^■ Run completed in %d"), "run buffer line 6: " .. vim.inspect(lines[6]))
+  check(#lines == 6, "the run buffer has more lines than expected:\n" .. table.concat(lines, "\n"))
+  check(workbench.active_run == nil, "the run is still marked active")
+  out("ok: :WorkbenchRun streamed " .. #lines .. " lines and completed")
+
+  -- :WorkbenchCancel cancels a run in progress: it ends with run.cancelled.
+  vim.cmd("WorkbenchRun slow task")
+  local slow_buf = wait_for("a second run buffer", function()
+    for _, bufnr in ipairs(buffers_named("^workbench://run/")) do
+      if bufnr ~= run_buf then
+        return bufnr
+      end
+    end
+    return nil
+  end)
+  wait_for("the slow run to start writing", function()
+    return buffer_text(slow_buf):find("\nworking", 1, true)
+  end)
+  vim.cmd("WorkbenchCancel")
+  wait_for("the run to end cancelled", function()
+    return buffer_text(slow_buf):find("■ Run cancelled", 1, true)
+  end)
+  wait_for("the cancellation to be notified", function()
+    return notified("run cancelled")
+  end)
+  check(workbench.active_run == nil, "the cancelled run is still marked active")
+  out("ok: :WorkbenchCancel cancelled the run")
 end
 
 local function run()
@@ -270,6 +370,8 @@ local function run()
     return true
   end)
   out("ok: :WorkbenchMigrate migrated legacy-release to spec 1")
+
+  execution(workbench)
 end
 
 local ok, err = xpcall(run, function(e)

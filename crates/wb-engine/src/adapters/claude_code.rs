@@ -87,8 +87,9 @@ impl Adapter for ClaudeCode {
             0o444,
         )?;
         super::write_file(&dir.join("mcp.json"), &serde_json::to_string_pretty(&mcp).unwrap_or_default(), 0o444)?;
-        let instructions = dir.join("workbench-instructions.md");
-        super::write_file(&instructions, &combined_instructions(context, None)?, 0o444)?;
+        super::write_file(&dir.join("workbench-instructions.md"), &combined_instructions(context, None)?, 0o444)?;
+        let runner_dir = context.runner_stage_dir;
+        let instructions = runner_dir.join("workbench-instructions.md");
         let mut env = base_environment(context);
         // Claude's own variables come only from the engine: the selected route's credentials.
         let mut remove_env: Vec<String> = context.unselected_variables.to_vec();
@@ -120,7 +121,7 @@ impl Adapter for ClaudeCode {
         if let Some(base) = context.inherited.get("ANTHROPIC_BASE_URL") {
             env.entry("ANTHROPIC_BASE_URL".to_owned()).or_insert_with(|| base.clone());
         }
-        env.insert("CLAUDE_CONFIG_DIR".to_owned(), dir.display().to_string());
+        env.insert("CLAUDE_CONFIG_DIR".to_owned(), runner_dir.display().to_string());
         env.insert("CLAUDE_CODE_DISABLE_AUTO_MEMORY".to_owned(), "1".to_owned());
         env.insert("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB".to_owned(), "1".to_owned());
         remove_env.retain(|name| !env.contains_key(name));
@@ -137,9 +138,9 @@ impl Adapter for ClaudeCode {
             instructions.display().to_string(),
             "--strict-mcp-config".to_owned(),
             "--mcp-config".to_owned(),
-            dir.join("mcp.json").display().to_string(),
+            runner_dir.join("mcp.json").display().to_string(),
             "--settings".to_owned(),
-            dir.join("settings.json").display().to_string(),
+            runner_dir.join("settings.json").display().to_string(),
             "--setting-sources".to_owned(),
             "user".to_owned(),
         ];
@@ -160,7 +161,7 @@ impl Adapter for ClaudeCode {
             env,
             remove_env,
             native_key: "claude_config",
-            native: json!({"directory": dir.display().to_string(), "settings.json": settings, "mcp.json": mcp}),
+            native: json!({"directory": runner_dir.display().to_string(), "settings.json": settings, "mcp.json": mcp}),
             staged_files: super::list_staged(dir),
             skills,
             warnings,

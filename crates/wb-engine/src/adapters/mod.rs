@@ -35,11 +35,18 @@ pub enum Support {
 pub struct StageContext<'a> {
     pub package: &'a Package,
     pub route: &'a ModelRoute,
+    /// The bound workspaces, at the paths the runner sees.
     pub workspaces: &'a [BoundWorkspace],
     pub env: &'a Environment,
     pub task: &'a str,
-    /// A private directory the adapter owns for this run (removed at cleanup).
+    /// A private directory the adapter owns for this run (removed at cleanup), where it writes.
     pub stage_dir: &'a Path,
+    /// The same directory as the runner sees it (the host path locally, a container path in a container):
+    /// every path in the command, environment and staged configuration uses this one.
+    pub runner_stage_dir: &'a Path,
+    /// The package directory as the runner sees it.
+    pub runner_package_dir: &'a Path,
+    /// The outbox, as the runner sees it.
     pub outbox: &'a Path,
     pub mcps: &'a [&'a Mcp],
     /// Provider credential variables of routes that were not selected: removed from the runner's environment.

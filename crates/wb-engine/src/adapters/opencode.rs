@@ -61,11 +61,19 @@ impl Adapter for OpenCode {
                 super::copy_tree(&path, context.stage_dir)
                     .map_err(|e| EngineError::io("cannot stage runner_config", e))?;
             } else {
-                env.insert("OPENCODE_CONFIG".to_owned(), path.display().to_string());
+                let relative = path.strip_prefix(&package.package_dir).unwrap_or(&path);
+                env.insert(
+                    "OPENCODE_CONFIG".to_owned(),
+                    context.runner_package_dir.join(relative).display().to_string(),
+                );
             }
         }
-        let instructions = context.stage_dir.join("workbench-instructions.md");
-        super::write_file(&instructions, &combined_instructions(context, None)?, 0o444)?;
+        super::write_file(
+            &context.stage_dir.join("workbench-instructions.md"),
+            &combined_instructions(context, None)?,
+            0o444,
+        )?;
+        let instructions = context.runner_stage_dir.join("workbench-instructions.md");
         let mut mcp = Map::new();
         for server in context.mcps {
             let headers: Map<String, Value> = server
@@ -87,7 +95,7 @@ impl Adapter for OpenCode {
             "mcp": mcp,
         });
         env.insert("OPENCODE_CONFIG_CONTENT".to_owned(), config.to_string());
-        env.insert("OPENCODE_CONFIG_DIR".to_owned(), context.stage_dir.display().to_string());
+        env.insert("OPENCODE_CONFIG_DIR".to_owned(), context.runner_stage_dir.display().to_string());
         let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
         let command = vec![
             "opencode".to_owned(),

@@ -53,7 +53,7 @@ impl Adapter for Pi {
             }
         }
         let mut env = base_environment(context);
-        env.insert("PI_CODING_AGENT_DIR".to_owned(), dir.display().to_string());
+        env.insert("PI_CODING_AGENT_DIR".to_owned(), context.runner_stage_dir.display().to_string());
         let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
         let mut command = vec![
             "pi".to_owned(),
@@ -69,7 +69,7 @@ impl Adapter for Pi {
         ];
         for skill in &skills {
             command.push("--skill".to_owned());
-            command.push(dir.join("skills").join(skill).display().to_string());
+            command.push(context.runner_stage_dir.join("skills").join(skill).display().to_string());
         }
         command.push(context.task.to_owned());
         Ok(Translation {
@@ -78,7 +78,7 @@ impl Adapter for Pi {
             env,
             remove_env: context.unselected_variables.to_vec(),
             native_key: "pi_config",
-            native: json!({"directory": dir.display().to_string(), "append_system": "APPEND_SYSTEM.md"}),
+            native: json!({"directory": context.runner_stage_dir.display().to_string(), "append_system": "APPEND_SYSTEM.md"}),
             staged_files: super::list_staged(dir),
             skills,
             warnings: Vec::new(),

@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{Launched, Preflight, Runtime};
+use super::{Handle, Launched, Preflight, Runtime};
 use crate::adapters::Translation;
 use crate::error::{EngineError, Result};
 use crate::requirements::{HostFacts, RequirementReport, check_local};
@@ -110,18 +110,19 @@ impl Runtime for Local {
             io::ErrorKind::NotFound => EngineError::message(format!("Runner CLI is unavailable: {program}")),
             _ => EngineError::io(format!("cannot start {program}"), error),
         })?;
-        Ok(Launched { child })
+        Ok(Launched::child(child))
     }
 
     fn cancel(&mut self, launched: &mut Launched) {
+        let Handle::Child(child) = &mut launched.handle else { return };
         #[cfg(unix)]
         {
             use nix::sys::signal::{Signal, killpg};
             use nix::unistd::Pid;
-            if let Ok(pid) = i32::try_from(launched.child.id()) {
+            if let Ok(pid) = i32::try_from(child.id()) {
                 let _ = killpg(Pid::from_raw(pid), Signal::SIGTERM);
                 for _ in 0..20 {
-                    if matches!(launched.child.try_wait(), Ok(Some(_))) {
+                    if matches!(child.try_wait(), Ok(Some(_))) {
                         return;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(50));
@@ -129,8 +130,8 @@ impl Runtime for Local {
                 let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
             }
         }
-        let _ = launched.child.kill();
-        let _ = launched.child.wait();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     fn cleanup(&mut self) -> Result<()> {

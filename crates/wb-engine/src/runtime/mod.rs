@@ -1,11 +1,14 @@
 //! Runtimes: where a run happens. A runtime prepares its environment, checks requirements and preflights
 //! inside it, launches the runner, cancels it, and cleans up (always, idempotently).
 
+pub mod docker;
 mod local;
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::PathBuf;
 
+pub use docker::{Docker, ImageInfo};
 pub use local::Local;
 
 use crate::adapters::Translation;
@@ -20,9 +23,56 @@ pub struct Preflight {
     pub tools: Vec<(String, PathBuf)>,
 }
 
-/// A launched runner process.
+/// A launched runner: its output streams and a handle to wait for it or stop it.
 pub struct Launched {
-    pub child: std::process::Child,
+    pub stdout: Option<Box<dyn Read + Send>>,
+    pub stderr: Option<Box<dyn Read + Send>>,
+    pub(crate) handle: Handle,
+}
+
+/// What a runtime launched.
+pub(crate) enum Handle {
+    /// A process on the host (local).
+    Child(std::process::Child),
+    /// A container: its id and where its exit code arrives.
+    Container { id: String, exit: std::sync::mpsc::Receiver<Option<i64>> },
+}
+
+/// How a launched runner ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// The exit code; `None` when a signal ended it (or it could not be known).
+    pub code: Option<i64>,
+}
+
+impl Exit {
+    pub fn success(self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+impl Launched {
+    pub(crate) fn child(mut child: std::process::Child) -> Launched {
+        let stdout = child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let stderr = child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
+        Launched { stdout, stderr, handle: Handle::Child(child) }
+    }
+
+    /// Waits for the runner to end.
+    pub fn wait(&mut self) -> Option<Exit> {
+        match &mut self.handle {
+            Handle::Child(child) => child.wait().ok().map(|status| Exit { code: status.code().map(i64::from) }),
+            Handle::Container { exit, .. } => exit.recv().ok().map(|code| Exit { code }),
+        }
+    }
+}
+
+/// A host directory the runner needs, and where it sees it inside the runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    pub host: PathBuf,
+    pub target: PathBuf,
+    pub read_only: bool,
 }
 
 pub trait Runtime: Send {
@@ -30,6 +80,17 @@ pub trait Runtime: Send {
     /// The environment the engine inherited (`Options::inherited`). A runtime on the host bases the runner's
     /// environment on it and looks the runner up on its `PATH`, as preflight did; others ignore it.
     fn inherit_environment(&mut self, _inherited: &BTreeMap<String, String>) {}
+    /// True when the runner sees the run's directories at other paths than the host's (a container): the
+    /// lifecycle then gives the adapters the container paths and the runtime the [`Mount`]s.
+    fn maps_paths(&self) -> bool {
+        false
+    }
+    /// The host directories to make visible to the runner (only called when [`Runtime::maps_paths`]).
+    fn set_mounts(&mut self, _mounts: Vec<Mount>) {}
+    /// The image `prepare` resolved or built, when the runtime uses one.
+    fn image(&self) -> Option<ImageInfo> {
+        None
+    }
     /// Checks the manifest's requirements against this runtime, before anything is prepared.
     fn check_requirements(&self, package: &Package, allow_unchecked_gpu: bool) -> Result<RequirementReport>;
     /// Prepares the environment (pull or build an image, create a sandbox). Local: nothing to do.
@@ -55,9 +116,71 @@ pub trait Runtime: Send {
 pub fn runtime_for(provider: &str) -> Result<Box<dyn Runtime>> {
     match provider {
         "local" => Ok(Box::new(Local::default())),
-        "docker" | "e2b" | "daytona" => Err(EngineError::message(format!(
+        "docker" => Ok(Box::new(Docker::new()?)),
+        "e2b" | "daytona" => Err(EngineError::message(format!(
             "The {provider} runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local"
         ))),
         other => Err(EngineError::message(format!("Unsupported runtime: {other}"))),
+    }
+}
+
+/// Where a container runtime shows the run's directories to the runner.
+pub mod paths {
+    /// The primary workspace (read-write).
+    pub const WORKSPACE: &str = "/workspace";
+    /// Named workspaces: `/workspaces/<name>`.
+    pub const WORKSPACES: &str = "/workspaces";
+    /// The outbox (`WORKBENCH_OUTPUT_DIR`).
+    pub const OUTBOX: &str = "/outbox";
+    /// The package, read-only.
+    pub const PACKAGE: &str = "/workbench/package";
+    /// The staged runner configuration.
+    pub const STAGE: &str = "/workbench/stage";
+    /// The runner's own state (`HOME`): a writable temporary file system.
+    pub const STATE: &str = "/workbench/state";
+}
+
+/// The container view of a run: workspaces at container paths and the mounts that put them there.
+pub struct ContainerLayout {
+    pub workspaces: Vec<crate::bindings::BoundWorkspace>,
+    pub outbox: PathBuf,
+    pub stage_dir: PathBuf,
+    pub package_dir: PathBuf,
+    pub mounts: Vec<Mount>,
+}
+
+/// The container layout of a run: the primary workspace at `/workspace` (read-write), named workspaces at
+/// `/workspaces/<name>` with their declared access, the package read-only, the staged configuration and the
+/// outbox writable.
+pub fn container_layout(
+    workspaces: &[crate::bindings::BoundWorkspace],
+    package_dir: &std::path::Path,
+    stage_dir: &std::path::Path,
+    outbox: &std::path::Path,
+) -> ContainerLayout {
+    let mut mounts = Vec::new();
+    let mut mapped = Vec::new();
+    for workspace in workspaces {
+        let target = match &workspace.name {
+            Some(name) => PathBuf::from(paths::WORKSPACES).join(name),
+            None => PathBuf::from(paths::WORKSPACE),
+        };
+        let read_only = workspace.name.is_some() && workspace.access == wb_manifest::Access::ReadOnly;
+        mounts.push(Mount { host: workspace.path.clone(), target: target.clone(), read_only });
+        mapped.push(crate::bindings::BoundWorkspace {
+            name: workspace.name.clone(),
+            path: target,
+            access: workspace.access,
+        });
+    }
+    mounts.push(Mount { host: package_dir.to_path_buf(), target: PathBuf::from(paths::PACKAGE), read_only: true });
+    mounts.push(Mount { host: stage_dir.to_path_buf(), target: PathBuf::from(paths::STAGE), read_only: false });
+    mounts.push(Mount { host: outbox.to_path_buf(), target: PathBuf::from(paths::OUTBOX), read_only: false });
+    ContainerLayout {
+        workspaces: mapped,
+        outbox: PathBuf::from(paths::OUTBOX),
+        stage_dir: PathBuf::from(paths::STAGE),
+        package_dir: PathBuf::from(paths::PACKAGE),
+        mounts,
     }
 }

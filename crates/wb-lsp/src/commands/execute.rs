@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use wb_engine::{Ending, EngineError, Options};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
-use crate::cli::RunArgs;
+use crate::cli::{BuildArgs, RunArgs};
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
     let task = match &args.task_file {
@@ -240,4 +240,63 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
         Ending::Failed(_) => ExitCode::from(1),
         Ending::Cancelled => ExitCode::from(130),
     })
+}
+
+/// `wb-lsp build`: pull or build each package's image; exit 1 when any failed.
+pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let run_args = RunArgs {
+        source: args.source.clone(),
+        task: None,
+        task_file: None,
+        dir: None,
+        runtime: args.runtime.clone(),
+        workspaces: Vec::new(),
+        env: Vec::new(),
+        env_files: Vec::new(),
+        allow_host_docker: false,
+        allow_unchecked_gpu: false,
+        json: args.json,
+        r#final: false,
+    };
+    let options = options(&run_args)?;
+    let reports = match wb_engine::build(&OsFileSystem, &options, catalog) {
+        Ok(reports) => reports,
+        Err(error) => {
+            report_error(&error);
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut out = String::new();
+    let mut failed = false;
+    for report in &reports {
+        if args.json {
+            out.push_str(&serde_json::to_string(report)?);
+            out.push('\n');
+        }
+        if let Some(error) = &report.error {
+            failed = true;
+            eprintln!("error: {error}");
+            continue;
+        }
+        if args.json {
+            continue;
+        }
+        match &report.image {
+            Some(image) => {
+                let state = match (image.built, image.cached) {
+                    (true, true) => "cached, not rebuilt",
+                    (true, false) => "built",
+                    (false, true) => "present locally",
+                    (false, false) => "pulled",
+                };
+                out.push_str(&format!(
+                    "{}\t{}\t{}\t{}\t{state}\n",
+                    report.workbench, report.runtime, image.reference, image.id
+                ));
+            }
+            None => out.push_str(&format!("{}\t{}\tno image\n", report.workbench, report.runtime)),
+        }
+    }
+    write_stdout(&out)?;
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

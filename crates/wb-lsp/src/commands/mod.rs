@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Init(args)) => init::run(&args, &catalog),
         Some(Command::DryRun(args)) => execute::dry_run(&args, &catalog),
         Some(Command::Smoke(args)) => execute::smoke(&args, &catalog),
+        Some(Command::Build(args)) => execute::build(&args, &catalog),
         Some(Command::Run(args)) => execute::run(&args, &catalog),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();

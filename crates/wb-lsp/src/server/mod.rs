@@ -624,7 +624,10 @@ impl Server {
                         lsp::NumberOrString::Number(n) => n.into(),
                         lsp::NumberOrString::String(s) => s.into(),
                     };
-                    if self.pending.remove(&id) {
+                    if let Some((flag, _)) = self.runs.get(&id) {
+                        // A run stops its runner and answers with its `cancelled` ending when it has stopped.
+                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    } else if self.pending.remove(&id) {
                         self.send(Response::new_err(
                             id,
                             ErrorCode::RequestCanceled as i32,

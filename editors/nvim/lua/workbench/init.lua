@@ -27,7 +27,7 @@ local defaults = {
   capabilities = nil,
   -- Called as on_attach(client, bufnr) for every attached manifest buffer.
   on_attach = nil,
-  -- Extra handlers passed to the client.
+  -- Extra handlers passed to the client (the plugin adds its own for `workbench/runEvent`).
   handlers = nil,
   -- Start the server automatically when a manifest is opened.
   autostart = true,
@@ -99,6 +99,20 @@ local function client_request(client, method, params, handler, bufnr)
   return client.request(method, params, handler, bufnr)
 end
 
+local function client_notify(client, method, params)
+  if method_calls then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
+end
+
+local function client_cancel(client, id)
+  if method_calls then
+    return client:cancel_request(id)
+  end
+  return client.cancel_request(id)
+end
+
 local function client_alive(id)
   local client = id and vim.lsp.get_client_by_id(id)
   if client == nil then
@@ -108,6 +122,17 @@ local function client_alive(id)
     return not client:is_stopped()
   end
   return not client.is_stopped()
+end
+
+-- The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md).
+M.RUN_EVENT = "workbench/runEvent"
+
+local function client_handlers()
+  -- The plugin's `workbench/runEvent` handler fills :WorkbenchRun's buffer; a user handler of the same name
+  -- replaces it.
+  return vim.tbl_extend("force", { [M.RUN_EVENT] = function(...)
+    return M.on_run_event(...)
+  end }, M.config.handlers or {})
 end
 
 --- The client configuration for a repository root (also what the lspconfig registration uses).
@@ -127,7 +152,7 @@ function M.client_config(root)
     -- Answered to the server's workspace/configuration request for the `workbench` section.
     settings = { workbench = settings },
     init_options = settings,
-    handlers = config.handlers,
+    handlers = client_handlers(),
     on_attach = config.on_attach,
   }
 end
@@ -188,21 +213,32 @@ local function on_manifest(args)
   end
 end
 
-local function execute(command, arguments, on_result)
+-- Sends workspace/executeCommand from the current buffer's client. `on_result(result)` gets the answer;
+-- `on_error(err)` (default: a notification) an error. Returns the client and the request id, or nil.
+local function execute(command, arguments, on_result, extra, on_error)
   local bufnr = vim.api.nvim_get_current_buf()
   local client = M.client(bufnr)
   if not client then
     notify("no wb-lsp client is attached to this buffer", vim.log.levels.WARN)
-    return
+    return nil
   end
-  local params = { command = command, arguments = arguments }
-  client_request(client, "workspace/executeCommand", params, function(err, result)
+  local params = vim.tbl_extend("force", extra or {}, { command = command, arguments = arguments })
+  local ok, request_id = client_request(client, "workspace/executeCommand", params, function(err, result)
     if err then
-      notify(("%s failed: %s"):format(command, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      if on_error then
+        on_error(err)
+      else
+        notify(("%s failed: %s"):format(command, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      end
       return
     end
     on_result(result or {})
   end, bufnr)
+  if not ok then
+    notify(("cannot send %s: the server is not running"):format(command), vim.log.levels.ERROR)
+    return nil
+  end
+  return client, request_id
 end
 
 --- Migrates the current manifest to spec 1 (workspace/executeCommand `workbench.migrate`); the server sends the
@@ -225,6 +261,434 @@ function M.check_workspace()
   end)
 end
 
+-- Dry run, smoke and run (`workbench.dryRun`, `workbench.smoke`, `workbench.run`; docs/lsp-extensions.md).
+
+local REQUEST_CANCELLED = -32800
+local TERMINAL = { ["run.completed"] = "completed", ["run.failed"] = "failed", ["run.cancelled"] = "cancelled" }
+
+local function text(value)
+  if type(value) == "string" and value ~= "" then
+    return value
+  end
+  return nil
+end
+
+local function duration(data)
+  local ms = type(data) == "table" and tonumber(data.duration_ms) or nil
+  if not ms then
+    return ""
+  end
+  if ms < 1000 then
+    return (" in %d ms"):format(ms)
+  end
+  return (" in %.1f s"):format(ms / 1000)
+end
+
+local function tool_label(data)
+  local detail = text(data.title) or text(data.target)
+  local name = text(data.name) or "tool"
+  return detail and ("%s (%s)"):format(name, detail) or name
+end
+
+local function usage(data)
+  local parts = {}
+  for _, field in ipairs({
+    { "input_tokens", "input" },
+    { "output_tokens", "output" },
+    { "reasoning_tokens", "reasoning" },
+    { "cache_read_tokens", "cache read" },
+    { "cache_write_tokens", "cache write" },
+  }) do
+    local value = tonumber(data[field[1]])
+    if value then
+      table.insert(parts, ("%d %s"):format(value, field[2]))
+    end
+  end
+  local line = #parts > 0 and (table.concat(parts, ", ") .. " tokens") or "updated"
+  local cost = tonumber(data.cost_usd)
+  if cost then
+    line = line .. ("; $%.4f"):format(cost)
+  end
+  return line
+end
+
+--- The readable lines for one canonical event (protocol 0): text, tools, files changed, usage, the ending.
+function M.format_event(event)
+  local data = type(event.data) == "table" and event.data or {}
+  local kind = event.type
+  if kind == "run.started" then
+    local what = table.concat(vim.tbl_filter(function(part)
+      return part ~= nil
+    end, { text(data.workbench), text(data.version) }), " ")
+    local runtime = text(data.runtime)
+    return {
+      ("▶ Run %s started: %s%s (%s)"):format(
+        tostring(event.run_id),
+        what ~= "" and what or "Workbench",
+        runtime and (" on " .. runtime) or "",
+        tostring(event.runner)
+      ),
+    }
+  elseif kind == "run.ready" then
+    return { "  the runner is ready" }
+  elseif kind == "output.text" then
+    if type(data.text) ~= "string" or data.text == "" then
+      return {}
+    end
+    return vim.split(data.text, "\r?\n")
+  elseif kind == "tool.started" then
+    return { ("⚙ %s started"):format(tool_label(data)) }
+  elseif kind == "tool.completed" then
+    if data.status == "failed" then
+      local message = text(data.message)
+      return { ("✗ %s failed%s"):format(tool_label(data), message and (": " .. message) or "") }
+    end
+    return { ("✓ %s completed"):format(tool_label(data)) }
+  elseif kind == "file.changed" then
+    local tool = text(data.tool)
+    return { ("✎ %s changed%s"):format(text(data.path) or "a file", tool and (" (" .. tool .. ")") or "") }
+  elseif kind == "usage.updated" then
+    return { "  usage: " .. usage(data) }
+  elseif kind == "run.completed" then
+    return { "■ Run completed" .. duration(data) }
+  elseif kind == "run.failed" then
+    local message = text(data.message)
+    return { "■ Run failed" .. duration(data) .. (message and (": " .. message) or "") }
+  elseif kind == "run.cancelled" then
+    return { "■ Run cancelled" .. duration(data) }
+  elseif kind == "runner.event" then
+    return {}
+  end
+  return { ("  %s %s"):format(tostring(kind), vim.fn.json_encode(data)) }
+end
+
+local empty_dict_mt = getmetatable(vim.empty_dict())
+-- vim.islist from Neovim 0.10 (vim.tbl_islist is deprecated there).
+local islist = vim.islist or vim.tbl_islist
+
+local function is_object(value)
+  if getmetatable(value) == empty_dict_mt then
+    return true
+  end
+  return next(value) ~= nil and not islist(value)
+end
+
+--- JSON with two-space indentation and sorted keys (Lua tables keep no key order).
+function M.json_pretty(value, indent)
+  indent = indent or ""
+  if value == nil or value == vim.NIL then
+    return "null"
+  end
+  if type(value) ~= "table" then
+    return vim.fn.json_encode(value)
+  end
+  local inner = indent .. "  "
+  local items = {}
+  if is_object(value) then
+    local keys = vim.tbl_keys(value)
+    table.sort(keys, function(a, b)
+      return tostring(a) < tostring(b)
+    end)
+    for _, key in ipairs(keys) do
+      table.insert(items, inner .. vim.fn.json_encode(tostring(key)) .. ": " .. M.json_pretty(value[key], inner))
+    end
+    if #items == 0 then
+      return "{}"
+    end
+    return "{\n" .. table.concat(items, ",\n") .. "\n" .. indent .. "}"
+  end
+  for _, item in ipairs(value) do
+    table.insert(items, inner .. M.json_pretty(item, inner))
+  end
+  if #items == 0 then
+    return "[]"
+  end
+  return "[\n" .. table.concat(items, ",\n") .. "\n" .. indent .. "]"
+end
+
+local scratch_count = 0
+
+-- A new scratch buffer (not listed, not a file) named `workbench://<kind>/<n>`, shown in a split at the
+-- bottom. With `keep_focus` the cursor stays in the current window.
+local function scratch_buffer(kind, filetype, keep_focus)
+  scratch_count = scratch_count + 1
+  local bufnr = vim.api.nvim_create_buf(false, true)
+  pcall(vim.api.nvim_buf_set_name, bufnr, ("workbench://%s/%d"):format(kind, scratch_count))
+  vim.bo[bufnr].bufhidden = "hide"
+  vim.bo[bufnr].swapfile = false
+  if filetype then
+    vim.bo[bufnr].filetype = filetype
+  end
+  local window = vim.api.nvim_get_current_win()
+  vim.cmd("botright split")
+  vim.api.nvim_win_set_buf(0, bufnr)
+  if keep_focus and vim.api.nvim_win_is_valid(window) then
+    vim.api.nvim_set_current_win(window)
+  end
+  return bufnr
+end
+
+local function set_lines(bufnr, first, last, lines)
+  vim.bo[bufnr].modifiable = true
+  vim.api.nvim_buf_set_lines(bufnr, first, last, false, lines)
+  vim.bo[bufnr].modifiable = false
+end
+
+-- Appends lines to a scratch buffer (replacing its first, empty line) and scrolls its windows to the end.
+local function append(bufnr, lines)
+  if #lines == 0 or not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  if count == 1 and vim.api.nvim_buf_get_lines(bufnr, 0, 1, false)[1] == "" then
+    set_lines(bufnr, 0, 1, lines)
+  else
+    set_lines(bufnr, count, count, lines)
+  end
+  local last = vim.api.nvim_buf_line_count(bufnr)
+  for _, window in ipairs(vim.fn.win_findbuf(bufnr)) do
+    pcall(vim.api.nvim_win_set_cursor, window, { last, 0 })
+  end
+end
+
+-- The manifest of the current buffer, or nil (after saying so).
+local function current_manifest(action)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local path = vim.api.nvim_buf_get_name(bufnr)
+  if not M.is_manifest(path) then
+    notify(("open a manifest (.workbenches/<name>/workbench.yml) to %s"):format(action), vim.log.levels.WARN)
+    return nil
+  end
+  return vim.uri_from_bufnr(bufnr)
+end
+
+-- The task from the command's arguments, else asked for with vim.fn.input. Nil when there is none.
+local function ask_task(task)
+  if type(task) ~= "string" or vim.trim(task) == "" then
+    local ok, answer = pcall(vim.fn.input, "Workbench task: ")
+    task = ok and answer or ""
+  end
+  if vim.trim(task) == "" then
+    notify("a task is required", vim.log.levels.WARN)
+    return nil
+  end
+  return task
+end
+
+-- The command's argument object: the manifest URI, the task and any other option given
+-- (runtime, workspaces, env, envFiles, dir, allowHostDocker, allowUncheckedGpu).
+local function arguments(uri, options)
+  local argument = vim.tbl_extend("force", {}, options or {})
+  argument.uri = uri
+  return argument
+end
+
+local function options_of(options)
+  if type(options) == "string" then
+    return { task = options }
+  end
+  return vim.deepcopy(options or {})
+end
+
+--- `:WorkbenchDryRun {task}`: the translation the runner would receive, as JSON in a scratch buffer.
+--- `options` is the task, or a table { task = ..., runtime = ..., env = { "NAME=value" }, ... }.
+function M.dry_run(options)
+  options = options_of(options)
+  local uri = current_manifest("dry-run it")
+  if not uri then
+    return
+  end
+  options.task = ask_task(options.task)
+  if not options.task then
+    return
+  end
+  execute("workbench.dryRun", { arguments(uri, options) }, function(result)
+    local bufnr = scratch_buffer("dry-run", "json", false)
+    set_lines(bufnr, 0, -1, vim.split(M.json_pretty(result), "\n"))
+    M.last_dry_run = bufnr
+  end, nil, function(err)
+    notify("dry run failed: " .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
+  end)
+end
+
+local SMOKE_LEVELS = { ready = vim.log.levels.INFO, ["needs-auth"] = vim.log.levels.WARN }
+
+--- The text and level of a `workbench.smoke` answer (the worst status decides the level).
+function M.format_smoke(reports)
+  local lines, level = {}, vim.log.levels.INFO
+  if type(reports) ~= "table" or #reports == 0 then
+    return "smoke: no package was checked", vim.log.levels.WARN
+  end
+  for _, report in ipairs(reports) do
+    local name = table.concat(vim.tbl_filter(function(part)
+      return part ~= nil
+    end, { text(report.workbench), text(report.version) }), " ")
+    table.insert(lines, ("smoke %s%s: %s"):format(
+      name ~= "" and name or "Workbench",
+      text(report.runtime) and (" on " .. report.runtime) or "",
+      tostring(report.status)
+    ))
+    local report_level = SMOKE_LEVELS[report.status] or vim.log.levels.ERROR
+    if report_level > level then
+      level = report_level
+    end
+    if type(report.runner) == "table" and text(report.runner.name) then
+      local path = text(report.runner.path)
+      table.insert(lines, "  runner: " .. report.runner.name .. (path and (" (" .. path .. ")") or ""))
+    end
+    for _, warning in ipairs(type(report.warnings) == "table" and report.warnings or {}) do
+      table.insert(lines, "  warning: " .. tostring(warning))
+    end
+    if type(report.error) == "table" and text(report.error.message) then
+      table.insert(lines, "  error: " .. report.error.message)
+    end
+  end
+  return table.concat(lines, "\n"), level
+end
+
+--- `:WorkbenchSmoke`: can the package start here (runner, tools, authentication), without a model request?
+function M.smoke(options)
+  options = options_of(options)
+  options.task = nil
+  local uri = current_manifest("smoke it")
+  if not uri then
+    return
+  end
+  execute("workbench.smoke", { arguments(uri, options) }, function(result)
+    local message, level = M.format_smoke(result)
+    notify(message, level)
+  end, nil, function(err)
+    notify("smoke failed: " .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
+  end)
+end
+
+-- The run in progress (one at a time): { client, request_id, token, bufnr, run_id, done }.
+M.active_run = nil
+local runs_by_id = {}
+local run_count = 0
+
+local function finish(run, message, level)
+  if run.done then
+    return
+  end
+  run.done = true
+  if M.active_run == run then
+    M.active_run = nil
+  end
+  if message then
+    notify(message, level)
+  end
+end
+
+--- The handler of `workbench/runEvent`: appends the event's lines to its run's buffer.
+function M.on_run_event(err, result, ctx)
+  if err or type(result) ~= "table" or type(result.event) ~= "table" then
+    return
+  end
+  local event = result.event
+  local run = runs_by_id[event.run_id]
+  local active = M.active_run
+  local same_client = active and active.client and (not ctx or ctx.client_id == active.client.id)
+  if not run and same_client and not active.run_id then
+    -- The first event of the run just started tells its id.
+    active.run_id = event.run_id
+    runs_by_id[event.run_id] = active
+    run = active
+  end
+  if not run then
+    return
+  end
+  append(run.bufnr, M.format_event(event))
+  local status = TERMINAL[event.type]
+  if status then
+    local level = status == "completed" and vim.log.levels.INFO
+      or status == "cancelled" and vim.log.levels.WARN
+      or vim.log.levels.ERROR
+    local message = event.type == "run.failed" and text(event.data and event.data.message)
+    finish(run, ("run %s%s"):format(status, message and (": " .. message) or ""), level)
+  end
+end
+
+--- `:WorkbenchRun {task}`: runs the Workbench, streaming its events into a scratch buffer.
+--- `options` is the task, or a table { task = ..., runtime = ..., env = { "NAME=value" }, ... }.
+--- Returns the run's buffer.
+function M.run(options)
+  options = options_of(options)
+  if M.active_run and M.active_run.client and not client_alive(M.active_run.client.id) then
+    -- The server stopped during the run: nothing more will come of it.
+    finish(M.active_run, nil)
+  end
+  if M.active_run then
+    notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+    return nil
+  end
+  local uri = current_manifest("run it")
+  if not uri then
+    return nil
+  end
+  options.task = ask_task(options.task)
+  if not options.task then
+    return nil
+  end
+  local manifest_client = M.client(0)
+  if not manifest_client then
+    notify("no wb-lsp client is attached to this buffer", vim.log.levels.WARN)
+    return nil
+  end
+  if manifest_client.handlers and manifest_client.handlers[M.RUN_EVENT] == nil then
+    -- A client this plugin did not configure (nvim-lspconfig): give it the event handler.
+    manifest_client.handlers[M.RUN_EVENT] = M.on_run_event
+  end
+  run_count = run_count + 1
+  local token = ("workbench-run-%d"):format(run_count)
+  local bufnr = scratch_buffer("run", "workbench-run", true)
+  append(bufnr, { ("── %s: %s"):format(vim.uri_to_fname(uri), options.task) })
+  local run = { token = token, bufnr = bufnr, done = false }
+  M.active_run = run
+  local client, request_id = execute("workbench.run", { arguments(uri, options) }, function(result)
+    local ending = type(result.ending) == "table" and result.ending or {}
+    local status = ending.status or "failed"
+    local level = status == "completed" and vim.log.levels.INFO
+      or status == "cancelled" and vim.log.levels.WARN
+      or vim.log.levels.ERROR
+    finish(run, ("run %s%s"):format(status, text(ending.message) and (": " .. ending.message) or ""), level)
+  end, { workDoneToken = token }, function(err)
+    if err.code == REQUEST_CANCELLED then
+      -- The answer to :WorkbenchCancel's $/cancelRequest: the run's own `run.cancelled` event ends it.
+      return
+    end
+    -- Refused before it started (no event came), or interrupted.
+    local what = run.run_id and "the run stopped: " or "the run could not start: "
+    local message = what .. tostring(err.message or vim.inspect(err))
+    append(bufnr, { "■ " .. message })
+    finish(run, message, vim.log.levels.ERROR)
+  end)
+  if not client then
+    M.active_run = nil
+    return nil
+  end
+  run.client, run.request_id = client, request_id
+  return bufnr
+end
+
+--- `:WorkbenchCancel`: cancels the run in progress: `$/cancelRequest` for its request (client.cancel_request)
+--- and `window/workDoneProgress/cancel` for its progress token. The run ends with `run.cancelled`.
+function M.cancel()
+  local run = M.active_run
+  if not run or not run.client then
+    notify("no run is in progress")
+    return false
+  end
+  if run.cancelling then
+    return true
+  end
+  run.cancelling = true
+  append(run.bufnr, { "  cancelling…" })
+  client_notify(run.client, "window/workDoneProgress/cancel", { token = run.token })
+  client_cancel(run.client, run.request_id)
+  return true
+end
+
 local function register_lspconfig()
   local ok, configs = pcall(require, "lspconfig.configs")
   if not ok or configs[M.name] ~= nil then
@@ -240,6 +704,7 @@ local function register_lspconfig()
       end,
       settings = { workbench = settings },
       init_options = settings,
+      handlers = client_handlers(),
       single_file_support = false,
     },
     docs = {
@@ -271,6 +736,18 @@ function M.setup(options)
   vim.api.nvim_create_user_command("WorkbenchCheck", M.check_workspace, {
     desc = "Re-check every Workbench package of the workspace",
   })
+  vim.api.nvim_create_user_command("WorkbenchDryRun", function(command)
+    M.dry_run(command.args)
+  end, { nargs = "*", desc = "Show what the runner of the current Workbench would receive for a task" })
+  vim.api.nvim_create_user_command("WorkbenchSmoke", function()
+    M.smoke()
+  end, { nargs = 0, desc = "Check that the current Workbench can start here" })
+  vim.api.nvim_create_user_command("WorkbenchRun", function(command)
+    M.run(command.args)
+  end, { nargs = "*", desc = "Run the current Workbench on a task, streaming its events" })
+  vim.api.nvim_create_user_command("WorkbenchCancel", function()
+    M.cancel()
+  end, { nargs = 0, desc = "Cancel the Workbench run in progress" })
 
   if M.config.lspconfig then
     register_lspconfig()

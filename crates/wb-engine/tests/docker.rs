@@ -1,0 +1,487 @@
+//! The docker runtime against a REAL Docker engine (no mock): image build and cache, published images present
+//! and absent, tools inside the image, read-only workspaces enforced by the mount, uid mapping, environment
+//! privacy, a run with a fake runner inside the image, and no container left behind after success, failure and
+//! cancellation.
+//!
+//! No registry is reachable: each test builds its own image `FROM scratch` with Debian's `busybox-static` and
+//! a fake OpenCode written in sh. Each package's context holds a nonce, so its image (and the containers made
+//! from it, found by `ancestor`) belong to that test alone.
+//!
+//! When the engine's socket is unavailable these tests FAIL with a hint, unless `WB_LSP_SKIP_DOCKER_TESTS=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bollard::query_parameters::{ListContainersOptionsBuilder, TagImageOptionsBuilder};
+use serde_json::Value;
+use support::{World, minimal};
+use wb_engine::runtime::docker::{LABEL, context_archive};
+use wb_engine::{Ending, Options};
+use wb_manifest::{ModelCatalog, OsFileSystem};
+
+const CANARY: &str = "canary-7f3e9b1c5d2a4e6f8091";
+const KEY: &str = "sk-docker-test-0c4a9e2f";
+
+/// The fake OpenCode inside the image: its behaviour depends on the task (the last argument).
+const FAKE_OPENCODE: &str = r#"#!/bin/sh
+emit() { printf '{"type":"text","part":{"type":"text","text":"%s"}}\n' "$1"; }
+for task; do :; done
+case "$task" in
+  probe)
+    emit "uid=$(id -u):$(id -g)"
+    emit "pwd=$(pwd)"
+    emit "out=$WORKBENCH_OUTPUT_DIR"
+    emit "docs=$WORKBENCH_WORKSPACE_DOCS"
+    emit "home=$HOME"
+    if touch "$WORKBENCH_WORKSPACE_DOCS/written.txt" 2>/dev/null; then emit "docs-write=ok"; else emit "docs-write=refused"; fi
+    if touch /workspace/from-container.txt 2>/dev/null; then emit "primary-write=ok"; else emit "primary-write=refused"; fi
+    if touch /rootfs-file 2>/dev/null; then emit "root-write=ok"; else emit "root-write=refused"; fi
+    if touch /tmp/scratch 2>/dev/null; then emit "tmp-write=ok"; else emit "tmp-write=refused"; fi
+    if touch /workbench/package/x 2>/dev/null; then emit "package-write=ok"; else emit "package-write=refused"; fi
+    if [ -n "$CANARY_TOKEN" ]; then emit "canary=set"; else emit "canary=unset"; fi
+    echo "artifact" > "$WORKBENCH_OUTPUT_DIR/result.txt"
+    ;;
+  fail)
+    echo "the fake runner failed on purpose" >&2
+    exit 3
+    ;;
+  hang)
+    emit "hanging"
+    sleep 300
+    ;;
+  *)
+    emit "done"
+    ;;
+esac
+"#;
+
+fn catalog() -> &'static ModelCatalog {
+    ModelCatalog::embedded()
+}
+
+/// The engine, or `None` when the tests are skipped on purpose. Panics with a hint when it is unavailable.
+fn engine() -> Option<(tokio::runtime::Runtime, bollard::Docker)> {
+    if std::env::var("WB_LSP_SKIP_DOCKER_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("docker tests skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
+        return None;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let client = {
+        let _guard = runtime.enter();
+        bollard::Docker::connect_with_local_defaults()
+    };
+    let reachable = client.and_then(|c| runtime.block_on(c.negotiate_version())).and_then(|c| {
+        runtime.block_on(c.ping())?;
+        Ok(c)
+    });
+    match reachable {
+        Ok(client) => Some((runtime, client)),
+        Err(error) => panic!(
+            "The Docker engine is unavailable ({error}). These tests need a real engine: install docker.io and start \
+             dockerd (scripts/test.sh does both), or set WB_LSP_SKIP_DOCKER_TESTS=1 to skip them."
+        ),
+    }
+}
+
+fn nonce() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    format!("{}-{}", now.as_nanos(), std::process::id())
+}
+
+/// Writes the image context `<package>/image/` (busybox rootfs, the fake OpenCode, a nonce) and its Dockerfile.
+fn image_context(package_dir: &Path, nonce: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let context = package_dir.join("image");
+    let bin = context.join("rootfs/bin");
+    let local = context.join("rootfs/usr/local/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&local).unwrap();
+    let busybox = Path::new("/bin/busybox");
+    assert!(busybox.is_file(), "these tests need Debian's busybox-static (/bin/busybox); scripts/test.sh installs it");
+    std::fs::copy(busybox, bin.join("busybox")).unwrap();
+    for applet in ["sh", "cat", "ls", "env", "id", "touch", "sleep", "echo", "printf", "pwd", "mkdir"] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    let runner = local.join("opencode");
+    std::fs::write(&runner, FAKE_OPENCODE).unwrap();
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(context.join("nonce.txt"), nonce).unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        "FROM scratch\nCOPY rootfs/ /\nCOPY nonce.txt /nonce.txt\nENV PATH=/usr/local/bin:/bin\n",
+    )
+    .unwrap();
+    context
+}
+
+/// A Docker package built from its own context, with a read-only named workspace and an optional canary env.
+fn docker_package(world: &World, name: &str, extra: &str) -> PathBuf {
+    let manifest = minimal(
+        name,
+        "opencode",
+        "openai/gpt-5.1",
+        &format!(
+            "{extra}env:\n  CANARY_TOKEN:\n    required: false\nworkspaces:\n  docs:\n    required: false\n    access: read-only\nruntimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n"
+        ),
+    );
+    let dir = world.package(name, &manifest);
+    image_context(&dir, &format!("{name}-{}", nonce()));
+    dir
+}
+
+fn options(world: &World, package: &str, task: &str) -> Options {
+    let mut inherited = world.inherited();
+    inherited.insert("OPENAI_API_KEY".into(), KEY.into());
+    Options {
+        source: format!(".workbenches/{package}"),
+        cwd: world.repo.clone(),
+        primary: Some(world.work.clone()),
+        task: Some(task.to_owned()),
+        inherited,
+        home: Some(world.home.join(".workbench")),
+        ..Options::default()
+    }
+}
+
+fn build(options: &Options) -> wb_engine::BuildReport {
+    let mut reports = wb_engine::build(&OsFileSystem, options, catalog()).unwrap();
+    assert_eq!(reports.len(), 1);
+    reports.remove(0)
+}
+
+/// Containers (running or not) made from an image.
+fn containers_of(
+    engine: &(tokio::runtime::Runtime, bollard::Docker),
+    image: &str,
+) -> Vec<bollard::models::ContainerSummary> {
+    let (runtime, client) = engine;
+    let filters = HashMap::from([
+        ("ancestor".to_owned(), vec![image.to_owned()]),
+        ("label".to_owned(), vec![format!("{LABEL}=1")]),
+    ]);
+    let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+    runtime.block_on(client.list_containers(Some(options))).unwrap()
+}
+
+fn run_collect(options: &Options, cancel_on: Option<&str>) -> (wb_engine::RunResult, Vec<Value>, Option<Value>) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let mut events = Vec::new();
+    let mut seen_running = None;
+    let result = wb_engine::run(&OsFileSystem, options, catalog(), cancel, &mut |event| {
+        let value = serde_json::to_value(event).unwrap();
+        if let Some(text) = cancel_on {
+            if value["type"] == "output.text" && value["data"]["text"] == text {
+                seen_running = Some(value.clone());
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+        events.push(value);
+    })
+    .unwrap();
+    (result, events, seen_running)
+}
+
+fn texts(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "output.text")
+        .map(|e| e["data"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn context_archive_excludes_credentials_and_vcs_and_hashes_content() {
+    let world = World::new();
+    let dir = world.dir("ctx");
+    std::fs::write(dir.join("Dockerfile"), "FROM scratch\n").unwrap();
+    std::fs::write(dir.join("app.txt"), "one").unwrap();
+    std::fs::write(dir.join(".env"), "SECRET=1").unwrap();
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    std::fs::write(dir.join(".git/config"), "x").unwrap();
+    std::fs::create_dir_all(dir.join("node_modules/p")).unwrap();
+    std::fs::write(dir.join("node_modules/p/i.js"), "x").unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("sub/credentials.json"), "{}").unwrap();
+    std::os::unix::fs::symlink("app.txt", dir.join("link")).unwrap();
+    let first = context_archive(&dir, &dir.join("Dockerfile")).unwrap();
+    assert_eq!(first.entries, vec!["Dockerfile", "app.txt", "link", "sub/"]);
+    assert_eq!(first.dockerfile, "Dockerfile");
+    // A credential file's content is not part of the hash; the context's content is.
+    std::fs::write(dir.join(".env"), "SECRET=2").unwrap();
+    assert_eq!(context_archive(&dir, &dir.join("Dockerfile")).unwrap().hash, first.hash);
+    std::fs::write(dir.join("app.txt"), "two").unwrap();
+    assert_ne!(context_archive(&dir, &dir.join("Dockerfile")).unwrap().hash, first.hash);
+    // A Dockerfile outside the context travels under its own name.
+    let outside = world.file("Dockerfile.other", "FROM scratch\n");
+    assert_eq!(context_archive(&dir, &outside).unwrap().dockerfile, ".wb-lsp.Dockerfile");
+}
+
+#[test]
+fn build_then_cache_hit_and_published_images() {
+    let Some(engine) = engine() else { return };
+    let world = World::new();
+    docker_package(&world, "dk-build", "");
+    let options = options(&world, "dk-build", "x");
+    let first = build(&options);
+    assert_eq!(first.error, None);
+    let image = first.image.clone().unwrap();
+    assert!(image.built && !image.cached, "{image:?}");
+    assert!(image.reference.starts_with("wb-lsp/dk-build:"), "{image:?}");
+    assert!(image.id.starts_with("sha256:"), "{image:?}");
+    // Unchanged package: the cached image, no rebuild.
+    let second = build(&options).image.unwrap();
+    assert!(second.cached, "{second:?}");
+    assert_eq!((second.reference.as_str(), second.id.as_str()), (image.reference.as_str(), image.id.as_str()));
+    // A credential file in the context does not change the image either.
+    world.file(".workbenches/dk-build/image/.env", "SECRET=1\n");
+    assert!(build(&options).image.unwrap().cached);
+
+    // A published reference present locally is used as it is, with its id recorded.
+    let published = format!("wb-lsp-test/published:{}", nonce());
+    let (runtime, client) = &engine;
+    let (repo, tag) = published.split_once(':').unwrap();
+    runtime
+        .block_on(client.tag_image(&image.id, Some(TagImageOptionsBuilder::default().repo(repo).tag(tag).build())))
+        .unwrap();
+    world.package(
+        "dk-published",
+        &minimal(
+            "dk-published",
+            "opencode",
+            "openai/gpt-5.1",
+            &format!("runtimes:\n  docker:\n    image: {published}\n"),
+        ),
+    );
+    let report = build(&options_for_source(&world, "dk-published"));
+    let found = report.image.unwrap();
+    assert_eq!((found.built, found.cached), (false, true));
+    assert_eq!(found.id, image.id);
+    assert_eq!(found.reference, published);
+
+    // Absent and not pullable: a clear error naming the image.
+    let absent = format!("wb-lsp-test/absent:{}", nonce());
+    world.package(
+        "dk-absent",
+        &minimal("dk-absent", "opencode", "openai/gpt-5.1", &format!("runtimes:\n  docker:\n    image: {absent}\n")),
+    );
+    let report = build(&options_for_source(&world, "dk-absent"));
+    let error = report.error.unwrap();
+    assert!(error.starts_with(&format!("Cannot pull Docker image {absent}: it is not present locally")), "{error}");
+    let smoke = wb_engine::smoke(&OsFileSystem, &options_for_source(&world, "dk-absent"), catalog()).unwrap();
+    assert_eq!(smoke[0].status, "failed");
+    assert!(smoke[0].error.as_ref().unwrap()["message"].as_str().unwrap().contains(&absent));
+}
+
+fn options_for_source(world: &World, package: &str) -> Options {
+    options(world, package, "x")
+}
+
+#[test]
+fn tools_are_looked_up_inside_the_image() {
+    let Some(engine) = engine() else { return };
+    let world = World::new();
+    docker_package(&world, "dk-tools", "tools:\n  - cat\n  - sleep\n");
+    let started = Instant::now();
+    let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-tools", "x"), catalog()).unwrap();
+    eprintln!("smoke (first, image built): {:?}", started.elapsed());
+    assert_eq!(reports[0].status, "ready", "{:?}", reports[0]);
+    assert_eq!(reports[0].runtime, "docker");
+    assert_eq!(reports[0].runner.as_ref().unwrap()["path"], "/usr/local/bin/opencode");
+    let tools: Vec<&str> = reports[0].tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, vec!["cat", "sleep"]);
+    // The smoke time with a cached image.
+    let started = Instant::now();
+    let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-tools", "x"), catalog()).unwrap();
+    eprintln!("smoke (cached image): {:?}", started.elapsed());
+    assert_eq!(reports[0].status, "ready");
+    let image = build(&options(&world, "dk-tools", "x")).image.unwrap();
+    assert!(containers_of(&engine, &image.id).is_empty(), "preflight containers are removed");
+
+    // python3 is on this host but not in the image: it does not count.
+    docker_package(&world, "dk-missing", "tools:\n  - python3\n");
+    let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-missing", "x"), catalog()).unwrap();
+    assert_eq!(reports[0].status, "failed");
+    assert_eq!(reports[0].error.as_ref().unwrap()["message"], "Required CLI tool is unavailable: python3");
+    // The runner itself must be in the image.
+    let dir = docker_package(&world, "dk-claude", "");
+    let manifest = std::fs::read_to_string(dir.join("workbench.yml")).unwrap();
+    std::fs::write(
+        dir.join("workbench.yml"),
+        manifest
+            .replace("runner: opencode", "runner: claude-code")
+            .replace("openai/gpt-5.1", "anthropic/claude-sonnet-4.5"),
+    )
+    .unwrap();
+    let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-claude", "x"), catalog()).unwrap();
+    assert_eq!(reports[0].error.as_ref().unwrap()["message"], "Runner CLI is unavailable: claude-code");
+}
+
+#[test]
+fn run_in_the_container_with_mounts_uid_and_private_env() {
+    let Some(engine) = engine() else { return };
+    let world = World::new();
+    docker_package(&world, "dk-run", "");
+    let docs = world.dir("docs");
+    let mut options = options(&world, "dk-run", "probe");
+    options.workspaces = vec![format!("docs={}", docs.display())];
+    options.env = vec![format!("CANARY_TOKEN={CANARY}")];
+    let (result, events, _) = run_collect(&options, None);
+    assert_eq!(result.ending, Ending::Completed, "{events:#?}");
+    support::check_events(&events, "opencode");
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    assert_eq!(
+        texts(&events),
+        vec![
+            format!("uid={uid}:{gid}"),
+            "pwd=/workspace".to_owned(),
+            "out=/outbox".to_owned(),
+            "docs=/workspaces/docs".to_owned(),
+            "home=/workbench/state".to_owned(),
+            "docs-write=refused".to_owned(),
+            "primary-write=ok".to_owned(),
+            "root-write=refused".to_owned(),
+            "tmp-write=ok".to_owned(),
+            "package-write=refused".to_owned(),
+            "canary=set".to_owned(),
+        ]
+    );
+    assert!(world.work.join("from-container.txt").is_file(), "the primary workspace is mounted read-write");
+    assert!(!docs.join("written.txt").exists(), "the read-only workspace was not written");
+    let outbox = world.home.join(".workbench/runs").join(&result.run_id).join("outbox/result.txt");
+    assert_eq!(std::fs::read_to_string(outbox).unwrap(), "artifact\n");
+    let all = serde_json::to_string(&events).unwrap();
+    assert!(!all.contains(CANARY) && !all.contains(KEY), "a value leaked into the events");
+    let image = build(&options).image.unwrap();
+    assert!(containers_of(&engine, &image.id).is_empty(), "no container is left after success");
+
+    // Failure: the runner's exit status and stderr, and no container left.
+    options.task = Some("fail".into());
+    let (result, events, _) = run_collect(&options, None);
+    assert_eq!(
+        result.ending,
+        Ending::Failed("The runner exited with status 3: the fake runner failed on purpose".into()),
+        "{events:#?}"
+    );
+    support::check_events(&events, "opencode");
+    assert!(containers_of(&engine, &image.id).is_empty(), "no container is left after a failure");
+}
+
+#[test]
+fn cancellation_removes_the_container_and_arguments_hold_no_values() {
+    let Some(engine) = engine() else { return };
+    let world = World::new();
+    docker_package(&world, "dk-cancel", "");
+    let image = build(&options(&world, "dk-cancel", "x")).image.unwrap();
+    let mut options = options(&world, "dk-cancel", "hang");
+    options.env = vec![format!("CANARY_TOKEN={CANARY}")];
+    // Inspect the running container from another thread while the runner hangs, then the run is cancelled.
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let id = image.id.clone();
+    let watcher = std::thread::spawn(move || {
+        let engine = engine_for_thread();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Some(container) = containers_of(&engine, &id)
+                .into_iter()
+                .find(|c| c.state.as_ref().map(ToString::to_string).as_deref() == Some("running"))
+            {
+                let (runtime, client) = &engine;
+                let inspect =
+                    runtime.block_on(client.inspect_container(container.id.as_deref().unwrap(), None)).unwrap();
+                tx.send(serde_json::to_value(inspect).unwrap()).unwrap();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let started = Instant::now();
+    let (result, events, seen) = run_collect(&options, Some("hanging"));
+    assert!(seen.is_some(), "{events:#?}");
+    assert_eq!(result.ending, Ending::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(30), "cancellation took {:?}", started.elapsed());
+    support::check_events(&events, "opencode");
+    watcher.join().unwrap();
+    let inspect = rx.try_recv().expect("the running container was inspected");
+    for key in ["Args", "Path"] {
+        assert!(!inspect[key].to_string().contains(CANARY), "{key}: {}", inspect[key]);
+    }
+    for key in ["Cmd", "Entrypoint"] {
+        assert!(!inspect["Config"][key].to_string().contains(CANARY), "{key}: {}", inspect["Config"][key]);
+    }
+    assert_eq!(inspect["Config"]["User"], format!("{}:{}", nix::unistd::getuid(), nix::unistd::getgid()));
+    assert_eq!(inspect["HostConfig"]["ReadonlyRootfs"], true);
+    assert!(containers_of(&engine, &image.id).is_empty(), "no container is left after cancellation");
+}
+
+fn engine_for_thread() -> (tokio::runtime::Runtime, bollard::Docker) {
+    engine().expect("the engine")
+}
+
+#[test]
+fn requirements_against_the_engine() {
+    let Some((runtime, client)) = engine() else { return };
+    let info = runtime.block_on(client.info()).unwrap();
+    let cpus = info.ncpu.unwrap();
+    let other_arch = if info.architecture.as_deref() == Some("x86_64") {
+        ("requirements:\n  arch: [arm64]\n", "requires arch arm64 but the docker runtime runs on x64")
+    } else {
+        ("requirements:\n  arch: [x64]\n", "requires arch x64 but the docker runtime runs on")
+    };
+    let world = World::new();
+    let cases = [
+        (
+            "dk-gpu",
+            "requirements:\n  gpu: true\n",
+            "GPU requirements are not supported on the docker runtime".to_owned(),
+        ),
+        ("dk-cpu", "requirements:\n  cpu: 4096\n", format!("requires 4096 CPUs but the Docker daemon has {cpus}")),
+        (
+            "dk-os",
+            "requirements:\n  os: [macos, windows]\n",
+            "requires os macos or windows but the docker runtime provides linux".to_owned(),
+        ),
+        ("dk-arch", other_arch.0, other_arch.1.to_owned()),
+    ];
+    for (name, extra, expected) in cases {
+        docker_package(&world, name, extra);
+        let mut options = options(&world, name, "x");
+        options.allow_unchecked_gpu = true;
+        let error = wb_engine::dry_run(&OsFileSystem, &options, catalog()).err().unwrap().to_string();
+        let prefix = format!("Workbench {name} cannot run on the docker runtime: ");
+        assert!(error.starts_with(&format!("{prefix}{expected}")), "{error}");
+    }
+    docker_package(&world, "dk-limits", "requirements:\n  os: [linux]\n  cpu: 1\n  memory_gb: 1\n  disk_gb: 5\n");
+    let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-limits", "x"), catalog()).unwrap();
+    let requirements = reports[0].requirements.clone().unwrap_or_else(|| panic!("{:?}", reports[0]));
+    assert_eq!(requirements.applied, vec!["cpu limit 1", "memory limit 1 GiB"]);
+    assert_eq!(requirements.checked[..2], ["os linux".to_owned(), format!("cpu {cpus}")]);
+    assert_eq!(requirements.unchecked, vec!["disk_gb is not checked on the docker runtime"]);
+}
+
+#[test]
+fn host_engine_access_is_refused_without_the_flag() {
+    let Some(_engine) = engine() else { return };
+    let world = World::new();
+    docker_package(&world, "dk-host", "");
+    let dir = world.repo.join(".workbenches/dk-host");
+    let manifest = std::fs::read_to_string(dir.join("workbench.yml")).unwrap();
+    std::fs::write(dir.join("workbench.yml"), format!("{manifest}    docker:\n      engine:\n        mode: host\n"))
+        .unwrap();
+    let options = options(&world, "dk-host", "x");
+    let error = wb_engine::dry_run(&OsFileSystem, &options, catalog()).err().unwrap().to_string();
+    assert_eq!(error, "Host Docker engine access requires explicit --allow-host-docker authorization");
+    // With the grant, preflight asks for the docker CLI inside the image (this image has none).
+    let mut granted = options.clone();
+    granted.allow_host_docker = true;
+    let error = wb_engine::dry_run(&OsFileSystem, &granted, catalog()).err().unwrap().to_string();
+    assert_eq!(error, "Required CLI tool is unavailable: docker");
+}
