@@ -1,0 +1,69 @@
+use std::path::PathBuf;
+
+/// Every failure of the outcomes library. Display texts follow the reference engine's exact texts where it
+/// has one (engine facts (f)).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("Outcome storage quota exceeded ({0} bytes). Review wb clean before removing retained results.")]
+    Quota(u64),
+    #[error("Invalid outcome digest: {0}")]
+    InvalidDigest(String),
+    #[error("Outcome content does not match its digest: {0}")]
+    DigestMismatch(String),
+    #[error("Outcome content is missing: {0}")]
+    MissingContent(String),
+    /// A manifest, receipt, changeset or declaration rule (the message is the rule's text).
+    #[error("{0}")]
+    Invalid(String),
+    /// Outbox collection failed (never reported as an empty success).
+    #[error("Outcome collection failed: {0}")]
+    Collection(String),
+    #[error("Escaping symlink is not allowed in outcome: {0}")]
+    EscapingSymlink(String),
+    #[error("Outcome not found: {0}")]
+    NotFound(String),
+    #[error("Outcome is already recorded: {0}")]
+    AlreadyExists(String),
+    #[error("Outcome is being applied by another process: {0}")]
+    Busy(String),
+    #[error("Outcome changes are already present in the workspace")]
+    AlreadyPresent,
+    #[error("Outcome requires named workspace: {0}")]
+    MissingNamedWorkspace(String),
+    #[error("Outcome workspace is unavailable or unsafe: {}", .0.display())]
+    UnsafeWorkspace(PathBuf),
+    #[error("Outcome destination has an unsafe parent: {}", .0.display())]
+    UnsafeParent(PathBuf),
+    #[error("Outcome destination is not a file: {0}")]
+    NotAFile(String),
+    #[error("Outcome path is unsafe: {0}")]
+    UnsafePath(String),
+    /// Labels are `path` for the primary workspace and `name:path` for named ones.
+    #[error("Outcome conflicts with current workspace content: {}", .0.join(", "))]
+    Conflict(Vec<String>),
+    #[error("Workspace changed during outcome application: {0}")]
+    ChangedDuring(String),
+    #[error("Workspace changed after outcome installation: {0}")]
+    ChangedAfter(String),
+    #[error("Outcome application failed and could not fully roll back. Recovery backups remain at {}", .0.display())]
+    RollbackFailed(PathBuf),
+    #[error("Outcome export destination already exists: {}", .0.display())]
+    ExportExists(PathBuf),
+    #[error("Outcome export is incomplete at {}: {detail}", .path.display())]
+    ExportIncomplete { path: PathBuf, detail: String },
+    #[error("Workspace snapshot failed: {0}")]
+    Snapshot(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let context = context.into();
+    move |source| Error::Io { context, source }
+}

@@ -1,0 +1,312 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
+
+use common::{Fixture, RUN_ID, assert_schema_valid, chmod, read, write};
+use wb_outcomes::{ApplyResult, Completeness, Error, Outcome, OutcomeStore, ReceiptState, WorkspaceBindings, apply};
+
+fn setup(root: &Path) {
+    write(root, "a.txt", "a\n");
+    write(root, "sub/b.txt", "b\n");
+    write(root, "gone.txt", "gone\n");
+    write(root, "z.txt", "z\n");
+}
+
+fn change(root: &Path) {
+    write(root, "a.txt", "A\n");
+    write(root, "sub/b.txt", "B\n");
+    fs::remove_file(root.join("gone.txt")).unwrap();
+    write(root, "new/deep/c.txt", "c\n");
+    chmod(root, "new/deep/c.txt", 0o755);
+    symlink("a.txt", root.join("link")).unwrap();
+    write(root, "z.txt", "Z\n");
+}
+
+fn transactions_empty(fx: &Fixture, id: &str) -> bool {
+    let dir = fx.home.path().join("outcomes").join(id).join("transactions");
+    fs::read_dir(dir).map(|d| d.count() == 0).unwrap_or(true)
+}
+
+#[test]
+fn applies_everything_then_skips_on_retry() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    let result = apply(&fx.store, &outcome.id, None).unwrap();
+    assert_eq!(result, ApplyResult { applied: 6, unchanged: 0 });
+    assert_eq!(read(target, "a.txt"), "A\n");
+    assert_eq!(read(target, "sub/b.txt"), "B\n");
+    assert!(!target.join("gone.txt").exists());
+    assert_eq!(read(target, "new/deep/c.txt"), "c\n");
+    assert_eq!(fs::metadata(target.join("new/deep/c.txt")).unwrap().permissions().mode() & 0o777, 0o755);
+    assert_eq!(fs::read_link(target.join("link")).unwrap().to_str(), Some("a.txt"));
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Applied);
+    assert_schema_valid(fx.home.path(), &outcome.id);
+    assert!(transactions_empty(&fx, &outcome.id));
+    assert!(!fx.home.path().join("outcomes").join(&outcome.id).join("apply.lock").exists());
+    // No temp files left in the workspace.
+    let leftovers: Vec<_> = fs::read_dir(target)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".workbench-"))
+        .collect();
+    assert!(leftovers.is_empty());
+    // A retry: everything already in its after state.
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap(), ApplyResult { applied: 0, unchanged: 6 });
+    // A later unrelated edit is never overwritten: once applied, a non-matching entry conflicts.
+    write(target, "a.txt", "user edit\n");
+    assert_eq!(
+        apply(&fx.store, &outcome.id, None).unwrap_err().to_string(),
+        "Outcome conflicts with current workspace content: a.txt"
+    );
+    assert_eq!(read(target, "a.txt"), "user edit\n");
+}
+
+#[test]
+fn partially_applied_entries_count_as_unchanged() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    write(fx.target.path(), "a.txt", "A\n");
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap(), ApplyResult { applied: 5, unchanged: 1 });
+}
+
+#[test]
+fn a_conflict_in_the_last_entry_leaves_everything_untouched() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    write(target, "z.txt", "edited by the user\n");
+    write(target, "new/deep/c.txt", "someone else\n");
+    let error = apply(&fx.store, &outcome.id, None).unwrap_err();
+    assert_eq!(error.to_string(), "Outcome conflicts with current workspace content: new/deep/c.txt, z.txt");
+    assert_eq!(read(target, "a.txt"), "a\n");
+    assert_eq!(read(target, "sub/b.txt"), "b\n");
+    assert_eq!(read(target, "gone.txt"), "gone\n");
+    assert!(!target.join("link").exists());
+    assert_eq!(read(target, "z.txt"), "edited by the user\n");
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+    assert!(transactions_empty(&fx, &outcome.id));
+}
+
+#[test]
+fn present_outcomes_are_not_applied() {
+    let fx = Fixture::new();
+    let outcome = Outcome::new(RUN_ID, Completeness::Complete);
+    OutcomeStore::new(&fx.store).commit(&outcome, ReceiptState::Present, &WorkspaceBindings::default()).unwrap();
+    assert_eq!(
+        apply(&fx.store, &outcome.id, None).unwrap_err().to_string(),
+        "Outcome changes are already present in the workspace"
+    );
+}
+
+#[test]
+fn unsafe_roots_parents_and_destinations() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+
+    let missing = target.join("missing");
+    assert_eq!(
+        apply(&fx.store, &outcome.id, Some(&missing)).unwrap_err().to_string(),
+        format!("Outcome workspace is unavailable or unsafe: {}", missing.display())
+    );
+    let linked = fx.home.path().join("linked-root");
+    symlink(target, &linked).unwrap();
+    assert!(matches!(apply(&fx.store, &outcome.id, Some(&linked)), Err(Error::UnsafeWorkspace(_))));
+
+    // A symlinked parent.
+    let elsewhere = tempfile::tempdir().unwrap();
+    write(elsewhere.path(), "b.txt", "b\n");
+    fs::rename(target.join("sub"), target.join("sub-moved")).unwrap();
+    symlink(elsewhere.path(), target.join("sub")).unwrap();
+    assert_eq!(
+        apply(&fx.store, &outcome.id, None).unwrap_err().to_string(),
+        format!("Outcome destination has an unsafe parent: {}", target.join("sub").display())
+    );
+    assert_eq!(read(elsewhere.path(), "b.txt"), "b\n");
+    fs::remove_file(target.join("sub")).unwrap();
+    // A parent that is a file.
+    write(target, "sub", "file");
+    assert!(matches!(apply(&fx.store, &outcome.id, None), Err(Error::UnsafeParent(_))));
+    fs::remove_file(target.join("sub")).unwrap();
+    fs::rename(target.join("sub-moved"), target.join("sub")).unwrap();
+
+    // A destination that is a directory.
+    fs::create_dir(target.join("link")).unwrap();
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap_err().to_string(), "Outcome destination is not a file: link");
+    fs::remove_dir(target.join("link")).unwrap();
+    assert_eq!(read(target, "a.txt"), "a\n");
+    // The override applies cleanly to a fresh copy.
+    let copy = tempfile::tempdir().unwrap();
+    setup(copy.path());
+    assert_eq!(apply(&fx.store, &outcome.id, Some(copy.path())).unwrap().applied, 6);
+    assert_eq!(read(copy.path(), "a.txt"), "A\n");
+    assert_eq!(read(target, "a.txt"), "a\n");
+}
+
+#[test]
+fn named_workspaces_need_a_binding_and_prefix_conflicts() {
+    let fx = Fixture::new();
+    let base = fx.outcome(setup, change);
+    let mut outcome = Outcome::new(RUN_ID, Completeness::Complete);
+    let mut named = base.changesets[0].clone();
+    named.id = "docs_changes".into();
+    named.workspace = wb_outcomes::WorkspaceRef::Named { name: "docs".into() };
+    outcome.changesets.push(named);
+    OutcomeStore::new(&fx.store).commit(&outcome, ReceiptState::Pending, &WorkspaceBindings::default()).unwrap();
+    assert_schema_valid(fx.home.path(), &outcome.id);
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap_err().to_string(), "Outcome requires named workspace: docs");
+
+    let mut outcome = Outcome::new(RUN_ID, Completeness::Complete);
+    let mut named = base.changesets[0].clone();
+    named.id = "docs_changes".into();
+    named.workspace = wb_outcomes::WorkspaceRef::Named { name: "docs".into() };
+    outcome.changesets.push(base.changesets[0].clone());
+    outcome.changesets.push(named);
+    let docs = tempfile::tempdir().unwrap();
+    setup(docs.path());
+    write(docs.path(), "a.txt", "docs edit\n");
+    let bindings = WorkspaceBindings {
+        primary: Some(fx.target.path().to_path_buf()),
+        named: [("docs".to_owned(), docs.path().to_path_buf())].into_iter().collect(),
+    };
+    OutcomeStore::new(&fx.store).commit(&outcome, ReceiptState::Pending, &bindings).unwrap();
+    write(fx.target.path(), "sub/b.txt", "primary edit\n");
+    assert_eq!(
+        apply(&fx.store, &outcome.id, None).unwrap_err().to_string(),
+        "Outcome conflicts with current workspace content: sub/b.txt, docs:a.txt"
+    );
+    assert_eq!(read(fx.target.path(), "a.txt"), "a\n");
+}
+
+#[test]
+fn a_failure_mid_install_rolls_everything_back() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    // Corrupt the content of the last file entry (z.txt): its install fails after the others are done.
+    let z = outcome.changesets[0].entries.iter().find(|e| e.path() == "z.txt").unwrap();
+    let Some(wb_outcomes::State::File { content, .. }) = z.after() else { panic!() };
+    let blob = fx.store.path_of(&content.digest).unwrap();
+    fs::write(&blob, "corrupt").unwrap();
+    let error = apply(&fx.store, &outcome.id, None).unwrap_err();
+    assert!(matches!(error, Error::DigestMismatch(_)), "{error}");
+    assert_eq!(read(target, "a.txt"), "a\n");
+    assert_eq!(read(target, "sub/b.txt"), "b\n");
+    assert_eq!(read(target, "gone.txt"), "gone\n");
+    assert_eq!(read(target, "z.txt"), "z\n");
+    assert!(!target.join("link").exists());
+    assert!(!target.join("new").exists(), "created directories are removed");
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+    assert!(transactions_empty(&fx, &outcome.id));
+}
+
+#[test]
+fn an_injected_failure_rolls_back_and_a_failed_rollback_keeps_backups() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    let faults = wb_outcomes::apply::Faults { fail_before_install: Some(3), ..Default::default() };
+    assert!(wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, faults).is_err());
+    assert_eq!(read(target, "a.txt"), "a\n");
+    assert_eq!(read(target, "gone.txt"), "gone\n");
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+
+    let faults = wb_outcomes::apply::Faults { fail_before_install: Some(3), fail_rollback: true, ..Default::default() };
+    let error = wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, faults).unwrap_err();
+    let Error::RollbackFailed(dir) = &error else { panic!("{error}") };
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "Outcome application failed and could not fully roll back. Recovery backups remain at {}",
+            dir.display()
+        )
+    );
+    let recovery: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("recovery.json")).unwrap()).unwrap();
+    assert_eq!(recovery["outcome_id"], outcome.id.as_str());
+    assert_eq!(recovery["entries"].as_array().unwrap().len(), 6);
+    let a_backup = recovery["entries"][0]["backup"].as_str().unwrap();
+    assert_eq!(fs::read_to_string(a_backup).unwrap(), "a\n");
+}
+
+#[test]
+fn a_concurrent_edit_during_install_is_kept_and_the_rest_rolled_back() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    // Plan order is path order: a.txt, gone.txt, link, new/deep/c.txt, sub/b.txt, z.txt.
+    let faults = wb_outcomes::apply::Faults { touch_before_install: Some(4), ..Default::default() };
+    let error = wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, faults).unwrap_err();
+    assert_eq!(error.to_string(), "Workspace changed during outcome application: sub/b.txt");
+    assert_eq!(read(target, "sub/b.txt"), "concurrent edit\n");
+    assert_eq!(read(target, "a.txt"), "a\n");
+    assert_eq!(read(target, "gone.txt"), "gone\n");
+    assert!(!target.join("link").exists());
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+    assert!(transactions_empty(&fx, &outcome.id));
+}
+
+fn faults() -> wb_outcomes::apply::Faults {
+    wb_outcomes::apply::Faults::default()
+}
+
+#[test]
+fn an_interrupted_apply_is_rolled_back_by_recover_or_the_next_apply() {
+    for crash_after in 1..=6 {
+        let fx = Fixture::new();
+        let outcome = fx.outcome(setup, change);
+        let target = fx.target.path();
+        let crash = wb_outcomes::apply::Faults { crash_after_installs: Some(crash_after), ..faults() };
+        assert!(wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, crash).is_err());
+        assert!(!transactions_empty(&fx, &outcome.id), "the journal stays after a crash");
+        if crash_after % 2 == 0 {
+            assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 1);
+            // Every file is back to its old state, the receipt too.
+            assert_eq!(read(target, "a.txt"), "a\n");
+            assert_eq!(read(target, "sub/b.txt"), "b\n");
+            assert_eq!(read(target, "gone.txt"), "gone\n");
+            assert_eq!(read(target, "z.txt"), "z\n");
+            assert!(!target.join("link").exists());
+            assert!(!target.join("new/deep/c.txt").exists());
+            assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+            assert!(transactions_empty(&fx, &outcome.id));
+            assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 0);
+        }
+        // The next apply recovers first, then applies everything.
+        assert_eq!(apply(&fx.store, &outcome.id, None).unwrap(), ApplyResult { applied: 6, unchanged: 0 });
+        assert_eq!(read(target, "z.txt"), "Z\n");
+        assert!(transactions_empty(&fx, &outcome.id));
+    }
+}
+
+#[test]
+fn an_apply_interrupted_after_its_receipt_is_complete() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let crash = wb_outcomes::apply::Faults { crash_after_receipt: true, ..faults() };
+    assert!(wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, crash).is_err());
+    assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 1);
+    assert_eq!(read(fx.target.path(), "a.txt"), "A\n");
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Applied);
+    assert_schema_valid(fx.home.path(), &outcome.id);
+    assert!(transactions_empty(&fx, &outcome.id));
+}
+
+#[test]
+fn recovery_never_overwrites_a_later_edit() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let crash = wb_outcomes::apply::Faults { crash_after_installs: Some(2), ..faults() };
+    assert!(wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, crash).is_err());
+    write(fx.target.path(), "a.txt", "edited after the crash\n");
+    let error = wb_outcomes::recover(&fx.store, &outcome.id).unwrap_err();
+    assert!(matches!(error, Error::RollbackFailed(_)), "{error}");
+    assert_eq!(read(fx.target.path(), "a.txt"), "edited after the crash\n");
+    // gone.txt (the second entry) was restored.
+    assert_eq!(read(fx.target.path(), "gone.txt"), "gone\n");
+}

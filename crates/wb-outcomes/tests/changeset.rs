@@ -1,0 +1,353 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::time::Instant;
+
+use common::{chmod, git, write};
+use wb_outcomes::{
+    Changeset, ContentStore, Entry, Error, Fingerprint, OutcomeBudget, Snapshot, State, WorkspaceRef, is_excluded,
+};
+
+fn between(store: &ContentStore, before: &Snapshot, after: &Snapshot) -> wb_outcomes::Result<Changeset> {
+    Changeset::between("changes", WorkspaceRef::Primary, before, after, store, &mut OutcomeBudget::new())
+}
+
+#[test]
+fn exclusions() {
+    for path in [
+        ".git/config",
+        "a/.hg/x",
+        ".svn/x",
+        "home/.ssh/config",
+        ".aws/credentials",
+        ".gnupg/k",
+        "web/node_modules/x/index.js",
+        ".env",
+        "app/.env.local",
+        ".ENV.production",
+        ".npmrc",
+        ".netrc",
+        ".pypirc",
+        "id_rsa",
+        "keys/id_ed25519",
+        "credentials",
+        "tls/server.pem",
+        "server.KEY",
+        "cert.p12",
+        "cert.pfx",
+        "prod.kubeconfig",
+    ] {
+        assert!(is_excluded(path), "{path}");
+    }
+    for path in [".env.example", ".env.sample", "src/main.rs", "environment.txt", "keys.txt", "gitconfig"] {
+        assert!(!is_excluded(path), "{path}");
+    }
+}
+
+#[test]
+fn directory_walk_entries_states_stats_and_review() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(root, "keep.txt", "same\n");
+    write(root, "edit.txt", "one\ntwo\n");
+    write(root, "gone.txt", "bye\n");
+    write(root, "mode.sh", "echo\n");
+    write(root, "bin.dat", "x");
+    write(root, ".env", "SECRET=1\n");
+    write(root, "node_modules/m/index.js", "x");
+    fs::create_dir(root.join("empty")).unwrap();
+    symlink("keep.txt", root.join("link")).unwrap();
+    let before = Snapshot::baseline(root, &store).unwrap();
+    assert!(!before.is_git());
+    let names: Vec<&String> = before.files().keys().collect();
+    assert_eq!(names, ["bin.dat", "edit.txt", "gone.txt", "keep.txt", "link", "mode.sh"]);
+
+    write(root, "edit.txt", "one\nTWO\n");
+    fs::remove_file(root.join("gone.txt")).unwrap();
+    write(root, "new/added.txt", "fresh\n");
+    chmod(root, "mode.sh", 0o755);
+    fs::write(root.join("bin.dat"), [0u8, 1, 2]).unwrap();
+    write(root, ".env", "SECRET=2\n");
+    fs::remove_file(root.join("link")).unwrap();
+    symlink("edit.txt", root.join("link")).unwrap();
+    fs::create_dir(root.join("empty2")).unwrap();
+    let after = Snapshot::capture(root).unwrap();
+    let changeset = between(&store, &before, &after).unwrap();
+
+    let summary: Vec<(String, &str)> = changeset
+        .entries
+        .iter()
+        .map(|e| {
+            let op = match e {
+                Entry::Add { .. } => "add",
+                Entry::Modify { .. } => "modify",
+                Entry::Delete { .. } => "delete",
+            };
+            (e.path().to_owned(), op)
+        })
+        .collect();
+    let expected: Vec<(String, &str)> = [
+        ("bin.dat", "modify"),
+        ("edit.txt", "modify"),
+        ("gone.txt", "delete"),
+        ("link", "modify"),
+        ("mode.sh", "modify"),
+        ("new/added.txt", "add"),
+    ]
+    .iter()
+    .map(|(p, o)| ((*p).to_owned(), *o))
+    .collect();
+    assert_eq!(summary, expected);
+    assert_eq!(changeset.stats.additions, 1);
+    assert_eq!(changeset.stats.modifications, 4);
+    assert_eq!(changeset.stats.deletions, 1);
+    assert_eq!(changeset.stats.binary_files, 1);
+    match &changeset.entries[1] {
+        Entry::Modify {
+            before: Fingerprint::File { digest, mode, size_bytes },
+            after: State::File { content, mode: m },
+            ..
+        } => {
+            assert_eq!(digest, &format!("sha256:{}", wb_outcomes::sha256_hex(b"one\ntwo\n")));
+            assert_eq!(*size_bytes, 8);
+            assert_eq!((*mode, *m), (0o644 & *mode, *mode));
+            assert_eq!(store.read(&content.digest).unwrap(), b"one\nTWO\n");
+            assert_eq!(content.media_type, "text/plain");
+        }
+        other => panic!("{other:?}"),
+    }
+    match &changeset.entries[3] {
+        Entry::Modify {
+            before: Fingerprint::Symlink { target, .. }, after: State::Symlink { target: t, .. }, ..
+        } => {
+            assert_eq!((target.as_str(), t.as_str()), ("keep.txt", "edit.txt"));
+        }
+        other => panic!("{other:?}"),
+    }
+    match &changeset.entries[4] {
+        Entry::Modify { before: Fingerprint::File { mode, .. }, after: State::File { mode: m, .. }, .. } => {
+            assert_eq!((*mode & 0o111, *m), (0, 0o755));
+        }
+        other => panic!("{other:?}"),
+    }
+    let diff = String::from_utf8(store.read(&changeset.review.as_ref().unwrap().digest).unwrap()).unwrap();
+    for expected in [
+        "diff --git a/edit.txt b/edit.txt\n--- a/edit.txt\n+++ b/edit.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n",
+        "deleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n",
+        "new file mode 100644\n--- /dev/null\n+++ b/new/added.txt\n",
+        "Binary files a/bin.dat and b/bin.dat differ\n",
+        "old mode 100644\nnew mode 100755\n",
+    ] {
+        assert!(diff.contains(expected), "{expected}\n---\n{diff}");
+    }
+    assert!(!diff.contains("SECRET"));
+    assert_eq!(changeset.base.snapshot_digest, before.digest().unwrap());
+    assert!(changeset.base.git_revision.is_none());
+
+    // Snapshot digests are stable, and change with content.
+    let again = Snapshot::capture(root).unwrap();
+    assert_eq!(again.digest().unwrap(), after.digest().unwrap());
+    assert_ne!(after.digest().unwrap(), before.digest().unwrap());
+
+    // No changes: no entries and no review.
+    let empty = between(&store, &after, &again).unwrap();
+    assert!(empty.entries.is_empty() && empty.review.is_none());
+}
+
+#[test]
+fn touched_but_identical_files_are_not_changes() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    write(ws.path(), "a.txt", "a");
+    let before = Snapshot::baseline(ws.path(), &store).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    write(ws.path(), "a.txt", "a");
+    let after = Snapshot::capture(ws.path()).unwrap();
+    assert!(between(&store, &before, &after).unwrap().entries.is_empty());
+    assert_eq!(after.hashed_paths(), ["a.txt"]);
+}
+
+#[test]
+fn escaping_symlinks_are_rejected() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let before = Snapshot::baseline(ws.path(), &store).unwrap();
+    fs::create_dir(ws.path().join("d")).unwrap();
+    symlink("../../outside", ws.path().join("d/link")).unwrap();
+    let after = Snapshot::capture(ws.path()).unwrap();
+    let error = between(&store, &before, &after).unwrap_err();
+    assert_eq!(error.to_string(), "Escaping symlink is not allowed in outcome: d/link");
+    fs::remove_file(ws.path().join("d/link")).unwrap();
+    symlink("/etc/passwd", ws.path().join("d/link")).unwrap();
+    let after = Snapshot::capture(ws.path()).unwrap();
+    assert!(matches!(between(&store, &before, &after), Err(Error::EscapingSymlink(_))));
+    fs::remove_file(ws.path().join("d/link")).unwrap();
+    symlink("../ok", ws.path().join("d/link")).unwrap();
+    let after = Snapshot::capture(ws.path()).unwrap();
+    assert_eq!(between(&store, &before, &after).unwrap().entries.len(), 1);
+}
+
+#[test]
+fn git_workspaces_use_tracked_and_unignored_files_and_dirty_baselines() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    git(root, &["init", "-q"]);
+    write(root, ".gitignore", "build/\n*.log\n");
+    write(root, "src/lib.rs", "fn a() {}\n");
+    write(root, "dirty.txt", "committed\n");
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "init"]);
+    write(root, "dirty.txt", "dirty before the run\n");
+    write(root, "untracked.txt", "u\n");
+    write(root, "build/out.o", "o");
+    write(root, "x.log", "l");
+    let before = Snapshot::baseline(root, &store).unwrap();
+    assert!(before.is_git());
+    assert!(before.git_revision().is_some_and(|r| r.len() == 40));
+    let names: BTreeSet<&str> = before.files().keys().map(String::as_str).collect();
+    assert_eq!(names, BTreeSet::from([".gitignore", "dirty.txt", "src/lib.rs", "untracked.txt"]));
+    // Only the files Git cannot give back were read.
+    let hashed: BTreeSet<String> = before.hashed_paths().into_iter().collect();
+    assert_eq!(hashed, BTreeSet::from(["dirty.txt".to_owned(), "untracked.txt".to_owned()]));
+
+    write(root, "dirty.txt", "changed by the run\n");
+    write(root, "src/lib.rs", "fn b() {}\n");
+    write(root, "build/new.o", "ignored");
+    let after = Snapshot::capture(root).unwrap();
+    let changeset = between(&store, &before, &after).unwrap();
+    let paths: Vec<&str> = changeset.entries.iter().map(Entry::path).collect();
+    assert_eq!(paths, ["dirty.txt", "src/lib.rs"]);
+    // The before fingerprint of a dirty file is its dirty baseline, not HEAD.
+    match &changeset.entries[0] {
+        Entry::Modify { before: Fingerprint::File { digest, .. }, .. } => {
+            assert_eq!(digest, &format!("sha256:{}", wb_outcomes::sha256_hex(b"dirty before the run\n")));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(changeset.base.git_revision.as_deref(), before.git_revision());
+    let diff = String::from_utf8(store.read(&changeset.review.as_ref().unwrap().digest).unwrap()).unwrap();
+    assert!(diff.contains("-fn a() {}\n+fn b() {}\n"), "{diff}");
+}
+
+fn generate(root: &std::path::Path, count: usize) {
+    for i in 0..count {
+        let dir = root.join(format!("d{:03}", i % 200));
+        if i < 200 {
+            fs::create_dir_all(&dir).unwrap();
+        }
+        fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
+}
+
+/// 20,000 files, 3 changes: only the changed files are hashed (baseline and comparison).
+#[test]
+fn large_git_workspace_hashes_only_changed_files() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    git(root, &["init", "-q"]);
+    generate(root, 20_000);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "init"]);
+    let before = Snapshot::baseline(root, &store).unwrap();
+    assert_eq!(before.len(), 20_000);
+    assert!(before.hashed_paths().is_empty(), "{:?}", before.hashed_paths().len());
+    write(root, "d007/f7.txt", "changed\n");
+    fs::remove_file(root.join("d011/f11.txt")).unwrap();
+    write(root, "added.txt", "new\n");
+    let after = Snapshot::capture(root).unwrap();
+    let changeset = between(&store, &before, &after).unwrap();
+    assert_eq!(changeset.entries.len(), 3);
+    let changed: BTreeSet<String> =
+        ["d007/f7.txt", "d011/f11.txt", "added.txt"].iter().map(|s| (*s).to_owned()).collect();
+    let mut hashed: Vec<String> = before.hashed_paths();
+    hashed.extend(after.hashed_paths());
+    assert!(hashed.iter().all(|p| changed.contains(p)), "{hashed:?}");
+    assert!(hashed.len() <= 4, "{hashed:?}");
+}
+
+/// Timing on 100,000 files (run with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn bench_100k() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    for use_git in [true, false] {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path();
+        generate(root, 100_000);
+        if use_git {
+            git(root, &["init", "-q"]);
+            git(root, &["add", "-A"]);
+            git(root, &["commit", "-q", "-m", "init"]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let started = Instant::now();
+        let cold = Snapshot::baseline(root, &store).unwrap();
+        let cold_baseline = started.elapsed();
+        drop(cold);
+        let started = Instant::now();
+        let before = Snapshot::baseline(root, &store).unwrap();
+        let baseline = started.elapsed();
+        for i in 0..5 {
+            write(root, &format!("d{:03}/f{i}.txt", i % 200), "changed\n");
+        }
+        let started = Instant::now();
+        let after = Snapshot::capture(root).unwrap();
+        let changeset = between(&store, &before, &after).unwrap();
+        let diff = started.elapsed();
+        let started = Instant::now();
+        if use_git {
+            git(root, &["status", "--porcelain"]);
+        }
+        let status = started.elapsed();
+        println!(
+            "git={use_git} files=100000 cold-baseline={cold_baseline:?} warm-baseline={baseline:?} capture+changeset={diff:?} entries={} git-status={status:?}",
+            changeset.entries.len()
+        );
+    }
+}
+
+/// Non-Git baselines reuse the digests of files whose metadata is unchanged since an earlier baseline.
+#[test]
+fn non_git_baselines_reuse_settled_digests() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    for i in 0..50 {
+        write(ws.path(), &format!("f{i}.txt"), &format!("{i}\n"));
+    }
+    // Files changed within 2 s of a baseline are never cached.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let first = Snapshot::baseline(ws.path(), &store).unwrap();
+    assert_eq!(first.hashed_paths().len(), 50);
+    let second = Snapshot::baseline(ws.path(), &store).unwrap();
+    assert!(second.hashed_paths().is_empty());
+    assert_eq!(second.digest().unwrap(), first.digest().unwrap());
+    write(ws.path(), "f7.txt", "changed\n");
+    let third = Snapshot::baseline(ws.path(), &store).unwrap();
+    assert_eq!(third.hashed_paths(), ["f7.txt"]);
+    // The changeset from a cached baseline still has the right before state.
+    write(ws.path(), "f8.txt", "changed too\n");
+    let after = Snapshot::capture(ws.path()).unwrap();
+    let changeset = between(&store, &third, &after).unwrap();
+    assert_eq!(changeset.entries.len(), 1);
+    match &changeset.entries[0] {
+        Entry::Modify { before: Fingerprint::File { digest, .. }, .. } => {
+            assert_eq!(digest, &format!("sha256:{}", wb_outcomes::sha256_hex(b"8\n")));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(after.hashed_paths(), ["f8.txt"]);
+}
