@@ -12,6 +12,7 @@ pub mod bindings;
 mod error;
 pub mod events;
 pub mod lifecycle;
+mod outcome;
 pub mod requirements;
 pub mod routing;
 pub mod runtime;

@@ -12,11 +12,13 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 use wb_manifest::{FileSystem, ModelCatalog};
+use wb_outcomes::Completeness;
 
 use crate::adapters::{self, Adapter, StageContext, TranslateState, Translation};
 use crate::bindings::{self, BoundWorkspace, Environment};
 use crate::error::{EngineError, Result};
 use crate::events::{Event, Redactor, Stream, Translated, new_run_id};
+use crate::outcome;
 use crate::requirements::RequirementReport;
 use crate::routing::{self, Authentication, ModelRoute};
 use crate::runtime::{self, Preflight, Runtime};
@@ -443,6 +445,8 @@ pub struct RunResult {
     pub run_id: String,
     pub ending: Ending,
     pub final_text: String,
+    /// The committed final outcome (`wbo_…`); `None` when collection failed or the runner never started.
+    pub outcome_id: Option<String>,
 }
 
 /// Launches the runner one-shot and streams canonical events to `emit` until exactly one terminal event.
@@ -474,6 +478,8 @@ pub fn run(
         ),
     );
     std::fs::create_dir_all(&prepared.outbox).map_err(|e| EngineError::io("cannot create the outbox", e))?;
+    // The baseline of every writable workspace, before the runner can touch it.
+    let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces);
     let mut launched = match prepared.runtime.launch(&prepared.translation) {
         Ok(launched) => launched,
         Err(error) => {
@@ -487,6 +493,7 @@ pub fn run(
                 run_id: prepared.run_id.clone(),
                 ending: Ending::Failed(message),
                 final_text: String::new(),
+                outcome_id: None,
             });
         }
     };
@@ -556,16 +563,13 @@ pub fn run(
             std::thread::sleep(Duration::from_millis(5));
         }
     }
-    let ending = if cancelled {
-        send(&mut stream, Translated::new("run.cancelled", json!({"duration_ms": elapsed(started)})));
-        Ending::Cancelled
+    let duration = json!({"duration_ms": elapsed(started)});
+    let (ending, terminal) = if cancelled {
+        (Ending::Cancelled, Translated::new("run.cancelled", duration))
     } else {
         let success = status.is_some_and(|s| s.success());
         match (&state.failed, success) {
-            (None, true) => {
-                send(&mut stream, Translated::new("run.completed", json!({"duration_ms": elapsed(started)})));
-                Ending::Completed
-            }
+            (None, true) => (Ending::Completed, Translated::new("run.completed", duration)),
             (failure, _) => {
                 let detail = failure.clone().unwrap_or_else(|| {
                     let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
@@ -577,17 +581,31 @@ pub fn run(
                     }
                 });
                 let message = redactor.text(&detail);
-                send(
-                    &mut stream,
-                    Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(started)})),
-                );
-                Ending::Failed(message)
+                let data = json!({"message": message, "duration_ms": elapsed(started)});
+                (Ending::Failed(message), Translated::new("run.failed", data))
             }
         }
     };
+    // Execution has stopped: collect and commit the final outcome, then announce it before the terminal event.
+    // An orderly stop (the runner exited by itself, successfully or not) gives a complete collection; a
+    // cancelled runner may have left work half-written, so its outcome is partial.
+    let completeness = if cancelled { Completeness::Partial } else { Completeness::Complete };
+    let collected =
+        outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name());
+    let outcome_id = match collected {
+        Ok((outcome, receipt)) => {
+            send(&mut stream, Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
+            Some(outcome.id)
+        }
+        Err(message) => {
+            send(&mut stream, Translated::new("outcome.failed", json!({"message": redactor.text(&message)})));
+            None
+        }
+    };
+    send(&mut stream, terminal);
     let run_id = prepared.run_id.clone();
     prepared.cleanup()?;
-    Ok(RunResult { run_id, ending, final_text: redactor.text(&state.final_text) })
+    Ok(RunResult { run_id, ending, final_text: redactor.text(&state.final_text), outcome_id })
 }
 
 fn elapsed(started: Instant) -> u64 {

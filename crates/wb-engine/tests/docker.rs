@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bollard::query_parameters::{ListContainersOptionsBuilder, TagImageOptionsBuilder};
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::{World, minimal};
 use wb_engine::runtime::docker::{LABEL, context_archive};
 use wb_engine::{Ending, Options};
@@ -358,6 +358,28 @@ fn run_in_the_container_with_mounts_uid_and_private_env() {
     assert!(!docs.join("written.txt").exists(), "the read-only workspace was not written");
     let outbox = world.home.join(".workbench/runs").join(&result.run_id).join("outbox/result.txt");
     assert_eq!(std::fs::read_to_string(outbox).unwrap(), "artifact\n");
+    // The bind-mounted workspace and outbox are collected on the host: the outcome precedes run.completed.
+    let available = &events[events.len() - 2];
+    assert_eq!(available["type"], "outcome.available", "{events:#?}");
+    assert_eq!(available["data"]["application_state"], "present");
+    assert_eq!(available["data"]["completeness"], "complete");
+    assert_eq!((&available["data"]["changesets"], &available["data"]["artifacts"]), (&json!(1), &json!(1)));
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            world
+                .home
+                .join(".workbench/outcomes")
+                .join(available["data"]["outcome_id"].as_str().unwrap())
+                .join("outcome.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let paths: Vec<&str> =
+        manifest["changesets"][0]["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"from-container.txt"), "{paths:?}");
+    assert_eq!(manifest["artifacts"][0]["path"], "result.txt");
+    support::assert_outcomes_schema("outcome.schema.json", &manifest);
     let all = serde_json::to_string(&events).unwrap();
     assert!(!all.contains(CANARY) && !all.contains(KEY), "a value leaked into the events");
     let image = build(&options).image.unwrap();
@@ -407,6 +429,9 @@ fn cancellation_removes_the_container_and_arguments_hold_no_values() {
     let (result, events, seen) = run_collect(&options, Some("hanging"));
     assert!(seen.is_some(), "{events:#?}");
     assert_eq!(result.ending, Ending::Cancelled);
+    // A cancelled runner may leave work half-written: its outcome is partial.
+    assert_eq!(events[events.len() - 2]["type"], "outcome.available", "{events:#?}");
+    assert_eq!(events[events.len() - 2]["data"]["completeness"], "partial");
     assert!(started.elapsed() < Duration::from_secs(30), "cancellation took {:?}", started.elapsed());
     support::check_events(&events, "opencode");
     watcher.join().unwrap();

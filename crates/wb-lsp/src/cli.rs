@@ -38,6 +38,8 @@ pub enum Command {
     Run(RunArgs),
     /// Prepare a Workbench's runtime image (pull or build and cache it) without preflight or a runner.
     Build(BuildArgs),
+    /// Inspect, apply or export a run's outcome (ID: wbo_… or the run's wb_… id).
+    Outcome(OutcomeArgs),
     /// Run the language server over stdio.
     Serve,
 }
@@ -163,4 +165,22 @@ pub struct SchemaArgs {
     /// The spec whose schema to print.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
     pub spec: u8,
+}
+
+#[derive(Debug, Args)]
+pub struct OutcomeArgs {
+    /// An outcome id (wbo_…) or a run id (wb_…, its final outcome).
+    pub id: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+    /// Apply the outcome's changesets to their workspaces (all or nothing).
+    #[arg(long, conflicts_with = "export")]
+    pub apply: bool,
+    /// Export the outcome to DIR (which must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
+    /// With --apply: the primary workspace to apply to (default: the run's).
+    #[arg(long, value_name = "DIR", requires = "apply")]
+    pub workspace: Option<PathBuf>,
 }

@@ -155,7 +155,10 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     assert_eq!(result["result"]["ending"]["status"], "completed", "{result}");
     assert_eq!(result["result"]["finalText"], "done");
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-    assert_eq!(kinds, ["run.started", "run.ready", "output.text", "usage.updated", "run.completed"]);
+    assert_eq!(
+        kinds,
+        ["run.started", "run.ready", "output.text", "usage.updated", "outcome.available", "run.completed"]
+    );
     for (index, event) in events.iter().enumerate() {
         assert_eq!(event["sequence"], index as u64 + 1);
     }

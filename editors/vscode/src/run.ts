@@ -153,6 +153,20 @@ export function formatRunEvent(event: RunEvent): string[] {
     }
     case 'usage.updated':
       return [`  usage: ${formatUsage(data)}`];
+    case 'outcome.available': {
+      const count = (value: unknown, word: string): string => {
+        const n = typeof value === 'number' ? value : 0;
+        return `${n} ${word}${n === 1 ? '' : 's'}`;
+      };
+      const id = text(data.outcome_id) ?? '?';
+      return [
+        `  outcome ${id} (${count(data.changesets, 'changeset')}, ${count(data.artifacts, 'artifact')}, ${count(data.links, 'link')})`,
+      ];
+    }
+    case 'outcome.failed': {
+      const message = text(data.message);
+      return [`  outcome failed${message === undefined ? '' : `: ${message}`}`];
+    }
     case 'run.completed':
       return [`■ Run completed${took(data)}`];
     case 'run.failed': {

@@ -55,6 +55,13 @@ test('each event type becomes readable lines', () => {
     '▶ Run wb_0123456789abcdef01234567 started: demo 0.1.0 on local (opencode)',
   ]);
   assert.deepEqual(formatRunEvent(event('run.ready')), ['  the runner is ready']);
+  assert.deepEqual(
+    formatRunEvent(event('outcome.available', { outcome_id: 'wbo_abc', changesets: 1, artifacts: 2, links: 0 })),
+    ['  outcome wbo_abc (1 changeset, 2 artifacts, 0 links)'],
+  );
+  assert.deepEqual(formatRunEvent(event('outcome.failed', { message: 'Declared artifact file does not exist: x' })), [
+    '  outcome failed: Declared artifact file does not exist: x',
+  ]);
   assert.deepEqual(formatRunEvent(event('output.text', { text: 'first\nsecond', id: 't' })), ['first', 'second']);
   assert.deepEqual(formatRunEvent(event('output.text', { text: '' })), []);
   assert.deepEqual(formatRunEvent(event('tool.started', { id: 'c1', name: 'bash', title: 'ls -la' })), [

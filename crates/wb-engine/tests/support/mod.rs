@@ -52,8 +52,15 @@ pub fn check_events(events: &[Value], runner: &str) {
         "run id {run_id}"
     );
     for (index, event) in events.iter().enumerate() {
+        // `outcome.available` and `outcome.failed` are newer-engine events (engine facts (g)) the official
+        // schema's enum does not list yet: their envelope is validated as a data-free type, their data here.
+        let mut checked = event.clone();
+        if matches!(event["type"].as_str(), Some("outcome.available" | "outcome.failed")) {
+            check_outcome_event(event);
+            checked["type"] = Value::from("run.ready");
+        }
         let errors: Vec<String> =
-            validator.iter_errors(event).map(|e| format!("{e} at {}", e.instance_path())).collect();
+            validator.iter_errors(&checked).map(|e| format!("{e} at {}", e.instance_path())).collect();
         assert!(errors.is_empty(), "event {event} does not validate: {errors:?}");
         assert_eq!(event["sequence"], Value::from(index as u64 + 1), "sequence of {event}");
         assert_eq!(event["run_id"], Value::from(run_id.as_str()));
@@ -66,6 +73,43 @@ pub fn check_events(events: &[Value], runner: &str) {
         .collect();
     assert_eq!(terminal.len(), 1, "exactly one terminal event: {events:#?}");
     assert!(std::ptr::eq(terminal[0], events.last().expect("events")), "the terminal event is the last one");
+}
+
+/// The data of an outcome event (engine facts (f)): `outcome.available` {outcome_id, completeness,
+/// application_state, changesets, artifacts, links, warnings (counts), summary?}; `outcome.failed` {message}.
+pub fn check_outcome_event(event: &Value) {
+    let data = event["data"].as_object().unwrap_or_else(|| panic!("outcome event data: {event}"));
+    if event["type"] == "outcome.failed" {
+        assert!(data.len() == 1 && data["message"].as_str().is_some_and(|m| !m.is_empty()), "{event}");
+        return;
+    }
+    let id = data["outcome_id"].as_str().unwrap_or_default();
+    assert!(
+        id.starts_with("wbo_")
+            && (20..=64).contains(&(id.len() - 4))
+            && id[4..].chars().all(|c| matches!(c, 'a'..='z' | '0'..='9')),
+        "outcome id {id}"
+    );
+    assert!(matches!(data["completeness"].as_str(), Some("complete" | "partial")), "{event}");
+    assert!(matches!(data["application_state"].as_str(), Some("pending" | "present" | "applied")), "{event}");
+    for count in ["changesets", "artifacts", "links", "warnings"] {
+        assert!(data[count].is_u64(), "{count} is a count: {event}");
+    }
+    let known = [
+        "outcome_id",
+        "completeness",
+        "application_state",
+        "changesets",
+        "artifacts",
+        "links",
+        "warnings",
+        "summary",
+        "turn_index",
+    ];
+    assert!(data.keys().all(|k| known.contains(&k.as_str())), "unexpected keys: {event}");
+    if let Some(summary) = data.get("summary") {
+        assert!(summary.as_str().is_some_and(|s| !s.is_empty()), "{event}");
+    }
 }
 
 pub fn types(events: &[Value]) -> Vec<String> {
@@ -114,7 +158,7 @@ pub fn success_types(runner: &str) -> Vec<&'static str> {
         }
         other => panic!("no runner {other}"),
     }
-    out.push("run.completed");
+    out.extend(["outcome.available", "run.completed"]);
     out
 }
 
@@ -478,4 +522,56 @@ pub fn process_is_gone(pid: i64) -> bool {
             !status.is_ok_and(|s| s.success())
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Outcomes
+
+/// An official outcomes schema (`outcome.schema.json`, `application.schema.json`, `outbox.schema.json`).
+pub fn outcomes_validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/schemas/outcomes/v1").join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("the outcomes schema {} is unreadable: {error}", path.display()));
+    let schema: Value = serde_json::from_str(&text).expect("the outcomes schema is JSON");
+    jsonschema::draft202012::options().should_validate_formats(true).build(&schema).expect("the schema compiles")
+}
+
+/// Asserts that a JSON document validates against an official outcomes schema.
+pub fn assert_outcomes_schema(name: &str, document: &Value) {
+    let validator = outcomes_validator(name);
+    let errors: Vec<String> =
+        validator.iter_errors(document).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{name}: {document:#} does not validate: {errors:?}");
+}
+
+/// The declaration the outcome streams write to the outbox (`declared` names the artifact it declares).
+pub fn declaration(declared: &str) -> Value {
+    serde_json::json!({
+        "version": 1,
+        "summary": "Prepared a findings report",
+        "artifacts": [{"path": declared, "name": "Findings.html", "description": "The collected findings", "media_type": "text/html"}],
+        "links": [{"label": "Implementation PR", "uri": "https://github.com/example/project/pull/42", "kind": "pull_request"}]
+    })
+}
+
+/// The OpenCode `success.jsonl` stream plus two outbox writes before its last step: `reports/findings.html` and an
+/// `outcome.json` declaring `declared`. Written to `<world.root>/<name>.jsonl`.
+pub fn outcome_stream(world: &World, name: &str, declared: &str) -> PathBuf {
+    let text = std::fs::read_to_string(stream("opencode", "success")).expect("the success stream");
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let last = lines.pop().expect("a last line");
+    let write = |id: &str, path: &str, content: &str| {
+        serde_json::json!({"type": "tool_use", "timestamp": 1764480000095u64, "sessionID": "ses_4f1c2d3e4a5b6c7d8e9f0a1b2c",
+            "part": {"sessionID": "ses_4f1c2d3e4a5b6c7d8e9f0a1b2c", "messageID": "msg_a1", "id": format!("prt_{id}"), "type": "tool",
+                "callID": id, "tool": "write", "state": {"status": "completed",
+                    "input": {"filePath": format!("{{{{env:WORKBENCH_OUTPUT_DIR}}}}/{path}"), "content": content},
+                    "time": {"start": 1764480000091u64, "end": 1764480000094u64}, "output": "", "title": path, "metadata": {}}}})
+        .to_string()
+    };
+    lines.push(write("call_out_1", "reports/findings.html", "<h1>Findings</h1>\n"));
+    lines.push(write("call_out_2", "outcome.json", &declaration(declared).to_string()));
+    lines.push(last);
+    let path = world.root.join(format!("{name}.jsonl"));
+    std::fs::write(&path, lines.join("\n") + "\n").expect("the stream is written");
+    path
 }

@@ -218,6 +218,13 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
                 let target = event.data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
                 eprintln!("• {name} {target}");
             }
+            "outcome.available" => {
+                let id = event.data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
+                eprintln!("outcome: {id} (wb-lsp outcome {id})");
+            }
+            "outcome.failed" => {
+                eprintln!("warning: {}", event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default());
+            }
             "run.failed" => {
                 eprintln!("error: {}", event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default());
             }

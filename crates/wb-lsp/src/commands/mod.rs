@@ -4,6 +4,7 @@ mod check;
 mod execute;
 mod init;
 mod migrate;
+mod outcome;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Smoke(args)) => execute::smoke(&args, &catalog),
         Some(Command::Build(args)) => execute::build(&args, &catalog),
         Some(Command::Run(args)) => execute::run(&args, &catalog),
+        Some(Command::Outcome(args)) => outcome::run(&args),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;

@@ -349,6 +349,22 @@ function M.format_event(event)
     return { ("✎ %s changed%s"):format(text(data.path) or "a file", tool and (" (" .. tool .. ")") or "") }
   elseif kind == "usage.updated" then
     return { "  usage: " .. usage(data) }
+  elseif kind == "outcome.available" then
+    local function count(n, word)
+      n = tonumber(n) or 0
+      return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
+    end
+    return {
+      ("  outcome %s (%s, %s, %s)"):format(
+        text(data.outcome_id) or "?",
+        count(data.changesets, "changeset"),
+        count(data.artifacts, "artifact"),
+        count(data.links, "link")
+      ),
+    }
+  elseif kind == "outcome.failed" then
+    local message = text(data.message)
+    return { "  outcome failed" .. (message and (": " .. message) or "") }
   elseif kind == "run.completed" then
     return { "■ Run completed" .. duration(data) }
   elseif kind == "run.failed" then

@@ -1,0 +1,128 @@
+//! The final outcome of a run (outcomes contract, engine facts (f)): a baseline snapshot of each writable
+//! workspace before launch; after execution stops, the changesets against those baselines and the outbox,
+//! committed to `$WORKBENCH_HOME/outcomes/<wbo_id>/` before `outcome.available` is emitted.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use wb_manifest::Access;
+use wb_outcomes::{
+    Changeset, Completeness, ContentStore, Outcome, OutcomeBudget, OutcomeStore, Receipt, ReceiptState, Snapshot,
+    WorkspaceBindings, WorkspaceRef, collect_outbox,
+};
+
+use crate::bindings::BoundWorkspace;
+
+/// The baselines taken before launch, or why they could not be taken (reported by `outcome.failed`).
+pub(crate) struct Baselines {
+    store: Result<ContentStore, String>,
+    workspaces: Vec<(BoundWorkspace, Snapshot)>,
+    error: Option<String>,
+}
+
+/// Snapshots every writable workspace (the primary one and read-write named ones), dirty files included.
+pub(crate) fn baseline(home: &Path, workspaces: &[BoundWorkspace]) -> Baselines {
+    let store = ContentStore::open(home).map_err(|e| e.to_string());
+    let mut taken = Vec::new();
+    let mut error = None;
+    if let Ok(store) = &store {
+        for workspace in workspaces.iter().filter(|w| w.name.is_none() || w.access == Access::ReadWrite) {
+            match Snapshot::baseline(&workspace.path, store) {
+                Ok(snapshot) => taken.push((workspace.clone(), snapshot)),
+                Err(e) => {
+                    error = Some(format!("Cannot take the baseline of {}: {e}", workspace.path.display()));
+                    break;
+                }
+            }
+        }
+    }
+    Baselines { store, workspaces: taken, error }
+}
+
+/// A changeset id for a workspace: `primary`, or `workspace_<name>` (`-` → `_`), unique in the outcome.
+fn changeset_id(name: Option<&str>, used: &mut BTreeSet<String>) -> String {
+    let base = match name {
+        None => "primary".to_owned(),
+        Some(name) => {
+            let slug: String = name
+                .chars()
+                .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '_' })
+                .take(100)
+                .collect();
+            format!("workspace_{slug}")
+        }
+    };
+    let mut id = base.clone();
+    let mut n = 2;
+    while used.contains(&id) {
+        id = format!("{base}_{n}");
+        n += 1;
+    }
+    used.insert(id.clone());
+    id
+}
+
+/// Collects and commits the final outcome. Local and Docker runs edited the host in place: receipt `present`.
+/// Changesets without entries are left out.
+pub(crate) fn collect(
+    baselines: Baselines,
+    run_id: &str,
+    outbox: &Path,
+    completeness: Completeness,
+    runtime: &str,
+) -> Result<(Outcome, Receipt), String> {
+    let store = baselines.store?;
+    if let Some(error) = baselines.error {
+        return Err(error);
+    }
+    let mut budget = OutcomeBudget::new();
+    let mut outcome = Outcome::new(run_id, completeness);
+    let mut bindings = WorkspaceBindings::default();
+    let mut used = BTreeSet::new();
+    for (workspace, before) in &baselines.workspaces {
+        let after = Snapshot::capture(&workspace.path)
+            .map_err(|e| format!("Cannot snapshot {}: {e}", workspace.path.display()))?;
+        let reference = match &workspace.name {
+            None => WorkspaceRef::Primary,
+            Some(name) => WorkspaceRef::Named { name: name.clone() },
+        };
+        let id = changeset_id(workspace.name.as_deref(), &mut used);
+        let changeset =
+            Changeset::between(&id, reference, before, &after, &store, &mut budget).map_err(|e| e.to_string())?;
+        if changeset.entries.is_empty() {
+            continue;
+        }
+        match &workspace.name {
+            None => bindings.primary = Some(workspace.path.clone()),
+            Some(name) => {
+                bindings.named.insert(name.clone(), workspace.path.clone());
+            }
+        }
+        outcome.changesets.push(changeset);
+    }
+    let collected = collect_outbox(outbox, &store, &mut budget).map_err(|e| e.to_string())?;
+    outcome.summary = collected.summary;
+    outcome.artifacts = collected.artifacts;
+    outcome.links = collected.links;
+    let state = if matches!(runtime, "local" | "docker") { ReceiptState::Present } else { ReceiptState::Pending };
+    let receipt = OutcomeStore::new(&store).commit(&outcome, state, &bindings).map_err(|e| e.to_string())?;
+    Ok((outcome, receipt))
+}
+
+/// The data of `outcome.available`: ids, states and counts, never contents.
+pub(crate) fn available_data(outcome: &Outcome, receipt: &Receipt) -> Value {
+    let mut data = json!({
+        "outcome_id": outcome.id,
+        "completeness": outcome.completeness,
+        "application_state": receipt.state,
+        "changesets": outcome.changesets.len(),
+        "artifacts": outcome.artifacts.len(),
+        "links": outcome.links.len(),
+        "warnings": outcome.warnings.len(),
+    });
+    if let (Some(summary), Some(object)) = (&outcome.summary, data.as_object_mut()) {
+        object.insert("summary".to_owned(), Value::from(summary.as_str()));
+    }
+    data
+}

@@ -1,0 +1,148 @@
+//! `wb-lsp outcome ID`: inspect a committed outcome (summary or JSON), apply it to workspaces, or export it.
+//! ID is a `wbo_` outcome id or a `wb_` run id (resolved to that run's final outcome). Inspecting and
+//! exporting never change a manifest or a receipt, and never run returned content.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::json;
+use wb_outcomes::{ContentStore, Entry, Outcome, OutcomeStore, Receipt, WorkspaceRef};
+
+use crate::cli::OutcomeArgs;
+
+pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
+    match execute(args) {
+        Ok(text) => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn execute(args: &OutcomeArgs) -> Result<String, String> {
+    let home = wb_outcomes::default_home().ok_or("Neither WORKBENCH_HOME nor HOME is set")?;
+    let store = ContentStore::open(&home).map_err(|e| e.to_string())?;
+    let outcome_id = resolve(&home, &args.id)?;
+    let outcomes = OutcomeStore::new(&store);
+    if args.apply {
+        let workspace = args.workspace.as_deref().map(absolute).transpose()?;
+        let result = wb_outcomes::apply(&store, &outcome_id, workspace.as_deref()).map_err(|e| e.to_string())?;
+        return Ok(if args.json {
+            format!("{}\n", json!({"outcome_id": outcome_id, "applied": result.applied, "unchanged": result.unchanged}))
+        } else {
+            format!("Applied outcome {outcome_id}: {} applied, {} unchanged\n", result.applied, result.unchanged)
+        });
+    }
+    if let Some(dest) = &args.export {
+        let dest = wb_outcomes::export(&store, &outcome_id, dest).map_err(|e| e.to_string())?;
+        return Ok(if args.json {
+            format!("{}\n", json!({"outcome_id": outcome_id, "export": dest.display().to_string()}))
+        } else {
+            format!("Exported outcome {outcome_id} to {}\n", dest.display())
+        });
+    }
+    let outcome = outcomes.load(&outcome_id).map_err(|e| e.to_string())?;
+    let receipt = outcomes.receipt(&outcome_id).map_err(|e| e.to_string())?;
+    if args.json {
+        let value = json!({"outcome": outcome, "receipt": receipt});
+        return serde_json::to_string_pretty(&value).map(|text| format!("{text}\n")).map_err(|e| e.to_string());
+    }
+    Ok(summary(&outcome, &receipt))
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    std::env::current_dir().map(|cwd| cwd.join(path)).map_err(|e| format!("the current directory is unavailable: {e}"))
+}
+
+/// A `wbo_` id as it is; a `wb_` run id: the run's final outcome (the newest one without a turn index).
+fn resolve(home: &Path, id: &str) -> Result<String, String> {
+    if id.starts_with("wbo_") {
+        return Ok(id.to_owned());
+    }
+    if !id.starts_with("wb_") {
+        return Err(format!("Expected an outcome id (wbo_…) or a run id (wb_…): {id}"));
+    }
+    let dir = home.join("outcomes");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(format!("Run has no outcome: {id}")),
+        Err(e) => return Err(format!("Cannot read {}: {e}", dir.display())),
+    };
+    let mut found: Option<(String, String)> = None;
+    for entry in entries.flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path().join("outcome.json")) else { continue };
+        let Ok(outcome) = Outcome::parse(&text) else { continue };
+        if outcome.run_id != id || outcome.turn_index.is_some() {
+            continue;
+        }
+        if found.as_ref().is_none_or(|(created, _)| outcome.created_at > *created) {
+            found = Some((outcome.created_at, outcome.id));
+        }
+    }
+    found.map(|(_, outcome_id)| outcome_id).ok_or_else(|| format!("Run has no outcome: {id}"))
+}
+
+fn state_name<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn summary(outcome: &Outcome, receipt: &Receipt) -> String {
+    let mut out = format!(
+        "Outcome {} (run {}, {}, {})\n",
+        outcome.id,
+        outcome.run_id,
+        state_name(&outcome.completeness),
+        state_name(&receipt.state)
+    );
+    if let Some(summary) = &outcome.summary {
+        out.push_str(&format!("Summary: {summary}\n"));
+    }
+    if outcome.changesets.is_empty() {
+        out.push_str("Changesets: none\n");
+    }
+    for changeset in &outcome.changesets {
+        let workspace = match &changeset.workspace {
+            WorkspaceRef::Primary => "primary workspace".to_owned(),
+            WorkspaceRef::Named { name } => format!("workspace {name}"),
+        };
+        let stats = &changeset.stats;
+        out.push_str(&format!(
+            "Changeset {} ({workspace}): {} added, {} modified, {} deleted\n",
+            changeset.id, stats.additions, stats.modifications, stats.deletions
+        ));
+        for entry in &changeset.entries {
+            let mark = match entry {
+                Entry::Add { .. } => 'A',
+                Entry::Modify { .. } => 'M',
+                Entry::Delete { .. } => 'D',
+            };
+            out.push_str(&format!("  {mark} {}\n", entry.path()));
+        }
+    }
+    out.push_str(&format!("Artifacts: {}\n", outcome.artifacts.len()));
+    for artifact in &outcome.artifacts {
+        let path = artifact.path.as_deref().map(|p| format!(" ({p})")).unwrap_or_default();
+        out.push_str(&format!(
+            "  {}{path}: {}, {} bytes\n",
+            artifact.name, artifact.content.media_type, artifact.content.size_bytes
+        ));
+    }
+    out.push_str(&format!("Links: {}\n", outcome.links.len()));
+    for link in &outcome.links {
+        let kind = link.kind.as_deref().map(|k| format!(" [{k}]")).unwrap_or_default();
+        out.push_str(&format!("  {}{kind}: {}\n", link.label, link.uri));
+    }
+    for warning in &outcome.warnings {
+        out.push_str(&format!("warning: {} ({})\n", warning.message, warning.code));
+    }
+    out
+}
