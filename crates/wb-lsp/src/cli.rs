@@ -40,6 +40,8 @@ pub enum Command {
     Build(BuildArgs),
     /// Inspect, apply or export a run's outcome (ID: wbo_… or the run's wb_… id).
     Outcome(OutcomeArgs),
+    /// List the retained outcomes, newest first.
+    Outcomes(OutcomesArgs),
     /// Run the language server over stdio.
     Serve,
 }
@@ -183,4 +185,14 @@ pub struct OutcomeArgs {
     /// With --apply: the primary workspace to apply to (default: the run's).
     #[arg(long, value_name = "DIR", requires = "apply")]
     pub workspace: Option<PathBuf>,
+    /// Finish or roll back an application that was interrupted (a crash during --apply).
+    #[arg(long, conflicts_with_all = ["apply", "export"])]
+    pub recover: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct OutcomesArgs {
+    /// Machine-readable output (one JSON array).
+    #[arg(long)]
+    pub json: bool,
 }

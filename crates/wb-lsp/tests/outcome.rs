@@ -242,3 +242,31 @@ fn apply_is_all_or_nothing_onto_a_fresh_copy() {
     let output = wb(&world, &["outcome", &id, "--workspace", copy.to_str().unwrap()], &[]);
     assert_eq!(output.code, 2, "{output:?}");
 }
+
+#[test]
+fn list_outcomes_and_recover_without_an_interrupted_application() {
+    let world = opencode_world();
+    let empty = wb(&world, &["outcomes"], &[]);
+    assert_eq!((empty.code, empty.stdout.as_str()), (0, "No outcomes\n"), "{empty:?}");
+    let (run_id, id) = run_with_outcome(&world);
+    let listed = wb(&world, &["outcomes", "--json"], &[]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    let value: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let rows = value.as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["id"], json!(id));
+    assert_eq!(rows[0]["run_id"], json!(run_id));
+    assert_eq!(rows[0]["application_state"], "present");
+    let human = wb(&world, &["outcomes"], &[]);
+    assert!(human.stdout.starts_with(&format!("{id}\t{run_id}\t")), "{human:?}");
+    let receipt_before = std::fs::read(outcome_dir(&world, &id).join("application.json")).unwrap();
+    let recovered = wb(&world, &["outcome", &id, "--recover"], &[]);
+    assert_eq!(recovered.code, 0, "{recovered:?}");
+    assert_eq!(
+        recovered.stdout,
+        format!("Recovered outcome {id}: 0 interrupted application(s) finished or rolled back\n")
+    );
+    assert_eq!(std::fs::read(outcome_dir(&world, &id).join("application.json")).unwrap(), receipt_before);
+    let conflicting = wb(&world, &["outcome", &id, "--recover", "--apply"], &[]);
+    assert_eq!(conflicting.code, 2, "{conflicting:?}");
+}

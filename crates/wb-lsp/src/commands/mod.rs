@@ -26,6 +26,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Build(args)) => execute::build(&args, &catalog),
         Some(Command::Run(args)) => execute::run(&args, &catalog),
         Some(Command::Outcome(args)) => outcome::run(&args),
+        Some(Command::Outcomes(args)) => outcome::list(&args),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;

@@ -30,6 +30,14 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
     let store = ContentStore::open(&home).map_err(|e| e.to_string())?;
     let outcome_id = resolve(&home, &args.id)?;
     let outcomes = OutcomeStore::new(&store);
+    if args.recover {
+        let finished = wb_outcomes::recover(&store, &outcome_id).map_err(|e| e.to_string())?;
+        return Ok(if args.json {
+            format!("{}\n", json!({"outcome_id": outcome_id, "recovered": finished}))
+        } else {
+            format!("Recovered outcome {outcome_id}: {finished} interrupted application(s) finished or rolled back\n")
+        });
+    }
     if args.apply {
         let workspace = args.workspace.as_deref().map(absolute).transpose()?;
         let result = wb_outcomes::apply(&store, &outcome_id, workspace.as_deref()).map_err(|e| e.to_string())?;
@@ -61,6 +69,60 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
         return Ok(path.to_path_buf());
     }
     std::env::current_dir().map(|cwd| cwd.join(path)).map_err(|e| format!("the current directory is unavailable: {e}"))
+}
+
+/// `wb-lsp outcomes`: every retained outcome, newest first.
+pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
+    let Some(home) = wb_outcomes::default_home() else {
+        eprintln!("error: Neither WORKBENCH_HOME nor HOME is set");
+        return Ok(ExitCode::from(1));
+    };
+    let dir = home.join("outcomes");
+    let mut rows: Vec<(Outcome, String)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            let Ok(text) = std::fs::read_to_string(entry.path().join("outcome.json")) else { continue };
+            let Ok(outcome) = Outcome::parse(&text) else { continue };
+            let receipt = std::fs::read_to_string(entry.path().join("application.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(str::to_owned))
+                .unwrap_or_else(|| "unknown".to_owned());
+            rows.push((outcome, receipt));
+        }
+    }
+    rows.sort_by(|a, b| b.0.created_at.cmp(&a.0.created_at).then_with(|| a.0.id.cmp(&b.0.id)));
+    let mut out = String::new();
+    if args.json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(o, state)| {
+                json!({
+                    "id": o.id, "run_id": o.run_id, "created_at": o.created_at, "completeness": state_name(&o.completeness),
+                    "application_state": state, "changesets": o.changesets.len(), "artifacts": o.artifacts.len(), "links": o.links.len(),
+                })
+            })
+            .collect();
+        out.push_str(&format!("{}\n", serde_json::Value::Array(list)));
+    } else if rows.is_empty() {
+        out.push_str("No outcomes\n");
+    } else {
+        for (o, state) in &rows {
+            out.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\t{} changeset(s), {} artifact(s), {} link(s)\n",
+                o.id,
+                o.run_id,
+                o.created_at,
+                state_name(&o.completeness),
+                state,
+                o.changesets.len(),
+                o.artifacts.len(),
+                o.links.len()
+            ));
+        }
+    }
+    std::io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A `wbo_` id as it is; a `wb_` run id: the run's final outcome (the newest one without a turn index).
