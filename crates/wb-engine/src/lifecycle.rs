@@ -24,6 +24,16 @@ use crate::routing::{self, Authentication, ModelRoute};
 use crate::runtime::{self, Preflight, Runtime};
 use crate::source::{self, Package};
 
+/// A progress callback for long preparation steps (image builds and pulls).
+#[derive(Clone)]
+pub struct Progress(pub runtime::ProgressSink);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
 /// What the person starting a run chose.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -40,6 +50,8 @@ pub struct Options {
     pub task: Option<String>,
     /// The environment the engine inherited (`std::env::vars()` in the CLI).
     pub inherited: BTreeMap<String, String>,
+    /// Receives progress while the runtime prepares (the editor shows it).
+    pub progress: Option<Progress>,
     /// `$WORKBENCH_HOME`, default `~/.workbench`.
     pub home: Option<PathBuf>,
 }
@@ -159,6 +171,9 @@ fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, 
     }
     let mut runtime = runtime::runtime_for(&runtime_name)?;
     runtime.inherit_environment(&options.inherited);
+    if let Some(progress) = &options.progress {
+        runtime.set_progress(progress.0.clone());
+    }
     let primary =
         options.primary.clone().map_or_else(|| options.cwd.clone(), |p| wb_manifest::absolute(&p, &options.cwd));
     let workspaces =
@@ -643,6 +658,9 @@ pub fn build(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                 let prepared = select_runtime(&package, options.runtime.as_deref()).and_then(|name| {
                     let mut runtime = runtime::runtime_for(&name)?;
                     runtime.inherit_environment(&options.inherited);
+                    if let Some(progress) = &options.progress {
+                        runtime.set_progress(progress.0.clone());
+                    }
                     runtime.prepare(&package)?;
                     let image = runtime.image();
                     runtime.cleanup()?;

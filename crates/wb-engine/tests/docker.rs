@@ -229,16 +229,26 @@ fn build_then_cache_hit_and_published_images() {
     let Some(engine) = engine() else { return };
     let world = World::new();
     docker_package(&world, "dk-build", "");
-    let options = options(&world, "dk-build", "x");
+    let mut options = options(&world, "dk-build", "x");
+    let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = std::sync::Arc::clone(&messages);
+    options.progress = Some(wb_engine::lifecycle::Progress(std::sync::Arc::new(move |message: &str| {
+        sink.lock().unwrap().push(message.to_owned());
+    })));
     let first = build(&options);
+    let seen = messages.lock().unwrap().clone();
+    assert!(seen.first().is_some_and(|m| m.starts_with("Building image wb-lsp/dk-build:")), "{seen:?}");
+    assert!(seen.iter().any(|m| m.starts_with("Step 1/")), "the build's steps are reported: {seen:?}");
     assert_eq!(first.error, None);
     let image = first.image.clone().unwrap();
     assert!(image.built && !image.cached, "{image:?}");
     assert!(image.reference.starts_with("wb-lsp/dk-build:"), "{image:?}");
     assert!(image.id.starts_with("sha256:"), "{image:?}");
     // Unchanged package: the cached image, no rebuild.
+    messages.lock().unwrap().clear();
     let second = build(&options).image.unwrap();
     assert!(second.cached, "{second:?}");
+    assert!(messages.lock().unwrap().iter().any(|m| m.starts_with("Using cached image")));
     assert_eq!((second.reference.as_str(), second.id.as_str()), (image.reference.as_str(), image.id.as_str()));
     // A credential file in the context does not change the image either.
     world.file(".workbenches/dk-build/image/.env", "SECRET=1\n");

@@ -130,12 +130,13 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     send(json!({"jsonrpc": "2.0", "id": 5, "method": "workspace/executeCommand",
         "params": {"command": "workbench.dryRun", "arguments": arguments}}));
     send(json!({"jsonrpc": "2.0", "id": 6, "method": "workspace/executeCommand",
-        "params": {"command": "workbench.smoke", "arguments": arguments}}));
+        "params": {"command": "workbench.smoke", "arguments": arguments, "workDoneToken": "smoke-1"}}));
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
         "params": {"command": "workbench.run", "arguments": arguments, "workDoneToken": "run-1"}}));
     let mut events = Vec::new();
     let mut lenses = None;
     let mut progress = 0;
+    let mut smoke_progress = 0;
     let mut everything = String::new();
     let mut dry_run = None;
     let mut smoke = None;
@@ -148,6 +149,7 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
             (Some(2), None) => lenses = Some(message["result"].clone()),
             (Some(3), None) => break message,
             (_, Some("workbench/runEvent")) => events.push(message["params"]["event"].clone()),
+            (_, Some("$/progress")) if message["params"]["token"] == "smoke-1" => smoke_progress += 1,
             (_, Some("$/progress")) => progress += 1,
             _ => {}
         }
@@ -163,6 +165,14 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
         assert_eq!(event["sequence"], index as u64 + 1);
     }
     assert!(progress >= 2, "begin and end progress");
+    // The smoke's progress may still be in flight when the run's response arrives: read until its end.
+    while smoke_progress < 2 {
+        let message = read_message(&mut stdout);
+        everything.push_str(&message.to_string());
+        if message["method"] == "$/progress" && message["params"]["token"] == "smoke-1" {
+            smoke_progress += 1;
+        }
+    }
     let titles: Vec<String> = lenses
         .and_then(|l| l.as_array().cloned())
         .unwrap_or_default()

@@ -71,6 +71,7 @@ pub struct Docker {
     /// Containers created and not yet removed.
     containers: Vec<String>,
     instance: String,
+    progress: Option<super::ProgressSink>,
 }
 
 fn engine_error(context: &str, error: &bollard::errors::Error) -> EngineError {
@@ -107,6 +108,7 @@ impl Docker {
             limits: Limits::default(),
             containers: Vec::new(),
             instance,
+            progress: None,
         })
     }
 
@@ -144,6 +146,12 @@ impl Docker {
         }
     }
 
+    fn report(&self, message: &str) {
+        if let Some(progress) = &self.progress {
+            progress(message);
+        }
+    }
+
     fn resolve_published(&mut self, reference: &str) -> Result<ImageInfo> {
         if let Ok(inspect) = self.tokio.block_on(self.client.inspect_image(reference)) {
             return Ok(ImageInfo {
@@ -153,6 +161,7 @@ impl Docker {
                 cached: true,
             });
         }
+        self.report(&format!("Pulling image {reference}"));
         let (image, tag) = split_reference(reference);
         let options = CreateImageOptionsBuilder::default().from_image(&image).tag(&tag).build();
         let client = self.client.clone();
@@ -186,8 +195,11 @@ impl Docker {
         let archive = context_archive(&context_dir, &dockerfile)?;
         let tag = format!("wb-lsp/{}:{}", image_name(&package.name), &archive.hash[..24]);
         if let Ok(inspect) = self.tokio.block_on(self.client.inspect_image(&tag)) {
+            self.report(&format!("Using cached image {tag}"));
             return Ok(ImageInfo { reference: tag, id: inspect.id.unwrap_or_default(), built: true, cached: true });
         }
+        self.report(&format!("Building image {tag}"));
+        let progress = self.progress.clone();
         let options = BuildImageOptionsBuilder::default()
             .dockerfile(&archive.dockerfile)
             .t(&tag)
@@ -208,6 +220,10 @@ impl Docker {
                         }
                         if let Some(line) = info.stream.filter(|l| !l.trim().is_empty()) {
                             tail = line.trim().to_owned();
+                            // Build steps (`Step 2/4 : COPY ...`) are the useful progress; other output is noise.
+                            if let Some(progress) = progress.as_ref().filter(|_| tail.starts_with("Step ")) {
+                                progress(&tail);
+                            }
                         }
                     }
                     Err(error) => {
@@ -449,6 +465,10 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 impl Runtime for Docker {
     fn name(&self) -> &'static str {
         "docker"
+    }
+
+    fn set_progress(&mut self, sink: super::ProgressSink) {
+        self.progress = Some(sink);
     }
 
     fn inherit_environment(&mut self, inherited: &BTreeMap<String, String>) {

@@ -75,11 +75,18 @@ pub struct Mount {
     pub read_only: bool,
 }
 
+/// Receives one-line progress messages while a runtime prepares (an image build's steps, a pull).
+pub type ProgressSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 pub trait Runtime: Send {
     fn name(&self) -> &'static str;
     /// The environment the engine inherited (`Options::inherited`). A runtime on the host bases the runner's
     /// environment on it and looks the runner up on its `PATH`, as preflight did; others ignore it.
     fn inherit_environment(&mut self, _inherited: &BTreeMap<String, String>) {}
+
+    /// Where preparation reports what it is doing (image pulls and builds). Runtimes with nothing long to
+    /// prepare ignore it.
+    fn set_progress(&mut self, _sink: ProgressSink) {}
     /// True when the runner sees the run's directories at other paths than the host's (a container): the
     /// lifecycle then gives the adapters the container paths and the runtime the [`Mount`]s.
     fn maps_paths(&self) -> bool {

@@ -32,6 +32,10 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
         inherited: std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
             .collect(),
+        // On a terminal, image builds and pulls say what they are doing (on stderr, so stdout stays data).
+        progress: std::io::stderr()
+            .is_terminal()
+            .then(|| wb_engine::lifecycle::Progress(std::sync::Arc::new(|message: &str| eprintln!("  {message}")))),
         home: None,
     })
 }

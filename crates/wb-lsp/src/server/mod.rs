@@ -831,9 +831,9 @@ impl Server {
         self.jobs.send(job).map_err(|_| anyhow::anyhow!("the worker pool stopped"))
     }
 
-    /// Starts `workbench.run` on its own thread: it streams events and can be cancelled by
-    /// `$/cancelRequest` or by cancelling its progress.
-    fn spawn_run(&mut self, request: Request) -> anyhow::Result<()> {
+    /// Starts an execution command (`workbench.dryRun`, `smoke`, `run`) on its own thread: it reports
+    /// progress, streams events (run) and can be cancelled by `$/cancelRequest` or by cancelling its progress.
+    fn spawn_run(&mut self, request: Request, handler: handlers::execute::Handler) -> anyhow::Result<()> {
         let params = match serde_json::from_value::<lsp::ExecuteCommandParams>(request.params) {
             Ok(params) => params,
             Err(error) => {
@@ -852,9 +852,7 @@ impl Server {
         let tasks = self.tasks_sender.clone();
         let sender = self.sender.clone();
         let spawned = std::thread::Builder::new().name("wb-lsp-run".into()).spawn(move || {
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                handlers::execute::run(&snapshot, params, &sender, cancel)
-            }));
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&snapshot, params, &sender, cancel)));
             let response = match outcome {
                 Ok(Ok(result)) => Response::new_ok(id, result),
                 Ok(Err(error)) => Response::new_err(id, ErrorCode::RequestFailed as i32, format!("{error:#}")),
@@ -869,12 +867,12 @@ impl Server {
         let command = request.params.get("command").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
         match command.as_str() {
             handlers::execute::DRY_RUN => {
-                return self.spawn::<lsp::request::ExecuteCommand>(request, handlers::execute::dry_run);
+                return self.spawn_run(request, handlers::execute::dry_run);
             }
             handlers::execute::SMOKE => {
-                return self.spawn::<lsp::request::ExecuteCommand>(request, handlers::execute::smoke);
+                return self.spawn_run(request, handlers::execute::smoke);
             }
-            handlers::execute::RUN => return self.spawn_run(request),
+            handlers::execute::RUN => return self.spawn_run(request, handlers::execute::run),
             _ => {}
         }
         let params: lsp::ExecuteCommandParams = match serde_json::from_value(request.params) {

@@ -79,20 +79,79 @@ fn options(arguments: &Arguments) -> anyhow::Result<Options> {
         inherited: std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
             .collect(),
+        progress: None,
         home: None,
     })
 }
 
-pub fn dry_run(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
-    let options = options(&arguments(&params)?)?;
-    let report = wb_engine::dry_run(&snapshot.overlay, &options, &snapshot.catalog)?;
-    Ok(Some(serde_json::to_value(report)?))
+/// An execution command handler: the snapshot, the request's parameters, the channel to the client (for
+/// progress and events) and the cancel flag.
+pub type Handler =
+    fn(&Snapshot, lsp::ExecuteCommandParams, &Sender<Message>, Arc<AtomicBool>) -> anyhow::Result<Option<Value>>;
+
+/// Sends the runtime's preparation messages (image builds and pulls) as `$/progress` reports.
+fn preparation_progress(
+    sender: &Sender<Message>,
+    token: &Option<lsp::ProgressToken>,
+) -> Option<wb_engine::lifecycle::Progress> {
+    let token = token.clone()?;
+    let sender = sender.clone();
+    Some(wb_engine::lifecycle::Progress(Arc::new(move |message: &str| {
+        let report = lsp::WorkDoneProgress::Report(lsp::WorkDoneProgressReport {
+            cancellable: Some(false),
+            message: Some(message.to_owned()),
+            percentage: None,
+        });
+        progress(&sender, &Some(token.clone()), report);
+    })))
 }
 
-pub fn smoke(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
-    let options = options(&arguments(&params)?)?;
-    let reports = wb_engine::smoke(&snapshot.overlay, &options, &snapshot.catalog)?;
-    Ok(Some(serde_json::to_value(reports)?))
+fn begin(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, title: &str) {
+    progress(
+        sender,
+        token,
+        lsp::WorkDoneProgress::Begin(lsp::WorkDoneProgressBegin {
+            title: title.to_owned(),
+            cancellable: Some(false),
+            message: Some("preparing".to_owned()),
+            percentage: None,
+        }),
+    );
+}
+
+fn end(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, ok: bool) {
+    let message = Some(if ok { "done".to_owned() } else { "failed".to_owned() });
+    progress(sender, token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message }));
+}
+
+pub fn dry_run(
+    snapshot: &Snapshot,
+    params: lsp::ExecuteCommandParams,
+    sender: &Sender<Message>,
+    _cancel: Arc<AtomicBool>,
+) -> anyhow::Result<Option<Value>> {
+    let token = params.work_done_progress_params.work_done_token.clone();
+    let mut options = options(&arguments(&params)?)?;
+    options.progress = preparation_progress(sender, &token);
+    begin(sender, &token, "Workbench dry run");
+    let report = wb_engine::dry_run(&snapshot.overlay, &options, &snapshot.catalog);
+    end(sender, &token, report.is_ok());
+    Ok(Some(serde_json::to_value(report?)?))
+}
+
+pub fn smoke(
+    snapshot: &Snapshot,
+    params: lsp::ExecuteCommandParams,
+    sender: &Sender<Message>,
+    _cancel: Arc<AtomicBool>,
+) -> anyhow::Result<Option<Value>> {
+    let token = params.work_done_progress_params.work_done_token.clone();
+    let mut options = options(&arguments(&params)?)?;
+    options.progress = preparation_progress(sender, &token);
+    begin(sender, &token, "Workbench smoke");
+    let reports = wb_engine::smoke(&snapshot.overlay, &options, &snapshot.catalog);
+    end(sender, &token, reports.is_ok());
+    Ok(Some(serde_json::to_value(reports?)?))
 }
 
 fn progress(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, value: lsp::WorkDoneProgress) {
@@ -109,8 +168,9 @@ pub fn run(
     sender: &Sender<Message>,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<Option<Value>> {
-    let options = options(&arguments(&params)?)?;
+    let mut options = options(&arguments(&params)?)?;
     let token = params.work_done_progress_params.work_done_token.clone();
+    options.progress = preparation_progress(sender, &token);
     progress(
         sender,
         &token,
