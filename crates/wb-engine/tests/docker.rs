@@ -211,6 +211,12 @@ fn context_archive_excludes_credentials_and_vcs_and_hashes_content() {
     std::fs::create_dir_all(dir.join("sub")).unwrap();
     std::fs::write(dir.join("sub/credentials.json"), "{}").unwrap();
     std::os::unix::fs::symlink("app.txt", dir.join("link")).unwrap();
+    // The outcomes policy: credential directories and secret-bearing names stay on the host too.
+    std::fs::create_dir_all(dir.join(".ssh")).unwrap();
+    std::fs::write(dir.join(".ssh/config"), "Host x").unwrap();
+    std::fs::write(dir.join("sub/cluster.kubeconfig"), "x").unwrap();
+    std::fs::write(dir.join("sub/credentials"), "x").unwrap();
+    std::fs::write(dir.join(".pypirc"), "x").unwrap();
     let first = context_archive(&dir, &dir.join("Dockerfile")).unwrap();
     assert_eq!(first.entries, vec!["Dockerfile", "app.txt", "link", "sub/"]);
     assert_eq!(first.dockerfile, "Dockerfile");

@@ -386,7 +386,8 @@ pub fn context_archive(context: &Path, dockerfile: &Path) -> Result<ContextArchi
             let meta = std::fs::symlink_metadata(child.path()).map_err(io)?;
             let kind = meta.file_type();
             if kind.is_dir() {
-                if EXCLUDED_DIRS.contains(&name.as_str()) {
+                // The outcomes policy (VCS metadata, dependency trees, credential directories) plus build caches.
+                if EXCLUDED_DIRS.contains(&name.as_str()) || wb_outcomes::is_excluded(&key) {
                     continue;
                 }
                 let mut header = tar::Header::new_gnu();
@@ -397,7 +398,8 @@ pub fn context_archive(context: &Path, dockerfile: &Path) -> Result<ContextArchi
                 hasher.update(format!("D\0{key}\0").as_bytes());
                 entries.push(format!("{key}/"));
                 subdirs.push(path);
-            } else if wb_manifest::is_credential_file(&name) {
+            } else if wb_outcomes::is_excluded(&key) {
+                // Credential files and secret-bearing names never leave the host, as for outcomes.
                 continue;
             } else if kind.is_symlink() {
                 let target = std::fs::read_link(child.path()).map_err(io)?;
