@@ -249,3 +249,115 @@ fn cancelling_a_run_request_stops_the_runner() {
     send(json!({"jsonrpc": "2.0", "method": "exit"}));
     assert!(child.wait().unwrap().success());
 }
+
+/// A package whose docker runtime builds a tiny image: busybox and a fake `opencode`.
+fn docker_repository(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let package = dir.join("repo/.workbenches/boxed");
+    let rootfs = package.join("image/rootfs");
+    std::fs::create_dir_all(rootfs.join("bin")).unwrap();
+    std::fs::create_dir_all(rootfs.join("usr/local/bin")).unwrap();
+    std::fs::copy("/bin/busybox", rootfs.join("bin/busybox")).ok()?;
+    for applet in ["sh", "echo", "cat"] {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    let runner = rootfs.join("usr/local/bin/opencode");
+    std::fs::write(
+        &runner,
+        "#!/bin/sh\necho '{\"type\":\"text\",\"part\":{\"id\":\"t\",\"text\":\"from the container\"}}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A unique file, so every test run builds its own image (progress shows the build's steps).
+    std::fs::write(package.join("image/nonce.txt"), format!("{:?}", std::time::SystemTime::now())).unwrap();
+    std::fs::write(
+        package.join("image/Dockerfile"),
+        "FROM scratch\nCOPY rootfs/ /\nCOPY nonce.txt /nonce.txt\nENV PATH=/usr/local/bin:/bin\n",
+    )
+    .unwrap();
+    std::fs::write(
+        package.join("workbench.yml"),
+        "spec: 1\nversion: 0.1.0\nname: boxed\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n",
+    )
+    .unwrap();
+    std::fs::write(package.join("instructions.md"), "# Boxed\n").unwrap();
+    Some(package.join("workbench.yml"))
+}
+
+#[test]
+fn the_editor_smokes_and_runs_a_docker_workbench_with_build_progress() {
+    if std::env::var("WB_LSP_SKIP_DOCKER_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
+        return;
+    }
+    let engine = Command::new("docker").arg("info").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    assert!(
+        engine.is_ok_and(|s| s.success()),
+        "a Docker engine is needed (scripts/test.sh starts dockerd); set WB_LSP_SKIP_DOCKER_TESTS=1 to skip"
+    );
+    let temp = tempfile::tempdir().unwrap();
+    let manifest = docker_repository(temp.path()).expect("Debian's busybox-static (/bin/busybox) is needed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        .env("OPENAI_API_KEY", "sk-docker-canary-51c2")
+        .env("WORKBENCH_HOME", temp.path().join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |value: Value| {
+        stdin.write_all(&frame(&value.to_string())).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}));
+    let uri = format!("file://{}", manifest.display());
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.smoke", "arguments": [{"uri": uri}], "workDoneToken": "smoke"}}));
+    let mut messages = Vec::new();
+    let smoke = loop {
+        let message = read_message(&mut stdout);
+        if message["id"] == 2 {
+            break message;
+        }
+        messages.push(message);
+    };
+    assert_eq!(smoke["result"][0]["status"], "ready", "{smoke}");
+    assert_eq!(smoke["result"][0]["runtime"], "docker", "{smoke}");
+    let reports: Vec<String> = messages
+        .iter()
+        .filter(|m| m["method"] == "$/progress" && m["params"]["token"] == "smoke")
+        .filter_map(|m| m["params"]["value"]["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(reports.iter().any(|m| m.starts_with("Building image wb-lsp/boxed:")), "{reports:?}");
+    assert!(reports.iter().any(|m| m.starts_with("Step 1/")), "{reports:?}");
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "hello"}], "workDoneToken": "run"}}));
+    let mut events = Vec::new();
+    let mut reports = Vec::new();
+    let run = loop {
+        let message = read_message(&mut stdout);
+        if message["id"] == 3 {
+            break message;
+        }
+        if message["method"] == "workbench/runEvent" {
+            events.push(message["params"]["event"]["type"].as_str().unwrap_or_default().to_owned());
+        }
+        if message["method"] == "$/progress" && message["params"]["token"] == "run" {
+            reports.push(message["params"]["value"]["message"].as_str().unwrap_or_default().to_owned());
+        }
+    };
+    assert_eq!(run["result"]["ending"]["status"], "completed", "{run}");
+    assert_eq!(run["result"]["finalText"], "from the container");
+    assert_eq!(events.first().map(String::as_str), Some("run.started"));
+    assert_eq!(events.last().map(String::as_str), Some("run.completed"));
+    assert!(
+        reports.iter().any(|m| m.starts_with("Using cached image wb-lsp/boxed:")),
+        "the image is reused: {reports:?}"
+    );
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
+    while read_message(&mut stdout)["id"] != 4 {}
+    send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    assert!(child.wait().unwrap().success());
+}
