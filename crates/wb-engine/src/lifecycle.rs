@@ -379,6 +379,9 @@ pub struct Smoke {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requirements: Option<RequirementReport>,
     pub workspaces: Vec<Value>,
+    /// `"host"` when the run is granted the host's Docker engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docker_engine: Option<String>,
     pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
@@ -421,6 +424,9 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                     authentication: Some(prepared.authentication.clone()),
                     requirements: Some(prepared.requirements.clone()),
                     workspaces: workspace_json(&prepared.workspaces),
+                    docker_engine: (prepared.runtime.name() == "docker"
+                        && prepared.package.manifest.runtime("docker").is_some_and(|r| r.host_engine))
+                    .then(|| "host".to_owned()),
                     warnings,
                     error: None,
                 };
@@ -437,6 +443,7 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                 authentication: None,
                 requirements: None,
                 workspaces: Vec::new(),
+                docker_engine: None,
                 warnings: Vec::new(),
                 error: Some(json!({"code": "smoke_failed", "message": error.to_string()})),
             },

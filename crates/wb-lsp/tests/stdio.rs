@@ -251,7 +251,7 @@ fn cancelling_a_run_request_stops_the_runner() {
 }
 
 /// A package whose docker runtime builds a tiny image: busybox and a fake `opencode`.
-fn docker_repository(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+fn docker_repository(dir: &std::path::Path, host_engine: bool) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let package = dir.join("repo/.workbenches/boxed");
     let rootfs = package.join("image/rootfs");
@@ -268,6 +268,18 @@ fn docker_repository(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     )
     .unwrap();
     std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if host_engine {
+        // The host's docker CLI and the C library it links, so the container can talk to the bound engine.
+        for (from, to) in [
+            ("/usr/bin/docker", "usr/local/bin/docker"),
+            ("/lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
+            ("/lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
+        ] {
+            let target = rootfs.join(to);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::copy(from, &target).ok()?;
+        }
+    }
     // A unique file, so every test run builds its own image (progress shows the build's steps).
     std::fs::write(package.join("image/nonce.txt"), format!("{:?}", std::time::SystemTime::now())).unwrap();
     std::fs::write(
@@ -277,7 +289,10 @@ fn docker_repository(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     .unwrap();
     std::fs::write(
         package.join("workbench.yml"),
-        "spec: 1\nversion: 0.1.0\nname: boxed\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n",
+        format!(
+            "spec: 1\nversion: 0.1.0\nname: boxed\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n{}",
+            if host_engine { "    docker:\n      engine:\n        mode: host\n" } else { "" }
+        ),
     )
     .unwrap();
     std::fs::write(package.join("instructions.md"), "# Boxed\n").unwrap();
@@ -296,7 +311,7 @@ fn the_editor_smokes_and_runs_a_docker_workbench_with_build_progress() {
         "a Docker engine is needed (scripts/test.sh starts dockerd); set WB_LSP_SKIP_DOCKER_TESTS=1 to skip"
     );
     let temp = tempfile::tempdir().unwrap();
-    let manifest = docker_repository(temp.path()).expect("Debian's busybox-static (/bin/busybox) is needed");
+    let manifest = docker_repository(temp.path(), false).expect("Debian's busybox-static (/bin/busybox) is needed");
     let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
         .env("OPENAI_API_KEY", "sk-docker-canary-51c2")
         .env("WORKBENCH_HOME", temp.path().join("home"))
@@ -360,4 +375,42 @@ fn the_editor_smokes_and_runs_a_docker_workbench_with_build_progress() {
     while read_message(&mut stdout)["id"] != 4 {}
     send(json!({"jsonrpc": "2.0", "method": "exit"}));
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn host_engine_access_reaches_the_engine_from_inside_the_container() {
+    if std::env::var("WB_LSP_SKIP_DOCKER_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
+        return;
+    }
+    let temp = tempfile::tempdir().unwrap();
+    let Some(manifest) = docker_repository(temp.path(), true) else {
+        panic!("this test needs /bin/busybox (busybox-static) and the host's docker CLI (docker.io)");
+    };
+    let smoke = |allow: bool| {
+        let mut args = vec!["smoke".to_owned(), manifest.parent().unwrap().display().to_string(), "--json".to_owned()];
+        if allow {
+            args.push("--allow-host-docker".to_owned());
+        }
+        let output = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+            .args(&args)
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("WORKBENCH_HOME", temp.path().join("home"))
+            .current_dir(temp.path().join("repo"))
+            .output()
+            .unwrap();
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let (code, refused) = smoke(false);
+    assert_eq!(code, Some(1), "{refused}");
+    assert!(
+        refused.contains("Host Docker engine access requires explicit --allow-host-docker authorization"),
+        "{refused}"
+    );
+    // Granted: the socket is bound, DOCKER_HOST is set, and the in-image docker CLI's request reaches the engine.
+    let (code, ready) = smoke(true);
+    assert_eq!(code, Some(0), "{ready}");
+    let report: Value = serde_json::from_str(ready.lines().next().unwrap_or("{}")).unwrap();
+    assert_eq!(report["status"], "ready", "{report}");
+    assert_eq!(report["docker_engine"], "host", "{report}");
 }

@@ -163,6 +163,9 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
             if !workspaces.is_empty() {
                 record.push_str(&format!("; workspaces: {}", workspaces.join(", ")));
             }
+            if let Some(engine) = &report.docker_engine {
+                record.push_str(&format!("; docker-engine: {engine}"));
+            }
             if let Some(requirements) = &report.requirements {
                 let mut parts = Vec::new();
                 if !requirements.applied.is_empty() {
