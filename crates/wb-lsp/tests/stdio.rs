@@ -189,6 +189,26 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     assert!(dry_run["env"].as_array().is_some_and(|names| names.iter().any(|n| n == "API_TOKEN")));
     let smoke = smoke.expect("smoke result");
     assert_eq!(smoke[0]["status"], "ready", "{smoke}");
+    // The run's outcome: inspect it, and applying it is refused (a local run's changes are already present).
+    let outcome_id = result["result"]["outcomeId"].as_str().expect("the run committed an outcome").to_owned();
+    send(json!({"jsonrpc": "2.0", "id": 9, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.outcome", "arguments": [outcome_id]}}));
+    send(json!({"jsonrpc": "2.0", "id": 10, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.applyOutcome", "arguments": [{"id": outcome_id}]}}));
+    let (mut inspected, mut applied) = (None, None);
+    while inspected.is_none() || applied.is_none() {
+        let message = read_message(&mut stdout);
+        match message["id"].as_i64() {
+            Some(9) => inspected = Some(message),
+            Some(10) => applied = Some(message),
+            _ => {}
+        }
+    }
+    let inspected = inspected.unwrap();
+    assert_eq!(inspected["result"]["outcome"]["id"], json!(outcome_id), "{inspected}");
+    assert_eq!(inspected["result"]["receipt"]["state"], "present", "{inspected}");
+    let applied = applied.unwrap();
+    assert_eq!(applied["error"]["message"], "Outcome changes are already present in the workspace", "{applied}");
     send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
     loop {
         if read_message(&mut stdout)["id"] == 4 {

@@ -126,6 +126,8 @@ fn capabilities(encoding: PositionEncoding, pull_diagnostics: bool) -> lsp::Serv
                 handlers::execute::DRY_RUN.into(),
                 handlers::execute::SMOKE.into(),
                 handlers::execute::RUN.into(),
+                handlers::execute::OUTCOME.into(),
+                handlers::execute::APPLY_OUTCOME.into(),
             ],
             work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
         }),
@@ -873,6 +875,12 @@ impl Server {
                 return self.spawn_run(request, handlers::execute::smoke);
             }
             handlers::execute::RUN => return self.spawn_run(request, handlers::execute::run),
+            handlers::execute::OUTCOME => {
+                return self.spawn::<lsp::request::ExecuteCommand>(request, handlers::execute::outcome);
+            }
+            handlers::execute::APPLY_OUTCOME => {
+                return self.spawn::<lsp::request::ExecuteCommand>(request, handlers::execute::apply_outcome);
+            }
             _ => {}
         }
         let params: lsp::ExecuteCommandParams = match serde_json::from_value(request.params) {

@@ -23,6 +23,8 @@ pub const DRY_RUN: &str = "workbench.dryRun";
 pub const SMOKE: &str = "workbench.smoke";
 pub const RUN: &str = "workbench.run";
 pub const RUN_EVENT: &str = "workbench/runEvent";
+pub const OUTCOME: &str = "workbench.outcome";
+pub const APPLY_OUTCOME: &str = "workbench.applyOutcome";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -215,7 +217,12 @@ pub fn run(
         Ending::Failed(message) => json!({"status": "failed", "message": message}),
         Ending::Cancelled => json!({"status": "cancelled"}),
     };
-    Ok(Some(json!({"runId": result.run_id, "ending": ending, "finalText": result.final_text})))
+    Ok(Some(json!({
+        "runId": result.run_id,
+        "ending": ending,
+        "finalText": result.final_text,
+        "outcomeId": result.outcome_id,
+    })))
 }
 
 /// Code lenses above a manifest: Dry run, Smoke, Run. Clients that can ask for a task (the VS Code
@@ -238,4 +245,55 @@ pub fn code_lens(snapshot: &Snapshot, params: lsp::CodeLensParams) -> anyhow::Re
         data: None,
     };
     Ok(Some(vec![lens("▶ Dry run", DRY_RUN), lens("✓ Smoke", SMOKE), lens("▶ Run", RUN)]))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OutcomeArguments {
+    id: String,
+    workspace: Option<PathBuf>,
+}
+
+fn outcome_arguments(params: &lsp::ExecuteCommandParams) -> anyhow::Result<OutcomeArguments> {
+    match params.arguments.first() {
+        Some(Value::String(id)) => Ok(OutcomeArguments { id: id.clone(), workspace: None }),
+        Some(value @ Value::Object(_)) => Ok(serde_json::from_value(value.clone())?),
+        _ => anyhow::bail!("the command takes an outcome id"),
+    }
+}
+
+fn outcome_store() -> anyhow::Result<wb_outcomes::ContentStore> {
+    let home = wb_outcomes::default_home().ok_or_else(|| anyhow::anyhow!("Neither WORKBENCH_HOME nor HOME is set"))?;
+    Ok(wb_outcomes::ContentStore::open(&home)?)
+}
+
+/// `workbench.outcome`: an outcome's manifest and receipt, plus the stored files an editor can open (each
+/// artifact's content and each changeset's review diff). Never changes anything.
+pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
+    let _ = snapshot;
+    let arguments = outcome_arguments(&params)?;
+    let store = outcome_store()?;
+    let outcomes = wb_outcomes::OutcomeStore::new(&store);
+    let outcome = outcomes.load(&arguments.id)?;
+    let receipt = outcomes.receipt(&arguments.id)?;
+    let artifacts: Vec<Value> = outcome
+        .artifacts
+        .iter()
+        .filter_map(|a| Some(json!({"id": a.id, "name": a.name, "file": store.path_of(&a.content.digest).ok()?})))
+        .collect();
+    let reviews: Vec<Value> = outcome
+        .changesets
+        .iter()
+        .filter_map(|c| Some(json!({"changeset": c.id, "file": store.path_of(&c.review.as_ref()?.digest).ok()?})))
+        .collect();
+    Ok(Some(json!({"outcome": outcome, "receipt": receipt, "files": {"artifacts": artifacts, "reviews": reviews}})))
+}
+
+/// `workbench.applyOutcome`: applies a pending outcome to its workspaces, all or nothing.
+pub fn apply_outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
+    let _ = snapshot;
+    let arguments = outcome_arguments(&params)?;
+    let store = outcome_store()?;
+    let result = wb_outcomes::apply(&store, &arguments.id, arguments.workspace.as_deref())?;
+    Ok(Some(json!({"outcomeId": arguments.id, "applied": result.applied, "unchanged": result.unchanged})))
 }
