@@ -161,6 +161,22 @@ impl lsp::request::Request for DebugPanic {
     const METHOD: &'static str = "wbLsp/debug/panic";
 }
 
+/// The response to a request from its handler's result; a panic becomes an `InternalError` answer.
+fn response_of<T: Serialize>(id: RequestId, outcome: std::thread::Result<anyhow::Result<T>>) -> Response {
+    match outcome {
+        Ok(Ok(result)) => Response::new_ok(id, result),
+        Ok(Err(error)) => Response::new_err(id, ErrorCode::RequestFailed as i32, format!("{error:#}")),
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Response::new_err(id, ErrorCode::InternalError as i32, format!("the request handler failed: {detail}"))
+        }
+    }
+}
+
 /// Work finished off the loop thread.
 enum Task {
     Response(Response),
@@ -796,57 +812,33 @@ impl Server {
         R::Params: DeserializeOwned + Send + 'static,
         R::Result: Serialize,
     {
-        let params = match serde_json::from_value::<R::Params>(request.params) {
-            Ok(params) => params,
-            Err(error) => {
-                return self.send(Response::new_err(
-                    request.id,
-                    ErrorCode::InvalidParams as i32,
-                    format!("invalid params: {error}"),
-                ));
-            }
-        };
-        let id = request.id;
+        let Some((id, params)) = self.params::<R::Params>(request)? else { return Ok(()) };
         self.pending.insert(id.clone());
         let snapshot = self.snapshot();
         let tasks = self.tasks_sender.clone();
         let job: Job = Box::new(move || {
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&snapshot, params)));
-            let response = match outcome {
-                Ok(Ok(result)) => Response::new_ok(id, result),
-                Ok(Err(error)) => Response::new_err(id, ErrorCode::RequestFailed as i32, format!("{error:#}")),
-                Err(panic) => {
-                    let detail = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_default();
-                    Response::new_err(
-                        id,
-                        ErrorCode::InternalError as i32,
-                        format!("the request handler failed: {detail}"),
-                    )
-                }
-            };
-            let _ = tasks.send(Task::Response(response));
+            let _ = tasks.send(Task::Response(response_of(id, outcome)));
         });
         self.jobs.send(job).map_err(|_| anyhow::anyhow!("the worker pool stopped"))
+    }
+
+    /// Reads a request's parameters, or answers it with `InvalidParams` (then `None`).
+    fn params<P: DeserializeOwned>(&self, request: Request) -> anyhow::Result<Option<(RequestId, P)>> {
+        match serde_json::from_value::<P>(request.params) {
+            Ok(params) => Ok(Some((request.id, params))),
+            Err(error) => {
+                let message = format!("invalid params: {error}");
+                self.send(Response::new_err(request.id, ErrorCode::InvalidParams as i32, message))?;
+                Ok(None)
+            }
+        }
     }
 
     /// Starts an execution command (`workbench.dryRun`, `smoke`, `run`) on its own thread: it reports
     /// progress, streams events (run) and can be cancelled by `$/cancelRequest` or by cancelling its progress.
     fn spawn_run(&mut self, request: Request, handler: handlers::execute::Handler) -> anyhow::Result<()> {
-        let params = match serde_json::from_value::<lsp::ExecuteCommandParams>(request.params) {
-            Ok(params) => params,
-            Err(error) => {
-                return self.send(Response::new_err(
-                    request.id,
-                    ErrorCode::InvalidParams as i32,
-                    format!("invalid params: {error}"),
-                ));
-            }
-        };
-        let id = request.id;
+        let Some((id, params)) = self.params::<lsp::ExecuteCommandParams>(request)? else { return Ok(()) };
         let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
         self.runs.insert(id.clone(), (Arc::clone(&cancel), params.work_done_progress_params.work_done_token.clone()));
         self.pending.insert(id.clone());
@@ -855,12 +847,7 @@ impl Server {
         let sender = self.sender.clone();
         let spawned = std::thread::Builder::new().name("wb-lsp-run".into()).spawn(move || {
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&snapshot, params, &sender, cancel)));
-            let response = match outcome {
-                Ok(Ok(result)) => Response::new_ok(id, result),
-                Ok(Err(error)) => Response::new_err(id, ErrorCode::RequestFailed as i32, format!("{error:#}")),
-                Err(_) => Response::new_err(id, ErrorCode::InternalError as i32, "the run failed unexpectedly".into()),
-            };
-            let _ = tasks.send(Task::Response(response));
+            let _ = tasks.send(Task::Response(response_of(id, outcome)));
         });
         spawned.map(|_| ()).map_err(|e| anyhow::anyhow!("cannot start the run: {e}"))
     }
@@ -883,23 +870,14 @@ impl Server {
             }
             _ => {}
         }
-        let params: lsp::ExecuteCommandParams = match serde_json::from_value(request.params) {
-            Ok(params) => params,
-            Err(error) => {
-                return self.send(Response::new_err(
-                    request.id,
-                    ErrorCode::InvalidParams as i32,
-                    format!("invalid params: {error}"),
-                ));
-            }
-        };
+        let Some((id, params)) = self.params::<lsp::ExecuteCommandParams>(request)? else { return Ok(()) };
         match params.command.as_str() {
             COMMAND_MIGRATE => {
                 let uri =
                     params.arguments.first().cloned().and_then(|value| serde_json::from_value::<lsp::Url>(value).ok());
                 let Some(uri) = uri else {
                     return self.send(Response::new_err(
-                        request.id,
+                        id,
                         ErrorCode::InvalidParams as i32,
                         "workbench.migrate takes the manifest's URI".into(),
                     ));
@@ -910,12 +888,10 @@ impl Server {
                             lsp::ApplyWorkspaceEditParams { label: Some("Migrate to spec 1".into()), edit },
                             Outgoing::Other,
                         )?;
-                        self.send(Response::new_ok(request.id, serde_json::json!({"migrated": true})))
+                        self.send(Response::new_ok(id, serde_json::json!({"migrated": true})))
                     }
-                    Ok(None) => self.send(Response::new_ok(request.id, serde_json::json!({"migrated": false}))),
-                    Err(error) => {
-                        self.send(Response::new_err(request.id, ErrorCode::RequestFailed as i32, error.to_string()))
-                    }
+                    Ok(None) => self.send(Response::new_ok(id, serde_json::json!({"migrated": false}))),
+                    Err(error) => self.send(Response::new_err(id, ErrorCode::RequestFailed as i32, error.to_string())),
                 }
             }
             COMMAND_CHECK_WORKSPACE => {
@@ -924,13 +900,11 @@ impl Server {
                 }
                 self.mark_all_dirty();
                 let count = self.manifests.len();
-                self.send(Response::new_ok(request.id, serde_json::json!({"packages": count})))
+                self.send(Response::new_ok(id, serde_json::json!({"packages": count})))
             }
-            other => self.send(Response::new_err(
-                request.id,
-                ErrorCode::InvalidParams as i32,
-                format!("unknown command {other}"),
-            )),
+            other => {
+                self.send(Response::new_err(id, ErrorCode::InvalidParams as i32, format!("unknown command {other}")))
+            }
         }
     }
 }

@@ -126,19 +126,32 @@ fn end(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, ok: bool) {
     progress(sender, token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message }));
 }
 
+/// A command that prepares without launching (dry run, smoke): progress on the request's token around it.
+fn preparing<T: serde::Serialize>(
+    snapshot: &Snapshot,
+    params: &lsp::ExecuteCommandParams,
+    sender: &Sender<Message>,
+    title: &str,
+    work: impl FnOnce(&Snapshot, &Options) -> wb_engine::Result<T>,
+) -> anyhow::Result<Option<Value>> {
+    let token = params.work_done_progress_params.work_done_token.clone();
+    let mut options = options(&arguments(params)?)?;
+    options.progress = preparation_progress(sender, &token);
+    begin(sender, &token, title);
+    let result = work(snapshot, &options);
+    end(sender, &token, result.is_ok());
+    Ok(Some(serde_json::to_value(result?)?))
+}
+
 pub fn dry_run(
     snapshot: &Snapshot,
     params: lsp::ExecuteCommandParams,
     sender: &Sender<Message>,
     _cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<Option<Value>> {
-    let token = params.work_done_progress_params.work_done_token.clone();
-    let mut options = options(&arguments(&params)?)?;
-    options.progress = preparation_progress(sender, &token);
-    begin(sender, &token, "Workbench dry run");
-    let report = wb_engine::dry_run(&snapshot.overlay, &options, &snapshot.catalog);
-    end(sender, &token, report.is_ok());
-    Ok(Some(serde_json::to_value(report?)?))
+    preparing(snapshot, &params, sender, "Workbench dry run", |snapshot, options| {
+        wb_engine::dry_run(&snapshot.overlay, options, &snapshot.catalog)
+    })
 }
 
 pub fn smoke(
@@ -147,13 +160,9 @@ pub fn smoke(
     sender: &Sender<Message>,
     _cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<Option<Value>> {
-    let token = params.work_done_progress_params.work_done_token.clone();
-    let mut options = options(&arguments(&params)?)?;
-    options.progress = preparation_progress(sender, &token);
-    begin(sender, &token, "Workbench smoke");
-    let reports = wb_engine::smoke(&snapshot.overlay, &options, &snapshot.catalog);
-    end(sender, &token, reports.is_ok());
-    Ok(Some(serde_json::to_value(reports?)?))
+    preparing(snapshot, &params, sender, "Workbench smoke", |snapshot, options| {
+        wb_engine::smoke(&snapshot.overlay, options, &snapshot.catalog)
+    })
 }
 
 fn progress(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, value: lsp::WorkDoneProgress) {
