@@ -223,9 +223,10 @@ fn check_content(content: &Content) -> Result<()> {
     Ok(())
 }
 
-fn check_path(path: &str) -> Result<()> {
+/// An artifact path is relative to the outbox, a changeset entry's to its workspace (`within`).
+fn check_path(path: &str, within: &str) -> Result<()> {
     match wb_manifest::outbox::unsafe_path_reason(path) {
-        Some(reason) => Err(invalid(format!("Outcome path {reason}: {path}"))),
+        Some(reason) => Err(invalid(format!("Outcome path {}: {path}", reason.replace("the outbox", within)))),
         None => Ok(()),
     }
 }
@@ -247,7 +248,7 @@ impl Changeset {
         let mut paths = HashSet::new();
         let mut stats = Stats::default();
         for entry in &self.entries {
-            check_path(entry.path())?;
+            check_path(entry.path(), "its workspace")?;
             if !paths.insert(entry.path()) {
                 return Err(invalid("Outcome changeset paths must be unique"));
             }
@@ -383,7 +384,7 @@ impl Outcome {
                 return Err(invalid("Outcome artifact name must be 1 to 512 characters"));
             }
             if let Some(path) = &artifact.path {
-                check_path(path)?;
+                check_path(path, "the outbox")?;
                 if path == "outcome.json" {
                     return Err(invalid("Outcome artifact path must not be outcome.json"));
                 }

@@ -6,8 +6,9 @@
 //!
 //! A *baseline* ([`Snapshot::baseline`]) must also be able to recover every file's previous bytes later:
 //! in a Git workspace a clean tracked file is recoverable from its index blob (nothing is read at baseline,
-//! exactly like `git status`); every other file (dirty, untracked, or any file of a non-Git workspace) is
-//! hashed and its bytes kept in the content store when the baseline is taken.
+//! exactly like `git status`) unless checkout converts it (line endings, `ident`, filters: the blob's size
+//! differs from the file's); every other file (dirty, untracked, converted, or any file of a non-Git
+//! workspace) is hashed and its bytes kept in the content store when the baseline is taken.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -28,7 +29,8 @@ use crate::util::hex;
 /// How `base.snapshot_digest` is computed.
 pub const SNAPSHOT_DIGEST_METHOD: &str = "sha256 over the snapshot's paths in byte order, one line each: \
 `<path>\\0<kind>\\0<mode in octal>\\0<id>\\n`, where kind is `file` or `symlink` and id is the file's \
-`sha256:<hex>` digest, `git-blob:<oid>` for a clean file tracked by Git (its index blob), or the symlink target";
+`sha256:<hex>` digest, `git-blob:<oid>` for a clean file tracked by Git whose index blob has the file's size \
+(checkout does not convert it), or the symlink target";
 
 /// The facts' baseline limit: unique bytes a baseline keeps.
 const BASELINE_LIMIT: u64 = 512 * 1024 * 1024;
@@ -136,8 +138,66 @@ fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
     output.status.success().then_some(output.stdout)
 }
 
+/// Runs Git with `input` on its standard input (written from a thread, so a large input cannot deadlock
+/// against the output).
+fn git_with_input(root: &Path, args: &[&str], input: Vec<u8>) -> Option<Vec<u8>> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take();
+    let writer = std::thread::spawn(move || {
+        if let Some(stdin) = stdin.as_mut() {
+            let _ = stdin.write_all(&input);
+        }
+    });
+    let output = child.wait_with_output().ok()?;
+    let _ = writer.join();
+    output.status.success().then_some(output.stdout)
+}
+
 fn split_z(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
     bytes.split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned())
+}
+
+/// The index (`git ls-files -s -z`) and the size of each stage-0 regular blob in it (`git cat-file
+/// --batch-check`, run right away so it overlaps the metadata scan).
+///
+/// A clean file's index blob holds the *cleaned* bytes: with line-ending conversion (`eol=crlf`,
+/// `core.autocrlf`), `ident` or a filter (Git LFS) they differ from the bytes in the workspace, and the previous
+/// content must not be taken from the blob. Such a conversion changes the size, so only a blob with the file's
+/// size is trusted; the other files are hashed and kept like dirty ones. Without sizes, no blob is trusted.
+fn index_with_sizes(root: &Path) -> Option<(Vec<u8>, BTreeMap<String, u64>)> {
+    let staged = git(root, &["ls-files", "-s", "-z"])?;
+    let mut oids = BTreeSet::new();
+    for line in split_z(&staged) {
+        let Some((info, _)) = line.split_once('\t') else { continue };
+        if let ["100644" | "100755", oid, "0"] = info.split(' ').collect::<Vec<_>>()[..] {
+            oids.insert(oid.to_owned());
+        }
+    }
+    let mut sizes = BTreeMap::new();
+    if !oids.is_empty() {
+        let input: String = oids.iter().map(|oid| format!("{oid}\n")).collect();
+        let output = git_with_input(root, &["cat-file", "--batch-check"], input.into_bytes()).unwrap_or_default();
+        for line in String::from_utf8_lossy(&output).lines() {
+            // `<oid> blob <size>` (or `<oid> missing`).
+            if let [oid, "blob", size] = line.split(' ').collect::<Vec<_>>()[..] {
+                if let Ok(size) = size.parse() {
+                    sizes.insert(oid.to_owned(), size);
+                }
+            }
+        }
+    }
+    Some((staged, sizes))
 }
 
 impl Snapshot {
@@ -168,7 +228,10 @@ impl Snapshot {
                 let root = root.to_path_buf();
                 std::thread::spawn(move || git(&root, args))
             };
-            let index = with_index.then(|| (spawn(&["ls-files", "-s", "-z"]), spawn(&["ls-files", "-m", "-z"])));
+            let index = with_index.then(|| {
+                let root = root.to_path_buf();
+                (std::thread::spawn(move || index_with_sizes(&root)), spawn(&["ls-files", "-m", "-z"]))
+            });
             let head = spawn(&["rev-parse", "--verify", "-q", "HEAD"]);
             let listing = git(root, &["ls-files", "-co", "--exclude-standard", "-z"])
                 .ok_or_else(|| Error::Snapshot(format!("git ls-files failed in {}", root.display())))?;
@@ -184,8 +247,8 @@ impl Snapshot {
             if let Some((staged, dirty)) = index {
                 let staged = staged.join().ok().flatten();
                 let dirty = dirty.join().ok().flatten();
-                if let (Some(staged), Some(dirty)) = (staged, dirty) {
-                    snapshot.attach_git_blobs(&staged, &dirty);
+                if let (Some((staged, sizes)), Some(dirty)) = (staged, dirty) {
+                    snapshot.attach_git_blobs(&staged, &dirty, &sizes);
                 }
             }
         } else {
@@ -227,8 +290,9 @@ impl Snapshot {
         Ok(snapshot)
     }
 
-    /// Records the index blob of every clean tracked regular file (`git ls-files -s` minus `-m`).
-    fn attach_git_blobs(&mut self, staged: &[u8], dirty: &[u8]) {
+    /// Records the index blob of every clean tracked regular file (`git ls-files -s` minus `-m`) whose blob has
+    /// the file's size (see [`index_with_sizes`]).
+    fn attach_git_blobs(&mut self, staged: &[u8], dirty: &[u8], sizes: &BTreeMap<String, u64>) {
         let dirty: BTreeSet<String> = split_z(dirty).collect();
         let mut blobs: BTreeMap<String, Option<String>> = BTreeMap::new();
         for line in split_z(staged) {
@@ -242,7 +306,7 @@ impl Snapshot {
         }
         for (path, file) in &mut self.files {
             if file.kind == Kind::File {
-                file.git_blob = blobs.get(path).cloned().flatten();
+                file.git_blob = blobs.get(path).cloned().flatten().filter(|oid| sizes.get(oid) == Some(&file.size));
             }
         }
     }
@@ -358,6 +422,7 @@ impl Snapshot {
         }
         if let Some(oid) = &file.git_blob {
             let bytes = git(&self.root, &["cat-file", "blob", oid])
+                .filter(|bytes| bytes.len() as u64 == file.size)
                 .ok_or_else(|| Error::Snapshot(format!("cannot read the Git blob of {path}")))?;
             self.note_hashed(path);
             let digest = format!("sha256:{}", hex(&Sha256::digest(&bytes)));
