@@ -2,11 +2,14 @@
 //! tests/editors/nvim/run.sh (Neovim) and tests/editors/emacs/run.sh (Emacs with Eglot). Cargo builds the
 //! binary; its path reaches the scripts as `WB_LSP_BIN`. A missing editor fails the test with an install hint
 //! unless `WB_LSP_SKIP_EDITOR_TESTS=1`. The Helix snippet (editors/helix/languages.toml) is checked as TOML.
+//! The Neovim outcome commands (`:WorkbenchOutcome`, `:WorkbenchOutcomeDiff`, `:WorkbenchOutcomeArtifact`,
+//! `:WorkbenchApplyOutcome`) are driven on a real run by `neovim_shows_opens_and_applies_a_run_outcome`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const SKIP_VARIABLE: &str = "WB_LSP_SKIP_EDITOR_TESTS";
 
@@ -55,6 +58,435 @@ fn run_editor_script(editor: &str, available: bool, install: &str, script: &str)
 #[test]
 fn neovim_drives_the_server() {
     run_editor_script("Neovim", runs("nvim", &["--version"]), "apt-get install -y neovim", "tests/editors/nvim/run.sh");
+}
+
+/// The fake `opencode` of the outcome test: in its working directory (the repository) it edits README.md, adds
+/// notes/hello.txt and deletes obsolete.txt; in the outbox it writes a report and the declaration (a summary,
+/// the report's metadata, a pull request link); then it prints its answer.
+const OUTCOME_RUNNER: &str = r#"#!/bin/sh
+set -e
+printf '# New title\n\nThe ledger service.\n' > README.md
+mkdir -p notes
+printf 'hello from the fake runner\n' > notes/hello.txt
+rm -f obsolete.txt
+mkdir -p "$WORKBENCH_OUTPUT_DIR/reports"
+printf '<h1>Findings</h1>\n' > "$WORKBENCH_OUTPUT_DIR/reports/findings.html"
+cat > "$WORKBENCH_OUTPUT_DIR/outcome.json" <<'JSON'
+{"version": 1, "summary": "Prepared a findings report",
+ "artifacts": [{"path": "reports/findings.html", "name": "Findings.html", "description": "The collected findings", "media_type": "text/html"}],
+ "links": [{"label": "Implementation PR", "uri": "https://github.com/example/project/pull/42", "kind": "pull_request"}]}
+JSON
+echo '{"type":"text","part":{"id":"t","text":"done"}}'
+"#;
+
+/// Headless Neovim with editors/nvim: `:WorkbenchRun`, then the outcome commands on the run's outcome. Exits 0
+/// when every check passes; otherwise prints what failed and exits 1.
+const OUTCOME_TEST_LUA: &str = r##"
+local TIMEOUT = 20000
+
+local function out(message)
+  io.stdout:write(message .. "\n")
+  io.stdout:flush()
+end
+
+local function fail(message)
+  error({ workbench_test_failure = message }, 2)
+end
+
+local function check(condition, message)
+  if not condition then
+    fail(message)
+  end
+end
+
+local function env(name)
+  local value = os.getenv(name)
+  check(value and value ~= "", "the environment variable " .. name .. " is not set")
+  return value
+end
+
+local function wait_for(what, condition)
+  local value
+  local ok = vim.wait(TIMEOUT, function()
+    value = condition()
+    return value ~= nil and value ~= false
+  end, 20)
+  check(ok, ("timed out after %d ms waiting for %s"):format(TIMEOUT, what))
+  return value
+end
+
+local function read(path)
+  local handle = io.open(path, "rb")
+  if not handle then
+    return nil
+  end
+  local text = handle:read("*a")
+  handle:close()
+  return text
+end
+
+local function write(path, text)
+  local handle = assert(io.open(path, "wb"))
+  handle:write(text)
+  handle:close()
+end
+
+-- Every vim.notify message; expect() waits for the next one (after those already expected) and checks it.
+local notifications = {}
+vim.notify = function(message, level)
+  table.insert(notifications, { message = tostring(message), level = level })
+  out("notify: " .. tostring(message))
+end
+local seen = 0
+local function expect(what, prefix, level)
+  local entry = wait_for(what, function()
+    for index = seen + 1, #notifications do
+      if notifications[index].message:sub(1, #prefix) == prefix then
+        seen = index
+        return notifications[index]
+      end
+    end
+    return nil
+  end)
+  if level then
+    check(entry.level == level, ("%s: level %s, not %s"):format(what, tostring(entry.level), tostring(level)))
+  end
+  return entry.message
+end
+
+local function lines_of(bufnr)
+  return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+end
+
+local function buffer_named(pattern, except)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if bufnr ~= except and vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr):find(pattern) then
+      return bufnr
+    end
+  end
+  return nil
+end
+
+local function index_of(list, wanted)
+  for index, value in ipairs(list) do
+    if value == wanted then
+      return index
+    end
+  end
+  return nil
+end
+
+local function check_read_only(bufnr, what)
+  check(vim.bo[bufnr].buftype == "nofile", what .. " is not a scratch buffer")
+  check(not vim.bo[bufnr].modifiable, what .. " is modifiable")
+  check(vim.bo[bufnr].readonly, what .. " is not read-only")
+end
+
+local function run()
+  local bin = env("WB_LSP_BIN")
+  local repo = env("WB_TEST_REPO")
+  local home = env("WORKBENCH_HOME")
+  local workbench = require("workbench")
+  workbench.setup({ cmd = { bin, "serve" } })
+  local manifest = repo .. "/.workbenches/demo/workbench.yml"
+  vim.cmd("edit " .. vim.fn.fnameescape(manifest))
+  local manifest_buf = vim.api.nvim_get_current_buf()
+  wait_for("the workbench client", function()
+    local client = workbench.client(manifest_buf)
+    return client and client.initialized and client or nil
+  end)
+
+  vim.cmd("WorkbenchOutcome")
+  expect("no outcome before a run", "[workbench] no outcome yet", vim.log.levels.WARN)
+
+  -- A run that commits an outcome announces it.
+  vim.cmd("WorkbenchRun write the findings")
+  expect("the run to complete", "[workbench] run completed")
+  local announced = expect("the outcome announcement", "[workbench] outcome wbo_")
+  local id = announced:match("^%[workbench%] outcome (wbo_[a-z0-9]+) ")
+  check(id, "no outcome id in " .. announced)
+  check(
+    announced == ("[workbench] outcome %s (present): 1 added, 1 modified, 1 deleted; 1 artifact; 1 link. "
+      .. ":WorkbenchOutcome shows it"):format(id),
+    "the announcement is " .. announced
+  )
+  check(workbench.last_outcome_id == id, "the last outcome is " .. tostring(workbench.last_outcome_id))
+  local run_buf = buffer_named("^workbench://run/")
+  check(
+    index_of(lines_of(run_buf), ("  outcome %s (1 changeset, 1 artifact, 1 link)"):format(id)),
+    "the run buffer lacks the outcome line:\n" .. table.concat(lines_of(run_buf), "\n")
+  )
+  check(read(repo .. "/README.md") == "# New title\n\nThe ledger service.\n", "the local run did not edit README.md")
+  out("ok: the run committed outcome " .. id)
+
+  -- :WorkbenchOutcome: the summary (the text of `wb-lsp outcome ID`) in a scratch buffer.
+  vim.cmd("WorkbenchOutcome")
+  local summary_buf = wait_for("the outcome buffer", function()
+    return buffer_named("^workbench://outcome/")
+  end)
+  local summary = lines_of(summary_buf)
+  check(
+    summary[1]:match("^Outcome " .. id .. " %(run wb_%x+, complete, present%)$"),
+    "summary line 1: " .. vim.inspect(summary[1])
+  )
+  local expected = {
+    "Summary: Prepared a findings report",
+    "Changeset primary (primary workspace): 1 added, 1 modified, 1 deleted",
+    "  M README.md",
+    "  A notes/hello.txt",
+    "  D obsolete.txt",
+    "Artifacts: 1",
+    "  Findings.html (reports/findings.html): text/html, 18 bytes",
+    "Links: 1",
+    "  Implementation PR [pull_request]: https://github.com/example/project/pull/42",
+    "",
+    "<CR> on a change opens the review diff (:WorkbenchOutcomeDiff), on an artifact the artifact",
+    "(:WorkbenchOutcomeArtifact [name]).",
+  }
+  check(
+    vim.deep_equal({ unpack(summary, 2) }, expected),
+    "the outcome buffer:\n" .. table.concat(summary, "\n")
+  )
+  local cli = vim.fn.system({ bin, "outcome", id })
+  check(vim.v.shell_error == 0, "wb-lsp outcome failed: " .. cli)
+  local cli_lines = vim.split(cli, "\n", { plain = true })
+  table.remove(cli_lines)
+  check(
+    vim.deep_equal({ unpack(summary, 1, #cli_lines) }, cli_lines),
+    "the summary differs from `wb-lsp outcome`:\n" .. cli
+  )
+  check(vim.bo[summary_buf].filetype == "workbench-outcome", "summary filetype " .. vim.bo[summary_buf].filetype)
+  check(not vim.bo[summary_buf].modifiable, "the outcome buffer is modifiable")
+  out("ok: :WorkbenchOutcome shows the summary of `wb-lsp outcome`")
+
+  -- :WorkbenchOutcomeDiff: the stored review diff, byte for byte, read-only, filetype diff.
+  local answer = vim.lsp.buf_request_sync(manifest_buf, "workspace/executeCommand", {
+    command = "workbench.outcome",
+    arguments = { id },
+  }, TIMEOUT)
+  local files
+  for _, response in pairs(answer or {}) do
+    files = response.result and response.result.files
+  end
+  check(files and files.reviews[1] and files.artifacts[1], "workbench.outcome names no stored files")
+  local stored_diff = read(files.reviews[1].file)
+  vim.cmd("WorkbenchOutcomeDiff")
+  local diff_buf = wait_for("the diff buffer", function()
+    return buffer_named("^workbench://diff/%d+/primary%.diff$")
+  end)
+  local diff = lines_of(diff_buf)
+  check(table.concat(diff, "\n") .. "\n" == stored_diff, "the diff buffer is not the stored review diff")
+  for _, wanted in ipairs({ "-# Old title", "+# New title", "+hello from the fake runner", "-remove me" }) do
+    check(index_of(diff, wanted), ("the review diff lacks %q:\n%s"):format(wanted, table.concat(diff, "\n")))
+  end
+  check(vim.bo[diff_buf].filetype == "diff", "the diff buffer's filetype is " .. vim.bo[diff_buf].filetype)
+  check_read_only(diff_buf, "the diff buffer")
+  out("ok: :WorkbenchOutcomeDiff opens the review diff (" .. #diff .. " lines, filetype diff, read-only)")
+
+  -- :WorkbenchOutcomeArtifact: the only artifact, named after it (its filetype from the name).
+  vim.cmd("WorkbenchOutcomeArtifact")
+  local artifact_buf = wait_for("the artifact buffer", function()
+    return buffer_named("^workbench://artifact/%d+/Findings%.html$")
+  end)
+  check(vim.deep_equal(lines_of(artifact_buf), { "<h1>Findings</h1>" }), "artifact: " .. vim.inspect(lines_of(artifact_buf)))
+  check(read(files.artifacts[1].file) == "<h1>Findings</h1>\n", "the stored artifact differs")
+  check(vim.bo[artifact_buf].filetype == "html", "the artifact's filetype is " .. vim.bo[artifact_buf].filetype)
+  check_read_only(artifact_buf, "the artifact buffer")
+  vim.cmd("WorkbenchOutcomeArtifact " .. id .. " nothing.txt")
+  expect("no such artifact", ("[workbench] outcome %s has no artifact named nothing.txt"):format(id))
+  out("ok: :WorkbenchOutcomeArtifact opens Findings.html (filetype html, read-only)")
+
+  -- <CR> in the outcome buffer opens what the line names.
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(summary_buf))
+  vim.api.nvim_win_set_cursor(0, { index_of(summary, "  Findings.html (reports/findings.html): text/html, 18 bytes"), 0 })
+  vim.cmd([[exe "normal \<CR>"]])
+  wait_for("<CR> to open the artifact", function()
+    return buffer_named("^workbench://artifact/%d+/Findings%.html$", artifact_buf)
+  end)
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(summary_buf))
+  vim.api.nvim_win_set_cursor(0, { index_of(summary, "  A notes/hello.txt"), 0 })
+  vim.cmd([[exe "normal \<CR>"]])
+  wait_for("<CR> to open the review diff", function()
+    return buffer_named("^workbench://diff/%d+/primary%.diff$", diff_buf)
+  end)
+  out("ok: <CR> on the outcome buffer opens the artifact and the review diff")
+
+  -- A local run's outcome is present: nothing to apply.
+  vim.cmd("WorkbenchApplyOutcome")
+  expect(
+    "the refusal of a present outcome",
+    ("[workbench] outcome %s is present: the run already made its changes in the workspace; nothing to apply"):format(id)
+  )
+
+  -- Make it pending (the receipt an isolated runtime records) and the workspace as before the run, except a
+  -- README edited since.
+  local receipt_path = home .. "/outcomes/" .. id .. "/application.json"
+  check(vim.json.decode(read(receipt_path)).state == "present", "the receipt is not present")
+  write(receipt_path, vim.json.encode({ version = 1, outcome_id = id, state = "pending", updated_at = "2026-01-01T00:00:00Z" }))
+  write(repo .. "/README.md", "# Someone else's title\n")
+  vim.fn.delete(repo .. "/notes", "rf")
+  write(repo .. "/obsolete.txt", "remove me\n")
+  local function workspace_before()
+    return read(repo .. "/README.md") == "# Someone else's title\n"
+      and read(repo .. "/notes/hello.txt") == nil
+      and read(repo .. "/obsolete.txt") == "remove me\n"
+  end
+
+  -- Declining the confirmation sends nothing.
+  local asked = {}
+  workbench.confirm = function(message)
+    table.insert(asked, message)
+    return false
+  end
+  vim.cmd("WorkbenchApplyOutcome")
+  local declined = expect("the declined application", ("[workbench] outcome %s was not applied"):format(id))
+  check(declined == ("[workbench] outcome %s was not applied"):format(id), "declining: " .. declined)
+  check(
+    asked[1] == ("Apply outcome %s to its workspace?\nprimary workspace: 1 added, 1 modified, 1 deleted\n"
+      .. "All or nothing: if a file changed since the run, nothing is written."):format(id),
+    "the confirmation: " .. vim.inspect(asked[1])
+  )
+  check(workspace_before(), "declining changed the workspace")
+
+  -- A conflict: the engine refuses, nothing is written.
+  workbench.confirm = function()
+    return true
+  end
+  vim.cmd("WorkbenchApplyOutcome")
+  expect(
+    "the conflict",
+    ("[workbench] outcome %s was not applied: Outcome conflicts with current workspace content: README.md"):format(id),
+    vim.log.levels.ERROR
+  )
+  check(workspace_before(), "a refused application changed the workspace")
+  check(vim.json.decode(read(receipt_path)).state == "pending", "the refused application changed the receipt")
+  out("ok: :WorkbenchApplyOutcome asks first, and a conflict writes nothing")
+
+  -- The original README: every change is applied.
+  write(repo .. "/README.md", "# Old title\n\nThe ledger service.\n")
+  vim.cmd("WorkbenchApplyOutcome " .. id)
+  expect("the application", ("[workbench] applied outcome %s: 3 applied, 0 unchanged"):format(id))
+  check(read(repo .. "/README.md") == "# New title\n\nThe ledger service.\n", "README.md was not applied")
+  check(read(repo .. "/notes/hello.txt") == "hello from the fake runner\n", "notes/hello.txt was not applied")
+  check(read(repo .. "/obsolete.txt") == nil, "obsolete.txt was not deleted")
+  check(vim.json.decode(read(receipt_path)).state == "applied", "the receipt is not applied")
+  vim.cmd("WorkbenchApplyOutcome!")
+  expect(
+    "the refusal of an applied outcome",
+    ("[workbench] outcome %s is applied: it was already applied; nothing to apply"):format(id)
+  )
+  vim.cmd("WorkbenchOutcome")
+  local applied_buf = wait_for("a second outcome buffer", function()
+    return buffer_named("^workbench://outcome/", summary_buf)
+  end)
+  check(lines_of(applied_buf)[1]:find(", complete, applied)", 1, true), "the outcome is not shown applied")
+  out("ok: :WorkbenchApplyOutcome applied the pending outcome (3 applied)")
+
+  -- Ids: a malformed one is refused here, an unknown one by the server.
+  vim.cmd("WorkbenchOutcome nonsense")
+  expect("a malformed id", "[workbench] not an outcome id: nonsense (wbo_…)", vim.log.levels.WARN)
+  local unknown = "wbo_00000000000000000000000000000000"
+  vim.cmd("WorkbenchOutcome " .. unknown)
+  expect("an unknown id", ("[workbench] cannot read outcome %s: "):format(unknown), vim.log.levels.ERROR)
+  out("ok: malformed and unknown outcome ids are reported")
+end
+
+local ok, err = xpcall(run, function(e)
+  if type(e) == "table" and e.workbench_test_failure then
+    return e.workbench_test_failure
+  end
+  return debug.traceback(tostring(e), 2)
+end)
+if ok then
+  out("nvim: all outcome checks passed")
+  vim.cmd("qall!")
+else
+  io.stderr:write("FAIL (nvim): " .. tostring(err) .. "\n")
+  io.stderr:flush()
+  vim.cmd("cquit 1")
+end
+"##;
+
+/// `:WorkbenchRun` on a package whose fake runner edits the workspace and fills the outbox, then the outcome
+/// commands on its outcome: the summary (compared with `wb-lsp outcome ID`), the review diff and the artifact
+/// in read-only buffers, and `:WorkbenchApplyOutcome` (refused while present; declined; a conflict; applied
+/// once the receipt is pending and the workspace as before the run).
+#[test]
+fn neovim_shows_opens_and_applies_a_run_outcome() {
+    if skipping() {
+        eprintln!("skipping the Neovim outcome test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    assert!(
+        runs("nvim", &["--version"]),
+        "Neovim is not installed, so the editor integration cannot be tested.\n\
+         Install it (Debian/Ubuntu: `apt-get install -y neovim`; scripts/test.sh does this) or set \
+         {SKIP_VARIABLE}=1 to skip the editor tests."
+    );
+    let temp = tempfile::tempdir().expect("a temporary directory");
+    // Resolved, so paths compare equal to what the editor and the server report.
+    let root = temp.path().canonicalize().expect("the temporary directory");
+    let repo = root.join("repo");
+    let package = repo.join(".workbenches/demo");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("workbench.yml"),
+        "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+         instructions: ./instructions.md\nruntimes:\n  local: {}\n",
+    )
+    .unwrap();
+    std::fs::write(package.join("instructions.md"), "# Demo\n").unwrap();
+    std::fs::write(repo.join("README.md"), "# Old title\n\nThe ledger service.\n").unwrap();
+    std::fs::write(repo.join("obsolete.txt"), "remove me\n").unwrap();
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("opencode"), OUTCOME_RUNNER).unwrap();
+    std::fs::set_permissions(bin.join("opencode"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = root.join("home");
+    for dir in [".config", ".local/share", ".local/state", ".cache"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    let script = root.join("outcome.lua");
+    std::fs::write(&script, OUTCOME_TEST_LUA).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+
+    let output = Command::new("timeout")
+        .args(["--kill-after=10", "180", "nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
+        .arg(format!("set runtimepath^={}", repository_root().join("editors/nvim").display()))
+        .arg("-c")
+        .arg(format!("luafile {}", script.display()))
+        .current_dir(&repo)
+        .env("WB_LSP_BIN", env!("CARGO_BIN_EXE_wb-lsp"))
+        .env("WB_TEST_REPO", &repo)
+        .env("WORKBENCH_HOME", home.join(".workbench"))
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("PATH", path)
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdin(Stdio::null())
+        .output()
+        .expect("timeout and nvim run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}");
+    let log = std::fs::read_to_string(home.join(".local/state/nvim/lsp.log"))
+        .or_else(|_| std::fs::read_to_string(home.join(".cache/nvim/lsp.log")))
+        .unwrap_or_default();
+    let log_tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+    assert!(
+        output.status.success(),
+        "the Neovim outcome test failed with {} (124/137: no result within 180 s).\n--- stdout:\n{stdout}\n\
+         --- stderr:\n{stderr}\n--- the Neovim LSP log (last 40 lines):\n{}",
+        output.status,
+        log_tail.join("\n")
+    );
+    assert!(stdout.contains("nvim: all outcome checks passed"), "{stdout}");
 }
 
 #[test]

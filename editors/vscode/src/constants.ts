@@ -22,6 +22,8 @@ export const SERVER_COMMAND_MIGRATE = 'workbench.migrate';
 export const SERVER_COMMAND_DRY_RUN = 'workbench.dryRun';
 export const SERVER_COMMAND_SMOKE = 'workbench.smoke';
 export const SERVER_COMMAND_RUN = 'workbench.run';
+export const SERVER_COMMAND_OUTCOME = 'workbench.outcome';
+export const SERVER_COMMAND_APPLY_OUTCOME = 'workbench.applyOutcome';
 
 /** The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md). */
 export const RUN_EVENT_NOTIFICATION = 'workbench/runEvent';
@@ -39,8 +41,14 @@ export const COMMAND_SMOKE = 'wb-lsp.smoke';
 export const COMMAND_RUN = 'wb-lsp.run';
 export const COMMAND_CANCEL_RUN = 'wb-lsp.cancelRun';
 export const COMMAND_SHOW_RUN_OUTPUT = 'wb-lsp.showRunOutput';
+export const COMMAND_SHOW_OUTCOME = 'wb-lsp.showOutcome';
+export const COMMAND_OPEN_ARTIFACT = 'wb-lsp.openArtifact';
+export const COMMAND_VIEW_OUTCOME_DIFF = 'wb-lsp.viewOutcomeDiff';
+export const COMMAND_APPLY_OUTCOME = 'wb-lsp.applyOutcome';
 /** A context key, true while a run is in progress (shows Cancel Run in the command palette). */
 export const RUNNING_CONTEXT = 'wb-lsp.running';
+/** A context key, true while the current outcome is pending (shows Apply Outcome in the command palette). */
+export const OUTCOME_PENDING_CONTEXT = 'wb-lsp.outcomePending';
 
 /**
  * The server's code lenses name its own commands (`workbench.dryRun`, ...). The commands vscode-languageclient
@@ -52,6 +60,9 @@ export const LENS_COMMANDS: Readonly<Record<string, string>> = {
   [SERVER_COMMAND_SMOKE]: COMMAND_SMOKE,
   [SERVER_COMMAND_RUN]: COMMAND_RUN,
 };
+
+/** The scheme of the read-only documents of outcomes (artifacts, review diffs); see src/outcomeFiles.ts. */
+export const OUTCOME_SCHEME = 'wb-outcome';
 
 export const MANIFEST_GLOB = '**/.workbenches/*/workbench.yml';
 export const SKILL_GLOB = '**/.workbenches/*/skills/*/SKILL.md';

@@ -27,6 +27,8 @@ import {
   SERVER_COMMAND_RUN,
   SERVER_COMMAND_SMOKE,
 } from './constants';
+import { isOutcomeId, outcomeBrief, type OutcomeView } from './outcome';
+import { BUTTON_APPLY_OUTCOME, BUTTON_SHOW_OUTCOME, BUTTON_VIEW_DIFF, OutcomeCommands } from './outcomeCommands';
 import { isManifestPath, isWorkbenchFile } from './paths';
 import {
   argumentUri,
@@ -35,6 +37,7 @@ import {
   formatRunEvent,
   formatSmokeReports,
   isRequestCancelled,
+  isRunResult,
   runOutcome,
   smokeOutcome,
   type RunEventParams,
@@ -84,6 +87,8 @@ interface ActiveRun {
   cancelled: boolean;
   /** Set by the run's first event. */
   runId?: string;
+  /** Set by its `outcome.available` event. */
+  outcomeId?: string;
 }
 
 export interface ClientSetup {
@@ -114,7 +119,7 @@ function errorText(error: unknown): string {
   return String(error);
 }
 
-function showOutcome(outcome: RunOutcome, ...items: string[]): Thenable<string | undefined> {
+function showEnding(outcome: RunOutcome, ...items: string[]): Thenable<string | undefined> {
   switch (outcome.level) {
     case 'information':
       return vscode.window.showInformationMessage(outcome.message, ...items);
@@ -129,6 +134,8 @@ export class WorkbenchController implements vscode.Disposable {
   readonly output: vscode.OutputChannel;
   /** The run events, smoke reports and run endings. */
   readonly runOutput: vscode.OutputChannel;
+  /** Show Outcome, Open Artifact, View Outcome Diff, Apply Outcome, and the outcomes' read-only documents. */
+  readonly outcomes: OutcomeCommands;
   private readonly statusItem: vscode.StatusBarItem;
   /** Shown while a run is in progress. */
   private readonly runStatusItem: vscode.StatusBarItem;
@@ -155,7 +162,8 @@ export class WorkbenchController implements vscode.Disposable {
     this.runOutput = vscode.window.createOutputChannel(RUN_OUTPUT_CHANNEL_NAME);
     this.runStatusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, -1);
     this.runStatusItem.name = 'Workbench Run';
-    this.disposables.push(this.output, this.statusItem, this.runOutput, this.runStatusItem);
+    this.outcomes = new OutcomeCommands(() => this.runningClient(), this.runOutput);
+    this.disposables.push(this.output, this.statusItem, this.runOutput, this.runStatusItem, this.outcomes);
   }
 
   /** True while a run is in progress. */
@@ -180,6 +188,7 @@ export class WorkbenchController implements vscode.Disposable {
       vscode.commands.registerCommand(COMMAND_RUN, (argument?: unknown) => this.run(argument)),
       vscode.commands.registerCommand(COMMAND_CANCEL_RUN, () => this.cancelRun()),
       vscode.commands.registerCommand(COMMAND_SHOW_RUN_OUTPUT, () => this.showRunOutput()),
+      ...this.outcomes.register(),
       vscode.workspace.onDidChangeConfiguration((event) => this.onDidChangeConfiguration(event)),
       vscode.workspace.onDidOpenTextDocument((document) => this.onDidOpenTextDocument(document)),
     );
@@ -389,6 +398,7 @@ export class WorkbenchController implements vscode.Disposable {
     this.runOutput.appendLine(`── ${uri.fsPath}${on}: ${run.task}`);
     this.runOutput.show(true);
     let outcome: RunOutcome;
+    let outcomeId: string | undefined;
     try {
       const result = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: 'Workbench run', cancellable: true },
@@ -414,6 +424,9 @@ export class WorkbenchController implements vscode.Disposable {
         },
       );
       outcome = runOutcome(result);
+      if (isRunResult(result) && isOutcomeId(result.outcomeId)) {
+        outcomeId = result.outcomeId;
+      }
     } catch (error) {
       outcome = runOutcome(undefined, error, run.runId !== undefined);
       // A run refused before it started sends no event, and a connection lost ends it without one: say why in
@@ -429,7 +442,14 @@ export class WorkbenchController implements vscode.Disposable {
       this.runStatusItem.hide();
       void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, false);
     }
-    this.offerRunOutput(outcome);
+    // A failed or cancelled run may have committed a (partial) outcome too; its event tells when the answer did not.
+    outcomeId ??= run.outcomeId;
+    const view = outcomeId === undefined ? undefined : await this.outcomes.afterRun(outcomeId, run.task);
+    if (view === undefined) {
+      this.offerRunOutput(outcome);
+    } else {
+      this.offerRunEnding(outcome, view);
+    }
   }
 
   /**
@@ -515,9 +535,42 @@ export class WorkbenchController implements vscode.Disposable {
 
   /** Shows how a command ended, with a button for the run channel (not awaited: the command is done). */
   private offerRunOutput(outcome: RunOutcome): void {
-    void showOutcome(outcome, BUTTON_OUTPUT).then((picked) => {
+    void showEnding(outcome, BUTTON_OUTPUT).then((picked) => {
       if (picked === BUTTON_OUTPUT) {
         this.showRunOutput();
+      }
+    });
+  }
+
+  /**
+   * Shows how a run ended and what its outcome holds, with buttons for the outcome (Show Outcome, View Diff when
+   * there is a review diff, Apply Outcome when it is pending) and the run channel. Not awaited.
+   */
+  private offerRunEnding(ending: RunOutcome, view: OutcomeView): void {
+    const { outcome, receipt } = view;
+    const stop = /[.!?]$/.test(ending.message) ? '' : '.';
+    const state = receipt.state === 'pending' ? ' (pending: not applied yet)' : '';
+    const message = `${ending.message}${stop} Outcome${state}: ${outcomeBrief(outcome)}.`;
+    const buttons = [BUTTON_SHOW_OUTCOME];
+    if (outcome.changesets.some((changeset) => view.files.reviews.some((file) => file.changeset === changeset.id))) {
+      buttons.push(BUTTON_VIEW_DIFF);
+    }
+    if (receipt.state === 'pending') {
+      buttons.push(BUTTON_APPLY_OUTCOME);
+    }
+    buttons.push(BUTTON_OUTPUT);
+    void showEnding({ level: ending.level, message }, ...buttons).then((picked) => {
+      switch (picked) {
+        case BUTTON_SHOW_OUTCOME:
+          return this.outcomes.showOutcome(outcome.id);
+        case BUTTON_VIEW_DIFF:
+          return this.outcomes.viewDiff(outcome.id);
+        case BUTTON_APPLY_OUTCOME:
+          return this.outcomes.apply(outcome.id);
+        case BUTTON_OUTPUT:
+          return this.showRunOutput();
+        default:
+          return undefined;
       }
     });
   }
@@ -532,8 +585,13 @@ export class WorkbenchController implements vscode.Disposable {
   }
 
   private onRunEvent(params: RunEventParams): void {
-    if (this.activeRun !== undefined && this.activeRun.runId === undefined) {
-      this.activeRun.runId = params.event.run_id;
+    const active = this.activeRun;
+    if (active !== undefined && active.runId === undefined) {
+      active.runId = params.event.run_id;
+    }
+    const outcomeId = params.event.data?.outcome_id;
+    if (active?.runId === params.event.run_id && params.event.type === 'outcome.available' && isOutcomeId(outcomeId)) {
+      active.outcomeId = outcomeId;
     }
     for (const line of formatRunEvent(params.event)) {
       this.runOutput.appendLine(line);

@@ -210,6 +210,8 @@ export interface RunResult {
   runId: string;
   ending: { status: 'completed' | 'failed' | 'cancelled'; message?: string };
   finalText: string;
+  /** The outcome the run committed (`workbench.outcome` inspects it), when it committed one. */
+  outcomeId?: string | null;
 }
 
 export function isRunResult(value: unknown): value is RunResult {

@@ -35,21 +35,27 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
     const subscriptions: unknown[] = [];
     await extension.activate({ subscriptions } as unknown as vscode.ExtensionContext);
     assert.deepEqual([...stub.commands.keys()].sort(), [
+      'wb-lsp.applyOutcome',
       'wb-lsp.cancelRun',
       'wb-lsp.checkWorkspace',
       'wb-lsp.dryRun',
       'wb-lsp.migrate',
+      'wb-lsp.openArtifact',
       'wb-lsp.restartServer',
       'wb-lsp.run',
+      'wb-lsp.showOutcome',
       'wb-lsp.showOutput',
       'wb-lsp.showRunOutput',
       'wb-lsp.smoke',
+      'wb-lsp.viewOutcomeDiff',
     ]);
+    assert.deepEqual([...stub.fileSystems.keys()], ['wb-outcome'], 'the read-only outcome documents');
     assert.match(stub.messages[0]?.message ?? '', /wb-lsp was not found on PATH/);
     assert.equal(stub.statusItems[0]?.text, '$(error) Workbench');
     assert.equal(subscriptions.length, 1);
     await extension.deactivate();
     assert.equal(stub.commands.size, 0);
+    assert.equal(stub.fileSystems.size, 0);
   } finally {
     process.env.PATH = savedPath;
     rmSync(empty, { recursive: true, force: true });

@@ -79,15 +79,19 @@ beforeEach(() => {
 test('in a workspace with a package, the server starts from PATH and the commands are registered', async () => {
   await activate();
   assert.deepEqual([...stub.commands.keys()].sort(), [
+    'wb-lsp.applyOutcome',
     'wb-lsp.cancelRun',
     'wb-lsp.checkWorkspace',
     'wb-lsp.dryRun',
     'wb-lsp.migrate',
+    'wb-lsp.openArtifact',
     'wb-lsp.restartServer',
     'wb-lsp.run',
+    'wb-lsp.showOutcome',
     'wb-lsp.showOutput',
     'wb-lsp.showRunOutput',
     'wb-lsp.smoke',
+    'wb-lsp.viewOutcomeDiff',
   ]);
   assert.equal(clients.length, 1);
   const client = clients[0];

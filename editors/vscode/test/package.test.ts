@@ -54,7 +54,12 @@ test('the engine matches the VS Code API types and vscode-languageclient 9', () 
 });
 
 test('the extension activates on a workspace with packages and on YAML files', () => {
-  assert.deepEqual(manifest.activationEvents, [`workspaceContains:${constants.MANIFEST_GLOB}`, 'onLanguage:yaml']);
+  assert.deepEqual(manifest.activationEvents, [
+    `workspaceContains:${constants.MANIFEST_GLOB}`,
+    'onLanguage:yaml',
+    // An outcome's artifact or review diff restored in an editor after a reload.
+    `onFileSystem:${constants.OUTCOME_SCHEME}`,
+  ]);
 });
 
 test('the contributed commands are exactly the ones the extension registers', () => {
@@ -69,6 +74,10 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.COMMAND_RUN,
     constants.COMMAND_CANCEL_RUN,
     constants.COMMAND_SHOW_RUN_OUTPUT,
+    constants.COMMAND_SHOW_OUTCOME,
+    constants.COMMAND_OPEN_ARTIFACT,
+    constants.COMMAND_VIEW_OUTCOME_DIFF,
+    constants.COMMAND_APPLY_OUTCOME,
   ]);
   assert.deepEqual(
     manifest.contributes.commands.map((command) => `${command.category ?? ''}: ${command.title}`),
@@ -82,6 +91,10 @@ test('the contributed commands are exactly the ones the extension registers', ()
       'Workbench: Run Workbench',
       'Workbench: Cancel Run',
       'Workbench: Show Run Output',
+      'Workbench: Show Outcome',
+      'Workbench: Open Outcome Artifact',
+      'Workbench: View Outcome Diff',
+      'Workbench: Apply Outcome',
     ],
   );
   // vscode-languageclient registers the server's own commands; contributing them again would clash.
@@ -91,6 +104,8 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.SERVER_COMMAND_DRY_RUN,
     constants.SERVER_COMMAND_SMOKE,
     constants.SERVER_COMMAND_RUN,
+    constants.SERVER_COMMAND_OUTCOME,
+    constants.SERVER_COMMAND_APPLY_OUTCOME,
   ]) {
     assert.ok(!ids.includes(id), `${id} belongs to the server`);
     assert.ok(!id.startsWith('wb-lsp.'));
@@ -100,9 +115,10 @@ test('the contributed commands are exactly the ones the extension registers', ()
       assert.ok(ids.includes(entry.command), `${menu} names a contributed command: ${entry.command}`);
     }
   }
-  // Cancel Run shows in the palette only while a run is in progress.
+  // Cancel Run shows in the palette only while a run is in progress; Apply Outcome only for a pending outcome.
   assert.deepEqual(manifest.contributes.menus.commandPalette, [
     { command: constants.COMMAND_CANCEL_RUN, when: constants.RUNNING_CONTEXT },
+    { command: constants.COMMAND_APPLY_OUTCOME, when: constants.OUTCOME_PENDING_CONTEXT },
   ]);
 });
 
@@ -198,6 +214,8 @@ test('the server commands the extension calls are the ones wb-lsp announces', ()
     constants.SERVER_COMMAND_DRY_RUN,
     constants.SERVER_COMMAND_SMOKE,
     constants.SERVER_COMMAND_RUN,
+    constants.SERVER_COMMAND_OUTCOME,
+    constants.SERVER_COMMAND_APPLY_OUTCOME,
     constants.RUN_EVENT_NOTIFICATION,
   ]) {
     assert.ok(execute.includes(`"${name}"`), `the server names ${name}`);

@@ -31,6 +31,9 @@ export class EventEmitter<T> {
   get listenerCount(): number {
     return this.listeners.length;
   }
+  dispose(): void {
+    this.listeners = [];
+  }
 }
 
 export class Uri {
@@ -58,6 +61,52 @@ export class Uri {
   toString(): string {
     return this.scheme === 'file' ? `file://${encodeURI(this.path)}` : `${this.scheme}://${this.path}`;
   }
+}
+
+export enum QuickPickItemKind {
+  Separator = -1,
+  Default = 0,
+}
+
+export enum FileType {
+  Unknown = 0,
+  File = 1,
+  Directory = 2,
+  SymbolicLink = 64,
+}
+
+export enum FilePermission {
+  Readonly = 1,
+}
+
+export class FileSystemError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+  private static make(code: string, messageOrUri?: string | Uri): FileSystemError {
+    const detail = messageOrUri === undefined ? code : String(messageOrUri);
+    return new FileSystemError(`${detail} (${code})`, code);
+  }
+  static FileNotFound(messageOrUri?: string | Uri): FileSystemError {
+    return FileSystemError.make('FileNotFound', messageOrUri);
+  }
+  static NoPermissions(messageOrUri?: string | Uri): FileSystemError {
+    return FileSystemError.make('NoPermissions', messageOrUri);
+  }
+  static Unavailable(messageOrUri?: string | Uri): FileSystemError {
+    return FileSystemError.make('Unavailable', messageOrUri);
+  }
+}
+
+/** What the extension needs of a registered file system provider. */
+export interface StubFileSystemProvider {
+  stat(uri: Uri): Promise<{ type: FileType; size: number; permissions?: FilePermission }>;
+  readFile(uri: Uri): Promise<Uint8Array>;
+  writeFile(uri: Uri, content: Uint8Array, options: unknown): void | Promise<void>;
+  delete(uri: Uri, options: unknown): void | Promise<void>;
 }
 
 export enum StatusBarAlignment {
@@ -100,6 +149,13 @@ export interface StubDocument {
   uri: Uri;
   languageId: string;
   getText?(): string;
+}
+
+/** A quick pick item as the extension passes it (a string, or an object with a label). */
+type PickItem = string | { label: string; kind?: QuickPickItemKind };
+
+function itemLabel(item: PickItem): string {
+  return typeof item === 'string' ? item : item.label;
 }
 
 export enum ProgressLocation {
@@ -178,7 +234,14 @@ export const stub = {
   inputs: [] as Array<string | undefined>,
   picks: [] as Array<string | undefined>,
   inputBoxes: [] as Array<Record<string, unknown>>,
+  /** Each quick pick's item labels (separators included) and options. */
   quickPicks: [] as Array<{ items: string[]; options: Record<string, unknown> }>,
+  /** The options object (`{ modal, detail }`) each message box was shown with, in order. */
+  messageOptions: [] as Array<Record<string, unknown> | undefined>,
+  /** File system providers by scheme, with their options. */
+  fileSystems: new Map<string, { provider: StubFileSystemProvider; options: Record<string, unknown> | undefined }>(),
+  /** languages.setTextDocumentLanguage calls. */
+  languageChanges: [] as Array<{ uri: string; languageId: string }>,
   progress: [] as StubProgress[],
   onDidChangeConfiguration: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   onDidOpenTextDocument: new EventEmitter<StubDocument>(),
@@ -204,6 +267,9 @@ export const stub = {
     this.picks = [];
     this.inputBoxes = [];
     this.quickPicks = [];
+    this.messageOptions = [];
+    this.fileSystems = new Map();
+    this.languageChanges = [];
     this.progress = [];
     this.onDidChangeConfiguration = new EventEmitter();
     this.onDidOpenTextDocument = new EventEmitter();
@@ -227,6 +293,10 @@ export const stub = {
 function showMessage(level: ShownMessage['level']) {
   return (message: string, ...items: unknown[]): Promise<string | undefined> => {
     const labels = items.filter((item): item is string => typeof item === 'string');
+    const options = items[0];
+    stub.messageOptions.push(
+      typeof options === 'object' && options !== null ? (options as Record<string, unknown>) : undefined,
+    );
     stub.messages.push({ level, message, items: labels });
     return Promise.resolve(stub.answer !== undefined && labels.includes(stub.answer) ? stub.answer : undefined);
   };
@@ -291,9 +361,18 @@ export const window = {
     stub.inputBoxes.push(options);
     return Promise.resolve(stub.inputs.shift());
   },
-  showQuickPick(items: string[], options: Record<string, unknown> = {}): Promise<string | undefined> {
-    stub.quickPicks.push({ items, options });
-    return Promise.resolve(stub.picks.shift());
+  /** Answers with the item whose label is the next of `stub.picks` (undefined: dismissed). */
+  showQuickPick<T extends PickItem>(items: T[], options: Record<string, unknown> = {}): Promise<T | undefined> {
+    stub.quickPicks.push({ items: items.map(itemLabel), options });
+    const answer = stub.picks.shift();
+    return Promise.resolve(
+      answer === undefined
+        ? undefined
+        : items.find(
+            (item) =>
+              itemLabel(item) === answer && (typeof item === 'string' || item.kind !== QuickPickItemKind.Separator),
+          ),
+    );
   },
   showTextDocument(document: StubDocument, options?: unknown): Promise<unknown> {
     stub.shown.push({ document, options });
@@ -348,7 +427,14 @@ export const workspace = {
     const files = stub.files.map((file) => Uri.file(file));
     return Promise.resolve(maxResults === undefined ? files : files.slice(0, maxResults));
   },
-  openTextDocument(target: Uri | { language?: string; content?: string }): Promise<StubDocument> {
+  /** A file system provider's documents are read through it (as plaintext); others from `stub.texts`. */
+  async openTextDocument(target: Uri | { language?: string; content?: string }): Promise<StubDocument> {
+    const system = target instanceof Uri ? stub.fileSystems.get(target.scheme) : undefined;
+    if (target instanceof Uri && system !== undefined) {
+      stub.opened.push(target.toString());
+      const text = Buffer.from(await system.provider.readFile(target)).toString('utf8');
+      return { uri: target, languageId: 'plaintext', getText: () => text };
+    }
     if (target instanceof Uri) {
       stub.opened.push(target.toString());
       return Promise.resolve({ uri: target, languageId: 'yaml', getText: () => stub.texts.get(target.fsPath) ?? '' });
@@ -362,6 +448,24 @@ export const workspace = {
   },
   onDidOpenTextDocument(listener: (document: StubDocument) => void) {
     return stub.onDidOpenTextDocument.event(listener);
+  },
+  registerFileSystemProvider(
+    scheme: string,
+    provider: StubFileSystemProvider,
+    options?: Record<string, unknown>,
+  ): Disposable {
+    if (stub.fileSystems.has(scheme)) {
+      throw new Error(`a provider for the scheme '${scheme}' is already registered`);
+    }
+    stub.fileSystems.set(scheme, { provider, options });
+    return new Disposable(() => stub.fileSystems.delete(scheme));
+  },
+};
+
+export const languages = {
+  setTextDocumentLanguage(document: StubDocument, languageId: string): Promise<StubDocument> {
+    stub.languageChanges.push({ uri: document.uri.toString(), languageId });
+    return Promise.resolve({ ...document, languageId });
   },
 };
 

@@ -213,6 +213,8 @@ local function on_manifest(args)
   end
 end
 
+local execute_on
+
 -- Sends workspace/executeCommand from the current buffer's client. `on_result(result)` gets the answer;
 -- `on_error(err)` (default: a notification) an error. Returns the client and the request id, or nil.
 local function execute(command, arguments, on_result, extra, on_error)
@@ -222,6 +224,11 @@ local function execute(command, arguments, on_result, extra, on_error)
     notify("no wb-lsp client is attached to this buffer", vim.log.levels.WARN)
     return nil
   end
+  return execute_on(client, bufnr, command, arguments, on_result, extra, on_error)
+end
+
+-- The same as execute(), on a given client (`bufnr` only goes to the handler's context).
+execute_on = function(client, bufnr, command, arguments, on_result, extra, on_error)
   local params = vim.tbl_extend("force", extra or {}, { command = command, arguments = arguments })
   local ok, request_id = client_request(client, "workspace/executeCommand", params, function(err, result)
     if err then
@@ -424,12 +431,16 @@ end
 
 local scratch_count = 0
 
--- A new scratch buffer (not listed, not a file) named `workbench://<kind>/<n>`, shown in a split at the
--- bottom. With `keep_focus` the cursor stays in the current window.
-local function scratch_buffer(kind, filetype, keep_focus)
+-- A new scratch buffer (not listed, not a file) named `workbench://<kind>/<n>` (with `/<name>` after it when
+-- given), shown in a split at the bottom. With `keep_focus` the cursor stays in the current window.
+local function scratch_buffer(kind, filetype, keep_focus, name)
   scratch_count = scratch_count + 1
   local bufnr = vim.api.nvim_create_buf(false, true)
-  pcall(vim.api.nvim_buf_set_name, bufnr, ("workbench://%s/%d"):format(kind, scratch_count))
+  local buffer_name = ("workbench://%s/%d"):format(kind, scratch_count)
+  if name then
+    buffer_name = buffer_name .. "/" .. name
+  end
+  pcall(vim.api.nvim_buf_set_name, bufnr, buffer_name)
   vim.bo[bufnr].bufhidden = "hide"
   vim.bo[bufnr].swapfile = false
   if filetype then
@@ -580,6 +591,8 @@ end
 
 -- The run in progress (one at a time): { client, request_id, token, bufnr, run_id, done }.
 M.active_run = nil
+-- The client of the last run (the outcome commands use it from buffers without a client).
+local last_run_client = nil
 local runs_by_id = {}
 local run_count = 0
 
@@ -613,6 +626,10 @@ function M.on_run_event(err, result, ctx)
   end
   if not run then
     return
+  end
+  if event.type == "outcome.available" and type(event.data) == "table" and M.is_outcome_id(event.data.outcome_id) then
+    -- Also known when the run's answer is lost (a cancelled request): the outcome commands default to it.
+    M.last_outcome_id = event.data.outcome_id
   end
   append(run.bufnr, M.format_event(event))
   local status = TERMINAL[event.type]
@@ -668,6 +685,10 @@ function M.run(options)
       or status == "cancelled" and vim.log.levels.WARN
       or vim.log.levels.ERROR
     finish(run, ("run %s%s"):format(status, text(ending.message) and (": " .. ending.message) or ""), level)
+    if M.is_outcome_id(result.outcomeId) then
+      M.last_outcome_id = result.outcomeId
+      M.announce_outcome(run.client, result.outcomeId)
+    end
   end, { workDoneToken = token }, function(err)
     if err.code == REQUEST_CANCELLED then
       -- The answer to :WorkbenchCancel's $/cancelRequest: the run's own `run.cancelled` event ends it.
@@ -684,6 +705,7 @@ function M.run(options)
     return nil
   end
   run.client, run.request_id = client, request_id
+  last_run_client = client.id
   return bufnr
 end
 
@@ -703,6 +725,509 @@ function M.cancel()
   client_notify(run.client, "window/workDoneProgress/cancel", { token = run.token })
   client_cancel(run.client, run.request_id)
   return true
+end
+
+-- Outcomes (`workbench.outcome`, `workbench.applyOutcome`; docs/lsp-extensions.md): what a run returned
+-- (changesets, artifacts, links), its stored files opened read-only, and applying a pending one.
+
+-- The outcome the outcome commands use without an id: the last run's, or the last one shown.
+M.last_outcome_id = nil
+
+--- True for an outcome id (`wbo_` and 20 to 64 lowercase letters and digits).
+function M.is_outcome_id(value)
+  return type(value) == "string" and #value >= 24 and #value <= 68 and value:match("^wbo_[a-z0-9]+$") ~= nil
+end
+
+-- The client the outcome commands talk to: the current buffer's, else the last run's, else any running
+-- workbench client (outcomes are stored per user, not per repository).
+local function outcome_client()
+  local client = M.client(0)
+  if client then
+    return client
+  end
+  if client_alive(last_run_client) then
+    return vim.lsp.get_client_by_id(last_run_client)
+  end
+  local all = vim.lsp.get_clients and vim.lsp.get_clients({ name = M.name }) or vim.lsp.get_active_clients()
+  for _, candidate in ipairs(all) do
+    if candidate.name == M.name and client_alive(candidate.id) then
+      return candidate
+    end
+  end
+  return nil
+end
+
+-- `workbench.outcome` for an id; `on_outcome(result)` gets { outcome, receipt, files }.
+local function fetch_outcome(id, on_outcome, client)
+  client = client or outcome_client()
+  if not client then
+    notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
+    return
+  end
+  execute_on(client, vim.api.nvim_get_current_buf(), "workbench.outcome", { id }, function(result)
+    if type(result.outcome) ~= "table" or type(result.receipt) ~= "table" then
+      notify("the server answered workbench.outcome with something unexpected", vim.log.levels.ERROR)
+      return
+    end
+    M.last_outcome_id = id
+    on_outcome(result)
+  end, nil, function(err)
+    notify(("cannot read outcome %s: %s"):format(id, tostring(err.message or vim.inspect(err))), vim.log.levels.ERROR)
+  end)
+end
+
+-- The outcome id a command works on: the one given, else the last one. Nil (after saying so) when none.
+local function outcome_id(id)
+  if type(id) == "string" and vim.trim(id) ~= "" then
+    id = vim.trim(id)
+    if not M.is_outcome_id(id) then
+      notify(("not an outcome id: %s (wbo_…)"):format(id), vim.log.levels.WARN)
+      return nil
+    end
+    return id
+  end
+  if M.last_outcome_id then
+    return M.last_outcome_id
+  end
+  notify("no outcome yet: run the Workbench, or give an outcome id (wbo_…)", vim.log.levels.WARN)
+  return nil
+end
+
+local function list(value)
+  return type(value) == "table" and value or {}
+end
+
+local function count(value)
+  return tonumber(value) or 0
+end
+
+local function workspace_label(workspace)
+  if type(workspace) == "table" and workspace.kind == "named" then
+    return "workspace " .. tostring(workspace.name)
+  end
+  return "primary workspace"
+end
+
+local function changeset_stats(changeset)
+  local stats = type(changeset.stats) == "table" and changeset.stats or {}
+  return ("%d added, %d modified, %d deleted"):format(
+    count(stats.additions),
+    count(stats.modifications),
+    count(stats.deletions)
+  )
+end
+
+local MARKS = { add = "A", modify = "M", delete = "D" }
+
+--- The summary of a `workbench.outcome` answer, line by line: the text of `wb-lsp outcome ID`. With
+--- `targets`, also fills targets[line] = { kind = "review", changeset = ID } or { kind = "artifact", id = ID }
+--- for the lines that open something.
+function M.format_outcome(result, targets)
+  targets = targets or {}
+  local outcome, receipt = result.outcome, result.receipt
+  local lines = {
+    ("Outcome %s (run %s, %s, %s)"):format(
+      tostring(outcome.id),
+      tostring(outcome.run_id),
+      tostring(outcome.completeness),
+      tostring(receipt.state)
+    ),
+  }
+  if text(outcome.summary) then
+    table.insert(lines, "Summary: " .. outcome.summary)
+  end
+  local changesets = list(outcome.changesets)
+  if #changesets == 0 then
+    table.insert(lines, "Changesets: none")
+  end
+  for _, changeset in ipairs(changesets) do
+    local target = { kind = "review", changeset = changeset.id }
+    table.insert(lines, ("Changeset %s (%s): %s"):format(
+      tostring(changeset.id),
+      workspace_label(changeset.workspace),
+      changeset_stats(changeset)
+    ))
+    targets[#lines] = target
+    for _, entry in ipairs(list(changeset.entries)) do
+      table.insert(lines, ("  %s %s"):format(MARKS[entry.operation] or "?", tostring(entry.path)))
+      targets[#lines] = target
+    end
+  end
+  local artifacts = list(outcome.artifacts)
+  table.insert(lines, ("Artifacts: %d"):format(#artifacts))
+  for _, artifact in ipairs(artifacts) do
+    local content = type(artifact.content) == "table" and artifact.content or {}
+    table.insert(lines, ("  %s%s: %s, %d bytes"):format(
+      tostring(artifact.name),
+      text(artifact.path) and (" (" .. artifact.path .. ")") or "",
+      tostring(content.media_type),
+      count(content.size_bytes)
+    ))
+    targets[#lines] = { kind = "artifact", id = artifact.id }
+  end
+  local links = list(outcome.links)
+  table.insert(lines, ("Links: %d"):format(#links))
+  for _, link in ipairs(links) do
+    table.insert(lines, ("  %s%s: %s"):format(
+      tostring(link.label),
+      text(link.kind) and (" [" .. link.kind .. "]") or "",
+      tostring(link.uri)
+    ))
+  end
+  for _, warning in ipairs(list(outcome.warnings)) do
+    table.insert(lines, ("warning: %s (%s)"):format(tostring(warning.message), tostring(warning.code)))
+  end
+  return lines
+end
+
+local function plural(n, word)
+  return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
+end
+
+--- One line: `1 added, 1 modified, 1 deleted; 1 artifact; 1 link` (changes summed over the changesets).
+function M.outcome_brief(outcome)
+  local added, modified, deleted = 0, 0, 0
+  for _, changeset in ipairs(list(outcome.changesets)) do
+    local stats = type(changeset.stats) == "table" and changeset.stats or {}
+    added = added + count(stats.additions)
+    modified = modified + count(stats.modifications)
+    deleted = deleted + count(stats.deletions)
+  end
+  local changes = added + modified + deleted == 0 and "no changes"
+    or ("%d added, %d modified, %d deleted"):format(added, modified, deleted)
+  local artifacts, links = plural(#list(outcome.artifacts), "artifact"), plural(#list(outcome.links), "link")
+  return ("%s; %s; %s"):format(changes, artifacts, links)
+end
+
+--- After a run that committed an outcome: one notification with what it holds and the commands for it.
+function M.announce_outcome(client, id)
+  fetch_outcome(id, function(result)
+    local state = tostring(result.receipt.state)
+    local hint = state == "pending" and ":WorkbenchOutcome shows it, :WorkbenchApplyOutcome applies it"
+      or ":WorkbenchOutcome shows it"
+    notify(("outcome %s (%s): %s. %s"):format(id, state, M.outcome_brief(result.outcome), hint))
+  end, client)
+end
+
+-- Per outcome buffer: { id = outcome id, targets = { [line] = target } } for <CR>.
+local outcome_buffers = {}
+
+local open_target
+
+--- `:WorkbenchOutcome [id]`: the outcome's summary (changes, artifacts, links) in a scratch buffer
+--- `workbench://outcome/N` (filetype `workbench-outcome`). <CR> on a change opens the review diff, on an
+--- artifact the artifact. Without an id: the last run's outcome.
+function M.show_outcome(id)
+  id = outcome_id(id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local targets = {}
+    local lines = M.format_outcome(result, targets)
+    table.insert(lines, "")
+    table.insert(lines, "<CR> on a change opens the review diff (:WorkbenchOutcomeDiff), on an artifact the artifact")
+    table.insert(lines, "(:WorkbenchOutcomeArtifact [name]).")
+    if result.receipt.state == "pending" then
+      table.insert(lines, "Pending: :WorkbenchApplyOutcome applies it to its workspace.")
+    end
+    local bufnr = scratch_buffer("outcome", "workbench-outcome", false)
+    set_lines(bufnr, 0, -1, lines)
+    outcome_buffers[bufnr] = { id = id, targets = targets }
+    vim.keymap.set("n", "<CR>", function()
+      local entry = outcome_buffers[bufnr]
+      local target = entry and entry.targets[vim.api.nvim_win_get_cursor(0)[1]]
+      if target then
+        open_target(entry.id, target)
+      end
+    end, { buffer = bufnr, desc = "Open the review diff or the artifact on this line" })
+    M.last_outcome_buffer = bufnr
+  end)
+end
+
+-- The stored bytes of a file the server named, checked against their digest. Returns the text, or nil and
+-- why not (binary content is not opened: its path is given instead).
+local function read_stored(file, content)
+  local handle = type(file) == "string" and io.open(file, "rb")
+  if not handle then
+    return nil, ("cannot read %s"):format(tostring(file))
+  end
+  local bytes = handle:read("*a")
+  handle:close()
+  if bytes:find("\0", 1, true) then
+    return nil, ("it is binary (%s, %d bytes); the stored file is %s"):format(
+      tostring(content.media_type),
+      #bytes,
+      file
+    )
+  end
+  if type(content.digest) ~= "string" or "sha256:" .. vim.fn.sha256(bytes) ~= content.digest then
+    return nil, ("the stored content of %s does not match its digest %s"):format(file, tostring(content.digest))
+  end
+  return bytes
+end
+
+local function lines_of(bytes)
+  local lines = vim.split(bytes, "\n", { plain = true })
+  if lines[#lines] == "" then
+    table.remove(lines)
+  end
+  return lines
+end
+
+-- A read-only scratch buffer with the given text, filetype and name.
+local function read_only_buffer(kind, name, lines, filetype)
+  local bufnr = scratch_buffer(kind, filetype, false, name)
+  set_lines(bufnr, 0, -1, lines)
+  vim.bo[bufnr].readonly = true
+  return bufnr
+end
+
+-- Filetypes by extension, for Neovim 0.7 when its detection does not set one.
+local EXTENSION_FILETYPES = {
+  css = "css",
+  csv = "csv",
+  diff = "diff",
+  htm = "html",
+  html = "html",
+  js = "javascript",
+  json = "json",
+  md = "markdown",
+  patch = "diff",
+  py = "python",
+  rs = "rust",
+  sh = "sh",
+  sql = "sql",
+  svg = "svg",
+  toml = "toml",
+  ts = "typescript",
+  txt = "text",
+  xml = "xml",
+  yaml = "yaml",
+  yml = "yaml",
+}
+
+-- The filetype of a file's name, set on the buffer. Neovim 0.8+: vim.filetype.match{filename}. 0.7:
+-- vim.filetype.match(name, bufnr) sets it itself, except where it goes through `:setfiletype`, which does
+-- nothing inside an autocommand that already set a filetype; the extension then decides.
+local function detect_filetype(bufnr, name)
+  if vim.fn.has("nvim-0.8") == 1 then
+    local ok, filetype = pcall(vim.filetype.match, { filename = name, buf = bufnr })
+    if ok and type(filetype) == "string" then
+      vim.bo[bufnr].filetype = filetype
+    end
+    return
+  end
+  vim.api.nvim_buf_call(bufnr, function()
+    pcall(vim.filetype.match, name, bufnr)
+  end)
+  local extension = name:match("%.([%w]+)$")
+  if vim.bo[bufnr].filetype == "" and extension and EXTENSION_FILETYPES[extension:lower()] then
+    vim.bo[bufnr].filetype = EXTENSION_FILETYPES[extension:lower()]
+  end
+end
+
+-- A name as one path segment.
+local function safe_name(name)
+  local cleaned = tostring(name):gsub("[/\\%c]", "_")
+  if cleaned == "" or cleaned == "." or cleaned == ".." then
+    return "artifact"
+  end
+  return cleaned
+end
+
+local function open_review(result, changeset_id)
+  local file
+  for _, review in ipairs(list(result.files and result.files.reviews)) do
+    if review.changeset == changeset_id then
+      file = review.file
+    end
+  end
+  local changeset
+  for _, candidate in ipairs(list(result.outcome.changesets)) do
+    if candidate.id == changeset_id then
+      changeset = candidate
+    end
+  end
+  if not file or not changeset or type(changeset.review) ~= "table" then
+    notify(("changeset %s has no review diff"):format(tostring(changeset_id)), vim.log.levels.WARN)
+    return nil
+  end
+  local bytes, why = read_stored(file, changeset.review)
+  if not bytes then
+    notify("cannot open the review diff: " .. why, vim.log.levels.ERROR)
+    return nil
+  end
+  local bufnr = read_only_buffer("diff", safe_name(changeset_id) .. ".diff", lines_of(bytes), "diff")
+  M.last_diff_buffer = bufnr
+  return bufnr
+end
+
+local function open_artifact(result, artifact)
+  local file
+  for _, stored in ipairs(list(result.files and result.files.artifacts)) do
+    if stored.id == artifact.id then
+      file = stored.file
+    end
+  end
+  local content = type(artifact.content) == "table" and artifact.content or {}
+  local bytes, why = read_stored(file, content)
+  if not bytes then
+    notify(("cannot open %s: %s"):format(tostring(artifact.name), why), vim.log.levels.WARN)
+    return nil
+  end
+  local name = safe_name(artifact.name)
+  local bufnr = read_only_buffer("artifact", name, lines_of(bytes), nil)
+  detect_filetype(bufnr, name)
+  M.last_artifact_buffer = bufnr
+  return bufnr
+end
+
+-- Asks with vim.ui.select when there are several; calls `choose(item)` with the one chosen.
+local function pick(items, prompt, label, choose)
+  if #items == 1 then
+    choose(items[1])
+    return
+  end
+  vim.ui.select(items, { prompt = prompt, format_item = label }, function(item)
+    if item then
+      choose(item)
+    end
+  end)
+end
+
+--- `:WorkbenchOutcomeDiff [id]`: the review diff of the outcome's changeset (asked for when there are several)
+--- in a read-only scratch buffer with filetype `diff`.
+function M.outcome_diff(id)
+  id = outcome_id(id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local reviewed = {}
+    for _, changeset in ipairs(list(result.outcome.changesets)) do
+      if type(changeset.review) == "table" then
+        table.insert(reviewed, changeset)
+      end
+    end
+    if #reviewed == 0 then
+      local why = #list(result.outcome.changesets) == 0 and "has no changes" or "has no review diff"
+      notify(("outcome %s %s"):format(id, why))
+      return
+    end
+    pick(reviewed, "Review diff of", function(changeset)
+      return ("%s (%s): %s"):format(changeset.id, workspace_label(changeset.workspace), changeset_stats(changeset))
+    end, function(changeset)
+      open_review(result, changeset.id)
+    end)
+  end)
+end
+
+--- `:WorkbenchOutcomeArtifact [id] [name]`: an artifact of the outcome (by name, id or outbox path; asked for
+--- when there are several) in a read-only scratch buffer named after it, with the filetype its name gives.
+--- Binary artifacts are not opened: their stored path is given.
+function M.outcome_artifact(options)
+  if type(options) == "string" then
+    local words = vim.split(vim.trim(options), "%s+")
+    if M.is_outcome_id(words[1]) then
+      options = { id = table.remove(words, 1), name = table.concat(words, " ") }
+    else
+      options = { name = table.concat(words, " ") }
+    end
+  end
+  options = options or {}
+  local id = outcome_id(options.id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local artifacts = {}
+    for _, artifact in ipairs(list(result.outcome.artifacts)) do
+      local wanted = text(options.name)
+      if not wanted or artifact.name == wanted or artifact.id == wanted or artifact.path == wanted then
+        table.insert(artifacts, artifact)
+      end
+    end
+    if #artifacts == 0 then
+      local what = text(options.name) and (" named " .. options.name) or ""
+      notify(("outcome %s has no artifact%s"):format(id, what))
+      return
+    end
+    pick(artifacts, "Artifact", function(artifact)
+      local content = type(artifact.content) == "table" and artifact.content or {}
+      local size = count(content.size_bytes)
+      return ("%s (%s, %d bytes)"):format(tostring(artifact.name), tostring(content.media_type), size)
+    end, function(artifact)
+      open_artifact(result, artifact)
+    end)
+  end)
+end
+
+open_target = function(id, target)
+  fetch_outcome(id, function(result)
+    if target.kind == "review" then
+      open_review(result, target.changeset)
+      return
+    end
+    for _, artifact in ipairs(list(result.outcome.artifacts)) do
+      if artifact.id == target.id then
+        open_artifact(result, artifact)
+      end
+    end
+  end)
+end
+
+--- Asks before applying; returns true to go on. Replaceable (the tests answer it).
+function M.confirm(message)
+  return vim.fn.confirm(message, "&Apply\n&Cancel", 2, "Question") == 1
+end
+
+--- `:WorkbenchApplyOutcome[!] [id]`: applies a pending outcome to its workspace (`workbench.applyOutcome`, all or
+--- nothing), after a confirmation (not with !). A present or applied outcome is not sent: there is nothing to
+--- apply. From Lua: apply_outcome({ id = ..., workspace = "/path", confirm = false }).
+function M.apply_outcome(options)
+  if type(options) ~= "table" then
+    options = { id = options }
+  end
+  local id = outcome_id(options.id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local state = result.receipt.state
+    if state ~= "pending" then
+      local why = state == "present" and "the run already made its changes in the workspace"
+        or "it was already applied"
+      notify(("outcome %s is %s: %s; nothing to apply"):format(id, tostring(state), why))
+      return
+    end
+    local lines = { ("Apply outcome %s to its workspace?"):format(id) }
+    for _, changeset in ipairs(list(result.outcome.changesets)) do
+      table.insert(lines, ("%s: %s"):format(workspace_label(changeset.workspace), changeset_stats(changeset)))
+    end
+    table.insert(lines, "All or nothing: if a file changed since the run, nothing is written.")
+    if options.confirm ~= false and not M.confirm(table.concat(lines, "\n")) then
+      notify(("outcome %s was not applied"):format(id))
+      return
+    end
+    local client = outcome_client()
+    if not client then
+      return
+    end
+    local argument = { id = id }
+    if text(options.workspace) then
+      argument.workspace = options.workspace
+    end
+    execute_on(client, vim.api.nvim_get_current_buf(), "workbench.applyOutcome", { argument }, function(applied)
+      local counts = ("%d applied, %d unchanged"):format(count(applied.applied), count(applied.unchanged))
+      notify(("applied outcome %s: %s"):format(id, counts))
+    end, nil, function(err)
+      notify(
+        ("outcome %s was not applied: %s"):format(id, tostring(err.message or vim.inspect(err))),
+        vim.log.levels.ERROR
+      )
+    end)
+  end)
 end
 
 local function register_lspconfig()
@@ -764,6 +1289,18 @@ function M.setup(options)
   vim.api.nvim_create_user_command("WorkbenchCancel", function()
     M.cancel()
   end, { nargs = 0, desc = "Cancel the Workbench run in progress" })
+  vim.api.nvim_create_user_command("WorkbenchOutcome", function(command)
+    M.show_outcome(command.args)
+  end, { nargs = "?", desc = "Show a run's outcome (default: the last run's): changes, artifacts, links" })
+  vim.api.nvim_create_user_command("WorkbenchOutcomeDiff", function(command)
+    M.outcome_diff(command.args)
+  end, { nargs = "?", desc = "Open the review diff of an outcome (default: the last run's), read-only" })
+  vim.api.nvim_create_user_command("WorkbenchOutcomeArtifact", function(command)
+    M.outcome_artifact(command.args)
+  end, { nargs = "*", desc = "Open an artifact of an outcome (default: the last run's), read-only" })
+  vim.api.nvim_create_user_command("WorkbenchApplyOutcome", function(command)
+    M.apply_outcome({ id = command.args, confirm = not command.bang })
+  end, { nargs = "?", bang = true, desc = "Apply a pending outcome (default: the last run's) to its workspace" })
 
   if M.config.lspconfig then
     register_lspconfig()

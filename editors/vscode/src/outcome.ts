@@ -1,0 +1,372 @@
+/**
+ * A run's outcome as the server's `workbench.outcome` answers it (docs/lsp-extensions.md; the manifest and the
+ * receipt follow the outcomes contract's schemas), as plain functions (no `vscode` here): reading the answer,
+ * the summary lines (the text of `wb-lsp outcome ID`), the one-line brief of a run's ending message, the
+ * outcome ids a command accepts, and the paths of the read-only documents the extension opens for an
+ * artifact or a review diff.
+ */
+
+/** A content descriptor: the stored bytes' digest, media type and size. */
+export interface OutcomeContent {
+  digest: string;
+  media_type: string;
+  size_bytes: number;
+}
+
+export interface OutcomeEntry {
+  path: string;
+  operation: 'add' | 'modify' | 'delete';
+}
+
+export type OutcomeWorkspace = { kind: 'primary' } | { kind: 'named'; name: string };
+
+export interface OutcomeChangeset {
+  id: string;
+  workspace: OutcomeWorkspace;
+  entries: OutcomeEntry[];
+  stats: { additions: number; modifications: number; deletions: number; binary_files: number };
+  /** The unified review diff (for reading; the entries are the apply authority). */
+  review?: OutcomeContent;
+}
+
+export interface OutcomeArtifact {
+  id: string;
+  name: string;
+  path?: string;
+  content: OutcomeContent;
+  description?: string;
+}
+
+export interface OutcomeLink {
+  id: string;
+  label: string;
+  uri: string;
+  kind?: string;
+}
+
+/** The immutable outcome manifest. */
+export interface OutcomeManifest {
+  id: string;
+  run_id: string;
+  created_at: string;
+  completeness: string;
+  turn_index?: number;
+  summary?: string;
+  changesets: OutcomeChangeset[];
+  artifacts: OutcomeArtifact[];
+  links: OutcomeLink[];
+  warnings: Array<{ code: string; message: string }>;
+}
+
+/** `pending`: not yet accepted into a workspace; `present`: the run edited it in place; `applied`. */
+export type ReceiptState = 'pending' | 'present' | 'applied';
+
+export interface OutcomeReceipt {
+  outcome_id: string;
+  state: ReceiptState;
+  updated_at: string;
+  applied_at?: string;
+}
+
+/** The answer of `workbench.outcome`: the manifest, the receipt and the stored files an editor can open. */
+export interface OutcomeView {
+  outcome: OutcomeManifest;
+  receipt: OutcomeReceipt;
+  files: {
+    artifacts: Array<{ id: string; name: string; file: string }>;
+    reviews: Array<{ changeset: string; file: string }>;
+  };
+}
+
+/** The answer of `workbench.applyOutcome`. */
+export interface ApplyResult {
+  outcomeId: string;
+  applied: number;
+  unchanged: number;
+}
+
+const OUTCOME_ID = /^wbo_[a-z0-9]{20,64}$/;
+const CHILD_ID = /^[a-z][a-z0-9_]{2,127}$/;
+const DIGEST = /^sha256:[a-f0-9]{64}$/;
+
+/** True for an outcome id (`wbo_` and 20 to 64 lowercase letters and digits). */
+export function isOutcomeId(value: unknown): value is string {
+  return typeof value === 'string' && OUTCOME_ID.test(value);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isString(value: unknown): value is string {
+  return typeof value === 'string';
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
+
+function isContent(value: unknown): value is OutcomeContent {
+  return (
+    isObject(value) &&
+    isString(value.digest) &&
+    DIGEST.test(value.digest) &&
+    isString(value.media_type) &&
+    isCount(value.size_bytes)
+  );
+}
+
+function isEntry(value: unknown): value is OutcomeEntry {
+  return isObject(value) && isString(value.path) && ['add', 'modify', 'delete'].includes(String(value.operation));
+}
+
+function isWorkspace(value: unknown): value is OutcomeWorkspace {
+  return isObject(value) && (value.kind === 'primary' || (value.kind === 'named' && isString(value.name)));
+}
+
+function isChangeset(value: unknown): value is OutcomeChangeset {
+  if (!isObject(value) || !isString(value.id) || !isWorkspace(value.workspace) || !Array.isArray(value.entries)) {
+    return false;
+  }
+  const stats = value.stats;
+  return (
+    value.entries.every(isEntry) &&
+    isObject(stats) &&
+    isCount(stats.additions) &&
+    isCount(stats.modifications) &&
+    isCount(stats.deletions) &&
+    (value.review === undefined || isContent(value.review))
+  );
+}
+
+function isArtifact(value: unknown): value is OutcomeArtifact {
+  return (
+    isObject(value) &&
+    isString(value.id) &&
+    isString(value.name) &&
+    isContent(value.content) &&
+    (value.path === undefined || isString(value.path)) &&
+    (value.description === undefined || isString(value.description))
+  );
+}
+
+function isLink(value: unknown): value is OutcomeLink {
+  return (
+    isObject(value) &&
+    isString(value.id) &&
+    isString(value.label) &&
+    isString(value.uri) &&
+    (value.kind === undefined || isString(value.kind))
+  );
+}
+
+function isWarning(value: unknown): value is { code: string; message: string } {
+  return isObject(value) && isString(value.code) && isString(value.message);
+}
+
+function isManifest(value: unknown): value is OutcomeManifest {
+  return (
+    isObject(value) &&
+    isOutcomeId(value.id) &&
+    isString(value.run_id) &&
+    isString(value.completeness) &&
+    (value.summary === undefined || isString(value.summary)) &&
+    Array.isArray(value.changesets) &&
+    value.changesets.every(isChangeset) &&
+    Array.isArray(value.artifacts) &&
+    value.artifacts.every(isArtifact) &&
+    Array.isArray(value.links) &&
+    value.links.every(isLink) &&
+    (value.warnings === undefined || (Array.isArray(value.warnings) && value.warnings.every(isWarning)))
+  );
+}
+
+function isReceipt(value: unknown): value is OutcomeReceipt {
+  return (
+    isObject(value) && isString(value.outcome_id) && ['pending', 'present', 'applied'].includes(String(value.state))
+  );
+}
+
+/**
+ * The answer of `workbench.outcome`, checked: undefined when it is not one. Stored files whose entry is
+ * malformed are left out (they cannot be opened), as are the manifest's missing `warnings`.
+ */
+export function parseOutcomeView(value: unknown): OutcomeView | undefined {
+  if (!isObject(value) || !isManifest(value.outcome) || !isReceipt(value.receipt)) {
+    return undefined;
+  }
+  const files = isObject(value.files) ? value.files : {};
+  const artifacts = (Array.isArray(files.artifacts) ? files.artifacts : []).filter(
+    (file): file is { id: string; name: string; file: string } =>
+      isObject(file) && isString(file.id) && isString(file.name) && isString(file.file),
+  );
+  const reviews = (Array.isArray(files.reviews) ? files.reviews : []).filter(
+    (file): file is { changeset: string; file: string } =>
+      isObject(file) && isString(file.changeset) && isString(file.file),
+  );
+  const outcome = { ...value.outcome, warnings: value.outcome.warnings ?? [] };
+  return { outcome, receipt: value.receipt, files: { artifacts, reviews } };
+}
+
+export function isApplyResult(value: unknown): value is ApplyResult {
+  return isObject(value) && isCount(value.applied) && isCount(value.unchanged);
+}
+
+/** The outcome id a command was invoked with: the id itself, or an object with `id` or `outcomeId`. */
+export function outcomeArgumentId(argument: unknown): string | undefined {
+  if (isOutcomeId(argument)) {
+    return argument;
+  }
+  if (isObject(argument)) {
+    for (const key of ['id', 'outcomeId']) {
+      const id = argument[key];
+      if (isOutcomeId(id)) {
+        return id;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** `primary workspace` or `workspace NAME`. */
+export function workspaceLabel(workspace: OutcomeWorkspace): string {
+  return workspace.kind === 'named' ? `workspace ${workspace.name}` : 'primary workspace';
+}
+
+/** `1 added, 2 modified, 0 deleted`. */
+export function changesetStats(changeset: OutcomeChangeset): string {
+  const stats = changeset.stats;
+  return `${stats.additions} added, ${stats.modifications} modified, ${stats.deletions} deleted`;
+}
+
+const MARKS: Record<OutcomeEntry['operation'], string> = { add: 'A', modify: 'M', delete: 'D' };
+
+/** `A`, `M` or `D`. */
+export function entryMark(entry: OutcomeEntry): string {
+  return MARKS[entry.operation];
+}
+
+/**
+ * The summary of an outcome, line by line: the same text as `wb-lsp outcome ID` (changesets with each entry,
+ * artifacts with media type and size, links, warnings).
+ */
+export function outcomeSummary(view: OutcomeView): string[] {
+  const { outcome, receipt } = view;
+  const lines = [`Outcome ${outcome.id} (run ${outcome.run_id}, ${outcome.completeness}, ${receipt.state})`];
+  if (outcome.summary !== undefined) {
+    lines.push(`Summary: ${outcome.summary}`);
+  }
+  if (outcome.changesets.length === 0) {
+    lines.push('Changesets: none');
+  }
+  for (const changeset of outcome.changesets) {
+    lines.push(`Changeset ${changeset.id} (${workspaceLabel(changeset.workspace)}): ${changesetStats(changeset)}`);
+    for (const entry of changeset.entries) {
+      lines.push(`  ${entryMark(entry)} ${entry.path}`);
+    }
+  }
+  lines.push(`Artifacts: ${outcome.artifacts.length}`);
+  for (const artifact of outcome.artifacts) {
+    const path = artifact.path === undefined ? '' : ` (${artifact.path})`;
+    lines.push(`  ${artifact.name}${path}: ${artifact.content.media_type}, ${artifact.content.size_bytes} bytes`);
+  }
+  lines.push(`Links: ${outcome.links.length}`);
+  for (const link of outcome.links) {
+    const kind = link.kind === undefined ? '' : ` [${link.kind}]`;
+    lines.push(`  ${link.label}${kind}: ${link.uri}`);
+  }
+  for (const warning of outcome.warnings) {
+    lines.push(`warning: ${warning.message} (${warning.code})`);
+  }
+  return lines;
+}
+
+function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
+
+/** One line for a message: `1 added, 1 modified, 1 deleted; 1 artifact; 1 link` (changes summed over changesets). */
+export function outcomeBrief(outcome: OutcomeManifest): string {
+  let additions = 0;
+  let modifications = 0;
+  let deletions = 0;
+  for (const changeset of outcome.changesets) {
+    additions += changeset.stats.additions;
+    modifications += changeset.stats.modifications;
+    deletions += changeset.stats.deletions;
+  }
+  const changes =
+    additions + modifications + deletions === 0
+      ? 'no changes'
+      : `${additions} added, ${modifications} modified, ${deletions} deleted`;
+  return `${changes}; ${plural(outcome.artifacts.length, 'artifact')}; ${plural(outcome.links.length, 'link')}`;
+}
+
+/** What a receipt state means for applying, for messages. */
+export function receiptExplanation(state: ReceiptState): string {
+  switch (state) {
+    case 'pending':
+      return 'its changes are not in the workspace yet';
+    case 'present':
+      return 'the run already made its changes in the workspace';
+    case 'applied':
+      return 'it was already applied';
+  }
+}
+
+/** A stored file's name as a path segment: no separators or control characters, never empty. */
+export function safeFileName(name: string): string {
+  const cleaned = name.replace(/[\\/\u0000-\u001f\u007f]/g, '_').trim();
+  return cleaned.length === 0 || cleaned === '.' || cleaned === '..' ? 'artifact' : cleaned;
+}
+
+/** The path of an artifact's read-only document: `/OUTCOME/artifacts/ARTIFACT/NAME` (the name gives the language). */
+export function artifactPath(outcomeId: string, artifact: { id: string; name: string }): string {
+  return `/${outcomeId}/artifacts/${artifact.id}/${safeFileName(artifact.name)}`;
+}
+
+/** The path of a changeset's review diff document: `/OUTCOME/changesets/CHANGESET.diff`. */
+export function reviewPath(outcomeId: string, changesetId: string): string {
+  return `/${outcomeId}/changesets/${changesetId}.diff`;
+}
+
+/** What a document path names, or undefined. */
+export type OutcomeFileRef =
+  | { kind: 'artifact'; outcomeId: string; artifactId: string }
+  | { kind: 'review'; outcomeId: string; changesetId: string };
+
+export function parseOutcomePath(path: string): OutcomeFileRef | undefined {
+  const parts = path.split('/');
+  if (parts[0] !== '' || !isOutcomeId(parts[1])) {
+    return undefined;
+  }
+  const outcomeId = parts[1];
+  if (parts.length === 5 && parts[2] === 'artifacts' && CHILD_ID.test(parts[3] ?? '') && (parts[4] ?? '') !== '') {
+    return { kind: 'artifact', outcomeId, artifactId: parts[3] ?? '' };
+  }
+  const review = parts.length === 4 && parts[2] === 'changesets' ? /^(.+)\.diff$/.exec(parts[3] ?? '') : null;
+  if (review?.[1] !== undefined && CHILD_ID.test(review[1])) {
+    return { kind: 'review', outcomeId, changesetId: review[1] };
+  }
+  return undefined;
+}
+
+/** The stored file and its expected content for a document, or undefined when the outcome has none. */
+export function storedFile(
+  view: OutcomeView,
+  ref: OutcomeFileRef,
+): { file: string; content: OutcomeContent } | undefined {
+  if (ref.kind === 'artifact') {
+    const artifact = view.outcome.artifacts.find((candidate) => candidate.id === ref.artifactId);
+    const file = view.files.artifacts.find((candidate) => candidate.id === ref.artifactId)?.file;
+    return artifact === undefined || file === undefined ? undefined : { file, content: artifact.content };
+  }
+  const review = view.outcome.changesets.find((candidate) => candidate.id === ref.changesetId)?.review;
+  const file = view.files.reviews.find((candidate) => candidate.changeset === ref.changesetId)?.file;
+  return review === undefined || file === undefined ? undefined : { file, content: review };
+}
+
+/** True for a web link an editor may open on request (the contract only allows http and https). */
+export function isWebLink(uri: string): boolean {
+  return /^https?:\/\/[^\s]+$/i.test(uri);
+}
