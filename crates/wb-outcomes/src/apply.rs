@@ -1,13 +1,23 @@
 //! All-or-nothing application of an outcome's changesets to their workspaces (engine facts (f), Apply).
 //!
-//! 1. Take the per-outcome lease (`outcomes/<id>/apply.lock`, created exclusively).
+//! 1. Take the per-outcome lease (`outcomes/<id>/apply.lock`, published with its holder's pid by a hard
+//!    link, so it never exists empty), and finish or roll back what an interrupted apply left ([`recover`]).
 //! 2. Check every entry of every changeset before any write: safe root, safe parents, the destination is
 //!    a file or symlink, and its current state equals `after` (skipped, "unchanged") or `before`. Any
 //!    conflict rejects everything.
-//! 3. Back up every destination about to change into a transaction directory with `recovery.json`.
-//! 4. Install each entry with a temp file `<dest>.workbench-<hex>.tmp` and a rename, re-checking the
-//!    destination before and after; then write the `applied` receipt.
-//! 5. On any failure, restore every backup (and the receipt); if that fails too, keep the backups.
+//! 3. Back up every destination about to change into a transaction directory
+//!    (`outcomes/<id>/transactions/<txn>/`), then write its journal `recovery.json` (atomically, synced):
+//!    the original state of every entry, its temp file name and the directories the apply may create.
+//! 4. Install each entry with a temp file `<dest>.workbench-<txn>.tmp` and a rename, re-checking the
+//!    destination before and after; then write the `applied` receipt: the commit point.
+//! 5. Remove the journal first, then the transaction directory.
+//! 6. On any failure, restore every backup (and the receipt); if that fails too, keep the backups.
+//!
+//! A kill at any point leaves every destination in its old or its new state (a rename replaces it whole)
+//! and the journal tells the next apply or `recover` what to do: without a journal, nothing was changed;
+//! with the `applied` receipt, the transaction is complete; otherwise it is rolled back. Temp files of the
+//! transaction, the directories it created, and receipt temp files are removed. `tests/apply_crash.rs` of
+//! `wb-lsp` kills a real process at every step ([`Faults::step`]) and at random times.
 
 use std::fs;
 use std::io::Write;
@@ -20,7 +30,7 @@ use crate::error::{Error, Result, io};
 use crate::manifest::{Entry, Fingerprint, OutcomeStore, Receipt, ReceiptState, State, WorkspaceRef, to_json};
 use crate::snapshot::current_content;
 use crate::store::ContentStore;
-use crate::util::{atomic_write, private_dir, random_hex};
+use crate::util::{private_dir, random_hex};
 
 /// What an apply did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -46,6 +56,19 @@ pub struct Faults {
     pub crash_after_installs: Option<usize>,
     /// Stop without cleanup right after the receipt is written (a simulated kill).
     pub crash_after_receipt: bool,
+    /// Called with the step's name after every file-system step of an apply or a recovery: the lease,
+    /// each backup, the journal, each created directory, temp file, rename and removal, the receipt, each
+    /// cleanup. The `wb-lsp` binary's crash test hook (`WB_LSP_CRASH_AT_STEP=N`) kills the process in the
+    /// Nth call.
+    pub step: Option<fn(&str)>,
+}
+
+impl Faults {
+    fn at(&self, name: impl FnOnce() -> String) {
+        if let Some(step) = self.step {
+            step(&name());
+        }
+    }
 }
 
 /// Applies an outcome. `workspace_override` replaces the primary workspace binding only.
@@ -63,6 +86,8 @@ enum Current {
 struct Planned<'a> {
     label: String,
     dest: PathBuf,
+    /// `<dest>.workbench-<txn>.tmp`.
+    temp: PathBuf,
     root: PathBuf,
     entry: &'a Entry,
     observed: Current,
@@ -82,6 +107,15 @@ struct RecoveryEntry {
     target: Option<String>,
     /// The state being installed (`None` for a delete).
     after: Option<State>,
+    /// The temp file that installs or restores this entry (`<path>.workbench-<txn>.tmp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    temp: Option<PathBuf>,
+}
+
+impl RecoveryEntry {
+    fn temp(&self) -> PathBuf {
+        self.temp.clone().unwrap_or_else(|| temp_for(&self.path, &random_hex(8)))
+    }
 }
 
 /// `recovery.json`: written (and synced) before the first change; the receipt write is the commit point.
@@ -92,40 +126,90 @@ struct Recovery {
     /// The receipt before the transaction.
     receipt: Receipt,
     entries: Vec<RecoveryEntry>,
+    /// The directories missing before the transaction that installing may create (a rollback removes
+    /// them when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    created_dirs: Vec<PathBuf>,
 }
 
 struct Lease {
     path: PathBuf,
+    faults: Faults,
+}
+
+const LEASE: &str = "apply.lock";
+/// `.apply.lock.<pid>.<hex>.tmp`: a lease being published.
+const LEASE_TEMP: &str = ".apply.lock.";
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 impl Lease {
-    fn take(dir: &Path, outcome_id: &str) -> Result<Lease> {
-        let path = dir.join("apply.lock");
-        for _ in 0..2 {
-            match fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
-                Ok(mut file) => {
-                    let _ = writeln!(file, "{}", std::process::id());
-                    return Ok(Lease { path });
+    /// The lock holds its holder's pid from the moment it exists: the pid is written to a temp file that is
+    /// then hard-linked as the lock (which fails if a lock exists). A lock whose process is gone is stale,
+    /// so a kill at any point never leaves a lock that blocks every later apply.
+    fn take(dir: &Path, outcome_id: &str, faults: Faults) -> Result<Lease> {
+        let path = dir.join(LEASE);
+        let pid = std::process::id();
+        let temp = dir.join(format!("{LEASE_TEMP}{pid}.{}.tmp", random_hex(4)));
+        let written = (|| -> std::io::Result<()> {
+            let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+            writeln!(file, "{pid}")
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&temp);
+            return Err(io(format!("Cannot create {}", temp.display()))(e));
+        }
+        faults.at(|| "lease: pid written".to_owned());
+        let mut taken = Err(Error::Busy(outcome_id.to_owned()));
+        for _ in 0..3 {
+            match fs::hard_link(&temp, &path) {
+                Ok(()) => {
+                    taken = Ok(());
+                    break;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // A lease whose process is gone is stale.
-                    let holder = fs::read_to_string(&path).unwrap_or_default();
-                    let alive =
-                        holder.trim().parse::<u32>().is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-                    if alive || holder.trim().is_empty() {
-                        return Err(Error::Busy(outcome_id.to_owned()));
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match fs::read_to_string(&path) {
+                    Ok(holder) if holder.trim().parse::<u32>().is_ok_and(alive) => break,
+                    // Its process is gone (or it is not a lock this code wrote).
+                    Ok(_) => {
+                        let _ = fs::remove_file(&path);
                     }
-                    let _ = fs::remove_file(&path);
+                    // Released meanwhile.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        taken = Err(io(format!("Cannot read {}", path.display()))(e));
+                        break;
+                    }
+                },
+                Err(e) => {
+                    taken = Err(io(format!("Cannot create {}", path.display()))(e));
+                    break;
                 }
-                Err(e) => return Err(io(format!("Cannot create {}", path.display()))(e)),
             }
         }
-        Err(Error::Busy(outcome_id.to_owned()))
+        if taken.is_ok() {
+            faults.at(|| "lease: taken".to_owned());
+        }
+        let _ = fs::remove_file(&temp);
+        taken?;
+        // Temp files of killed takers.
+        if let Ok(entries) = fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let holder = name.strip_prefix(LEASE_TEMP).and_then(|rest| rest.split('.').next());
+                if holder.and_then(|p| p.parse::<u32>().ok()).is_some_and(|p| !alive(p)) {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(Lease { path, faults })
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        self.faults.at(|| "lease: release".to_owned());
         let _ = fs::remove_file(&self.path);
     }
 }
@@ -204,8 +288,8 @@ pub fn apply_with_faults(
     let outcomes = OutcomeStore::new(store);
     let dir = outcomes.dir(outcome_id)?;
     let outcome = outcomes.load(outcome_id)?;
-    let _lease = Lease::take(&dir, outcome_id)?;
-    recover_locked(&outcomes, &dir)?;
+    let _lease = Lease::take(&dir, outcome_id, faults)?;
+    recover_locked(&outcomes, &dir, faults)?;
     let receipt = outcomes.receipt(outcome_id)?;
     if receipt.state == ReceiptState::Present {
         return Err(Error::AlreadyPresent);
@@ -213,6 +297,8 @@ pub fn apply_with_faults(
     let bindings = outcomes.bindings(outcome_id)?;
 
     // Every check, before any write.
+    let txn_id = random_hex(8);
+    let mut created_dirs = std::collections::BTreeSet::new();
     let mut plan = Vec::new();
     let mut conflicts = Vec::new();
     let mut unchanged = 0;
@@ -249,7 +335,17 @@ pub fn apply_with_faults(
                 conflicts.push(label);
                 continue;
             }
-            plan.push(Planned { label, dest, root: root.clone(), entry, observed });
+            if observed == Current::Absent {
+                let mut dir = dest.parent().map(Path::to_path_buf).unwrap_or_default();
+                while dir.starts_with(&root) && dir != root && fs::symlink_metadata(&dir).is_err() {
+                    created_dirs.insert(dir.clone());
+                    if !dir.pop() {
+                        break;
+                    }
+                }
+            }
+            let temp = temp_for(&dest, &txn_id);
+            plan.push(Planned { label, dest, temp, root: root.clone(), entry, observed });
         }
     }
     if !conflicts.is_empty() {
@@ -257,7 +353,7 @@ pub fn apply_with_faults(
     }
     if plan.is_empty() {
         if receipt.state != ReceiptState::Applied {
-            outcomes.write_receipt(&Receipt::new(outcome_id, ReceiptState::Applied))?;
+            write_receipt(&outcomes, &Receipt::new(outcome_id, ReceiptState::Applied), &faults)?;
         }
         return Ok(ApplyResult { applied: 0, unchanged });
     }
@@ -265,10 +361,16 @@ pub fn apply_with_faults(
     // The transaction: backups and recovery.json first.
     let transactions = dir.join("transactions");
     private_dir(&transactions)?;
-    let txn = transactions.join(random_hex(8));
+    let txn = transactions.join(&txn_id);
     private_dir(&txn.join("backups"))?;
-    let mut recovery =
-        Recovery { version: 1, outcome_id: outcome_id.to_owned(), receipt: receipt.clone(), entries: Vec::new() };
+    faults.at(|| "transaction created".to_owned());
+    let mut recovery = Recovery {
+        version: 1,
+        outcome_id: outcome_id.to_owned(),
+        receipt: receipt.clone(),
+        entries: Vec::new(),
+        created_dirs: created_dirs.into_iter().collect(),
+    };
     for (index, item) in plan.iter().enumerate() {
         let entry = match &item.observed {
             Current::Absent => RecoveryEntry {
@@ -279,6 +381,7 @@ pub fn apply_with_faults(
                 mode: None,
                 target: None,
                 after: item.entry.after().cloned(),
+                temp: Some(item.temp.clone()),
             },
             Current::File { mode, .. } => {
                 let backup = txn.join("backups").join(index.to_string());
@@ -286,6 +389,7 @@ pub fn apply_with_faults(
                 fs::set_permissions(&backup, fs::Permissions::from_mode(0o600))
                     .and_then(|()| fs::File::open(&backup)?.sync_all())
                     .map_err(io(format!("Cannot back up {}", item.dest.display())))?;
+                faults.at(|| format!("backup {}", item.label));
                 RecoveryEntry {
                     path: item.dest.clone(),
                     label: item.label.clone(),
@@ -294,6 +398,7 @@ pub fn apply_with_faults(
                     mode: Some(*mode),
                     target: None,
                     after: item.entry.after().cloned(),
+                    temp: Some(item.temp.clone()),
                 }
             }
             Current::Symlink { mode, target } => RecoveryEntry {
@@ -304,11 +409,12 @@ pub fn apply_with_faults(
                 mode: Some(*mode),
                 target: Some(target.clone()),
                 after: item.entry.after().cloned(),
+                temp: Some(item.temp.clone()),
             },
         };
         recovery.entries.push(entry);
     }
-    atomic_write(&txn.join("recovery.json"), to_json(&recovery)?.as_bytes(), 0o600)?;
+    write_atomic(&txn.join(JOURNAL), to_json(&recovery)?.as_bytes(), &faults, "journal")?;
 
     let mut created_dirs = Vec::new();
     let mut installed = 0;
@@ -323,7 +429,7 @@ pub fn apply_with_faults(
             if faults.touch_before_install == Some(index) {
                 let _ = fs::write(&item.dest, "concurrent edit\n");
             }
-            install(store, item, &mut created_dirs)?;
+            install(store, item, &mut created_dirs, &faults)?;
             installed = index + 1;
             if faults.crash_after_installs == Some(installed) {
                 return Err(Error::Io {
@@ -332,7 +438,7 @@ pub fn apply_with_faults(
                 });
             }
         }
-        outcomes.write_receipt(&Receipt::new(outcome_id, ReceiptState::Applied))?;
+        write_receipt(&outcomes, &Receipt::new(outcome_id, ReceiptState::Applied), &faults)?;
         if faults.crash_after_receipt {
             return Err(Error::Io { context: "simulated crash".to_owned(), source: std::io::Error::other("crash") });
         }
@@ -344,7 +450,7 @@ pub fn apply_with_faults(
     }
     match result {
         Ok(()) => {
-            let _ = fs::remove_dir_all(&txn);
+            finish(&txn, &faults);
             Ok(ApplyResult { applied: plan.len(), unchanged })
         }
         Err(error) => {
@@ -358,7 +464,7 @@ pub fn apply_with_faults(
                 {
                     let now = current(&item.dest, &item.label).ok();
                     if now.as_ref().is_some_and(|now| equals_after(now, item.entry.after())) {
-                        if restore(&item.dest, original).is_err() {
+                        if restore(original, &faults).is_err() {
                             restored = false;
                         }
                     } else if index < installed && now.as_ref() != Some(&item.observed) {
@@ -368,12 +474,12 @@ pub fn apply_with_faults(
                 for dir in created_dirs.iter().rev() {
                     let _ = fs::remove_dir(dir);
                 }
-                if outcomes.write_receipt(&receipt).is_err() {
+                if write_receipt(&outcomes, &receipt, &faults).is_err() {
                     restored = false;
                 }
             }
             if restored {
-                let _ = fs::remove_dir_all(&txn);
+                finish(&txn, &faults);
                 Err(error)
             } else {
                 Err(Error::RollbackFailed(txn))
@@ -382,12 +488,58 @@ pub fn apply_with_faults(
     }
 }
 
-fn temp_for(dest: &Path) -> PathBuf {
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    dest.with_file_name(format!("{name}.workbench-{}.tmp", random_hex(8)))
+fn relative(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 
-fn install(store: &ContentStore, item: &Planned<'_>, created_dirs: &mut Vec<PathBuf>) -> Result<()> {
+/// The journal of a transaction.
+const JOURNAL: &str = "recovery.json";
+
+/// `<dest>.workbench-<hex>.tmp`.
+fn temp_for(dest: &Path, hex: &str) -> PathBuf {
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dest.with_file_name(format!("{name}.workbench-{hex}.tmp"))
+}
+
+/// Writes a small file atomically: a temp sibling `.<name>.<hex>.tmp` (0600, synced), then a rename.
+fn write_atomic(path: &Path, bytes: &[u8], faults: &Faults, what: &str) -> Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", random_hex(8)));
+    let result = (|| -> std::io::Result<()> {
+        let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        faults.at(|| format!("{what}: temp written"));
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result.map_err(io(format!("Cannot write {}", path.display())))?;
+    faults.at(|| format!("{what}: renamed"));
+    Ok(())
+}
+
+fn write_receipt(outcomes: &OutcomeStore<'_>, receipt: &Receipt, faults: &Faults) -> Result<()> {
+    receipt.validate()?;
+    let path = outcomes.dir(&receipt.outcome_id)?.join("application.json");
+    write_atomic(&path, to_json(receipt)?.as_bytes(), faults, "receipt")
+}
+
+/// Removes a resolved transaction: the journal first (a kill during the removal of the backups must not
+/// leave a journal whose backups are gone), then the directory, then `transactions/` when empty.
+fn finish(txn: &Path, faults: &Faults) {
+    if fs::remove_file(txn.join(JOURNAL)).is_ok() {
+        faults.at(|| "journal removed".to_owned());
+    }
+    let _ = fs::remove_dir_all(txn);
+    faults.at(|| "transaction removed".to_owned());
+    if let Some(transactions) = txn.parent() {
+        let _ = fs::remove_dir(transactions);
+    }
+}
+
+fn install(store: &ContentStore, item: &Planned<'_>, created_dirs: &mut Vec<PathBuf>, faults: &Faults) -> Result<()> {
     let path = item.entry.path();
     // Parents: create the missing ones, then check the chain again.
     if let Some(parent) = item.dest.parent() {
@@ -401,6 +553,7 @@ fn install(store: &ContentStore, item: &Planned<'_>, created_dirs: &mut Vec<Path
         }
         for dir in missing.into_iter().rev() {
             fs::create_dir(&dir).map_err(io(format!("Cannot create {}", dir.display())))?;
+            faults.at(|| format!("install {}: directory {} created", item.label, relative(&dir, &item.root)));
             created_dirs.push(dir);
         }
     }
@@ -415,9 +568,10 @@ fn install(store: &ContentStore, item: &Planned<'_>, created_dirs: &mut Vec<Path
         None => {
             check_unchanged(Error::ChangedDuring)?;
             fs::remove_file(&item.dest).map_err(io(format!("Cannot remove {}", item.dest.display())))?;
+            faults.at(|| format!("install {}: removed", item.label));
         }
         Some(after) => {
-            let temp = temp_for(&item.dest);
+            let temp = &item.temp;
             let staged = (|| -> Result<()> {
                 match after {
                     State::File { content, mode } => {
@@ -426,23 +580,29 @@ fn install(store: &ContentStore, item: &Planned<'_>, created_dirs: &mut Vec<Path
                             .write(true)
                             .create_new(true)
                             .mode(0o600)
-                            .open(&temp)
+                            .open(temp)
                             .map_err(io(format!("Cannot write {}", temp.display())))?;
+                        faults.at(|| format!("install {}: temp created", item.label));
                         file.write_all(&bytes).map_err(io(format!("Cannot write {}", temp.display())))?;
+                        faults.at(|| format!("install {}: temp written", item.label));
                         file.set_permissions(fs::Permissions::from_mode(*mode))
                             .map_err(io(format!("Cannot write {}", temp.display())))?;
                         file.sync_all().map_err(io(format!("Cannot write {}", temp.display())))?;
+                        faults.at(|| format!("install {}: temp mode set and synced", item.label));
                     }
                     State::Symlink { target, .. } => {
-                        std::os::unix::fs::symlink(target, &temp)
+                        std::os::unix::fs::symlink(target, temp)
                             .map_err(io(format!("Cannot write {}", temp.display())))?;
+                        faults.at(|| format!("install {}: temp created", item.label));
                     }
                 }
                 check_unchanged(Error::ChangedDuring)?;
-                fs::rename(&temp, &item.dest).map_err(io(format!("Cannot install {}", item.dest.display())))
+                fs::rename(temp, &item.dest).map_err(io(format!("Cannot install {}", item.dest.display())))?;
+                faults.at(|| format!("install {}: renamed", item.label));
+                Ok(())
             })();
             if let Err(error) = staged {
-                let _ = fs::remove_file(&temp);
+                let _ = fs::remove_file(temp);
                 return Err(error);
             }
         }
@@ -453,62 +613,93 @@ fn install(store: &ContentStore, item: &Planned<'_>, created_dirs: &mut Vec<Path
     }
 }
 
-fn restore(dest: &Path, original: &RecoveryEntry) -> Result<()> {
-    match original.original.as_str() {
-        "absent" => match fs::symlink_metadata(dest) {
-            Ok(_) => fs::remove_file(dest).map_err(io(format!("Cannot restore {}", dest.display()))),
+/// Puts an entry back in its original state, through its temp file and a rename.
+fn restore(original: &RecoveryEntry, faults: &Faults) -> Result<()> {
+    let dest = &original.path;
+    let label = &original.label;
+    if original.original == "absent" {
+        return match fs::symlink_metadata(dest) {
+            Ok(_) => {
+                fs::remove_file(dest).map_err(io(format!("Cannot restore {}", dest.display())))?;
+                faults.at(|| format!("restore {label}: removed"));
+                Ok(())
+            }
             Err(_) => Ok(()),
-        },
-        "file" => {
-            let backup = original.backup.as_deref().unwrap_or(Path::new(""));
-            let temp = temp_for(dest);
-            let result = fs::copy(backup, &temp)
-                .and_then(|_| fs::set_permissions(&temp, fs::Permissions::from_mode(original.mode.unwrap_or(0o644))))
-                .and_then(|()| fs::rename(&temp, dest));
-            if result.is_err() {
-                let _ = fs::remove_file(&temp);
-            }
-            result.map_err(io(format!("Cannot restore {}", dest.display())))
-        }
-        _ => {
-            let temp = temp_for(dest);
-            let target = original.target.clone().unwrap_or_default();
-            let result = std::os::unix::fs::symlink(&target, &temp).and_then(|()| fs::rename(&temp, dest));
-            if result.is_err() {
-                let _ = fs::remove_file(&temp);
-            }
-            result.map_err(io(format!("Cannot restore {}", dest.display())))
-        }
+        };
     }
+    let temp = original.temp();
+    // A temp file left by a killed install or restore.
+    let _ = fs::remove_file(&temp);
+    let result = (|| -> std::io::Result<()> {
+        if original.original == "file" {
+            let backup = original.backup.as_deref().unwrap_or(Path::new(""));
+            fs::copy(backup, &temp)?;
+            fs::set_permissions(&temp, fs::Permissions::from_mode(original.mode.unwrap_or(0o644)))?;
+            fs::File::open(&temp)?.sync_all()?;
+        } else {
+            std::os::unix::fs::symlink(original.target.clone().unwrap_or_default(), &temp)?;
+        }
+        faults.at(|| format!("restore {label}: temp written"));
+        fs::rename(&temp, dest)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result.map_err(io(format!("Cannot restore {}", dest.display())))?;
+    faults.at(|| format!("restore {label}: renamed"));
+    Ok(())
 }
 
 /// Finishes or rolls back the transactions an interrupted apply left behind (for example after a kill):
 /// a transaction whose `applied` receipt was written is complete and only cleaned up; any other one is
 /// rolled back entry by entry (an entry still in its after state is restored from its backup, one already
-/// in its original state is left alone) and the previous receipt restored. An entry in neither state was
-/// edited since, and is never overwritten: the backups are kept and reported. Returns how many
-/// transactions were resolved. `apply` runs this first, under the same lease.
+/// in its original state is left alone), the directories it created removed when empty, and the previous
+/// receipt restored. The temp files of the transaction are removed in both cases. An entry in neither
+/// state was edited since, and is never overwritten: the backups are kept and reported. Returns how many
+/// transactions were resolved. `apply` runs this first, under the same lease. Recovery is itself
+/// interruptible: a kill during it leaves a state the next recovery resolves the same way.
 pub fn recover(store: &ContentStore, outcome_id: &str) -> Result<usize> {
+    recover_with_faults(store, outcome_id, Faults::default())
+}
+
+/// [`recover`] with test-only fault injection ([`Faults::step`]).
+#[doc(hidden)]
+pub fn recover_with_faults(store: &ContentStore, outcome_id: &str, faults: Faults) -> Result<usize> {
     let outcomes = OutcomeStore::new(store);
     let dir = outcomes.dir(outcome_id)?;
     if !dir.join("outcome.json").is_file() {
         return Err(Error::NotFound(outcome_id.to_owned()));
     }
-    let _lease = Lease::take(&dir, outcome_id)?;
-    recover_locked(&outcomes, &dir)
+    let _lease = Lease::take(&dir, outcome_id, faults)?;
+    recover_locked(&outcomes, &dir, faults)
 }
 
-fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path) -> Result<usize> {
+fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Faults) -> Result<usize> {
+    // Temp files of receipt writes that were killed (receipts are only written under the lease).
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".application.json.") && name.ends_with(".tmp") && fs::remove_file(entry.path()).is_ok()
+            {
+                faults.at(|| "recover: receipt temp removed".to_owned());
+            }
+        }
+    }
     let Ok(entries) = fs::read_dir(dir.join("transactions")) else { return Ok(0) };
     let mut transactions: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     transactions.sort();
+    if transactions.is_empty() {
+        // Killed after removing the last transaction.
+        let _ = fs::remove_dir(dir.join("transactions"));
+    }
     let mut resolved = 0;
     for txn in transactions {
-        let text = match fs::read_to_string(txn.join("recovery.json")) {
+        let text = match fs::read_to_string(txn.join(JOURNAL)) {
             Ok(text) => text,
-            // Interrupted before recovery.json was complete: nothing was changed yet.
+            // Killed before the journal was complete (nothing was changed yet), or after the resolved
+            // transaction's journal was removed.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let _ = fs::remove_dir_all(&txn);
+                finish(&txn, &faults);
                 resolved += 1;
                 continue;
             }
@@ -516,12 +707,25 @@ fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path) -> Result<usize> {
         };
         let recovery: Recovery = serde_json::from_str(&text).map_err(|_| Error::RollbackFailed(txn.clone()))?;
         let receipt = outcomes.receipt(&recovery.outcome_id)?;
+        let mut complete = true;
+        // Temp files of killed installs or restores: never an entry's content.
+        for entry in &recovery.entries {
+            let Some(temp) = &entry.temp else { continue };
+            match fs::remove_file(temp) {
+                Ok(()) => faults.at(|| format!("recover {}: temp removed", entry.label)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => complete = false,
+            }
+        }
         if receipt.state == ReceiptState::Applied && recovery.receipt.state != ReceiptState::Applied {
-            let _ = fs::remove_dir_all(&txn);
+            // Committed: only the cleanup was interrupted.
+            if !complete {
+                return Err(Error::RollbackFailed(txn));
+            }
+            finish(&txn, &faults);
             resolved += 1;
             continue;
         }
-        let mut complete = true;
         for entry in recovery.entries.iter().rev() {
             let now = current(&entry.path, &entry.label).ok();
             let Some(now) = now else {
@@ -529,7 +733,7 @@ fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path) -> Result<usize> {
                 continue;
             };
             if equals_after(&now, entry.after.as_ref()) {
-                if restore(&entry.path, entry).is_err() {
+                if restore(entry, &faults).is_err() {
                     complete = false;
                 }
             } else if !is_original(&now, entry) {
@@ -539,8 +743,18 @@ fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path) -> Result<usize> {
         if !complete {
             return Err(Error::RollbackFailed(txn));
         }
-        outcomes.write_receipt(&recovery.receipt)?;
-        let _ = fs::remove_dir_all(&txn);
+        // Deepest first; a directory that is not empty (edited since) stays.
+        let mut dirs = recovery.created_dirs.clone();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for created in &dirs {
+            if fs::remove_dir(created).is_ok() {
+                faults.at(|| "recover: created directory removed".to_owned());
+            }
+        }
+        if receipt != recovery.receipt {
+            write_receipt(outcomes, &recovery.receipt, &faults)?;
+        }
+        finish(&txn, &faults);
         resolved += 1;
     }
     Ok(resolved)

@@ -310,3 +310,95 @@ fn recovery_never_overwrites_a_later_edit() {
     // gone.txt (the second entry) was restored.
     assert_eq!(read(fx.target.path(), "gone.txt"), "gone\n");
 }
+
+thread_local! {
+    static CRASH_AT: std::cell::RefCell<&'static str> = const { std::cell::RefCell::new("") };
+}
+
+/// A step hook that "crashes" (panics, without any rollback) at the step named in `CRASH_AT`.
+fn crash_at_named_step(name: &str) {
+    if CRASH_AT.with(|c| *c.borrow() == name) {
+        panic!("simulated crash at {name}");
+    }
+}
+
+fn crash_at(fx: &Fixture, id: &str, step: &'static str) {
+    CRASH_AT.with(|c| *c.borrow_mut() = step);
+    let faults = wb_outcomes::apply::Faults { step: Some(crash_at_named_step), ..faults() };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wb_outcomes::apply::apply_with_faults(&fx.store, id, None, faults)
+    }));
+    CRASH_AT.with(|c| *c.borrow_mut() = "");
+    assert!(result.is_err(), "no step {step}");
+}
+
+fn workspace_names(root: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            names.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn recovery_removes_the_temp_files_and_directories_of_a_crashed_install() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    let before = workspace_names(target);
+    crash_at(&fx, &outcome.id, "install new/deep/c.txt: temp written");
+    let names = workspace_names(target);
+    assert!(names.iter().any(|n| n.starts_with("new/deep/c.txt.workbench-")), "{names:?}");
+    assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 1);
+    assert_eq!(workspace_names(target), before, "no temp file, no created directory");
+    assert_eq!(read(target, "a.txt"), "a\n");
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+    assert!(transactions_empty(&fx, &outcome.id));
+}
+
+#[test]
+fn a_crash_while_cleaning_up_is_resolved() {
+    for step in ["journal removed", "receipt: temp written"] {
+        let fx = Fixture::new();
+        let outcome = fx.outcome(setup, change);
+        crash_at(&fx, &outcome.id, step);
+        assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 1, "{step}");
+        let dir = fx.home.path().join("outcomes").join(&outcome.id);
+        let mut names: Vec<String> =
+            fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["application.json", "outcome.json", "workspaces.json"], "{step}");
+        let expected = if step == "journal removed" { "A\n" } else { "a\n" };
+        assert_eq!(read(fx.target.path(), "a.txt"), expected, "{step}");
+        assert_eq!(apply(&fx.store, &outcome.id, None).unwrap().applied, if expected == "A\n" { 0 } else { 6 });
+    }
+}
+
+#[test]
+fn a_lease_of_a_dead_process_or_without_a_pid_is_stale_and_a_live_one_busy() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let lock = fx.home.path().join("outcomes").join(&outcome.id).join("apply.lock");
+    // An empty lock (a kill between creating and writing it, before leases were published whole).
+    fs::write(&lock, "").unwrap();
+    assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 0);
+    assert!(!lock.exists());
+    // A live holder (this process).
+    fs::write(&lock, format!("{}\n", std::process::id())).unwrap();
+    assert!(matches!(apply(&fx.store, &outcome.id, None), Err(Error::Busy(_))));
+    // A holder that is gone.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    fs::write(&lock, format!("{gone}\n")).unwrap();
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap().applied, 6);
+    assert!(!lock.exists());
+}

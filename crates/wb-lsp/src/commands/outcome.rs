@@ -1,10 +1,18 @@
 //! `wb-lsp outcome ID`: inspect a committed outcome (summary or JSON), apply it to workspaces, or export it.
 //! ID is a `wbo_` outcome id or a `wb_` run id (resolved to that run's final outcome). Inspecting and
 //! exporting never change a manifest or a receipt, and never run returned content.
+//!
+//! Test hook (hidden; `tests/apply_crash.rs`): with `WB_LSP_CRASH_AT_STEP=N` in the environment, `--apply`
+//! and `--recover` send themselves SIGKILL (a real `kill -9`: no destructor, no cleanup) at their Nth
+//! file-system step, counted from 0 (every lease, backup, journal, temp file, rename, removal, receipt and
+//! cleanup step of `wb_outcomes::apply`), after printing `crash at step N: <step>` on stderr. A process
+//! that reaches its end had fewer steps. Unset, nothing changes.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use wb_outcomes::{ContentStore, Entry, Outcome, OutcomeStore, Receipt, WorkspaceRef};
@@ -31,7 +39,8 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
     let outcome_id = resolve(&home, &args.id)?;
     let outcomes = OutcomeStore::new(&store);
     if args.recover {
-        let finished = wb_outcomes::recover(&store, &outcome_id).map_err(|e| e.to_string())?;
+        let finished =
+            wb_outcomes::apply::recover_with_faults(&store, &outcome_id, faults()).map_err(|e| e.to_string())?;
         return Ok(if args.json {
             format!("{}\n", json!({"outcome_id": outcome_id, "recovered": finished}))
         } else {
@@ -40,7 +49,8 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
     }
     if args.apply {
         let workspace = args.workspace.as_deref().map(absolute).transpose()?;
-        let result = wb_outcomes::apply(&store, &outcome_id, workspace.as_deref()).map_err(|e| e.to_string())?;
+        let result = wb_outcomes::apply::apply_with_faults(&store, &outcome_id, workspace.as_deref(), faults())
+            .map_err(|e| e.to_string())?;
         return Ok(if args.json {
             format!("{}\n", json!({"outcome_id": outcome_id, "applied": result.applied, "unchanged": result.unchanged}))
         } else {
@@ -62,6 +72,34 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
         return serde_json::to_string_pretty(&value).map(|text| format!("{text}\n")).map_err(|e| e.to_string());
     }
     Ok(summary(&outcome, &receipt))
+}
+
+/// The environment variable of the crash test hook.
+const CRASH_AT_STEP: &str = "WB_LSP_CRASH_AT_STEP";
+
+/// No faults, unless the crash test hook is set.
+fn faults() -> wb_outcomes::apply::Faults {
+    let mut faults = wb_outcomes::apply::Faults::default();
+    if crash_step().is_some() {
+        faults.step = Some(step);
+    }
+    faults
+}
+
+fn crash_step() -> Option<usize> {
+    static STEP: OnceLock<Option<usize>> = OnceLock::new();
+    *STEP.get_or_init(|| std::env::var(CRASH_AT_STEP).ok().and_then(|v| v.trim().parse().ok()))
+}
+
+fn step(name: &str) {
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    let index = COUNT.fetch_add(1, Ordering::SeqCst);
+    if crash_step() == Some(index) {
+        eprintln!("crash at step {index}: {name}");
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+        // Not reached; if the kill failed, still stop without any cleanup (the test sees SIGABRT).
+        std::process::abort();
+    }
 }
 
 fn absolute(path: &Path) -> Result<PathBuf, String> {
