@@ -54,6 +54,9 @@ pub struct Options {
     pub progress: Option<Progress>,
     /// `$WORKBENCH_HOME`, default `~/.workbench`.
     pub home: Option<PathBuf>,
+    /// Dry run only: stage the runner's configuration in this new directory and keep it, so the printed
+    /// command can be run by hand and the runner's own loaders can check what it would receive.
+    pub stage_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -90,14 +93,48 @@ pub struct Prepared {
     pub warnings: Vec<String>,
     pub enabled_mcps: Vec<String>,
     pub disabled_mcps: Vec<String>,
-    stage: Option<tempfile::TempDir>,
+    stage: Option<Stage>,
+}
+
+/// Where the runner's configuration is staged: a private temporary directory, or one the person asked to keep.
+enum Stage {
+    Temporary(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
+impl Stage {
+    fn path(&self) -> &Path {
+        match self {
+            Stage::Temporary(dir) => dir.path(),
+            Stage::Kept(path) => path,
+        }
+    }
+
+    fn create(options: &Options, purpose: Purpose) -> Result<Stage> {
+        match (&options.stage_dir, purpose) {
+            (Some(dir), Purpose::DryRun) => {
+                let dir = if dir.is_absolute() { dir.clone() } else { options.cwd.join(dir) };
+                if std::fs::symlink_metadata(&dir).is_ok() {
+                    return Err(EngineError::message(format!("The stage directory already exists: {}", dir.display())));
+                }
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| EngineError::io(format!("cannot create the stage directory {}", dir.display()), e))?;
+                Ok(Stage::Kept(dir))
+            }
+            _ => tempfile::Builder::new()
+                .prefix("wb-lsp-stage-")
+                .tempdir()
+                .map(Stage::Temporary)
+                .map_err(|e| EngineError::io("cannot create the staging directory", e)),
+        }
+    }
 }
 
 impl Prepared {
     /// Removes what preparation created (the staged directory; the runtime's resources). Idempotent.
     pub fn cleanup(&mut self) -> Result<()> {
         let runtime_result = self.runtime.cleanup();
-        if let Some(stage) = self.stage.take() {
+        if let Some(Stage::Temporary(stage)) = self.stage.take() {
             make_writable(stage.path());
             stage.close().map_err(|e| EngineError::io("cannot remove the staged configuration", e))?;
         }
@@ -216,8 +253,14 @@ fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, 
         }
     }
     let routes = routing::allowed_routes(&package.manifest, catalog, &runner)?;
-    let (route, authentication) =
-        routing::select_route(&routes, catalog, &runner, &env, options.inherited.get("HOME").map(String::as_str));
+    let (route, authentication) = routing::select_route(
+        &routes,
+        catalog,
+        &runner,
+        &env,
+        options.inherited.get("HOME").map(String::as_str),
+        package.manifest.runner_config.is_some(),
+    );
     let route = route.ok_or_else(|| {
         EngineError::message(format!("No provider route is available for model {}", authentication.model))
     })?;
@@ -226,10 +269,7 @@ fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, 
         bindings::provider_variables(catalog).into_iter().filter(|v| !selected_variables.contains(v)).collect();
     let run_id = new_run_id();
     let outbox = options.workbench_home().join("runs").join(&run_id).join("outbox");
-    let stage = tempfile::Builder::new()
-        .prefix("wb-lsp-stage-")
-        .tempdir()
-        .map_err(|e| EngineError::io("cannot create the staging directory", e))?;
+    let stage = Stage::create(options, purpose)?;
     let task = options.task.clone().unwrap_or_default();
     // What the runner sees: the host's paths, or the container's (the runtime mounts the host's there).
     let (runner_workspaces, runner_outbox, runner_stage, runner_package) = if runtime.maps_paths() {
@@ -318,6 +358,9 @@ pub struct DryRun {
     pub mcps: Value,
     pub requirements: RequirementReport,
     pub staged_files: Vec<String>,
+    /// The kept stage directory (`--stage-dir`), where `staged_files` are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_dir: Option<String>,
     /// What `native` is: `opencode_config`, `claude_config` or `pi_config`.
     pub native_key: String,
     /// The runner-native configuration, exactly as the runner receives it (references, never values).
@@ -337,7 +380,20 @@ pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -
     if options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
         return Err(EngineError::message("This run mode requires a non-empty task"));
     }
-    let mut prepared = prepare_one(fs, options, catalog, Purpose::DryRun)?;
+    let kept =
+        options.stage_dir.as_ref().map(|dir| if dir.is_absolute() { dir.clone() } else { options.cwd.join(dir) });
+    let existed = kept.as_ref().is_some_and(|dir| std::fs::symlink_metadata(dir).is_ok());
+    let mut prepared = match prepare_one(fs, options, catalog, Purpose::DryRun) {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            // A stage directory this dry run created is not left half-written.
+            if let (Some(dir), false) = (&kept, existed) {
+                make_writable(dir);
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            return Err(error);
+        }
+    };
     let redactor = Redactor::new(prepared.env.values());
     let translation = &prepared.translation;
     let report = DryRun {
@@ -359,6 +415,10 @@ pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -
         native_key: translation.native_key.to_owned(),
         native: redactor.value(&translation.native),
         warnings: prepared.warnings.clone(),
+        stage_dir: match &prepared.stage {
+            Some(Stage::Kept(dir)) => Some(dir.display().to_string()),
+            _ => None,
+        },
     };
     prepared.cleanup()?;
     Ok(report)

@@ -134,13 +134,16 @@ fn runner_store(runner: &str, home: Option<&str>) -> Option<std::path::PathBuf> 
 }
 
 /// Selects the first route with credentials, or reports that authentication is needed. `home` is the
-/// inherited `HOME`, where the runner's own sign-in store lives.
+/// inherited `HOME`, where the runner's own sign-in store lives. A provider absent from the catalog can only
+/// be defined by the package's native runner configuration (`packaged_config`): such a route is served with
+/// whatever credentials that configuration names (method `runner_config`).
 pub fn select_route(
     routes: &[ModelRoute],
     catalog: &ModelCatalog,
     runner: &str,
     env: &Environment,
     home: Option<&str>,
+    packaged_config: bool,
 ) -> (Option<ModelRoute>, Authentication) {
     let canonical = routes.first().map(|r| r.canonical.clone()).unwrap_or_default();
     let credential = |provider: &str| -> Option<String> {
@@ -149,6 +152,19 @@ pub fn select_route(
     let authenticated: Vec<String> =
         routes.iter().filter(|r| credential(&r.provider).is_some()).map(|r| r.provider.clone()).collect();
     for route in routes {
+        if packaged_config && catalog.provider(&route.provider).is_none() {
+            let auth = Authentication {
+                ready: true,
+                model: canonical.clone(),
+                provider: Some(route.provider.clone()),
+                route: Some(format!("{}/{}", route.provider, route.model)),
+                method: Some("runner_config".to_owned()),
+                variable: None,
+                authenticated_providers: authenticated.clone(),
+                instruction: None,
+            };
+            return (Some(route.clone()), auth);
+        }
         if let Some(variable) = credential(&route.provider) {
             let auth = Authentication {
                 ready: true,

@@ -245,7 +245,7 @@ fn claude_code_dry_run_translation() {
     assert_eq!(report.runner, "claude-code");
     assert_eq!(report.native_key, "claude_config");
     let dir = report.native["directory"].as_str().unwrap().to_owned();
-    let outbox = report.command[report.command.len() - 4].clone();
+    let outbox = report.command[report.command.len() - 5].clone();
     assert!(outbox_of(&outbox, &world), "outbox {outbox}");
     assert_eq!(
         report.command,
@@ -272,6 +272,7 @@ fn claude_code_dry_run_translation() {
             &outbox,
             "--max-turns",
             "7",
+            "--",
             TASK,
         ]
     );
@@ -285,12 +286,12 @@ fn claude_code_dry_run_translation() {
             "allow": [
                 "Bash(git diff:*)",
                 "mcp__tracker",
-                format!("Read({work}/**)"),
-                format!("Edit({work}/**)"),
-                format!("Read({docs}/**)"),
-                format!("Edit({docs}/**)"),
-                format!("Read({outbox}/**)"),
-                format!("Edit({outbox}/**)")
+                format!("Read(/{work}/**)"),
+                format!("Edit(/{work}/**)"),
+                format!("Read(/{docs}/**)"),
+                format!("Edit(/{docs}/**)"),
+                format!("Read(/{outbox}/**)"),
+                format!("Edit(/{outbox}/**)")
             ],
             "deny": ["WebFetch"]
         }})
@@ -326,8 +327,10 @@ fn claude_code_dry_run_translation() {
             "ANTHROPIC_ADMIN_KEY",
             "ANTHROPIC_API_KEY",
             "CLAUDE_CODE_DISABLE_AUTO_MEMORY",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
             "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
             "CLAUDE_CONFIG_DIR",
+            "DISABLE_AUTOUPDATER",
             "TRACKER_TOKEN",
             "WORKBENCH_OUTPUT_DIR",
             "WORKBENCH_WORKSPACE_DOCS"
@@ -643,7 +646,8 @@ fn claude_code_run_translates_the_native_stream() {
     let invocation = world.invocation();
     let values = &invocation["values"];
     assert_eq!(values["CLAUDE_CODE_DISABLE_AUTO_MEMORY"], "1");
-    assert_eq!(values["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"], "1");
+    // The usable MCP's header references are only expanded without subprocess scrubbing (claude 2.1.332).
+    assert_eq!(values["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"], "0");
     assert_eq!(values["WORKBENCH_WORKSPACE_DOCS"], world.root.join("docs").display().to_string());
     assert_eq!(values["WORKBENCH_WORKSPACE_INFRA"], infra.display().to_string());
     let dir = values["CLAUDE_CONFIG_DIR"].as_str().unwrap();
@@ -651,8 +655,8 @@ fn claude_code_run_translates_the_native_stream() {
     assert_eq!(argv[argv.iter().position(|a| a == "--settings").unwrap() + 1], format!("{dir}/settings.json"));
     let settings: Value = serde_json::from_str(&world.staged("CLAUDE_CONFIG_DIR", "settings.json")).unwrap();
     let allow = string_list(&settings["permissions"]["allow"]);
-    assert!(allow.contains(&format!("Read({}/**)", infra.display())));
-    assert!(!allow.contains(&format!("Edit({}/**)", infra.display())), "read-only workspaces are not editable");
+    assert!(allow.contains(&format!("Read(/{}/**)", infra.display())));
+    assert!(!allow.contains(&format!("Edit(/{}/**)", infra.display())), "read-only workspaces are not editable");
     let mcp: Value = serde_json::from_str(&world.staged("CLAUDE_CONFIG_DIR", "mcp.json")).unwrap();
     assert_eq!(mcp["mcpServers"]["tracker"]["headers"]["Authorization"], "Bearer ${TRACKER_TOKEN}");
     assert!(mcp["mcpServers"].get("console").is_none());

@@ -78,6 +78,10 @@ pub struct RunArgs {
     /// Run although GPU requirements cannot be checked.
     #[arg(long)]
     pub allow_unchecked_gpu: bool,
+    /// Dry run: stage the runner's configuration in this new directory and keep it (to run the printed command
+    /// by hand or inspect the files)
+    #[arg(long, value_name = "DIR")]
+    pub stage_dir: Option<PathBuf>,
     /// Machine-readable output (dry-run: the translation; smoke: one object per package; run: NDJSON events).
     #[arg(long)]
     pub json: bool,

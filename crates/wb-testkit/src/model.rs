@@ -7,6 +7,7 @@
 //! Requests that offer no tools (titles, summaries, quota probes) are auxiliary: they get a short fixed text
 //! and consume nothing, so a runner's side requests never shift the script.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -238,6 +239,13 @@ fn handle(
     }
 }
 
+/// A fresh id for every message and tool call: runners merge messages that share an id (Claude Code joins
+/// the content blocks of one streamed message that way) and match tool results by id.
+fn fresh_id(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("{prefix}_scripted_{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
 /// Output token count of a turn (a fixed function of what is sent, so tests can predict it).
 fn output_tokens(turn: &Turn) -> u64 {
     20 + 5 * turn.tool_calls.len() as u64
@@ -275,7 +283,7 @@ fn openai_stream(responder: &mut Responder<'_>, model: &str, turn: &Turn, input_
     for (index, call) in turn.tool_calls.iter().enumerate() {
         let arguments = call.arguments.to_string();
         let (head, tail) = arguments.split_at(arguments.len() / 2);
-        let id = format!("call_scripted_{index}");
+        let id = fresh_id("call");
         responder.event(
             None,
             &openai_chunk(
@@ -311,9 +319,8 @@ fn openai_message(model: &str, turn: &Turn, input_tokens: u64) -> Value {
     let calls: Vec<Value> = turn
         .tool_calls
         .iter()
-        .enumerate()
-        .map(|(index, call)| {
-            json!({"id": format!("call_scripted_{index}"), "type": "function",
+        .map(|call| {
+            json!({"id": fresh_id("call"), "type": "function",
                    "function": {"name": call.name, "arguments": call.arguments.to_string()}})
         })
         .collect();
@@ -336,7 +343,7 @@ fn openai_message(model: &str, turn: &Turn, input_tokens: u64) -> Value {
 fn anthropic_stream(responder: &mut Responder<'_>, model: &str, turn: &Turn, input_tokens: u64) -> std::io::Result<()> {
     responder.start_events()?;
     let start = json!({"type": "message_start", "message": {
-        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": [],
+        "id": fresh_id("msg"), "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": null, "stop_sequence": null,
         "usage": {"input_tokens": input_tokens, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}});
     responder.event(Some("message_start"), &start.to_string())?;
@@ -366,8 +373,8 @@ fn anthropic_stream(responder: &mut Responder<'_>, model: &str, turn: &Turn, inp
         responder.hang(Duration::from_secs(120));
         return Ok(());
     }
-    for (n, call) in turn.tool_calls.iter().enumerate() {
-        let id = format!("toolu_scripted_{n}");
+    for call in &turn.tool_calls {
+        let id = fresh_id("toolu");
         responder.event(
             Some("content_block_start"),
             &json!({"type": "content_block_start", "index": index,
@@ -403,11 +410,11 @@ fn anthropic_message(model: &str, turn: &Turn, input_tokens: u64) -> Value {
     if let Some(text) = &turn.text {
         content.push(json!({"type": "text", "text": text}));
     }
-    for (n, call) in turn.tool_calls.iter().enumerate() {
-        content.push(json!({"type": "tool_use", "id": format!("toolu_scripted_{n}"), "name": call.name, "input": call.arguments}));
+    for call in &turn.tool_calls {
+        content.push(json!({"type": "tool_use", "id": fresh_id("toolu"), "name": call.name, "input": call.arguments}));
     }
     json!({
-        "id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": content,
+        "id": fresh_id("msg"), "type": "message", "role": "assistant", "model": model, "content": content,
         "stop_reason": if turn.tool_calls.is_empty() { "end_turn" } else { "tool_use" }, "stop_sequence": null,
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens(turn)},
     })

@@ -15,6 +15,39 @@ pub fn is_claude_variable(name: &str) -> bool {
     name.starts_with("CLAUDE") || name.starts_with("ANTHROPIC_")
 }
 
+/// A path as Claude Code's permission rules spell it: `//abs/path` is absolute, while `/path` would be
+/// relative to the settings file (verified against claude 2.1.332: `Edit(/abs/**)` denies the write).
+pub fn permission_path(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    if text.starts_with('/') { format!("/{text}") } else { text }
+}
+
+/// Whether Claude Code scrubs credentials from its tools' subprocesses (verified against 2.1.332). Scrubbing
+/// needs bubblewrap on the host, and while it is on Claude Code expands no `${VAR}` in MCP headers (they are
+/// sent empty). So it is on for a local run whose MCP servers need no reference and where `bwrap` exists, and
+/// off otherwise, with a warning saying why. In a container, the container is the isolation.
+fn subprocess_scrub(context: &StageContext<'_>, mcp_references: bool, warnings: &mut Vec<String>) -> bool {
+    if context.runner_stage_dir != context.stage_dir {
+        return false;
+    }
+    if mcp_references {
+        warnings.push(
+            "Claude Code's tools see the run's environment: Claude Code expands MCP header references only without subprocess scrubbing"
+                .to_owned(),
+        );
+        return false;
+    }
+    let path = context.inherited.get("PATH").map(String::as_str);
+    if crate::runtime::find_executable("bwrap", path).is_none() {
+        warnings.push(
+            "Claude Code's tools see the run's environment: install bubblewrap (bwrap) so Claude Code can scrub credentials from them"
+                .to_owned(),
+        );
+        return false;
+    }
+    true
+}
+
 impl Adapter for ClaudeCode {
     fn name(&self) -> &'static str {
         "claude-code"
@@ -25,11 +58,21 @@ impl Adapter for ClaudeCode {
     }
 
     fn verified_versions(&self) -> &'static [&'static str] {
-        &["2.1"]
+        &["2.1.332"]
     }
 
     fn capabilities(&self) -> Vec<(&'static str, Support)> {
-        super::common_capabilities()
+        super::capability_map(&[
+            (
+                "streamed_text",
+                Support::Degraded("stream-json without partial messages carries each assistant message whole"),
+            ),
+            ("usage", Support::Degraded("reported once, for the whole run, by the final result message")),
+            (
+                "permissions",
+                Support::Unsupported("rules come from the staged settings.json; anything else is denied, never asked"),
+            ),
+        ])
     }
 
     fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {
@@ -51,6 +94,7 @@ impl Adapter for ClaudeCode {
             max_turns = value.get("max_turns").and_then(Value::as_u64);
         }
         let mut servers = Map::new();
+        let mut references_used = false;
         for server in context.mcps {
             let references = super::mcp_references(server);
             if references.iter().any(|name| is_claude_variable(name)) {
@@ -61,6 +105,7 @@ impl Adapter for ClaudeCode {
                 disabled_mcps.push(server.name.value.clone());
                 continue;
             }
+            references_used |= !references.is_empty();
             let headers: Map<String, Value> =
                 server.headers.iter().map(|(name, value)| (name.value.clone(), json!(value.value))).collect();
             servers.insert(
@@ -70,14 +115,15 @@ impl Adapter for ClaudeCode {
             allow.push(json!(format!("mcp__{}", server.name.value)));
         }
         for workspace in context.workspaces {
-            let path = workspace.path.display();
+            let path = permission_path(&workspace.path);
             allow.push(json!(format!("Read({path}/**)")));
             if workspace.access == Access::ReadWrite {
                 allow.push(json!(format!("Edit({path}/**)")));
             }
         }
-        allow.push(json!(format!("Read({}/**)", context.outbox.display())));
-        allow.push(json!(format!("Edit({}/**)", context.outbox.display())));
+        let outbox = permission_path(context.outbox);
+        allow.push(json!(format!("Read({outbox}/**)")));
+        allow.push(json!(format!("Edit({outbox}/**)")));
         let settings = json!({"permissions": {"allow": allow, "deny": deny}});
         let mcp = json!({"mcpServers": servers});
         let dir = context.stage_dir;
@@ -123,7 +169,11 @@ impl Adapter for ClaudeCode {
         }
         env.insert("CLAUDE_CONFIG_DIR".to_owned(), runner_dir.display().to_string());
         env.insert("CLAUDE_CODE_DISABLE_AUTO_MEMORY".to_owned(), "1".to_owned());
-        env.insert("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB".to_owned(), "1".to_owned());
+        let scrub = subprocess_scrub(context, references_used, &mut warnings);
+        env.insert("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB".to_owned(), if scrub { "1" } else { "0" }.to_owned());
+        // An engine run is headless and pinned: no auto-update, telemetry or other side traffic.
+        env.insert("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(), "1".to_owned());
+        env.insert("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned());
         remove_env.retain(|name| !env.contains_key(name));
         let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
         let mut command = vec![
@@ -154,6 +204,8 @@ impl Adapter for ClaudeCode {
             command.push("--max-turns".to_owned());
             command.push(turns.to_string());
         }
+        // `--add-dir` and `--mcp-config` take several values: `--` keeps the task from being read as one.
+        command.push("--".to_owned());
         command.push(context.task.to_owned());
         Ok(Translation {
             command,

@@ -253,8 +253,20 @@ pub fn is_file_tool(name: &str) -> bool {
     matches!(name.to_ascii_lowercase().as_str(), "write" | "edit" | "multiedit" | "patch" | "apply_patch")
 }
 
+/// Every capability the registration needs a status for, with the entries all three one-shot adapters share;
+/// `overrides` replaces entries by name.
+pub fn capability_map(overrides: &[(&'static str, Support)]) -> Vec<(&'static str, Support)> {
+    let mut map = common_capabilities();
+    for (name, support) in overrides {
+        if let Some(entry) = map.iter_mut().find(|(n, _)| n == name) {
+            entry.1 = *support;
+        }
+    }
+    map
+}
+
 /// Common capability entries.
-pub fn common_capabilities() -> Vec<(&'static str, Support)> {
+fn common_capabilities() -> Vec<(&'static str, Support)> {
     vec![
         ("streamed_text", Support::Supported),
         ("tool_events", Support::Supported),

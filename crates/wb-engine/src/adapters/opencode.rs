@@ -44,11 +44,20 @@ impl Adapter for OpenCode {
     }
 
     fn verified_versions(&self) -> &'static [&'static str] {
-        &["1.0"]
+        &["1.18.33"]
     }
 
     fn capabilities(&self) -> Vec<(&'static str, Support)> {
-        super::common_capabilities()
+        super::capability_map(&[
+            (
+                "streamed_text",
+                Support::Degraded(
+                    "`opencode run --format json` emits each text part once it is complete, not token deltas",
+                ),
+            ),
+            ("usage", Support::Supported),
+            ("failures", Support::Supported),
+        ])
     }
 
     fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {

@@ -22,11 +22,15 @@ impl Adapter for Pi {
     }
 
     fn verified_versions(&self) -> &'static [&'static str] {
-        &["0.84"]
+        &["0.73.1"]
     }
 
     fn capabilities(&self) -> Vec<(&'static str, Support)> {
-        super::common_capabilities()
+        super::capability_map(&[
+            ("streamed_text", Support::Supported),
+            ("usage", Support::Supported),
+            ("permissions", Support::Unsupported("Pi has no permission prompts: its tools run without asking")),
+        ])
     }
 
     fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 pub use docker::{Docker, ImageInfo};
-pub use local::Local;
+pub use local::{Local, find_executable};
 
 use crate::adapters::Translation;
 use crate::error::{EngineError, Result};

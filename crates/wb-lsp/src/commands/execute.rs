@@ -37,6 +37,7 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
             .is_terminal()
             .then(|| wb_engine::lifecycle::Progress(std::sync::Arc::new(|message: &str| eprintln!("  {message}")))),
         home: None,
+        stage_dir: args.stage_dir.clone(),
     })
 }
 
@@ -79,6 +80,9 @@ pub fn dry_run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         text.push_str(&format!("  Skills      {}\n", report.skills.len()));
         text.push_str(&format!("  Workspaces  {}\n", report.workspaces.len()));
         text.push_str(&format!("  Env         {}\n", report.env.join(", ")));
+        if let Some(dir) = &report.stage_dir {
+            text.push_str(&format!("  Staged in   {dir}\n"));
+        }
         for warning in &report.warnings {
             text.push_str(&format!("  warning: {warning}\n"));
         }
@@ -269,6 +273,7 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         env_files: Vec::new(),
         allow_host_docker: false,
         allow_unchecked_gpu: false,
+        stage_dir: None,
         json: args.json,
         r#final: false,
     };

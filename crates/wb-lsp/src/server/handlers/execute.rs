@@ -83,6 +83,7 @@ fn options(arguments: &Arguments) -> anyhow::Result<Options> {
             .collect(),
         progress: None,
         home: None,
+        stage_dir: None,
     })
 }
 

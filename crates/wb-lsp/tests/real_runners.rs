@@ -1,0 +1,922 @@
+//! End to end with the real runner binaries (OpenCode, Claude Code, Pi from npm, installed by
+//! `scripts/install-runners.sh`), driven by the scripted model server of `wb-testkit` on loopback: smoke,
+//! dry run, a full run whose scripted model loads a skill, reads, writes, edits and deletes files and
+//! returns an artifact, and cancellation mid-turn — through `wb-lsp` exactly as a user runs it.
+//!
+//! The runners are found in `$WB_RUNNERS_DIR/node_modules/.bin` (default `~/.cache/wb-lsp/runners`).
+//! Without them the tests say so and pass, unless `WB_REQUIRE_RUNNERS=1` (set by `scripts/test.sh`, which
+//! installs them): then a missing runner fails the suite.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wb_testkit::{Exchange, McpServer, ModelServer, ToolCall, Turn};
+
+const OPENAI_KEY: &str = "sk-openai-canary-5a1e";
+const OPENROUTER_KEY: &str = "sk-or-canary-77c3";
+const ANTHROPIC_KEY: &str = "sk-ant-canary-19d4";
+const SCRIPTED_KEY: &str = "sk-scripted-canary-b2f0";
+const MCP_TOKEN: &str = "mcp-token-canary-6e02";
+const INSTRUCTIONS_MARKER: &str = "Always write release notes in the imperative mood (marker 4f1c).";
+const SKILL_MARKER: &str = "Group the changes under Added, Changed and Removed (skill marker 8d2a).";
+
+fn runners_bin() -> Option<PathBuf> {
+    let dir = std::env::var_os("WB_RUNNERS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/wb-lsp/runners")))?;
+    let bin = dir.join("node_modules/.bin");
+    let present = ["opencode", "claude", "pi"].iter().all(|exe| bin.join(exe).exists());
+    if present {
+        return Some(bin);
+    }
+    if std::env::var("WB_REQUIRE_RUNNERS").as_deref() == Ok("1") {
+        panic!("the real runners are missing from {} (run scripts/install-runners.sh)", bin.display());
+    }
+    eprintln!("skipped: the real runners are not installed in {} (scripts/install-runners.sh)", bin.display());
+    None
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Runner {
+    OpenCode,
+    ClaudeCode,
+    Pi,
+}
+
+const RUNNERS: [Runner; 3] = [Runner::OpenCode, Runner::ClaudeCode, Runner::Pi];
+
+impl Runner {
+    fn name(self) -> &'static str {
+        match self {
+            Runner::OpenCode => "opencode",
+            Runner::ClaudeCode => "claude-code",
+            Runner::Pi => "pi",
+        }
+    }
+
+    fn supports_mcp(self) -> bool {
+        self != Runner::Pi
+    }
+
+    /// The credential variable of the route the engine must select.
+    fn selected_key(self) -> (&'static str, &'static str) {
+        match self {
+            Runner::ClaudeCode => ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+            _ => ("SCRIPTED_API_KEY", SCRIPTED_KEY),
+        }
+    }
+}
+
+/// What the scripted model does on one turn, independent of the runner's tool names.
+#[derive(Clone, Debug)]
+enum Action {
+    LoadSkill,
+    /// Claude Code defers MCP tools behind its ToolSearch tool: the model selects them first.
+    DiscoverLookup,
+    Lookup,
+    Read(&'static str),
+    Write(&'static str, &'static str),
+    Edit(&'static str, &'static str, &'static str),
+    Bash(String),
+    Answer(&'static str),
+    Hang(&'static str),
+}
+
+const FINAL_ANSWER: &str = "Release notes are written, notes.txt is final and obsolete.txt is gone.";
+
+fn environment_report() -> String {
+    let names = ["OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "SCRIPTED_API_KEY"];
+    let checks: Vec<String> = names
+        .iter()
+        .map(|name| format!("if [ -n \"$(printenv {name})\" ]; then echo {name}=set; else echo {name}=unset; fi"))
+        .collect();
+    checks.join("; ")
+}
+
+fn work_script(runner: Runner) -> Vec<Action> {
+    let mut actions = vec![Action::LoadSkill];
+    if runner == Runner::ClaudeCode {
+        actions.push(Action::DiscoverLookup);
+    }
+    if runner.supports_mcp() {
+        actions.push(Action::Lookup);
+    }
+    actions.extend([
+        Action::Read("notes.txt"),
+        Action::Write("CHANGELOG.md", "# Changelog\n\n## Added\n\n- Scripted release notes.\n"),
+        Action::Edit("notes.txt", "status: draft", "status: final"),
+        Action::Bash(format!(
+            "rm obsolete.txt && printf '# Release report\\n\\nAll checks passed.\\n' > \"$WORKBENCH_OUTPUT_DIR/report.md\" && {}",
+            environment_report()
+        )),
+        Action::Answer(FINAL_ANSWER),
+    ]);
+    actions
+}
+
+/// A script error ends the run with a text the test's assertions show (a panic here would only drop the
+/// connection, and runners retry).
+fn script_error(message: String) -> Turn {
+    Turn::text(&format!("SCRIPT ERROR: {message}"))
+}
+
+fn find_tool(exchange: &Exchange<'_>, name: &str) -> Result<String, Turn> {
+    exchange
+        .tools
+        .iter()
+        .find(|t| t.eq_ignore_ascii_case(name) || (name.starts_with('*') && t.ends_with(&name[1..])))
+        .cloned()
+        .ok_or_else(|| script_error(format!("the runner offered no {name} tool: {:?}", exchange.tools)))
+}
+
+/// The path of a skill's SKILL.md as the system prompt lists it (Pi names skill files there).
+fn skill_path_in(system: &str, skill: &str) -> Option<String> {
+    let suffix = format!("{skill}/SKILL.md");
+    system
+        .split(|c: char| c.is_whitespace() || c == '<' || c == '>' || c == '"' || c == '(' || c == ')')
+        .find(|word| word.starts_with('/') && word.ends_with(&suffix))
+        .map(str::to_owned)
+}
+
+fn system_of(exchange: &Exchange<'_>) -> String {
+    let body = exchange.body;
+    if let Some(system) = body.get("system") {
+        return match system {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+            _ => String::new(),
+        };
+    }
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
+        .map(|m| m["content"].as_str().map(str::to_owned).unwrap_or_else(|| m["content"].to_string()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The native tool call for an action.
+fn tool_call(runner: Runner, exchange: &Exchange<'_>, workspace: &Path, action: &Action) -> Turn {
+    let path = |relative: &str| workspace.join(relative).display().to_string();
+    let call = |tool: &str, arguments: Value| Turn::tools(None, vec![ToolCall { name: tool.to_owned(), arguments }]);
+    let offered = |name: &str, arguments: Value| match find_tool(exchange, name) {
+        Ok(tool) => call(&tool, arguments),
+        Err(turn) => turn,
+    };
+    match (action, runner) {
+        (Action::LoadSkill, Runner::OpenCode) => offered("skill", json!({"name": "release-notes"})),
+        (Action::LoadSkill, Runner::ClaudeCode) => offered("Skill", json!({"skill": "release-notes"})),
+        (Action::LoadSkill, Runner::Pi) => {
+            let system = system_of(exchange);
+            match skill_path_in(&system, "release-notes") {
+                Some(skill) => offered("read", json!({"path": skill})),
+                None => script_error(format!("Pi's system prompt lists no release-notes skill:\n{system}")),
+            }
+        }
+        (Action::DiscoverLookup, _) => offered("ToolSearch", json!({"query": "select:mcp__scripted__lookup"})),
+        (Action::Lookup, _) => offered("*lookup", json!({"term": "release"})),
+        (Action::Read(file), Runner::OpenCode) => call("read", json!({"filePath": path(file)})),
+        (Action::Read(file), Runner::ClaudeCode) => call("Read", json!({"file_path": path(file)})),
+        (Action::Read(file), Runner::Pi) => call("read", json!({"path": path(file)})),
+        (Action::Write(file, text), Runner::OpenCode) => {
+            call("write", json!({"filePath": path(file), "content": text}))
+        }
+        (Action::Write(file, text), Runner::ClaudeCode) => {
+            call("Write", json!({"file_path": path(file), "content": text}))
+        }
+        (Action::Write(file, text), Runner::Pi) => call("write", json!({"path": path(file), "content": text})),
+        (Action::Edit(file, old, new), Runner::OpenCode) => {
+            call("edit", json!({"filePath": path(file), "oldString": old, "newString": new}))
+        }
+        (Action::Edit(file, old, new), Runner::ClaudeCode) => {
+            call("Edit", json!({"file_path": path(file), "old_string": old, "new_string": new}))
+        }
+        (Action::Edit(file, old, new), Runner::Pi) => {
+            call("edit", json!({"path": path(file), "edits": [{"oldText": old, "newText": new}]}))
+        }
+        (Action::Bash(command), Runner::OpenCode) => {
+            call("bash", json!({"command": command, "description": "Remove the obsolete file and report"}))
+        }
+        (Action::Bash(command), Runner::ClaudeCode) => {
+            call("Bash", json!({"command": command, "description": "Remove the obsolete file and report"}))
+        }
+        (Action::Bash(command), Runner::Pi) => call("bash", json!({"command": command})),
+        (Action::Answer(text), _) => Turn::text(text),
+        (Action::Hang(text), _) => Turn { text: Some((*text).to_owned()), tool_calls: Vec::new(), hang: true },
+    }
+}
+
+fn start_model(runner: Runner, workspace: &Path, actions: Vec<Action>) -> ModelServer {
+    let workspace = workspace.to_path_buf();
+    ModelServer::start_with(move |exchange| match actions.get(exchange.turn) {
+        Some(action) => tool_call(runner, exchange, &workspace, action),
+        None => Turn::text("Nothing left to do."),
+    })
+    .unwrap()
+}
+
+/// A repository with one package for `runner`, pointed at the scripted model (and MCP server).
+struct Fixture {
+    _temp: tempfile::TempDir,
+    root: PathBuf,
+    workspace: PathBuf,
+    home: PathBuf,
+    workbench_home: PathBuf,
+    tmp: PathBuf,
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn fixture(runner: Runner, model_url: &str, mcp_url: Option<&str>) -> Fixture {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().canonicalize().unwrap();
+    let workspace = root.join("repo");
+    let package = workspace.join(".workbenches/release-notes");
+    write(&workspace.join("notes.txt"), "Release 1.4\nstatus: draft\n");
+    write(&workspace.join("obsolete.txt"), "remove me\n");
+    write(&workspace.join("README.md"), "# Demo\n");
+    write(&package.join("instructions.md"), &format!("# Release notes\n\n{INSTRUCTIONS_MARKER}\n"));
+    write(
+        &package.join("skills/release-notes/SKILL.md"),
+        &format!(
+            "---\nname: release-notes\ndescription: Write release notes for a version from the change list.\n---\n\n# Release notes\n\n{SKILL_MARKER}\n"
+        ),
+    );
+    let (model, runner_config) = match runner {
+        Runner::OpenCode => {
+            let config = json!({
+                "$schema": "https://opencode.ai/config.json",
+                "provider": {"scripted": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Scripted model server",
+                    "options": {"baseURL": format!("{model_url}/v1"), "apiKey": "{env:SCRIPTED_API_KEY}"},
+                    "models": {"model-1": {"name": "Scripted model 1", "tool_call": true}},
+                }},
+            });
+            write(&package.join("opencode.json"), &serde_json::to_string_pretty(&config).unwrap());
+            (
+                "  id: scripted-lab/model-1\n  routes:\n    - provider: scripted\n      model: model-1\n    - provider: openai\n      model: gpt-5\n",
+                "./opencode.json",
+            )
+        }
+        Runner::ClaudeCode => {
+            write(&package.join("claude.json"), r#"{"permissions": {"allow": ["Bash"]}, "max_turns": 20}"#);
+            (
+                "  id: anthropic/claude-sonnet-4.5\n  routes:\n    - provider: anthropic\n    - provider: openrouter\n",
+                "./claude.json",
+            )
+        }
+        Runner::Pi => {
+            let models = json!({"providers": {"scripted": {
+                "baseUrl": format!("{model_url}/v1"),
+                "api": "openai-completions",
+                "apiKey": "SCRIPTED_API_KEY",
+                "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+                "models": [{"id": "model-1", "name": "Scripted model 1"}],
+            }}});
+            write(&package.join("pi/models.json"), &serde_json::to_string_pretty(&models).unwrap());
+            write(&package.join("pi/settings.json"), r#"{"quietStartup": true}"#);
+            (
+                "  id: scripted-lab/model-1\n  routes:\n    - provider: scripted\n      model: model-1\n    - provider: openai\n      model: gpt-5\n",
+                "./pi",
+            )
+        }
+    };
+    let mut manifest = format!(
+        "spec: 1\nversion: 1.0.0\nname: release-notes\ndescription: Write the release notes.\nrunner: {}\nmodel:\n{model}runner_config: {runner_config}\ninstructions: ./instructions.md\nskills:\n  - ./skills/release-notes\ntools:\n  - sh\n",
+        runner.name()
+    );
+    if let Some(url) = mcp_url {
+        manifest.push_str(&format!(
+            "mcps:\n  - name: scripted\n    transport: http\n    url: {url}\n    headers:\n      Authorization: Bearer ${{MCP_TOKEN}}\nenv:\n  MCP_TOKEN:\n    required: true\n"
+        ));
+    }
+    manifest.push_str("runtimes:\n  local: {}\n");
+    write(&package.join("workbench.yml"), &manifest);
+    let home = root.join("home");
+    let workbench_home = root.join("workbench-home");
+    let tmp = root.join("tmp");
+    for dir in [&home, &workbench_home, &tmp] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    Fixture { _temp: temp, root, workspace, home, workbench_home, tmp }
+}
+
+impl Fixture {
+    /// `wb-lsp <args>` in the workspace, with every provider key set (the engine must pass only one on).
+    fn command(&self, bin: &Path, runner: Runner, model_url: &str, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
+        command
+            .args(args)
+            .current_dir(&self.workspace)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()))
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("TMPDIR", &self.tmp)
+            .env("WORKBENCH_HOME", &self.workbench_home)
+            .env("OPENAI_API_KEY", OPENAI_KEY)
+            .env("OPENROUTER_API_KEY", OPENROUTER_KEY)
+            .env("SCRIPTED_API_KEY", SCRIPTED_KEY)
+            .env("MCP_TOKEN", MCP_TOKEN);
+        if runner == Runner::ClaudeCode {
+            command.env("ANTHROPIC_API_KEY", ANTHROPIC_KEY).env("ANTHROPIC_BASE_URL", model_url);
+        }
+        command
+    }
+
+    fn leftover_stages(&self) -> Vec<String> {
+        std::fs::read_dir(&self.tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("wb-lsp-stage-"))
+            .collect()
+    }
+}
+
+fn assert_no_secret(text: &str, what: &str) {
+    for secret in [OPENAI_KEY, OPENROUTER_KEY, ANTHROPIC_KEY, SCRIPTED_KEY, MCP_TOKEN] {
+        assert!(!text.contains(secret), "{what} shows a secret value ({secret}):\n{text}");
+    }
+}
+
+fn event_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/schemas/events/v0/workbench-event.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::draft202012::options().should_validate_formats(true).build(&schema).unwrap()
+}
+
+fn outcome_validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/schemas/outcomes/v1").join(name);
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::draft202012::options().should_validate_formats(true).build(&schema).unwrap()
+}
+
+fn check_events(events: &[Value]) {
+    let validator = event_validator();
+    for (index, event) in events.iter().enumerate() {
+        // `outcome.available` / `outcome.failed` are newer-engine events the official enum does not list yet:
+        // their envelope is validated as a data-free type (the engine crate's tests check their data).
+        let mut checked = event.clone();
+        if matches!(event["type"].as_str(), Some("outcome.available" | "outcome.failed")) {
+            checked["type"] = Value::from("run.ready");
+            checked["data"] = json!({});
+        }
+        let errors: Vec<String> = validator.iter_errors(&checked).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{event} does not validate: {errors:?}");
+        assert_eq!(event["sequence"], Value::from(index as u64 + 1), "sequence of {event}");
+        assert_eq!(event["run_id"], events[0]["run_id"]);
+    }
+    let terminal: Vec<&Value> = events
+        .iter()
+        .filter(|e| matches!(e["type"].as_str(), Some("run.completed" | "run.failed" | "run.cancelled")))
+        .collect();
+    assert_eq!(terminal.len(), 1, "exactly one terminal event: {events:#?}");
+    assert_eq!(events.last(), terminal.first().copied(), "the terminal event is the last");
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events.iter().filter_map(|e| e["type"].as_str()).collect()
+}
+
+/// Runs `wb-lsp run --json`, returning the events, stderr and how it exited.
+fn run_json(command: &mut Command) -> (Vec<Value>, String, i32) {
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let events = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not an event: {line}\nstderr: {stderr}")))
+        .collect();
+    (events, stderr, output.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn the_adapters_are_verified_against_the_pinned_runners() {
+    let script =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-runners.sh"))
+            .unwrap();
+    for (runner, package) in [
+        ("opencode", "opencode-ai"),
+        ("claude-code", "@anthropic-ai/claude-code"),
+        ("pi", "@mariozechner/pi-coding-agent"),
+    ] {
+        let adapter = wb_engine::adapters::adapter(runner).unwrap();
+        let pinned = script
+            .lines()
+            .find_map(|line| line.split_once(&format!("={package}@")).map(|(_, version)| version.trim().to_owned()))
+            .unwrap_or_else(|| panic!("install-runners.sh pins no {package}"));
+        assert_eq!(adapter.verified_versions(), [pinned.as_str()], "{runner}");
+        let capabilities = adapter.capabilities();
+        for capability in [
+            "streamed_text",
+            "tool_events",
+            "file_changes",
+            "usage",
+            "permissions",
+            "multi_turn",
+            "steering",
+            "image_input",
+            "image_generation",
+            "cancellation",
+            "failures",
+            "unknown_native_events",
+        ] {
+            assert!(capabilities.iter().any(|(name, _)| *name == capability), "{runner} lacks {capability}");
+        }
+    }
+    let Some(bin) = runners_bin() else { return };
+    for (exe, runner) in [("opencode", "opencode"), ("claude", "claude-code"), ("pi", "pi")] {
+        let output = Command::new(bin.join(exe)).arg("--version").output().unwrap();
+        // Pi prints its version on stderr.
+        let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        let adapter = wb_engine::adapters::adapter(runner).unwrap();
+        assert!(
+            text.split_whitespace().any(|word| adapter.verified_versions().contains(&word)),
+            "{exe} --version printed {text:?}, not a verified version"
+        );
+    }
+}
+
+#[test]
+fn smoke_and_dry_run_with_the_real_runners() {
+    let Some(bin) = runners_bin() else { return };
+    for runner in RUNNERS {
+        let model = start_model(runner, Path::new("/nonexistent"), vec![Action::Answer("Configuration accepted.")]);
+        let fixture = fixture(runner, &model.url(), None);
+        let output = fixture.command(&bin, runner, &model.url(), &["smoke", "--json", "."]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{runner:?} smoke: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+        let report = report.as_array().map(|a| a[0].clone()).unwrap_or(report);
+        assert_eq!(report["status"], "ready", "{report}");
+        assert!(report["runner"]["path"].as_str().unwrap().starts_with(bin.to_str().unwrap()), "{report}");
+        let (provider, variable, method) = match runner {
+            Runner::ClaudeCode => ("anthropic", Value::from("ANTHROPIC_API_KEY"), "environment"),
+            _ => ("scripted", Value::Null, "runner_config"),
+        };
+        assert_eq!(report["authentication"]["provider"], provider, "{report}");
+        assert_eq!(report["authentication"]["variable"], variable, "{report}");
+        assert_eq!(report["authentication"]["method"], method, "{report}");
+        assert_no_secret(&stdout, "smoke");
+
+        let stage = fixture.root.join("stage");
+        let output = fixture
+            .command(
+                &bin,
+                runner,
+                &model.url(),
+                &[
+                    "dry-run",
+                    "--json",
+                    "--task",
+                    "Check the configuration.",
+                    "--stage-dir",
+                    stage.to_str().unwrap(),
+                    ".",
+                ],
+            )
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{runner:?} dry-run: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_no_secret(&stdout, "dry-run");
+        assert!(model.requests().is_empty(), "smoke and dry run make no model request");
+        assert!(fixture.leftover_stages().is_empty(), "temporary staged files are removed");
+        let dry_run: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(dry_run["stage_dir"], stage.display().to_string());
+        for file in dry_run["staged_files"].as_array().unwrap() {
+            assert!(stage.join(file.as_str().unwrap()).exists(), "{runner:?}: {file} is not in the kept stage");
+        }
+
+        // The runner accepts what the dry run printed: its command, run by hand with the staged configuration
+        // and the variables the dry run names, loads everything and answers.
+        let command: Vec<String> =
+            dry_run["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect();
+        let mut process = Command::new(bin.join(&command[0]));
+        process
+            .args(&command[1..])
+            .current_dir(dry_run["cwd"].as_str().unwrap())
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("HOME", &fixture.home)
+            .env("XDG_CONFIG_HOME", fixture.home.join(".config"))
+            .env("XDG_DATA_HOME", fixture.home.join(".local/share"))
+            .env("XDG_CACHE_HOME", fixture.home.join(".cache"))
+            .env("WORKBENCH_OUTPUT_DIR", fixture.tmp.join("outbox"));
+        let names: Vec<&str> = dry_run["env"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let (key, value) = runner.selected_key();
+        assert!(names.contains(&key) || runner != Runner::ClaudeCode, "{runner:?}: {names:?}");
+        process.env(key, value);
+        match runner {
+            Runner::OpenCode => {
+                assert!(names.contains(&"OPENCODE_CONFIG_CONTENT") && names.contains(&"OPENCODE_CONFIG_DIR"));
+                process
+                    .env("OPENCODE_CONFIG_CONTENT", dry_run["native"].to_string())
+                    .env("OPENCODE_CONFIG_DIR", &stage)
+                    .env("OPENCODE_CONFIG", fixture.workspace.join(".workbenches/release-notes/opencode.json"));
+            }
+            Runner::ClaudeCode => {
+                assert!(names.contains(&"CLAUDE_CONFIG_DIR"));
+                process
+                    .env("CLAUDE_CONFIG_DIR", &stage)
+                    .env("ANTHROPIC_BASE_URL", model.url())
+                    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                    .env("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1");
+            }
+            Runner::Pi => {
+                assert!(names.contains(&"PI_CODING_AGENT_DIR"));
+                process.env("PI_CODING_AGENT_DIR", &stage);
+            }
+        }
+        let output = process.output().unwrap();
+        let native_stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{runner:?} refused the dry run's command: {native_stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let turns = model.turns();
+        let first = turns.first().unwrap_or_else(|| panic!("{runner:?} made no model request: {native_stdout}"));
+        assert!(first.system.contains(INSTRUCTIONS_MARKER), "{runner:?}: the staged instructions were not loaded");
+        assert!(native_stdout.contains("Configuration accepted."), "{runner:?}: {native_stdout}");
+    }
+}
+
+/// The full run for one runner; returns (wb-lsp start → first model request, first request → exit).
+fn full_run(bin: &Path, runner: Runner) -> (Duration, Duration) {
+    let mcp = McpServer::start().unwrap();
+    let temp_workspace = tempfile::tempdir().unwrap();
+    // The workspace path is only known once the fixture exists; the model needs it for absolute paths.
+    let placeholder = temp_workspace.path().to_path_buf();
+    let model_holder: std::sync::Arc<std::sync::Mutex<PathBuf>> =
+        std::sync::Arc::new(std::sync::Mutex::new(placeholder));
+    let holder = model_holder.clone();
+    let actions = work_script(runner);
+    let model = ModelServer::start_with(move |exchange| {
+        let workspace = holder.lock().unwrap().clone();
+        match actions.get(exchange.turn) {
+            Some(action) => tool_call(runner, exchange, &workspace, action),
+            None => Turn::text("Nothing left to do."),
+        }
+    })
+    .unwrap();
+    let fixture = fixture(runner, &model.url(), runner.supports_mcp().then(|| mcp.url()).as_deref());
+    *model_holder.lock().unwrap() = fixture.workspace.clone();
+
+    let started = Instant::now();
+    let (events, stderr, code) = run_json(&mut fixture.command(
+        bin,
+        runner,
+        &model.url(),
+        &["run", "--json", "--task", "Write the release notes for 1.4.", "."],
+    ));
+    let ended = Instant::now();
+    if std::env::var_os("WB_DEBUG_MODEL").is_some() {
+        for request in model.requests() {
+            let roles: Vec<String> = request.body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    let content = &m["content"];
+                    let kinds: Vec<&str> =
+                        content.as_array().into_iter().flatten().filter_map(|c| c["type"].as_str()).collect();
+                    format!("{}{:?}", m["role"].as_str().unwrap_or("?"), kinds)
+                })
+                .collect();
+            eprintln!("{} turn={:?} tools={} {:?}", request.path, request.turn, request.tools.len(), roles);
+        }
+    }
+    let context = format!("{runner:?}\nevents: {events:#?}\nstderr: {stderr}");
+    assert_eq!(code, 0, "{context}");
+    check_events(&events);
+    let kinds = kinds(&events);
+    assert_eq!(kinds.last(), Some(&"run.completed"), "{context}");
+    for kind in [
+        "run.started",
+        "run.ready",
+        "output.text",
+        "tool.started",
+        "tool.completed",
+        "file.changed",
+        "usage.updated",
+        "outcome.available",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind}: {context}");
+    }
+    let text: String =
+        events.iter().filter(|e| e["type"] == "output.text").filter_map(|e| e["data"]["text"].as_str()).collect();
+    assert!(text.contains(FINAL_ANSWER), "{runner:?}: the final answer was not streamed: {text:?}");
+    let all = serde_json::to_string(&events).unwrap() + &stderr;
+    assert_no_secret(&all, "the run's events");
+
+    // The model's side: instructions, context and skill reached it; the right credentials authenticated.
+    let turns = model.turns();
+    let first = turns.first().unwrap_or_else(|| panic!("no scripted turn was requested: {context}"));
+    assert!(
+        first.system.contains(INSTRUCTIONS_MARKER),
+        "{runner:?}: instructions not in the system prompt:\n{}",
+        first.system
+    );
+    assert!(first.system.contains("<workbench_context>"), "{runner:?}: no context block:\n{}", first.system);
+    assert!(first.system.contains("<workbench_runtime>"), "{runner:?}: no runtime block");
+    let later = serde_json::to_string(&turns.last().unwrap().body).unwrap();
+    assert!(later.contains(SKILL_MARKER), "{runner:?}: the skill's text never reached the model: {later}");
+    let (variable, key) = runner.selected_key();
+    for request in &turns {
+        let credential = request.header("authorization").or(request.header("x-api-key")).unwrap_or_default();
+        assert!(
+            credential.contains(key),
+            "{runner:?}: the model request authenticated with {credential:?}, not {variable}"
+        );
+    }
+    // What the runner's own shell saw (the bash tool result went back to the model).
+    let report = turns.last().unwrap().body.to_string();
+    for name in ["OPENAI_API_KEY", "OPENROUTER_API_KEY"] {
+        assert!(report.contains(&format!("{name}=unset")), "{runner:?}: {name} reached the runner: {report}");
+    }
+    if runner != Runner::ClaudeCode {
+        // Claude Code scrubs credentials from its tools' environment, so only the others can show it.
+        assert!(report.contains(&format!("{variable}=set")), "{runner:?}: {variable} did not reach the runner");
+    }
+    if runner.supports_mcp() {
+        let requests = mcp.requests();
+        assert!(
+            requests.iter().any(|r| r.rpc.as_deref() == Some("tools/call")),
+            "{runner:?}: the MCP tool was never called"
+        );
+        for request in &requests {
+            assert_eq!(request.header("authorization"), Some(format!("Bearer {MCP_TOKEN}").as_str()), "{runner:?}");
+        }
+        assert!(later.contains(wb_testkit::mcp::LOOKUP_ANSWER), "{runner:?}: the MCP answer never reached the model");
+    }
+
+    // The workspace and the outcome: exactly the three changes and the artifact.
+    let workspace = &fixture.workspace;
+    assert_eq!(std::fs::read_to_string(workspace.join("notes.txt")).unwrap(), "Release 1.4\nstatus: final\n");
+    assert!(std::fs::read_to_string(workspace.join("CHANGELOG.md")).unwrap().contains("Scripted release notes"));
+    assert!(!workspace.join("obsolete.txt").exists());
+    let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap();
+    let id = available["data"]["outcome_id"].as_str().unwrap_or_else(|| panic!("{available}"));
+    let dir = fixture.workbench_home.join("outcomes").join(id);
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("outcome.json")).unwrap()).unwrap();
+    let errors: Vec<String> =
+        outcome_validator("outcome.schema.json").iter_errors(&manifest).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut changes: Vec<(String, String)> = manifest["changesets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["entries"].as_array().cloned().unwrap_or_default())
+        .map(|e| {
+            (e["path"].as_str().unwrap_or_default().to_owned(), e["operation"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    changes.sort();
+    assert_eq!(
+        changes,
+        [
+            ("CHANGELOG.md".to_owned(), "add".to_owned()),
+            ("notes.txt".to_owned(), "modify".to_owned()),
+            ("obsolete.txt".to_owned(), "delete".to_owned())
+        ],
+        "{runner:?}: {manifest:#}"
+    );
+    let artifacts: Vec<&str> =
+        manifest["artifacts"].as_array().into_iter().flatten().filter_map(|a| a["path"].as_str()).collect();
+    assert_eq!(artifacts, ["report.md"], "{runner:?}: {manifest:#}");
+    assert!(fixture.leftover_stages().is_empty(), "staged files are removed");
+    assert_eq!(fixture.root.join("repo"), *workspace);
+
+    let first_request = model.requests().first().map(|r| r.at).unwrap();
+    (first_request.duration_since(started), ended.duration_since(first_request))
+}
+
+#[test]
+fn opencode_does_the_scripted_work() {
+    let Some(bin) = runners_bin() else { return };
+    full_run(&bin, Runner::OpenCode);
+}
+
+#[test]
+fn claude_code_does_the_scripted_work() {
+    let Some(bin) = runners_bin() else { return };
+    full_run(&bin, Runner::ClaudeCode);
+}
+
+#[test]
+fn pi_does_the_scripted_work() {
+    let Some(bin) = runners_bin() else { return };
+    full_run(&bin, Runner::Pi);
+}
+
+/// Cancels a run while the model is mid-turn (Ctrl-C to `wb-lsp run`).
+fn cancel_mid_turn(bin: &Path, runner: Runner) {
+    let model = start_model(runner, Path::new("/unused"), vec![Action::Hang("Let me think about the notes")]);
+    let fixture = fixture(runner, &model.url(), None);
+    let mut child = fixture
+        .command(bin, runner, &model.url(), &["run", "--json", "--task", "Write the release notes.", "."])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .collect::<Vec<_>>()
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while model.turns().is_empty() {
+        assert!(Instant::now() < deadline, "{runner:?} never asked the model");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let runner_pids = processes_in(&fixture.workspace);
+    assert!(!runner_pids.is_empty(), "{runner:?}: no runner process works in the workspace");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    let events = reader.join().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    check_events(&events);
+    assert_eq!(events.last().unwrap()["type"], "run.cancelled", "{runner:?}: {events:#?}\n{stderr}");
+    assert_eq!(status.code(), Some(130), "{runner:?}: {stderr}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runner_pids.iter().any(|pid| Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(*pid)) {
+        assert!(Instant::now() < deadline, "{runner:?}: the runner outlived the cancelled run: {runner_pids:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(fixture.leftover_stages().is_empty(), "{runner:?}: staged files are removed");
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true)
+}
+
+/// Processes whose working directory is `dir`.
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn cancelling_mid_turn_stops_every_runner() {
+    let Some(bin) = runners_bin() else { return };
+    for runner in RUNNERS {
+        cancel_mid_turn(&bin, runner);
+    }
+}
+
+#[test]
+fn the_editor_streams_a_real_runner() {
+    let Some(bin) = runners_bin() else { return };
+    let runner = Runner::OpenCode;
+    let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
+    let shared = holder.clone();
+    let actions = [
+        Action::Write("CHANGELOG.md", "# Changelog\n\n- From the editor.\n"),
+        Action::Answer("Written from the editor."),
+    ];
+    let model = ModelServer::start_with(move |exchange| {
+        let workspace = shared.lock().unwrap().clone();
+        match actions.get(exchange.turn) {
+            Some(action) => tool_call(runner, exchange, &workspace, action),
+            None => Turn::text("Nothing left to do."),
+        }
+    })
+    .unwrap();
+    let fixture = fixture(runner, &model.url(), None);
+    *holder.lock().unwrap() = fixture.workspace.clone();
+    let manifest = fixture.workspace.join(".workbenches/release-notes/workbench.yml");
+    let mut command = fixture.command(&bin, runner, &model.url(), &["serve"]);
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |value: Value| {
+        let body = value.to_string();
+        std::io::Write::write_all(&mut stdin, format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
+            .unwrap();
+        std::io::Write::flush(&mut stdin).unwrap();
+    };
+    let root = format!("file://{}", fixture.workspace.display());
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": root}}));
+    send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    let uri = format!("file://{}", manifest.display());
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "Write the changelog."}], "workDoneToken": "run-1"}}));
+    let mut events = Vec::new();
+    let mut transcript = String::new();
+    let result = loop {
+        let message = read_message(&mut stdout);
+        transcript.push_str(&message.to_string());
+        if message["id"] == 2 {
+            break message;
+        }
+        if message["method"] == "workbench/runEvent" {
+            events.push(message["params"]["event"].clone());
+        }
+    };
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}));
+    send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    let _ = child.wait();
+    assert_eq!(result["result"]["ending"]["status"], "completed", "{result}\n{events:#?}");
+    assert_eq!(result["result"]["finalText"], "Written from the editor.");
+    assert!(result["result"]["outcomeId"].as_str().is_some_and(|id| id.starts_with("wbo_")), "{result}");
+    check_events(&events);
+    let kinds = kinds(&events);
+    for kind in [
+        "run.started",
+        "output.text",
+        "tool.started",
+        "tool.completed",
+        "file.changed",
+        "usage.updated",
+        "run.completed",
+    ] {
+        assert!(kinds.contains(&kind), "the editor received no {kind}: {kinds:?}");
+    }
+    assert!(events.iter().any(|e| e["type"] == "output.text" && e["data"]["text"] == "Written from the editor."));
+    assert_no_secret(&transcript, "the editor session");
+    assert!(std::fs::read_to_string(fixture.workspace.join("CHANGELOG.md")).unwrap().contains("From the editor."));
+}
+
+fn read_message(reader: &mut impl BufRead) -> Value {
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the server closed stdout");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length: ") {
+            length = value.parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    std::io::Read::read_exact(reader, &mut body).unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// The engine's overhead around real runs (not a pass/fail measurement): `WB_MEASURE_RUNS=N` repeats each full
+/// run N times and prints the medians.
+#[test]
+fn measure_overhead_when_asked() {
+    let Some(count) = std::env::var("WB_MEASURE_RUNS").ok().and_then(|n| n.parse::<usize>().ok()) else { return };
+    let Some(bin) = runners_bin() else { return };
+    let mut table = BTreeMap::new();
+    for runner in RUNNERS {
+        let mut samples: Vec<(Duration, Duration)> = (0..count).map(|_| full_run(&bin, runner)).collect();
+        samples.sort();
+        table.insert(runner.name(), samples);
+    }
+    for (runner, samples) in table {
+        let mut to_first: Vec<Duration> = samples.iter().map(|s| s.0).collect();
+        let mut rest: Vec<Duration> = samples.iter().map(|s| s.1).collect();
+        to_first.sort();
+        rest.sort();
+        eprintln!(
+            "{runner}: start → first model request median {:?}; first request → exit median {:?}",
+            to_first[to_first.len() / 2],
+            rest[rest.len() / 2]
+        );
+    }
+}
