@@ -4,7 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the tests use. Installed only when missing, so repeated runs stay fast.
-packages=(neovim emacs-nox elpa-eglot docker.io busybox-static)
+# ripgrep: OpenCode's skill, grep and glob tools run `rg` (without it OpenCode downloads one from GitHub);
+# bubblewrap: Claude Code isolates its tools' subprocesses with it (crates/wb-lsp/tests/real_runners.rs).
+packages=(neovim emacs-nox elpa-eglot docker.io busybox-static ripgrep bubblewrap)
 if [ ${#packages[@]} -gt 0 ]; then
   missing=()
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -34,6 +36,14 @@ if [ "${WB_LSP_SKIP_DOCKER_TESTS:-}" != 1 ] && ! docker info >/dev/null 2>&1; th
     echo "warning: the Docker engine did not start (see /tmp/wb-lsp-dockerd.log); the docker tests will fail" >&2
     tail -n 20 /tmp/wb-lsp-dockerd.log >&2 2>/dev/null || true
   fi
+fi
+
+# The real runner CLIs (pinned, from npm) for crates/wb-lsp/tests/real_runners.rs, in a cache outside the
+# repository. WB_LSP_SKIP_REAL_RUNNERS=1 skips them; otherwise a missing runner fails those tests.
+if [ "${WB_LSP_SKIP_REAL_RUNNERS:-}" != 1 ]; then
+  export WB_RUNNERS_DIR="${WB_RUNNERS_DIR:-$HOME/.cache/wb-lsp/runners}"
+  ./scripts/install-runners.sh >/dev/null
+  export WB_REQUIRE_RUNNERS=1
 fi
 
 cargo test --workspace --locked "$@"

@@ -228,6 +228,9 @@ struct Fixture {
     _temp: tempfile::TempDir,
     root: PathBuf,
     workspace: PathBuf,
+    /// What `wb-lsp` is given as SOURCE: the repository (local), or the package kept outside the workspace
+    /// (docker: its image context holds the runner binary, which the workspace's baseline need not hash).
+    source: String,
     home: PathBuf,
     workbench_home: PathBuf,
     tmp: PathBuf,
@@ -239,10 +242,18 @@ fn write(path: &Path, text: &str) {
 }
 
 fn fixture(runner: Runner, model_url: &str, mcp_url: Option<&str>) -> Fixture {
+    fixture_in(runner, model_url, mcp_url, None)
+}
+
+/// `docker`: the runner binaries' directory to build the image from (the package then runs on `docker`).
+fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Option<&Path>) -> Fixture {
     let temp = tempfile::tempdir().unwrap();
     let root = temp.path().canonicalize().unwrap();
     let workspace = root.join("repo");
-    let package = workspace.join(".workbenches/release-notes");
+    let package = match docker {
+        Some(_) => root.join("packages/.workbenches/release-notes"),
+        None => workspace.join(".workbenches/release-notes"),
+    };
     write(&workspace.join("notes.txt"), "Release 1.4\nstatus: draft\n");
     write(&workspace.join("obsolete.txt"), "remove me\n");
     write(&workspace.join("README.md"), "# Demo\n");
@@ -299,18 +310,83 @@ fn fixture(runner: Runner, model_url: &str, mcp_url: Option<&str>) -> Fixture {
     );
     if let Some(url) = mcp_url {
         manifest.push_str(&format!(
-            "mcps:\n  - name: scripted\n    transport: http\n    url: {url}\n    headers:\n      Authorization: Bearer ${{MCP_TOKEN}}\nenv:\n  MCP_TOKEN:\n    required: true\n"
+            "mcps:\n  - name: scripted\n    transport: http\n    url: {url}\n    headers:\n      Authorization: Bearer ${{MCP_TOKEN}}\n"
         ));
     }
-    manifest.push_str("runtimes:\n  local: {}\n");
+    // The scripted provider's key is the package's own variable: declared, so the engine binds it (a
+    // container gets only what the engine passes).
+    manifest.push_str("env:\n");
+    if runner != Runner::ClaudeCode {
+        manifest.push_str("  SCRIPTED_API_KEY:\n    required: true\n");
+    }
+    manifest.push_str(&format!("  MCP_TOKEN:\n    required: {}\n", mcp_url.is_some()));
+    match docker {
+        Some(bin) => {
+            image_context(&package.join("image"), bin);
+            manifest.push_str(
+                "runtimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n",
+            );
+        }
+        None => manifest.push_str("runtimes:\n  local: {}\n"),
+    }
     write(&package.join("workbench.yml"), &manifest);
+    let source = match docker {
+        Some(_) => package.display().to_string(),
+        None => ".".to_owned(),
+    };
     let home = root.join("home");
     let workbench_home = root.join("workbench-home");
     let tmp = root.join("tmp");
     for dir in [&home, &workbench_home, &tmp] {
         std::fs::create_dir_all(dir).unwrap();
     }
-    Fixture { _temp: temp, root, workspace, home, workbench_home, tmp }
+    Fixture { _temp: temp, root, workspace, source, home, workbench_home, tmp }
+}
+
+/// Copies an executable and the shared libraries `ldd` lists into `rootfs` at their own paths.
+fn copy_with_libraries(executable: &Path, at: &str, rootfs: &Path) {
+    let target = rootfs.join(at.trim_start_matches('/'));
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(executable, &target).unwrap();
+    let output = Command::new("ldd").arg(executable).output().unwrap();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let path = match line.split_once("=>") {
+            Some((_, rest)) => rest.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        let Some(path) = path.filter(|p| p.starts_with('/')) else { continue };
+        let destination = rootfs.join(path.trim_start_matches('/'));
+        if !destination.exists() {
+            std::fs::create_dir_all(destination.parent().unwrap()).unwrap();
+            std::fs::copy(path, &destination).unwrap();
+        }
+    }
+}
+
+/// An image context around the real OpenCode binary: busybox for the shell tools, bash and ripgrep (which
+/// OpenCode's tools use), each with its shared libraries, on `FROM scratch` (no registry is reachable).
+fn image_context(context: &Path, bin: &Path) {
+    let rootfs = context.join("rootfs");
+    let busybox = Path::new("/bin/busybox");
+    assert!(busybox.is_file(), "the docker runs need Debian's busybox-static (scripts/test.sh installs it)");
+    copy_with_libraries(busybox, "/bin/busybox", &rootfs);
+    for applet in [
+        "sh", "rm", "printf", "printenv", "cat", "ls", "env", "mkdir", "echo", "test", "[", "sleep", "id", "head",
+        "tail", "grep", "sed", "mv", "cp", "chmod", "ln", "pwd", "uname", "which", "dirname", "basename", "wc",
+    ] {
+        std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
+    }
+    copy_with_libraries(Path::new("/bin/bash"), "/usr/bin/bash", &rootfs);
+    copy_with_libraries(Path::new("/usr/bin/rg"), "/usr/bin/rg", &rootfs);
+    copy_with_libraries(&bin.join("opencode").canonicalize().unwrap(), "/usr/local/bin/opencode", &rootfs);
+    std::fs::create_dir_all(rootfs.join("etc")).unwrap();
+    std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0:root:/workbench/state:/bin/sh\n").unwrap();
+    std::fs::write(rootfs.join("etc/group"), "root:x:0:\n").unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        "FROM scratch\nCOPY rootfs/ /\nENV PATH=/usr/local/bin:/usr/bin:/bin SHELL=/usr/bin/bash\n",
+    )
+    .unwrap();
 }
 
 impl Fixture {
@@ -571,7 +647,21 @@ fn smoke_and_dry_run_with_the_real_runners() {
 
 /// The full run for one runner; returns (wb-lsp start → first model request, first request → exit).
 fn full_run(bin: &Path, runner: Runner) -> (Duration, Duration) {
-    let mcp = McpServer::start().unwrap();
+    full_run_in(bin, runner, false)
+}
+
+/// The address a container reaches the host on: the default bridge's gateway.
+fn docker_gateway() -> std::net::IpAddr {
+    let output = Command::new("docker")
+        .args(["network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap_or_else(|_| panic!("no bridge gateway: {output:?}"))
+}
+
+fn full_run_in(bin: &Path, runner: Runner, docker: bool) -> (Duration, Duration) {
+    let ip: std::net::IpAddr = if docker { docker_gateway() } else { std::net::IpAddr::from([127, 0, 0, 1]) };
+    let mcp = McpServer::start_on(ip).unwrap();
     let temp_workspace = tempfile::tempdir().unwrap();
     // The workspace path is only known once the fixture exists; the model needs it for absolute paths.
     let placeholder = temp_workspace.path().to_path_buf();
@@ -579,7 +669,7 @@ fn full_run(bin: &Path, runner: Runner) -> (Duration, Duration) {
         std::sync::Arc::new(std::sync::Mutex::new(placeholder));
     let holder = model_holder.clone();
     let actions = work_script(runner);
-    let model = ModelServer::start_with(move |exchange| {
+    let model = ModelServer::start_on(ip, move |exchange| {
         let workspace = holder.lock().unwrap().clone();
         match actions.get(exchange.turn) {
             Some(action) => tool_call(runner, exchange, &workspace, action),
@@ -587,15 +677,17 @@ fn full_run(bin: &Path, runner: Runner) -> (Duration, Duration) {
         }
     })
     .unwrap();
-    let fixture = fixture(runner, &model.url(), runner.supports_mcp().then(|| mcp.url()).as_deref());
-    *model_holder.lock().unwrap() = fixture.workspace.clone();
+    let fixture =
+        fixture_in(runner, &model.url(), runner.supports_mcp().then(|| mcp.url()).as_deref(), docker.then_some(bin));
+    // The runner sees the workspace where its runtime puts it.
+    *model_holder.lock().unwrap() = if docker { PathBuf::from("/workspace") } else { fixture.workspace.clone() };
 
     let started = Instant::now();
     let (events, stderr, code) = run_json(&mut fixture.command(
         bin,
         runner,
         &model.url(),
-        &["run", "--json", "--task", "Write the release notes for 1.4.", "."],
+        &["run", "--json", "--task", "Write the release notes for 1.4.", &fixture.source],
     ));
     let ended = Instant::now();
     if std::env::var_os("WB_DEBUG_MODEL").is_some() {
@@ -723,6 +815,18 @@ fn full_run(bin: &Path, runner: Runner) -> (Duration, Duration) {
 fn opencode_does_the_scripted_work() {
     let Some(bin) = runners_bin() else { return };
     full_run(&bin, Runner::OpenCode);
+}
+
+/// OpenCode on the `docker` runtime, in an image built around the real binary. Like the engine's Docker tests,
+/// it needs a Docker engine unless `WB_LSP_SKIP_DOCKER_TESTS=1`.
+#[test]
+fn opencode_does_the_scripted_work_in_docker() {
+    let Some(bin) = runners_bin() else { return };
+    if std::env::var("WB_LSP_SKIP_DOCKER_TESTS").as_deref() == Ok("1") {
+        eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
+        return;
+    }
+    full_run_in(&bin, Runner::OpenCode, true);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! produced so streams (server-sent events) reach the client piece by piece.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -118,7 +118,12 @@ pub struct Server {
 impl Server {
     /// Binds 127.0.0.1 on a free port (or `port` when given).
     pub fn start(port: u16, handler: Arc<Handler>) -> std::io::Result<Server> {
-        let listener = TcpListener::bind(("127.0.0.1", port))?;
+        Server::start_on(IpAddr::from([127, 0, 0, 1]), port, handler)
+    }
+
+    /// Binds `ip` (a local address: loopback, or a container bridge's gateway so containers reach it).
+    pub fn start_on(ip: IpAddr, port: u16, handler: Arc<Handler>) -> std::io::Result<Server> {
+        let listener = TcpListener::bind((ip, port))?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

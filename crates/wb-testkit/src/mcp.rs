@@ -35,9 +35,15 @@ pub struct McpServer {
 
 impl McpServer {
     pub fn start() -> std::io::Result<McpServer> {
+        McpServer::start_on(std::net::IpAddr::from([127, 0, 0, 1]))
+    }
+
+    /// On another local address (a container bridge's gateway).
+    pub fn start_on(ip: std::net::IpAddr) -> std::io::Result<McpServer> {
         let log: Arc<Mutex<Vec<McpRequest>>> = Arc::default();
         let sink = log.clone();
-        let server = Server::start(
+        let server = Server::start_on(
+            ip,
             0,
             Arc::new(move |request: &Request, responder: &mut Responder<'_>| handle(request, responder, &sink)),
         )?;

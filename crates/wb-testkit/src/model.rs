@@ -110,10 +110,19 @@ impl ModelServer {
 
     /// Serves answers chosen by `script` (it can look at the tools offered to name them right).
     pub fn start_with(script: impl Fn(&Exchange<'_>) -> Turn + Send + Sync + 'static) -> std::io::Result<ModelServer> {
+        ModelServer::start_on(std::net::IpAddr::from([127, 0, 0, 1]), script)
+    }
+
+    /// [`ModelServer::start_with`] on another local address (a container bridge's gateway).
+    pub fn start_on(
+        ip: std::net::IpAddr,
+        script: impl Fn(&Exchange<'_>) -> Turn + Send + Sync + 'static,
+    ) -> std::io::Result<ModelServer> {
         let log: Arc<Mutex<Vec<Recorded>>> = Arc::default();
         let script: Arc<Script> = Arc::new(script);
         let sink = log.clone();
-        let server = Server::start(
+        let server = Server::start_on(
+            ip,
             0,
             Arc::new(move |request: &Request, responder: &mut Responder<'_>| {
                 handle(request, responder, &*script, &sink)
