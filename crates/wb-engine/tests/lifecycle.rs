@@ -1389,3 +1389,100 @@ fn unselected_provider_variables_never_reach_the_runner() {
         }
     }
 }
+
+/// A provider the catalog does not know, defined by the packaged runner configuration, serves the route with
+/// the credentials that configuration names: ready without a catalog variable, and every catalog provider's
+/// key stays away from the runner.
+#[test]
+fn a_custom_provider_from_the_packaged_runner_config_is_ready() {
+    let world = World::new();
+    world.install_runners(&["opencode"]);
+    let manifest = minimal(
+        "gateway",
+        "opencode",
+        "private-lab/review-model",
+        "runner_config: ./opencode.json\nenv:\n  GATEWAY_KEY:\n    required: true\n",
+    )
+    .replace(
+        "  id: private-lab/review-model\n",
+        "  id: private-lab/review-model\n  routes:\n    - provider: internal-gateway\n      model: deployment-42\n    - provider: openai\n      model: gpt-5\n",
+    );
+    world.package("gateway", &manifest);
+    world.file(
+        ".workbenches/gateway/opencode.json",
+        r#"{"provider": {"internal-gateway": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "https://gateway.internal/v1", "apiKey": "{env:GATEWAY_KEY}"}, "models": {"deployment-42": {}}}}}"#,
+    );
+    let options = with_env(
+        base_options(&world, ".workbenches/gateway"),
+        &[("GATEWAY_KEY", "gw-secret-value"), ("OPENAI_API_KEY", "sk-openai-test-value")],
+    );
+    let report = dry_run(&options).unwrap();
+    assert!(report.authentication.ready, "{:?}", report.authentication);
+    assert_eq!(report.authentication.method.as_deref(), Some("runner_config"));
+    assert_eq!(report.authentication.provider.as_deref(), Some("internal-gateway"));
+    assert_eq!(report.authentication.variable, None);
+    assert_eq!(report.model_route.route, "internal-gateway/deployment-42");
+    assert!(report.removed_env.iter().any(|n| n == "OPENAI_API_KEY"), "{:?}", report.removed_env);
+    assert!(report.env.iter().any(|n| n == "GATEWAY_KEY"), "the declared key is bound: {:?}", report.env);
+    // Without the packaged configuration nothing could define the provider: the reference's error.
+    let bare = minimal("bare", "opencode", "private-lab/review-model", "").replace(
+        "  id: private-lab/review-model\n",
+        "  id: private-lab/review-model\n  routes:\n    - provider: internal-gateway\n      model: deployment-42\n",
+    );
+    world.package("bare", &bare);
+    let error = dry_run(&base_options(&world, ".workbenches/bare")).unwrap_err().to_string();
+    assert_eq!(
+        error,
+        "Unknown model private-lab/review-model. Unknown models require explicit route model IDs and packaged runner_config."
+    );
+}
+
+/// Claude Code scrubs its tools' environment only where that works (verified against claude 2.1.332): bubblewrap
+/// must be on PATH, and no MCP header may need `${VAR}` expansion (Claude Code leaves them empty while
+/// scrubbing). Otherwise scrubbing is off and a warning says why.
+#[test]
+fn claude_code_scrubs_subprocess_environments_only_where_it_works() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = World::new();
+    world.install_runners(&["claude"]);
+    world.package("plain", &minimal("plain", "claude-code", "anthropic/claude-sonnet-4.5", ""));
+    let tools = world.dir("sandbox-bin");
+    let options = |with_bwrap: bool| {
+        let mut options = with_env(base_options(&world, ".workbenches/plain"), &[("ANTHROPIC_API_KEY", "sk-ant-test")]);
+        if with_bwrap {
+            let path = options.inherited["PATH"].clone();
+            options.inherited.insert("PATH".to_owned(), format!("{}:{path}", tools.display()));
+        } else {
+            // Only the fake runners: no system directory that could hold a real bwrap.
+            let runners = world.path_variable().split(':').next().unwrap_or_default().to_owned();
+            options.inherited.insert("PATH".to_owned(), runners);
+        }
+        options
+    };
+    let bwrap = tools.join("bwrap");
+    std::fs::write(&bwrap, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let report = dry_run(&options(true)).unwrap();
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let report = dry_run(&options(false)).unwrap();
+    assert!(report.warnings.iter().any(|w| w.contains("install bubblewrap (bwrap)")), "{:?}", report.warnings);
+    // The value itself reaches the runner: run once each way and read what the fake runner received.
+    for (with_bwrap, expected) in [(true, "1"), (false, "0")] {
+        let mut run_options = options(with_bwrap);
+        if !with_bwrap {
+            // The fake runner is a Python script: keep the interpreter reachable, still without bwrap.
+            let python = support::python();
+            let dir = world.dir("python-only");
+            let link = dir.join("python3");
+            if !link.exists() {
+                std::os::unix::fs::symlink(&python, &link).unwrap();
+            }
+            let path = run_options.inherited["PATH"].clone();
+            run_options.inherited.insert("PATH".to_owned(), format!("{path}:{}", dir.display()));
+        }
+        let (result, events) = run_collect(&run_options, None);
+        assert_eq!(result.unwrap().ending, Ending::Completed, "{events:#?}");
+        assert_eq!(world.invocation()["values"]["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"], expected);
+    }
+}

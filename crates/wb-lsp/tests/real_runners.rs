@@ -9,11 +9,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use wb_testkit::{Exchange, McpServer, ModelServer, ToolCall, Turn};
@@ -472,15 +471,64 @@ fn kinds(events: &[Value]) -> Vec<&str> {
 }
 
 /// Runs `wb-lsp run --json`, returning the events, stderr and how it exited.
-fn run_json(command: &mut Command) -> (Vec<Value>, String, i32) {
-    let output = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let events = stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not an event: {line}\nstderr: {stderr}")))
-        .collect();
-    (events, stderr, output.status.code().unwrap_or(-1))
+/// Runs `wb-lsp run --json`: the events (each with the moment its line arrived), stderr and the exit code.
+fn run_json(command: &mut Command) -> (Vec<(Value, SystemTime)>, String, i32) {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr_pipe = child.stderr.take().unwrap();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr_pipe), &mut text);
+        text
+    });
+    let mut events = Vec::new();
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let at = SystemTime::now();
+        lines.push(line.clone());
+        match serde_json::from_str(&line) {
+            Ok(event) => events.push((event, at)),
+            Err(_) => lines.push(format!("(not an event) {line}")),
+        }
+    }
+    let status = child.wait().unwrap();
+    let stderr = stderr_reader.join().unwrap();
+    assert_eq!(lines.len(), events.len(), "stdout holds only events: {lines:#?}\nstderr: {stderr}");
+    (events, stderr, status.code().unwrap_or(-1))
+}
+
+/// When the parts of one run happened (wall clock).
+struct Timing {
+    started: SystemTime,
+    /// The runner process started and exited (only measured through a timing wrapper).
+    spawned: Option<SystemTime>,
+    exited: Option<SystemTime>,
+    first_request: SystemTime,
+    completed: SystemTime,
+}
+
+/// A wrapper placed before the real runner on PATH that notes when the runner starts and exits.
+fn timing_wrapper(dir: &Path, bin: &Path, runner: Runner) {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = match runner {
+        Runner::OpenCode => "opencode",
+        Runner::ClaudeCode => "claude",
+        Runner::Pi => "pi",
+    };
+    let real = bin.join(executable).canonicalize().unwrap();
+    let script = format!(
+        "#!/bin/sh\ndate +%s%N > \"$WB_TIMING_DIR/spawned\"\n\"{}\" \"$@\"\nrc=$?\ndate +%s%N > \"$WB_TIMING_DIR/exited\"\nexit $rc\n",
+        real.display()
+    );
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(executable);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn read_stamp(path: &Path) -> Option<SystemTime> {
+    let nanos: u64 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos))
 }
 
 #[test]
@@ -646,8 +694,8 @@ fn smoke_and_dry_run_with_the_real_runners() {
 }
 
 /// The full run for one runner; returns (wb-lsp start → first model request, first request → exit).
-fn full_run(bin: &Path, runner: Runner) -> (Duration, Duration) {
-    full_run_in(bin, runner, false)
+fn full_run(bin: &Path, runner: Runner) -> Timing {
+    full_run_in(bin, runner, false, false)
 }
 
 /// The address a container reaches the host on: the default bridge's gateway.
@@ -659,7 +707,7 @@ fn docker_gateway() -> std::net::IpAddr {
     String::from_utf8_lossy(&output.stdout).trim().parse().unwrap_or_else(|_| panic!("no bridge gateway: {output:?}"))
 }
 
-fn full_run_in(bin: &Path, runner: Runner, docker: bool) -> (Duration, Duration) {
+fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing {
     let ip: std::net::IpAddr = if docker { docker_gateway() } else { std::net::IpAddr::from([127, 0, 0, 1]) };
     let mcp = McpServer::start_on(ip).unwrap();
     let temp_workspace = tempfile::tempdir().unwrap();
@@ -682,14 +730,23 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool) -> (Duration, Duration)
     // The runner sees the workspace where its runtime puts it.
     *model_holder.lock().unwrap() = if docker { PathBuf::from("/workspace") } else { fixture.workspace.clone() };
 
-    let started = Instant::now();
-    let (events, stderr, code) = run_json(&mut fixture.command(
+    let mut command = fixture.command(
         bin,
         runner,
         &model.url(),
         &["run", "--json", "--task", "Write the release notes for 1.4.", &fixture.source],
-    ));
-    let ended = Instant::now();
+    );
+    let timing_dir = fixture.root.join("timing");
+    if timed {
+        timing_wrapper(&timing_dir.join("bin"), bin, runner);
+        command
+            .env("PATH", format!("{}:{}:/usr/local/bin:/usr/bin:/bin", timing_dir.join("bin").display(), bin.display()))
+            .env("WB_TIMING_DIR", &timing_dir);
+    }
+    let started = SystemTime::now();
+    let (timed_events, stderr, code) = run_json(&mut command);
+    let completed = timed_events.last().map_or(SystemTime::now(), |(_, at)| *at);
+    let events: Vec<Value> = timed_events.into_iter().map(|(event, _)| event).collect();
     if std::env::var_os("WB_DEBUG_MODEL").is_some() {
         for request in model.requests() {
             let roles: Vec<String> = request.body["messages"]
@@ -807,8 +864,14 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool) -> (Duration, Duration)
     assert!(fixture.leftover_stages().is_empty(), "staged files are removed");
     assert_eq!(fixture.root.join("repo"), *workspace);
 
-    let first_request = model.requests().first().map(|r| r.at).unwrap();
-    (first_request.duration_since(started), ended.duration_since(first_request))
+    let first_request = model.requests().first().map(|r| r.wall).unwrap();
+    Timing {
+        started,
+        spawned: read_stamp(&timing_dir.join("spawned")),
+        exited: read_stamp(&timing_dir.join("exited")),
+        first_request,
+        completed,
+    }
 }
 
 #[test]
@@ -826,7 +889,7 @@ fn opencode_does_the_scripted_work_in_docker() {
         eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
         return;
     }
-    full_run_in(&bin, Runner::OpenCode, true);
+    full_run_in(&bin, Runner::OpenCode, true, false);
 }
 
 #[test]
@@ -1000,27 +1063,30 @@ fn read_message(reader: &mut impl BufRead) -> Value {
     serde_json::from_slice(&body).unwrap()
 }
 
-/// The engine's overhead around real runs (not a pass/fail measurement): `WB_MEASURE_RUNS=N` repeats each full
-/// run N times and prints the medians.
+/// The engine's overhead around real runs (figures for the notes, not a pass/fail measurement):
+/// `WB_MEASURE_RUNS=N` repeats each runner's full local run N times through a wrapper that stamps the
+/// runner's start and exit, and prints the medians.
 #[test]
 fn measure_overhead_when_asked() {
     let Some(count) = std::env::var("WB_MEASURE_RUNS").ok().and_then(|n| n.parse::<usize>().ok()) else { return };
     let Some(bin) = runners_bin() else { return };
-    let mut table = BTreeMap::new();
+    let median = |mut values: Vec<Duration>| {
+        values.sort();
+        values[values.len() / 2]
+    };
+    let since = |later: SystemTime, earlier: SystemTime| later.duration_since(earlier).unwrap_or_default();
     for runner in RUNNERS {
-        let mut samples: Vec<(Duration, Duration)> = (0..count).map(|_| full_run(&bin, runner)).collect();
-        samples.sort();
-        table.insert(runner.name(), samples);
-    }
-    for (runner, samples) in table {
-        let mut to_first: Vec<Duration> = samples.iter().map(|s| s.0).collect();
-        let mut rest: Vec<Duration> = samples.iter().map(|s| s.1).collect();
-        to_first.sort();
-        rest.sort();
+        let samples: Vec<Timing> = (0..count).map(|_| full_run_in(&bin, runner, false, true)).collect();
+        let launch = median(samples.iter().map(|t| since(t.spawned.unwrap(), t.started)).collect());
+        let to_first = median(samples.iter().map(|t| since(t.first_request, t.started)).collect());
+        let runner_start = median(samples.iter().map(|t| since(t.first_request, t.spawned.unwrap())).collect());
+        let finish = median(samples.iter().map(|t| since(t.completed, t.exited.unwrap())).collect());
+        let total = median(samples.iter().map(|t| since(t.completed, t.started)).collect());
         eprintln!(
-            "{runner}: start → first model request median {:?}; first request → exit median {:?}",
-            to_first[to_first.len() / 2],
-            rest[rest.len() / 2]
+            "{}: {count} runs, medians: wb-lsp start → runner spawned {launch:?}; → first model request {to_first:?} \
+             (of which the runner's own start-up {runner_start:?}); runner exit → run.completed (outcome committed) \
+             {finish:?}; whole run {total:?}",
+            runner.name()
         );
     }
 }

@@ -73,6 +73,9 @@ pub struct Recorded {
     /// When the request arrived.
     #[serde(skip)]
     pub at: std::time::Instant,
+    /// The same moment on the wall clock (to compare with other processes' timestamps).
+    #[serde(skip)]
+    pub wall: std::time::SystemTime,
 }
 
 impl Recorded {
@@ -224,6 +227,7 @@ fn handle(
         system,
         turn: scripted.then_some(turn),
         at: std::time::Instant::now(),
+        wall: std::time::SystemTime::now(),
     };
     log.push(record);
     drop(log);
