@@ -346,6 +346,8 @@ pub struct DryRun {
     pub workbench: String,
     pub version: String,
     pub runner: String,
+    /// The adapter's verified native versions and capability map.
+    pub adapter: Value,
     pub runtime: String,
     pub command: Vec<String>,
     pub cwd: String,
@@ -400,6 +402,15 @@ pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -
         workbench: prepared.package.name.clone(),
         version: prepared.package.version.clone(),
         runner: prepared.adapter.name().to_owned(),
+        adapter: json!({
+            "verified_versions": prepared.adapter.verified_versions(),
+            "capabilities": prepared
+                .adapter
+                .capabilities()
+                .into_iter()
+                .map(|(name, support)| (name.to_owned(), json!(support)))
+                .collect::<serde_json::Map<String, Value>>(),
+        }),
         runtime: prepared.runtime.name().to_owned(),
         command: translation.command.iter().map(|a| redactor.text(a)).collect(),
         cwd: translation.cwd.display().to_string(),
@@ -461,6 +472,15 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
             Ok(mut prepared) => {
                 let status = if prepared.authentication.ready { "ready" } else { "needs-auth" };
                 let mut warnings = prepared.warnings.clone();
+                let verified = prepared.adapter.verified_versions();
+                let installed = prepared.preflight.runner.as_deref().and_then(adapters::installed_version);
+                if let Some(version) = installed.as_deref().filter(|v| !verified.contains(v)) {
+                    warnings.push(format!(
+                        "{} {version} is not a version wb-lsp is verified against ({}): its configuration or events may differ",
+                        prepared.adapter.executable(),
+                        verified.join(", ")
+                    ));
+                }
                 if !prepared.authentication.ready {
                     if let Some(instruction) = &prepared.authentication.instruction {
                         warnings.push(instruction.clone());
@@ -474,6 +494,8 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                     runner: Some(json!({
                         "name": prepared.adapter.name(),
                         "path": prepared.preflight.runner.as_ref().map(|p| p.display().to_string()),
+                        "version": installed,
+                        "verified": installed.as_deref().map(|v| verified.contains(&v)),
                     })),
                     tools: prepared
                         .preflight

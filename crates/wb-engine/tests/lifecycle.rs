@@ -453,7 +453,10 @@ fn smoke_reports_ready_with_what_it_checked() {
     assert_eq!(report["workbench"], "oc-demo");
     assert_eq!(report["version"], "1.0.0");
     assert_eq!(report["runtime"], "local");
-    assert_eq!(report["runner"], json!({"name": "opencode", "path": world.bin.join("opencode").display().to_string()}));
+    assert_eq!(
+        report["runner"],
+        json!({"name": "opencode", "path": world.bin.join("opencode").display().to_string(), "version": null, "verified": null})
+    );
     assert_eq!(report["tools"][0]["name"], "sh");
     assert!(report["tools"][0]["path"].as_str().unwrap().ends_with("/sh"));
     assert_eq!(report["authentication"]["ready"], true);
@@ -1485,4 +1488,40 @@ fn claude_code_scrubs_subprocess_environments_only_where_it_works() {
         assert_eq!(result.unwrap().ending, Ending::Completed, "{events:#?}");
         assert_eq!(world.invocation()["values"]["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"], expected);
     }
+}
+
+/// Smoke reads the installed runner's version from its npm package and warns when the adapter is not verified
+/// against it; the dry run shows the adapter's verified versions and capability map.
+#[test]
+fn smoke_reports_the_runner_version_and_whether_it_is_verified() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = opencode_world();
+    for (version, verified) in [("1.18.33", true), ("0.9.0", false)] {
+        let package = world.dir(&format!("npm-{version}/node_modules/opencode-ai"));
+        std::fs::write(package.join("package.json"), format!(r#"{{"name": "opencode-ai", "version": "{version}"}}"#))
+            .unwrap();
+        let bin = package.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("opencode"), "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::set_permissions(bin.join("opencode"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut options = opencode_options(&world);
+        let path = options.inherited["PATH"].clone();
+        options.inherited.insert("PATH".to_owned(), format!("{}:{path}", bin.display()));
+        let report = &smoke(&options)[0];
+        let runner = report.runner.as_ref().unwrap();
+        assert_eq!(runner["version"], version);
+        assert_eq!(runner["verified"], verified);
+        let warned = report.warnings.iter().any(|w| {
+            w == &format!("opencode {version} is not a version wb-lsp is verified against (1.18.33): its configuration or events may differ")
+        });
+        assert_eq!(warned, !verified, "{:?}", report.warnings);
+    }
+    // A runner outside an npm package (the fake runner): no version, no claim, no warning.
+    let report = &smoke(&opencode_options(&world))[0];
+    assert_eq!(report.runner.as_ref().unwrap()["version"], Value::Null);
+    assert!(!report.warnings.iter().any(|w| w.contains("verified against")), "{:?}", report.warnings);
+    let dry = dry_run(&opencode_options(&world)).unwrap();
+    assert_eq!(dry.adapter["verified_versions"], json!(["1.18.33"]));
+    assert_eq!(dry.adapter["capabilities"]["streamed_text"]["status"], "degraded");
+    assert_eq!(dry.adapter["capabilities"].as_object().unwrap().len(), 12);
 }

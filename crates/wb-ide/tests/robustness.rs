@@ -17,7 +17,7 @@ use wb_manifest::{FileKind, FileSystem, ModelCatalog};
 use wb_syntax::TextRange;
 
 const MANIFEST: &str = "/repo/.workbenches/pkg/workbench.yml";
-const PER_INPUT: Duration = Duration::from_secs(2);
+const PER_INPUT: Duration = Duration::from_secs(10);
 
 struct MemFs {
     files: BTreeMap<PathBuf, Vec<u8>>,

@@ -328,7 +328,10 @@ fn smoke_json_objects_and_exit_precedence() {
     let alpha = &reports[0];
     assert_eq!(alpha["version"], "1.0.0");
     assert_eq!(alpha["runtime"], "local");
-    assert_eq!(alpha["runner"], json!({"name": "opencode", "path": world.bin.join("opencode").display().to_string()}));
+    assert_eq!(
+        alpha["runner"],
+        json!({"name": "opencode", "path": world.bin.join("opencode").display().to_string(), "version": null, "verified": null})
+    );
     assert_eq!(alpha["tools"], json!([]));
     assert_eq!(alpha["authentication"]["ready"], true);
     assert_eq!(alpha["authentication"]["method"], "environment");

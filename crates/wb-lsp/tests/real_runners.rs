@@ -596,6 +596,8 @@ fn smoke_and_dry_run_with_the_real_runners() {
         let report = report.as_array().map(|a| a[0].clone()).unwrap_or(report);
         assert_eq!(report["status"], "ready", "{report}");
         assert!(report["runner"]["path"].as_str().unwrap().starts_with(bin.to_str().unwrap()), "{report}");
+        assert_eq!(report["runner"]["verified"], true, "{report}");
+        assert!(report["warnings"].as_array().unwrap().is_empty(), "{report}");
         let (provider, variable, method) = match runner {
             Runner::ClaudeCode => ("anthropic", Value::from("ANTHROPIC_API_KEY"), "environment"),
             _ => ("scripted", Value::Null, "runner_config"),
@@ -892,6 +894,93 @@ fn opencode_does_the_scripted_work_in_docker() {
     full_run_in(&bin, Runner::OpenCode, true, false);
 }
 
+/// The rest of OpenCode's docker matrix: smoke in the built image, the dry run's command accepted by the
+/// real binary inside that image, and cancellation mid-turn removing the container.
+#[test]
+fn opencode_in_docker_smokes_accepts_its_dry_run_and_cancels() {
+    let Some(bin) = runners_bin() else { return };
+    if std::env::var("WB_LSP_SKIP_DOCKER_TESTS").as_deref() == Ok("1") {
+        eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
+        return;
+    }
+    let runner = Runner::OpenCode;
+    let ip = docker_gateway();
+    let model = ModelServer::start_on(ip, |exchange| match exchange.turn {
+        0 => Turn::text("Configuration accepted."),
+        _ => Turn { text: Some("Let me think about the notes".to_owned()), tool_calls: Vec::new(), hang: true },
+    })
+    .unwrap();
+    let fixture = fixture_in(runner, &model.url(), None, Some(&bin));
+
+    let output = fixture.command(&bin, runner, &model.url(), &["smoke", "--json", &fixture.source]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "smoke: {stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let report = report.as_array().map(|a| a[0].clone()).unwrap_or(report);
+    assert_eq!(report["status"], "ready", "{report}");
+    assert_eq!(report["runtime"], "docker");
+    assert_eq!(report["runner"]["path"], "/usr/local/bin/opencode", "found inside the image: {report}");
+    assert_eq!(report["authentication"]["method"], "runner_config");
+
+    let output = fixture.command(&bin, runner, &model.url(), &["build", "--json", &fixture.source]).output().unwrap();
+    let built: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let built = built.as_array().map(|a| a[0].clone()).unwrap_or(built);
+    let image = built["image"]["id"].as_str().unwrap_or_else(|| panic!("{built}")).to_owned();
+    let stage = fixture.root.join("stage");
+    let output = fixture
+        .command(
+            &bin,
+            runner,
+            &model.url(),
+            &[
+                "dry-run",
+                "--json",
+                "--task",
+                "Check the configuration.",
+                "--stage-dir",
+                stage.to_str().unwrap(),
+                &fixture.source,
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "dry-run: {}", String::from_utf8_lossy(&output.stderr));
+    let dry_run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_no_secret(&dry_run.to_string(), "dry-run");
+    assert_eq!(dry_run["cwd"], "/workspace");
+    let outbox = fixture.root.join("outbox");
+    std::fs::create_dir_all(&outbox).unwrap();
+    let package = Path::new(&fixture.source);
+    let volume = |host: &Path, target: &str, mode: &str| format!("{}:{target}:{mode}", host.display());
+    let user = format!("{}:{}", nix::unistd::getuid(), nix::unistd::getgid());
+    let mut docker = Command::new("docker");
+    docker
+        .args(["run", "--rm", "--read-only", "--tmpfs", "/tmp", "-w", "/workspace", "-u", &user])
+        .args(["-v", &volume(&fixture.workspace, "/workspace", "rw")])
+        .args(["-v", &volume(package, "/workbench/package", "ro")])
+        .args(["-v", &volume(&stage, "/workbench/stage", "rw")])
+        .args(["-v", &volume(&outbox, "/outbox", "rw")])
+        .args(["-e", "HOME=/tmp", "-e", "WORKBENCH_OUTPUT_DIR=/outbox", "-e", "SCRIPTED_API_KEY"])
+        .args(["-e", "OPENCODE_CONFIG_CONTENT", "-e", "OPENCODE_CONFIG_DIR=/workbench/stage"])
+        .args(["-e", "OPENCODE_CONFIG=/workbench/package/opencode.json", &image])
+        .args(dry_run["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
+        .env("SCRIPTED_API_KEY", SCRIPTED_KEY)
+        .env("OPENCODE_CONFIG_CONTENT", dry_run["native"].to_string());
+    let output = docker.output().unwrap();
+    let native = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the runner refused the dry run's command: {native}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(native.contains("Configuration accepted."), "{native}");
+    let first = model.turns().first().cloned().expect("a model request from the container");
+    assert!(first.system.contains(INSTRUCTIONS_MARKER), "the staged instructions were not loaded");
+    assert!(first.header("authorization").is_some_and(|h| h.contains(SCRIPTED_KEY)));
+
+    cancel_with(&bin, runner, &model, &fixture, |fixture| containers_for(&fixture.workspace));
+}
+
 #[test]
 fn claude_code_does_the_scripted_work() {
     let Some(bin) = runners_bin() else { return };
@@ -908,8 +997,38 @@ fn pi_does_the_scripted_work() {
 fn cancel_mid_turn(bin: &Path, runner: Runner) {
     let model = start_model(runner, Path::new("/unused"), vec![Action::Hang("Let me think about the notes")]);
     let fixture = fixture(runner, &model.url(), None);
+    cancel_with(bin, runner, &model, &fixture, |fixture| processes_in(&fixture.workspace))
+}
+
+/// Containers of wb-lsp's that mount `workspace`.
+fn containers_for(workspace: &Path) -> Vec<String> {
+    let output = Command::new("docker").args(["ps", "-aq", "--filter", "label=dev.wb-lsp.managed"]).output().unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .filter(|id| {
+            let mounts = Command::new("docker")
+                .args(["inspect", "--format", "{{range .Mounts}}{{.Source}} {{end}}", id])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            mounts.split_whitespace().any(|source| Path::new(source) == workspace)
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Ctrl-C to `wb-lsp run` while the model holds its turn open; `alive` lists what runs the runner (its
+/// processes, or its container), which must be gone afterwards.
+fn cancel_with(
+    bin: &Path,
+    runner: Runner,
+    model: &ModelServer,
+    fixture: &Fixture,
+    alive: impl Fn(&Fixture) -> Vec<String>,
+) {
+    let before = model.turns().len();
     let mut child = fixture
-        .command(bin, runner, &model.url(), &["run", "--json", "--task", "Write the release notes.", "."])
+        .command(bin, runner, &model.url(), &["run", "--json", "--task", "Write the release notes.", &fixture.source])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -922,14 +1041,14 @@ fn cancel_mid_turn(bin: &Path, runner: Runner) {
             .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
             .collect::<Vec<_>>()
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while model.turns().is_empty() {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while model.turns().len() == before {
         assert!(Instant::now() < deadline, "{runner:?} never asked the model");
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(300));
-    let runner_pids = processes_in(&fixture.workspace);
-    assert!(!runner_pids.is_empty(), "{runner:?}: no runner process works in the workspace");
+    let running = alive(fixture);
+    assert!(!running.is_empty(), "{runner:?}: nothing runs the runner mid-turn");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let status = child.wait().unwrap();
     let events = reader.join().unwrap();
@@ -938,9 +1057,13 @@ fn cancel_mid_turn(bin: &Path, runner: Runner) {
     check_events(&events);
     assert_eq!(events.last().unwrap()["type"], "run.cancelled", "{runner:?}: {events:#?}\n{stderr}");
     assert_eq!(status.code(), Some(130), "{runner:?}: {stderr}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while runner_pids.iter().any(|pid| Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(*pid)) {
-        assert!(Instant::now() < deadline, "{runner:?}: the runner outlived the cancelled run: {runner_pids:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left: Vec<String> = alive(fixture).into_iter().filter(|what| running.contains(what)).collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{runner:?}: the runner outlived the cancelled run: {left:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(fixture.leftover_stages().is_empty(), "{runner:?}: staged files are removed");
@@ -952,13 +1075,13 @@ fn is_zombie(pid: u32) -> bool {
         .unwrap_or(true)
 }
 
-/// Processes whose working directory is `dir`.
-fn processes_in(dir: &Path) -> Vec<u32> {
+/// Live processes whose working directory is `dir`.
+fn processes_in(dir: &Path) -> Vec<String> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
-            pids.push(pid);
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) && !is_zombie(pid) {
+            pids.push(pid.to_string());
         }
     }
     pids

@@ -94,6 +94,27 @@ pub trait Adapter: Send + Sync {
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated>;
 }
 
+/// The npm packages the runners ship in (the Pi CLI moved from `@mariozechner` to `@earendil-works`).
+const RUNNER_PACKAGES: [&str; 4] =
+    ["opencode-ai", "@anthropic-ai/claude-code", "@mariozechner/pi-coding-agent", "@earendil-works/pi-coding-agent"];
+
+/// The version of an installed runner, read from the npm package its executable belongs to (no process is
+/// started: `--version` costs over a second for some runners). `None` for an executable outside such a
+/// package (another kind of install, a wrapper script).
+pub fn installed_version(executable: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(executable).ok()?;
+    for dir in real.ancestors().skip(1).take(4) {
+        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else { continue };
+        let Ok(package) = serde_json::from_str::<Value>(&text) else { return None };
+        let name = package.get("name").and_then(Value::as_str)?;
+        return RUNNER_PACKAGES
+            .contains(&name)
+            .then(|| package.get("version").and_then(Value::as_str).map(str::to_owned))
+            .flatten();
+    }
+    None
+}
+
 /// The adapter of a runner, or `Unsupported runner: <r>`.
 pub fn adapter(runner: &str) -> Result<Box<dyn Adapter>> {
     match runner {
