@@ -400,7 +400,7 @@ fn pi_dry_run_translation() {
         report.staged_files,
         ["APPEND_SYSTEM.md", "settings.json", "skills/api-docs/SKILL.md", "skills/api-docs/reference.md"]
     );
-    assert_eq!(report.env, ["GEMINI_API_KEY", "PI_CODING_AGENT_DIR", "WORKBENCH_OUTPUT_DIR"]);
+    assert_eq!(report.env, ["GEMINI_API_KEY", "PI_CODING_AGENT_DIR", "PI_OFFLINE", "WORKBENCH_OUTPUT_DIR"]);
     assert!(report.removed_env.contains(&"OPENAI_API_KEY".to_owned()));
     for name in ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"] {
         assert!(!report.removed_env.contains(&name.to_owned()), "{name} belongs to the selected provider");

@@ -339,6 +339,16 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
     for dir in [&home, &workbench_home, &tmp] {
         std::fs::create_dir_all(dir).unwrap();
     }
+    // OpenCode installs its plugin package from the npm registry into its configuration directory on every
+    // start where it is missing (docs/runners.md); a user's own directory has it after the first run. Here it is
+    // present from the start, so the runs stay offline.
+    let opencode_config = home.join(".config/opencode");
+    write(&opencode_config.join("package.json"), r#"{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}"#);
+    write(
+        &opencode_config.join("package-lock.json"),
+        r#"{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}}}"#,
+    );
+    std::fs::create_dir_all(opencode_config.join("node_modules")).unwrap();
     Fixture { _temp: temp, root, workspace, source, home, workbench_home, tmp }
 }
 
@@ -677,8 +687,8 @@ fn smoke_and_dry_run_with_the_real_runners() {
                     .env("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1");
             }
             Runner::Pi => {
-                assert!(names.contains(&"PI_CODING_AGENT_DIR"));
-                process.env("PI_CODING_AGENT_DIR", &stage);
+                assert!(names.contains(&"PI_CODING_AGENT_DIR") && names.contains(&"PI_OFFLINE"));
+                process.env("PI_CODING_AGENT_DIR", &stage).env("PI_OFFLINE", "1");
             }
         }
         let output = process.output().unwrap();

@@ -1,5 +1,9 @@
 //! Claude Code: `claude -p --output-format stream-json`, with a staged `CLAUDE_CONFIG_DIR` holding
 //! `settings.json` and `mcp.json` (headers keep `${VAR}`: Claude Code expands them itself).
+//!
+//! Verified against @anthropic-ai/claude-code 2.1.332 (crates/wb-lsp/tests/real_runners.rs). With
+//! `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` (always set) it contacts nothing but the model endpoint; without
+//! it, feature flags, telemetry and bootstrap calls to api.anthropic.com (docs/runners.md).
 
 use serde_json::{Map, Value, json};
 use wb_manifest::Access;

@@ -1,4 +1,9 @@
 //! OpenCode: `opencode run --format json`, configuration through `OPENCODE_CONFIG_CONTENT`.
+//!
+//! Verified against opencode-ai 1.18.33 (crates/wb-lsp/tests/real_runners.rs). Offline, it tries to fetch its
+//! models catalog (`models.opencode.ai`, fast failure, `OPENCODE_DISABLE_MODELS_FETCH=1` stops it), installs
+//! `@opencode-ai/plugin` from the npm registry into `$XDG_CONFIG_HOME/opencode` when missing, and downloads
+//! ripgrep from GitHub for its skill/grep/glob tools when `rg` is not on PATH (docs/runners.md).
 
 use serde_json::{Map, Value, json};
 

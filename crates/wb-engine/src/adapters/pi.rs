@@ -1,5 +1,9 @@
 //! Pi: `pi --mode json --print`, with a staged `PI_CODING_AGENT_DIR` (the runner_config directory, skills and
 //! `APPEND_SYSTEM.md`). Pi has no native MCP transport.
+//!
+//! Verified against @mariozechner/pi-coding-agent 0.73.1 (crates/wb-lsp/tests/real_runners.rs). Print mode
+//! contacts nothing but the model; `PI_OFFLINE=1` (always set) stops its find/grep tools from downloading fd or
+//! ripgrep from GitHub (docs/runners.md).
 
 use serde_json::{Value, json};
 
@@ -58,6 +62,9 @@ impl Adapter for Pi {
         }
         let mut env = base_environment(context);
         env.insert("PI_CODING_AGENT_DIR".to_owned(), context.runner_stage_dir.display().to_string());
+        // No start-up network operations: Pi's find and grep tools would otherwise download fd or ripgrep from
+        // GitHub when missing (verified against 0.73.1); an engine run uses what the runtime provides.
+        env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
         let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
         let mut command = vec![
             "pi".to_owned(),
