@@ -87,6 +87,16 @@ pub(crate) fn collect(
             None => WorkspaceRef::Primary,
             Some(name) => WorkspaceRef::Named { name: name.clone() },
         };
+        // Files the runner created with names no changeset can carry: said, never silently dropped.
+        for path in after.unrepresentable().difference(before.unrepresentable()) {
+            let label = workspace.name.as_deref().map(|n| format!("{n}:")).unwrap_or_default();
+            outcome.warnings.push(wb_outcomes::Warning {
+                code: "unrepresentable_path".to_owned(),
+                message: format!(
+                    "{label}{path} is not in the outcome: its name is not UTF-8 or holds control characters"
+                ),
+            });
+        }
         let id = changeset_id(workspace.name.as_deref(), &mut used);
         let changeset =
             Changeset::between(&id, reference, before, &after, &store, &mut budget).map_err(|e| e.to_string())?;

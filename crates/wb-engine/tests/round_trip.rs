@@ -1018,3 +1018,57 @@ fn a_named_workspace_changeset_round_trips() {
     assert_eq!(apply(&unbound, None).unwrap_err(), "Outcome requires named workspace: docs");
     assert_eq!(tree(&unbound_copy), before);
 }
+
+/// Files a changeset cannot name (a name that is not UTF-8, a control character) are never dropped silently:
+/// the outcome carries a warning for each one the run created, and stays valid.
+#[test]
+fn unrepresentable_names_are_warned_about() {
+    for (runner, in_git) in [(Runner::OpenCode, false), (Runner::ClaudeCode, false), (Runner::Pi, true)] {
+        let world = runner.world();
+        if in_git {
+            git(&world.work, &["init", "-q"]);
+            git(&world.work, &["add", "-A"]);
+            git(&world.work, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]);
+        }
+        let script = support::stream_with_calls(
+            &world,
+            runner.name(),
+            "unrepresentable",
+            &[ToolCall::Shell {
+                command: "printf 'x' > \"$(printf 'latin1-\\351.txt')\" && printf 'y' > \"$(printf 'bell-\\007.txt')\" && printf 'z' > fine.txt"
+                    .to_owned(),
+            }],
+        );
+        let (result, events) = run(&runner.options(&world, &script));
+        assert_eq!(result.ending, Ending::Completed, "{runner:?}: {events:#?}");
+        let id = result.outcome_id.clone().unwrap_or_else(|| panic!("{runner:?}: {events:#?}"));
+        let manifest: Value = serde_json::from_slice(
+            &fs::read(world.home.join(".workbench/outcomes").join(&id).join("outcome.json")).unwrap(),
+        )
+        .unwrap();
+        support::assert_outcomes_schema("outcome.schema.json", &manifest);
+        let warnings: Vec<(&str, &str)> = manifest["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| (w["code"].as_str().unwrap(), w["message"].as_str().unwrap()))
+            .collect();
+        assert_eq!(warnings.len(), 2, "{runner:?}: {warnings:?}");
+        assert!(warnings.iter().all(|(code, _)| *code == "unrepresentable_path"));
+        assert!(
+            warnings.iter().any(|(_, m)| m.starts_with("latin1-\u{fffd}.txt is not in the outcome")),
+            "{warnings:?}"
+        );
+        assert!(warnings.iter().any(|(_, m)| m.starts_with("bell-\u{7}.txt is not in the outcome")), "{warnings:?}");
+        let paths: Vec<&str> = manifest["changesets"][0]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["path"].as_str())
+            .collect();
+        assert!(paths.contains(&"fine.txt"), "{runner:?}: {paths:?}");
+        assert!(!paths.iter().any(|p| p.starts_with("latin1-") || p.starts_with("bell-")), "{paths:?}");
+        let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap();
+        assert_eq!(available["data"]["warnings"], 2);
+    }
+}

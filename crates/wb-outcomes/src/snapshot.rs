@@ -108,6 +108,8 @@ pub struct Snapshot {
     git_revision: Option<String>,
     git: bool,
     hashed: Mutex<Vec<String>>,
+    /// Entries a changeset cannot name (a name that is not UTF-8, or holds control characters), shown lossily.
+    unrepresentable: BTreeSet<String>,
 }
 
 fn metadata_entry(meta: &fs::Metadata, target: Option<String>) -> SnapshotFile {
@@ -222,6 +224,7 @@ impl Snapshot {
             git_revision: None,
             git: is_git,
             hashed: Mutex::new(Vec::new()),
+            unrepresentable: BTreeSet::new(),
         };
         if is_git {
             let spawn = |args: &'static [&'static str]| {
@@ -235,8 +238,16 @@ impl Snapshot {
             let head = spawn(&["rev-parse", "--verify", "-q", "HEAD"]);
             let listing = git(root, &["ls-files", "-co", "--exclude-standard", "-z"])
                 .ok_or_else(|| Error::Snapshot(format!("git ls-files failed in {}", root.display())))?;
-            for path in split_z(&listing) {
-                snapshot.add(path);
+            for raw in listing.split(|b| *b == 0).filter(|s| !s.is_empty()) {
+                match std::str::from_utf8(raw) {
+                    Ok(path) => snapshot.add(path.to_owned()),
+                    Err(_) => {
+                        let lossy = String::from_utf8_lossy(raw).into_owned();
+                        if !is_excluded(&lossy) {
+                            snapshot.unrepresentable.insert(lossy);
+                        }
+                    }
+                }
             }
             snapshot.git_revision = head
                 .join()
@@ -312,7 +323,11 @@ impl Snapshot {
     }
 
     fn add(&mut self, path: String) {
-        if is_excluded(&path) || wb_manifest::outbox::unsafe_path_reason(&path).is_some() {
+        if is_excluded(&path) {
+            return;
+        }
+        if wb_manifest::outbox::unsafe_path_reason(&path).is_some() {
+            self.unrepresentable.insert(path);
             return;
         }
         let full = self.root.join(&path);
@@ -332,7 +347,13 @@ impl Snapshot {
         let mut names: Vec<_> = entries.flatten().collect();
         names.sort_by_key(|e| e.file_name());
         for entry in names {
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                let lossy = relative.join(entry.file_name()).to_string_lossy().into_owned();
+                if !is_excluded(&lossy) {
+                    self.unrepresentable.insert(lossy);
+                }
+                continue;
+            };
             let path = relative.join(&name);
             let text = path.to_string_lossy().into_owned();
             let Ok(file_type) = entry.file_type() else { continue };
@@ -361,6 +382,12 @@ impl Snapshot {
 
     pub fn files(&self) -> &BTreeMap<String, SnapshotFile> {
         &self.files
+    }
+
+    /// Entries left out because a changeset cannot name them (shown lossily): a name that is not UTF-8 or
+    /// holds control characters. A changeset between two snapshots reports the new ones as warnings.
+    pub fn unrepresentable(&self) -> &BTreeSet<String> {
+        &self.unrepresentable
     }
 
     pub fn len(&self) -> usize {
