@@ -151,46 +151,26 @@ pub fn select_route(
     };
     let authenticated: Vec<String> =
         routes.iter().filter(|r| credential(&r.provider).is_some()).map(|r| r.provider.clone()).collect();
+    let ready = |route: &ModelRoute, method: &str, variable: Option<String>| Authentication {
+        ready: true,
+        model: canonical.clone(),
+        provider: Some(route.provider.clone()),
+        route: Some(format!("{}/{}", route.provider, route.model)),
+        method: Some(method.to_owned()),
+        variable,
+        authenticated_providers: authenticated.clone(),
+        instruction: None,
+    };
     for route in routes {
         if packaged_config && catalog.provider(&route.provider).is_none() {
-            let auth = Authentication {
-                ready: true,
-                model: canonical.clone(),
-                provider: Some(route.provider.clone()),
-                route: Some(format!("{}/{}", route.provider, route.model)),
-                method: Some("runner_config".to_owned()),
-                variable: None,
-                authenticated_providers: authenticated.clone(),
-                instruction: None,
-            };
-            return (Some(route.clone()), auth);
+            return (Some(route.clone()), ready(route, "runner_config", None));
         }
         if let Some(variable) = credential(&route.provider) {
-            let auth = Authentication {
-                ready: true,
-                model: canonical.clone(),
-                provider: Some(route.provider.clone()),
-                route: Some(format!("{}/{}", route.provider, route.model)),
-                method: Some("environment".to_owned()),
-                variable: Some(variable),
-                authenticated_providers: authenticated.clone(),
-                instruction: None,
-            };
-            return (Some(route.clone()), auth);
+            return (Some(route.clone()), ready(route, "environment", Some(variable)));
         }
     }
     if let (Some(route), Some(_)) = (routes.first(), runner_store(runner, home)) {
-        let auth = Authentication {
-            ready: true,
-            model: canonical.clone(),
-            provider: Some(route.provider.clone()),
-            route: Some(format!("{}/{}", route.provider, route.model)),
-            method: Some("runner".to_owned()),
-            variable: None,
-            authenticated_providers: authenticated,
-            instruction: None,
-        };
-        return (Some(route.clone()), auth);
+        return (Some(route.clone()), ready(route, "runner", None));
     }
     let variables: Vec<String> =
         routes.iter().filter_map(|r| catalog.provider(&r.provider)).flat_map(|p| p.env.iter().cloned()).collect();

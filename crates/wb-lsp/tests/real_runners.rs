@@ -424,6 +424,42 @@ impl Fixture {
         command
     }
 
+    /// `wb-lsp <args>`, which must succeed: its stdout as JSON, checked for secrets.
+    fn json(&self, bin: &Path, runner: Runner, model_url: &str, args: &[&str]) -> Value {
+        let output = self.command(bin, runner, model_url, args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{runner:?} {args:?}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_no_secret(&stdout, &format!("{args:?}"));
+        serde_json::from_str(stdout.trim()).unwrap()
+    }
+
+    /// The smoke report of the package, which must be ready.
+    fn smoke(&self, bin: &Path, runner: Runner, model_url: &str) -> Value {
+        let reports = self.json(bin, runner, model_url, &["smoke", "--json", &self.source]);
+        let report = reports.as_array().map(|a| a[0].clone()).unwrap_or(reports);
+        assert_eq!(report["status"], "ready", "{report}");
+        report
+    }
+
+    /// A dry run that keeps its stage in `stage`.
+    fn kept_dry_run(&self, bin: &Path, runner: Runner, model_url: &str, stage: &Path) -> Value {
+        let args = [
+            "dry-run",
+            "--json",
+            "--task",
+            "Check the configuration.",
+            "--stage-dir",
+            stage.to_str().unwrap(),
+            &self.source,
+        ];
+        self.json(bin, runner, model_url, &args)
+    }
+
     fn leftover_stages(&self) -> Vec<String> {
         std::fs::read_dir(&self.tmp)
             .unwrap()
@@ -594,17 +630,7 @@ fn smoke_and_dry_run_with_the_real_runners() {
     for runner in RUNNERS {
         let model = start_model(runner, Path::new("/nonexistent"), vec![Action::Answer("Configuration accepted.")]);
         let fixture = fixture(runner, &model.url(), None);
-        let output = fixture.command(&bin, runner, &model.url(), &["smoke", "--json", "."]).output().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{runner:?} smoke: {stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-        let report = report.as_array().map(|a| a[0].clone()).unwrap_or(report);
-        assert_eq!(report["status"], "ready", "{report}");
+        let report = fixture.smoke(&bin, runner, &model.url());
         assert!(report["runner"]["path"].as_str().unwrap().starts_with(bin.to_str().unwrap()), "{report}");
         assert_eq!(report["runner"]["verified"], true, "{report}");
         assert!(report["warnings"].as_array().unwrap().is_empty(), "{report}");
@@ -615,37 +641,11 @@ fn smoke_and_dry_run_with_the_real_runners() {
         assert_eq!(report["authentication"]["provider"], provider, "{report}");
         assert_eq!(report["authentication"]["variable"], variable, "{report}");
         assert_eq!(report["authentication"]["method"], method, "{report}");
-        assert_no_secret(&stdout, "smoke");
 
         let stage = fixture.root.join("stage");
-        let output = fixture
-            .command(
-                &bin,
-                runner,
-                &model.url(),
-                &[
-                    "dry-run",
-                    "--json",
-                    "--task",
-                    "Check the configuration.",
-                    "--stage-dir",
-                    stage.to_str().unwrap(),
-                    ".",
-                ],
-            )
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{runner:?} dry-run: {stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_no_secret(&stdout, "dry-run");
+        let dry_run = fixture.kept_dry_run(&bin, runner, &model.url(), &stage);
         assert!(model.requests().is_empty(), "smoke and dry run make no model request");
         assert!(fixture.leftover_stages().is_empty(), "temporary staged files are removed");
-        let dry_run: Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(dry_run["stage_dir"], stage.display().to_string());
         for file in dry_run["staged_files"].as_array().unwrap() {
             assert!(stage.join(file.as_str().unwrap()).exists(), "{runner:?}: {file} is not in the kept stage");
@@ -922,12 +922,7 @@ fn opencode_in_docker_smokes_accepts_its_dry_run_and_cancels() {
     .unwrap();
     let fixture = fixture_in(runner, &model.url(), None, Some(&bin));
 
-    let output = fixture.command(&bin, runner, &model.url(), &["smoke", "--json", &fixture.source]).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(0), "smoke: {stdout}{}", String::from_utf8_lossy(&output.stderr));
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-    let report = report.as_array().map(|a| a[0].clone()).unwrap_or(report);
-    assert_eq!(report["status"], "ready", "{report}");
+    let report = fixture.smoke(&bin, runner, &model.url());
     assert_eq!(report["runtime"], "docker");
     assert_eq!(report["runner"]["path"], "/usr/local/bin/opencode", "found inside the image: {report}");
     assert_eq!(report["authentication"]["method"], "runner_config");
@@ -937,26 +932,7 @@ fn opencode_in_docker_smokes_accepts_its_dry_run_and_cancels() {
     let built = built.as_array().map(|a| a[0].clone()).unwrap_or(built);
     let image = built["image"]["id"].as_str().unwrap_or_else(|| panic!("{built}")).to_owned();
     let stage = fixture.root.join("stage");
-    let output = fixture
-        .command(
-            &bin,
-            runner,
-            &model.url(),
-            &[
-                "dry-run",
-                "--json",
-                "--task",
-                "Check the configuration.",
-                "--stage-dir",
-                stage.to_str().unwrap(),
-                &fixture.source,
-            ],
-        )
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "dry-run: {}", String::from_utf8_lossy(&output.stderr));
-    let dry_run: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_no_secret(&dry_run.to_string(), "dry-run");
+    let dry_run = fixture.kept_dry_run(&bin, runner, &model.url(), &stage);
     assert_eq!(dry_run["cwd"], "/workspace");
     let outbox = fixture.root.join("outbox");
     std::fs::create_dir_all(&outbox).unwrap();
