@@ -182,6 +182,14 @@ fn opencode_dry_run_translation() {
     assert_eq!(report.native_key, "opencode_config");
     let instructions = report.native["instructions"][0].as_str().unwrap().to_owned();
     assert!(instructions.ends_with("/workbench-instructions.md"), "{instructions}");
+    // One-shot OpenCode rejects whatever would ask: the outbox and the named workspaces are allowed external
+    // directories, and the read-only one is denied to the editing tools by a pattern relative to the work tree
+    // (`/` outside Git).
+    let outbox = report.native["permission"]["external_directory"]
+        .as_object()
+        .and_then(|globs| globs.keys().find(|k| k.ends_with("/outbox/**")).cloned())
+        .expect("the outbox is an allowed external directory");
+    assert!(outbox.starts_with(&world.home.join(".workbench/runs/wb_").display().to_string()), "{outbox}");
     assert_eq!(
         report.native,
         json!({
@@ -195,7 +203,11 @@ fn opencode_dry_run_translation() {
                 "url": "https://db.example.com/mcp",
                 "enabled": true,
                 "headers": {"Authorization": "Bearer {env:DATABASE_API_TOKEN}", "X-Team": "{env:TEAM_ID}-fixed"}
-            }}
+            }},
+            "permission": {
+                "external_directory": {outbox: "allow", format!("{}/**", infra.display()): "allow"},
+                "edit": {format!("{}/**", infra.strip_prefix("/").unwrap().display()): "deny"}
+            }
         })
     );
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
@@ -600,6 +612,10 @@ fn opencode_run_translates_the_native_stream() {
     assert_eq!(config["instructions"], json!([format!("{staged_dir}/workbench-instructions.md")]));
     let mut expected = dry.native.clone();
     expected["instructions"] = config["instructions"].clone();
+    // The outbox is the run's own.
+    let outbox = invocation["values"]["WORKBENCH_OUTPUT_DIR"].as_str().unwrap();
+    assert_eq!(config["permission"], json!({"external_directory": {format!("{outbox}/**"): "allow"}}));
+    expected["permission"] = config["permission"].clone();
     assert_eq!(config, expected);
     // The combined instructions: context block, package instructions, runtime block.
     let instructions = world.staged("OPENCODE_CONFIG_DIR", "workbench-instructions.md");
@@ -1524,4 +1540,30 @@ fn smoke_reports_the_runner_version_and_whether_it_is_verified() {
     assert_eq!(dry.adapter["verified_versions"], json!(["1.18.33"]));
     assert_eq!(dry.adapter["capabilities"]["streamed_text"]["status"], "degraded");
     assert_eq!(dry.adapter["capabilities"].as_object().unwrap().len(), 12);
+}
+
+/// Pi's tools never ask: on the local runtime nothing keeps a read-only workspace read-only, and the run says so.
+#[test]
+fn pi_warns_that_it_cannot_keep_a_workspace_read_only_locally() {
+    let world = World::new();
+    world.install_runners(&["pi"]);
+    world.package(
+        "pi-ro",
+        &minimal(
+            "pi-ro",
+            "pi",
+            "google/gemini-2.5-flash",
+            "workspaces:\n  docs:\n    required: true\n    access: read-only\n",
+        ),
+    );
+    let docs = world.dir("docs");
+    let mut options = with_env(base_options(&world, ".workbenches/pi-ro"), &[("GEMINI_API_KEY", "gemini-test-value")]);
+    options.workspaces = vec![format!("docs={}", docs.display())];
+    let report = dry_run(&options).unwrap();
+    assert_eq!(
+        report.warnings,
+        [
+            "Pi cannot keep workspace docs read-only on the local runtime: its tools run without asking (the docker runtime mounts it read-only)"
+        ]
+    );
 }

@@ -87,6 +87,7 @@ enum Action {
     Hang(&'static str),
 }
 
+const REPORT: &str = "# Release report\n\nAll checks passed.\n";
 const FINAL_ANSWER: &str = "Release notes are written, notes.txt is final and obsolete.txt is gone.";
 
 fn environment_report() -> String {
@@ -110,12 +111,11 @@ fn work_script(runner: Runner) -> Vec<Action> {
         Action::Read("notes.txt"),
         Action::Write("CHANGELOG.md", "# Changelog\n\n## Added\n\n- Scripted release notes.\n"),
         Action::Edit("notes.txt", "status: draft", "status: final"),
-        Action::Bash(format!(
-            "rm obsolete.txt && printf '# Release report\\n\\nAll checks passed.\\n' > \"$WORKBENCH_OUTPUT_DIR/report.md\" && {}",
-            environment_report()
-        )),
-        Action::Answer(FINAL_ANSWER),
+        Action::Bash(format!("rm obsolete.txt && {}", environment_report())),
+        // The artifact, written with the runner's own write tool where the runtime block says the outbox is.
+        Action::Write("outbox:report.md", REPORT),
     ]);
+    actions.push(Action::Answer(FINAL_ANSWER));
     actions
 }
 
@@ -163,8 +163,28 @@ fn system_of(exchange: &Exchange<'_>) -> String {
 }
 
 /// The native tool call for an action.
+/// The path the runtime block of the system prompt gives after `label` (`Outbox: `, `Workspace docs: `).
+fn runtime_path(system: &str, label: &str) -> Option<String> {
+    let start = system.find(label)? + label.len();
+    system[start..].split(" (").next().map(str::to_owned)
+}
+
+/// `outbox:NAME` and `docs:NAME` are placed where the system prompt says; anything else is in the workspace.
 fn tool_call(runner: Runner, exchange: &Exchange<'_>, workspace: &Path, action: &Action) -> Turn {
-    let path = |relative: &str| workspace.join(relative).display().to_string();
+    let system = system_of(exchange);
+    let path = |file: &str| {
+        let placed = |label: &str, name: &str| match runtime_path(&system, label) {
+            Some(dir) => format!("{dir}/{name}"),
+            None => format!("/no-{label}-in-the-system-prompt/{name}"),
+        };
+        if let Some(name) = file.strip_prefix("outbox:") {
+            placed("Outbox: ", name)
+        } else if let Some(name) = file.strip_prefix("docs:") {
+            placed("Workspace docs: ", name)
+        } else {
+            workspace.join(file).display().to_string()
+        }
+    };
     let call = |tool: &str, arguments: Value| Turn::tools(None, vec![ToolCall { name: tool.to_owned(), arguments }]);
     let offered = |name: &str, arguments: Value| match find_tool(exchange, name) {
         Ok(tool) => call(&tool, arguments),
@@ -319,6 +339,8 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
         manifest.push_str("  SCRIPTED_API_KEY:\n    required: true\n");
     }
     manifest.push_str(&format!("  MCP_TOKEN:\n    required: {}\n", mcp_url.is_some()));
+    manifest.push_str("workspaces:\n  docs:\n    required: false\n    access: read-only\n");
+    write(&root.join("docs/guide.md"), "# Guide\n");
     match docker {
         Some(bin) => {
             image_context(&package.join("image"), bin);
@@ -844,6 +866,7 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing 
     assert_eq!(std::fs::read_to_string(workspace.join("notes.txt")).unwrap(), "Release 1.4\nstatus: final\n");
     assert!(std::fs::read_to_string(workspace.join("CHANGELOG.md")).unwrap().contains("Scripted release notes"));
     assert!(!workspace.join("obsolete.txt").exists());
+
     let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap();
     let id = available["data"]["outcome_id"].as_str().unwrap_or_else(|| panic!("{available}"));
     let dir = fixture.workbench_home.join("outcomes").join(id);
@@ -965,6 +988,34 @@ fn opencode_in_docker_smokes_accepts_its_dry_run_and_cancels() {
     assert!(first.header("authorization").is_some_and(|h| h.contains(SCRIPTED_KEY)));
 
     cancel_with(&bin, runner, &model, &fixture, |fixture| containers_for(&fixture.workspace));
+}
+
+/// A workspace bound read-only stays so on the local runtime where the runner can be told: OpenCode through
+/// its `edit` permission patterns, Claude Code through its settings (Pi's tools never ask: its adapter warns).
+/// OpenCode ends a one-shot run at the first refusal; Claude Code goes on.
+#[test]
+fn read_only_workspaces_refuse_writes() {
+    let Some(bin) = runners_bin() else { return };
+    for runner in [Runner::OpenCode, Runner::ClaudeCode] {
+        let actions = vec![Action::Write("docs:forbidden.txt", "must not be written\n"), Action::Answer("Understood.")];
+        let model = start_model(runner, Path::new("/unused"), actions);
+        let fixture = fixture(runner, &model.url(), None);
+        let docs = format!("docs={}", fixture.root.join("docs").display());
+        let (timed, stderr, code) = run_json(&mut fixture.command(
+            &bin,
+            runner,
+            &model.url(),
+            &["run", "--json", "--task", "Write into the docs.", "--workspace", &docs, &fixture.source],
+        ));
+        let events: Vec<Value> = timed.into_iter().map(|(event, _)| event).collect();
+        assert_eq!(code, 0, "{runner:?}: {events:#?}\n{stderr}");
+        check_events(&events);
+        assert!(!fixture.root.join("docs/forbidden.txt").exists(), "{runner:?} wrote into a read-only workspace");
+        let refused = events.iter().any(|e| {
+            e["type"] == "tool.completed" && e["data"]["status"] == "failed" && e.to_string().contains("forbidden.txt")
+        });
+        assert!(refused, "{runner:?}: the refused write is not a failed tool call: {events:#?}");
+    }
 }
 
 #[test]

@@ -5,7 +5,10 @@
 //! `@opencode-ai/plugin` from the npm registry into `$XDG_CONFIG_HOME/opencode` when missing, and downloads
 //! ripgrep from GitHub for its skill/grep/glob tools when `rg` is not on PATH (docs/runners.md).
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value, json};
+use wb_manifest::Access;
 
 use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
 use crate::error::{EngineError, Result};
@@ -33,6 +36,55 @@ pub fn rewrite_references(value: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// `to` relative to `from` (both absolute, normalized), with `..` where needed.
+fn relative_path(from: &Path, to: &Path) -> String {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> = std::iter::repeat_n("..".to_owned(), from.len() - common).collect();
+    parts.extend(to[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    parts.join("/")
+}
+
+/// The directory OpenCode matches `edit` permission patterns against: the Git work tree holding the primary
+/// workspace, or `/` outside Git (verified against 1.18.33).
+fn opencode_worktree(primary: &Path) -> PathBuf {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(primary)
+        .args(["rev-parse", "--show-toplevel"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+        .filter(|top| top.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// OpenCode's `permission` entries for a one-shot run, where anything that would ask is rejected: the outbox
+/// and every named workspace are external directories it may use, and a read-only named workspace is denied to
+/// the editing tools. (A container's read-only mount enforces that by itself; there the patterns are left out.)
+fn permissions(context: &StageContext<'_>, primary: &Path) -> Value {
+    let mut external = Map::new();
+    external.insert(format!("{}/**", context.outbox.display()), json!("allow"));
+    let mut edit = Map::new();
+    let local = context.runner_stage_dir == context.stage_dir;
+    let mut worktree = None;
+    for workspace in context.workspaces.iter().filter(|w| w.name.is_some()) {
+        external.insert(format!("{}/**", workspace.path.display()), json!("allow"));
+        if local && workspace.access == Access::ReadOnly {
+            let root = worktree.get_or_insert_with(|| opencode_worktree(primary));
+            edit.insert(format!("{}/**", relative_path(root, &workspace.path)), json!("deny"));
+        }
+    }
+    let mut permission = json!({"external_directory": external});
+    if !edit.is_empty() {
+        permission["edit"] = Value::Object(edit);
+    }
+    permission
 }
 
 fn number(value: Option<&Value>) -> Option<u64> {
@@ -100,6 +152,7 @@ impl Adapter for OpenCode {
                 json!({"type": "remote", "url": server.url.value, "enabled": true, "headers": headers}),
             );
         }
+        let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
         let config = json!({
             "$schema": "https://opencode.ai/config.json",
             "autoupdate": false,
@@ -107,10 +160,10 @@ impl Adapter for OpenCode {
             "model": context.route.route,
             "instructions": [instructions.display().to_string()],
             "mcp": mcp,
+            "permission": permissions(context, &primary),
         });
         env.insert("OPENCODE_CONFIG_CONTENT".to_owned(), config.to_string());
         env.insert("OPENCODE_CONFIG_DIR".to_owned(), context.runner_stage_dir.display().to_string());
-        let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
         let command = vec![
             "opencode".to_owned(),
             "run".to_owned(),
@@ -221,6 +274,15 @@ impl Adapter for OpenCode {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn relative_paths_climb_out_of_the_work_tree() {
+        use std::path::Path;
+        assert_eq!(super::relative_path(Path::new("/"), Path::new("/tmp/oc/ro")), "tmp/oc/ro");
+        assert_eq!(super::relative_path(Path::new("/repo/app"), Path::new("/repo/docs")), "../docs");
+        assert_eq!(super::relative_path(Path::new("/repo"), Path::new("/repo/docs/api")), "docs/api");
+        assert_eq!(super::relative_path(Path::new("/a/b/c"), Path::new("/x")), "../../../x");
+    }
+
     #[test]
     fn rewrites_references() {
         assert_eq!(super::rewrite_references("Bearer ${TOKEN} and ${B}"), "Bearer {env:TOKEN} and {env:B}");

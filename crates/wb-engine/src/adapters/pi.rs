@@ -60,6 +60,17 @@ impl Adapter for Pi {
                 let _ = std::os::unix::fs::symlink(&auth, dir.join("auth.json"));
             }
         }
+        // Pi's tools never ask, so nothing but a read-only mount (the docker runtime's) keeps a workspace read-only.
+        let mut warnings = Vec::new();
+        if context.runner_stage_dir == context.stage_dir {
+            for workspace in context.workspaces.iter().filter(|w| w.access == wb_manifest::Access::ReadOnly) {
+                if let Some(name) = &workspace.name {
+                    warnings.push(format!(
+                        "Pi cannot keep workspace {name} read-only on the local runtime: its tools run without asking (the docker runtime mounts it read-only)"
+                    ));
+                }
+            }
+        }
         let mut env = base_environment(context);
         env.insert("PI_CODING_AGENT_DIR".to_owned(), context.runner_stage_dir.display().to_string());
         // No start-up network operations: Pi's find and grep tools would otherwise download fd or ripgrep from
@@ -92,7 +103,7 @@ impl Adapter for Pi {
             native: json!({"directory": context.runner_stage_dir.display().to_string(), "append_system": "APPEND_SYSTEM.md"}),
             staged_files: super::list_staged(dir),
             skills,
-            warnings: Vec::new(),
+            warnings,
             disabled_mcps: Vec::new(),
         })
     }
