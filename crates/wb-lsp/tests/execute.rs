@@ -226,7 +226,10 @@ fn dry_run_prints_the_translation_as_json() {
                     ]
                 );
                 assert_eq!(report["native"]["append_system"], "APPEND_SYSTEM.md");
-                assert_eq!(report["env"], json!(["GEMINI_API_KEY", "PI_CODING_AGENT_DIR", "WORKBENCH_OUTPUT_DIR"]));
+                assert_eq!(
+                    report["env"],
+                    json!(["GEMINI_API_KEY", "PI_CODING_AGENT_DIR", "PI_OFFLINE", "WORKBENCH_OUTPUT_DIR"])
+                );
             }
         }
         for (_, value) in &demo.env {
