@@ -87,15 +87,9 @@ pub(crate) fn collect(
             None => WorkspaceRef::Primary,
             Some(name) => WorkspaceRef::Named { name: name.clone() },
         };
-        // Files the runner created with names no changeset can carry: said, never silently dropped.
-        for path in after.unrepresentable().difference(before.unrepresentable()) {
-            let label = workspace.name.as_deref().map(|n| format!("{n}:")).unwrap_or_default();
-            outcome.warnings.push(wb_outcomes::Warning {
-                code: "unrepresentable_path".to_owned(),
-                message: format!(
-                    "{label}{path} is not in the outcome: its name is not UTF-8 or holds control characters"
-                ),
-            });
+        // Files created, changed or deleted under names no changeset can carry: said, never silently dropped.
+        for message in Snapshot::unrepresentable_warnings(before, &after, workspace.name.as_deref()) {
+            outcome.warnings.push(wb_outcomes::Warning { code: "unrepresentable_path".to_owned(), message });
         }
         let id = changeset_id(workspace.name.as_deref(), &mut used);
         let changeset =

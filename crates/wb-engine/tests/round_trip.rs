@@ -1019,28 +1019,59 @@ fn a_named_workspace_changeset_round_trips() {
     assert_eq!(tree(&unbound_copy), before);
 }
 
-/// Files a changeset cannot name (a name that is not UTF-8, a control character) are never dropped silently:
-/// the outcome carries a warning for each one the run created, and stays valid.
+/// Files a changeset cannot name (not UTF-8, control characters, backslashes...) are never dropped silently:
+/// the outcome carries a warning for each one the run created, changed or deleted (a rename to such a name is
+/// the deletion in the changeset plus a warning), none for those it left alone; the names in the messages are
+/// escaped, and the manifest stays valid.
 #[test]
 fn unrepresentable_names_are_warned_about() {
+    use std::os::unix::ffi::OsStrExt;
+    const BACKSLASH: &str = "a changeset path must be a relative path without backslashes or drive letters";
+    const CONTROL: &str = "a changeset path must not contain control characters";
+    const UTF8: &str = "a changeset path must be UTF-8";
+    let message = |name: &str, what: &str, reason: &str| {
+        format!(
+            "{name} is not in the outcome: it was {what} during the run, but its name cannot be carried by a \
+             changeset ({reason})"
+        )
+    };
+    let expected = [
+        message("back\\\\slash.txt", "created", BACKSLASH),
+        message("bell-\\u{7}.txt", "created", CONTROL),
+        message("esc-\\u{1b}[31m.txt", "created", CONTROL),
+        message("latin1-\\xe9.txt", "created", UTF8),
+        message("pre-edit-\\u{1}.txt", "changed", CONTROL),
+        message("pre-gone-\\xff.txt", "deleted", UTF8),
+        message("renamed-\\u{1}.txt", "created", CONTROL),
+    ];
     for (runner, in_git) in [(Runner::OpenCode, false), (Runner::ClaudeCode, false), (Runner::Pi, true)] {
         let world = runner.world();
+        let raw = |name: &[u8]| world.work.join(std::ffi::OsStr::from_bytes(name));
+        fs::write(raw(b"pre-edit-\x01.txt"), "one").unwrap();
+        fs::write(raw(b"pre-gone-\xff.txt"), "bye").unwrap();
+        fs::write(raw(b"same-\x02.txt"), "left alone").unwrap();
+        fs::write(raw(b"rename-me.txt"), "renamed by the run\n").unwrap();
         if in_git {
             git(&world.work, &["init", "-q"]);
             git(&world.work, &["add", "-A"]);
             git(&world.work, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]);
         }
-        let script = support::stream_with_calls(
-            &world,
-            runner.name(),
-            "unrepresentable",
-            &[ToolCall::Shell {
-                command: "printf 'x' > \"$(printf 'latin1-\\351.txt')\" && printf 'y' > \"$(printf 'bell-\\007.txt')\" && printf 'z' > fine.txt"
-                    .to_owned(),
-            }],
-        );
+        let command = [
+            "printf 'x' > \"$(printf 'latin1-\\351.txt')\"",
+            "printf 'y' > \"$(printf 'bell-\\007.txt')\"",
+            "printf 'e' > \"$(printf 'esc-\\033[31m.txt')\"",
+            "printf 'b' > 'back\\slash.txt'",
+            "printf 'two!' > \"$(printf 'pre-edit-\\001.txt')\"",
+            "rm \"$(printf 'pre-gone-\\377.txt')\"",
+            "mv rename-me.txt \"$(printf 'renamed-\\001.txt')\"",
+            "printf 'z' > fine.txt",
+        ]
+        .join(" && ");
+        let script =
+            support::stream_with_calls(&world, runner.name(), "unrepresentable", &[ToolCall::Shell { command }]);
         let (result, events) = run(&runner.options(&world, &script));
         assert_eq!(result.ending, Ending::Completed, "{runner:?}: {events:#?}");
+        assert!(raw(b"renamed-\x01.txt").exists() && !raw(b"pre-gone-\xff.txt").exists(), "{runner:?}: {events:#?}");
         let id = result.outcome_id.clone().unwrap_or_else(|| panic!("{runner:?}: {events:#?}"));
         let manifest: Value = serde_json::from_slice(
             &fs::read(world.home.join(".workbench/outcomes").join(&id).join("outcome.json")).unwrap(),
@@ -1053,22 +1084,27 @@ fn unrepresentable_names_are_warned_about() {
             .iter()
             .map(|w| (w["code"].as_str().unwrap(), w["message"].as_str().unwrap()))
             .collect();
-        assert_eq!(warnings.len(), 2, "{runner:?}: {warnings:?}");
-        assert!(warnings.iter().all(|(code, _)| *code == "unrepresentable_path"));
-        assert!(
-            warnings.iter().any(|(_, m)| m.starts_with("latin1-\u{fffd}.txt is not in the outcome")),
-            "{warnings:?}"
-        );
-        assert!(warnings.iter().any(|(_, m)| m.starts_with("bell-\u{7}.txt is not in the outcome")), "{warnings:?}");
-        let paths: Vec<&str> = manifest["changesets"][0]["entries"]
+        assert!(warnings.iter().all(|(code, _)| *code == "unrepresentable_path"), "{warnings:?}");
+        let messages: Vec<&str> = warnings.iter().map(|(_, m)| *m).collect();
+        assert_eq!(messages, expected, "{runner:?}");
+        // Escaped: no raw control character (nor escape sequence) in any message.
+        assert!(messages.iter().all(|m| !m.chars().any(char::is_control)), "{messages:?}");
+        let entries: Vec<(&str, &str)> = manifest["changesets"][0]["entries"]
             .as_array()
             .unwrap()
             .iter()
-            .filter_map(|e| e["path"].as_str())
+            .map(|e| (e["operation"].as_str().unwrap(), e["path"].as_str().unwrap()))
             .collect();
-        assert!(paths.contains(&"fine.txt"), "{runner:?}: {paths:?}");
-        assert!(!paths.iter().any(|p| p.starts_with("latin1-") || p.starts_with("bell-")), "{paths:?}");
+        // The rename still records the deletion of the old name.
+        assert!(entries.contains(&("add", "fine.txt")), "{runner:?}: {entries:?}");
+        assert!(entries.contains(&("delete", "rename-me.txt")), "{runner:?}: {entries:?}");
+        assert!(
+            !entries.iter().any(|(_, p)| ["latin1-", "bell-", "esc-", "back", "pre-", "renamed-", "same-"]
+                .iter()
+                .any(|prefix| p.starts_with(prefix))),
+            "{entries:?}"
+        );
         let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap();
-        assert_eq!(available["data"]["warnings"], 2);
+        assert_eq!(available["data"]["warnings"], expected.len());
     }
 }

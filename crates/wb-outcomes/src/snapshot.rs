@@ -11,7 +11,9 @@
 //! workspace) is hashed and its bytes kept in the content store when the baseline is taken.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -108,8 +110,70 @@ pub struct Snapshot {
     git_revision: Option<String>,
     git: bool,
     hashed: Mutex<Vec<String>>,
-    /// Entries a changeset cannot name (a name that is not UTF-8, or holds control characters), shown lossily.
-    unrepresentable: BTreeSet<String>,
+    /// Files and symlinks a changeset cannot name (see [`name_problem`]), by their raw name, with their
+    /// metadata (`None` when it cannot be read, e.g. a path too long for the system).
+    unrepresentable: BTreeMap<Vec<u8>, Option<RawStat>>,
+}
+
+/// The metadata of an entry a changeset cannot name: enough to tell that it was created, changed or deleted.
+#[derive(Debug, PartialEq, Eq)]
+struct RawStat {
+    symlink: bool,
+    mode: u32,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    ino: u64,
+    dev: u64,
+    target: Option<Vec<u8>>,
+}
+
+/// At most this many `unrepresentable_path` warnings per workspace; one more says how many were left out.
+const MAX_UNREPRESENTABLE_WARNINGS: usize = 100;
+/// Escaped names in warnings are cut to this many characters (the schema allows 4096 per message).
+const MAX_WARNING_NAME_CHARS: usize = 1024;
+
+/// Why a changeset cannot carry a workspace-relative name (raw bytes), as the end of a sentence, or `None`
+/// when it can. The same rules as [`wb_manifest::outbox::unsafe_path_reason`], which every changeset path must
+/// pass, plus UTF-8.
+fn name_problem(raw: &[u8]) -> Option<String> {
+    match std::str::from_utf8(raw) {
+        Err(_) => Some("a changeset path must be UTF-8".to_owned()),
+        Ok(path) => wb_manifest::outbox::unsafe_path_reason(path)
+            .map(|reason| format!("a changeset path {}", reason.replace("the outbox", "the workspace"))),
+    }
+}
+
+/// A name as printable text, like `escape_debug`: control and other non-printable characters become `\n`,
+/// `\u{1b}`..., bytes that are not UTF-8 `\xNN`, a backslash `\\`; quotes stay as they are. Cut to
+/// `max_chars` characters (never inside an escape), ending with `…` when cut.
+fn escape_name(raw: &[u8], max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    let mut push = |unit: &str| -> bool {
+        let n = unit.chars().count();
+        if chars + n > max_chars {
+            out.push('…');
+            return false;
+        }
+        out.push_str(unit);
+        chars += n;
+        true
+    };
+    for chunk in raw.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            let unit = if matches!(c, '"' | '\'') { c.to_string() } else { c.escape_debug().to_string() };
+            if !push(&unit) {
+                return out;
+            }
+        }
+        for byte in chunk.invalid() {
+            if !push(&format!("\\x{byte:02x}")) {
+                return out;
+            }
+        }
+    }
+    out
 }
 
 fn metadata_entry(meta: &fs::Metadata, target: Option<String>) -> SnapshotFile {
@@ -127,12 +191,37 @@ fn metadata_entry(meta: &fs::Metadata, target: Option<String>) -> SnapshotFile {
     }
 }
 
-fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let output = Command::new("git")
+/// `git -C <root>`, isolated from the surroundings: a run started from a Git hook (which sets `GIT_DIR`,
+/// `GIT_INDEX_FILE`...) still looks at the workspace's own repository; nothing prompts, takes optional locks or
+/// goes to the network (a partial clone would otherwise fetch missing blobs on `cat-file`; `protocol.allow=never`
+/// also stops it on Git before 2.44, which ignores `GIT_NO_LAZY_FETCH`).
+fn git_command(root: &Path) -> Command {
+    let mut command = Command::new("git");
+    for name in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+    ] {
+        command.env_remove(name);
+    }
+    command
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .arg("-C")
         .arg(root)
+        .args(["-c", "protocol.allow=never"]);
+    command
+}
+
+fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    let output = git_command(root)
         .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()
@@ -145,16 +234,8 @@ fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
 fn git_with_input(root: &Path, args: &[&str], input: Vec<u8>) -> Option<Vec<u8>> {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
+    let mut child =
+        git_command(root).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
     let mut stdin = child.stdin.take();
     let writer = std::thread::spawn(move || {
         if let Some(stdin) = stdin.as_mut() {
@@ -166,23 +247,35 @@ fn git_with_input(root: &Path, args: &[&str], input: Vec<u8>) -> Option<Vec<u8>>
     output.status.success().then_some(output.stdout)
 }
 
+/// The UTF-8 entries of a `-z` listing (the others cannot be snapshot files; a lossy copy could be taken for
+/// another file's name).
 fn split_z(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
-    bytes.split(|b| *b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned())
+    bytes.split(|b| *b == 0).filter(|s| !s.is_empty()).filter_map(|s| String::from_utf8(s.to_vec()).ok())
 }
 
-/// The index (`git ls-files -s -z`) and the size of each stage-0 regular blob in it (`git cat-file
-/// --batch-check`, run right away so it overlaps the metadata scan).
+/// One line of `git ls-files -s -v -z`: `<tag> <mode> <oid> <stage>\t<path>`. Only a stage-0 regular file
+/// tagged `H` (cached: neither skip-worktree `S`, so possibly absent from the disk and, in a partial clone, from
+/// the object store, nor assume-unchanged `h`, whose edits `ls-files -m` does not show) can be trusted to be
+/// clean; returns its path and oid, and whether it is such a candidate.
+fn index_line(line: &str) -> Option<(&str, &str, bool)> {
+    let (info, path) = line.split_once('\t')?;
+    let [tag, mode, oid, stage] = info.split(' ').collect::<Vec<_>>()[..] else { return None };
+    let candidate = tag == "H" && stage == "0" && (mode == "100644" || mode == "100755");
+    Some((path, oid, candidate))
+}
+
+/// The index (`git ls-files -s -v -z`) and the size of each blob that may be a clean file's (see
+/// [`index_line`]; `git cat-file --batch-check`, run right away so it overlaps the metadata scan).
 ///
 /// A clean file's index blob holds the *cleaned* bytes: with line-ending conversion (`eol=crlf`,
 /// `core.autocrlf`), `ident` or a filter (Git LFS) they differ from the bytes in the workspace, and the previous
 /// content must not be taken from the blob. Such a conversion changes the size, so only a blob with the file's
 /// size is trusted; the other files are hashed and kept like dirty ones. Without sizes, no blob is trusted.
 fn index_with_sizes(root: &Path) -> Option<(Vec<u8>, BTreeMap<String, u64>)> {
-    let staged = git(root, &["ls-files", "-s", "-z"])?;
+    let staged = git(root, &["ls-files", "-s", "-v", "-z"])?;
     let mut oids = BTreeSet::new();
     for line in split_z(&staged) {
-        let Some((info, _)) = line.split_once('\t') else { continue };
-        if let ["100644" | "100755", oid, "0"] = info.split(' ').collect::<Vec<_>>()[..] {
+        if let Some((_, oid, true)) = index_line(&line) {
             oids.insert(oid.to_owned());
         }
     }
@@ -224,7 +317,7 @@ impl Snapshot {
             git_revision: None,
             git: is_git,
             hashed: Mutex::new(Vec::new()),
-            unrepresentable: BTreeSet::new(),
+            unrepresentable: BTreeMap::new(),
         };
         if is_git {
             let spawn = |args: &'static [&'static str]| {
@@ -239,15 +332,7 @@ impl Snapshot {
             let listing = git(root, &["ls-files", "-co", "--exclude-standard", "-z"])
                 .ok_or_else(|| Error::Snapshot(format!("git ls-files failed in {}", root.display())))?;
             for raw in listing.split(|b| *b == 0).filter(|s| !s.is_empty()) {
-                match std::str::from_utf8(raw) {
-                    Ok(path) => snapshot.add(path.to_owned()),
-                    Err(_) => {
-                        let lossy = String::from_utf8_lossy(raw).into_owned();
-                        if !is_excluded(&lossy) {
-                            snapshot.unrepresentable.insert(lossy);
-                        }
-                    }
-                }
+                snapshot.add(raw);
             }
             snapshot.git_revision = head
                 .join()
@@ -301,16 +386,14 @@ impl Snapshot {
         Ok(snapshot)
     }
 
-    /// Records the index blob of every clean tracked regular file (`git ls-files -s` minus `-m`) whose blob has
-    /// the file's size (see [`index_with_sizes`]).
+    /// Records the index blob of every clean tracked regular file (`git ls-files -s` minus `-m`, see
+    /// [`index_line`]) whose blob has the file's size (see [`index_with_sizes`]).
     fn attach_git_blobs(&mut self, staged: &[u8], dirty: &[u8], sizes: &BTreeMap<String, u64>) {
         let dirty: BTreeSet<String> = split_z(dirty).collect();
         let mut blobs: BTreeMap<String, Option<String>> = BTreeMap::new();
         for line in split_z(staged) {
-            let Some((info, path)) = line.split_once('\t') else { continue };
-            let parts: Vec<&str> = info.split(' ').collect();
-            let [mode, oid, stage] = parts[..] else { continue };
-            let clean = stage == "0" && (mode == "100644" || mode == "100755") && !dirty.contains(path);
+            let Some((path, oid, candidate)) = index_line(&line) else { continue };
+            let clean = candidate && !dirty.contains(path);
             // Unmerged paths appear several times: never trust them.
             let value = clean.then(|| oid.to_owned());
             blobs.entry(path.to_owned()).and_modify(|v| *v = None).or_insert(value);
@@ -322,16 +405,41 @@ impl Snapshot {
         }
     }
 
-    fn add(&mut self, path: String) {
-        if is_excluded(&path) {
+    /// Records a file or symlink (a workspace-relative raw name); other kinds and missing paths are skipped.
+    /// A name a changeset cannot carry is kept apart with its metadata (see [`Snapshot::unrepresentable_warnings`]).
+    fn add(&mut self, raw: &[u8]) {
+        let lossy = String::from_utf8_lossy(raw);
+        if is_excluded(&lossy) {
             return;
         }
-        if wb_manifest::outbox::unsafe_path_reason(&path).is_some() {
-            self.unrepresentable.insert(path);
+        let full = self.root.join(OsStr::from_bytes(raw));
+        let meta = fs::symlink_metadata(&full);
+        if name_problem(raw).is_some() {
+            let stat = match meta {
+                Ok(meta) if meta.file_type().is_symlink() || meta.file_type().is_file() => Some(RawStat {
+                    symlink: meta.file_type().is_symlink(),
+                    mode: meta.permissions().mode() & 0o777,
+                    size: meta.len(),
+                    mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+                    ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+                    ino: meta.ino(),
+                    dev: meta.dev(),
+                    target: meta
+                        .file_type()
+                        .is_symlink()
+                        .then(|| fs::read_link(&full).map(|t| t.into_os_string().into_encoded_bytes()).ok())
+                        .flatten(),
+                }),
+                Ok(_) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+                // It exists but cannot be examined (a path too long for the system): its presence is still known.
+                Err(_) => None,
+            };
+            self.unrepresentable.insert(raw.to_vec(), stat);
             return;
         }
-        let full = self.root.join(&path);
-        let Ok(meta) = fs::symlink_metadata(&full) else { return };
+        let Ok(meta) = meta else { return };
+        let path = lossy.into_owned();
         let file_type = meta.file_type();
         if file_type.is_symlink() {
             let target = fs::read_link(&full).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
@@ -347,22 +455,15 @@ impl Snapshot {
         let mut names: Vec<_> = entries.flatten().collect();
         names.sort_by_key(|e| e.file_name());
         for entry in names {
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                let lossy = relative.join(entry.file_name()).to_string_lossy().into_owned();
-                if !is_excluded(&lossy) {
-                    self.unrepresentable.insert(lossy);
-                }
-                continue;
-            };
-            let path = relative.join(&name);
-            let text = path.to_string_lossy().into_owned();
+            let path = relative.join(entry.file_name());
             let Ok(file_type) = entry.file_type() else { continue };
             if file_type.is_dir() {
-                if !is_excluded(&text) {
+                // A directory whose name is not UTF-8 is walked too: each file in it is reported by its own name.
+                if !is_excluded(&path.to_string_lossy()) {
                     self.walk(&path)?;
                 }
             } else {
-                self.add(text);
+                self.add(path.as_os_str().as_bytes());
             }
         }
         Ok(())
@@ -384,10 +485,50 @@ impl Snapshot {
         &self.files
     }
 
-    /// Entries left out because a changeset cannot name them (shown lossily): a name that is not UTF-8 or
-    /// holds control characters. A changeset between two snapshots reports the new ones as warnings.
-    pub fn unrepresentable(&self) -> &BTreeSet<String> {
-        &self.unrepresentable
+    /// The files and symlinks left out because a changeset cannot name them (see
+    /// [`Snapshot::unrepresentable_warnings`]), escaped like the warnings show them, in byte order.
+    pub fn unrepresentable(&self) -> Vec<String> {
+        self.unrepresentable.keys().map(|raw| escape_name(raw, MAX_WARNING_NAME_CHARS)).collect()
+    }
+
+    /// The `unrepresentable_path` warning messages for a changeset between `before` and `after`: one for every
+    /// file or symlink whose name no changeset can carry (not UTF-8, control characters, backslashes, a drive
+    /// prefix, over 4096 bytes...) that was created, changed (its metadata differs) or deleted in between, so it
+    /// is never dropped silently. A rename to such a name shows as the deletion in the changeset and a warning
+    /// here. Names are escaped (no raw control characters) and cut so each message stays far below the
+    /// schema's 4096 characters; `workspace` (a named workspace) prefixes them as `<name>:`. At most 100
+    /// messages, then one that counts the rest.
+    pub fn unrepresentable_warnings(before: &Snapshot, after: &Snapshot, workspace: Option<&str>) -> Vec<String> {
+        let label = workspace.map(|name| format!("{}:", escape_name(name.as_bytes(), 128))).unwrap_or_default();
+        let mut names: BTreeSet<&Vec<u8>> = before.unrepresentable.keys().collect();
+        names.extend(after.unrepresentable.keys());
+        let mut messages = Vec::new();
+        let mut left_out = 0usize;
+        for raw in names {
+            let what = match (before.unrepresentable.get(raw), after.unrepresentable.get(raw)) {
+                (None, Some(_)) => "created",
+                (Some(_), None) => "deleted",
+                (Some(Some(old)), Some(Some(new))) if old != new => "changed",
+                _ => continue,
+            };
+            if messages.len() == MAX_UNREPRESENTABLE_WARNINGS {
+                left_out += 1;
+                continue;
+            }
+            let reason = name_problem(raw).unwrap_or_default();
+            messages.push(format!(
+                "{label}{} is not in the outcome: it was {what} during the run, but its name cannot be carried by a \
+                 changeset ({reason})",
+                escape_name(raw, MAX_WARNING_NAME_CHARS)
+            ));
+        }
+        if left_out > 0 {
+            messages.push(format!(
+                "{label}{left_out} more created, changed or deleted files are not in the outcome: their names cannot \
+                 be carried by a changeset"
+            ));
+        }
+        messages
     }
 
     pub fn len(&self) -> usize {

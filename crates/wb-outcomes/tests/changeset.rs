@@ -351,3 +351,244 @@ fn non_git_baselines_reuse_settled_digests() {
     }
     assert_eq!(after.hashed_paths(), ["f8.txt"]);
 }
+
+fn raw(root: &std::path::Path, name: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    root.join(std::ffi::OsStr::from_bytes(name))
+}
+
+fn put_raw(root: &std::path::Path, name: &[u8], content: &str) {
+    let path = raw(root, name);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, content).unwrap();
+}
+
+/// Files and symlinks whose names no changeset can carry (every reason of `unsafe_path_reason`, and names that
+/// are not UTF-8) are warned about when they are created, changed or deleted, never when they are left alone;
+/// a rename to such a name is the deletion in the changeset plus a warning. Names are escaped and cut.
+#[test]
+fn unrepresentable_names_are_warned_about_when_created_changed_or_deleted() {
+    const BACKSLASH: &str = "a changeset path must be a relative path without backslashes or drive letters";
+    const CONTROL: &str = "a changeset path must not contain control characters";
+    const UTF8: &str = "a changeset path must be UTF-8";
+    let long_dir = [b'\x01'; 250];
+    let mut long = long_dir.to_vec();
+    long.push(b'/');
+    long.extend([b'\x02'; 250]);
+    for in_git in [false, true] {
+        let home = tempfile::tempdir().unwrap();
+        let store = ContentStore::open(home.path()).unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path();
+        put_raw(root, b"edit-\x01.txt", "one");
+        put_raw(root, b"gone-\xff.txt", "bye");
+        put_raw(root, b"same-\x02.txt", "same");
+        put_raw(root, b"c:drive.txt", "left alone");
+        put_raw(root, b"dir-\xfe/inner.txt", "inner");
+        symlink("notes.txt", raw(root, b"link-\x03")).unwrap();
+        write(root, "notes.txt", "notes\n");
+        if in_git {
+            git(root, &["init", "-q"]);
+            git(root, &["add", "-A"]);
+            git(root, &["commit", "-q", "-m", "init"]);
+        }
+        let before = Snapshot::baseline(root, &store).unwrap();
+        assert_eq!(before.is_git(), in_git);
+        assert_eq!(before.files().keys().collect::<Vec<_>>(), ["notes.txt"]);
+        assert_eq!(
+            before.unrepresentable(),
+            [
+                "c:drive.txt",
+                "dir-\\xfe/inner.txt",
+                "edit-\\u{1}.txt",
+                "gone-\\xff.txt",
+                "link-\\u{3}",
+                "same-\\u{2}.txt"
+            ]
+        );
+
+        put_raw(root, b"edit-\x01.txt", "two!");
+        put_raw(root, b"dir-\xfe/inner.txt", "inner, changed");
+        fs::remove_file(raw(root, b"gone-\xff.txt")).unwrap();
+        fs::remove_file(raw(root, b"link-\x03")).unwrap();
+        symlink("elsewhere.txt", raw(root, b"link-\x03")).unwrap();
+        fs::rename(root.join("notes.txt"), raw(root, b"notes\x01.txt")).unwrap();
+        put_raw(root, b"back\\slash.txt", "b");
+        put_raw(root, b"d:new.txt", "d");
+        put_raw(root, b"esc-\x1b[31m\x9b.txt", "e");
+        put_raw(root, b"csi-\xc2\x9b.txt", "c");
+        put_raw(root, b"quote-'\"\xc3\xa9.txt", "q");
+        put_raw(root, &long, "l");
+        // Excluded names stay out even when they cannot be carried.
+        put_raw(root, b".env.\xff", "SECRET=1");
+        put_raw(root, b"node_modules/\xff.js", "x");
+        let after = Snapshot::capture(root).unwrap();
+        let changeset = between(&store, &before, &after).unwrap();
+        // The rename is the deletion; the file with quotes and `é` in its name is carried like any other.
+        let entries: Vec<(&str, &str)> = changeset
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Add { path, .. } => ("add", path.as_str()),
+                Entry::Modify { path, .. } => ("modify", path.as_str()),
+                Entry::Delete { path, .. } => ("delete", path.as_str()),
+            })
+            .collect();
+        assert_eq!(entries, [("delete", "notes.txt"), ("add", "quote-'\"é.txt")]);
+
+        let messages = Snapshot::unrepresentable_warnings(&before, &after, None);
+        let message = |name: &str, what: &str, reason: &str| {
+            format!(
+                "{name} is not in the outcome: it was {what} during the run, but its name cannot be carried by a \
+                 changeset ({reason})"
+            )
+        };
+        let cut = format!("{}…", "\\u{1}".repeat(1024 / 5));
+        assert_eq!(
+            messages,
+            [
+                message(&cut, "created", CONTROL),
+                message("back\\\\slash.txt", "created", BACKSLASH),
+                message("csi-\\u{9b}.txt", "created", CONTROL),
+                message("d:new.txt", "created", BACKSLASH),
+                message("dir-\\xfe/inner.txt", "changed", UTF8),
+                message("edit-\\u{1}.txt", "changed", CONTROL),
+                // U+009B (CSI) is a control character too: `\xc2\x9b` in UTF-8 would be one, a lone 0x9b is no UTF-8.
+                message("esc-\\u{1b}[31m\\x9b.txt", "created", UTF8),
+                message("gone-\\xff.txt", "deleted", UTF8),
+                message("link-\\u{3}", "changed", CONTROL),
+                message("notes\\u{1}.txt", "created", CONTROL),
+            ],
+            "in Git: {in_git}"
+        );
+        for message in &messages {
+            assert!(!message.chars().any(char::is_control), "{message:?}");
+            assert!(message.chars().count() < 1400, "{message:?}");
+        }
+        // A named workspace prefixes its name; nothing is reported between a snapshot and itself.
+        assert!(Snapshot::unrepresentable_warnings(&before, &after, Some("docs"))[1].starts_with("docs:back\\\\slash"));
+        assert!(Snapshot::unrepresentable_warnings(&after, &after, None).is_empty());
+    }
+}
+
+/// A run that creates very many such names gets 100 warnings and one that counts the rest.
+#[test]
+fn unrepresentable_warnings_are_capped() {
+    let ws = tempfile::tempdir().unwrap();
+    let before = Snapshot::capture(ws.path()).unwrap();
+    for i in 0..105 {
+        put_raw(ws.path(), format!("many-\x01-{i:03}").as_bytes(), "x");
+    }
+    let after = Snapshot::capture(ws.path()).unwrap();
+    let messages = Snapshot::unrepresentable_warnings(&before, &after, Some("docs"));
+    assert_eq!(messages.len(), 101);
+    assert!(messages[99].starts_with("docs:many-\\u{1}-099 is not in the outcome"), "{}", messages[99]);
+    assert_eq!(
+        messages[100],
+        "docs:5 more created, changed or deleted files are not in the outcome: their names cannot be carried by a \
+         changeset"
+    );
+}
+
+fn git_output(root: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git").arg("-C").arg(root).args(args).env("GIT_NO_LAZY_FETCH", "1").output().unwrap()
+}
+
+/// A file marked assume-unchanged (whose edits `git ls-files -m` does not show) is hashed at baseline: its
+/// previous content is what was on disk, not the index blob.
+#[test]
+fn assume_unchanged_files_are_not_taken_from_git() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    git(root, &["init", "-q"]);
+    write(root, "f.txt", "aaaa\n");
+    write(root, "g.txt", "clean\n");
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "init"]);
+    git(root, &["update-index", "--assume-unchanged", "f.txt"]);
+    write(root, "f.txt", "bbbb\n");
+    let before = Snapshot::baseline(root, &store).unwrap();
+    assert_eq!(before.hashed_paths(), ["f.txt"]);
+    write(root, "f.txt", "cccc\n");
+    let after = Snapshot::capture(root).unwrap();
+    let changeset = between(&store, &before, &after).unwrap();
+    match &changeset.entries[..] {
+        [Entry::Modify { before: Fingerprint::File { digest, .. }, .. }] => {
+            assert_eq!(digest, &format!("sha256:{}", wb_outcomes::sha256_hex(b"bbbb\n")));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// In a sparse, partial clone the blobs of files outside the sparse checkout are missing; snapshots never fetch
+/// them (no lazy fetch, no batch-check of paths that are not on disk).
+#[test]
+fn sparse_partial_clones_fetch_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let origin = dir.path().join("origin");
+    let clone = dir.path().join("clone");
+    write(&origin, "a.txt", "in the sparse checkout\n");
+    write(&origin, "far/b.txt", "outside it\n");
+    git(&origin, &["init", "-q"]);
+    git(&origin, &["add", "-A"]);
+    git(&origin, &["commit", "-q", "-m", "init"]);
+    git(&origin, &["config", "uploadpack.allowFilter", "true"]);
+    git(&origin, &["config", "uploadpack.allowAnySHA1InWant", "true"]);
+    let url = format!("file://{}", origin.display());
+    git(dir.path(), &["clone", "-q", "--filter=blob:none", "--no-checkout", &url, "clone"]);
+    git(&clone, &["sparse-checkout", "set", "--no-cone", "/a.txt"]);
+    git(&clone, &["checkout", "-q"]);
+    assert!(clone.join("a.txt").exists() && !clone.join("far/b.txt").exists());
+    let far = String::from_utf8(git_output(&clone, &["rev-parse", "HEAD:far/b.txt"]).stdout).unwrap();
+    let far = far.trim();
+    let missing = || !git_output(&clone, &["cat-file", "-e", far]).status.success();
+    assert!(missing());
+
+    let before = Snapshot::baseline(&clone, &store).unwrap();
+    assert!(before.hashed_paths().is_empty(), "{:?}", before.hashed_paths());
+    write(&clone, "a.txt", "changed\n");
+    let after = Snapshot::capture(&clone).unwrap();
+    let changeset = between(&store, &before, &after).unwrap();
+    assert_eq!(changeset.entries.iter().map(Entry::path).collect::<Vec<_>>(), ["a.txt"]);
+    assert!(missing(), "a snapshot fetched a missing blob");
+}
+
+/// Run from a Git hook (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE` set to another repository), a snapshot
+/// still lists the workspace's own repository. The environment is set in a child process (this test, run again).
+#[test]
+fn git_environment_of_a_hook_is_ignored() {
+    const CHILD: &str = "WB_OUTCOMES_TEST_HOOK_WORKSPACE";
+    if let Some(ws) = std::env::var_os(CHILD) {
+        let snapshot = Snapshot::capture(std::path::Path::new(&ws)).unwrap();
+        assert!(snapshot.is_git());
+        assert_eq!(snapshot.files().keys().collect::<Vec<_>>(), ["mine.txt", "untracked.txt"]);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, other) = (dir.path().join("ws"), dir.path().join("other"));
+    for (root, name) in [(&ws, "mine.txt"), (&other, "theirs.txt")] {
+        write(root, name, "x\n");
+        git(root, &["init", "-q"]);
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "init"]);
+    }
+    write(&ws, "untracked.txt", "u\n");
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "git_environment_of_a_hook_is_ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD, &ws)
+        .env("GIT_DIR", other.join(".git"))
+        .env("GIT_WORK_TREE", &other)
+        .env("GIT_INDEX_FILE", other.join(".git/index"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -11,6 +11,14 @@ use wb_manifest::{ModelCatalog, OsFileSystem};
 use crate::cli::{BuildArgs, RunArgs};
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
+    options_for(args, false)
+}
+
+/// `keeps_stage`: only a dry run may keep its stage (`--stage-dir`).
+fn options_for(args: &RunArgs, keeps_stage: bool) -> anyhow::Result<Options> {
+    if args.stage_dir.is_some() && !keeps_stage {
+        anyhow::bail!("--stage-dir is for dry-run only");
+    }
     let task = match &args.task_file {
         Some(file) => {
             Some(std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?)
@@ -59,7 +67,7 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 }
 
 pub fn dry_run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
-    let options = options(args)?;
+    let options = options_for(args, true)?;
     let report = match wb_engine::dry_run(&OsFileSystem, &options, catalog) {
         Ok(report) => report,
         Err(error) => {
@@ -221,23 +229,27 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
             return;
         }
         match event.kind.as_str() {
+            // Everything here is the runner's text: made printable, so it cannot drive the terminal.
             "output.text" => {
-                let _ = writeln!(stdout, "{}", event.data.get("text").and_then(|t| t.as_str()).unwrap_or_default());
+                let text = event.data.get("text").and_then(|t| t.as_str()).unwrap_or_default();
+                let _ = writeln!(stdout, "{}", super::printable_text(text));
             }
             "tool.started" => {
                 let name = event.data.get("name").and_then(|t| t.as_str()).unwrap_or_default();
                 let target = event.data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
-                eprintln!("• {name} {target}");
+                eprintln!("• {} {}", super::printable(name), super::printable(target));
             }
             "outcome.available" => {
                 let id = event.data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
                 eprintln!("outcome: {id} (wb-lsp outcome {id})");
             }
             "outcome.failed" => {
-                eprintln!("warning: {}", event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default());
+                let message = event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
+                eprintln!("warning: {}", super::printable(message));
             }
             "run.failed" => {
-                eprintln!("error: {}", event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default());
+                let message = event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
+                eprintln!("error: {}", super::printable(message));
             }
             _ => {}
         }
@@ -251,7 +263,13 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
         }
     };
     if final_only {
-        write_stdout(&format!("{}\n", result.final_text))?;
+        // Raw for a pipe (the answer is data there); printable on a terminal.
+        let text = if std::io::stdout().is_terminal() {
+            super::printable_text(&result.final_text)
+        } else {
+            result.final_text.clone()
+        };
+        write_stdout(&format!("{text}\n"))?;
     }
     Ok(match result.ending {
         Ending::Completed => ExitCode::SUCCESS,

@@ -11,6 +11,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use super::{printable, printable_summary};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -27,7 +29,7 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", printable(&message));
             Ok(ExitCode::from(1))
         }
     }
@@ -62,7 +64,7 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
         return Ok(if args.json {
             format!("{}\n", json!({"outcome_id": outcome_id, "export": dest.display().to_string()}))
         } else {
-            format!("Exported outcome {outcome_id} to {}\n", dest.display())
+            format!("Exported outcome {outcome_id} to {}\n", printable(&dest.display().to_string()))
         });
     }
     let outcome = outcomes.load(&outcome_id).map_err(|e| e.to_string())?;
@@ -148,11 +150,11 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
         for (o, state) in &rows {
             out.push_str(&format!(
                 "{}\t{}\t{}\t{}\t{}\t{} changeset(s), {} artifact(s), {} link(s)\n",
-                o.id,
-                o.run_id,
-                o.created_at,
+                printable(&o.id),
+                printable(&o.run_id),
+                printable(&o.created_at),
                 state_name(&o.completeness),
-                state,
+                printable(state),
                 o.changesets.len(),
                 o.artifacts.len(),
                 o.links.len()
@@ -198,13 +200,13 @@ fn state_name<T: serde::Serialize>(value: &T) -> String {
 fn summary(outcome: &Outcome, receipt: &Receipt) -> String {
     let mut out = format!(
         "Outcome {} (run {}, {}, {})\n",
-        outcome.id,
-        outcome.run_id,
+        printable(&outcome.id),
+        printable(&outcome.run_id),
         state_name(&outcome.completeness),
         state_name(&receipt.state)
     );
     if let Some(summary) = &outcome.summary {
-        out.push_str(&format!("Summary: {summary}\n"));
+        out.push_str(&format!("Summary: {}\n", printable_summary(summary)));
     }
     if outcome.changesets.is_empty() {
         out.push_str("Changesets: none\n");
@@ -212,12 +214,15 @@ fn summary(outcome: &Outcome, receipt: &Receipt) -> String {
     for changeset in &outcome.changesets {
         let workspace = match &changeset.workspace {
             WorkspaceRef::Primary => "primary workspace".to_owned(),
-            WorkspaceRef::Named { name } => format!("workspace {name}"),
+            WorkspaceRef::Named { name } => format!("workspace {}", printable(name)),
         };
         let stats = &changeset.stats;
         out.push_str(&format!(
             "Changeset {} ({workspace}): {} added, {} modified, {} deleted\n",
-            changeset.id, stats.additions, stats.modifications, stats.deletions
+            printable(&changeset.id),
+            stats.additions,
+            stats.modifications,
+            stats.deletions
         ));
         for entry in &changeset.entries {
             let mark = match entry {
@@ -225,24 +230,42 @@ fn summary(outcome: &Outcome, receipt: &Receipt) -> String {
                 Entry::Modify { .. } => 'M',
                 Entry::Delete { .. } => 'D',
             };
-            out.push_str(&format!("  {mark} {}\n", entry.path()));
+            out.push_str(&format!("  {mark} {}\n", printable(entry.path())));
         }
     }
     out.push_str(&format!("Artifacts: {}\n", outcome.artifacts.len()));
     for artifact in &outcome.artifacts {
-        let path = artifact.path.as_deref().map(|p| format!(" ({p})")).unwrap_or_default();
+        let path = artifact.path.as_deref().map(|p| format!(" ({})", printable(p))).unwrap_or_default();
         out.push_str(&format!(
             "  {}{path}: {}, {} bytes\n",
-            artifact.name, artifact.content.media_type, artifact.content.size_bytes
+            printable(&artifact.name),
+            printable(&artifact.content.media_type),
+            artifact.content.size_bytes
         ));
     }
     out.push_str(&format!("Links: {}\n", outcome.links.len()));
     for link in &outcome.links {
-        let kind = link.kind.as_deref().map(|k| format!(" [{k}]")).unwrap_or_default();
-        out.push_str(&format!("  {}{kind}: {}\n", link.label, link.uri));
+        let kind = link.kind.as_deref().map(|k| format!(" [{}]", printable(k))).unwrap_or_default();
+        out.push_str(&format!("  {}{kind}: {}\n", printable(&link.label), printable(&link.uri)));
     }
     for warning in &outcome.warnings {
-        out.push_str(&format!("warning: {} ({})\n", warning.message, warning.code));
+        out.push_str(&format!("warning: {} ({})\n", printable(&warning.message), printable(&warning.code)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{printable, printable_summary};
+
+    #[test]
+    fn runner_text_cannot_reach_the_terminal_raw() {
+        assert_eq!(printable("notes/a b\\c.txt"), "notes/a b\\c.txt");
+        assert_eq!(printable("x\u{1b}[31mred\u{7}\r\u{9b}2J"), "x\\u{1b}[31mred\\u{7}\\r\\u{9b}2J");
+        assert_eq!(printable("a\nb\tc\u{202e}d"), "a\\nb\\tc\\u{202e}d");
+        assert_eq!(
+            printable_summary("Done.\n\tOK\r\nApplied \u{1b}]0;t\u{7}"),
+            "Done.\n  \tOK\n  Applied \\u{1b}]0;t\\u{7}"
+        );
+    }
 }
