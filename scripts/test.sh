@@ -3,10 +3,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# HOME may be unset (e.g. under some service managers); the runner cache, cargo and npm live under it.
+if [ -z "${HOME:-}" ]; then
+  HOME=$(getent passwd "$(id -u)" | cut -d: -f6 || true)
+  export HOME="${HOME:-/root}"
+fi
+
 # System packages the tests use. Installed only when missing, so repeated runs stay fast.
 # ripgrep: OpenCode's skill, grep and glob tools run `rg` (without it OpenCode downloads one from GitHub);
 # bubblewrap: Claude Code isolates its tools' subprocesses with it (crates/wb-lsp/tests/real_runners.rs).
 packages=(neovim emacs-nox elpa-eglot docker.io busybox-static ripgrep bubblewrap)
+# npm installs the real runners (scripts/install-runners.sh). Debian's nodejs and npm are added only when no npm
+# is on PATH at all: a Node from elsewhere (NodeSource's nodejs package, which bundles npm, or one in
+# /usr/local) is left alone, as Debian's npm package conflicts with NodeSource's nodejs. Debian 12's Node is 18,
+# too old for Pi; install-runners.sh then adds a Node 20 from the npm registry to the runner cache.
+if [ "${WB_LSP_SKIP_REAL_RUNNERS:-}" != 1 ] && ! command -v npm >/dev/null 2>&1; then
+  if dpkg -L nodejs 2>/dev/null | grep '/node_modules/npm/' >/dev/null; then
+    echo "error: the installed nodejs package ($(dpkg-query -W -f='${Version}' nodejs)) bundles npm, but npm is" \
+      "not on PATH ($PATH): put its directory on PATH or reinstall nodejs (WB_LSP_SKIP_REAL_RUNNERS=1 skips" \
+      "the real runners)" >&2
+    exit 1
+  fi
+  packages+=(nodejs npm)
+fi
 if [ ${#packages[@]} -gt 0 ]; then
   missing=()
   for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -42,7 +61,11 @@ fi
 # repository. WB_LSP_SKIP_REAL_RUNNERS=1 skips them; otherwise a missing runner fails those tests.
 if [ "${WB_LSP_SKIP_REAL_RUNNERS:-}" != 1 ]; then
   export WB_RUNNERS_DIR="${WB_RUNNERS_DIR:-$HOME/.cache/wb-lsp/runners}"
-  ./scripts/install-runners.sh >/dev/null
+  if ! ./scripts/install-runners.sh >/dev/null; then
+    echo "error: scripts/install-runners.sh failed to install the real runners into $WB_RUNNERS_DIR" \
+      "(WB_LSP_SKIP_REAL_RUNNERS=1 skips them)" >&2
+    exit 1
+  fi
   export WB_REQUIRE_RUNNERS=1
 fi
 
