@@ -117,8 +117,15 @@ impl Stage {
                 if std::fs::symlink_metadata(&dir).is_ok() {
                     return Err(EngineError::message(format!("The stage directory already exists: {}", dir.display())));
                 }
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| EngineError::io(format!("cannot create the stage directory {}", dir.display()), e))?;
+                let failed = |e| EngineError::io(format!("cannot create the stage directory {}", dir.display()), e);
+                if let Some(parent) = dir.parent() {
+                    std::fs::create_dir_all(parent).map_err(failed)?;
+                }
+                // Private, like the temporary one: it may hold a link to the runner's sign-in file.
+                let mut builder = std::fs::DirBuilder::new();
+                #[cfg(unix)]
+                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+                builder.create(&dir).map_err(failed)?;
                 Ok(Stage::Kept(dir))
             }
             _ => tempfile::Builder::new()
@@ -253,20 +260,28 @@ fn prepare_package(package: Package, options: &Options, catalog: &ModelCatalog, 
         }
     }
     let routes = routing::allowed_routes(&package.manifest, catalog, &runner)?;
+    let packaged = |provider: &str| {
+        package.manifest.runner_config.is_some()
+            && adapters::packaged_provider(&package, &runner, provider) != Some(false)
+    };
     let (route, authentication) = routing::select_route(
         &routes,
         catalog,
         &runner,
         &env,
         options.inherited.get("HOME").map(String::as_str),
-        package.manifest.runner_config.is_some(),
+        &packaged,
     );
     let route = route.ok_or_else(|| {
         EngineError::message(format!("No provider route is available for model {}", authentication.model))
     })?;
     let selected_variables: Vec<String> = catalog.provider(&route.provider).map(|p| p.env.clone()).unwrap_or_default();
-    let unselected: Vec<String> =
-        bindings::provider_variables(catalog).into_iter().filter(|v| !selected_variables.contains(v)).collect();
+    // Other providers' keys stay away from the runner, unless the package declares them (a gateway of its own
+    // may take one).
+    let unselected: Vec<String> = bindings::provider_variables(catalog)
+        .into_iter()
+        .filter(|v| !selected_variables.contains(v) && package.manifest.env_var(v).is_none())
+        .collect();
     let run_id = new_run_id();
     let outbox = options.workbench_home().join("runs").join(&run_id).join("outbox");
     let stage = Stage::create(options, purpose)?;
@@ -473,7 +488,12 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                 let status = if prepared.authentication.ready { "ready" } else { "needs-auth" };
                 let mut warnings = prepared.warnings.clone();
                 let verified = prepared.adapter.verified_versions();
-                let installed = prepared.preflight.runner.as_deref().and_then(adapters::installed_version);
+                // A container's runner path is not a host path: its version is not read from the host.
+                let installed = if prepared.runtime.maps_paths() {
+                    None
+                } else {
+                    prepared.preflight.runner.as_deref().and_then(adapters::installed_version)
+                };
                 if let Some(version) = installed.as_deref().filter(|v| !verified.contains(v)) {
                     warnings.push(format!(
                         "{} {version} is not a version wb-lsp is verified against ({}): its configuration or events may differ",

@@ -135,15 +135,15 @@ fn runner_store(runner: &str, home: Option<&str>) -> Option<std::path::PathBuf> 
 
 /// Selects the first route with credentials, or reports that authentication is needed. `home` is the
 /// inherited `HOME`, where the runner's own sign-in store lives. A provider absent from the catalog can only
-/// be defined by the package's native runner configuration (`packaged_config`): such a route is served with
-/// whatever credentials that configuration names (method `runner_config`).
+/// be defined by the package's native runner configuration (`packaged` says whether it does, or may): such a
+/// route is served with whatever credentials that configuration names (method `runner_config`).
 pub fn select_route(
     routes: &[ModelRoute],
     catalog: &ModelCatalog,
     runner: &str,
     env: &Environment,
     home: Option<&str>,
-    packaged_config: bool,
+    packaged: &dyn Fn(&str) -> bool,
 ) -> (Option<ModelRoute>, Authentication) {
     let canonical = routes.first().map(|r| r.canonical.clone()).unwrap_or_default();
     let credential = |provider: &str| -> Option<String> {
@@ -162,7 +162,7 @@ pub fn select_route(
         instruction: None,
     };
     for route in routes {
-        if packaged_config && catalog.provider(&route.provider).is_none() {
+        if catalog.provider(&route.provider).is_none() && packaged(&route.provider) {
             return (Some(route.clone()), ready(route, "runner_config", None));
         }
         if let Some(variable) = credential(&route.provider) {
@@ -174,7 +174,11 @@ pub fn select_route(
     }
     let variables: Vec<String> =
         routes.iter().filter_map(|r| catalog.provider(&r.provider)).flat_map(|p| p.env.iter().cloned()).collect();
-    let instruction = if variables.is_empty() {
+    let undefined: Vec<&str> =
+        routes.iter().filter(|r| catalog.provider(&r.provider).is_none()).map(|r| r.provider.as_str()).collect();
+    let instruction = if variables.is_empty() && !undefined.is_empty() {
+        format!("The packaged runner_config defines no provider {}", undefined.join(" or "))
+    } else if variables.is_empty() {
         "Sign in with the runner's own login command".to_owned()
     } else {
         format!("Set {} (or sign in with the runner's own login command)", variables.join(" or "))

@@ -136,7 +136,7 @@ fn opencode_dry_run_translation() {
     let work = world.work.display().to_string();
     assert_eq!(
         report.command,
-        ["opencode", "run", "--model", "openai/gpt-5.1", "--dir", work.as_str(), "--format", "json", TASK]
+        ["opencode", "run", "--model", "openai/gpt-5.1", "--dir", work.as_str(), "--format", "json", "--", TASK]
     );
     assert_eq!(report.cwd, work);
     assert_eq!(report.runner, "opencode");
@@ -243,9 +243,157 @@ fn opencode_runner_config_file_is_passed_as_opencode_config() {
     let (run, _) = run_with_stream(&options, "opencode", "success");
     assert_eq!(run.ending, Ending::Completed);
     let invocation = world.invocation();
-    assert_eq!(invocation["values"]["OPENCODE_CONFIG"], config.display().to_string());
+    // A staged copy: OpenCode rewrites the file it is given, never the package's.
+    let staged = invocation["values"]["OPENCODE_CONFIG"].as_str().unwrap();
+    let stage = invocation["values"]["OPENCODE_CONFIG_DIR"].as_str().unwrap();
+    assert_eq!(staged, format!("{stage}/packaged-config.json"));
     let copied = std::fs::read_to_string(world.log.join("staged/OPENCODE_CONFIG")).unwrap();
     assert_eq!(copied, "{\"theme\": \"system\"}\n");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "{\"theme\": \"system\"}\n");
+}
+
+/// The package's own permission rules survive the engine's: a string rule becomes the `*` entry of the merged
+/// object (OpenCode merges configurations, and an object would replace the string). A read-only workspace that
+/// is the Git top level is denied as `**`; one that contains the writable primary cannot be denied and says so.
+#[test]
+fn opencode_permissions_merge_with_the_packages_own() {
+    let world = World::new();
+    world.install_runners(&["opencode"]);
+    let manifest = minimal(
+        "oc-perm",
+        "opencode",
+        "openai/gpt-5.1",
+        "runner_config: ./opencode.json\nworkspaces:\n  docs:\n    required: true\n    access: read-only\n",
+    );
+    world.package("oc-perm", &manifest);
+    world.file(
+        ".workbenches/oc-perm/opencode.json",
+        r#"{"permission": {"edit": "deny", "bash": "allow", "external_directory": {"/srv/shared/**": "allow"}}}"#,
+    );
+    let docs = world.dir("docs");
+    let options = |docs: &Path| {
+        let mut options =
+            with_env(base_options(&world, ".workbenches/oc-perm"), &[("OPENAI_API_KEY", "sk-openai-test-value")]);
+        options.workspaces = vec![format!("docs={}", docs.display())];
+        options
+    };
+    let report = dry_run(&options(&docs)).unwrap();
+    let permission = &report.native["permission"];
+    assert_eq!(permission["bash"], "allow");
+    let relative = docs.strip_prefix("/").unwrap().display().to_string();
+    assert_eq!(permission["edit"], json!({"*": "deny", format!("{relative}/**"): "deny"}));
+    let external: Vec<&String> = permission["external_directory"].as_object().unwrap().keys().collect();
+    assert_eq!(external[0], "/srv/shared/**", "the package's entries come first: {external:?}");
+    assert!(external.contains(&&format!("{}/**", docs.display())));
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+
+    // docs is a Git top level: `**` relative to that work tree... when the primary is inside it, nothing can be
+    // denied without denying the primary.
+    let work_in_docs = docs.join("app");
+    std::fs::create_dir_all(&work_in_docs).unwrap();
+    let mut nested = options(&docs);
+    nested.primary = Some(work_in_docs);
+    let report = dry_run(&nested).unwrap();
+    assert_eq!(
+        report.warnings,
+        ["OpenCode cannot keep workspace docs read-only: it contains the writable workspace primary"]
+    );
+    assert_eq!(report.native["permission"]["edit"], "deny", "only the package's own rule");
+
+    // A read-only workspace that is the work tree itself.
+    let repo = world.dir("repo-ro");
+    let status = std::process::Command::new("git").args(["init", "-q"]).arg(&repo).status().unwrap();
+    assert!(status.success());
+    let sibling = repo.join("sub");
+    std::fs::create_dir_all(&sibling).unwrap();
+    let mut inside = options(&repo);
+    inside.primary = Some(world.work.clone());
+    let report = dry_run(&inside).unwrap();
+    let relative = repo.strip_prefix("/").unwrap().display().to_string();
+    assert_eq!(report.native["permission"]["edit"][format!("{relative}/**")], "deny");
+}
+
+/// A read-only workspace inside the writable primary is denied to Claude Code's editing tools: not allowing it
+/// is not enough, the primary's rule covers it.
+#[test]
+fn claude_code_denies_a_read_only_workspace_inside_the_primary() {
+    let world = World::new();
+    world.install_runners(&["claude"]);
+    world.package(
+        "cc-nested",
+        &minimal(
+            "cc-nested",
+            "claude-code",
+            "anthropic/claude-sonnet-4.5",
+            "workspaces:\n  docs:\n    required: true\n    access: read-only\n",
+        ),
+    );
+    let docs = world.work.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let mut options =
+        with_env(base_options(&world, ".workbenches/cc-nested"), &[("ANTHROPIC_API_KEY", "sk-ant-test-value")]);
+    options.workspaces = vec![format!("docs={}", docs.display())];
+    let report = dry_run(&options).unwrap();
+    let settings = &report.native["settings.json"]["permissions"];
+    assert!(
+        settings["deny"].as_array().unwrap().contains(&json!(format!("Edit(/{}/**)", docs.display()))),
+        "{settings}"
+    );
+}
+
+/// The route's own provider key is not the only one a package may need: a declared variable is never removed
+/// from the runner's environment. A provider the packaged configuration does not define is not ready.
+#[test]
+fn declared_keys_stay_and_undefined_custom_providers_are_not_ready() {
+    let world = World::new();
+    world.install_runners(&["opencode"]);
+    let manifest = |provider: &str| {
+        minimal(
+            "gw",
+            "opencode",
+            "private-lab/review-model",
+            "runner_config: ./opencode.json\nenv:\n  OPENAI_API_KEY:\n    required: true\n",
+        )
+        .replace(
+            "  id: private-lab/review-model\n",
+            &format!(
+                "  id: private-lab/review-model\n  routes:\n    - provider: {provider}\n      model: deployment-42\n"
+            ),
+        )
+    };
+    world.package("gw", &manifest("gateway"));
+    world.file(
+        ".workbenches/gw/opencode.json",
+        r#"{"provider": {"gateway": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "https://gw.internal/v1", "apiKey": "{env:OPENAI_API_KEY}"}, "models": {"deployment-42": {}}}}}"#,
+    );
+    let options = with_env(base_options(&world, ".workbenches/gw"), &[("OPENAI_API_KEY", "sk-openai-test-value")]);
+    let report = dry_run(&options).unwrap();
+    assert_eq!(report.authentication.method.as_deref(), Some("runner_config"));
+    assert!(report.env.iter().any(|n| n == "OPENAI_API_KEY"), "{:?}", report.env);
+    assert!(!report.removed_env.iter().any(|n| n == "OPENAI_API_KEY"), "{:?}", report.removed_env);
+    // A typo in the route: nothing defines `gatewy`.
+    world.package("gw", &manifest("gatewy"));
+    let report = dry_run(&options).unwrap();
+    assert!(!report.authentication.ready);
+    assert_eq!(
+        report.authentication.instruction.as_deref(),
+        Some("The packaged runner_config defines no provider gatewy")
+    );
+}
+
+/// Pi takes no `--`: a task that would read as an option or a file to include gets a leading space.
+#[test]
+fn pi_never_reads_the_task_as_an_option() {
+    let world = pi_world();
+    for (task, passed) in
+        [("--version", " --version"), ("@notes.md summarise", " @notes.md summarise"), ("plain", "plain")]
+    {
+        let mut options =
+            with_env(base_options(&world, ".workbenches/pi-demo"), &[("GEMINI_API_KEY", "gemini-test-value")]);
+        options.task = Some(task.to_owned());
+        let report = dry_run(&options).unwrap();
+        assert_eq!(report.command.last().map(String::as_str), Some(passed));
+    }
 }
 
 #[test]

@@ -172,7 +172,7 @@ fn dry_run_prints_the_translation_as_json() {
             "opencode" => {
                 assert_eq!(
                     command,
-                    ["opencode", "run", "--model", "openai/gpt-5.1", "--dir", &work, "--format", "json", TASK]
+                    ["opencode", "run", "--model", "openai/gpt-5.1", "--dir", &work, "--format", "json", "--", TASK]
                 );
                 assert_eq!(report["native_key"], "opencode_config");
                 assert_eq!(report["native"]["model"], "openai/gpt-5.1");
@@ -998,4 +998,30 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// `--stage-dir` keeps a dry run's staged configuration in a new private directory; it is refused for run and
+/// smoke, and an existing directory is never written into (nor removed).
+#[test]
+fn the_stage_directory_of_a_dry_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let demo = Demo::new("opencode");
+    let stage = demo.world.root.join("kept-stage");
+    let stage_arg = stage.display().to_string();
+    let output = demo.run("dry-run", &["--task", TASK, "--json", "--stage-dir", &stage_arg]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let report: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(report["stage_dir"], stage_arg);
+    assert!(stage.join("workbench-instructions.md").is_file());
+    assert_eq!(std::fs::metadata(&stage).unwrap().permissions().mode() & 0o777, 0o700);
+    // Again: the directory exists now.
+    let output = demo.run("dry-run", &["--task", TASK, "--stage-dir", &stage_arg]);
+    assert_eq!(output.code, 1);
+    assert!(output.stderr.contains(&format!("The stage directory already exists: {stage_arg}")), "{}", output.stderr);
+    assert!(stage.join("workbench-instructions.md").is_file(), "an existing directory is left alone");
+    for subcommand in ["run", "smoke"] {
+        let output = demo.run(subcommand, &["--task", TASK, "--stage-dir", &stage_arg]);
+        assert_eq!(output.code, 2, "{subcommand}: {}", output.stderr);
+        assert!(output.stderr.contains("--stage-dir is for dry-run only"), "{}", output.stderr);
+    }
 }

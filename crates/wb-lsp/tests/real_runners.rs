@@ -285,8 +285,9 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
     );
     let (model, runner_config) = match runner {
         Runner::OpenCode => {
+            // No `$schema`: OpenCode adds one to the file it is given, which must be a staged copy, never the
+            // package's file (the outcome would show the change).
             let config = json!({
-                "$schema": "https://opencode.ai/config.json",
                 "provider": {"scripted": {
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "Scripted model server",

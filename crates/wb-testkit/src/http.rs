@@ -218,7 +218,7 @@ fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, String> {
                 let _ = reader.read_line(&mut end);
                 break;
             }
-            if body.len() + size > MAX_BODY {
+            if body.len().checked_add(size).is_none_or(|total| total > MAX_BODY) {
                 return Err("body too large".to_owned());
             }
             let start = body.len();

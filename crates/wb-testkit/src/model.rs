@@ -259,6 +259,15 @@ fn fresh_id(prefix: &str) -> String {
     format!("{prefix}_scripted_{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Splits `text` near its middle, on a character boundary.
+fn halves(text: &str) -> (&str, &str) {
+    let mut middle = text.len() / 2;
+    while !text.is_char_boundary(middle) {
+        middle -= 1;
+    }
+    text.split_at(middle)
+}
+
 /// Output token count of a turn (a fixed function of what is sent, so tests can predict it).
 fn output_tokens(turn: &Turn) -> u64 {
     20 + 5 * turn.tool_calls.len() as u64
@@ -295,7 +304,7 @@ fn openai_stream(responder: &mut Responder<'_>, model: &str, turn: &Turn, input_
     }
     for (index, call) in turn.tool_calls.iter().enumerate() {
         let arguments = call.arguments.to_string();
-        let (head, tail) = arguments.split_at(arguments.len() / 2);
+        let (head, tail) = halves(&arguments);
         let id = fresh_id("call");
         responder.event(
             None,
@@ -395,7 +404,7 @@ fn anthropic_stream(responder: &mut Responder<'_>, model: &str, turn: &Turn, inp
             .to_string(),
         )?;
         let arguments = call.arguments.to_string();
-        let (head, tail) = arguments.split_at(arguments.len() / 2);
+        let (head, tail) = halves(&arguments);
         for part in [head, tail] {
             responder.event(
                 Some("content_block_delta"),
@@ -431,4 +440,15 @@ fn anthropic_message(model: &str, turn: &Turn, input_tokens: u64) -> Value {
         "stop_reason": if turn.tool_calls.is_empty() { "end_turn" } else { "tool_use" }, "stop_sequence": null,
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens(turn)},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn arguments_split_on_a_character_boundary() {
+        for text in ["", "a", "ab", "{\"c\":\"ééé\"}", "日本語のテキスト", "😀😀😀"] {
+            let (head, tail) = super::halves(text);
+            assert_eq!(format!("{head}{tail}"), text);
+        }
+    }
 }

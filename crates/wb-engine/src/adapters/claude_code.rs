@@ -123,6 +123,21 @@ impl Adapter for ClaudeCode {
             allow.push(json!(format!("Read({path}/**)")));
             if workspace.access == Access::ReadWrite {
                 allow.push(json!(format!("Edit({path}/**)")));
+                continue;
+            }
+            // Not allowing is not enough when a writable workspace contains this one: deny (deny beats allow).
+            // A read-only workspace that contains a writable one cannot be denied without denying both.
+            let name = workspace.name.as_deref().unwrap_or("primary");
+            match context
+                .workspaces
+                .iter()
+                .find(|w| w.access == Access::ReadWrite && w.path.starts_with(&workspace.path))
+            {
+                Some(inner) => warnings.push(format!(
+                    "Claude Code cannot keep workspace {name} read-only: it contains the writable workspace {}",
+                    inner.name.as_deref().unwrap_or("primary")
+                )),
+                None => deny.push(json!(format!("Edit({path}/**)"))),
             }
         }
         let outbox = permission_path(context.outbox);

@@ -115,6 +115,23 @@ pub fn installed_version(executable: &Path) -> Option<String> {
     None
 }
 
+/// Whether the package's native configuration defines `provider` (a provider absent from the catalog):
+/// OpenCode's `provider.<name>` (the `runner_config` file, or the directory's `opencode.json`), Pi's
+/// `providers.<name>` in the directory's `models.json`. `None` when it cannot be told (no such file, not
+/// JSON, another runner).
+pub fn packaged_provider(package: &Package, runner: &str, provider: &str) -> Option<bool> {
+    let config = package.manifest.runner_config.as_ref()?;
+    let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
+    let (file, pointer) = match runner {
+        "opencode" if path.is_dir() => (path.join("opencode.json"), "/provider"),
+        "opencode" => (path, "/provider"),
+        "pi" => (path.join("models.json"), "/providers"),
+        _ => return None,
+    };
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    Some(value.pointer(pointer).and_then(Value::as_object).is_some_and(|providers| providers.contains_key(provider)))
+}
+
 /// The adapter of a runner, or `Unsupported runner: <r>`.
 pub fn adapter(runner: &str) -> Result<Box<dyn Adapter>> {
     match runner {

@@ -52,6 +52,8 @@ fn relative_path(from: &Path, to: &Path) -> String {
 /// workspace, or `/` outside Git (verified against 1.18.33).
 fn opencode_worktree(primary: &Path) -> PathBuf {
     std::process::Command::new("git")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
         .arg("-C")
         .arg(primary)
         .args(["rev-parse", "--show-toplevel"])
@@ -64,10 +66,38 @@ fn opencode_worktree(primary: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
+/// The packaged native configuration, when it is JSON OpenCode would read (a `runner_config` file, or the
+/// directory's `opencode.json`): its `permission` entries are merged with the engine's.
+fn packaged_config(context: &StageContext<'_>) -> Option<Value> {
+    let config = context.package.manifest.runner_config.as_ref()?;
+    let path = wb_manifest::normalize(&context.package.package_dir.join(&config.value));
+    let file = if path.is_dir() { path.join("opencode.json") } else { path };
+    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
+}
+
+/// The engine's entries added after the package's own: a string rule of the package becomes its `*` entry,
+/// so the engine's patterns never replace it (OpenCode merges objects, and an object replaces a string).
+fn merged_rules(packaged: Option<&Value>, ours: Map<String, Value>) -> Value {
+    let mut rules = match packaged {
+        Some(Value::String(rule)) => Map::from_iter([("*".to_owned(), json!(rule))]),
+        Some(Value::Object(rules)) => rules.clone(),
+        _ => Map::new(),
+    };
+    for (pattern, rule) in ours {
+        rules.remove(&pattern);
+        rules.insert(pattern, rule);
+    }
+    Value::Object(rules)
+}
+
 /// OpenCode's `permission` entries for a one-shot run, where anything that would ask is rejected: the outbox
 /// and every named workspace are external directories it may use, and a read-only named workspace is denied to
-/// the editing tools. (A container's read-only mount enforces that by itself; there the patterns are left out.)
-fn permissions(context: &StageContext<'_>, primary: &Path) -> Value {
+/// the editing tools with a pattern relative to OpenCode's work tree (a container's read-only mount enforces
+/// that by itself; there the patterns are left out). A read-only workspace that contains a writable one cannot
+/// be denied without denying the writable one: that is a warning.
+fn permissions(context: &StageContext<'_>, primary: &Path, warnings: &mut Vec<String>) -> Value {
+    let packaged = packaged_config(context);
+    let packaged_rule = |key: &str| packaged.as_ref().and_then(|c| c.pointer(&format!("/permission/{key}")));
     let mut external = Map::new();
     external.insert(format!("{}/**", context.outbox.display()), json!("allow"));
     let mut edit = Map::new();
@@ -75,16 +105,33 @@ fn permissions(context: &StageContext<'_>, primary: &Path) -> Value {
     let mut worktree = None;
     for workspace in context.workspaces.iter().filter(|w| w.name.is_some()) {
         external.insert(format!("{}/**", workspace.path.display()), json!("allow"));
-        if local && workspace.access == Access::ReadOnly {
-            let root = worktree.get_or_insert_with(|| opencode_worktree(primary));
-            edit.insert(format!("{}/**", relative_path(root, &workspace.path)), json!("deny"));
+        if !local || workspace.access != Access::ReadOnly {
+            continue;
         }
+        let name = workspace.name.as_deref().unwrap_or_default();
+        if let Some(inner) =
+            context.workspaces.iter().find(|w| w.access == Access::ReadWrite && w.path.starts_with(&workspace.path))
+        {
+            warnings.push(format!(
+                "OpenCode cannot keep workspace {name} read-only: it contains the writable workspace {}",
+                inner.name.as_deref().unwrap_or("primary")
+            ));
+            continue;
+        }
+        let root = worktree.get_or_insert_with(|| opencode_worktree(primary));
+        let relative = relative_path(root, &workspace.path);
+        let pattern = if relative.is_empty() { "**".to_owned() } else { format!("{relative}/**") };
+        edit.insert(pattern, json!("deny"));
     }
-    let mut permission = json!({"external_directory": external});
+    let mut permission = match packaged.as_ref().and_then(|c| c.get("permission")) {
+        Some(Value::Object(rules)) => rules.clone(),
+        _ => Map::new(),
+    };
+    permission.insert("external_directory".to_owned(), merged_rules(packaged_rule("external_directory"), external));
     if !edit.is_empty() {
-        permission["edit"] = Value::Object(edit);
+        permission.insert("edit".to_owned(), merged_rules(packaged_rule("edit"), edit));
     }
-    permission
+    Value::Object(permission)
 }
 
 fn number(value: Option<&Value>) -> Option<u64> {
@@ -127,11 +174,14 @@ impl Adapter for OpenCode {
                 super::copy_tree(&path, context.stage_dir)
                     .map_err(|e| EngineError::io("cannot stage runner_config", e))?;
             } else {
-                let relative = path.strip_prefix(&package.package_dir).unwrap_or(&path);
-                env.insert(
-                    "OPENCODE_CONFIG".to_owned(),
-                    context.runner_package_dir.join(relative).display().to_string(),
-                );
+                // A staged copy: OpenCode rewrites the file it is given (it adds `$schema`, verified against
+                // 1.18.33), which must not touch the package.
+                let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("json");
+                let name = format!("packaged-config.{extension}");
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|_| EngineError::message(format!("runner_config does not exist: {}", path.display())))?;
+                super::write_file(&context.stage_dir.join(&name), &text, 0o644)?;
+                env.insert("OPENCODE_CONFIG".to_owned(), context.runner_stage_dir.join(&name).display().to_string());
             }
         }
         super::write_file(
@@ -153,6 +203,8 @@ impl Adapter for OpenCode {
             );
         }
         let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
+        let mut warnings = Vec::new();
+        let permission = permissions(context, &primary, &mut warnings);
         let config = json!({
             "$schema": "https://opencode.ai/config.json",
             "autoupdate": false,
@@ -160,7 +212,7 @@ impl Adapter for OpenCode {
             "model": context.route.route,
             "instructions": [instructions.display().to_string()],
             "mcp": mcp,
-            "permission": permissions(context, &primary),
+            "permission": permission,
         });
         env.insert("OPENCODE_CONFIG_CONTENT".to_owned(), config.to_string());
         env.insert("OPENCODE_CONFIG_DIR".to_owned(), context.runner_stage_dir.display().to_string());
@@ -173,6 +225,8 @@ impl Adapter for OpenCode {
             primary.display().to_string(),
             "--format".to_owned(),
             "json".to_owned(),
+            // A task that starts with `-` is not an option.
+            "--".to_owned(),
             context.task.to_owned(),
         ];
         Ok(Translation {
@@ -184,7 +238,7 @@ impl Adapter for OpenCode {
             native: config,
             staged_files: super::list_staged(context.stage_dir),
             skills,
-            warnings: Vec::new(),
+            warnings,
             disabled_mcps: Vec::new(),
         })
     }

@@ -93,7 +93,10 @@ impl Adapter for Pi {
             command.push("--skill".to_owned());
             command.push(context.runner_stage_dir.join("skills").join(skill).display().to_string());
         }
-        command.push(context.task.to_owned());
+        // Pi takes no `--`: an argument starting with `-` is an option and one starting with `@` a file to
+        // include (verified against 0.73.1), so such a task gets a leading space.
+        let task = context.task;
+        command.push(if task.starts_with(['-', '@']) { format!(" {task}") } else { task.to_owned() });
         Ok(Translation {
             command,
             cwd: primary,
