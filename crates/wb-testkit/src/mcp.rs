@@ -90,7 +90,19 @@ fn handle(request: &Request, responder: &mut Responder<'_>, log: &Mutex<Vec<McpR
             "description": "Looks a term up in the scripted knowledge base.",
             "inputSchema": {"type": "object", "properties": {"term": {"type": "string"}}, "required": ["term"]},
         }]}),
-        Some("tools/call") => json!({"content": [{"type": "text", "text": LOOKUP_ANSWER}], "isError": false}),
+        // Only the offered tool, with its required argument: a mangled call must not pass.
+        Some("tools/call")
+            if body.pointer("/params/name").and_then(Value::as_str) == Some("lookup")
+                && body.pointer("/params/arguments/term").is_some_and(Value::is_string) =>
+        {
+            json!({"content": [{"type": "text", "text": LOOKUP_ANSWER}], "isError": false})
+        }
+        Some("tools/call") => {
+            return responder.json(
+                200,
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "Unknown tool or invalid arguments"}}),
+            );
+        }
         Some("ping") => json!({}),
         Some("resources/list") => json!({"resources": []}),
         Some("prompts/list") => json!({"prompts": []}),
