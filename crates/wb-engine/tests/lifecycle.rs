@@ -1632,6 +1632,14 @@ fn claude_code_scrubs_subprocess_environments_only_where_it_works() {
 
     let report = dry_run(&options(true)).unwrap();
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    // A bwrap that cannot sandbox here (no user namespaces) is as good as none.
+    std::fs::write(&bwrap, "#!/bin/sh\nexit 1\n").unwrap();
+    let report = dry_run(&options(true)).unwrap();
+    assert_eq!(
+        report.warnings,
+        [format!("Claude Code's tools see the run's environment: {} cannot create a sandbox here", bwrap.display())]
+    );
+    std::fs::write(&bwrap, "#!/bin/sh\nexit 0\n").unwrap();
     let report = dry_run(&options(false)).unwrap();
     assert!(report.warnings.iter().any(|w| w.contains("install bubblewrap (bwrap)")), "{:?}", report.warnings);
     // The value itself reaches the runner: run once each way and read what the fake runner received.

@@ -42,14 +42,29 @@ fn subprocess_scrub(context: &StageContext<'_>, mcp_references: bool, warnings: 
         return false;
     }
     let path = context.inherited.get("PATH").map(String::as_str);
-    if crate::runtime::find_executable("bwrap", path).is_none() {
+    let Some(bwrap) = crate::runtime::find_executable("bwrap", path) else {
         warnings.push(
             "Claude Code's tools see the run's environment: install bubblewrap (bwrap) so Claude Code can scrub credentials from them"
                 .to_owned(),
         );
         return false;
+    };
+    // Present is not enough: without user namespaces (some containers and CI machines) bwrap cannot sandbox,
+    // and Claude Code would then refuse to start.
+    let works = std::process::Command::new(&bwrap)
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !works {
+        warnings.push(format!(
+            "Claude Code's tools see the run's environment: {} cannot create a sandbox here",
+            bwrap.display()
+        ));
     }
-    true
+    works
 }
 
 impl Adapter for ClaudeCode {
