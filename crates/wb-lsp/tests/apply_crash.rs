@@ -3,8 +3,9 @@
 //! is killed with SIGKILL
 //!
 //! - at every file-system step of an apply, one by one (the hidden hook `WB_LSP_CRASH_AT_STEP=N` makes the
-//!   process kill itself at its Nth step: lease, backups, journal, temp files, renames, removals, receipt,
-//!   cleanup), then also at every step of the recovery that follows such a crash;
+//!   process kill itself at its Nth step: lease (a `flock(2)` the kernel releases on the kill), backups,
+//!   journal, temp files, renames, removals, receipt, cleanup), then also at every step of the recovery
+//!   that follows such a crash;
 //! - after random short delays, during the apply of a large outcome (243 entries, three of 2 MiB).
 //!
 //! After every kill: every target path holds exactly its old or its new state (bytes, mode, symlink
@@ -639,6 +640,30 @@ fn a_kill_during_recovery_is_recovered_again() {
     for kind in ["recover", "restore", "temp removed", "receipt temp removed", "journal removed"] {
         assert!(recovery_steps.iter().any(|s| s.contains(kind)), "no {kind} step in {recovery_steps:?}");
     }
+}
+
+/// The lease is a kernel lock (`flock(2)` on `application.lock`): while another process holds it, `--apply`
+/// and `--recover` fail with the busy text and change nothing; once it is released (its file left behind,
+/// as a killed holder leaves it) the next `--apply` completes and removes the file.
+#[test]
+fn a_held_lease_makes_another_process_busy() {
+    let world = World::new(&specs());
+    world.reset();
+    let lock = world.outcome_dir().join("application.lock");
+    let file = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&lock).unwrap();
+    let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| e).unwrap();
+    let busy = format!("error: Outcome is being applied by another process: {}\n", world.outcome_id);
+    for args in [&["--apply"][..], &["--recover"]] {
+        let output = world.wb(args, None);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {}", describe(&output));
+        assert_eq!(String::from_utf8_lossy(&output.stderr), busy, "{args:?}");
+    }
+    assert!(world.check_crashed("busy").all_old);
+    drop(held);
+    assert!(lock.exists());
+    let output = world.wb(&["--apply"], None);
+    assert!(output.status.success(), "{}", describe(&output));
+    world.check_settled(Settled::New, "applied once the lease was released");
 }
 
 /// A small xorshift generator (a fixed seed: reproducible).

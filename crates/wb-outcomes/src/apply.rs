@@ -1,7 +1,8 @@
 //! All-or-nothing application of an outcome's changesets to their workspaces (engine facts (f), Apply).
 //!
-//! 1. Take the per-outcome lease (`outcomes/<id>/apply.lock`, published with its holder's pid by a hard
-//!    link, so it never exists empty), and finish or roll back what an interrupted apply left ([`recover`]).
+//! 1. Take the per-outcome lease (an exclusive `flock(2)` on `outcomes/<id>/application.lock`, which the
+//!    kernel releases when its holder dies), and finish or roll back what an interrupted apply left
+//!    ([`recover`]).
 //! 2. Check every entry of every changeset before any write: safe root, safe parents, the destination is
 //!    a file or symlink, and its current state equals `after` (skipped, "unchanged") or `before`. Any
 //!    conflict rejects everything.
@@ -21,9 +22,11 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg, OFlag};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, io};
@@ -132,84 +135,65 @@ struct Recovery {
     created_dirs: Vec<PathBuf>,
 }
 
+/// The lease: an exclusive `flock(2)` on `outcomes/<id>/application.lock`, held for a whole apply or
+/// recovery. The kernel releases it when its holder exits, however it exits, so there is nothing stale to
+/// detect (no pid, no `/proc`). A `flock` belongs to an open file description: a second open in the same
+/// process (another thread's apply) conflicts with it just like another process's.
 struct Lease {
     path: PathBuf,
+    /// Unlocked (then closed) when dropped, after [`Lease`]'s own `drop` has removed the file.
+    _file: Flock<fs::File>,
     faults: Faults,
 }
 
-const LEASE: &str = "apply.lock";
-/// `.apply.lock.<pid>.<hex>.tmp`: a lease being published.
-const LEASE_TEMP: &str = ".apply.lock.";
-
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
+const LEASE: &str = "application.lock";
+/// What earlier versions left: a lock holding its holder's pid (`apply.lock`) and the temp files it was
+/// published from (`.apply.lock.<pid>.<hex>.tmp`). They lock nothing now; recovery removes them.
+const OLD_LEASE: &str = "apply.lock";
+const OLD_LEASE_TEMP: &str = ".apply.lock.";
 
 impl Lease {
-    /// The lock holds its holder's pid from the moment it exists: the pid is written to a temp file that is
-    /// then hard-linked as the lock (which fails if a lock exists). A lock whose process is gone is stale,
-    /// so a kill at any point never leaves a lock that blocks every later apply.
+    /// Opens (or creates) the lock file and locks it without waiting: a holder makes it [`Error::Busy`].
+    /// The file is only ever removed by its holder, still locked (when the lease is released): a taker that
+    /// opened it just before then locks a file that no longer is the lock file, sees that, and tries again.
+    /// A killed holder leaves the file, unlocked, for the next taker.
     fn take(dir: &Path, outcome_id: &str, faults: Faults) -> Result<Lease> {
         let path = dir.join(LEASE);
-        let pid = std::process::id();
-        let temp = dir.join(format!("{LEASE_TEMP}{pid}.{}.tmp", random_hex(4)));
-        let written = (|| -> std::io::Result<()> {
-            let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-            writeln!(file, "{pid}")
-        })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&temp);
-            return Err(io(format!("Cannot create {}", temp.display()))(e));
-        }
-        faults.at(|| "lease: pid written".to_owned());
-        let mut taken = Err(Error::Busy(outcome_id.to_owned()));
-        for _ in 0..3 {
-            match fs::hard_link(&temp, &path) {
-                Ok(()) => {
-                    taken = Ok(());
-                    break;
+        let failed = |e: std::io::Error| io(format!("Cannot lock {}", path.display()))(e);
+        for _ in 0..16 {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .mode(0o600)
+                .custom_flags((OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW).bits())
+                .open(&path)
+                .map_err(failed)?;
+            let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(file) => file,
+                Err((_, Errno::EWOULDBLOCK)) => return Err(Error::Busy(outcome_id.to_owned())),
+                Err((_, errno)) => return Err(failed(errno.into())),
+            };
+            let locked = file.metadata().map_err(failed)?;
+            match fs::symlink_metadata(&path) {
+                Ok(now) if now.dev() == locked.dev() && now.ino() == locked.ino() => {
+                    faults.at(|| "lease: taken".to_owned());
+                    return Ok(Lease { path, _file: file, faults });
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match fs::read_to_string(&path) {
-                    Ok(holder) if holder.trim().parse::<u32>().is_ok_and(alive) => break,
-                    // Its process is gone (or it is not a lock this code wrote).
-                    Ok(_) => {
-                        let _ = fs::remove_file(&path);
-                    }
-                    // Released meanwhile.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        taken = Err(io(format!("Cannot read {}", path.display()))(e));
-                        break;
-                    }
-                },
-                Err(e) => {
-                    taken = Err(io(format!("Cannot create {}", path.display()))(e));
-                    break;
-                }
+                // Released (and removed) by its holder between the open and the lock.
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(failed(e)),
             }
         }
-        if taken.is_ok() {
-            faults.at(|| "lease: taken".to_owned());
-        }
-        let _ = fs::remove_file(&temp);
-        taken?;
-        // Temp files of killed takers.
-        if let Ok(entries) = fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let holder = name.strip_prefix(LEASE_TEMP).and_then(|rest| rest.split('.').next());
-                if holder.and_then(|p| p.parse::<u32>().ok()).is_some_and(|p| !alive(p)) {
-                    let _ = fs::remove_file(entry.path());
-                }
-            }
-        }
-        Ok(Lease { path, faults })
+        // Taken and released over and over meanwhile.
+        Err(Error::Busy(outcome_id.to_owned()))
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         self.faults.at(|| "lease: release".to_owned());
+        // Still locked: nobody else can hold this file now, nor create another one in its place.
         let _ = fs::remove_file(&self.path);
     }
 }
@@ -675,13 +659,18 @@ pub fn recover_with_faults(store: &ContentStore, outcome_id: &str, faults: Fault
 }
 
 fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Faults) -> Result<usize> {
-    // Temp files of receipt writes that were killed (receipts are only written under the lease).
+    // Temp files of receipt writes that were killed (receipts are only written under the lease), and the
+    // pid leases of earlier versions.
     if let Ok(entries) = fs::read_dir(dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(".application.json.") && name.ends_with(".tmp") && fs::remove_file(entry.path()).is_ok()
             {
                 faults.at(|| "recover: receipt temp removed".to_owned());
+            }
+            let old_lease = name == OLD_LEASE || (name.starts_with(OLD_LEASE_TEMP) && name.ends_with(".tmp"));
+            if old_lease && fs::remove_file(entry.path()).is_ok() {
+                faults.at(|| "recover: old lease removed".to_owned());
             }
         }
     }

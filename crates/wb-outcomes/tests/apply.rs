@@ -47,7 +47,7 @@ fn applies_everything_then_skips_on_retry() {
     assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Applied);
     assert_schema_valid(fx.home.path(), &outcome.id);
     assert!(transactions_empty(&fx, &outcome.id));
-    assert!(!fx.home.path().join("outcomes").join(&outcome.id).join("apply.lock").exists());
+    assert!(!fx.home.path().join("outcomes").join(&outcome.id).join("application.lock").exists());
     // No temp files left in the workspace.
     let leftovers: Vec<_> = fs::read_dir(target)
         .unwrap()
@@ -382,23 +382,184 @@ fn a_crash_while_cleaning_up_is_resolved() {
     }
 }
 
+/// The lease of earlier versions: a lock file holding its holder's pid, published from a temp file.
 #[test]
-fn a_lease_of_a_dead_process_or_without_a_pid_is_stale_and_a_live_one_busy() {
+fn pid_leases_of_earlier_versions_block_nothing_and_are_removed() {
     let fx = Fixture::new();
     let outcome = fx.outcome(setup, change);
-    let lock = fx.home.path().join("outcomes").join(&outcome.id).join("apply.lock");
-    // An empty lock (a kill between creating and writing it, before leases were published whole).
-    fs::write(&lock, "").unwrap();
+    let dir = fx.home.path().join("outcomes").join(&outcome.id);
+    // A live pid (this process), an empty lock, a temp file of a live taker: nothing is stale or live now.
+    fs::write(dir.join("apply.lock"), format!("{}\n", std::process::id())).unwrap();
+    let temp = dir.join(format!(".apply.lock.{}.beef.tmp", std::process::id()));
+    fs::write(&temp, format!("{}\n", std::process::id())).unwrap();
     assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 0);
-    assert!(!lock.exists());
-    // A live holder (this process).
-    fs::write(&lock, format!("{}\n", std::process::id())).unwrap();
-    assert!(matches!(apply(&fx.store, &outcome.id, None), Err(Error::Busy(_))));
-    // A holder that is gone.
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let gone = child.id();
-    child.wait().unwrap();
-    fs::write(&lock, format!("{gone}\n")).unwrap();
+    assert!(!dir.join("apply.lock").exists() && !temp.exists());
+    fs::write(dir.join("apply.lock"), "").unwrap();
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap().applied, 6);
+    let mut names: Vec<String> =
+        fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["application.json", "outcome.json", "workspaces.json"]);
+}
+
+/// Locks `application.lock` the way the lease does, through a new open file description.
+fn hold_lock(dir: &Path) -> nix::fcntl::Flock<fs::File> {
+    let file =
+        fs::OpenOptions::new().write(true).create(true).truncate(false).open(dir.join("application.lock")).unwrap();
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| e).unwrap()
+}
+
+#[test]
+fn a_held_lock_makes_apply_and_recover_busy_until_released() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let dir = fx.home.path().join("outcomes").join(&outcome.id);
+    let busy = format!("Outcome is being applied by another process: {}", outcome.id);
+    // Held by another thread of this process.
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn({
+        let dir = dir.clone();
+        move || {
+            let lock = hold_lock(&dir);
+            locked_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            drop(lock);
+        }
+    });
+    locked_rx.recv().unwrap();
+    let error = apply(&fx.store, &outcome.id, None).unwrap_err();
+    assert!(matches!(error, Error::Busy(_)));
+    assert_eq!(error.to_string(), busy);
+    assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap_err().to_string(), busy);
+    // Nothing was touched, and the holder's lock file is left alone.
+    assert_eq!(read(fx.target.path(), "a.txt"), "a\n");
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+    assert!(dir.join("application.lock").exists());
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    // Released (its file left behind, as a killed holder leaves it): the next apply takes it and removes it.
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap().applied, 6);
+    assert!(!dir.join("application.lock").exists());
+
+    // Held by another process (a shell that locks its fd 9 with `flock(1)`, then becomes `sleep`): released
+    // when that process is killed.
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let dir = fx.home.path().join("outcomes").join(&outcome.id);
+    let lock = dir.join("application.lock");
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Killed(
+        std::process::Command::new("sh")
+            .args(["-c", "exec 9>>\"$0\" && flock -x -n 9 && echo locked && exec sleep 600"])
+            .arg(&lock)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.0.stdout.take().unwrap()), &mut line).unwrap();
+    if line != "locked\n" {
+        eprintln!("no flock(1): the cross-process case is skipped");
+        return;
+    }
+    assert_eq!(
+        apply(&fx.store, &outcome.id, None).unwrap_err().to_string(),
+        format!("Outcome is being applied by another process: {}", outcome.id)
+    );
+    assert_eq!(read(fx.target.path(), "a.txt"), "a\n");
+    drop(child);
     assert_eq!(apply(&fx.store, &outcome.id, None).unwrap().applied, 6);
     assert!(!lock.exists());
+}
+
+static SECOND: std::sync::Mutex<Option<(std::path::PathBuf, String)>> = std::sync::Mutex::new(None);
+static SECOND_ERRORS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A step hook: once the first apply holds its lease, another thread applies and recovers the same outcome.
+fn apply_again_from_another_thread(name: &str) {
+    if name != "lease: taken" {
+        return;
+    }
+    let Some((home, id)) = SECOND.lock().unwrap().take() else { return };
+    let errors = std::thread::spawn(move || {
+        let store = wb_outcomes::ContentStore::open(&home).unwrap();
+        vec![
+            apply(&store, &id, None).map(|_| ()).unwrap_err().to_string(),
+            wb_outcomes::recover(&store, &id).map(|_| ()).unwrap_err().to_string(),
+        ]
+    })
+    .join()
+    .unwrap();
+    SECOND_ERRORS.lock().unwrap().extend(errors);
+}
+
+#[test]
+fn two_threads_applying_the_same_outcome_exclude_each_other() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    *SECOND.lock().unwrap() = Some((fx.home.path().to_path_buf(), outcome.id.clone()));
+    let faults = wb_outcomes::apply::Faults { step: Some(apply_again_from_another_thread), ..faults() };
+    let result = wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, faults).unwrap();
+    assert_eq!(result, ApplyResult { applied: 6, unchanged: 0 });
+    let busy = format!("Outcome is being applied by another process: {}", outcome.id);
+    assert_eq!(*SECOND_ERRORS.lock().unwrap(), [busy.clone(), busy]);
+    assert_eq!(read(fx.target.path(), "a.txt"), "A\n");
+    assert!(!fx.home.path().join("outcomes").join(&outcome.id).join("application.lock").exists());
+}
+
+static INSIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static MOST_INSIDE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A step hook counting the holders of the lease at once.
+fn count_holders(name: &str) {
+    use std::sync::atomic::Ordering::SeqCst;
+    match name {
+        "lease: taken" => {
+            let inside = INSIDE.fetch_add(1, SeqCst) + 1;
+            MOST_INSIDE.fetch_max(inside, SeqCst);
+            std::thread::yield_now();
+        }
+        "lease: release" => {
+            INSIDE.fetch_sub(1, SeqCst);
+        }
+        _ => {}
+    }
+}
+
+/// Threads taking and releasing the lease as fast as they can (each release removes the lock file, each
+/// take may create it again): never two holders at once.
+#[test]
+fn the_lease_has_one_holder_at_most_under_contention() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let faults = wb_outcomes::apply::Faults { step: Some(count_holders), ..faults() };
+    let (taken, busy): (Vec<usize>, Vec<usize>) = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let (mut taken, mut busy) = (0, 0);
+                    for _ in 0..1000 {
+                        match wb_outcomes::apply::recover_with_faults(&fx.store, &outcome.id, faults) {
+                            Ok(0) => taken += 1,
+                            Err(Error::Busy(_)) => busy += 1,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                    (taken, busy)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).unzip()
+    });
+    assert_eq!(MOST_INSIDE.load(std::sync::atomic::Ordering::SeqCst), 1, "taken {taken:?}, busy {busy:?}");
+    assert!(taken.iter().sum::<usize>() > 0);
+    assert!(!fx.home.path().join("outcomes").join(&outcome.id).join("application.lock").exists());
+    assert_eq!(apply(&fx.store, &outcome.id, None).unwrap().applied, 6);
 }
