@@ -12,6 +12,8 @@ export const CLIENT_NAME = 'Workbench Language Server';
 export const OUTPUT_CHANNEL_NAME = 'Workbench';
 /** The output channel the run events, smoke reports and run endings are written to. */
 export const RUN_OUTPUT_CHANNEL_NAME = 'Workbench Run';
+/** The button of a message that opens its output channel (the server's or the run's). */
+export const BUTTON_OUTPUT = 'Show Output';
 
 /** The server executable's name, looked up on PATH when `workbench.server.path` is empty. */
 export const SERVER_EXECUTABLE = 'wb-lsp';

@@ -2,13 +2,8 @@ import './register';
 import { strict as assert } from 'node:assert';
 import { beforeEach, test } from 'node:test';
 import type * as vscode from 'vscode';
-import {
-  BUTTON_INSTALL,
-  BUTTON_OUTPUT,
-  BUTTON_SETTINGS,
-  WorkbenchController,
-  type MachineContext,
-} from '../src/controller';
+import { BUTTON_OUTPUT } from '../src/constants';
+import { BUTTON_INSTALL, BUTTON_SETTINGS, WorkbenchController, type MachineContext } from '../src/controller';
 import { FakeClient, type Behaviour } from './fake-client';
 import { Disposable, stub, Uri } from './vscode-stub';
 

@@ -7,7 +7,8 @@ import './register';
 import { strict as assert } from 'node:assert';
 import { after, beforeEach, test } from 'node:test';
 import type * as vscode from 'vscode';
-import { BUTTON_OUTPUT, WorkbenchController } from '../src/controller';
+import { BUTTON_OUTPUT } from '../src/constants';
+import { WorkbenchController } from '../src/controller';
 import {
   BUTTON_APPLY,
   BUTTON_APPLY_OUTCOME,
