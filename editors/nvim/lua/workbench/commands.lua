@@ -1,0 +1,66 @@
+-- The user commands (:WorkbenchMigrate, :WorkbenchCheck, the run commands of workbench.run and the outcome
+-- commands of workbench.outcome), and the two that act on the manifests' checks: migrate and check_workspace.
+
+local lsp = require("workbench.client")
+local outcome = require("workbench.outcome")
+local run = require("workbench.run")
+local ui = require("workbench.ui")
+
+local M = {}
+
+--- Migrates the current manifest to spec 1 (workspace/executeCommand `workbench.migrate`); the server sends the
+--- edit back as workspace/applyEdit, which Neovim applies to the buffer.
+function M.migrate()
+  local uri = vim.uri_from_bufnr(vim.api.nvim_get_current_buf())
+  lsp.execute("workbench.migrate", { uri }, function(result)
+    if result.migrated then
+      ui.notify("migrated to spec 1")
+    else
+      ui.notify("nothing to migrate: the manifest is already on spec 1")
+    end
+  end)
+end
+
+--- Re-scans the workspace and re-checks every package (`workbench.checkWorkspace`).
+function M.check_workspace()
+  lsp.execute("workbench.checkWorkspace", {}, function(result)
+    ui.notify(("checking %s package(s)"):format(tostring(result.packages or 0)))
+  end)
+end
+
+--- Creates the :Workbench* commands. The run and outcome commands look their function up when they run, so one
+--- replaced through require("workbench") is the one they call.
+function M.register()
+  vim.api.nvim_create_user_command("WorkbenchMigrate", M.migrate, {
+    desc = "Migrate the current Workbench manifest to spec 1",
+  })
+  vim.api.nvim_create_user_command("WorkbenchCheck", M.check_workspace, {
+    desc = "Re-check every Workbench package of the workspace",
+  })
+  vim.api.nvim_create_user_command("WorkbenchDryRun", function(command)
+    run.dry_run(command.args)
+  end, { nargs = "*", desc = "Show what the runner of the current Workbench would receive for a task" })
+  vim.api.nvim_create_user_command("WorkbenchSmoke", function()
+    run.smoke()
+  end, { nargs = 0, desc = "Check that the current Workbench can start here" })
+  vim.api.nvim_create_user_command("WorkbenchRun", function(command)
+    run.run(command.args)
+  end, { nargs = "*", desc = "Run the current Workbench on a task, streaming its events" })
+  vim.api.nvim_create_user_command("WorkbenchCancel", function()
+    run.cancel()
+  end, { nargs = 0, desc = "Cancel the Workbench run in progress" })
+  vim.api.nvim_create_user_command("WorkbenchOutcome", function(command)
+    outcome.show_outcome(command.args)
+  end, { nargs = "?", desc = "Show a run's outcome (default: the last run's): changes, artifacts, links" })
+  vim.api.nvim_create_user_command("WorkbenchOutcomeDiff", function(command)
+    outcome.outcome_diff(command.args)
+  end, { nargs = "?", desc = "Open the review diff of an outcome (default: the last run's), read-only" })
+  vim.api.nvim_create_user_command("WorkbenchOutcomeArtifact", function(command)
+    outcome.outcome_artifact(command.args)
+  end, { nargs = "*", desc = "Open an artifact of an outcome (default: the last run's), read-only" })
+  vim.api.nvim_create_user_command("WorkbenchApplyOutcome", function(command)
+    outcome.apply_outcome({ id = command.args, confirm = not command.bang })
+  end, { nargs = "?", bang = true, desc = "Apply a pending outcome (default: the last run's) to its workspace" })
+end
+
+return M

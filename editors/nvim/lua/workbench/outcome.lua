@@ -1,0 +1,331 @@
+-- Outcomes (`workbench.outcome`, `workbench.applyOutcome`; docs/lsp-extensions.md): what a run returned
+-- (changesets, artifacts, links) in a summary buffer where <CR> opens a line's review diff or artifact, the
+-- stored files opened read-only once their digest matches, and applying a pending outcome after a confirmation.
+
+local format = require("workbench.ui.format")
+local lsp = require("workbench.client")
+local ui = require("workbench.ui")
+
+local M = {}
+
+-- The outcome the outcome commands use without an id: the last run's, or the last one shown.
+M.last_outcome_id = nil
+-- The buffers the commands last opened: the summary, a review diff, an artifact.
+M.last_outcome_buffer = nil
+M.last_diff_buffer = nil
+M.last_artifact_buffer = nil
+
+--- True for an outcome id (`wbo_` and 20 to 64 lowercase letters and digits).
+function M.is_outcome_id(value)
+  return type(value) == "string" and #value >= 24 and #value <= 68 and value:match("^wbo_[a-z0-9]+$") ~= nil
+end
+
+-- `workbench.outcome` for an id; `on_outcome(result)` gets { outcome, receipt, files }.
+local function fetch_outcome(id, on_outcome, client)
+  client = client or lsp.any_client()
+  if not client then
+    ui.notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
+    return
+  end
+  lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.outcome", { id }, function(result)
+    if type(result.outcome) ~= "table" or type(result.receipt) ~= "table" then
+      ui.notify("the server answered workbench.outcome with something unexpected", vim.log.levels.ERROR)
+      return
+    end
+    M.last_outcome_id = id
+    on_outcome(result)
+  end, nil, function(err)
+    ui.notify(("cannot read outcome %s: %s"):format(id, format.error_message(err)), vim.log.levels.ERROR)
+  end)
+end
+
+-- The outcome id a command works on: the one given, else the last one. Nil (after saying so) when none.
+local function outcome_id(id)
+  if type(id) == "string" and vim.trim(id) ~= "" then
+    id = vim.trim(id)
+    if not M.is_outcome_id(id) then
+      ui.notify(("not an outcome id: %s (wbo_…)"):format(id), vim.log.levels.WARN)
+      return nil
+    end
+    return id
+  end
+  if M.last_outcome_id then
+    return M.last_outcome_id
+  end
+  ui.notify("no outcome yet: run the Workbench, or give an outcome id (wbo_…)", vim.log.levels.WARN)
+  return nil
+end
+
+--- After a run that committed an outcome: one notification with what it holds and the commands for it.
+function M.announce_outcome(client, id)
+  fetch_outcome(id, function(result)
+    local state = tostring(result.receipt.state)
+    local hint = state == "pending" and ":WorkbenchOutcome shows it, :WorkbenchApplyOutcome applies it"
+      or ":WorkbenchOutcome shows it"
+    ui.notify(("outcome %s (%s): %s. %s"):format(id, state, format.outcome_brief(result.outcome), hint))
+  end, client)
+end
+
+-- Per outcome buffer: { id = outcome id, targets = { [line] = target } } for <CR>.
+local outcome_buffers = {}
+
+local open_target
+
+--- `:WorkbenchOutcome [id]`: the outcome's summary (changes, artifacts, links) in a scratch buffer
+--- `workbench://outcome/N` (filetype `workbench-outcome`). <CR> on a change opens the review diff, on an
+--- artifact the artifact. Without an id: the last run's outcome.
+function M.show_outcome(id)
+  id = outcome_id(id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local targets = {}
+    local lines = format.format_outcome(result, targets)
+    table.insert(lines, "")
+    table.insert(lines, "<CR> on a change opens the review diff (:WorkbenchOutcomeDiff), on an artifact the artifact")
+    table.insert(lines, "(:WorkbenchOutcomeArtifact [name]).")
+    if result.receipt.state == "pending" then
+      table.insert(lines, "Pending: :WorkbenchApplyOutcome applies it to its workspace.")
+    end
+    local bufnr = ui.scratch_buffer("outcome", "workbench-outcome", false)
+    ui.set_lines(bufnr, 0, -1, lines)
+    outcome_buffers[bufnr] = { id = id, targets = targets }
+    vim.keymap.set("n", "<CR>", function()
+      local entry = outcome_buffers[bufnr]
+      local target = entry and entry.targets[vim.api.nvim_win_get_cursor(0)[1]]
+      if target then
+        open_target(entry.id, target)
+      end
+    end, { buffer = bufnr, desc = "Open the review diff or the artifact on this line" })
+    M.last_outcome_buffer = bufnr
+  end)
+end
+
+-- The stored bytes of a file the server named, checked against their digest. Returns the text, or nil and
+-- why not (binary content is not opened: its path is given instead).
+local function read_stored(file, content)
+  local handle = type(file) == "string" and io.open(file, "rb")
+  if not handle then
+    return nil, ("cannot read %s"):format(tostring(file))
+  end
+  local bytes = handle:read("*a")
+  handle:close()
+  if bytes:find("\0", 1, true) then
+    return nil, ("it is binary (%s, %d bytes); the stored file is %s"):format(
+      tostring(content.media_type),
+      #bytes,
+      file
+    )
+  end
+  if type(content.digest) ~= "string" or "sha256:" .. vim.fn.sha256(bytes) ~= content.digest then
+    return nil, ("the stored content of %s does not match its digest %s"):format(file, tostring(content.digest))
+  end
+  return bytes
+end
+
+-- A name as one path segment.
+local function safe_name(name)
+  local cleaned = tostring(name):gsub("[/\\%c]", "_")
+  if cleaned == "" or cleaned == "." or cleaned == ".." then
+    return "artifact"
+  end
+  return cleaned
+end
+
+local function open_review(result, changeset_id)
+  local file
+  for _, review in ipairs(format.list(result.files and result.files.reviews)) do
+    if review.changeset == changeset_id then
+      file = review.file
+    end
+  end
+  local changeset
+  for _, candidate in ipairs(format.list(result.outcome.changesets)) do
+    if candidate.id == changeset_id then
+      changeset = candidate
+    end
+  end
+  if not file or not changeset or type(changeset.review) ~= "table" then
+    ui.notify(("changeset %s has no review diff"):format(tostring(changeset_id)), vim.log.levels.WARN)
+    return nil
+  end
+  local bytes, why = read_stored(file, changeset.review)
+  if not bytes then
+    ui.notify("cannot open the review diff: " .. why, vim.log.levels.ERROR)
+    return nil
+  end
+  local bufnr = ui.read_only_buffer("diff", safe_name(changeset_id) .. ".diff", ui.lines_of(bytes), "diff")
+  M.last_diff_buffer = bufnr
+  return bufnr
+end
+
+local function open_artifact(result, artifact)
+  local file
+  for _, stored in ipairs(format.list(result.files and result.files.artifacts)) do
+    if stored.id == artifact.id then
+      file = stored.file
+    end
+  end
+  local content = type(artifact.content) == "table" and artifact.content or {}
+  local bytes, why = read_stored(file, content)
+  if not bytes then
+    ui.notify(("cannot open %s: %s"):format(tostring(artifact.name), why), vim.log.levels.WARN)
+    return nil
+  end
+  local name = safe_name(artifact.name)
+  local bufnr = ui.read_only_buffer("artifact", name, ui.lines_of(bytes), nil)
+  ui.detect_filetype(bufnr, name)
+  M.last_artifact_buffer = bufnr
+  return bufnr
+end
+
+-- Asks with vim.ui.select when there are several; calls `choose(item)` with the one chosen.
+local function pick(items, prompt, label, choose)
+  if #items == 1 then
+    choose(items[1])
+    return
+  end
+  vim.ui.select(items, { prompt = prompt, format_item = label }, function(item)
+    if item then
+      choose(item)
+    end
+  end)
+end
+
+--- `:WorkbenchOutcomeDiff [id]`: the review diff of the outcome's changeset (asked for when there are several)
+--- in a read-only scratch buffer with filetype `diff`.
+function M.outcome_diff(id)
+  id = outcome_id(id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local changesets = format.list(result.outcome.changesets)
+    local reviewed = {}
+    for _, changeset in ipairs(changesets) do
+      if type(changeset.review) == "table" then
+        table.insert(reviewed, changeset)
+      end
+    end
+    if #reviewed == 0 then
+      local why = #changesets == 0 and "has no changes" or "has no review diff"
+      ui.notify(("outcome %s %s"):format(id, why))
+      return
+    end
+    pick(reviewed, "Review diff of", function(changeset)
+      local workspace = format.workspace_label(changeset.workspace)
+      return ("%s (%s): %s"):format(changeset.id, workspace, format.changeset_stats(changeset))
+    end, function(changeset)
+      open_review(result, changeset.id)
+    end)
+  end)
+end
+
+--- `:WorkbenchOutcomeArtifact [id] [name]`: an artifact of the outcome (by name, id or outbox path; asked for
+--- when there are several) in a read-only scratch buffer named after it, with the filetype its name gives.
+--- Binary artifacts are not opened: their stored path is given.
+function M.outcome_artifact(options)
+  if type(options) == "string" then
+    local words = vim.split(vim.trim(options), "%s+")
+    if M.is_outcome_id(words[1]) then
+      options = { id = table.remove(words, 1), name = table.concat(words, " ") }
+    else
+      options = { name = table.concat(words, " ") }
+    end
+  end
+  options = options or {}
+  local id = outcome_id(options.id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local wanted = format.text(options.name)
+    local artifacts = {}
+    for _, artifact in ipairs(format.list(result.outcome.artifacts)) do
+      if not wanted or artifact.name == wanted or artifact.id == wanted or artifact.path == wanted then
+        table.insert(artifacts, artifact)
+      end
+    end
+    if #artifacts == 0 then
+      local what = wanted and (" named " .. options.name) or ""
+      ui.notify(("outcome %s has no artifact%s"):format(id, what))
+      return
+    end
+    pick(artifacts, "Artifact", function(artifact)
+      local content = type(artifact.content) == "table" and artifact.content or {}
+      local size = format.count(content.size_bytes)
+      return ("%s (%s, %d bytes)"):format(tostring(artifact.name), tostring(content.media_type), size)
+    end, function(artifact)
+      open_artifact(result, artifact)
+    end)
+  end)
+end
+
+open_target = function(id, target)
+  fetch_outcome(id, function(result)
+    if target.kind == "review" then
+      open_review(result, target.changeset)
+      return
+    end
+    for _, artifact in ipairs(format.list(result.outcome.artifacts)) do
+      if artifact.id == target.id then
+        open_artifact(result, artifact)
+      end
+    end
+  end)
+end
+
+--- Asks before applying; returns true to go on. Replaceable (the tests answer it).
+function M.confirm(message)
+  return vim.fn.confirm(message, "&Apply\n&Cancel", 2, "Question") == 1
+end
+
+--- `:WorkbenchApplyOutcome[!] [id]`: applies a pending outcome to its workspace (`workbench.applyOutcome`, all or
+--- nothing), after a confirmation (not with !). A present or applied outcome is not sent: there is nothing to
+--- apply. From Lua: apply_outcome({ id = ..., workspace = "/path", confirm = false }).
+function M.apply_outcome(options)
+  if type(options) ~= "table" then
+    options = { id = options }
+  end
+  local id = outcome_id(options.id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local state = result.receipt.state
+    if state ~= "pending" then
+      local why = state == "present" and "the run already made its changes in the workspace"
+        or "it was already applied"
+      ui.notify(("outcome %s is %s: %s; nothing to apply"):format(id, tostring(state), why))
+      return
+    end
+    local lines = { ("Apply outcome %s to its workspace?"):format(id) }
+    for _, changeset in ipairs(format.list(result.outcome.changesets)) do
+      local workspace = format.workspace_label(changeset.workspace)
+      table.insert(lines, ("%s: %s"):format(workspace, format.changeset_stats(changeset)))
+    end
+    table.insert(lines, "All or nothing: if a file changed since the run, nothing is written.")
+    if options.confirm ~= false and not M.confirm(table.concat(lines, "\n")) then
+      ui.notify(("outcome %s was not applied"):format(id))
+      return
+    end
+    local client = lsp.any_client()
+    if not client then
+      return
+    end
+    local argument = { id = id }
+    if format.text(options.workspace) then
+      argument.workspace = options.workspace
+    end
+    lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.applyOutcome", { argument }, function(applied)
+      local counts =
+        ("%d applied, %d unchanged"):format(format.count(applied.applied), format.count(applied.unchanged))
+      ui.notify(("applied outcome %s: %s"):format(id, counts))
+    end, nil, function(err)
+      ui.notify(("outcome %s was not applied: %s"):format(id, format.error_message(err)), vim.log.levels.ERROR)
+    end)
+  end)
+end
+
+return M

@@ -1,0 +1,234 @@
+-- Dry run, smoke and run of the current manifest (`workbench.dryRun`, `workbench.smoke`, `workbench.run`;
+-- docs/lsp-extensions.md): the command's argument object, the one run in progress, its `workbench/runEvent`
+-- notifications streamed into a scratch buffer, its ending, and :WorkbenchCancel.
+
+local format = require("workbench.ui.format")
+local lsp = require("workbench.client")
+local outcome = require("workbench.outcome")
+local ui = require("workbench.ui")
+
+local M = {}
+
+-- The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md).
+M.RUN_EVENT = "workbench/runEvent"
+
+-- The plugin's `workbench/runEvent` handler fills :WorkbenchRun's buffer; a user handler of the same name
+-- replaces it. It looks on_run_event up when called, so replacing that replaces the handler too.
+lsp.handlers[M.RUN_EVENT] = function(...)
+  return M.on_run_event(...)
+end
+
+local REQUEST_CANCELLED = -32800
+local TERMINAL = { ["run.completed"] = "completed", ["run.failed"] = "failed", ["run.cancelled"] = "cancelled" }
+
+-- The run in progress (one at a time): { client, request_id, token, bufnr, run_id, done }.
+M.active_run = nil
+-- The buffer of the last dry run.
+M.last_dry_run = nil
+local runs_by_id = {}
+local run_count = 0
+
+-- The manifest of the current buffer, or nil (after saying so).
+local function current_manifest(action)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local path = vim.api.nvim_buf_get_name(bufnr)
+  if not lsp.is_manifest(path) then
+    ui.notify(("open a manifest (.workbenches/<name>/workbench.yml) to %s"):format(action), vim.log.levels.WARN)
+    return nil
+  end
+  return vim.uri_from_bufnr(bufnr)
+end
+
+-- The task from the command's arguments, else asked for with vim.fn.input. Nil when there is none.
+local function ask_task(task)
+  if type(task) ~= "string" or vim.trim(task) == "" then
+    local ok, answer = pcall(vim.fn.input, "Workbench task: ")
+    task = ok and answer or ""
+  end
+  if vim.trim(task) == "" then
+    ui.notify("a task is required", vim.log.levels.WARN)
+    return nil
+  end
+  return task
+end
+
+-- The command's argument object: the manifest URI, the task and any other option given
+-- (runtime, workspaces, env, envFiles, dir, allowHostDocker, allowUncheckedGpu).
+local function arguments(uri, options)
+  local argument = vim.tbl_extend("force", {}, options or {})
+  argument.uri = uri
+  return argument
+end
+
+local function options_of(options)
+  if type(options) == "string" then
+    return { task = options }
+  end
+  return vim.deepcopy(options or {})
+end
+
+--- `:WorkbenchDryRun {task}`: the translation the runner would receive, as JSON in a scratch buffer.
+--- `options` is the task, or a table { task = ..., runtime = ..., env = { "NAME=value" }, ... }.
+function M.dry_run(options)
+  options = options_of(options)
+  local uri = current_manifest("dry-run it")
+  if not uri then
+    return
+  end
+  options.task = ask_task(options.task)
+  if not options.task then
+    return
+  end
+  lsp.execute("workbench.dryRun", { arguments(uri, options) }, function(result)
+    local bufnr = ui.scratch_buffer("dry-run", "json", false)
+    ui.set_lines(bufnr, 0, -1, vim.split(format.json_pretty(result), "\n"))
+    M.last_dry_run = bufnr
+  end, nil, function(err)
+    ui.notify("dry run failed: " .. format.error_message(err), vim.log.levels.ERROR)
+  end)
+end
+
+--- `:WorkbenchSmoke`: can the package start here (runner, tools, authentication), without a model request?
+function M.smoke(options)
+  options = options_of(options)
+  options.task = nil
+  local uri = current_manifest("smoke it")
+  if not uri then
+    return
+  end
+  lsp.execute("workbench.smoke", { arguments(uri, options) }, function(result)
+    local message, level = format.format_smoke(result)
+    ui.notify(message, level)
+  end, nil, function(err)
+    ui.notify("smoke failed: " .. format.error_message(err), vim.log.levels.ERROR)
+  end)
+end
+
+local function finish(run, message, level)
+  if run.done then
+    return
+  end
+  run.done = true
+  if M.active_run == run then
+    M.active_run = nil
+  end
+  if message then
+    ui.notify(message, level)
+  end
+end
+
+--- The handler of `workbench/runEvent`: appends the event's lines to its run's buffer.
+function M.on_run_event(err, result, ctx)
+  if err or type(result) ~= "table" or type(result.event) ~= "table" then
+    return
+  end
+  local event = result.event
+  local run = runs_by_id[event.run_id]
+  local active = M.active_run
+  local same_client = active and active.client and (not ctx or ctx.client_id == active.client.id)
+  if not run and same_client and not active.run_id then
+    -- The first event of the run just started tells its id.
+    active.run_id = event.run_id
+    runs_by_id[event.run_id] = active
+    run = active
+  end
+  if not run then
+    return
+  end
+  if
+    event.type == "outcome.available"
+    and type(event.data) == "table"
+    and outcome.is_outcome_id(event.data.outcome_id)
+  then
+    -- Also known when the run's answer is lost (a cancelled request): the outcome commands default to it.
+    outcome.last_outcome_id = event.data.outcome_id
+  end
+  ui.append(run.bufnr, format.format_event(event))
+  local status = TERMINAL[event.type]
+  if status then
+    finish(run, format.run_ending(status, event.type == "run.failed" and event.data and event.data.message))
+  end
+end
+
+--- `:WorkbenchRun {task}`: runs the Workbench, streaming its events into a scratch buffer.
+--- `options` is the task, or a table { task = ..., runtime = ..., env = { "NAME=value" }, ... }.
+--- Returns the run's buffer.
+function M.run(options)
+  options = options_of(options)
+  if M.active_run and M.active_run.client and not lsp.is_alive(M.active_run.client.id) then
+    -- The server stopped during the run: nothing more will come of it.
+    finish(M.active_run, nil)
+  end
+  if M.active_run then
+    ui.notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+    return nil
+  end
+  local uri = current_manifest("run it")
+  if not uri then
+    return nil
+  end
+  options.task = ask_task(options.task)
+  if not options.task then
+    return nil
+  end
+  local manifest_client = lsp.client(0)
+  if not manifest_client then
+    ui.notify("no wb-lsp client is attached to this buffer", vim.log.levels.WARN)
+    return nil
+  end
+  if manifest_client.handlers and manifest_client.handlers[M.RUN_EVENT] == nil then
+    -- A client this plugin did not configure (nvim-lspconfig): give it the event handler.
+    manifest_client.handlers[M.RUN_EVENT] = M.on_run_event
+  end
+  run_count = run_count + 1
+  local token = ("workbench-run-%d"):format(run_count)
+  local bufnr = ui.scratch_buffer("run", "workbench-run", true)
+  ui.append(bufnr, { ("── %s: %s"):format(vim.uri_to_fname(uri), options.task) })
+  local run = { token = token, bufnr = bufnr, done = false }
+  M.active_run = run
+  local client, request_id = lsp.execute("workbench.run", { arguments(uri, options) }, function(result)
+    local ending = type(result.ending) == "table" and result.ending or {}
+    finish(run, format.run_ending(ending.status or "failed", ending.message))
+    if outcome.is_outcome_id(result.outcomeId) then
+      outcome.last_outcome_id = result.outcomeId
+      outcome.announce_outcome(run.client, result.outcomeId)
+    end
+  end, { workDoneToken = token }, function(err)
+    if err.code == REQUEST_CANCELLED then
+      -- The answer to :WorkbenchCancel's $/cancelRequest: the run's own `run.cancelled` event ends it.
+      return
+    end
+    -- Refused before it started (no event came), or interrupted.
+    local what = run.run_id and "the run stopped: " or "the run could not start: "
+    local message = what .. format.error_message(err)
+    ui.append(bufnr, { "■ " .. message })
+    finish(run, message, vim.log.levels.ERROR)
+  end)
+  if not client then
+    M.active_run = nil
+    return nil
+  end
+  run.client, run.request_id = client, request_id
+  lsp.last_run_client = client.id
+  return bufnr
+end
+
+--- `:WorkbenchCancel`: cancels the run in progress: `$/cancelRequest` for its request (client.cancel_request)
+--- and `window/workDoneProgress/cancel` for its progress token. The run ends with `run.cancelled`.
+function M.cancel()
+  local run = M.active_run
+  if not run or not run.client then
+    ui.notify("no run is in progress")
+    return false
+  end
+  if run.cancelling then
+    return true
+  end
+  run.cancelling = true
+  ui.append(run.bufnr, { "  cancelling…" })
+  lsp.send_notification(run.client, "window/workDoneProgress/cancel", { token = run.token })
+  lsp.cancel_request(run.client, run.request_id)
+  return true
+end
+
+return M
