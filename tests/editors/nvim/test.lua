@@ -207,6 +207,53 @@ local function execution(workbench)
   end)
   check(workbench.active_run == nil, "the cancelled run is still marked active")
   out("ok: :WorkbenchCancel cancelled the run")
+
+  -- Messages of several lines (a failed tool's, a failed run's): each of their lines is a line of the buffer.
+  vim.cmd("WorkbenchRun this fails")
+  local failed_buf = wait_for("a third run buffer", function()
+    for _, bufnr in ipairs(buffers_named("^workbench://run/")) do
+      if bufnr ~= run_buf and bufnr ~= slow_buf then
+        return bufnr
+      end
+    end
+    return nil
+  end)
+  wait_for("the run's failure to be notified", function()
+    return notified("run failed: The model request failed")
+  end)
+  local failed = buffer_text(failed_buf)
+  check(
+    failed:find("\n✗ bash (ls missing) failed: exit status 2\nls: missing: No such file or directory\n", 1, true),
+    "the failed tool's message is not in the run buffer:\n" .. failed
+  )
+  check(
+    failed:match("\n■ Run failed in [%d.]+ m?s: The model request failed\nrate limited %(429%)$"),
+    "the failed run's message is not at the end of the run buffer:\n" .. failed
+  )
+  check(workbench.active_run == nil, "the failed run is still marked active")
+  out("ok: :WorkbenchRun shows messages of several lines line by line")
+
+  -- The failed run's outcome has a summary of two lines: :WorkbenchOutcome shows it as `wb-lsp outcome` prints it.
+  local outcome_id = workbench.last_outcome_id
+  check(workbench.is_outcome_id(outcome_id), "the failed run left no outcome: " .. tostring(outcome_id))
+  vim.cmd("WorkbenchOutcome")
+  local outcome_buf = wait_for("the failed run's outcome buffer", function()
+    return buffers_named("^workbench://outcome/")[1]
+  end)
+  local shown = vim.api.nvim_buf_get_lines(outcome_buf, 0, -1, false)
+  check(
+    shown[2] == "Summary: Stopped early." and shown[3] == "  The model request failed.",
+    "the outcome buffer:\n" .. table.concat(shown, "\n")
+  )
+  local cli = vim.fn.system({ env("WB_LSP_BIN"), "outcome", outcome_id })
+  check(vim.v.shell_error == 0, "wb-lsp outcome failed: " .. cli)
+  local cli_lines = vim.split(cli, "\n", { plain = true })
+  table.remove(cli_lines)
+  check(
+    vim.deep_equal({ unpack(shown, 1, #cli_lines) }, cli_lines),
+    "the outcome buffer differs from `wb-lsp outcome`:\n" .. cli .. "\n---\n" .. table.concat(shown, "\n")
+  )
+  out("ok: :WorkbenchOutcome shows a summary of several lines as `wb-lsp outcome` does")
 end
 
 local function run()

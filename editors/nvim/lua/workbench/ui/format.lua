@@ -93,8 +93,12 @@ local function usage(data)
   return line
 end
 
---- The readable lines for one canonical event (protocol 0): text, tools, files changed, usage, the ending.
-function M.format_event(event)
+-- The lines of a text: a buffer line holds no line break (a `\r` before one is dropped too).
+local function split_lines(text)
+  return vim.split(text, "\r?\n")
+end
+
+local function event_lines(event)
   local data = type(event.data) == "table" and event.data or {}
   local kind = event.type
   if kind == "run.started" then
@@ -113,7 +117,7 @@ function M.format_event(event)
     if type(data.text) ~= "string" or data.text == "" then
       return {}
     end
-    return vim.split(data.text, "\r?\n")
+    return { data.text }
   elseif kind == "tool.started" then
     return { ("⚙ %s started"):format(tool_label(data)) }
   elseif kind == "tool.completed" then
@@ -147,6 +151,16 @@ function M.format_event(event)
     return {}
   end
   return { ("  %s %s"):format(tostring(kind), vim.fn.json_encode(data)) }
+end
+
+--- The readable lines for one canonical event (protocol 0): text, tools, files changed, usage, the ending. A
+--- message of several lines (a failed tool's or run's) gives as many lines.
+function M.format_event(event)
+  local lines = {}
+  for _, line in ipairs(event_lines(event)) do
+    vim.list_extend(lines, split_lines(line))
+  end
+  return lines
 end
 
 local empty_dict_mt = getmetatable(vim.empty_dict())
@@ -264,7 +278,10 @@ function M.format_outcome(result, targets)
     ),
   }
   if M.text(outcome.summary) then
-    table.insert(lines, "Summary: " .. outcome.summary)
+    -- As `wb-lsp outcome` prints it: continuation lines indented, so they cannot pass for lines of their own.
+    for index, line in ipairs(split_lines(outcome.summary)) do
+      table.insert(lines, (index == 1 and "Summary: " or "  ") .. line)
+    end
   end
   local changesets = M.list(outcome.changesets)
   if #changesets == 0 then
