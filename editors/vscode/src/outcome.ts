@@ -254,7 +254,9 @@ export function outcomeSummary(view: OutcomeView): string[] {
   const { outcome, receipt } = view;
   const lines = [`Outcome ${outcome.id} (run ${outcome.run_id}, ${outcome.completeness}, ${receipt.state})`];
   if (outcome.summary !== undefined) {
-    lines.push(`Summary: ${outcome.summary}`);
+    // Continuation lines indented, as `wb-lsp outcome` prints them, so they cannot pass for lines of their own.
+    const [first, ...rest] = outcome.summary.split(/\r?\n/);
+    lines.push(`Summary: ${first ?? ''}`, ...rest.map((line) => `  ${line}`));
   }
   if (outcome.changesets.length === 0) {
     lines.push('Changesets: none');

@@ -80,6 +80,16 @@ test('the summary is the text of `wb-lsp outcome ID`', () => {
   assert.equal(outcomeBrief(view().outcome), '1 added, 1 modified, 1 deleted; 1 artifact; 1 link');
 });
 
+test('a summary of several lines continues indented, as `wb-lsp outcome ID` prints it', () => {
+  const multiline = view();
+  multiline.outcome.summary = 'Stopped early.\r\nThe model request failed.\nSee the report.';
+  assert.deepEqual(outcomeSummary(multiline).slice(1, 4), [
+    'Summary: Stopped early.',
+    '  The model request failed.',
+    '  See the report.',
+  ]);
+});
+
 test('document paths name the outcome, the artifact or changeset, and keep the artifact name for its language', () => {
   const path = artifactPath(OUTCOME_ID, { id: 'findings_html', name: 'Findings.html' });
   assert.equal(path, `/${OUTCOME_ID}/artifacts/findings_html/Findings.html`);
