@@ -568,8 +568,14 @@ fn a_bad_content_length_is_answered_and_the_reader_resynchronises() {
     assert!(status.success(), "{status:?}");
 }
 
-#[test]
-fn exit_stops_a_run_in_flight_and_the_process_ends_promptly() {
+/// How a session ends in [`the_end_of_the_session_stops_runs_in_flight`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SessionEnd {
+    ShutdownThenExit,
+    ClientGone,
+}
+
+fn stop_a_run_by(end: SessionEnd) {
     let temp = tempfile::tempdir().unwrap();
     let manifest = fake_repository(temp.path());
     // A runner that records its pid and hangs until it is stopped.
@@ -604,12 +610,26 @@ fn exit_stops_a_run_in_flight_and_the_process_ends_promptly() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let started = std::time::Instant::now();
-    session.send(json!({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}));
-    session.response(8);
-    session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    match end {
+        SessionEnd::ShutdownThenExit => {
+            session.send(json!({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}));
+            session.response(8);
+            // `shutdown` stops the run, which answers with its ending.
+            let (run, _) = session.response(7);
+            assert_eq!(run["result"]["ending"]["status"], "cancelled", "{run}");
+            session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+        }
+        SessionEnd::ClientGone => drop(session.stdin.take()),
+    }
     let status = session.wait(std::time::Duration::from_secs(15));
-    assert!(status.is_some(), "the server outlived exit while its run went on");
+    assert!(status.is_some(), "{end:?}: the server outlived the session while its run went on");
     assert!(started.elapsed().as_secs() < 15);
     let alive = Command::new("kill").args(["-0", &runner.to_string()]).stderr(Stdio::null()).status().unwrap();
-    assert!(!alive.success(), "the runner {runner} outlived the server");
+    assert!(!alive.success(), "{end:?}: the runner {runner} outlived the server");
+}
+
+#[test]
+fn the_end_of_the_session_stops_runs_in_flight() {
+    stop_a_run_by(SessionEnd::ShutdownThenExit);
+    stop_a_run_by(SessionEnd::ClientGone);
 }

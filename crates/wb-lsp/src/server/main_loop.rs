@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, select, unbounded};
 use lsp_server::{Connection, ErrorCode, ExtractError, Message, Request, RequestId, Response};
-use lsp_types::{self as lsp, request as r};
+use lsp_types::{self as lsp, request as r, request::Request as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -100,7 +100,7 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
     let test_hooks = state.test_hooks;
     let mut dispatcher = RequestDispatcher { request: Some(request), state, outcome: Ok(()) };
     dispatcher
-        .on_loop::<r::Shutdown>(shutdown)
+        .on_loop(r::Shutdown::METHOD, shutdown)
         .on::<r::Completion>(handlers::completion::handle)
         .on::<r::HoverRequest>(handlers::hover::handle)
         .on::<r::GotoDefinition>(handlers::definition::handle)
@@ -114,15 +114,16 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
         .on::<r::CodeActionRequest>(handlers::code_action::handle)
         .on::<r::DocumentDiagnosticRequest>(handlers::diagnostics::document)
         .on::<r::WorkspaceDiagnosticRequest>(handlers::diagnostics::workspace)
-        .on_loop::<r::ExecuteCommand>(handlers::commands::execute);
+        .on_loop(r::ExecuteCommand::METHOD, handlers::commands::execute);
     if test_hooks {
         dispatcher.on::<DebugPanic>(|_, _| panic!("requested by a test"));
     }
     dispatcher.finish()
 }
 
-/// `shutdown`: refuse further requests and stop the runs in flight (they answer once stopped).
-fn shutdown(state: &mut GlobalState, id: RequestId, (): ()) -> anyhow::Result<()> {
+/// `shutdown`: refuse further requests and stop the runs in flight (they answer once stopped). Its
+/// parameters, which should be absent, are not looked at.
+fn shutdown(state: &mut GlobalState, id: RequestId, _: serde_json::Value) -> anyhow::Result<()> {
     state.shutdown_requested = true;
     state.cancel_runs();
     state.send(Response::new_ok(id, ()))
@@ -136,11 +137,11 @@ struct RequestDispatcher<'a> {
 }
 
 impl RequestDispatcher<'_> {
-    /// The request's parameters when it is `R`; unreadable ones are answered with `InvalidParams`.
-    fn parse<R: lsp::request::Request>(&mut self) -> Option<(RequestId, R::Params)> {
+    /// The request's parameters when its method is `method`; unreadable ones are answered with `InvalidParams`.
+    fn parse<P: DeserializeOwned>(&mut self, method: &str) -> Option<(RequestId, P)> {
         let request = self.request.take()?;
         let id = request.id.clone();
-        match request.extract::<R::Params>(R::METHOD) {
+        match request.extract::<P>(method) {
             Ok(extracted) => Some(extracted),
             Err(ExtractError::MethodMismatch(request)) => {
                 self.request = Some(request);
@@ -161,18 +162,19 @@ impl RequestDispatcher<'_> {
         R::Params: DeserializeOwned + Send + 'static,
         R::Result: Serialize,
     {
-        if let Some((id, params)) = self.parse::<R>() {
+        if let Some((id, params)) = self.parse::<R::Params>(R::METHOD) {
             self.outcome = self.state.spawn::<R>(id, params, handler);
         }
         self
     }
 
     /// A request handled on the loop thread, with the state (it answers, or arranges the answer, itself).
-    fn on_loop<R: lsp::request::Request>(
+    fn on_loop<P: DeserializeOwned>(
         &mut self,
-        handler: fn(&mut GlobalState, RequestId, R::Params) -> anyhow::Result<()>,
+        method: &str,
+        handler: fn(&mut GlobalState, RequestId, P) -> anyhow::Result<()>,
     ) -> &mut Self {
-        if let Some((id, params)) = self.parse::<R>() {
+        if let Some((id, params)) = self.parse::<P>(method) {
             self.outcome = handler(self.state, id, params);
         }
         self
