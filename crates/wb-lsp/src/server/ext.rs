@@ -164,6 +164,19 @@ pub struct ApplyOutcomeResult {
     pub unchanged: usize,
 }
 
+/// The argument of `workbench.migrate`: `[uri]`, the manifest's URI.
+#[derive(Debug)]
+pub struct MigrateArguments {
+    pub uri: lsp::Url,
+}
+
+impl MigrateArguments {
+    pub fn from_params(params: &lsp::ExecuteCommandParams) -> Option<MigrateArguments> {
+        let uri = serde_json::from_value(params.arguments.first()?.clone()).ok()?;
+        Some(MigrateArguments { uri })
+    }
+}
+
 /// The result of `workbench.migrate`. `migrated` is true once the client applied the edit; `applied` and
 /// `failureReason` are the client's answer to `workspace/applyEdit` (absent when there was nothing to migrate).
 #[derive(Debug, Serialize)]
@@ -180,4 +193,65 @@ pub struct MigrateResult {
 #[derive(Debug, Serialize)]
 pub struct CheckWorkspaceResult {
     pub packages: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The JSON the editors read (docs/lsp-extensions.md), pinned field by field.
+    #[test]
+    fn results_keep_their_wire_format() {
+        let run = |ending| {
+            serde_json::to_value(RunResult {
+                run_id: "wb_1".into(),
+                ending,
+                final_text: "done".into(),
+                outcome_id: None,
+            })
+            .ok()
+        };
+        assert_eq!(
+            run(RunEnding::Completed),
+            Some(json!({"runId": "wb_1", "ending": {"status": "completed"}, "finalText": "done", "outcomeId": null}))
+        );
+        assert_eq!(
+            run(RunEnding::Failed { message: "boom".into() }).map(|v| v["ending"].clone()),
+            Some(json!({"status": "failed", "message": "boom"}))
+        );
+        assert_eq!(run(RunEnding::Cancelled).map(|v| v["ending"].clone()), Some(json!({"status": "cancelled"})));
+        let applied = ApplyOutcomeResult { outcome_id: "wbo_1".into(), applied: 2, unchanged: 1 };
+        assert_eq!(
+            serde_json::to_value(applied).ok(),
+            Some(json!({"outcomeId": "wbo_1", "applied": 2, "unchanged": 1}))
+        );
+        let nothing = MigrateResult { migrated: false, applied: None, failure_reason: None };
+        assert_eq!(serde_json::to_value(nothing).ok(), Some(json!({"migrated": false})));
+        assert_eq!(serde_json::to_value(CheckWorkspaceResult { packages: 3 }).ok(), Some(json!({"packages": 3})));
+    }
+
+    #[test]
+    fn a_lens_argument_is_just_the_uri_and_arguments_read_both_shapes() {
+        let uri = lsp::Url::parse("file:///repo/.workbenches/demo/workbench.yml").ok();
+        let lens = RunArguments { uri: uri.clone(), ..RunArguments::default() };
+        assert_eq!(
+            serde_json::to_value(lens).ok(),
+            Some(json!({"uri": "file:///repo/.workbenches/demo/workbench.yml"}))
+        );
+        let params = |arguments: Vec<Value>| lsp::ExecuteCommandParams {
+            command: RUN.into(),
+            arguments,
+            work_done_progress_params: lsp::WorkDoneProgressParams::default(),
+        };
+        let positional = RunArguments::from_params(&params(vec![json!(uri), json!("say done")])).ok();
+        assert_eq!(positional.as_ref().and_then(|a| a.task.as_deref()), Some("say done"));
+        let object = RunArguments::from_params(&params(vec![
+            json!({"uri": uri, "envFiles": [".env"], "allowHostDocker": true}),
+        ]));
+        let object = object.ok();
+        assert_eq!(object.as_ref().map(|a| (a.env_files.len(), a.allow_host_docker)), Some((1, true)));
+        assert!(RunArguments::from_params(&params(vec![json!({"uri": 7})])).is_err());
+    }
 }

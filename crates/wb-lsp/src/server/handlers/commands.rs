@@ -5,7 +5,7 @@
 use lsp_server::{ErrorCode, RequestId, Response};
 use lsp_types::{self as lsp, request as r};
 
-use super::super::ext::{self, CheckWorkspaceResult, MigrateResult};
+use super::super::ext::{self, CheckWorkspaceResult, MigrateArguments, MigrateResult};
 use super::super::global_state::{GlobalState, Outgoing};
 use super::{code_action, execute};
 
@@ -28,8 +28,7 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
 /// `workbench.migrate`: sends the migration as `workspace/applyEdit`; the command is answered when the
 /// client replies ([`migration_answered`]).
 fn migrate(state: &mut GlobalState, id: RequestId, params: &lsp::ExecuteCommandParams) -> anyhow::Result<()> {
-    let uri = params.arguments.first().cloned().and_then(|value| serde_json::from_value::<lsp::Url>(value).ok());
-    let Some(uri) = uri else {
+    let Some(MigrateArguments { uri }) = MigrateArguments::from_params(params) else {
         let message = "workbench.migrate takes the manifest's URI".to_owned();
         return state.send(Response::new_err(id, ErrorCode::InvalidParams as i32, message));
     };
