@@ -321,7 +321,7 @@ fn quick_fixes_and_migration() {
         "workspace/executeCommand",
         json!({"command": "workbench.migrate", "arguments": [uri(&manifest)]}),
     );
-    assert_eq!(result, json!({"migrated": true}));
+    assert_eq!(result, json!({"migrated": true, "applied": true}));
     client.drain();
     let edit = client.applied_edits.first().cloned().expect("the server asked to apply the migration");
     let edits = edit.changes.and_then(|c| c.get(&uri(&manifest)).cloned()).expect("edits");
@@ -405,4 +405,57 @@ fn an_open_outbox_declaration_is_checked() {
     });
     client.diagnostics(&declaration, |p| p.diagnostics.is_empty());
     client.drain();
+}
+
+#[test]
+fn migrate_answers_after_the_client_applied_the_edit() {
+    let text = "spec: 0\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntime: local\n";
+    let (_dir, manifest) = repository(text);
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, text);
+    let migrate = json!({"command": "workbench.migrate", "arguments": [uri(&manifest)]});
+    // The client refuses the edit: the command says so, with the client's reason.
+    client.apply_edit_answer = json!({"applied": false, "failureReason": "the buffer changed"});
+    let refused = client.request_raw("workspace/executeCommand", migrate.clone());
+    assert_eq!(refused, json!({"migrated": false, "applied": false, "failureReason": "the buffer changed"}));
+    // The client answers with an error: the command fails with it.
+    client.apply_edit_answer = json!(null);
+    let failed = client.request_result("workspace/executeCommand", migrate.clone()).expect_err("no applyEdit result");
+    assert_eq!(failed.code, lsp_server::ErrorCode::RequestFailed as i32);
+    client.apply_edit_answer = json!({"applied": true});
+    let applied = client.request_raw("workspace/executeCommand", migrate);
+    assert_eq!(applied, json!({"migrated": true, "applied": true}));
+    assert_eq!(client.applied_edits.len(), 3);
+    client.drain();
+}
+
+#[test]
+fn configuration_problems_are_shown_once() {
+    let show_message = |n: &lsp_server::Notification| (n.method == "window/showMessage").then(|| n.params.clone());
+    let unknown = json!({"type": 2, "message": "workbench.severity: unknown diagnostic code unknown-modle"});
+    let settings = json!({"severity": {"unknown-modle": "hint"}});
+    // Settings from the initialization options and `didChangeConfiguration` (no `workspace/configuration`).
+    let mut client =
+        Client::start(Options { configuration: false, initialization_options: settings.clone(), ..Options::default() });
+    assert_eq!(client.wait_for("the configuration warning", show_message), unknown);
+    client.notify::<lsp::notification::DidChangeConfiguration>(lsp::DidChangeConfigurationParams {
+        settings: settings.clone(),
+    });
+    client.notify::<lsp::notification::DidChangeConfiguration>(lsp::DidChangeConfigurationParams {
+        settings: json!({"severity": {"unknown-field": "loud"}}),
+    });
+    assert_eq!(
+        client.wait_for("the new configuration warning", show_message)["message"],
+        "workbench.severity.unknown-field: expected error, warning, information, hint or off"
+    );
+    // Everything the server sends for the notifications comes before this answer: no repeated warning is unread.
+    let checked = client.request_raw("workspace/executeCommand", json!({"command": "workbench.checkWorkspace"}));
+    assert_eq!(checked, json!({"packages": 0}));
+    client.shutdown();
+
+    // The initialization options, then an empty `workspace/configuration` answer that keeps them: one warning.
+    let mut client = Client::start(Options { initialization_options: settings, ..Options::default() });
+    assert_eq!(client.wait_for("the configuration warning", show_message), unknown);
+    let checked = client.request_raw("workspace/executeCommand", json!({"command": "workbench.checkWorkspace"}));
+    assert_eq!(checked, json!({"packages": 0}));
 }

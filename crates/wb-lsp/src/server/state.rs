@@ -25,7 +25,7 @@ impl Document {
 }
 
 /// The user's settings (`workbench.*`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub model_catalog: Option<PathBuf>,
     /// Per-code severity; `None` switches the code off.
@@ -33,10 +33,17 @@ pub struct Config {
     pub run_time_warnings: bool,
 }
 
+/// The settings when the user set nothing; [`Config::from_json`] starts from them.
+impl Default for Config {
+    fn default() -> Config {
+        Config { model_catalog: None, severity: HashMap::new(), run_time_warnings: true }
+    }
+}
+
 impl Config {
     pub fn from_json(value: &serde_json::Value) -> (Config, Vec<String>) {
         let mut problems = Vec::new();
-        let mut config = Config { run_time_warnings: true, ..Config::default() };
+        let mut config = Config::default();
         let value = value.get("workbench").unwrap_or(value);
         if let Some(path) = value.get("modelCatalog").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
             config.model_catalog = Some(PathBuf::from(path));
@@ -180,4 +187,17 @@ pub fn is_skill(path: &Path) -> bool {
 pub fn is_outbox_declaration(path: &Path) -> bool {
     path.file_name().is_some_and(|name| name == "outcome.json")
         && path.parent().and_then(Path::file_name).is_some_and(|name| name == "outbox")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_without_keys_are_the_defaults() {
+        let (config, problems) = Config::from_json(&serde_json::json!({}));
+        assert!(problems.is_empty());
+        assert_eq!(config, Config::default());
+        assert!(Config::default().run_time_warnings, "run-time warnings are on unless switched off");
+    }
 }

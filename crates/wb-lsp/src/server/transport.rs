@@ -1,21 +1,43 @@
 //! JSON-RPC over stdio with `Content-Length` framing.
 //!
 //! Unlike `lsp_server::Connection::stdio`, a malformed message does not end the session: it is answered with a
-//! JSON-RPC error (`-32700` for unparsable JSON, `-32600` for JSON that is not a valid message) and the reader
-//! carries on. Only a broken stream (EOF, I/O error, unusable framing) stops it.
+//! JSON-RPC error (`-32700` for unparsable JSON or unusable framing, `-32600` for JSON that is not a valid
+//! message) and the reader carries on. A frame whose length cannot be known (a bad or missing `Content-Length`,
+//! a header line over [`MAX_HEADER_LINE_BYTES`], a length over [`MAX_MESSAGE_BYTES`]) is answered the same
+//! way, and the reader resynchronises on the next `Content-Length` header. Only EOF or an I/O error stops it.
+//! Messages are written with [`Message::write`]; the id-less error replies, which `lsp_server` cannot
+//! express, are written as raw frames.
 
 use std::io::{self, BufRead, Write};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use lsp_server::{Message, RequestId};
 
-/// The most bytes one message may have. Larger headers are treated as a broken stream.
+/// The most bytes one message may have.
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// The most bytes one header line may have, its line break included.
+pub const MAX_HEADER_LINE_BYTES: usize = 8 * 1024;
+/// The header that starts every frame, as the reader looks for it when resynchronising.
+const CONTENT_LENGTH: &[u8] = b"content-length";
 
 pub struct Threads {
     pub reader: thread::JoinHandle<()>,
     pub writer: thread::JoinHandle<()>,
+}
+
+impl Threads {
+    /// Waits up to `limit` for the writer to flush what is queued (it ends once every sender is gone).
+    pub fn finish(self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.writer.is_finished() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        if self.writer.is_finished() {
+            let _ = self.writer.join();
+        }
+    }
 }
 
 /// Starts the reader and writer threads on stdin/stdout.
@@ -25,34 +47,41 @@ pub fn stdio() -> io::Result<(Sender<Message>, Receiver<Message>, Threads)> {
     let (errors, error_receiver) = unbounded::<String>();
     let writer = thread::Builder::new().name("lsp-writer".into()).spawn(move || {
         let stdout = io::stdout();
-        let mut out = stdout.lock();
-        loop {
-            let written = crossbeam_channel::select! {
-                recv(writer_receiver) -> message => match message {
-                    Ok(message) => write_message(&mut out, &message),
-                    Err(_) => break,
-                },
-                recv(error_receiver) -> raw => match raw {
-                    Ok(raw) => write_raw(&mut out, &raw),
-                    Err(_) => continue,
-                },
-            };
-            if written.is_err() {
-                break;
-            }
-        }
+        write_loop(&mut stdout.lock(), &writer_receiver, error_receiver);
     })?;
     let reader = thread::Builder::new().name("lsp-reader".into()).spawn(move || {
         let stdin = io::stdin();
         let mut input = stdin.lock();
-        read_loop(&mut input, &reader_sender, &errors);
+        if let Err(error) = read_loop(&mut input, &reader_sender, &errors) {
+            // stderr is the server's log; stdout is the protocol.
+            eprintln!("wb-lsp: cannot read the client's messages: {error}");
+        }
     })?;
     Ok((writer_sender, reader_receiver, Threads { reader, writer }))
 }
 
-pub fn write_message(out: &mut impl Write, message: &Message) -> io::Result<()> {
-    let body = serde_json::to_string(message).map_err(io::Error::other)?;
-    write_raw(out, &body)
+/// Writes messages and error replies until the message channel closes or the output breaks. The error
+/// channel closes when the reader ends, while runs may still be sending: from then on only messages are waited for.
+pub fn write_loop(out: &mut impl Write, messages: &Receiver<Message>, errors: Receiver<String>) {
+    let mut errors = errors;
+    loop {
+        let written = crossbeam_channel::select! {
+            recv(messages) -> message => match message {
+                Ok(message) => message.write(out),
+                Err(_) => break,
+            },
+            recv(errors) -> raw => match raw {
+                Ok(raw) => write_raw(out, &raw),
+                Err(_) => {
+                    errors = crossbeam_channel::never();
+                    Ok(())
+                }
+            },
+        };
+        if written.is_err() {
+            break;
+        }
+    }
 }
 
 fn write_raw(out: &mut impl Write, body: &str) -> io::Result<()> {
@@ -61,56 +90,187 @@ fn write_raw(out: &mut impl Write, body: &str) -> io::Result<()> {
     out.flush()
 }
 
-/// Reads messages until EOF, answering malformed ones on `errors` (raw JSON-RPC error responses).
-pub fn read_loop(input: &mut impl BufRead, messages: &Sender<Message>, errors: &Sender<String>) {
+/// Reads messages until EOF, answering malformed ones on `errors` (raw JSON-RPC error responses). Returns an
+/// error only when reading fails.
+pub fn read_loop(input: &mut impl BufRead, messages: &Sender<Message>, errors: &Sender<String>) -> io::Result<()> {
+    let mut resynchronise = false;
     loop {
-        let body = match read_frame(input) {
-            Ok(Some(body)) => body,
-            Ok(None) | Err(_) => return,
+        let reply = match read_frame(input, resynchronise)? {
+            Frame::End => return Ok(()),
+            Frame::Body(body) => {
+                resynchronise = false;
+                match parse(&body) {
+                    Ok(message) => {
+                        if messages.send(message).is_err() {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    Err(reply) => reply,
+                }
+            }
+            Frame::Unusable(reason) => {
+                resynchronise = true;
+                error(None, lsp_server::ErrorCode::ParseError as i32, format!("Parse error: {reason}"))
+            }
         };
-        match parse(&body) {
-            Ok(message) => {
-                if messages.send(message).is_err() {
-                    return;
-                }
-            }
-            Err(response) => {
-                if errors.send(response).is_err() {
-                    return;
-                }
-            }
+        if errors.send(reply).is_err() {
+            return Ok(());
         }
     }
 }
 
-fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
-    let mut length: Option<usize> = None;
-    let mut line = String::new();
+/// What the reader found: a frame's body, a frame whose body cannot be delimited, or the end of the input.
+enum Frame {
+    Body(Vec<u8>),
+    Unusable(String),
+    End,
+}
+
+/// One header line: its text (without the line break), `Overlong` when it is over the cap (it has then been
+/// consumed up to its line break without being kept), or the end of the input.
+enum Line {
+    Text(String),
+    Overlong,
+    End,
+}
+
+/// Reads a line of at most [`MAX_HEADER_LINE_BYTES`], never buffering more than that.
+fn read_header_line(input: &mut impl BufRead) -> io::Result<Line> {
+    let mut line = Vec::new();
+    let mut overlong = false;
     loop {
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
-            return Ok(None);
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            return Ok(match (overlong, line.is_empty()) {
+                (true, _) => Line::Overlong,
+                (false, true) => Line::End,
+                (false, false) => Line::Text(text(&line)),
+            });
         }
-        let header = line.trim_end_matches(['\r', '\n']);
-        if header.is_empty() {
-            if length.is_some() {
-                break;
+        let (chunk, done) = match available.iter().position(|&byte| byte == b'\n') {
+            Some(end) => (&available[..=end], true),
+            None => (available, false),
+        };
+        let used = chunk.len();
+        if !overlong && line.len() + used <= MAX_HEADER_LINE_BYTES {
+            line.extend_from_slice(chunk);
+        } else {
+            overlong = true;
+            line.clear();
+        }
+        input.consume(used);
+        if done {
+            return Ok(if overlong { Line::Overlong } else { Line::Text(text(&line)) });
+        }
+    }
+}
+
+fn text(line: &[u8]) -> String {
+    String::from_utf8_lossy(line).trim_end_matches(['\r', '\n']).to_owned()
+}
+
+/// Skips input up to and including the next `Content-Length` (any case); false at EOF.
+fn skip_to_content_length(input: &mut impl BufRead) -> io::Result<bool> {
+    let mut matched = 0;
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            return Ok(false);
+        }
+        for (index, byte) in available.iter().enumerate() {
+            let byte = byte.to_ascii_lowercase();
+            // The marker's first letter occurs nowhere else in it, so a mismatch restarts at most one byte in.
+            matched =
+                if byte == CONTENT_LENGTH[matched] { matched + 1 } else { usize::from(byte == CONTENT_LENGTH[0]) };
+            if matched == CONTENT_LENGTH.len() {
+                input.consume(index + 1);
+                return Ok(true);
             }
+        }
+        let used = available.len();
+        input.consume(used);
+    }
+}
+
+/// Consumes spaces and a colon when they come next; true when the colon was there.
+fn colon_follows(input: &mut impl BufRead) -> io::Result<bool> {
+    loop {
+        let Some(&next) = input.fill_buf()?.first() else { return Ok(false) };
+        match next {
+            b' ' | b'\t' => input.consume(1),
+            b':' => {
+                input.consume(1);
+                return Ok(true);
+            }
+            _ => return Ok(false),
+        }
+    }
+}
+
+/// Reads one frame. After an unusable frame (`resynchronise`), the input is first skipped to the next
+/// `Content-Length` header, since the unusable frame's body has no known end.
+fn read_frame(input: &mut impl BufRead, resynchronise: bool) -> io::Result<Frame> {
+    let mut length: Option<Result<usize, String>> = None;
+    let mut headers = 0;
+    while resynchronise && length.is_none() {
+        if !skip_to_content_length(input)? {
+            return Ok(Frame::End);
+        }
+        // `content-length` inside other text (no colon follows) is not a header: keep looking from there.
+        if !colon_follows(input)? {
             continue;
         }
+        match read_header_line(input)? {
+            Line::Text(value) => {
+                headers += 1;
+                length = Some(content_length(&value));
+            }
+            Line::Overlong => return Ok(Frame::Unusable(overlong())),
+            Line::End => return Ok(Frame::End),
+        }
+    }
+    loop {
+        let header = match read_header_line(input)? {
+            Line::Text(header) => header,
+            Line::Overlong => return Ok(Frame::Unusable(overlong())),
+            Line::End => return Ok(Frame::End),
+        };
+        if header.is_empty() {
+            // Blank lines before a frame's headers are tolerated; after them they end the header.
+            if headers == 0 {
+                continue;
+            }
+            break;
+        }
+        headers += 1;
         if let Some((name, value)) = header.split_once(':') {
             if name.trim().eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().ok();
+                length = Some(content_length(value));
             }
         }
     }
-    let length = length.unwrap_or(0);
-    if length > MAX_MESSAGE_BYTES {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "message too large"));
-    }
+    let length = match length {
+        Some(Ok(length)) => length,
+        Some(Err(reason)) => return Ok(Frame::Unusable(reason)),
+        None => return Ok(Frame::Unusable("the header has no Content-Length".to_owned())),
+    };
     let mut body = vec![0; length];
     input.read_exact(&mut body)?;
-    Ok(Some(body))
+    Ok(Frame::Body(body))
+}
+
+fn overlong() -> String {
+    format!("a header line is longer than {MAX_HEADER_LINE_BYTES} bytes")
+}
+
+fn content_length(value: &str) -> Result<usize, String> {
+    let value = value.trim();
+    match value.parse::<usize>() {
+        Ok(length) if length <= MAX_MESSAGE_BYTES => Ok(length),
+        Ok(_) => Err(format!("a message is longer than {MAX_MESSAGE_BYTES} bytes")),
+        Err(_) => Err(format!("invalid Content-Length header: {value:?}")),
+    }
 }
 
 /// A JSON-RPC error response; the id is `null` when the request's id could not be read.
@@ -151,11 +311,80 @@ mod tests {
         }
         let (messages_tx, messages_rx) = unbounded();
         let (errors_tx, errors_rx) = unbounded();
-        read_loop(&mut io::Cursor::new(input), &messages_tx, &errors_tx);
+        assert!(read_loop(&mut io::Cursor::new(input), &messages_tx, &errors_tx).is_ok());
         let errors: Vec<String> = errors_rx.try_iter().collect();
         assert_eq!(errors.len(), 2);
         assert!(errors[0].contains("\"id\":null") && errors[0].contains("-32700"), "{}", errors[0]);
         assert!(errors[1].contains("-32600"), "{}", errors[1]);
         assert!(matches!(messages_rx.try_recv(), Ok(Message::Notification(n)) if n.method == "initialized"));
+    }
+
+    /// The error messages `read_loop` answers `input` with, and how many messages it passes on.
+    fn read_all(input: &str) -> (Vec<String>, usize) {
+        let (messages_tx, messages_rx) = unbounded();
+        let (errors_tx, errors_rx) = unbounded();
+        assert!(read_loop(&mut io::Cursor::new(input.as_bytes().to_vec()), &messages_tx, &errors_tx).is_ok());
+        let errors: Vec<serde_json::Value> =
+            errors_rx.try_iter().filter_map(|raw| serde_json::from_str(&raw).ok()).collect();
+        assert!(errors.iter().all(|e| e["id"].is_null() && e["error"]["code"] == -32700), "{errors:?}");
+        let reasons = errors.iter().filter_map(|e| e["error"]["message"].as_str().map(str::to_owned)).collect();
+        (reasons, messages_rx.try_iter().count())
+    }
+
+    #[test]
+    fn unusable_frames_are_answered_and_the_reader_resynchronises() {
+        let body = r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#;
+        let good = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        let long = "x".repeat(MAX_HEADER_LINE_BYTES);
+        for (unusable, reason) in [
+            (format!("Content-Length: 1e3\r\n\r\n{body}"), "invalid Content-Length header: \"1e3\""),
+            (format!("Content-Length: 99999999999\r\n\r\n{body}"), "a message is longer than 67108864 bytes"),
+            (format!("Content-Type: x\r\n\r\n{body}"), "the header has no Content-Length"),
+            // The overlong line is refused; the frame's own Content-Length, after it, is where reading resumes.
+            (format!("X-Long: {long}\r\n"), "a header line is longer than 8192 bytes"),
+        ] {
+            let (reasons, messages) = read_all(&format!("{unusable}{good}"));
+            assert_eq!(reasons, [format!("Parse error: {reason}")]);
+            assert_eq!(messages, 1, "{reason}");
+        }
+        // While resynchronising, `content-length` in a body without a colon after it is not a header.
+        let (reasons, messages) =
+            read_all(&format!("Content-Length: x\r\n\r\nsays content-lengthy things{good}{good}"));
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert_eq!(messages, 2);
+        // Header names are matched in any case, with spaces before the colon.
+        let (reasons, messages) =
+            read_all(&format!("Content-Length: x\r\n\r\n{body}content-length :{}\r\n\r\n{body}", body.len()));
+        assert_eq!((reasons.len(), messages), (1, 1));
+    }
+
+    /// CPU time this thread has used, in clock ticks (`utime + stime` of `/proc/thread-self/stat`).
+    #[cfg(target_os = "linux")]
+    fn thread_cpu_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+        // The fields after the parenthesised command name; utime and stime are the 14th and 15th of the line.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let tick = |index: usize| fields.get(index).and_then(|field| field.parse::<u64>().ok()).unwrap_or(0);
+        tick(11) + tick(12)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_writer_idles_once_the_reader_has_ended() {
+        let (messages_tx, messages_rx) = unbounded::<Message>();
+        let (errors_tx, errors_rx) = unbounded::<String>();
+        // The reader ended (its error channel is closed) while a run still holds the message channel open.
+        drop(errors_tx);
+        let closer = thread::spawn(move || {
+            thread::sleep(std::time::Duration::from_secs(1));
+            drop(messages_tx);
+        });
+        let before = thread_cpu_ticks();
+        write_loop(&mut io::sink(), &messages_rx, errors_rx);
+        let spent = thread_cpu_ticks() - before;
+        let _ = closer.join();
+        // A second of spinning is about 100 ticks; waiting on the channel costs none.
+        assert!(spent < 10, "the writer spun for {spent} ticks");
     }
 }

@@ -23,6 +23,8 @@ pub struct Client {
     pub settings: Value,
     /// Edits the server asked the client to apply.
     pub applied_edits: Vec<lsp::WorkspaceEdit>,
+    /// The answer to `workspace/applyEdit` (by default the edit is applied).
+    pub apply_edit_answer: Value,
     pub initialize_result: Option<lsp::InitializeResult>,
 }
 
@@ -32,11 +34,23 @@ pub struct Options {
     pub pull: bool,
     pub settings: Value,
     pub test_hooks: bool,
+    /// The client supports `workspace/configuration` (else the settings come in the initialization options).
+    pub configuration: bool,
+    /// Further initialization options, beside `wbLspTestHooks`.
+    pub initialization_options: Value,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { roots: Vec::new(), utf8: false, pull: false, settings: json!({}), test_hooks: false }
+        Options {
+            roots: Vec::new(),
+            utf8: false,
+            pull: false,
+            settings: json!({}),
+            test_hooks: false,
+            configuration: true,
+            initialization_options: json!({}),
+        }
     }
 }
 
@@ -55,6 +69,7 @@ impl Client {
             unread: VecDeque::new(),
             settings: options.settings,
             applied_edits: Vec::new(),
+            apply_edit_answer: json!({"applied": true}),
             initialize_result: None,
         };
         let folders: Vec<Value> = options
@@ -64,7 +79,7 @@ impl Client {
             .collect();
         let mut capabilities = json!({
             "workspace": {
-                "configuration": true,
+                "configuration": options.configuration,
                 "didChangeWatchedFiles": {"dynamicRegistration": true},
                 "workspaceEdit": {"documentChanges": true, "resourceOperations": ["create"]},
                 "workspaceFolders": true,
@@ -78,6 +93,12 @@ impl Client {
         if options.pull {
             capabilities["textDocument"]["diagnostic"] = json!({"dynamicRegistration": false});
         }
+        let mut initialization_options = json!({"wbLspTestHooks": options.test_hooks});
+        if let Some(extra) = options.initialization_options.as_object() {
+            for (key, value) in extra {
+                initialization_options[key] = value.clone();
+            }
+        }
         let result: lsp::InitializeResult = serde_json::from_value(client.request_raw(
             "initialize",
             json!({
@@ -85,7 +106,7 @@ impl Client {
                 "rootUri": null,
                 "capabilities": capabilities,
                 "workspaceFolders": folders,
-                "initializationOptions": {"wbLspTestHooks": options.test_hooks},
+                "initializationOptions": initialization_options,
             }),
         ))
         .expect("initialize result");
@@ -94,17 +115,19 @@ impl Client {
         // The server asks for its configuration right after `initialized`; answer before the test starts so
         // the settings apply to everything the test does.
         let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            match client.next_message(deadline) {
-                Message::Request(request) => {
-                    let configuration = request.method == lsp::request::WorkspaceConfiguration::METHOD;
-                    client.answer_server_request(&request);
-                    if configuration {
-                        break;
+        if options.configuration {
+            loop {
+                match client.next_message(deadline) {
+                    Message::Request(request) => {
+                        let configuration = request.method == lsp::request::WorkspaceConfiguration::METHOD;
+                        client.answer_server_request(&request);
+                        if configuration {
+                            break;
+                        }
                     }
+                    Message::Notification(notification) => client.unread.push_back(notification),
+                    Message::Response(response) => panic!("unexpected response {response:?}"),
                 }
-                Message::Notification(notification) => client.unread.push_back(notification),
-                Message::Response(response) => panic!("unexpected response {response:?}"),
             }
         }
         client
@@ -126,7 +149,7 @@ impl Client {
                 if let Some(edit) = request.params.get("edit") {
                     self.applied_edits.push(serde_json::from_value(edit.clone()).expect("workspace edit"));
                 }
-                json!({"applied": true})
+                self.apply_edit_answer.clone()
             }
             _ => Value::Null,
         };

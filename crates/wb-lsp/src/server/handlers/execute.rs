@@ -12,52 +12,17 @@ use std::sync::atomic::AtomicBool;
 use crossbeam_channel::Sender;
 use lsp_server::{Message, Notification};
 use lsp_types as lsp;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use wb_engine::{Ending, Options};
 
 use super::super::convert;
+use super::super::ext::{
+    self, ApplyOutcomeResult, ArtifactFile, OutcomeArguments, OutcomeFiles, OutcomeResult, ReviewFile, RunArguments,
+    RunEnding, RunEventParams, RunResult,
+};
 use super::super::state::{Snapshot, is_manifest};
 
-pub const DRY_RUN: &str = "workbench.dryRun";
-pub const SMOKE: &str = "workbench.smoke";
-pub const RUN: &str = "workbench.run";
-pub const RUN_EVENT: &str = "workbench/runEvent";
-pub const OUTCOME: &str = "workbench.outcome";
-pub const APPLY_OUTCOME: &str = "workbench.applyOutcome";
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Arguments {
-    uri: Option<lsp::Url>,
-    task: Option<String>,
-    runtime: Option<String>,
-    #[serde(default)]
-    workspaces: Vec<String>,
-    #[serde(default)]
-    env: Vec<String>,
-    #[serde(default)]
-    env_files: Vec<PathBuf>,
-    dir: Option<PathBuf>,
-    #[serde(default)]
-    allow_host_docker: bool,
-    #[serde(default)]
-    allow_unchecked_gpu: bool,
-}
-
-fn arguments(params: &lsp::ExecuteCommandParams) -> anyhow::Result<Arguments> {
-    let mut arguments = match params.arguments.first() {
-        Some(Value::String(uri)) => Arguments { uri: lsp::Url::parse(uri).ok(), ..Arguments::default() },
-        Some(value @ Value::Object(_)) => serde_json::from_value(value.clone())?,
-        _ => Arguments::default(),
-    };
-    if arguments.task.is_none() {
-        arguments.task = params.arguments.get(1).and_then(Value::as_str).map(str::to_owned);
-    }
-    Ok(arguments)
-}
-
-fn options(arguments: &Arguments) -> anyhow::Result<Options> {
+fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
     let uri = arguments.uri.as_ref().ok_or_else(|| anyhow::anyhow!("the command takes the manifest's URI"))?;
     let manifest = convert::url_to_path(uri).ok_or_else(|| anyhow::anyhow!("not a file URI: {uri}"))?;
     if !is_manifest(&manifest) {
@@ -136,7 +101,7 @@ fn preparing<T: serde::Serialize>(
     work: impl FnOnce(&Snapshot, &Options) -> wb_engine::Result<T>,
 ) -> anyhow::Result<Option<Value>> {
     let token = params.work_done_progress_params.work_done_token.clone();
-    let mut options = options(&arguments(params)?)?;
+    let mut options = options(&RunArguments::from_params(params)?)?;
     options.progress = preparation_progress(sender, &token);
     begin(sender, &token, title);
     let result = work(snapshot, &options);
@@ -180,7 +145,7 @@ pub fn run(
     sender: &Sender<Message>,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<Option<Value>> {
-    let mut options = options(&arguments(&params)?)?;
+    let mut options = options(&RunArguments::from_params(&params)?)?;
     let token = params.work_done_progress_params.work_done_token.clone();
     options.progress = preparation_progress(sender, &token);
     progress(
@@ -194,7 +159,7 @@ pub fn run(
         }),
     );
     let mut emit = |event: &wb_engine::events::Event| {
-        let notification = Notification::new(RUN_EVENT.to_owned(), json!({ "event": event }));
+        let notification = Notification::new(ext::RUN_EVENT.to_owned(), RunEventParams { event });
         let _ = sender.send(Message::Notification(notification));
         let message = match event.kind.as_str() {
             "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
@@ -222,17 +187,13 @@ pub fn run(
     };
     progress(sender, &token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(end_message) }));
     let result = result?;
-    let ending = match &result.ending {
-        Ending::Completed => json!({"status": "completed"}),
-        Ending::Failed(message) => json!({"status": "failed", "message": message}),
-        Ending::Cancelled => json!({"status": "cancelled"}),
+    let result = RunResult {
+        ending: RunEnding::from(&result.ending),
+        run_id: result.run_id,
+        final_text: result.final_text,
+        outcome_id: result.outcome_id,
     };
-    Ok(Some(json!({
-        "runId": result.run_id,
-        "ending": ending,
-        "finalText": result.final_text,
-        "outcomeId": result.outcome_id,
-    })))
+    Ok(Some(serde_json::to_value(result)?))
 }
 
 /// Code lenses above a manifest: Dry run, Smoke, Run. Clients that can ask for a task (the VS Code
@@ -250,26 +211,13 @@ pub fn code_lens(snapshot: &Snapshot, params: lsp::CodeLensParams) -> anyhow::Re
         command: Some(lsp::Command {
             title: title.to_owned(),
             command: command.to_owned(),
-            arguments: Some(vec![json!({"uri": uri})]),
+            arguments: serde_json::to_value(RunArguments { uri: Some(uri.clone()), ..RunArguments::default() })
+                .ok()
+                .map(|argument| vec![argument]),
         }),
         data: None,
     };
-    Ok(Some(vec![lens("▶ Dry run", DRY_RUN), lens("✓ Smoke", SMOKE), lens("▶ Run", RUN)]))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct OutcomeArguments {
-    id: String,
-    workspace: Option<PathBuf>,
-}
-
-fn outcome_arguments(params: &lsp::ExecuteCommandParams) -> anyhow::Result<OutcomeArguments> {
-    match params.arguments.first() {
-        Some(Value::String(id)) => Ok(OutcomeArguments { id: id.clone(), workspace: None }),
-        Some(value @ Value::Object(_)) => Ok(serde_json::from_value(value.clone())?),
-        _ => anyhow::bail!("the command takes an outcome id"),
-    }
+    Ok(Some(vec![lens("▶ Dry run", ext::DRY_RUN), lens("✓ Smoke", ext::SMOKE), lens("▶ Run", ext::RUN)]))
 }
 
 fn outcome_store() -> anyhow::Result<wb_outcomes::ContentStore> {
@@ -281,29 +229,36 @@ fn outcome_store() -> anyhow::Result<wb_outcomes::ContentStore> {
 /// artifact's content and each changeset's review diff). Never changes anything.
 pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
     let _ = snapshot;
-    let arguments = outcome_arguments(&params)?;
+    let arguments = OutcomeArguments::from_params(&params)?;
     let store = outcome_store()?;
     let outcomes = wb_outcomes::OutcomeStore::new(&store);
     let outcome = outcomes.load(&arguments.id)?;
     let receipt = outcomes.receipt(&arguments.id)?;
-    let artifacts: Vec<Value> = outcome
+    let artifacts = outcome
         .artifacts
         .iter()
-        .filter_map(|a| Some(json!({"id": a.id, "name": a.name, "file": store.path_of(&a.content.digest).ok()?})))
+        .filter_map(|a| {
+            let file = store.path_of(&a.content.digest).ok()?;
+            Some(ArtifactFile { id: a.id.clone(), name: a.name.clone(), file })
+        })
         .collect();
-    let reviews: Vec<Value> = outcome
+    let reviews = outcome
         .changesets
         .iter()
-        .filter_map(|c| Some(json!({"changeset": c.id, "file": store.path_of(&c.review.as_ref()?.digest).ok()?})))
+        .filter_map(|c| {
+            Some(ReviewFile { changeset: c.id.clone(), file: store.path_of(&c.review.as_ref()?.digest).ok()? })
+        })
         .collect();
-    Ok(Some(json!({"outcome": outcome, "receipt": receipt, "files": {"artifacts": artifacts, "reviews": reviews}})))
+    let result = OutcomeResult { outcome, receipt, files: OutcomeFiles { artifacts, reviews } };
+    Ok(Some(serde_json::to_value(result)?))
 }
 
 /// `workbench.applyOutcome`: applies a pending outcome to its workspaces, all or nothing.
 pub fn apply_outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
     let _ = snapshot;
-    let arguments = outcome_arguments(&params)?;
+    let arguments = OutcomeArguments::from_params(&params)?;
     let store = outcome_store()?;
     let result = wb_outcomes::apply(&store, &arguments.id, arguments.workspace.as_deref())?;
-    Ok(Some(json!({"outcomeId": arguments.id, "applied": result.applied, "unchanged": result.unchanged})))
+    let result = ApplyOutcomeResult { outcome_id: arguments.id, applied: result.applied, unchanged: result.unchanged };
+    Ok(Some(serde_json::to_value(result)?))
 }

@@ -1,7 +1,9 @@
-//! One module per LSP method. Each handler reads a [`Snapshot`] and converts between protocol positions and
-//! the core's byte offsets through `convert` only.
+//! One module per LSP request (`notifications/` holds one per notification, `commands` routes the
+//! `workbench.*` commands). Each request handler reads a [`Snapshot`] and converts between protocol positions
+//! and the core's byte offsets through `convert` only.
 
 pub mod code_action;
+pub mod commands;
 pub mod completion;
 pub mod definition;
 pub mod diagnostics;
@@ -9,6 +11,7 @@ pub mod execute;
 pub mod folding;
 pub mod hover;
 pub mod links;
+pub mod notifications;
 pub mod references;
 pub mod rename;
 pub mod symbols;

@@ -1,0 +1,120 @@
+//! The `initialize` handshake: what the client offers, what the server answers with (its capabilities and
+//! the negotiated position encoding).
+
+use lsp_server::{Connection, ErrorCode, ExtractError, Message, Response};
+use lsp_types::{self as lsp, request::Request as _};
+use wb_syntax::PositionEncoding;
+
+use super::ext;
+
+/// What `initialize` settled: the client's parameters and the choices made from them.
+pub struct Negotiated {
+    pub params: lsp::InitializeParams,
+    pub encoding: PositionEncoding,
+    /// The client pulls diagnostics (`textDocument/diagnostic`) instead of receiving them.
+    pub pull_diagnostics: bool,
+}
+
+/// Answers requests with `ServerNotInitialized` until `initialize`, then answers it. `None` when the client
+/// exits or disconnects first, or sends parameters that cannot be read (answered with `InvalidParams`).
+pub fn initialize(connection: &Connection) -> anyhow::Result<Option<Negotiated>> {
+    let (id, params) = loop {
+        let request = match connection.receiver.recv() {
+            Ok(Message::Request(request)) => request,
+            Ok(Message::Notification(notification)) if notification.method == "exit" => return Ok(None),
+            Ok(_) => continue,
+            Err(_) => return Ok(None),
+        };
+        // `extract` keeps the request's id only on success; the answers to the others need it.
+        let id = request.id.clone();
+        match request.extract::<lsp::InitializeParams>(lsp::request::Initialize::METHOD) {
+            Ok((_, params)) => break (id, params),
+            Err(ExtractError::MethodMismatch(_)) => {
+                let response =
+                    Response::new_err(id, ErrorCode::ServerNotInitialized as i32, "server not initialized".into());
+                connection.sender.send(response.into())?;
+            }
+            Err(ExtractError::JsonError { error, .. }) => {
+                let message = format!("invalid initialize params: {error}");
+                connection.sender.send(Response::new_err(id, ErrorCode::InvalidParams as i32, message).into())?;
+                return Ok(None);
+            }
+        }
+    };
+    let encoding = negotiate_encoding(&params);
+    let pull_diagnostics = params.capabilities.text_document.as_ref().and_then(|t| t.diagnostic.as_ref()).is_some();
+    let result = lsp::InitializeResult {
+        capabilities: server_capabilities(encoding, pull_diagnostics),
+        server_info: Some(lsp::ServerInfo { name: "wb-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+    };
+    connection.sender.send(Response::new_ok(id, result).into())?;
+    Ok(Some(Negotiated { params, encoding, pull_diagnostics }))
+}
+
+fn negotiate_encoding(params: &lsp::InitializeParams) -> PositionEncoding {
+    let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_ref());
+    match offered {
+        Some(list) if list.contains(&lsp::PositionEncodingKind::UTF8) => PositionEncoding::Utf8,
+        _ => PositionEncoding::Utf16,
+    }
+}
+
+fn server_capabilities(encoding: PositionEncoding, pull_diagnostics: bool) -> lsp::ServerCapabilities {
+    lsp::ServerCapabilities {
+        position_encoding: Some(match encoding {
+            PositionEncoding::Utf8 => lsp::PositionEncodingKind::UTF8,
+            _ => lsp::PositionEncodingKind::UTF16,
+        }),
+        text_document_sync: Some(lsp::TextDocumentSyncCapability::Options(lsp::TextDocumentSyncOptions {
+            open_close: Some(true),
+            change: Some(lsp::TextDocumentSyncKind::INCREMENTAL),
+            save: Some(lsp::TextDocumentSyncSaveOptions::Supported(true)),
+            ..lsp::TextDocumentSyncOptions::default()
+        })),
+        completion_provider: Some(lsp::CompletionOptions {
+            trigger_characters: Some(vec![":".into(), " ".into(), "/".into(), "{".into(), "-".into()]),
+            ..lsp::CompletionOptions::default()
+        }),
+        hover_provider: Some(lsp::HoverProviderCapability::Simple(true)),
+        definition_provider: Some(lsp::OneOf::Left(true)),
+        references_provider: Some(lsp::OneOf::Left(true)),
+        rename_provider: Some(lsp::OneOf::Right(lsp::RenameOptions {
+            prepare_provider: Some(true),
+            work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
+        })),
+        document_symbol_provider: Some(lsp::OneOf::Left(true)),
+        code_lens_provider: Some(lsp::CodeLensOptions { resolve_provider: Some(false) }),
+        folding_range_provider: Some(lsp::FoldingRangeProviderCapability::Simple(true)),
+        document_link_provider: Some(lsp::DocumentLinkOptions {
+            resolve_provider: Some(false),
+            work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
+        }),
+        code_action_provider: Some(lsp::CodeActionProviderCapability::Options(lsp::CodeActionOptions {
+            code_action_kinds: Some(vec![
+                lsp::CodeActionKind::QUICKFIX,
+                lsp::CodeActionKind::new(super::handlers::code_action::SOURCE_MIGRATE),
+            ]),
+            ..lsp::CodeActionOptions::default()
+        })),
+        execute_command_provider: Some(lsp::ExecuteCommandOptions {
+            commands: ext::COMMANDS.iter().map(|command| (*command).to_owned()).collect(),
+            work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
+        }),
+        diagnostic_provider: pull_diagnostics.then(|| {
+            lsp::DiagnosticServerCapabilities::Options(lsp::DiagnosticOptions {
+                identifier: Some("wb-lsp".into()),
+                inter_file_dependencies: true,
+                workspace_diagnostics: true,
+                work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
+            })
+        }),
+        workspace: Some(lsp::WorkspaceServerCapabilities {
+            workspace_folders: Some(lsp::WorkspaceFoldersServerCapabilities {
+                supported: Some(true),
+                change_notifications: Some(lsp::OneOf::Left(true)),
+            }),
+            file_operations: None,
+        }),
+        ..lsp::ServerCapabilities::default()
+    }
+}

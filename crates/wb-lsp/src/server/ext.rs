@@ -1,0 +1,257 @@
+//! The protocol extensions (documented in `docs/lsp-extensions.md`): the `workbench.*` commands with their
+//! arguments and results, the `workbench/runEvent` notification and the test hook request, as typed structs.
+
+use std::path::PathBuf;
+
+use lsp_types::{self as lsp, request::Request};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const MIGRATE: &str = "workbench.migrate";
+pub const CHECK_WORKSPACE: &str = "workbench.checkWorkspace";
+pub const DRY_RUN: &str = "workbench.dryRun";
+pub const SMOKE: &str = "workbench.smoke";
+pub const RUN: &str = "workbench.run";
+pub const OUTCOME: &str = "workbench.outcome";
+pub const APPLY_OUTCOME: &str = "workbench.applyOutcome";
+
+/// Every command the server executes, in the order `executeCommandProvider` lists them.
+pub const COMMANDS: [&str; 7] = [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, OUTCOME, APPLY_OUTCOME];
+
+/// `workbench/runEvent`: one canonical event of a `workbench.run`, server to client.
+pub const RUN_EVENT: &str = "workbench/runEvent";
+
+#[derive(Serialize)]
+pub struct RunEventParams<'a> {
+    pub event: &'a wb_engine::events::Event,
+}
+
+/// A request that panics in its handler, served only when the client's initialization options hold
+/// `"wbLspTestHooks": true`: tests use it to prove a failing handler answers with an error and the server
+/// lives on.
+pub enum DebugPanic {}
+
+impl Request for DebugPanic {
+    type Params = Value;
+    type Result = ();
+    const METHOD: &'static str = "wbLsp/debug/panic";
+}
+
+/// The argument of `workbench.dryRun`, `workbench.smoke` and `workbench.run` (and of their code lenses, which
+/// carry only `uri`: unset fields are left out).
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunArguments {
+    pub uri: Option<lsp::Url>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workspaces: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_files: Vec<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_host_docker: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unchecked_gpu: bool,
+}
+
+impl RunArguments {
+    /// The command's arguments: one object, or the manifest URI optionally followed by the task.
+    pub fn from_params(params: &lsp::ExecuteCommandParams) -> anyhow::Result<RunArguments> {
+        let mut arguments = match params.arguments.first() {
+            Some(Value::String(uri)) => RunArguments { uri: lsp::Url::parse(uri).ok(), ..RunArguments::default() },
+            Some(value @ Value::Object(_)) => serde_json::from_value(value.clone())?,
+            _ => RunArguments::default(),
+        };
+        if arguments.task.is_none() {
+            arguments.task = params.arguments.get(1).and_then(Value::as_str).map(str::to_owned);
+        }
+        Ok(arguments)
+    }
+}
+
+/// The result of `workbench.run`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub run_id: String,
+    pub ending: RunEnding,
+    pub final_text: String,
+    /// `null` when the run committed no outcome.
+    pub outcome_id: Option<String>,
+}
+
+/// How a run ended: `{"status": "completed"}`, `{"status": "failed", "message": ...}` or
+/// `{"status": "cancelled"}`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum RunEnding {
+    Completed,
+    Failed { message: String },
+    Cancelled,
+}
+
+impl From<&wb_engine::Ending> for RunEnding {
+    fn from(ending: &wb_engine::Ending) -> RunEnding {
+        match ending {
+            wb_engine::Ending::Completed => RunEnding::Completed,
+            wb_engine::Ending::Failed(message) => RunEnding::Failed { message: message.clone() },
+            wb_engine::Ending::Cancelled => RunEnding::Cancelled,
+        }
+    }
+}
+
+/// The argument of `workbench.outcome` and `workbench.applyOutcome`: the outcome id, or `{id, workspace?}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeArguments {
+    pub id: String,
+    pub workspace: Option<PathBuf>,
+}
+
+impl OutcomeArguments {
+    pub fn from_params(params: &lsp::ExecuteCommandParams) -> anyhow::Result<OutcomeArguments> {
+        match params.arguments.first() {
+            Some(Value::String(id)) => Ok(OutcomeArguments { id: id.clone(), workspace: None }),
+            Some(value @ Value::Object(_)) => Ok(serde_json::from_value(value.clone())?),
+            _ => anyhow::bail!("the command takes an outcome id"),
+        }
+    }
+}
+
+/// The result of `workbench.outcome`: the outcome's manifest and receipt, and the stored files an editor can
+/// open.
+#[derive(Debug, Serialize)]
+pub struct OutcomeResult {
+    pub outcome: wb_outcomes::Outcome,
+    pub receipt: wb_outcomes::Receipt,
+    pub files: OutcomeFiles,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OutcomeFiles {
+    pub artifacts: Vec<ArtifactFile>,
+    pub reviews: Vec<ReviewFile>,
+}
+
+/// An artifact's stored content.
+#[derive(Debug, Serialize)]
+pub struct ArtifactFile {
+    pub id: String,
+    pub name: String,
+    pub file: PathBuf,
+}
+
+/// A changeset's stored review diff.
+#[derive(Debug, Serialize)]
+pub struct ReviewFile {
+    pub changeset: String,
+    pub file: PathBuf,
+}
+
+/// The result of `workbench.applyOutcome`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplyOutcomeResult {
+    pub outcome_id: String,
+    pub applied: usize,
+    pub unchanged: usize,
+}
+
+/// The argument of `workbench.migrate`: `[uri]`, the manifest's URI.
+#[derive(Debug)]
+pub struct MigrateArguments {
+    pub uri: lsp::Url,
+}
+
+impl MigrateArguments {
+    pub fn from_params(params: &lsp::ExecuteCommandParams) -> Option<MigrateArguments> {
+        let uri = serde_json::from_value(params.arguments.first()?.clone()).ok()?;
+        Some(MigrateArguments { uri })
+    }
+}
+
+/// The result of `workbench.migrate`. `migrated` is true once the client applied the edit; `applied` and
+/// `failureReason` are the client's answer to `workspace/applyEdit` (absent when there was nothing to migrate).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrateResult {
+    pub migrated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_reason: Option<String>,
+}
+
+/// The result of `workbench.checkWorkspace`: how many manifests the server now knows.
+#[derive(Debug, Serialize)]
+pub struct CheckWorkspaceResult {
+    pub packages: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The JSON the editors read (docs/lsp-extensions.md), pinned field by field.
+    #[test]
+    fn results_keep_their_wire_format() {
+        let run = |ending| {
+            serde_json::to_value(RunResult {
+                run_id: "wb_1".into(),
+                ending,
+                final_text: "done".into(),
+                outcome_id: None,
+            })
+            .ok()
+        };
+        assert_eq!(
+            run(RunEnding::Completed),
+            Some(json!({"runId": "wb_1", "ending": {"status": "completed"}, "finalText": "done", "outcomeId": null}))
+        );
+        assert_eq!(
+            run(RunEnding::Failed { message: "boom".into() }).map(|v| v["ending"].clone()),
+            Some(json!({"status": "failed", "message": "boom"}))
+        );
+        assert_eq!(run(RunEnding::Cancelled).map(|v| v["ending"].clone()), Some(json!({"status": "cancelled"})));
+        let applied = ApplyOutcomeResult { outcome_id: "wbo_1".into(), applied: 2, unchanged: 1 };
+        assert_eq!(
+            serde_json::to_value(applied).ok(),
+            Some(json!({"outcomeId": "wbo_1", "applied": 2, "unchanged": 1}))
+        );
+        let nothing = MigrateResult { migrated: false, applied: None, failure_reason: None };
+        assert_eq!(serde_json::to_value(nothing).ok(), Some(json!({"migrated": false})));
+        assert_eq!(serde_json::to_value(CheckWorkspaceResult { packages: 3 }).ok(), Some(json!({"packages": 3})));
+    }
+
+    #[test]
+    fn a_lens_argument_is_just_the_uri_and_arguments_read_both_shapes() {
+        let uri = lsp::Url::parse("file:///repo/.workbenches/demo/workbench.yml").ok();
+        let lens = RunArguments { uri: uri.clone(), ..RunArguments::default() };
+        assert_eq!(
+            serde_json::to_value(lens).ok(),
+            Some(json!({"uri": "file:///repo/.workbenches/demo/workbench.yml"}))
+        );
+        let params = |arguments: Vec<Value>| lsp::ExecuteCommandParams {
+            command: RUN.into(),
+            arguments,
+            work_done_progress_params: lsp::WorkDoneProgressParams::default(),
+        };
+        let positional = RunArguments::from_params(&params(vec![json!(uri), json!("say done")])).ok();
+        assert_eq!(positional.as_ref().and_then(|a| a.task.as_deref()), Some("say done"));
+        let object = RunArguments::from_params(&params(vec![
+            json!({"uri": uri, "envFiles": [".env"], "allowHostDocker": true}),
+        ]));
+        let object = object.ok();
+        assert_eq!(object.as_ref().map(|a| (a.env_files.len(), a.allow_host_docker)), Some((1, true)));
+        assert!(RunArguments::from_params(&params(vec![json!({"uri": 7})])).is_err());
+    }
+}

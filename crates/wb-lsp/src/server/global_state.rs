@@ -1,0 +1,426 @@
+//! The server's state, owned by the loop thread: open documents, the workspace, settings, request
+//! bookkeeping and runs in flight; the immutable [`Snapshot`]s requests run on; sending to the client; and the
+//! diagnostics schedule (which owners are dirty, generations, what was published).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use lsp_server::{Message, Notification, ReqQueue, RequestId, Response};
+use lsp_types as lsp;
+use wb_manifest::ModelCatalog;
+use wb_syntax::PositionEncoding;
+
+use super::capabilities::Negotiated;
+use super::convert;
+use super::handlers::diagnostics;
+use super::state::{self, Config, Document, Overlay, Snapshot};
+
+/// Work for the worker pool.
+pub type Job = Box<dyn FnOnce() + Send>;
+
+/// Work finished off the loop thread.
+pub enum Task {
+    Response(Response),
+    Diagnostics { generation: u64, files: Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)>, owner: PathBuf },
+}
+
+/// What an outgoing request to the client is waiting for.
+pub enum Outgoing {
+    Configuration,
+    /// The `workspace/applyEdit` of a `workbench.migrate` request, which is answered with the client's reply.
+    Migration(RequestId),
+    Other,
+}
+
+/// An execution command in flight on its own thread.
+pub struct Run {
+    pub cancel: Arc<AtomicBool>,
+    pub token: Option<lsp::ProgressToken>,
+    pub thread: Option<JoinHandle<()>>,
+}
+
+/// Per diagnostics owner (a manifest, an open `SKILL.md` or outbox declaration): what must be recomputed, the
+/// latest generation scheduled, and the files last published for it.
+#[derive(Default)]
+pub struct DiagnosticsSchedule {
+    pub dirty: BTreeSet<PathBuf>,
+    generations: HashMap<PathBuf, u64>,
+    next_generation: u64,
+    published: HashMap<PathBuf, HashSet<PathBuf>>,
+}
+
+pub struct GlobalState {
+    sender: Sender<Message>,
+    /// Incoming requests not answered yet, and outgoing ones awaiting the client's reply.
+    pub req_queue: ReqQueue<(), Outgoing>,
+    pub jobs: Sender<Job>,
+    pub task_sender: Sender<Task>,
+    pub tasks: Receiver<Task>,
+    pub documents: Arc<HashMap<PathBuf, Document>>,
+    encoding: PositionEncoding,
+    pub roots: Vec<PathBuf>,
+    config: Arc<Config>,
+    catalog: Arc<ModelCatalog>,
+    /// Manifests found in the workspace or opened.
+    pub manifests: BTreeSet<PathBuf>,
+    pub diagnostics: DiagnosticsSchedule,
+    pull_diagnostics: bool,
+    client: lsp::ClientCapabilities,
+    initialization_options: Option<serde_json::Value>,
+    /// `shutdown` was received: further requests are refused.
+    pub shutdown_requested: bool,
+    pub test_hooks: bool,
+    pub runs: HashMap<RequestId, Run>,
+    /// The settings problems last shown, so the same ones are not shown again on every settings change.
+    shown_problems: Vec<(lsp::MessageType, String)>,
+}
+
+impl GlobalState {
+    pub fn new(sender: Sender<Message>, jobs: Sender<Job>, negotiated: Negotiated) -> GlobalState {
+        let Negotiated { params, encoding, pull_diagnostics } = negotiated;
+        let (task_sender, tasks) = unbounded();
+        let mut roots: Vec<PathBuf> = params
+            .workspace_folders
+            .as_ref()
+            .map(|folders| folders.iter().filter_map(|f| convert::url_to_path(&f.uri)).collect())
+            .unwrap_or_default();
+        #[allow(deprecated)]
+        if roots.is_empty() {
+            if let Some(root) = params.root_uri.as_ref().and_then(convert::url_to_path) {
+                roots.push(root);
+            }
+        }
+        let test_hooks = params
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.get("wbLspTestHooks"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        let mut state = GlobalState {
+            sender,
+            req_queue: ReqQueue::default(),
+            jobs,
+            task_sender,
+            tasks,
+            documents: Arc::new(HashMap::new()),
+            encoding,
+            roots,
+            config: Arc::new(Config::default()),
+            catalog: Arc::new(ModelCatalog::embedded().clone()),
+            manifests: BTreeSet::new(),
+            diagnostics: DiagnosticsSchedule::default(),
+            pull_diagnostics,
+            client: params.capabilities,
+            initialization_options: params.initialization_options,
+            shutdown_requested: false,
+            test_hooks,
+            runs: HashMap::new(),
+            shown_problems: Vec::new(),
+        };
+        let options = state.initialization_options.clone().unwrap_or(serde_json::Value::Null);
+        state.apply_settings(&options);
+        state
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            overlay: Overlay { documents: Arc::clone(&self.documents) },
+            encoding: self.encoding,
+            catalog: Arc::clone(&self.catalog),
+            config: Arc::clone(&self.config),
+            manifests: Arc::new(self.manifests.clone()),
+            resource_operations: self
+                .client
+                .workspace
+                .as_ref()
+                .and_then(|w| w.workspace_edit.as_ref())
+                .and_then(|e| e.resource_operations.as_ref())
+                .is_some_and(|ops| ops.contains(&lsp::ResourceOperationKind::Create)),
+        }
+    }
+
+    pub fn encoding(&self) -> PositionEncoding {
+        self.encoding
+    }
+
+    /// A clone of the channel to the client, for threads that report on their own (runs).
+    pub fn sender(&self) -> Sender<Message> {
+        self.sender.clone()
+    }
+
+    pub fn send(&self, message: impl Into<Message>) -> anyhow::Result<()> {
+        self.sender.send(message.into()).context("the client connection is closed")
+    }
+
+    /// Answers an incoming request, unless it was answered already (cancelled).
+    pub fn respond(&mut self, response: Response) -> anyhow::Result<()> {
+        self.runs.remove(&response.id);
+        if self.req_queue.incoming.complete(&response.id).is_some() {
+            self.send(response)?;
+        }
+        Ok(())
+    }
+
+    pub fn notify<N: lsp::notification::Notification>(&self, params: N::Params) -> anyhow::Result<()> {
+        self.send(Notification::new(N::METHOD.to_owned(), params))
+    }
+
+    pub fn request_client<R: lsp::request::Request>(
+        &mut self,
+        params: R::Params,
+        kind: Outgoing,
+    ) -> anyhow::Result<()> {
+        let request = self.req_queue.outgoing.register(R::METHOD.to_owned(), params, kind);
+        self.send(request)
+    }
+
+    /// The client answers `workspace/configuration`: settings are asked for, never taken from notifications.
+    pub fn client_supports_configuration(&self) -> bool {
+        self.client.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false)
+    }
+
+    pub fn client_registers_watchers(&self) -> bool {
+        self.client
+            .workspace
+            .as_ref()
+            .and_then(|w| w.did_change_watched_files.as_ref())
+            .and_then(|d| d.dynamic_registration)
+            .unwrap_or(false)
+    }
+
+    pub fn initialization_options(&self) -> Option<&serde_json::Value> {
+        self.initialization_options.as_ref()
+    }
+
+    pub fn request_configuration(&mut self) -> anyhow::Result<()> {
+        let params = lsp::ConfigurationParams {
+            items: vec![lsp::ConfigurationItem { scope_uri: None, section: Some("workbench".into()) }],
+        };
+        self.request_client::<lsp::request::WorkspaceConfiguration>(params, Outgoing::Configuration)
+    }
+
+    /// The client's answer to `workspace/configuration`.
+    pub fn configuration_received(&mut self, result: serde_json::Value) {
+        let value = result.as_array().and_then(|items| items.first().cloned()).unwrap_or(result);
+        // A client with nothing under `workbench` (Eglot answers null, Neovim `[]` or null) keeps the settings
+        // sent as initialization options instead of resetting them to the defaults.
+        let empty = match &value {
+            serde_json::Value::Null => true,
+            serde_json::Value::Object(map) => map.is_empty(),
+            serde_json::Value::Array(items) => items.is_empty(),
+            _ => false,
+        };
+        let value = match (&self.initialization_options, empty) {
+            (Some(options), true) => options.clone(),
+            _ => value,
+        };
+        self.apply_settings(&value);
+        self.mark_all_dirty();
+    }
+
+    /// Takes new settings (and the model catalog they name); their problems are shown unless they are the ones
+    /// shown last.
+    pub fn apply_settings(&mut self, value: &serde_json::Value) {
+        let (config, problems) = Config::from_json(value);
+        let mut problems: Vec<(lsp::MessageType, String)> =
+            problems.into_iter().map(|problem| (lsp::MessageType::WARNING, problem)).collect();
+        let catalog = match &config.model_catalog {
+            Some(path) => ModelCatalog::from_file(path).unwrap_or_else(|error| {
+                problems.push((lsp::MessageType::ERROR, error.to_string()));
+                ModelCatalog::embedded().clone()
+            }),
+            None => ModelCatalog::embedded().clone(),
+        };
+        if problems != self.shown_problems {
+            for (typ, message) in &problems {
+                let params = lsp::ShowMessageParams { typ: *typ, message: message.clone() };
+                let _ = self.notify::<lsp::notification::ShowMessage>(params);
+            }
+            self.shown_problems = problems;
+        }
+        self.catalog = Arc::new(catalog);
+        self.config = Arc::new(config);
+    }
+
+    /// Adds the manifests under `root` and schedules their check.
+    pub fn scan_root(&mut self, root: &Path) {
+        if let wb_manifest::Target::Packages(found) = wb_manifest::discover(&wb_manifest::OsFileSystem, root) {
+            for manifest in found.into_iter().filter(|m| m.is_file()) {
+                self.diagnostics.dirty.insert(manifest.clone());
+                self.manifests.insert(manifest);
+            }
+        }
+    }
+
+    /// Asks every run in flight to stop (`shutdown`): each answers with its `cancelled` ending once stopped.
+    pub fn cancel_runs(&self) {
+        for run in self.runs.values() {
+            run.cancel.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Stops every run in flight and waits, at most `limit`, for their threads to end (`exit`, or the client
+    /// went away): a runner must not outlive the server.
+    pub fn stop_runs(&mut self, limit: Duration) {
+        self.cancel_runs();
+        let deadline = Instant::now() + limit;
+        for run in self.runs.values_mut() {
+            let Some(thread) = run.thread.take() else { continue };
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                eprintln!("wb-lsp: a run did not stop within {} seconds", limit.as_secs());
+            }
+        }
+    }
+
+    fn publish(&self, path: &Path, diagnostics: Vec<lsp::Diagnostic>, version: Option<i32>) -> anyhow::Result<()> {
+        match convert::path_to_url(path) {
+            Some(uri) => self.notify::<lsp::notification::PublishDiagnostics>(lsp::PublishDiagnosticsParams {
+                uri,
+                diagnostics,
+                version,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Withdraws everything published for `owner`; a result still being computed for it is dropped.
+    pub fn clear_owner(&mut self, owner: &Path) -> anyhow::Result<()> {
+        self.diagnostics.generations.insert(owner.to_owned(), u64::MAX);
+        let files = self.diagnostics.published.remove(owner).unwrap_or_default();
+        for file in files.into_iter().chain(std::iter::once(owner.to_owned())) {
+            self.publish(&file, Vec::new(), None)?;
+        }
+        Ok(())
+    }
+
+    pub fn mark_all_dirty(&mut self) {
+        let manifests: Vec<PathBuf> = self.manifests.iter().cloned().collect();
+        self.diagnostics.dirty.extend(manifests);
+        let owners: Vec<PathBuf> =
+            self.documents.keys().filter(|p| state::is_skill(p) || state::is_outbox_declaration(p)).cloned().collect();
+        self.diagnostics.dirty.extend(owners);
+        self.refresh_pull_diagnostics();
+    }
+
+    /// After a change to `path`, the owners that may read it: every manifest of the same repository, the file
+    /// itself when it is an open owner, and the open outbox declarations of the directory it is in.
+    pub fn mark_affected(&mut self, path: &Path) {
+        if state::is_manifest(path) && self.manifests.contains(path) {
+            // A manifest is read by its own package only: editing one re-checks just that one.
+            self.diagnostics.dirty.insert(path.to_owned());
+            self.refresh_pull_diagnostics();
+            return;
+        }
+        let repository = wb_manifest::repository_root(path).or_else(|| path.parent().map(Path::to_path_buf));
+        let affected: Vec<PathBuf> = self
+            .manifests
+            .iter()
+            .filter(|manifest| {
+                let root = wb_manifest::repository_root(manifest).or_else(|| manifest.parent().map(Path::to_path_buf));
+                match (&root, &repository) {
+                    (Some(root), Some(repository)) => root == repository || path.starts_with(root),
+                    _ => false,
+                }
+            })
+            .cloned()
+            .collect();
+        self.diagnostics.dirty.extend(affected);
+        if (state::is_skill(path) || state::is_outbox_declaration(path)) && self.documents.contains_key(path) {
+            self.diagnostics.dirty.insert(path.to_owned());
+        }
+        // A file appearing or vanishing in an outbox changes what its open declaration may declare.
+        let declarations: Vec<PathBuf> = self
+            .documents
+            .keys()
+            .filter(|doc| state::is_outbox_declaration(doc) && doc.parent().is_some_and(|dir| path.starts_with(dir)))
+            .cloned()
+            .collect();
+        self.diagnostics.dirty.extend(declarations);
+        self.refresh_pull_diagnostics();
+    }
+
+    /// A pull client re-asks for diagnostics when told to (if it supports the refresh).
+    fn refresh_pull_diagnostics(&mut self) {
+        if !self.pull_diagnostics {
+            return;
+        }
+        let supported = self
+            .client
+            .workspace
+            .as_ref()
+            .and_then(|w| w.diagnostic.as_ref())
+            .and_then(|d| d.refresh_support)
+            .unwrap_or(false);
+        if supported {
+            let _ = self.request_client::<lsp::request::WorkspaceDiagnosticRefresh>((), Outgoing::Other);
+        }
+    }
+
+    /// Starts a check of every dirty owner on the workers, each tagged with a new generation (push clients only;
+    /// pull clients ask when they want diagnostics).
+    pub fn schedule_diagnostics(&mut self) {
+        if self.pull_diagnostics {
+            self.diagnostics.dirty.clear();
+            return;
+        }
+        if self.diagnostics.dirty.is_empty() {
+            return;
+        }
+        let snapshot = self.snapshot();
+        for owner in std::mem::take(&mut self.diagnostics.dirty) {
+            self.diagnostics.next_generation += 1;
+            let generation = self.diagnostics.next_generation;
+            self.diagnostics.generations.insert(owner.clone(), generation);
+            let tasks = self.task_sender.clone();
+            let snapshot = snapshot.clone();
+            let _ = self.jobs.send(Box::new(move || {
+                let computed = std::panic::catch_unwind(AssertUnwindSafe(|| diagnostics::compute(&snapshot, &owner)));
+                let files = computed.unwrap_or_default();
+                let _ = tasks.send(Task::Diagnostics { generation, files, owner });
+            }));
+        }
+    }
+
+    /// Publishes a computed result unless a newer one was scheduled for its owner, or a document changed since;
+    /// files the owner no longer reports on are cleared (unless another owner still reports on them).
+    pub fn diagnostics_computed(
+        &mut self,
+        generation: u64,
+        files: Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)>,
+        owner: PathBuf,
+    ) -> anyhow::Result<()> {
+        if self.diagnostics.generations.get(&owner).is_some_and(|latest| *latest != generation) {
+            return Ok(());
+        }
+        let mut now: HashSet<PathBuf> = HashSet::new();
+        for (path, version, diagnostics) in files {
+            let current = self.documents.get(&path).map(|d| d.version);
+            if version.is_some() && current != version {
+                continue;
+            }
+            self.publish(&path, diagnostics, current)?;
+            now.insert(path);
+        }
+        let before = self.diagnostics.published.insert(owner.clone(), now.clone()).unwrap_or_default();
+        for stale in before.difference(&now) {
+            let still_owned =
+                self.diagnostics.published.iter().any(|(other, files)| *other != owner && files.contains(stale));
+            if !still_owned {
+                self.publish(stale, Vec::new(), None)?;
+            }
+        }
+        Ok(())
+    }
+}
