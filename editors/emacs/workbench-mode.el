@@ -256,9 +256,14 @@ the change back as a workspace edit, applied to the buffer."
   (let ((result (workbench--execute
                  "workbench.migrate"
                  (vector (workbench--file-uri buffer-file-name)))))
-    (if (workbench--true-p (workbench--get result "migrated"))
-        (message "Workbench: migrated to spec 1")
-      (message "Workbench: nothing to migrate, already on spec 1"))
+    (cond
+     ((let ((applied (workbench--get result "applied")))
+        (and applied (not (workbench--true-p applied))))
+      (message "Workbench: the migration was not applied: %s"
+               (or (workbench--get result "failureReason") "the edit was refused")))
+     ((workbench--true-p (workbench--get result "migrated"))
+      (message "Workbench: migrated to spec 1"))
+     (t (message "Workbench: nothing to migrate, already on spec 1")))
     result))
 
 (defun workbench-check-workspace ()

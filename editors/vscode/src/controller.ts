@@ -210,10 +210,19 @@ export class WorkbenchController implements vscode.Disposable {
       // The server migrates the text it has: open the manifest so that it is the editor's buffer.
       await vscode.workspace.openTextDocument(uri);
       const result = await client.executeCommand(SERVER_COMMAND_MIGRATE, [uri.toString()]);
-      const migrated =
-        typeof result === 'object' && result !== null && (result as { migrated?: unknown }).migrated === true;
+      const answer = (typeof result === 'object' && result !== null ? result : {}) as {
+        migrated?: unknown;
+        applied?: unknown;
+        failureReason?: unknown;
+      };
+      if (answer.applied === false) {
+        // The server sent the edit but the editor did not apply it (the document changed, or an extension refused).
+        const reason = typeof answer.failureReason === 'string' ? answer.failureReason : 'the editor refused the edit';
+        void vscode.window.showWarningMessage(`Workbench: the migration was not applied: ${reason}`);
+        return;
+      }
       void vscode.window.showInformationMessage(
-        migrated
+        answer.migrated === true
           ? 'Workbench: migrated to spec 1. Review the changes and save the file.'
           : 'Workbench: nothing to migrate, the manifest is not on spec 0.',
       );

@@ -250,6 +250,18 @@ test('Migrate to Spec 1 sends the active manifest URI to workbench.migrate', asy
   assert.match(stub.messages.at(-1)?.message ?? '', /nothing to migrate/);
 });
 
+test('a migration the editor did not apply says so, with the reason', async () => {
+  behaviour.answers['workbench.migrate'] = { migrated: false, applied: false, failureReason: 'document changed' };
+  await activate();
+  stub.activeDocument = stub.document(MANIFEST);
+  await stub.commands.get('wb-lsp.migrate')?.();
+  assert.deepEqual(stub.messages.at(-1), {
+    level: 'warning',
+    message: 'Workbench: the migration was not applied: document changed',
+    items: [],
+  });
+});
+
 test('Migrate to Spec 1 from the explorer uses the clicked manifest', async () => {
   await activate();
   stub.activeDocument = stub.document(`${REPO}/README.md`, 'markdown');

@@ -206,11 +206,11 @@ test('yamlValidation maps the manifests to the schema copied into the package', 
 });
 
 test('the server commands the extension calls are the ones wb-lsp announces', () => {
-  const server = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'mod.rs'), 'utf8');
-  assert.ok(server.includes(`"${constants.SERVER_COMMAND_MIGRATE}"`));
-  assert.ok(server.includes(`"${constants.SERVER_COMMAND_CHECK_WORKSPACE}"`));
-  const execute = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'handlers', 'execute.rs'), 'utf8');
+  const server = join(repository, 'crates', 'wb-lsp', 'src', 'server');
+  const ext = readFileSync(join(server, 'ext.rs'), 'utf8');
   for (const name of [
+    constants.SERVER_COMMAND_MIGRATE,
+    constants.SERVER_COMMAND_CHECK_WORKSPACE,
     constants.SERVER_COMMAND_DRY_RUN,
     constants.SERVER_COMMAND_SMOKE,
     constants.SERVER_COMMAND_RUN,
@@ -218,7 +218,8 @@ test('the server commands the extension calls are the ones wb-lsp announces', ()
     constants.SERVER_COMMAND_APPLY_OUTCOME,
     constants.RUN_EVENT_NOTIFICATION,
   ]) {
-    assert.ok(execute.includes(`"${name}"`), `the server names ${name}`);
+    assert.ok(ext.includes(`"${name}"`), `the server names ${name}`);
   }
-  assert.ok(server.includes('section: Some("workbench".into())'), 'the server asks for the workbench section');
+  const state = readFileSync(join(server, 'global_state.rs'), 'utf8');
+  assert.ok(state.includes('section: Some("workbench".into())'), 'the server asks for the workbench section');
 });

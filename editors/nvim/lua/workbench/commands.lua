@@ -13,7 +13,9 @@ local M = {}
 function M.migrate()
   local uri = vim.uri_from_bufnr(vim.api.nvim_get_current_buf())
   lsp.execute("workbench.migrate", { uri }, function(result)
-    if result.migrated then
+    if result.applied == false then
+      ui.notify("the migration was not applied: " .. tostring(result.failureReason or "the edit was refused"), vim.log.levels.WARN)
+    elseif result.migrated then
       ui.notify("migrated to spec 1")
     else
       ui.notify("nothing to migrate: the manifest is already on spec 1")
