@@ -19,4 +19,7 @@ pub mod runtime;
 pub mod source;
 
 pub use error::{EngineError, Result};
-pub use lifecycle::{BuildReport, DryRun, Ending, Options, RunResult, Smoke, build, dry_run, run, smoke};
+pub use lifecycle::{
+    BuildReport, DryRun, Ending, Options, RunResult, Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool,
+    WorkspaceReport, build, dry_run, run, smoke,
+};

@@ -5,20 +5,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use wb_engine::{Ending, EngineError, Options};
+use wb_engine::{Ending, EngineError, Options, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
-use crate::cli::{BuildArgs, RunArgs};
+use crate::cli::{BuildArgs, DryRunArgs, RunArgs};
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
-    options_for(args, false)
-}
-
-/// `keeps_stage`: only a dry run may keep its stage (`--stage-dir`).
-fn options_for(args: &RunArgs, keeps_stage: bool) -> anyhow::Result<Options> {
-    if args.stage_dir.is_some() && !keeps_stage {
-        anyhow::bail!("--stage-dir is for dry-run only");
-    }
     let task = match &args.task_file {
         Some(file) => {
             Some(std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?)
@@ -45,7 +37,7 @@ fn options_for(args: &RunArgs, keeps_stage: bool) -> anyhow::Result<Options> {
             .is_terminal()
             .then(|| wb_engine::lifecycle::Progress(std::sync::Arc::new(|message: &str| eprintln!("  {message}")))),
         home: None,
-        stage_dir: args.stage_dir.clone(),
+        stage_dir: None,
     })
 }
 
@@ -66,8 +58,10 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn dry_run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
-    let options = options_for(args, true)?;
+pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let args = &dry_run_args.run;
+    let mut options = options(args)?;
+    options.stage_dir = dry_run_args.stage_dir.clone();
     let report = match wb_engine::dry_run(&OsFileSystem, &options, catalog) {
         Ok(report) => report,
         Err(error) => {
@@ -108,8 +102,8 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
             return Ok(ExitCode::from(1));
         }
     };
-    let failed = reports.iter().any(|r| r.status == "failed");
-    let needs_auth = reports.iter().any(|r| r.status == "needs-auth");
+    let failed = reports.iter().any(|r| r.status == SmokeStatus::Failed);
+    let needs_auth = reports.iter().any(|r| r.status == SmokeStatus::NeedsAuth);
     let terminal = std::io::stdout().is_terminal();
     let mut out = String::new();
     for report in &reports {
@@ -118,15 +112,13 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
             out.push('\n');
             continue;
         }
-        if report.status == "failed" {
-            let message =
-                report.error.as_ref().and_then(|e| e.get("message")).and_then(|m| m.as_str()).unwrap_or_default();
+        if report.status == SmokeStatus::Failed {
+            let message = report.error.as_ref().map(|e| e.message.as_str()).unwrap_or_default();
             eprintln!("error: {message}");
             continue;
         }
-        let runner_path =
-            report.runner.as_ref().and_then(|r| r.get("path")).and_then(|p| p.as_str()).unwrap_or_default();
-        let tools: Vec<&str> = report.tools.iter().filter_map(|t| t.get("name").and_then(|n| n.as_str())).collect();
+        let runner_path = report.runner.as_ref().and_then(|r| r.path.as_deref()).unwrap_or_default();
+        let tools: Vec<&str> = report.tools.iter().map(|t| t.name.as_str()).collect();
         let auth = report.authentication.as_ref();
         let auth_text = match auth {
             Some(a) if a.ready => format!("ready ({})", a.provider.clone().unwrap_or_default()),
@@ -135,7 +127,7 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
         };
         if terminal {
             out.push_str(&format!("Checking {}\n", report.workbench));
-            let title = if report.status == "ready" { "is ready" } else { "needs a connection" };
+            let title = if report.status == SmokeStatus::Ready { "is ready" } else { "needs a connection" };
             out.push_str(&format!("{} {title}\n", report.workbench));
             out.push_str(&format!("  runner {runner_path}\n"));
             out.push_str(&if tools.is_empty() {
@@ -155,22 +147,15 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
         } else {
             let mut record = format!(
                 "{}\t{}\trunner={runner_path}\ttools={}; auth: {auth_text}",
-                report.status,
+                report.status.as_str(),
                 report.workbench,
                 if tools.is_empty() { "-".to_owned() } else { tools.join(",") }
             );
             let workspaces: Vec<String> = report
                 .workspaces
                 .iter()
-                .filter(|w| w.get("name").and_then(|n| n.as_str()) != Some("primary"))
-                .map(|w| {
-                    format!(
-                        "{}={} ({})",
-                        w.get("name").and_then(|n| n.as_str()).unwrap_or_default(),
-                        w.get("path").and_then(|n| n.as_str()).unwrap_or_default(),
-                        w.get("access").and_then(|n| n.as_str()).unwrap_or_default()
-                    )
-                })
+                .filter(|w| w.name != "primary")
+                .map(|w| format!("{}={} ({})", w.name, w.path, w.access))
                 .collect();
             if !workspaces.is_empty() {
                 record.push_str(&format!("; workspaces: {}", workspaces.join(", ")));
@@ -190,10 +175,8 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
                     record.push_str(&format!("; requirements: {}", parts.join(", ")));
                 }
             }
-            let disabled: Vec<&str> =
-                report.warnings.iter().filter_map(|w| w.strip_prefix("optional MCP disabled: ")).collect();
-            if !disabled.is_empty() {
-                record.push_str(&format!("; optional MCPs disabled: {}", disabled.join(", ")));
+            if !report.disabled_optional_mcps.is_empty() {
+                record.push_str(&format!("; optional MCPs disabled: {}", report.disabled_optional_mcps.join(", ")));
             }
             out.push_str(&record);
             out.push('\n');
@@ -291,7 +274,6 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         env_files: Vec::new(),
         allow_host_docker: false,
         allow_unchecked_gpu: false,
-        stage_dir: None,
         json: args.json,
         r#final: false,
     };
