@@ -1022,6 +1022,33 @@ fn environment_precedence_and_dotenv() {
     assert_eq!(world.runner_environment()["B_VAR"], "later-file");
 }
 
+/// Escapes are read once, left to right, and a comment may follow a quoted value (`docs/env-files.md`).
+#[test]
+fn dotenv_escapes_and_comments_reach_the_runner_exactly() {
+    let world = World::new();
+    world.package(
+        "envs",
+        &minimal(
+            "envs",
+            "opencode",
+            "openai/gpt-5.1",
+            "env:\n  A_VAR:\n    required: false\n  B_VAR:\n    required: false\n  C_VAR:\n    required: false\n",
+        ),
+    );
+    let file = world.file(
+        "vars.env",
+        "A_VAR=\"C:\\\\new\" # a Windows path\nB_VAR='single # kept' # note\nexport C_VAR=plain#kept # note\n",
+    );
+    let mut options = with_env(base_options(&world, ".workbenches/envs"), &[("OPENAI_API_KEY", "sk-1234")]);
+    options.env_files = vec![file];
+    let (run, _) = run_with_stream(&options, "opencode", "success");
+    assert_eq!(run.ending, Ending::Completed);
+    let env = world.runner_environment();
+    assert_eq!(env["A_VAR"], "C:\\new");
+    assert_eq!(env["B_VAR"], "single # kept");
+    assert_eq!(env["C_VAR"], "plain#kept");
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Error texts (engine facts b.6)
 
