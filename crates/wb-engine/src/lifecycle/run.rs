@@ -1,9 +1,10 @@
 //! `run`: launch the runner one-shot, translate its stdout into canonical events, collect the outcome, and
 //! end with exactly one terminal event.
 
-use std::io::{BufRead, BufReader};
-use std::sync::Arc;
+use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -82,35 +83,8 @@ pub fn run(
         }
     };
     send(&mut stream, Translated::new("run.ready", json!({})));
-    let (lines_tx, lines_rx) = crossbeam_lines();
-    if let Some(stdout) = launched.stdout.take() {
-        let tx = lines_tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(Line::Out(line)).is_err() {
-                    break;
-                }
-            }
-            let _ = tx.send(Line::OutClosed);
-        });
-    }
-    let stderr_tail = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let mut stderr_reader = None;
-    if let Some(stderr) = launched.stderr.take() {
-        let tail = Arc::clone(&stderr_tail);
-        stderr_reader = Some(std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
-                if let Ok(mut tail) = tail.lock() {
-                    tail.push(line);
-                    if tail.len() > 20 {
-                        tail.remove(0);
-                    }
-                }
-            }
-        }));
-    }
-    drop(lines_tx);
+    let lines_rx = read_lines(launched.stdout.take());
+    let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
     let mut state = TranslateState::default();
     let mut cancelled = false;
     loop {
@@ -134,8 +108,8 @@ pub fn run(
                     Err(_) => send(&mut stream, Translated::native("stdout")),
                 }
             }
-            Ok(Line::OutClosed) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
     let status = if cancelled { None } else { launched.wait() };
@@ -196,11 +170,47 @@ fn elapsed(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
+/// What the stdout reader sends: a line, then that the stream ended.
 enum Line {
     Out(String),
     OutClosed,
 }
 
-fn crossbeam_lines() -> (std::sync::mpsc::Sender<Line>, std::sync::mpsc::Receiver<Line>) {
-    std::sync::mpsc::channel()
+/// Reads the runner's stdout on a thread of its own, so the loop can also watch the cancel flag.
+fn read_lines(stdout: Option<Box<dyn Read + Send>>) -> mpsc::Receiver<Line> {
+    let (tx, rx) = mpsc::channel();
+    if let Some(stdout) = stdout {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(Line::Out(line)).is_err() {
+                    break;
+                }
+            }
+            let _ = tx.send(Line::OutClosed);
+        });
+    }
+    rx
+}
+
+/// The last lines of the runner's stderr a failure quotes.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// Keeps the last lines of the runner's stderr, read on a thread of its own.
+fn keep_tail(stderr: Option<Box<dyn Read + Send>>) -> (Arc<Mutex<Vec<String>>>, Option<JoinHandle<()>>) {
+    let tail = Arc::new(Mutex::new(Vec::<String>::new()));
+    let reader = stderr.map(|stderr| {
+        let tail = Arc::clone(&tail);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+                if let Ok(mut tail) = tail.lock() {
+                    tail.push(line);
+                    if tail.len() > STDERR_TAIL_LINES {
+                        tail.remove(0);
+                    }
+                }
+            }
+        })
+    });
+    (tail, reader)
 }
