@@ -1,5 +1,5 @@
 //! Binding a run to the machine: named workspaces (`--workspace NAME=PATH`) and the environment (`--env`,
-//! `--env-file`, inherited), with the reference's rules and texts (engine facts b.6).
+//! `--env-file` (read by [`crate::dotenv`]), inherited), with the reference's rules and texts (engine facts b.6).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -170,43 +170,10 @@ impl Environment {
 /// Every provider credential variable the catalog knows.
 pub fn provider_variables(catalog: &ModelCatalog) -> Vec<String> {
     let mut names: Vec<String> = catalog.providers.values().flat_map(|p| p.env.iter().cloned()).collect();
+    // Sorted, so `dedup` meets every repeat.
     names.sort();
     names.dedup();
     names
-}
-
-fn is_env_assignment_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-}
-
-/// Parses a dotenv file: `NAME=value` lines, optional `export `, `#` comments, quoted values.
-pub fn parse_dotenv(text: &str) -> Option<Vec<(String, String)>> {
-    let mut entries = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let (name, value) = line.split_once('=')?;
-        let name = name.trim();
-        if !is_env_assignment_name(name) {
-            return None;
-        }
-        let value = value.trim();
-        let value = if let Some(inner) = value.strip_prefix('"') {
-            let inner = inner.strip_suffix('"')?;
-            inner.replace("\\n", "\n").replace("\\\"", "\"").replace("\\\\", "\\")
-        } else if let Some(inner) = value.strip_prefix('\'') {
-            inner.strip_suffix('\'')?.to_owned()
-        } else {
-            value.split(" #").next().unwrap_or(value).trim().to_owned()
-        };
-        entries.push((name.to_owned(), value));
-    }
-    Some(entries)
 }
 
 /// Binds the environment: `--env` over `--env-file` over the inherited environment. Only declared names and
@@ -241,8 +208,9 @@ pub fn bind_environment(
             .map_err(|_| EngineError::message(format!("Environment file is unreadable: {shown}")))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| EngineError::message(format!("Environment file is malformed: {shown}")))?;
-        let entries = parse_dotenv(&text)
-            .ok_or_else(|| EngineError::message(format!("Environment file is malformed: {shown}")))?;
+        // The reference's text names the file only; `dotenv::Malformed` knows the line.
+        let entries = crate::dotenv::parse(&text)
+            .map_err(|_| EngineError::message(format!("Environment file is malformed: {shown}")))?;
         for (name, value) in entries {
             if wanted(&name) {
                 values.insert(name, value);
@@ -253,7 +221,7 @@ pub fn bind_environment(
         let Some((name, value)) = assignment.split_once('=') else {
             return Err(EngineError::message("--env requires NAME=value"));
         };
-        if !is_env_assignment_name(name) {
+        if !crate::dotenv::is_name(name) {
             return Err(EngineError::message("--env requires an uppercase NAME=value assignment"));
         }
         if !wanted(name) {
@@ -267,22 +235,6 @@ pub fn bind_environment(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dotenv() {
-        let parsed = parse_dotenv("# c\nexport A=1\nB=\"x y\\n\"\nC='q' \nD=v # note\n").unwrap_or_default();
-        assert_eq!(
-            parsed,
-            vec![
-                ("A".into(), "1".into()),
-                ("B".into(), "x y\n".into()),
-                ("C".into(), "q".into()),
-                ("D".into(), "v".into())
-            ]
-        );
-        assert!(parse_dotenv("not an assignment\n").is_none());
-        assert!(parse_dotenv("lower=1\n").is_none());
-    }
 
     #[test]
     fn environment_debug_shows_names_only() {

@@ -14,8 +14,9 @@ pub enum EngineError {
     /// No route with credentials: smoke reports "needs-auth" (exit 3) instead of failing.
     #[error("{0}")]
     NeedsAuthentication(String),
-    #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    /// The cause is part of the text and deliberately not `source()`: chains (`{:#}`) would print it twice.
+    #[error("{context}: {cause}")]
+    Io { context: String, cause: std::io::Error },
 }
 
 impl EngineError {
@@ -23,9 +24,21 @@ impl EngineError {
         EngineError::Message(text.into())
     }
 
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> EngineError {
-        EngineError::Io { context: context.into(), source }
+    pub fn io(context: impl Into<String>, cause: std::io::Error) -> EngineError {
+        EngineError::Io { context: context.into(), cause }
     }
 }
 
 pub type Result<T> = std::result::Result<T, EngineError>;
+
+#[cfg(test)]
+mod tests {
+    use super::EngineError;
+
+    #[test]
+    fn an_io_error_prints_its_cause_once() {
+        let error = EngineError::io("cannot create the outbox", std::io::Error::other("disk full"));
+        assert_eq!(error.to_string(), "cannot create the outbox: disk full");
+        assert_eq!(format!("{:#}", anyhow::Error::new(error)), "cannot create the outbox: disk full");
+    }
+}

@@ -84,7 +84,9 @@ impl Redactor {
     pub fn new<'a>(values: impl Iterator<Item = &'a str>) -> Redactor {
         // Very short values would redact ordinary words; they are not credentials anyway.
         let mut secrets: Vec<String> = values.filter(|v| v.len() >= 4).map(str::to_owned).collect();
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        // Longest first, so a value that contains another is replaced whole; by text within a length, so that
+        // `dedup` meets every repeat (two values of the same length need not be adjacent otherwise).
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
         Redactor { secrets }
     }
@@ -172,5 +174,11 @@ mod tests {
         assert_eq!(text, Some(json!({"text": "key=[redacted]"})));
         assert!(stream.stamp(Translated::new("run.completed", json!({}))).is_some());
         assert!(stream.stamp(Translated::new("run.failed", json!({"message": "x"}))).is_none());
+    }
+
+    #[test]
+    fn every_repeated_secret_is_kept_once_longest_first() {
+        let redactor = Redactor::new(["abcd", "wxyz", "abcd", "longer-value", "wxyz"].into_iter());
+        assert_eq!(redactor.secrets, ["longer-value", "abcd", "wxyz"]);
     }
 }

@@ -1,14 +1,15 @@
 //! The Workbench execution core, shared by the CLI and the language server.
 //!
 //! `lifecycle` owns the run lifecycle of the standard: resolve and validate (`source`, reusing the checks),
-//! select the runtime (`runtime`), bind workspaces and the environment (`bindings`), check requirements
-//! (`requirements`), stage the runner's configuration (`adapters`), preflight inside the runtime, check
-//! authentication readiness (`routing`), launch, translate the runner's stream into canonical events
-//! (`events`), and clean up on every path. Environment values never leave [`bindings::Environment`] except
+//! select the runtime (`runtime`), bind workspaces and the environment (`bindings`, with `--env-file` read by
+//! `dotenv`), check requirements (`requirements`), stage the runner's configuration (`adapters`), preflight
+//! inside the runtime, check authentication readiness (`routing`), launch, translate the runner's stream into
+//! canonical events (`events`), and clean up on every path. Environment values never leave [`bindings::Environment`] except
 //! into the runner's process; everything printed carries names only, and event text is redacted.
 
 pub mod adapters;
 pub mod bindings;
+pub mod dotenv;
 mod error;
 pub mod events;
 pub mod lifecycle;
@@ -19,4 +20,7 @@ pub mod runtime;
 pub mod source;
 
 pub use error::{EngineError, Result};
-pub use lifecycle::{BuildReport, DryRun, Ending, Options, RunResult, Smoke, build, dry_run, run, smoke};
+pub use lifecycle::{
+    BuildReport, DryRun, Ending, Options, RunResult, Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool,
+    WorkspaceReport, build, dry_run, run, smoke,
+};

@@ -23,7 +23,7 @@ use bollard::query_parameters::{ListContainersOptionsBuilder, TagImageOptionsBui
 use serde_json::{Value, json};
 use support::{World, minimal};
 use wb_engine::runtime::docker::{LABEL, context_archive};
-use wb_engine::{Ending, Options};
+use wb_engine::{Ending, Options, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 const CANARY: &str = "canary-7f3e9b1c5d2a4e6f8091";
@@ -292,8 +292,8 @@ fn build_then_cache_hit_and_published_images() {
     let error = report.error.unwrap();
     assert!(error.starts_with(&format!("Cannot pull Docker image {absent}: it is not present locally")), "{error}");
     let smoke = wb_engine::smoke(&OsFileSystem, &options_for_source(&world, "dk-absent"), catalog()).unwrap();
-    assert_eq!(smoke[0].status, "failed");
-    assert!(smoke[0].error.as_ref().unwrap()["message"].as_str().unwrap().contains(&absent));
+    assert_eq!(smoke[0].status, SmokeStatus::Failed);
+    assert!(smoke[0].error.as_ref().unwrap().message.contains(&absent));
 }
 
 fn options_for_source(world: &World, package: &str) -> Options {
@@ -308,24 +308,24 @@ fn tools_are_looked_up_inside_the_image() {
     let started = Instant::now();
     let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-tools", "x"), catalog()).unwrap();
     eprintln!("smoke (first, image built): {:?}", started.elapsed());
-    assert_eq!(reports[0].status, "ready", "{:?}", reports[0]);
+    assert_eq!(reports[0].status, SmokeStatus::Ready, "{:?}", reports[0]);
     assert_eq!(reports[0].runtime, "docker");
-    assert_eq!(reports[0].runner.as_ref().unwrap()["path"], "/usr/local/bin/opencode");
-    let tools: Vec<&str> = reports[0].tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(reports[0].runner.as_ref().unwrap().path.as_deref(), Some("/usr/local/bin/opencode"));
+    let tools: Vec<&str> = reports[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(tools, vec!["cat", "sleep"]);
     // The smoke time with a cached image.
     let started = Instant::now();
     let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-tools", "x"), catalog()).unwrap();
     eprintln!("smoke (cached image): {:?}", started.elapsed());
-    assert_eq!(reports[0].status, "ready");
+    assert_eq!(reports[0].status, SmokeStatus::Ready);
     let image = build(&options(&world, "dk-tools", "x")).image.unwrap();
     assert!(containers_of(&engine, &image.id).is_empty(), "preflight containers are removed");
 
     // python3 is on this host but not in the image: it does not count.
     docker_package(&world, "dk-missing", "tools:\n  - python3\n");
     let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-missing", "x"), catalog()).unwrap();
-    assert_eq!(reports[0].status, "failed");
-    assert_eq!(reports[0].error.as_ref().unwrap()["message"], "Required CLI tool is unavailable: python3");
+    assert_eq!(reports[0].status, SmokeStatus::Failed);
+    assert_eq!(reports[0].error.as_ref().unwrap().message, "Required CLI tool is unavailable: python3");
     // The runner itself must be in the image.
     let dir = docker_package(&world, "dk-claude", "");
     let manifest = std::fs::read_to_string(dir.join("workbench.yml")).unwrap();
@@ -337,7 +337,7 @@ fn tools_are_looked_up_inside_the_image() {
     )
     .unwrap();
     let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-claude", "x"), catalog()).unwrap();
-    assert_eq!(reports[0].error.as_ref().unwrap()["message"], "Runner CLI is unavailable: claude-code");
+    assert_eq!(reports[0].error.as_ref().unwrap().message, "Runner CLI is unavailable: claude-code");
 }
 
 #[test]

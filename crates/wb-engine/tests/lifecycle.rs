@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 use support::{FINAL, OPENCODE, TASK, World, claude_world, minimal, opencode_world, pi_world};
-use wb_engine::{DryRun, Ending, EngineError, Options, RunResult, Smoke};
+use wb_engine::{DryRun, Ending, EngineError, Options, RunResult, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 fn catalog() -> &'static ModelCatalog {
@@ -671,11 +671,11 @@ fn smoke_of_a_repository_checks_every_package() {
     world.package("broken", &minimal("broken", "opencode", "openai/gpt-5.1", "tools:\n  - wb-no-such-tool-3141\n"));
     let reports =
         smoke(&with_env(base_options(&world, "."), &[("DATABASE_URL", "x1234"), ("OPENAI_API_KEY", "sk-1234")]));
-    let statuses: Vec<(String, String)> = reports.iter().map(|r| (r.workbench.clone(), r.status.clone())).collect();
-    assert_eq!(statuses, [("broken".to_owned(), "failed".to_owned()), ("oc-demo".to_owned(), "ready".to_owned())]);
+    let statuses: Vec<(String, SmokeStatus)> = reports.iter().map(|r| (r.workbench.clone(), r.status)).collect();
+    assert_eq!(statuses, [("broken".to_owned(), SmokeStatus::Failed), ("oc-demo".to_owned(), SmokeStatus::Ready)]);
     assert_eq!(
-        reports[0].error,
-        Some(json!({"code": "smoke_failed", "message": "Required CLI tool is unavailable: wb-no-such-tool-3141"}))
+        serde_json::to_value(&reports[0].error).unwrap(),
+        json!({"code": "smoke_failed", "message": "Required CLI tool is unavailable: wb-no-such-tool-3141"})
     );
 }
 
@@ -1022,6 +1022,33 @@ fn environment_precedence_and_dotenv() {
     assert_eq!(world.runner_environment()["B_VAR"], "later-file");
 }
 
+/// Escapes are read once, left to right, and a comment may follow a quoted value (`docs/env-files.md`).
+#[test]
+fn dotenv_escapes_and_comments_reach_the_runner_exactly() {
+    let world = World::new();
+    world.package(
+        "envs",
+        &minimal(
+            "envs",
+            "opencode",
+            "openai/gpt-5.1",
+            "env:\n  A_VAR:\n    required: false\n  B_VAR:\n    required: false\n  C_VAR:\n    required: false\n",
+        ),
+    );
+    let file = world.file(
+        "vars.env",
+        "A_VAR=\"C:\\\\new\" # a Windows path\nB_VAR='single # kept' # note\nexport C_VAR=plain#kept # note\n",
+    );
+    let mut options = with_env(base_options(&world, ".workbenches/envs"), &[("OPENAI_API_KEY", "sk-1234")]);
+    options.env_files = vec![file];
+    let (run, _) = run_with_stream(&options, "opencode", "success");
+    assert_eq!(run.ending, Ending::Completed);
+    let env = world.runner_environment();
+    assert_eq!(env["A_VAR"], "C:\\new");
+    assert_eq!(env["B_VAR"], "single # kept");
+    assert_eq!(env["C_VAR"], "plain#kept");
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Error texts (engine facts b.6)
 
@@ -1095,7 +1122,7 @@ fn workspace_binding_errors() {
     options.cwd = world.work.clone();
     options.source = world.repo.join(".workbenches/ws").display().to_string();
     let report = dry_run(&options).unwrap();
-    assert_eq!(report.workspaces[1]["path"], world.root.join("docs").display().to_string());
+    assert_eq!(report.workspaces[1].path, world.root.join("docs").display().to_string());
     // The primary workspace must exist too.
     let mut options = ws_options(&world, &[format!("docs={docs}")]);
     options.primary = Some(world.root.join("no-such-dir"));
@@ -1252,12 +1279,9 @@ fn runtime_selection_errors() {
             )
         );
         let reports = smoke(&options);
-        assert_eq!(reports[0].status, "failed");
+        assert_eq!(reports[0].status, SmokeStatus::Failed);
         assert!(
-            reports[0].error.as_ref().unwrap()["message"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("The {runtime} runtime is not supported"))
+            reports[0].error.as_ref().unwrap().message.contains(&format!("The {runtime} runtime is not supported"))
         );
     }
     // Docker is supported (tests/docker.rs): an image that is neither present nor pullable is named (or, without
@@ -1290,7 +1314,7 @@ fn runtime_selection_errors() {
     );
     let options = with_env(options_for(&world, "local-image"), &key);
     assert_eq!(dry_run_error(&options), "image is not supported with the local runtime");
-    assert_eq!(smoke(&options)[0].error.as_ref().unwrap()["message"], "image is not supported with the local runtime");
+    assert_eq!(smoke(&options)[0].error.as_ref().unwrap().message, "image is not supported with the local runtime");
 }
 
 fn options_for(world: &World, package: &str) -> Options {
@@ -1307,10 +1331,8 @@ fn host_docker_errors() {
     assert_eq!(dry_run_error(&options), "--allow-host-docker requires a Workbench that declares docker.engine");
     let reports = smoke(&options);
     assert_eq!(
-        reports[0].error,
-        Some(
-            json!({"code": "smoke_failed", "message": "--allow-host-docker requires a Workbench that declares docker.engine"})
-        )
+        serde_json::to_value(&reports[0].error).unwrap(),
+        json!({"code": "smoke_failed", "message": "--allow-host-docker requires a Workbench that declares docker.engine"})
     );
     world.package(
         "engine",
@@ -1455,7 +1477,7 @@ fn requirement_errors() {
     );
     assert!(report.warnings.contains(&"requirement not checked: gpu is not checked on the local runtime".to_owned()));
     let reports = smoke(&options);
-    assert_eq!(reports[0].status, "ready");
+    assert_eq!(reports[0].status, SmokeStatus::Ready);
 }
 
 #[test]
@@ -1534,7 +1556,7 @@ fn source_and_task_errors() {
     // Smoke needs no task.
     let mut options = with_env(base_options(&world, "."), &key);
     options.task = None;
-    assert!(smoke(&options).iter().all(|r| r.status == "ready"));
+    assert!(smoke(&options).iter().all(|r| r.status == SmokeStatus::Ready));
 }
 
 #[test]
@@ -1680,7 +1702,7 @@ fn smoke_reports_the_runner_version_and_whether_it_is_verified() {
         let path = options.inherited["PATH"].clone();
         options.inherited.insert("PATH".to_owned(), format!("{}:{path}", bin.display()));
         let report = &smoke(&options)[0];
-        let runner = report.runner.as_ref().unwrap();
+        let runner = serde_json::to_value(report.runner.as_ref().unwrap()).unwrap();
         assert_eq!(runner["version"], version);
         assert_eq!(runner["verified"], verified);
         let warned = report.warnings.iter().any(|w| {
@@ -1690,7 +1712,7 @@ fn smoke_reports_the_runner_version_and_whether_it_is_verified() {
     }
     // A runner outside an npm package (the fake runner): no version, no claim, no warning.
     let report = &smoke(&opencode_options(&world))[0];
-    assert_eq!(report.runner.as_ref().unwrap()["version"], Value::Null);
+    assert_eq!(serde_json::to_value(report.runner.as_ref().unwrap()).unwrap()["version"], Value::Null);
     assert!(!report.warnings.iter().any(|w| w.contains("verified against")), "{:?}", report.warnings);
     let dry = dry_run(&opencode_options(&world)).unwrap();
     assert_eq!(dry.adapter["verified_versions"], json!(["1.18.33"]));

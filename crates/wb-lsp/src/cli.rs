@@ -30,7 +30,7 @@ pub enum Command {
     /// Print the JSON schema of a manifest spec.
     Schema(SchemaArgs),
     /// Resolve, preflight and translate a Workbench without launching the runner.
-    DryRun(RunArgs),
+    DryRun(DryRunArgs),
     /// Check that each Workbench can start here, without a model request (exit 0 ready, 3 needs
     /// authentication, 1 failed).
     Smoke(RunArgs),
@@ -78,16 +78,23 @@ pub struct RunArgs {
     /// Run although GPU requirements cannot be checked.
     #[arg(long)]
     pub allow_unchecked_gpu: bool,
-    /// Dry run: stage the runner's configuration in this new directory and keep it (to run the printed command
-    /// by hand or inspect the files)
-    #[arg(long, value_name = "DIR")]
-    pub stage_dir: Option<PathBuf>,
     /// Machine-readable output (dry-run: the translation; smoke: one object per package; run: NDJSON events).
     #[arg(long)]
     pub json: bool,
     /// Run: print only the final answer.
     #[arg(long)]
     pub r#final: bool,
+}
+
+/// `dry-run` takes what `run` takes, and may keep its staged configuration.
+#[derive(Debug, Args)]
+pub struct DryRunArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Stage the runner's configuration in this new directory and keep it (to run the printed command by hand
+    /// or inspect the files)
+    #[arg(long, value_name = "DIR")]
+    pub stage_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

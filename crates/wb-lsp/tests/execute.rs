@@ -1000,8 +1000,9 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// `--stage-dir` keeps a dry run's staged configuration in a new private directory; it is refused for run and
-/// smoke, and an existing directory is never written into (nor removed).
+/// `--stage-dir` keeps a dry run's staged configuration in a new private directory; it is not an option of run
+/// and smoke (a usage error from the argument parser, before anything is resolved), and an existing directory is
+/// never written into (nor removed).
 #[test]
 fn the_stage_directory_of_a_dry_run() {
     use std::os::unix::fs::PermissionsExt;
@@ -1022,6 +1023,7 @@ fn the_stage_directory_of_a_dry_run() {
     for subcommand in ["run", "smoke"] {
         let output = demo.run(subcommand, &["--task", TASK, "--stage-dir", &stage_arg]);
         assert_eq!(output.code, 2, "{subcommand}: {}", output.stderr);
-        assert!(output.stderr.contains("--stage-dir is for dry-run only"), "{}", output.stderr);
+        assert!(output.stderr.contains("unexpected argument '--stage-dir' found"), "{}", output.stderr);
+        assert!(output.stderr.contains("Usage: wb-lsp"), "{}", output.stderr);
     }
 }

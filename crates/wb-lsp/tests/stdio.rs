@@ -137,6 +137,7 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     let mut lenses = None;
     let mut progress = 0;
     let mut smoke_progress = 0;
+    let mut begins = Vec::new();
     let mut everything = String::new();
     let mut dry_run = None;
     let mut smoke = None;
@@ -149,8 +150,18 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
             (Some(2), None) => lenses = Some(message["result"].clone()),
             (Some(3), None) => break message,
             (_, Some("workbench/runEvent")) => events.push(message["params"]["event"].clone()),
-            (_, Some("$/progress")) if message["params"]["token"] == "smoke-1" => smoke_progress += 1,
-            (_, Some("$/progress")) => progress += 1,
+            (_, Some("$/progress")) if message["params"]["token"] == "smoke-1" => {
+                smoke_progress += 1;
+                begins.extend(
+                    (message["params"]["value"]["kind"] == "begin").then(|| message["params"]["value"].clone()),
+                );
+            }
+            (_, Some("$/progress")) => {
+                progress += 1;
+                begins.extend(
+                    (message["params"]["value"]["kind"] == "begin").then(|| message["params"]["value"].clone()),
+                );
+            }
             _ => {}
         }
     };
@@ -171,8 +182,21 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
         everything.push_str(&message.to_string());
         if message["method"] == "$/progress" && message["params"]["token"] == "smoke-1" {
             smoke_progress += 1;
+            begins.extend((message["params"]["value"]["kind"] == "begin").then(|| message["params"]["value"].clone()));
         }
     }
+    // A run's progress can be cancelled; a smoke's (which only prepares) cannot.
+    assert!(
+        begins
+            .contains(&json!({"kind": "begin", "title": "Workbench run", "cancellable": true, "message": "starting"})),
+        "{begins:?}"
+    );
+    assert!(
+        begins.contains(
+            &json!({"kind": "begin", "title": "Workbench smoke", "cancellable": false, "message": "preparing"})
+        ),
+        "{begins:?}"
+    );
     let titles: Vec<String> = lenses
         .and_then(|l| l.as_array().cloned())
         .unwrap_or_default()

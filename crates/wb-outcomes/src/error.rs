@@ -4,12 +4,9 @@ use std::path::PathBuf;
 /// has one (engine facts (f)).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The cause is part of the text and deliberately not `source()`: chains (`{:#}`) would print it twice.
+    #[error("{context}: {cause}")]
+    Io { context: String, cause: std::io::Error },
     #[error("Outcome storage quota exceeded ({0} bytes). Review wb clean before removing retained results.")]
     Quota(u64),
     #[error("Invalid outcome digest: {0}")]
@@ -65,5 +62,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
     let context = context.into();
-    move |source| Error::Io { context, source }
+    move |cause| Error::Io { context, cause }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::io;
+
+    #[test]
+    fn an_io_error_prints_its_cause_once() {
+        let error = io("Cannot read /x")(std::io::Error::other("denied"));
+        assert_eq!(format!("{:#}", anyhow::Error::new(error)), "Cannot read /x: denied");
+    }
 }

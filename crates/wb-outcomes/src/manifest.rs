@@ -556,7 +556,7 @@ impl<'a> OutcomeStore<'a> {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 Error::AlreadyExists(outcome.id.clone())
             } else {
-                Error::Io { context: format!("Cannot create {}", dir.display()), source: e }
+                Error::Io { context: format!("Cannot create {}", dir.display()), cause: e }
             }
         })?;
         atomic_write(&dir.join("workspaces.json"), to_json(bindings)?.as_bytes(), 0o600)?;
@@ -592,7 +592,7 @@ impl<'a> OutcomeStore<'a> {
         match fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| invalid(format!("Invalid outcome bindings: {e}"))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(WorkspaceBindings::default()),
-            Err(e) => Err(Error::Io { context: format!("Cannot read {}", path.display()), source: e }),
+            Err(e) => Err(Error::Io { context: format!("Cannot read {}", path.display()), cause: e }),
         }
     }
 }

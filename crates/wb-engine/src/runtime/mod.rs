@@ -1,5 +1,10 @@
 //! Runtimes: where a run happens. A runtime prepares its environment, checks requirements and preflights
 //! inside it, launches the runner, cancels it, and cleans up (always, idempotently).
+//!
+//! One module per runtime: `local` (the host) and `docker/` (a container per run). The remote runtimes get
+//! rooms of their own beside them: `remote/` for what they share (uploading the staged configuration and the
+//! workspaces, streaming output back), then `e2b/` and `daytona/`, each registered in [`runtime_for`], which
+//! refuses them explicitly until then.
 
 pub mod docker;
 mod local;

@@ -5,20 +5,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use wb_engine::{Ending, EngineError, Options};
+use wb_engine::{Ending, EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
-use crate::cli::{BuildArgs, RunArgs};
+use crate::cli::{BuildArgs, DryRunArgs, RunArgs};
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
-    options_for(args, false)
-}
-
-/// `keeps_stage`: only a dry run may keep its stage (`--stage-dir`).
-fn options_for(args: &RunArgs, keeps_stage: bool) -> anyhow::Result<Options> {
-    if args.stage_dir.is_some() && !keeps_stage {
-        anyhow::bail!("--stage-dir is for dry-run only");
-    }
     let task = match &args.task_file {
         Some(file) => {
             Some(std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?)
@@ -45,7 +37,7 @@ fn options_for(args: &RunArgs, keeps_stage: bool) -> anyhow::Result<Options> {
             .is_terminal()
             .then(|| wb_engine::lifecycle::Progress(std::sync::Arc::new(|message: &str| eprintln!("  {message}")))),
         home: None,
-        stage_dir: args.stage_dir.clone(),
+        stage_dir: None,
     })
 }
 
@@ -66,8 +58,10 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn dry_run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
-    let options = options_for(args, true)?;
+pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let args = &dry_run_args.run;
+    let mut options = options(args)?;
+    options.stage_dir = dry_run_args.stage_dir.clone();
     let report = match wb_engine::dry_run(&OsFileSystem, &options, catalog) {
         Ok(report) => report,
         Err(error) => {
@@ -108,8 +102,8 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
             return Ok(ExitCode::from(1));
         }
     };
-    let failed = reports.iter().any(|r| r.status == "failed");
-    let needs_auth = reports.iter().any(|r| r.status == "needs-auth");
+    let failed = reports.iter().any(|r| r.status == SmokeStatus::Failed);
+    let needs_auth = reports.iter().any(|r| r.status == SmokeStatus::NeedsAuth);
     let terminal = std::io::stdout().is_terminal();
     let mut out = String::new();
     for report in &reports {
@@ -118,86 +112,12 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
             out.push('\n');
             continue;
         }
-        if report.status == "failed" {
-            let message =
-                report.error.as_ref().and_then(|e| e.get("message")).and_then(|m| m.as_str()).unwrap_or_default();
+        if report.status == SmokeStatus::Failed {
+            let message = report.error.as_ref().map(|e| e.message.as_str()).unwrap_or_default();
             eprintln!("error: {message}");
             continue;
         }
-        let runner_path =
-            report.runner.as_ref().and_then(|r| r.get("path")).and_then(|p| p.as_str()).unwrap_or_default();
-        let tools: Vec<&str> = report.tools.iter().filter_map(|t| t.get("name").and_then(|n| n.as_str())).collect();
-        let auth = report.authentication.as_ref();
-        let auth_text = match auth {
-            Some(a) if a.ready => format!("ready ({})", a.provider.clone().unwrap_or_default()),
-            Some(a) => format!("required ({})", a.instruction.clone().unwrap_or_default()),
-            None => String::new(),
-        };
-        if terminal {
-            out.push_str(&format!("Checking {}\n", report.workbench));
-            let title = if report.status == "ready" { "is ready" } else { "needs a connection" };
-            out.push_str(&format!("{} {title}\n", report.workbench));
-            out.push_str(&format!("  runner {runner_path}\n"));
-            out.push_str(&if tools.is_empty() {
-                "  no required tools\n".to_owned()
-            } else {
-                format!("  {} tool(s)\n", tools.len())
-            });
-            out.push_str(&format!("  auth {auth_text}\n"));
-            if let Some(requirements) = &report.requirements {
-                for line in &requirements.checked {
-                    out.push_str(&format!("  requirement {line}\n"));
-                }
-            }
-            for warning in &report.warnings {
-                out.push_str(&format!("  warning: {warning}\n"));
-            }
-        } else {
-            let mut record = format!(
-                "{}\t{}\trunner={runner_path}\ttools={}; auth: {auth_text}",
-                report.status,
-                report.workbench,
-                if tools.is_empty() { "-".to_owned() } else { tools.join(",") }
-            );
-            let workspaces: Vec<String> = report
-                .workspaces
-                .iter()
-                .filter(|w| w.get("name").and_then(|n| n.as_str()) != Some("primary"))
-                .map(|w| {
-                    format!(
-                        "{}={} ({})",
-                        w.get("name").and_then(|n| n.as_str()).unwrap_or_default(),
-                        w.get("path").and_then(|n| n.as_str()).unwrap_or_default(),
-                        w.get("access").and_then(|n| n.as_str()).unwrap_or_default()
-                    )
-                })
-                .collect();
-            if !workspaces.is_empty() {
-                record.push_str(&format!("; workspaces: {}", workspaces.join(", ")));
-            }
-            if let Some(engine) = &report.docker_engine {
-                record.push_str(&format!("; docker-engine: {engine}"));
-            }
-            if let Some(requirements) = &report.requirements {
-                let mut parts = Vec::new();
-                if !requirements.applied.is_empty() {
-                    parts.push(format!("applied {}", requirements.applied.join(", ")));
-                }
-                if !requirements.unchecked.is_empty() {
-                    parts.push(format!("unchecked: {}", requirements.unchecked.join(", ")));
-                }
-                if !parts.is_empty() {
-                    record.push_str(&format!("; requirements: {}", parts.join(", ")));
-                }
-            }
-            let disabled: Vec<&str> =
-                report.warnings.iter().filter_map(|w| w.strip_prefix("optional MCP disabled: ")).collect();
-            if !disabled.is_empty() {
-                record.push_str(&format!("; optional MCPs disabled: {}", disabled.join(", ")));
-            }
-            out.push_str(&record);
-            out.push('\n');
-        }
+        out.push_str(&if terminal { smoke_block(report) } else { smoke_record(report) });
     }
     write_stdout(&out)?;
     Ok(if failed {
@@ -207,6 +127,84 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `ready (provider)` or `required (how to sign in)`.
+fn smoke_authentication(report: &Smoke) -> String {
+    match &report.authentication {
+        Some(a) if a.ready => format!("ready ({})", a.provider.clone().unwrap_or_default()),
+        Some(a) => format!("required ({})", a.instruction.clone().unwrap_or_default()),
+        None => String::new(),
+    }
+}
+
+fn smoke_runner_path(report: &Smoke) -> &str {
+    report.runner.as_ref().and_then(|r| r.path.as_deref()).unwrap_or_default()
+}
+
+/// A smoke report for a person at a terminal.
+fn smoke_block(report: &Smoke) -> String {
+    let mut out = format!("Checking {}\n", report.workbench);
+    let title = if report.status == SmokeStatus::Ready { "is ready" } else { "needs a connection" };
+    out.push_str(&format!("{} {title}\n", report.workbench));
+    out.push_str(&format!("  runner {}\n", smoke_runner_path(report)));
+    out.push_str(&if report.tools.is_empty() {
+        "  no required tools\n".to_owned()
+    } else {
+        format!("  {} tool(s)\n", report.tools.len())
+    });
+    out.push_str(&format!("  auth {}\n", smoke_authentication(report)));
+    if let Some(requirements) = &report.requirements {
+        for line in &requirements.checked {
+            out.push_str(&format!("  requirement {line}\n"));
+        }
+    }
+    for warning in &report.warnings {
+        out.push_str(&format!("  warning: {warning}\n"));
+    }
+    out
+}
+
+/// A smoke report as one tab-separated line, for scripts.
+fn smoke_record(report: &Smoke) -> String {
+    let tools: Vec<&str> = report.tools.iter().map(|t| t.name.as_str()).collect();
+    let mut record = format!(
+        "{}\t{}\trunner={}\ttools={}; auth: {}",
+        report.status.as_str(),
+        report.workbench,
+        smoke_runner_path(report),
+        if tools.is_empty() { "-".to_owned() } else { tools.join(",") },
+        smoke_authentication(report)
+    );
+    let workspaces: Vec<String> = report
+        .workspaces
+        .iter()
+        .filter(|w| w.name != "primary")
+        .map(|w| format!("{}={} ({})", w.name, w.path, w.access))
+        .collect();
+    if !workspaces.is_empty() {
+        record.push_str(&format!("; workspaces: {}", workspaces.join(", ")));
+    }
+    if let Some(engine) = &report.docker_engine {
+        record.push_str(&format!("; docker-engine: {engine}"));
+    }
+    if let Some(requirements) = &report.requirements {
+        let mut parts = Vec::new();
+        if !requirements.applied.is_empty() {
+            parts.push(format!("applied {}", requirements.applied.join(", ")));
+        }
+        if !requirements.unchecked.is_empty() {
+            parts.push(format!("unchecked: {}", requirements.unchecked.join(", ")));
+        }
+        if !parts.is_empty() {
+            record.push_str(&format!("; requirements: {}", parts.join(", ")));
+        }
+    }
+    if !report.disabled_optional_mcps.is_empty() {
+        record.push_str(&format!("; optional MCPs disabled: {}", report.disabled_optional_mcps.join(", ")));
+    }
+    record.push('\n');
+    record
 }
 
 pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
@@ -291,7 +289,6 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         env_files: Vec::new(),
         allow_host_docker: false,
         allow_unchecked_gpu: false,
-        stage_dir: None,
         json: args.json,
         r#final: false,
     };
@@ -336,4 +333,64 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
     }
     write_stdout(&out)?;
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+#[cfg(test)]
+mod tests {
+    use wb_engine::requirements::RequirementReport;
+    use wb_engine::routing::Authentication;
+    use wb_engine::{Smoke, SmokeRunner, SmokeStatus, SmokeTool, WorkspaceReport};
+
+    use super::{smoke_block, smoke_record};
+
+    fn report() -> Smoke {
+        Smoke {
+            status: SmokeStatus::Ready,
+            workbench: "demo".into(),
+            version: "1.0.0".into(),
+            runtime: "local".into(),
+            runner: Some(SmokeRunner {
+                name: "opencode".into(),
+                path: Some("/bin/opencode".into()),
+                version: None,
+                verified: None,
+            }),
+            tools: vec![SmokeTool { name: "sh".into(), path: "/bin/sh".into() }],
+            authentication: Some(Authentication {
+                ready: true,
+                model: "openai/gpt-5.1".into(),
+                provider: Some("openai".into()),
+                route: Some("openai/gpt-5.1".into()),
+                method: Some("environment".into()),
+                variable: Some("OPENAI_API_KEY".into()),
+                authenticated_providers: vec!["openai".into()],
+                instruction: None,
+            }),
+            requirements: Some(RequirementReport {
+                checked: vec!["cpu 2".into()],
+                applied: Vec::new(),
+                unchecked: vec!["disk_gb is not checked on the local runtime".into()],
+            }),
+            workspaces: vec![
+                WorkspaceReport { name: "primary".into(), path: "/w".into(), access: "read-write".into() },
+                WorkspaceReport { name: "docs".into(), path: "/d".into(), access: "read-only".into() },
+            ],
+            docker_engine: None,
+            warnings: vec!["optional MCP disabled: db".into()],
+            disabled_optional_mcps: vec!["db".into()],
+            error: None,
+        }
+    }
+
+    #[test]
+    fn smoke_for_a_terminal_and_for_scripts() {
+        assert_eq!(
+            smoke_block(&report()),
+            "Checking demo\ndemo is ready\n  runner /bin/opencode\n  1 tool(s)\n  auth ready (openai)\n  requirement cpu 2\n  warning: optional MCP disabled: db\n"
+        );
+        assert_eq!(
+            smoke_record(&report()),
+            "ready\tdemo\trunner=/bin/opencode\ttools=sh; auth: ready (openai); workspaces: docs=/d (read-only); requirements: unchecked: disk_gb is not checked on the local runtime; optional MCPs disabled: db\n"
+        );
+    }
 }

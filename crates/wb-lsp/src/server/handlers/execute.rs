@@ -74,14 +74,15 @@ fn preparation_progress(
     })))
 }
 
-fn begin(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, title: &str) {
+/// Opens the request's progress: `cancellable` for a run, which the client may stop.
+fn begin(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, title: &str, cancellable: bool, message: &str) {
     progress(
         sender,
         token,
         lsp::WorkDoneProgress::Begin(lsp::WorkDoneProgressBegin {
             title: title.to_owned(),
-            cancellable: Some(false),
-            message: Some("preparing".to_owned()),
+            cancellable: Some(cancellable),
+            message: Some(message.to_owned()),
             percentage: None,
         }),
     );
@@ -103,7 +104,7 @@ fn preparing<T: serde::Serialize>(
     let token = params.work_done_progress_params.work_done_token.clone();
     let mut options = options(&RunArguments::from_params(params)?)?;
     options.progress = preparation_progress(sender, &token);
-    begin(sender, &token, title);
+    begin(sender, &token, title, false, "preparing");
     let result = work(snapshot, &options);
     end(sender, &token, result.is_ok());
     Ok(Some(serde_json::to_value(result?)?))
@@ -148,16 +149,7 @@ pub fn run(
     let mut options = options(&RunArguments::from_params(&params)?)?;
     let token = params.work_done_progress_params.work_done_token.clone();
     options.progress = preparation_progress(sender, &token);
-    progress(
-        sender,
-        &token,
-        lsp::WorkDoneProgress::Begin(lsp::WorkDoneProgressBegin {
-            title: "Workbench run".to_owned(),
-            cancellable: Some(true),
-            message: Some("starting".to_owned()),
-            percentage: None,
-        }),
-    );
+    begin(sender, &token, "Workbench run", true, "starting");
     let mut emit = |event: &wb_engine::events::Event| {
         let notification = Notification::new(ext::RUN_EVENT.to_owned(), RunEventParams { event });
         let _ = sender.send(Message::Notification(notification));

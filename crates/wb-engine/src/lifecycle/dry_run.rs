@@ -1,0 +1,99 @@
+//! `dry_run`: resolve, preflight and translate without launching, reporting everything the runner would
+//! receive (names, never values).
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use wb_manifest::{FileSystem, ModelCatalog};
+
+use super::prepare::prepare_one;
+use super::stage::{Stage, make_writable, requested_dir};
+use super::{Options, Purpose, WorkspaceReport, require_task};
+use crate::error::Result;
+use crate::events::Redactor;
+use crate::requirements::RequirementReport;
+use crate::routing::{Authentication, ModelRoute};
+
+/// The translation a dry run prints: everything the runner would receive, with names instead of values.
+#[derive(Clone, Debug, Serialize)]
+pub struct DryRun {
+    pub workbench: String,
+    pub version: String,
+    pub runner: String,
+    /// The adapter's verified native versions and capability map.
+    pub adapter: Value,
+    pub runtime: String,
+    pub command: Vec<String>,
+    pub cwd: String,
+    pub model_route: ModelRoute,
+    pub authentication: Authentication,
+    pub skills: Vec<String>,
+    pub workspaces: Vec<WorkspaceReport>,
+    pub env: Vec<String>,
+    pub removed_env: Vec<String>,
+    pub mcps: Value,
+    pub requirements: RequirementReport,
+    pub staged_files: Vec<String>,
+    /// The kept stage directory (`--stage-dir`), where `staged_files` are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_dir: Option<String>,
+    /// What `native` is: `opencode_config`, `claude_config` or `pi_config`.
+    pub native_key: String,
+    /// The runner-native configuration, exactly as the runner receives it (references, never values).
+    pub native: Value,
+    pub warnings: Vec<String>,
+}
+
+/// Resolve, preflight and translate without launching.
+pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> Result<DryRun> {
+    require_task(options)?;
+    let kept = requested_dir(options);
+    let existed = kept.as_ref().is_some_and(|dir| std::fs::symlink_metadata(dir).is_ok());
+    let mut prepared = match prepare_one(fs, options, catalog, Purpose::DryRun) {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            // A stage directory this dry run created is not left half-written.
+            if let (Some(dir), false) = (&kept, existed) {
+                make_writable(dir);
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            return Err(error);
+        }
+    };
+    let redactor = Redactor::new(prepared.env.values());
+    let translation = &prepared.translation;
+    let report = DryRun {
+        workbench: prepared.package.name.clone(),
+        version: prepared.package.version.clone(),
+        runner: prepared.adapter.name().to_owned(),
+        adapter: json!({
+            "verified_versions": prepared.adapter.verified_versions(),
+            "capabilities": prepared
+                .adapter
+                .capabilities()
+                .into_iter()
+                .map(|(name, support)| (name.to_owned(), json!(support)))
+                .collect::<serde_json::Map<String, Value>>(),
+        }),
+        runtime: prepared.runtime.name().to_owned(),
+        command: translation.command.iter().map(|a| redactor.text(a)).collect(),
+        cwd: translation.cwd.display().to_string(),
+        model_route: prepared.route.clone(),
+        authentication: prepared.authentication.clone(),
+        skills: translation.skills.clone(),
+        workspaces: WorkspaceReport::list(&prepared.workspaces),
+        env: prepared.env_names(),
+        removed_env: translation.remove_env.clone(),
+        mcps: json!({"enabled": prepared.enabled_mcps, "disabled": prepared.disabled_mcps}),
+        requirements: prepared.requirements.clone(),
+        staged_files: translation.staged_files.clone(),
+        native_key: translation.native_key.to_owned(),
+        native: redactor.value(&translation.native),
+        warnings: prepared.warnings.clone(),
+        stage_dir: match &prepared.stage {
+            Some(Stage::Kept(dir)) => Some(dir.display().to_string()),
+            _ => None,
+        },
+    };
+    prepared.cleanup()?;
+    Ok(report)
+}

@@ -1,0 +1,112 @@
+//! The run lifecycle: resolve → select the runtime → bind workspaces and environment → requirements →
+//! stage the runner's configuration → prepare the runtime → preflight → authentication readiness → (launch)
+//! → cleanup, always. Dry run, smoke and run share every step up to the launch.
+//!
+//! - `prepare`: every step up to the launch, into a [`Prepared`] package (shared by all modes).
+//! - `stage`: the directory the runner's configuration is staged in (temporary, or kept by `--stage-dir`).
+//! - `dry_run`, `smoke`, `run`, `build`: one module per mode, each with the report it returns.
+
+mod build;
+mod dry_run;
+mod prepare;
+mod run;
+mod smoke;
+mod stage;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use build::{BuildReport, build};
+pub use dry_run::{DryRun, dry_run};
+pub use prepare::Prepared;
+pub use run::{Ending, RunResult, run};
+pub use smoke::{Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool, smoke};
+
+use crate::bindings::BoundWorkspace;
+use crate::error::{EngineError, Result};
+use crate::runtime;
+
+/// A progress callback for long preparation steps (image builds and pulls).
+#[derive(Clone)]
+pub struct Progress(pub runtime::ProgressSink);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
+/// What the person starting a run chose.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub source: String,
+    pub cwd: PathBuf,
+    /// The primary workspace (default: the working directory).
+    pub primary: Option<PathBuf>,
+    pub runtime: Option<String>,
+    pub workspaces: Vec<String>,
+    pub env: Vec<String>,
+    pub env_files: Vec<PathBuf>,
+    pub allow_host_docker: bool,
+    pub allow_unchecked_gpu: bool,
+    pub task: Option<String>,
+    /// The environment the engine inherited (`std::env::vars()` in the CLI).
+    pub inherited: BTreeMap<String, String>,
+    /// Receives progress while the runtime prepares (the editor shows it).
+    pub progress: Option<Progress>,
+    /// `$WORKBENCH_HOME`, default `~/.workbench`.
+    pub home: Option<PathBuf>,
+    /// Dry run only: stage the runner's configuration in this new directory and keep it, so the printed
+    /// command can be run by hand and the runner's own loaders can check what it would receive.
+    pub stage_dir: Option<PathBuf>,
+}
+
+impl Options {
+    fn workbench_home(&self) -> PathBuf {
+        self.home
+            .clone()
+            .or_else(|| self.inherited.get("WORKBENCH_HOME").map(PathBuf::from))
+            .or_else(|| self.inherited.get("HOME").map(|h| Path::new(h).join(".workbench")))
+            .unwrap_or_else(|| std::env::temp_dir().join("workbench"))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    DryRun,
+    Smoke,
+    Run,
+}
+
+/// A bound workspace as the reports show it (dry run and smoke).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorkspaceReport {
+    /// The declared name, or `primary`.
+    pub name: String,
+    pub path: String,
+    /// `read-write` or `read-only`.
+    pub access: String,
+}
+
+impl WorkspaceReport {
+    fn list(workspaces: &[BoundWorkspace]) -> Vec<WorkspaceReport> {
+        workspaces
+            .iter()
+            .map(|w| WorkspaceReport {
+                name: w.name.clone().unwrap_or_else(|| "primary".into()),
+                path: w.path.display().to_string(),
+                access: w.access.as_str().to_owned(),
+            })
+            .collect()
+    }
+}
+
+/// Dry run and run need a task; smoke and build do not.
+fn require_task(options: &Options) -> Result<()> {
+    if options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        return Err(EngineError::message("This run mode requires a non-empty task"));
+    }
+    Ok(())
+}

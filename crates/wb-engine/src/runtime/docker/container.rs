@@ -1,0 +1,220 @@
+//! The runner's container: bind mounts with their declared access, the locked-down host configuration, creation
+//! and removal, the launch with attached output, and a `Read` over the demultiplexed output.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::sync::mpsc;
+
+use bollard::models::{ContainerCreateBody, HostConfig, MountType};
+use bollard::query_parameters::{
+    AttachContainerOptionsBuilder, RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+    WaitContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+
+use super::super::{Handle, Launched, paths};
+use super::{Docker, SOCKET, engine_error};
+use crate::adapters::Translation;
+use crate::error::{EngineError, Result};
+
+impl Docker {
+    pub(super) fn mounts_model(&self) -> Result<Vec<bollard::models::Mount>> {
+        let mut mounts: Vec<bollard::models::Mount> = self
+            .mounts
+            .iter()
+            .map(|mount| bollard::models::Mount {
+                target: Some(mount.target.display().to_string()),
+                source: Some(mount.host.display().to_string()),
+                typ: Some(MountType::BIND),
+                read_only: Some(mount.read_only),
+                ..Default::default()
+            })
+            .collect();
+        if self.host_engine {
+            mounts.push(bollard::models::Mount {
+                target: Some(SOCKET.to_owned()),
+                source: Some(self.host_socket()?.display().to_string()),
+                typ: Some(MountType::BIND),
+                read_only: Some(false),
+                ..Default::default()
+            });
+        }
+        Ok(mounts)
+    }
+
+    pub(super) fn host_config(&self, mounts: Vec<bollard::models::Mount>, network: bool) -> HostConfig {
+        HostConfig {
+            mounts: Some(mounts),
+            tmpfs: Some(HashMap::from([
+                ("/tmp".to_owned(), "rw,nosuid,nodev,mode=1777".to_owned()),
+                (paths::STATE.to_owned(), "rw,nosuid,nodev,mode=1777".to_owned()),
+            ])),
+            readonly_rootfs: Some(true),
+            network_mode: (!network).then(|| "none".to_owned()),
+            nano_cpus: self.limits.nano_cpus,
+            memory: self.limits.memory,
+            init: Some(true),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            ..Default::default()
+        }
+    }
+
+    pub(super) fn image_id(&self) -> Result<String> {
+        self.image
+            .as_ref()
+            .map(|image| image.id.clone())
+            .ok_or_else(|| EngineError::message("The Docker image is not prepared"))
+    }
+
+    pub(super) fn create(&mut self, body: ContainerCreateBody) -> Result<String> {
+        let created = self
+            .tokio
+            .block_on(self.client.create_container(None, body))
+            .map_err(|e| engine_error("Cannot create the Docker container", &e))?;
+        self.containers.push(created.id.clone());
+        Ok(created.id)
+    }
+
+    pub(super) fn remove(&mut self, id: &str) -> Result<()> {
+        let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+        let result = self.tokio.block_on(self.client.remove_container(id, Some(options)));
+        match result {
+            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
+                self.containers.retain(|c| c != id);
+                Ok(())
+            }
+            Err(error) => Err(engine_error(&format!("Cannot remove Docker container {id}"), &error)),
+        }
+    }
+
+    /// Creates and starts the runner's container with its output attached.
+    pub(super) fn launch_runner(&mut self, translation: &Translation) -> Result<Launched> {
+        let Some((program, args)) = translation.command.split_first() else {
+            return Err(EngineError::message("The runner command is empty"));
+        };
+        for mount in &self.mounts {
+            if !mount.host.exists() {
+                std::fs::create_dir_all(&mount.host)
+                    .map_err(|e| EngineError::io(format!("cannot create {}", mount.host.display()), e))?;
+            }
+        }
+        let mut env: BTreeMap<String, String> = BTreeMap::new();
+        env.insert("HOME".to_owned(), paths::STATE.to_owned());
+        env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
+        if self.host_engine {
+            env.insert("DOCKER_HOST".to_owned(), format!("unix://{SOCKET}"));
+        }
+        env.extend(translation.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let body = ContainerCreateBody {
+            image: Some(self.image_id()?),
+            entrypoint: Some(vec![program.clone()]),
+            cmd: Some(args.to_vec()),
+            env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            working_dir: Some(translation.cwd.display().to_string()),
+            user: Some(Self::user()),
+            labels: Some(self.labels()),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            open_stdin: Some(false),
+            tty: Some(false),
+            host_config: Some(self.host_config(self.mounts_model()?, true)),
+            ..Default::default()
+        };
+        let id = self.create(body)?;
+        let client = self.client.clone();
+        let container = id.clone();
+        let attached = self.tokio.block_on(async move {
+            let options =
+                AttachContainerOptionsBuilder::default().stdout(true).stderr(true).stream(true).logs(false).build();
+            let attached = client.attach_container(&container, Some(options)).await?;
+            client.start_container(&container, None).await?;
+            Ok::<_, bollard::errors::Error>(attached)
+        });
+        let attached = match attached {
+            Ok(attached) => attached,
+            Err(error) => {
+                let _ = self.remove(&id);
+                let text = error.to_string();
+                if text.contains("executable file not found") || text.contains("no such file or directory") {
+                    return Err(EngineError::message(format!("Runner CLI is unavailable: {program}")));
+                }
+                return Err(EngineError::message(format!("Cannot start the runner container: {text}")));
+            }
+        };
+        let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>();
+        let (err_tx, err_rx) = mpsc::channel::<Vec<u8>>();
+        let (exit_tx, exit_rx) = mpsc::channel::<Option<i64>>();
+        let client = self.client.clone();
+        let container = id.clone();
+        self.tokio.spawn(async move {
+            let mut output = attached.output;
+            while let Some(item) = output.next().await {
+                match item {
+                    Ok(bollard::container::LogOutput::StdOut { message }) => {
+                        let _ = out_tx.send(message.to_vec());
+                    }
+                    Ok(bollard::container::LogOutput::StdErr { message }) => {
+                        let _ = err_tx.send(message.to_vec());
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+            drop(out_tx);
+            drop(err_tx);
+            let mut wait = client.wait_container(&container, Some(WaitContainerOptionsBuilder::default().build()));
+            let code = match wait.next().await {
+                Some(Ok(response)) => Some(response.status_code),
+                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Some(code),
+                _ => None,
+            };
+            let _ = exit_tx.send(code);
+        });
+        Ok(Launched {
+            stdout: Some(Box::new(ChannelReader::new(out_rx))),
+            stderr: Some(Box::new(ChannelReader::new(err_rx))),
+            handle: Handle::Container { id, exit: exit_rx },
+        })
+    }
+
+    /// Stops the runner's container (two seconds' grace) and removes it.
+    pub(super) fn stop_runner(&mut self, launched: &mut Launched) {
+        let Handle::Container { id, .. } = &launched.handle else { return };
+        let id = id.clone();
+        let options = StopContainerOptionsBuilder::default().t(2).build();
+        let _ = self.tokio.block_on(self.client.stop_container(&id, Some(options)));
+        let _ = self.remove(&id);
+    }
+}
+
+/// A `Read` over chunks arriving on a channel (the container's demultiplexed output).
+struct ChannelReader {
+    rx: mpsc::Receiver<Vec<u8>>,
+    buffer: Vec<u8>,
+    position: usize,
+}
+
+impl ChannelReader {
+    fn new(rx: mpsc::Receiver<Vec<u8>>) -> ChannelReader {
+        ChannelReader { rx, buffer: Vec::new(), position: 0 }
+    }
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.position >= self.buffer.len() {
+            match self.rx.recv() {
+                Ok(chunk) => {
+                    self.buffer = chunk;
+                    self.position = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buffer.len() - self.position);
+        out[..n].copy_from_slice(&self.buffer[self.position..self.position + n]);
+        self.position += n;
+        Ok(n)
+    }
+}
