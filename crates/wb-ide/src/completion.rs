@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use wb_manifest::env_refs::env_refs;
 use wb_manifest::fields::{self, Field, Lookup, Segment, Shape};
 use wb_manifest::{FileKind, FileSystem, ModelCatalog};
 use wb_syntax::{Node, TextRange};
@@ -394,8 +395,7 @@ fn key_items(
     if path == [Segment::Key("env".into())] {
         // Names referenced in MCP headers but not declared yet.
         let declared: Vec<String> = declared_env(root, text);
-        let mut names: Vec<String> = referenced_env(text).into_iter().filter(|n| !declared.contains(n)).collect();
-        names.dedup();
+        let names: Vec<String> = referenced_env(text).into_iter().filter(|n| !declared.contains(n)).collect();
         return names
             .into_iter()
             .map(|name| CompletionItem {
@@ -635,19 +635,12 @@ fn declared_env(root: Option<&Node>, text: &str) -> Vec<String> {
     names
 }
 
+/// The names the text references as `${NAME}`, each once, in order of first use.
 fn referenced_env(text: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("${") {
-        rest = &rest[at + 2..];
-        if let Some(end) = rest.find('}') {
-            let name = &rest[..end];
-            if !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                && !names.iter().any(|n| n == name)
-            {
-                names.push(name.to_owned());
-            }
+    let mut names: Vec<String> = Vec::new();
+    for reference in env_refs(text) {
+        if !names.iter().any(|n| n == reference.name) {
+            names.push(reference.name.to_owned());
         }
     }
     names

@@ -2,8 +2,9 @@
 
 use wb_syntax::Entry;
 
-use super::{Rules, Slot, env_name, matches};
+use super::{Rules, Slot};
 use crate::diagnostic::Code;
+use crate::env_refs::is_env_name;
 use crate::fields;
 use crate::model::{EnvVar, Spanned};
 
@@ -11,9 +12,9 @@ impl Rules<'_> {
     pub(super) fn env(&mut self, entry: &Entry) {
         let Some(env) = self.record(Slot::of_entry(entry), "env") else { return };
         for var in &env.entries {
-            if !matches(env_name(), &var.key) {
+            if !is_env_name(&var.key) {
                 let upper = var.key.to_ascii_uppercase().replace('-', "_");
-                let fix = matches(env_name(), &upper).then(|| self.rename_fix(var.key_range, &upper));
+                let fix = is_env_name(&upper).then(|| self.rename_fix(var.key_range, &upper));
                 let diagnostic = self.report(
                     Code::InvalidName,
                     var.key_range,

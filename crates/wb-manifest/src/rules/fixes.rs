@@ -4,7 +4,7 @@ use std::path::Path;
 
 use wb_syntax::{Entry, Mapping, TextRange, Value};
 
-use super::{Rules, env_name, matches};
+use super::Rules;
 use crate::diagnostic::{Fix, TextEdit};
 
 impl Rules<'_> {
@@ -85,7 +85,7 @@ impl Rules<'_> {
 
     pub(super) fn declare_env_fix(&self, top: &Mapping, name: &str) -> Option<Fix> {
         let title = format!("Declare `{name}` in env");
-        let valid_name = matches(env_name(), name);
+        let valid_name = crate::env_refs::is_env_name(name);
         if !valid_name {
             return None;
         }

@@ -51,8 +51,6 @@ pattern!(semver, fields::SEMVER_PATTERN);
 pattern!(model_id, fields::MODEL_ID_PATTERN);
 pattern!(provider_name, fields::PROVIDER_PATTERN);
 pattern!(slug, fields::SLUG_PATTERN);
-pattern!(env_name, fields::ENV_NAME_PATTERN);
-pattern!(env_reference, r"\$\{([A-Z][A-Z0-9_]*)\}");
 
 /// A value together with the key it was written under, so an empty value (`local:`) still has a place to point.
 #[derive(Clone, Copy)]
@@ -284,14 +282,7 @@ impl Diagnostic {
 mod tests {
     #[test]
     fn every_pattern_compiles() {
-        for pattern in [
-            super::semver(),
-            super::model_id(),
-            super::provider_name(),
-            super::slug(),
-            super::env_name(),
-            super::env_reference(),
-        ] {
+        for pattern in [super::semver(), super::model_id(), super::provider_name(), super::slug()] {
             assert!(pattern.is_some());
         }
     }

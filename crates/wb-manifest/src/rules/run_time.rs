@@ -2,7 +2,7 @@
 
 use wb_syntax::{Mapping, TextRange, Value};
 
-use super::{Rules, closest, env_reference};
+use super::{Rules, closest};
 use crate::diagnostic::Code;
 use crate::fields;
 use crate::model::{Image, Spanned};
@@ -133,18 +133,36 @@ impl Rules<'_> {
 
     /// `${NAME}` references in a header value, with ranges inside the source when they can be found there.
     pub(super) fn env_references(&self, value: &Spanned<String>) -> Vec<(String, TextRange)> {
-        let source = self.text.get(value.range.as_range()).unwrap_or_default();
-        let Some(pattern) = env_reference() else { return Vec::new() };
-        pattern
-            .captures_iter(&value.value)
-            .filter_map(|captures| {
-                let whole = captures.get(0)?.as_str();
-                let name = captures.get(1)?.as_str().to_owned();
-                let range = source.find(whole).map_or(value.range, |at| {
-                    TextRange::new(value.range.start + at, value.range.start + at + whole.len())
-                });
-                Some((name, range))
-            })
+        crate::env_refs::scalar_refs(self.text, &value.value, value.range)
+            .into_iter()
+            .map(|reference| (reference.name.to_owned(), reference.range.unwrap_or(value.range)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::diagnostic::Code;
+    use crate::models::ModelCatalog;
+
+    #[test]
+    fn a_repeated_undeclared_reference_points_at_each_use() {
+        let text = "spec: 1\nmcps:\n  - name: db\n    url: https://example.com/mcp\n    headers:\n      Authorization: Bearer ${A}-${A}\n";
+        let parse = wb_syntax::parse_str(text);
+        let (_, diagnostics) = super::super::check_manifest(
+            Path::new("/r/.workbenches/p/workbench.yml"),
+            &parse,
+            ModelCatalog::embedded(),
+        );
+        let ranges: Vec<_> = diagnostics
+            .iter()
+            .filter(|d| d.code == Code::UndeclaredEnvReference)
+            .map(|d| (d.range.start, &text[d.range.as_range()]))
+            .collect();
+        let first = text.find("${A}").expect("first");
+        let second = text.rfind("${A}").expect("second");
+        assert_eq!(ranges, [(first, "${A}"), (second, "${A}")]);
     }
 }
