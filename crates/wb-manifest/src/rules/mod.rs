@@ -201,18 +201,15 @@ impl<'a> Rules<'a> {
                 self.manifest.spec = spec;
                 if spec == 0 {
                     if let Some(entry) = entry {
+                        // Its "Migrate to spec 1" fix is attached by `check`, once the result is known to
+                        // check no worse (`migrate::offer_migration`).
                         let range = Slot::of_entry(entry).range();
-                        let fix = crate::migrate::migration_fix(&self.path, self.text);
-                        let diagnostic = self
-                            .report(
-                                Code::Spec0Manifest,
-                                range,
-                                "Spec 0 is frozen legacy; spec 1 declares runtimes. Run `wb-lsp migrate` to convert this manifest.",
-                            )
-                            .with_tag_mut(DiagnosticTag::Deprecated);
-                        if let Some(fix) = fix {
-                            diagnostic.fixes.push(fix);
-                        }
+                        self.report(
+                            Code::Spec0Manifest,
+                            range,
+                            "Spec 0 is frozen legacy; spec 1 declares runtimes. Run `wb-lsp migrate` to convert this manifest.",
+                        )
+                        .with_tag_mut(DiagnosticTag::Deprecated);
                     }
                 }
             }
@@ -244,7 +241,7 @@ impl<'a> Rules<'a> {
                 );
                 let path = self.path.clone();
                 let others: Vec<TextRange> = legacy[1..].iter().map(|e| e.key_range).collect();
-                let fix = crate::migrate::migration_fix(&self.path, self.text);
+                // Its migration fix is attached by `check` (`migrate::offer_migration`).
                 let diagnostic = self.report(Code::LegacyFieldInSpec1, first.key_range, message);
                 for range in others {
                     diagnostic.related.push(crate::Related {
@@ -252,10 +249,6 @@ impl<'a> Rules<'a> {
                         range,
                         message: "also a spec 0 field".to_owned(),
                     });
-                }
-                if let Some(mut fix) = fix {
-                    fix.title = "Move them under `runtimes`".to_owned();
-                    diagnostic.fixes.push(fix);
                 }
             }
         }
