@@ -1,7 +1,7 @@
 //! Where the cursor is: the YAML path of the key or value under an offset.
 //!
 //! [`locate`] reads the parsed tree (precise, for documents that parse). Completion uses the line-based
-//! reading in `completion.rs`, which also works while the document is half-typed.
+//! reading in `completion/context.rs`, which also works while the document is half-typed.
 
 use wb_manifest::fields::Segment;
 use wb_syntax::{Node, TextRange, Value};

@@ -7,6 +7,7 @@ use wb_manifest::{FileKind, FileSystem, ModelCatalog};
 use wb_syntax::{Node, TextRange};
 
 use crate::context::{locate, spec_of};
+use crate::navigation::{env_reference_at, header_references};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hover {
@@ -122,20 +123,13 @@ fn env_markdown(root: &Node, name: &str, text: &str) -> String {
         (Some(_), Some(required)) => format!("**env** `{name}`: declared, required: `{required}`"),
         (Some(_), None) => format!("**env** `{name}`: declared, required (default)"),
     };
-    let users: Vec<String> = root
-        .as_mapping()
-        .and_then(|m| m.get("mcps"))
-        .and_then(Node::as_sequence)
-        .map(|mcps| {
-            mcps.iter()
-                .filter(|mcp| {
-                    let range = mcp.range;
-                    text.get(range.as_range()).is_some_and(|t| t.contains(&format!("${{{name}}}")))
-                })
-                .filter_map(|mcp| mcp.as_mapping()?.get("name")?.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut mcps: Vec<&Node> = Vec::new();
+    for reference in header_references(text, root).into_iter().filter(|r| r.name == name) {
+        if !mcps.iter().any(|seen| std::ptr::eq(*seen, reference.mcp)) {
+            mcps.push(reference.mcp);
+        }
+    }
+    let users: Vec<&str> = mcps.iter().filter_map(|mcp| mcp.as_mapping()?.get("name")?.as_str()).collect();
     if !users.is_empty() {
         out.push_str(&format!("\n\nReferenced by MCP {}", users.join(", ")));
     }
@@ -201,17 +195,7 @@ pub fn hover(
             (1, "instructions") | (1, "runner_config") => Some(path_markdown(fs, package, value, false)),
             (2, "skills") => Some(path_markdown(fs, package, value, true)),
             (4, "mcps") if key(2) == "headers" => {
-                let before = &text[range.start..offset.min(range.end)];
-                let after = &text[offset.min(range.end)..range.end];
-                let start = before.rfind("${").map(|at| at + 2);
-                let end = after.find('}');
-                match (start, end) {
-                    (Some(start), Some(end)) if !before[start..].contains('}') => {
-                        let name = format!("{}{}", &before[start..], &after[..end]);
-                        Some(env_markdown(root, &name, text))
-                    }
-                    _ => None,
-                }
+                env_reference_at(text, root, offset).map(|(name, _)| env_markdown(root, &name, text))
             }
             _ if key(path.len().saturating_sub(1)) == "build" || key(path.len().saturating_sub(1)) == "context" => {
                 Some(path_markdown(fs, package, value, false))

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use wb_manifest::env_refs::{is_env_name, scalar_refs};
 use wb_manifest::fields::Segment;
 use wb_manifest::{FileKind, FileSystem};
 use wb_syntax::{Node, TextRange, Value};
@@ -84,8 +85,17 @@ fn env_declaration(root: &Node, name: &str) -> Option<TextRange> {
     root.as_mapping()?.get("env")?.as_mapping()?.entry(name).map(|entry| entry.key_range)
 }
 
-/// `${NAME}` references inside MCP header values: the name, and the range of `NAME`.
-fn header_references(text: &str, root: &Node) -> Vec<(String, TextRange)> {
+/// A `${NAME}` inside an MCP header value.
+pub(crate) struct HeaderReference<'r> {
+    /// The MCP item whose header holds the reference.
+    pub mcp: &'r Node,
+    pub name: &'r str,
+    /// The range of `NAME` (what a rename replaces).
+    pub range: TextRange,
+}
+
+/// Every `${NAME}` inside MCP header values that can be located in the text.
+pub(crate) fn header_references<'r>(text: &str, root: &'r Node) -> Vec<HeaderReference<'r>> {
     let mut found = Vec::new();
     let Some(mcps) = root.as_mapping().and_then(|m| m.get("mcps")).and_then(Node::as_sequence) else { return found };
     for mcp in mcps {
@@ -93,25 +103,23 @@ fn header_references(text: &str, root: &Node) -> Vec<(String, TextRange)> {
             continue;
         };
         for header in &headers.entries {
-            let range = header.value.range;
-            let Some(source) = text.get(range.as_range()) else { continue };
-            let mut search = 0;
-            while let Some(at) = source[search..].find("${") {
-                let start = search + at + 2;
-                let Some(len) = source[start..].find('}') else { break };
-                let name = &source[start..start + len];
-                if !name.is_empty() {
-                    found.push((name.to_owned(), TextRange::new(range.start + start, range.start + start + len)));
+            let Some(value) = header.value.as_str() else { continue };
+            for reference in scalar_refs(text, value, header.value.range) {
+                if let Some(range) = reference.name_range() {
+                    found.push(HeaderReference { mcp, name: reference.name, range });
                 }
-                search = start + len;
             }
         }
     }
     found
 }
 
-fn env_reference_at(text: &str, root: &Node, offset: usize) -> Option<(String, TextRange)> {
-    header_references(text, root).into_iter().find(|(_, range)| range.contains_inclusive(offset))
+/// The reference under the cursor (on its name or its braces' inner edges): its name and the range of the name.
+pub(crate) fn env_reference_at(text: &str, root: &Node, offset: usize) -> Option<(String, TextRange)> {
+    header_references(text, root)
+        .into_iter()
+        .find(|reference| reference.range.contains_inclusive(offset))
+        .map(|reference| (reference.name.to_owned(), reference.range))
 }
 
 /// The env name under the cursor: on its declaration key or on a `${NAME}` reference.
@@ -134,16 +142,13 @@ pub fn env_references(text: &str, root: &Node, offset: usize, include_declaratio
     if include_declaration {
         ranges.extend(env_declaration(root, &name));
     }
-    ranges.extend(header_references(text, root).into_iter().filter(|(n, _)| *n == name).map(|(_, r)| r));
+    ranges.extend(header_references(text, root).into_iter().filter(|r| r.name == name).map(|r| r.range));
     ranges
 }
 
 /// Renames the env variable under the cursor in its declaration and every reference.
 pub fn rename_env(text: &str, root: &Node, offset: usize, new_name: &str) -> Result<Vec<(TextRange, String)>, String> {
-    let valid = !new_name.is_empty()
-        && new_name.starts_with(|c: char| c.is_ascii_uppercase())
-        && new_name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-    if !valid {
+    if !is_env_name(new_name) {
         return Err(format!("Invalid environment variable name: {new_name}"));
     }
     let ranges = env_references(text, root, offset, true);

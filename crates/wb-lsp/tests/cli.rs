@@ -776,6 +776,24 @@ fn migrate_failures() {
     assert_eq!(read(&local_image), text);
 }
 
+#[test]
+fn migrate_refuses_a_migration_that_adds_errors() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    // Spec 1 requires a Daytona class that spec 0 never checked.
+    let daytona = repo.join(".workbenches/daytona/workbench.yml");
+    let text = "spec: 0\nversion: 0.1.0\nname: daytona\nrunner: opencode\nmodel:\n  id: openai/gpt-5.1\n\
+                instructions: ./instructions.md\nruntime: daytona\n";
+    write(&daytona, text);
+    write(&repo.join(".workbenches/daytona/instructions.md"), "# x\n");
+    let out = wb_lsp(&repo, &["migrate", "--write", ".workbenches/daytona"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: .workbenches/daytona/workbench.yml: the migrated manifest would not check cleanly; fix its errors first\n"
+    );
+    assert_eq!(read(&daytona), text);
+}
+
 /// Every `workbench.yml` under `dir` whose YAML says `spec: 0`.
 fn spec_0_manifests(dir: &Path, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };

@@ -328,6 +328,41 @@ fn quick_fixes_and_migration() {
     assert!(edits.iter().any(|e| e.new_text.contains("runtimes:\n  local: {}")), "{edits:?}");
 }
 
+/// Spec 1 requires a Daytona class that spec 0 never checked, so migrating this manifest would add an error.
+#[test]
+fn no_migration_is_offered_when_it_would_add_an_error() {
+    let text = "spec: 0\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntime: daytona\n";
+    let (_dir, manifest) = repository(text);
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, text);
+    client.diagnostics(&manifest, |p| !p.diagnostics.is_empty());
+    let whole = lsp::Range::new(lsp::Position::new(0, 0), lsp::Position::new(8, 0));
+    let actions = client.request::<r::CodeActionRequest>(lsp::CodeActionParams {
+        text_document: lsp::TextDocumentIdentifier { uri: uri(&manifest) },
+        range: whole,
+        context: lsp::CodeActionContext { diagnostics: Vec::new(), only: None, trigger_kind: None },
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let titles: Vec<String> = actions
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(action) => action.title,
+            lsp::CodeActionOrCommand::Command(command) => command.title,
+        })
+        .collect();
+    assert!(!titles.iter().any(|t| t.contains("Migrate") || t.contains("runtimes")), "{titles:?}");
+    let refused = client.request_result(
+        "workspace/executeCommand",
+        json!({"command": "workbench.migrate", "arguments": [uri(&manifest)]}),
+    );
+    let error = refused.expect_err("the migration is refused");
+    assert_eq!(error.message, "cannot migrate: the migrated manifest would not check cleanly; fix its errors first");
+    client.drain();
+    assert!(client.applied_edits.is_empty());
+}
+
 #[test]
 fn pull_diagnostics_and_configuration() {
     let text = format!("{MINIMAL}bogus: 1\n");

@@ -154,6 +154,24 @@ pub fn check_manifest_bytes(
     bytes: &[u8],
     catalog: &ModelCatalog,
 ) -> PackageReport {
+    check_bytes(fs, manifest_path, bytes, catalog, MigrationFix::Offer)
+}
+
+/// Whether a check attaches the "Migrate to spec 1" fix. Checking a migration's result does not, so the
+/// migration guard never recurses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MigrationFix {
+    Offer,
+    Omit,
+}
+
+pub(crate) fn check_bytes(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    bytes: &[u8],
+    catalog: &ModelCatalog,
+    migration: MigrationFix,
+) -> PackageReport {
     let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
     if bytes.len() > MAX_MANIFEST_BYTES {
         let message = format!(
@@ -199,6 +217,9 @@ pub fn check_manifest_bytes(
     };
     checks.run(&manifest);
     diagnostics.extend(checks.diagnostics);
+    if migration == MigrationFix::Offer {
+        crate::migrate::offer_migration(fs, manifest_path, &parse.text, catalog, &mut diagnostics);
+    }
     let mut sources = BTreeMap::new();
     sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
     for (path, text) in checks.sources {

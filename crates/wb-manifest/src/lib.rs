@@ -6,6 +6,7 @@
 
 mod check;
 mod diagnostic;
+pub mod env_refs;
 pub mod fields;
 mod fs;
 pub mod init;

@@ -1,12 +1,18 @@
 //! Spec 0 to spec 1 as minimal text edits: `spec: 0` becomes `spec: 1`, and `runtime`, `image` and
 //! `docker` move under `runtimes.<runtime>`. Comments, key order and formatting elsewhere are untouched.
+//!
+//! A migration must not add errors: [`checked_migration`] checks the result against the source, and the quick
+//! fix on the spec 0 diagnostics is offered only when that guard passes.
 
 use std::path::Path;
 
 use wb_syntax::{Entry, Mapping, Style, TextRange, Value};
 
-use crate::diagnostic::{Fix, TextEdit};
+use crate::check::{MigrationFix, check_bytes};
+use crate::diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
 use crate::fields::RUNTIME_PROVIDERS;
+use crate::fs::FileSystem;
+use crate::models::ModelCatalog;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MigrateError {
@@ -22,6 +28,16 @@ pub enum MigrateError {
     LocalImage,
     #[error("the manifest already declares runtimes")]
     RuntimesPresent,
+    /// The migrated manifest has errors the source does not: a migration never makes a package worse.
+    #[error("the migrated manifest would not check cleanly; fix its errors first")]
+    AddsErrors,
+}
+
+/// A migration that passed the guard: its edits and the migrated text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Migration {
+    pub edits: Vec<Edit>,
+    pub text: String,
 }
 
 /// One replacement in the manifest text.
@@ -126,17 +142,73 @@ pub fn migrate_text(text: &str) -> Result<Option<String>, MigrateError> {
     if edits.is_empty() { Ok(None) } else { Ok(Some(apply_edits(text, &edits))) }
 }
 
-/// The migration as a quick fix, when one applies.
-pub(crate) fn migration_fix(path: &Path, text: &str) -> Option<Fix> {
-    let edits = migration_edits(text).ok().filter(|edits| !edits.is_empty())?;
-    Some(Fix {
-        title: "Migrate to spec 1".to_owned(),
-        creates: Vec::new(),
-        edits: edits
-            .into_iter()
-            .map(|edit| TextEdit { path: path.to_owned(), range: edit.range, new_text: edit.new_text })
-            .collect(),
-    })
+/// The migration of the manifest `text` at `manifest_path`, checked like the package (other files come from
+/// `fs`): refused with [`MigrateError::AddsErrors`] when the result has more errors than the source. `Ok(None)`
+/// means there is nothing to migrate. The CLI's `migrate` and the editor's migration both go through here.
+pub fn checked_migration(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    text: &str,
+    catalog: &ModelCatalog,
+) -> Result<Option<Migration>, MigrateError> {
+    let edits = migration_edits(text)?;
+    if edits.is_empty() {
+        return Ok(None);
+    }
+    let source_errors = check_bytes(fs, manifest_path, text.as_bytes(), catalog, MigrationFix::Omit).errors();
+    guard(fs, manifest_path, text, catalog, edits, source_errors).map(Some)
+}
+
+/// The migrated text, unless it checks worse than a source with `source_errors` errors.
+fn guard(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    text: &str,
+    catalog: &ModelCatalog,
+    edits: Vec<Edit>,
+    source_errors: usize,
+) -> Result<Migration, MigrateError> {
+    let migrated = apply_edits(text, &edits);
+    let errors = check_bytes(fs, manifest_path, migrated.as_bytes(), catalog, MigrationFix::Omit).errors();
+    if errors > source_errors {
+        return Err(MigrateError::AddsErrors);
+    }
+    Ok(Migration { edits, text: migrated })
+}
+
+/// Attaches the migration as a fix to the spec 0 diagnostics of a checked manifest (`diagnostics` is the whole
+/// check of `text`), when the migration applies and passes the guard.
+pub(crate) fn offer_migration(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    text: &str,
+    catalog: &ModelCatalog,
+    diagnostics: &mut [Diagnostic],
+) {
+    let title = |code: Code| match code {
+        Code::Spec0Manifest => Some("Migrate to spec 1"),
+        Code::LegacyFieldInSpec1 => Some("Move them under `runtimes`"),
+        _ => None,
+    };
+    if !diagnostics.iter().any(|d| title(d.code).is_some()) {
+        return;
+    }
+    let Ok(edits) = migration_edits(text) else { return };
+    if edits.is_empty() {
+        return;
+    }
+    let source_errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+    let Ok(migration) = guard(fs, manifest_path, text, catalog, edits, source_errors) else { return };
+    let edits: Vec<TextEdit> = migration
+        .edits
+        .into_iter()
+        .map(|edit| TextEdit { path: manifest_path.to_owned(), range: edit.range, new_text: edit.new_text })
+        .collect();
+    for diagnostic in diagnostics {
+        if let Some(title) = title(diagnostic.code) {
+            diagnostic.fixes.push(Fix { title: title.to_owned(), creates: Vec::new(), edits: edits.clone() });
+        }
+    }
 }
 
 /// The whole lines an entry occupies, from its key's line start through the newline after its value.
@@ -197,5 +269,46 @@ mod tests {
     fn spec_1_is_left_alone_and_local_image_refused() {
         assert_eq!(migrate_text("spec: 1\nruntimes: {local: {}}\n"), Ok(None));
         assert_eq!(migrate_text("spec: 0\nruntime: local\nimage: x\n"), Err(MigrateError::LocalImage));
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::{OsFileSystem, check_manifest_bytes};
+
+    const PATH: &str = "/nonexistent/.workbenches/demo/workbench.yml";
+
+    /// Spec 0 does not check a Daytona class; spec 1 requires one, so this migration adds an error.
+    const DAYTONA: &str = "spec: 0\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntime: daytona\n";
+
+    fn migration_fixes(text: &str) -> Vec<String> {
+        let report =
+            check_manifest_bytes(&OsFileSystem, Path::new(PATH), text.as_bytes(), crate::ModelCatalog::embedded());
+        report.diagnostics.iter().flat_map(|d| &d.fixes).map(|fix| fix.title.clone()).collect()
+    }
+
+    #[test]
+    fn a_migration_that_adds_errors_is_refused_and_not_offered() {
+        let path = Path::new(PATH);
+        let catalog = crate::ModelCatalog::embedded();
+        assert!(migrate_text(DAYTONA).expect("mechanically possible").is_some());
+        assert_eq!(checked_migration(&OsFileSystem, path, DAYTONA, catalog), Err(MigrateError::AddsErrors));
+        assert!(!migration_fixes(DAYTONA).iter().any(|title| title == "Migrate to spec 1"));
+    }
+
+    #[test]
+    fn a_clean_migration_is_offered_on_both_paths() {
+        let text = DAYTONA.replace("runtime: daytona", "runtime: local");
+        let path = Path::new(PATH);
+        let migration = checked_migration(&OsFileSystem, path, &text, crate::ModelCatalog::embedded())
+            .expect("passes the guard")
+            .expect("something to migrate");
+        assert_eq!(Some(migration.text), migrate_text(&text).expect("migrates"));
+        assert!(migration_fixes(&text).iter().any(|title| title == "Migrate to spec 1"));
+        let legacy = text.replace("spec: 0", "spec: 1");
+        assert!(migration_fixes(&legacy).iter().any(|title| title == "Move them under `runtimes`"));
     }
 }

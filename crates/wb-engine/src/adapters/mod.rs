@@ -142,21 +142,14 @@ pub fn adapter(runner: &str) -> Result<Box<dyn Adapter>> {
     }
 }
 
-/// The `${NAME}` references of an MCP's headers.
+/// The `${NAME}` references of an MCP's headers, each name once.
 pub fn mcp_references(mcp: &Mcp) -> Vec<String> {
     let mut names = Vec::new();
     for (_, value) in &mcp.headers {
-        let mut rest = value.value.as_str();
-        while let Some(at) = rest.find("${") {
-            rest = &rest[at + 2..];
-            let Some(end) = rest.find('}') else { break };
-            let name = &rest[..end];
-            let valid = name.starts_with(|c: char| c.is_ascii_uppercase())
-                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-            if valid && !names.iter().any(|n| n == name) {
-                names.push(name.to_owned());
+        for reference in wb_manifest::env_refs::env_refs(&value.value) {
+            if !names.iter().any(|n| n == reference.name) {
+                names.push(reference.name.to_owned());
             }
-            rest = &rest[end..];
         }
     }
     names

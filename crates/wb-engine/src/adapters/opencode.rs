@@ -16,26 +16,9 @@ use crate::events::Translated;
 
 pub struct OpenCode;
 
-/// `${VAR}` → OpenCode's `{env:VAR}`.
+/// `${VAR}` → OpenCode's `{env:VAR}`; text that is no reference (`${lower}`) stays as written.
 pub fn rewrite_references(value: &str) -> String {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        match after.find('}') {
-            Some(end) => {
-                out.push_str(&format!("{{env:{}}}", &after[..end]));
-                rest = &after[end + 1..];
-            }
-            None => {
-                out.push_str(&rest[at..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    wb_manifest::env_refs::replace_env_refs(value, |name| format!("{{env:{name}}}"))
 }
 
 /// `to` relative to `from` (both absolute, normalized), with `..` where needed.
@@ -342,5 +325,6 @@ mod tests {
         assert_eq!(super::rewrite_references("Bearer ${TOKEN} and ${B}"), "Bearer {env:TOKEN} and {env:B}");
         assert_eq!(super::rewrite_references("plain"), "plain");
         assert_eq!(super::rewrite_references("broken ${X"), "broken ${X");
+        assert_eq!(super::rewrite_references("${lower} ${A}"), "${lower} {env:A}");
     }
 }

@@ -59,15 +59,16 @@ fn workspace_edit(snapshot: &Snapshot, fix: &Fix, resource_operations: bool) -> 
     })
 }
 
-/// The whole-document migration as a workspace edit, if the manifest has anything to migrate.
+/// The whole-document migration as a workspace edit, if the manifest has anything to migrate and the result
+/// checks no worse (the same guard as `wb-lsp migrate`).
 pub fn migration_edit(snapshot: &Snapshot, uri: &Url) -> anyhow::Result<Option<lsp::WorkspaceEdit>> {
     let file = File::open(snapshot, uri).ok_or_else(|| anyhow::anyhow!("cannot read {uri}"))?;
-    let edits =
-        wb_manifest::migrate::migration_edits(&file.text).map_err(|e| anyhow::anyhow!("cannot migrate: {e}"))?;
-    if edits.is_empty() {
-        return Ok(None);
-    }
-    let edits = edits
+    let migration =
+        wb_manifest::migrate::checked_migration(&snapshot.overlay, &file.path, &file.text, &snapshot.catalog)
+            .map_err(|e| anyhow::anyhow!("cannot migrate: {e}"))?;
+    let Some(migration) = migration else { return Ok(None) };
+    let edits = migration
+        .edits
         .into_iter()
         .map(|edit| lsp::TextEdit { range: file.range(snapshot, edit.range), new_text: edit.new_text })
         .collect();

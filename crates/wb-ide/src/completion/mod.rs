@@ -1,0 +1,103 @@
+//! Completion at any position, also while the document does not parse.
+//!
+//! The cursor's context comes from the lines around it (indentation, `key:` and `- ` markers), not from the
+//! parsed tree, so a half-typed line still gets keys, values and snippets.
+//!
+//! `context` reads the cursor's place from the lines; `keys`, `values`, `env` and `paths` answer for each kind of
+//! place.
+
+use std::path::Path;
+
+use wb_manifest::fields::{self, Field, Lookup, Segment};
+use wb_manifest::{FileSystem, ModelCatalog};
+use wb_syntax::TextRange;
+
+use crate::context::{spec_of, spec_of_text};
+use context::{Place, context};
+use keys::key_items;
+use values::value_items;
+
+mod context;
+mod env;
+mod keys;
+mod paths;
+mod values;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionKind {
+    Field,
+    Value,
+    Enum,
+    File,
+    Folder,
+    Variable,
+    Model,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompletionItem {
+    pub label: String,
+    pub kind: CompletionKind,
+    pub detail: Option<String>,
+    pub documentation: Option<String>,
+    /// The text that replaces `replace`; a snippet (`$1`, `${1|a,b|}`) when `snippet` is true.
+    pub insert_text: String,
+    pub snippet: bool,
+    pub replace: TextRange,
+    pub sort_text: String,
+    pub deprecated: bool,
+}
+
+/// Completion items at `offset` of a manifest's text.
+pub fn completions(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    text: &str,
+    offset: usize,
+    catalog: &ModelCatalog,
+) -> Vec<CompletionItem> {
+    let offset = offset.min(text.len());
+    if !text.is_char_boundary(offset) {
+        return Vec::new();
+    }
+    let Some(context) = context(text, offset) else { return Vec::new() };
+    let parsed = wb_syntax::parse_str(text);
+    let spec = if parsed.root.is_some() { spec_of(parsed.root.as_ref()) } else { spec_of_text(text) };
+    let replace = context.replace;
+    match context.place {
+        Place::Key { path, siblings, rest_of_line_has_colon } => {
+            key_items(spec, &path, &siblings, rest_of_line_has_colon, replace, parsed.root.as_ref(), text)
+        }
+        Place::Value { path, prefix } => {
+            let package = manifest_path.parent().unwrap_or(Path::new("/"));
+            value_items(spec, &path, &prefix, replace, parsed.root.as_ref(), catalog, fs, package)
+        }
+    }
+}
+
+fn lookup_field(spec: u8, path: &[Segment]) -> Option<&'static Field> {
+    match fields::lookup(spec, path)? {
+        Lookup::Field(field) => Some(field),
+        Lookup::MapKey { .. } => None,
+    }
+}
+
+fn value_item(
+    label: &str,
+    kind: CompletionKind,
+    detail: Option<String>,
+    replace: TextRange,
+    rank: usize,
+) -> CompletionItem {
+    CompletionItem {
+        label: label.to_owned(),
+        kind,
+        detail,
+        documentation: None,
+        insert_text: label.to_owned(),
+        snippet: false,
+        replace,
+        sort_text: format!("{rank:04}_{label}"),
+        deprecated: false,
+    }
+}

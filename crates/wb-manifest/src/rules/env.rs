@@ -1,0 +1,35 @@
+//! `env`: environment variable declarations.
+
+use wb_syntax::Entry;
+
+use super::{Rules, Slot};
+use crate::diagnostic::Code;
+use crate::env_refs::is_env_name;
+use crate::fields;
+use crate::model::{EnvVar, Spanned};
+
+impl Rules<'_> {
+    pub(super) fn env(&mut self, entry: &Entry) {
+        let Some(env) = self.record(Slot::of_entry(entry), "env") else { return };
+        for var in &env.entries {
+            if !is_env_name(&var.key) {
+                let upper = var.key.to_ascii_uppercase().replace('-', "_");
+                let fix = is_env_name(&upper).then(|| self.rename_fix(var.key_range, &upper));
+                let diagnostic = self.report(
+                    Code::InvalidName,
+                    var.key_range,
+                    format!("Invalid environment variable name: {}", var.key),
+                );
+                if let Some(fix) = fix {
+                    diagnostic.fixes.push(fix);
+                }
+                continue;
+            }
+            let label = format!("env.{}", var.key);
+            let Some(declaration) = self.record(Slot::of_entry(var), &label) else { continue };
+            self.check_keys(declaration, fields::ENV_FIELDS, &label);
+            let required = self.boolean(declaration, "required", &format!("{label}.required"), true);
+            self.manifest.env.push(EnvVar { name: Spanned::new(var.key.clone(), var.key_range), required });
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Problems the reference engine finds only at smoke or run time (engine facts b.6), reported early from the text.
+
+use wb_syntax::{Mapping, TextRange, Value};
+
+use super::{Rules, closest};
+use crate::diagnostic::Code;
+use crate::fields;
+use crate::model::{Image, Spanned};
+
+impl Rules<'_> {
+    /// Problems the reference finds only at smoke or run time, reported early.
+    pub(super) fn runtime_problems(&mut self, top: &Mapping) {
+        let runner = self.manifest.runner.clone();
+        if let Some(runner) = &runner {
+            if !fields::RUNNERS.contains(&runner.value.as_str()) {
+                let fix = closest(&runner.value, fields::RUNNERS).map(|name| self.rename_fix(runner.range, name));
+                let diagnostic =
+                    self.report(Code::UnsupportedRunner, runner.range, format!("Unsupported runner: {}", runner.value));
+                if let Some(fix) = fix {
+                    diagnostic.fixes.push(fix);
+                }
+            }
+        }
+        let runner_name = runner.as_ref().map(|r| r.value.as_str());
+        // MCP header references.
+        let env_declared = top.entry("env").is_some_and(|e| matches!(e.value.value, Value::Mapping(_)));
+        let mcps = self.manifest.mcps.clone();
+        for mcp in &mcps {
+            let mut claude_disabled = None;
+            for (_, value) in &mcp.headers {
+                for (name, range) in self.env_references(value) {
+                    let declared = self.manifest.env_var(&name).is_some();
+                    let invalid_env_entry = env_declared
+                        && top
+                            .entry("env")
+                            .and_then(|e| e.value.as_mapping())
+                            .is_some_and(|m| m.entry(&name).is_some());
+                    if !declared && !invalid_env_entry {
+                        let fix = self.declare_env_fix(top, &name);
+                        let diagnostic = self.report(
+                            Code::UndeclaredEnvReference,
+                            range,
+                            format!("MCP {} references undeclared environment variable: {name}", mcp.name.value),
+                        );
+                        diagnostic.fixes.extend(fix);
+                    }
+                    if runner_name == Some("claude-code")
+                        && (name.starts_with("CLAUDE") || name.starts_with("ANTHROPIC_"))
+                    {
+                        claude_disabled.get_or_insert(range);
+                    }
+                }
+            }
+            if let Some(range) = claude_disabled {
+                self.report(
+                    Code::ClaudeMcpDisabled,
+                    range,
+                    format!(
+                        "MCP {} is disabled because Claude Code does not expand Claude or Anthropic environment references in MCP headers",
+                        mcp.name.value
+                    ),
+                );
+            }
+        }
+        if runner_name == Some("pi") {
+            if let Some(entry) = top.entry("mcps") {
+                if entry.value.as_sequence().is_some_and(|items| !items.is_empty()) {
+                    self.report(
+                        Code::PiMcpUnsupported,
+                        entry.key_range,
+                        "Pi does not provide a native MCP transport. This Workbench requires an explicit Pi extension before it can run.",
+                    );
+                }
+            }
+        }
+        let runtimes = self.manifest.runtimes.clone();
+        for runtime in &runtimes {
+            match runtime.provider.value.as_str() {
+                "daytona" => {
+                    if let Some(class) = &runtime.class {
+                        if class.value != "linux" {
+                            self.report(
+                                Code::DaytonaClassUnsupported,
+                                class.range,
+                                format!(
+                                    "The reference engine runs only the linux Daytona class; a {} sandbox cannot run yet",
+                                    class.value
+                                ),
+                            );
+                        }
+                    }
+                    match &runtime.image {
+                        Some(Image::Published(_)) => {}
+                        Some(Image::Build { build, .. }) => {
+                            self.report(
+                                Code::DaytonaImageRequired,
+                                build.range,
+                                "runtimes.daytona.image must name a published image to run; Daytona cannot build one",
+                            );
+                        }
+                        None => {
+                            self.report(
+                                Code::DaytonaImageRequired,
+                                runtime.provider.range,
+                                "runtimes.daytona.image is required to run; the sandbox is created from this entry's own published image",
+                            );
+                        }
+                    }
+                }
+                "local" if self.spec == 0 => {
+                    if let Some(image) = top.entry("image") {
+                        self.report(
+                            Code::LocalRuntimeImage,
+                            image.key_range,
+                            "image is not supported with the local runtime",
+                        );
+                    }
+                }
+                "local" | "docker" | "e2b" => {}
+                other => {
+                    let message = format!("Unsupported runtime: {other}");
+                    let fix = closest(other, fields::RUNTIME_PROVIDERS)
+                        .map(|name| self.rename_fix(runtime.provider.range, name));
+                    let diagnostic = self.report(Code::UnsupportedRuntime, runtime.provider.range, message);
+                    if let Some(fix) = fix {
+                        diagnostic.fixes.push(fix);
+                    }
+                }
+            }
+        }
+        self.model_routes();
+    }
+
+    /// `${NAME}` references in a header value, with ranges inside the source when they can be found there.
+    pub(super) fn env_references(&self, value: &Spanned<String>) -> Vec<(String, TextRange)> {
+        crate::env_refs::scalar_refs(self.text, &value.value, value.range)
+            .into_iter()
+            .map(|reference| (reference.name.to_owned(), reference.range.unwrap_or(value.range)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::diagnostic::Code;
+    use crate::models::ModelCatalog;
+
+    #[test]
+    fn a_repeated_undeclared_reference_points_at_each_use() {
+        let text = "spec: 1\nmcps:\n  - name: db\n    url: https://example.com/mcp\n    headers:\n      Authorization: Bearer ${A}-${A}\n";
+        let parse = wb_syntax::parse_str(text);
+        let (_, diagnostics) = super::super::check_manifest(
+            Path::new("/r/.workbenches/p/workbench.yml"),
+            &parse,
+            ModelCatalog::embedded(),
+        );
+        let ranges: Vec<_> = diagnostics
+            .iter()
+            .filter(|d| d.code == Code::UndeclaredEnvReference)
+            .map(|d| (d.range.start, &text[d.range.as_range()]))
+            .collect();
+        let first = text.find("${A}").expect("first");
+        let second = text.rfind("${A}").expect("second");
+        assert_eq!(ranges, [(first, "${A}"), (second, "${A}")]);
+    }
+}
