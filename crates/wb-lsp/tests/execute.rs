@@ -9,16 +9,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../wb-engine/tests/support/mod.rs"]
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::{FINAL, TASK, World, claude_world, minimal, opencode_world, pi_world};
+use wb_testsupport::{self as support, FINAL, TASK, World, claude_world, minimal, opencode_world, pi_world};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers

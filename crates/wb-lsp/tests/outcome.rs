@@ -5,15 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../wb-engine/tests/support/mod.rs"]
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::{TASK, World, opencode_world};
+use wb_testsupport::{self as support, TASK, World, opencode_world};
 
 struct Output {
     code: i32,
