@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use wb_manifest::{ModelCatalog, OsFileSystem, check_manifest_bytes, repository_root};
-use wb_testsupport::{copy_tree, repository_fixtures, temp_dir, write_file};
+use wb_testsupport::{Output, copy_tree, finish, repository_fixtures, temp_dir, write_file};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -27,31 +27,10 @@ fn fixture(name: &str) -> PathBuf {
     repository_fixtures().join(name)
 }
 
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Output {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
 fn command(dir: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
     command.args(args).current_dir(dir).env_remove("NO_COLOR").env_remove("WB_LSP_MODEL_CATALOG");
     command
-}
-
-fn finish(command: &mut Command) -> Output {
-    let output = command.output().unwrap();
-    Output {
-        code: output.status.code().expect("wb-lsp was killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
 }
 
 /// Runs `wb-lsp ARGS` in `dir`.

@@ -1,6 +1,6 @@
 //! The engine's scratch [`World`]: a repository, a primary workspace, a home and the fake runners
 //! (`crates/wb-engine/tests/fixtures/runners/`, see `fake_runner.py` there), used by the engine's tests and the
-//! CLI's execution and outcome tests; and the process helpers those tests wait with.
+//! CLI's execution and outcome tests.
 //!
 //! The fake runners are Python 3 scripts. They are copied into the world's `bin/` with their `#!` line pointing
 //! at the Python found here, so they start fast and do not depend on a version manager's shims.
@@ -157,6 +157,22 @@ impl World {
         format!("{}:{system}", self.bin.display())
     }
 
+    /// `program` started in the repository with the world's environment only: PATH (fake runners first), HOME,
+    /// TMPDIR and WORKBENCH_HOME inside the world, and FAKE_RUNNER_LOG; no credential or runner sign-in of the
+    /// machine takes part.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+        let mut command = std::process::Command::new(program);
+        command
+            .current_dir(&self.repo)
+            .env_clear()
+            .env("PATH", self.path_variable())
+            .env("HOME", &self.home)
+            .env("TMPDIR", &self.tmp)
+            .env("WORKBENCH_HOME", self.home.join(".workbench"))
+            .env("FAKE_RUNNER_LOG", &self.log);
+        command
+    }
+
     /// The environment a run inherits: PATH, HOME and FAKE_RUNNER_LOG.
     pub fn inherited(&self) -> BTreeMap<String, String> {
         [
@@ -204,29 +220,5 @@ impl World {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|name| name.starts_with("wb-lsp-stage-"))
             .collect()
-    }
-}
-
-/// Waits (up to 20 s) for a file to appear.
-pub fn wait_for(path: &Path) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !path.exists() {
-        assert!(std::time::Instant::now() < deadline, "{} never appeared", path.display());
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
-/// Whether a process is gone (not running and not a zombie).
-pub fn process_is_gone(pid: i64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name in parentheses; Z is a zombie, X dead.
-        Ok(stat) => {
-            stat.rsplit_once(')').is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
-        }
-        Err(_) if Path::new("/proc/self").exists() => true,
-        Err(_) => {
-            let status = std::process::Command::new("kill").args(["-0", &pid.to_string()]).status();
-            !status.is_ok_and(|s| s.success())
-        }
     }
 }
