@@ -11,8 +11,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use bollard::query_parameters::{ListContainersOptionsBuilder, TagImageOptionsBuilder};
 use serde_json::{Value, json};
-use support::{World, minimal};
 use wb_engine::runtime::docker::{LABEL, context_archive};
 use wb_engine::{Ending, Options, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
+use wb_testsupport::{self as support, World, minimal};
 
 const CANARY: &str = "canary-7f3e9b1c5d2a4e6f8091";
 const KEY: &str = "sk-docker-test-0c4a9e2f";

@@ -7,17 +7,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
-use support::{FINAL, OPENCODE, TASK, World, claude_world, minimal, opencode_world, pi_world};
 use wb_engine::{DryRun, Ending, EngineError, Options, RunResult, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
+use wb_testsupport::{self as support, FINAL, OPENCODE, TASK, World, claude_world, minimal, opencode_world, pi_world};
 
 fn catalog() -> &'static ModelCatalog {
     ModelCatalog::embedded()

@@ -5,16 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
-use support::{OPENCODE, TASK, World, opencode_world};
 use wb_engine::{Ending, Options, RunResult};
 use wb_manifest::{ModelCatalog, OsFileSystem};
+use wb_testsupport::{self as support, OPENCODE, TASK, World, opencode_world};
 
 fn options(world: &World, script: &Path) -> Options {
     let mut inherited = world.inherited();

@@ -14,8 +14,6 @@
 //! run (bytes, modes, symlink targets, deletions); retries skip what is applied and never overwrite later edits;
 //! export writes the documented layout. In a plain and in a Git workspace.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -25,13 +23,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
-use support::{FINAL, TASK, ToolCall, World};
 use wb_engine::{Ending, Options, RunResult};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_outcomes::{
     ApplyResult, ContentStore, Entry, Outcome, OutcomeStore, Receipt, ReceiptState, Snapshot, State, WorkspaceBindings,
     new_outcome_id,
 };
+use wb_testsupport::{self as support, FINAL, TASK, ToolCall, World, copy_tree, copy_tree_without_git, git};
 
 // ---------------------------------------------------------------------------------------------------------------
 // The runners
@@ -158,20 +156,8 @@ fn seed(work: &Path) {
     symlink("src/old_name.rs", work.join("current")).unwrap();
 }
 
-fn git(root: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-}
-
 fn git_head(root: &Path) -> String {
-    let output = Command::new("git").arg("-C").arg(root).args(["rev-parse", "HEAD"]).output().unwrap();
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    git(root, &["rev-parse", "HEAD"]).trim().to_owned()
 }
 
 /// Makes the seeded workspace a Git repository: everything committed except `obsolete.txt` (untracked), and
@@ -254,26 +240,6 @@ fn tree(root: &Path) -> BTreeMap<String, Node> {
     let mut out = BTreeMap::new();
     walk(root, "", &mut out);
     out
-}
-
-/// Copies a tree (modes kept, symlinks recreated), leaving out `.git`.
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap().flatten() {
-        if entry.file_name() == ".git" {
-            continue;
-        }
-        let (source, target) = (entry.path(), to.join(entry.file_name()));
-        let meta = fs::symlink_metadata(&source).unwrap();
-        if meta.file_type().is_symlink() {
-            symlink(fs::read_link(&source).unwrap(), &target).unwrap();
-        } else if meta.is_dir() {
-            copy_tree(&source, &target);
-        } else {
-            fs::copy(&source, &target).unwrap();
-            fs::set_permissions(&target, meta.permissions()).unwrap();
-        }
-    }
 }
 
 fn mode_of(root: &Path, path: &str) -> u32 {
@@ -391,7 +357,7 @@ fn run_round_trip(runner: Runner, git: bool) -> Ran {
         make_git(&world.work);
     }
     let baseline = world.root.join("baseline");
-    copy_tree(&world.work, &baseline);
+    copy_tree_without_git(&world.work, &baseline);
     let outside = world.dir("outside");
     put(&outside, "victim.txt", b"outside the workspace\n", 0o644);
 
@@ -922,7 +888,7 @@ fn a_git_checkout_with_converted_line_endings_round_trips() {
     let blob = Command::new("git").arg("-C").arg(&world.work).args(["cat-file", "-p", ":build.bat"]).output().unwrap();
     assert_eq!(blob.stdout, b"@echo off\necho old\n", "the index blob has LF line endings");
     let baseline = world.root.join("baseline");
-    copy_tree(&world.work, &baseline);
+    copy_tree_without_git(&world.work, &baseline);
 
     let calls = [ToolCall::Shell { command: format!("printf '{}' > build.bat", printf_bytes(NEW)) }];
     let script = support::stream_with_calls(&world, runner.name(), "crlf", &calls);

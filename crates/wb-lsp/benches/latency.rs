@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
 use lsp_types::{self as lsp, Url, notification::Notification as _};
 use serde_json::{Value, json};
+use wb_testsupport::{copy_tree, repository_fixtures, write_file};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -163,33 +164,15 @@ impl Client {
 // ---------------------------------------------------------------------------------------------------------
 // Repositories
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("create dir");
-    std::fs::write(path, text).expect("write");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// A package like the example's `migrations` (instructions, two skills, Dockerfile, MCP, env).
 fn generated_package(root: &Path, i: usize) -> PathBuf {
     let dir = root.join(".workbenches").join(format!("pkg-{i:04}"));
-    write(&dir.join("instructions.md"), &format!("Package {i}: do the work.\n"));
-    write(&dir.join("Dockerfile"), "FROM node:22\n");
+    write_file(&dir.join("instructions.md"), format!("Package {i}: do the work.\n"));
+    write_file(&dir.join("Dockerfile"), "FROM node:22\n");
     for skill in ["review", "release"] {
-        write(
+        write_file(
             &dir.join("skills").join(skill).join("SKILL.md"),
-            &format!("---\nname: {skill}\ndescription: The {skill} skill of package {i}.\n---\n"),
+            format!("---\nname: {skill}\ndescription: The {skill} skill of package {i}.\n---\n"),
         );
     }
     let manifest = format!(
@@ -201,7 +184,7 @@ fn generated_package(root: &Path, i: usize) -> PathBuf {
          runtimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      context: ../..\n  local: {{}}\n"
     );
     let path = dir.join("workbench.yml");
-    write(&path, &manifest);
+    write_file(&path, &manifest);
     path
 }
 
@@ -280,7 +263,6 @@ fn latency(client: &Client, name: &str, path: &Path, line: u32, column: u32, edi
 
 fn main() {
     let edits: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(50);
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").canonicalize().expect("fixtures");
     println!(
         "wb-lsp latency bench: {edits} edits per scenario, {} CPUs",
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -315,7 +297,7 @@ fn main() {
     client.shutdown();
 
     let root = temp.path().join("example");
-    copy_tree(&fixtures.join("example-repo"), &root);
+    copy_tree(&repository_fixtures().join("example-repo"), &root);
     let client = Client::start(&root);
     client.settle(Duration::from_millis(500));
     latency(&client, "typical", &root.join(".workbenches/migrations/workbench.yml"), 4, 13, edits);
@@ -323,8 +305,8 @@ fn main() {
 
     let root = temp.path().join("large");
     let dir = root.join(".workbenches/large");
-    write(&dir.join("instructions.md"), "Large.\n");
-    write(&dir.join("workbench.yml"), &large_manifest());
+    write_file(&dir.join("instructions.md"), "Large.\n");
+    write_file(&dir.join("workbench.yml"), large_manifest());
     let client = Client::start(&root);
     client.settle(Duration::from_millis(500));
     latency(&client, "large", &dir.join("workbench.yml"), 3, 13, edits);

@@ -32,6 +32,7 @@ use wb_outcomes::{
     Changeset, Completeness, ContentStore, Outcome, OutcomeBudget, OutcomeStore, ReceiptState, Snapshot,
     WorkspaceBindings, WorkspaceRef,
 };
+use wb_testsupport::{chmod, outcomes_validator, write};
 
 const RUN_ID: &str = "wb_crashtest01234567890";
 const SIGKILL: i32 = 9;
@@ -77,16 +78,6 @@ fn tree(root: &Path) -> Tree {
     let mut out = Tree::new();
     walk(root, root, &mut out);
     out
-}
-
-fn write(root: &Path, path: &str, bytes: impl AsRef<[u8]>) {
-    let full = root.join(path);
-    fs::create_dir_all(full.parent().unwrap()).unwrap();
-    fs::write(full, bytes).unwrap();
-}
-
-fn chmod(root: &Path, path: &str, mode: u32) {
-    fs::set_permissions(root.join(path), fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// Deterministic pseudo-random bytes (xorshift).
@@ -502,12 +493,7 @@ enum Recovery {
 /// The official schema of receipts.
 fn receipt_schema() -> &'static jsonschema::Validator {
     static SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    SCHEMA.get_or_init(|| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/reference/schemas/outcomes/v1/application.schema.json");
-        let schema: serde_json::Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
-        jsonschema::draft202012::new(&schema).unwrap()
-    })
+    SCHEMA.get_or_init(|| outcomes_validator("application.schema.json"))
 }
 
 fn describe(output: &Output) -> String {

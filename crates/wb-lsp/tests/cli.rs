@@ -13,6 +13,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use wb_manifest::{ModelCatalog, OsFileSystem, check_manifest_bytes, repository_root};
+use wb_testsupport::{Output, copy_tree, finish, repository_fixtures, temp_dir, write_file};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -23,34 +24,13 @@ fn workspace() -> PathBuf {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    workspace().join("fixtures").join(name)
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Output {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
+    repository_fixtures().join(name)
 }
 
 fn command(dir: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
     command.args(args).current_dir(dir).env_remove("NO_COLOR").env_remove("WB_LSP_MODEL_CATALOG");
     command
-}
-
-fn finish(command: &mut Command) -> Output {
-    let output = command.output().unwrap();
-    Output {
-        code: output.status.code().expect("wb-lsp was killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
 }
 
 /// Runs `wb-lsp ARGS` in `dir`.
@@ -78,31 +58,6 @@ fn diagnostics(document: &Value) -> Vec<&Value> {
     document["packages"].as_array().unwrap().iter().flat_map(|p| p["diagnostics"].as_array().unwrap()).collect()
 }
 
-/// A canonical temporary directory (the binary sees canonical paths through `current_dir`).
-fn temp_dir() -> (tempfile::TempDir, PathBuf) {
-    let temp = tempfile::tempdir().unwrap();
-    let path = temp.path().canonicalize().unwrap();
-    (temp, path)
-}
-
-/// Copies a directory tree; symbolic links are recreated, not followed.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let kind = entry.file_type().unwrap();
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else if kind.is_symlink() {
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// A copy of a fixture repository in a temporary directory.
 fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     let (temp, path) = temp_dir();
@@ -113,11 +68,6 @@ fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 fn assert_keys(value: &Value, keys: &[&str]) {
@@ -417,7 +367,7 @@ fn model_catalog_option() {
     assert!(out.stderr.starts_with(&expected) && out.stderr.lines().count() == 1, "{out:?}");
     assert_eq!(out.stderr.matches("(os error").count(), 1, "the cause is printed once: {out:?}");
     let invalid = temp.join("invalid.json");
-    write(&invalid, "{\"models\": ");
+    write_file(&invalid, "{\"models\": ");
     let out = wb_lsp(&cli, &["check", "--model-catalog", invalid.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.starts_with("error: Model catalog is invalid: "), "{out:?}");
@@ -426,7 +376,7 @@ fn model_catalog_option() {
 
     // A catalog that knows the `skilled` package's model removes its unknown-model warning.
     let catalog = temp.join("catalog.json");
-    write(
+    write_file(
         &catalog,
         r#"{"version": "test", "providers": {"acme": {"name": "Acme", "env": ["ACME_API_KEY"]}},
             "models": {"acme/house-model": {"name": "House", "providers": {"acme": "house-1"}}}}"#,
@@ -699,7 +649,7 @@ fn migrate_check_and_write() {
 fn migrate_keeps_comments() {
     let (_temp, repo) = fixture_copy("example-repo");
     let manifest = repo.join(LEGACY);
-    write(
+    write_file(
         &manifest,
         "# yaml-language-server: $schema=https://workbenches.dev/schemas/v0/workbench.schema.json\n\
          # Release automation.\n\
@@ -723,7 +673,7 @@ fn migrate_keeps_comments() {
          tools: [git] # and nothing else\n\
          # The end.\n",
     );
-    write(&repo.join(".workbenches/legacy-release/Dockerfile"), "FROM scratch\n");
+    write_file(&repo.join(".workbenches/legacy-release/Dockerfile"), "FROM scratch\n");
     let before = read(&manifest);
     let out = wb_lsp(&repo, &["migrate", "--write", LEGACY]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -762,8 +712,8 @@ fn migrate_failures() {
     let local_image = repo.join(".workbenches/local-image/workbench.yml");
     let text = "spec: 0\nversion: 0.1.0\nname: local-image\nrunner: opencode\nmodel:\n  id: openai/gpt-5.1\n\
                 instructions: ./instructions.md\nruntime: local\nimage: ghcr.io/example/x:1\n";
-    write(&local_image, text);
-    write(&repo.join(".workbenches/local-image/instructions.md"), "# x\n");
+    write_file(&local_image, text);
+    write_file(&repo.join(".workbenches/local-image/instructions.md"), "# x\n");
     let out = wb_lsp(&repo, &["migrate", "--write"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
@@ -783,8 +733,8 @@ fn migrate_refuses_a_migration_that_adds_errors() {
     let daytona = repo.join(".workbenches/daytona/workbench.yml");
     let text = "spec: 0\nversion: 0.1.0\nname: daytona\nrunner: opencode\nmodel:\n  id: openai/gpt-5.1\n\
                 instructions: ./instructions.md\nruntime: daytona\n";
-    write(&daytona, text);
-    write(&repo.join(".workbenches/daytona/instructions.md"), "# x\n");
+    write_file(&daytona, text);
+    write_file(&repo.join(".workbenches/daytona/instructions.md"), "# x\n");
     let out = wb_lsp(&repo, &["migrate", "--write", ".workbenches/daytona"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(

@@ -9,54 +9,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../wb-engine/tests/support/mod.rs"]
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::{FINAL, TASK, World, claude_world, minimal, opencode_world, pi_world};
+use wb_testsupport::{
+    self as support, FINAL, Output, TASK, World, claude_world, finish, minimal, opencode_world, pi_world,
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
 
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Output {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
 /// `wb-lsp ARGS` in the repository, with the world's environment only.
 fn wb_command(world: &World, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
+    let mut command = world.command(env!("CARGO_BIN_EXE_wb-lsp"));
+    command.args(args);
     command
-        .args(args)
-        .current_dir(&world.repo)
-        .env_clear()
-        .env("PATH", world.path_variable())
-        .env("HOME", &world.home)
-        .env("TMPDIR", &world.tmp)
-        .env("WORKBENCH_HOME", world.home.join(".workbench"))
-        .env("FAKE_RUNNER_LOG", &world.log);
-    command
-}
-
-fn finish(command: &mut Command) -> Output {
-    let output = command.stdin(Stdio::null()).output().unwrap();
-    Output {
-        code: output.status.code().expect("wb-lsp was killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
 }
 
 fn wb(world: &World, args: &[&str]) -> Output {

@@ -5,47 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../wb-engine/tests/support/mod.rs"]
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::{TASK, World, opencode_world};
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Output {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
+use wb_testsupport::{self as support, Output, TASK, World, finish, opencode_world};
 
 fn wb(world: &World, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
-        .args(args)
-        .current_dir(&world.repo)
-        .env_clear()
-        .env("PATH", world.path_variable())
-        .env("HOME", &world.home)
-        .env("TMPDIR", &world.tmp)
-        .env("WORKBENCH_HOME", world.home.join(".workbench"))
-        .env("FAKE_RUNNER_LOG", &world.log)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    Output {
-        code: output.status.code().expect("wb-lsp was killed by a signal"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
+    finish(world.command(env!("CARGO_BIN_EXE_wb-lsp")).args(args).envs(env.iter().copied()))
 }
 
 /// Runs the outcome stream through `wb-lsp run --json`; returns (run id, outcome id).

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use wb_testkit::{Exchange, McpServer, ModelServer, ToolCall, Turn};
+use wb_testsupport::{event_validator, outcomes_validator, temp_dir, write_file};
 
 const OPENAI_KEY: &str = "sk-openai-canary-5a1e";
 const OPENROUTER_KEY: &str = "sk-or-canary-77c3";
@@ -255,31 +256,25 @@ struct Fixture {
     tmp: PathBuf,
 }
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 fn fixture(runner: Runner, model_url: &str, mcp_url: Option<&str>) -> Fixture {
     fixture_in(runner, model_url, mcp_url, None)
 }
 
 /// `docker`: the runner binaries' directory to build the image from (the package then runs on `docker`).
 fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Option<&Path>) -> Fixture {
-    let temp = tempfile::tempdir().unwrap();
-    let root = temp.path().canonicalize().unwrap();
+    let (temp, root) = temp_dir();
     let workspace = root.join("repo");
     let package = match docker {
         Some(_) => root.join("packages/.workbenches/release-notes"),
         None => workspace.join(".workbenches/release-notes"),
     };
-    write(&workspace.join("notes.txt"), "Release 1.4\nstatus: draft\n");
-    write(&workspace.join("obsolete.txt"), "remove me\n");
-    write(&workspace.join("README.md"), "# Demo\n");
-    write(&package.join("instructions.md"), &format!("# Release notes\n\n{INSTRUCTIONS_MARKER}\n"));
-    write(
+    write_file(&workspace.join("notes.txt"), "Release 1.4\nstatus: draft\n");
+    write_file(&workspace.join("obsolete.txt"), "remove me\n");
+    write_file(&workspace.join("README.md"), "# Demo\n");
+    write_file(&package.join("instructions.md"), format!("# Release notes\n\n{INSTRUCTIONS_MARKER}\n"));
+    write_file(
         &package.join("skills/release-notes/SKILL.md"),
-        &format!(
+        format!(
             "---\nname: release-notes\ndescription: Write release notes for a version from the change list.\n---\n\n# Release notes\n\n{SKILL_MARKER}\n"
         ),
     );
@@ -295,14 +290,14 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
                     "models": {"model-1": {"name": "Scripted model 1", "tool_call": true}},
                 }},
             });
-            write(&package.join("opencode.json"), &serde_json::to_string_pretty(&config).unwrap());
+            write_file(&package.join("opencode.json"), serde_json::to_string_pretty(&config).unwrap());
             (
                 "  id: scripted-lab/model-1\n  routes:\n    - provider: scripted\n      model: model-1\n    - provider: openai\n      model: gpt-5\n",
                 "./opencode.json",
             )
         }
         Runner::ClaudeCode => {
-            write(&package.join("claude.json"), r#"{"permissions": {"allow": ["Bash"]}, "max_turns": 20}"#);
+            write_file(&package.join("claude.json"), r#"{"permissions": {"allow": ["Bash"]}, "max_turns": 20}"#);
             (
                 "  id: anthropic/claude-sonnet-4.5\n  routes:\n    - provider: anthropic\n    - provider: openrouter\n",
                 "./claude.json",
@@ -316,8 +311,8 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
                 "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
                 "models": [{"id": "model-1", "name": "Scripted model 1"}],
             }}});
-            write(&package.join("pi/models.json"), &serde_json::to_string_pretty(&models).unwrap());
-            write(&package.join("pi/settings.json"), r#"{"quietStartup": true}"#);
+            write_file(&package.join("pi/models.json"), serde_json::to_string_pretty(&models).unwrap());
+            write_file(&package.join("pi/settings.json"), r#"{"quietStartup": true}"#);
             (
                 "  id: scripted-lab/model-1\n  routes:\n    - provider: scripted\n      model: model-1\n    - provider: openai\n      model: gpt-5\n",
                 "./pi",
@@ -341,7 +336,7 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
     }
     manifest.push_str(&format!("  MCP_TOKEN:\n    required: {}\n", mcp_url.is_some()));
     manifest.push_str("workspaces:\n  docs:\n    required: false\n    access: read-only\n");
-    write(&root.join("docs/guide.md"), "# Guide\n");
+    write_file(&root.join("docs/guide.md"), "# Guide\n");
     match docker {
         Some(bin) => {
             image_context(&package.join("image"), bin);
@@ -351,7 +346,7 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
         }
         None => manifest.push_str("runtimes:\n  local: {}\n"),
     }
-    write(&package.join("workbench.yml"), &manifest);
+    write_file(&package.join("workbench.yml"), &manifest);
     let source = match docker {
         Some(_) => package.display().to_string(),
         None => ".".to_owned(),
@@ -366,8 +361,8 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
     // start where it is missing (docs/runners.md); a user's own directory has it after the first run. Here it is
     // present from the start, so the runs stay offline.
     let opencode_config = home.join(".config/opencode");
-    write(&opencode_config.join("package.json"), r#"{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}"#);
-    write(
+    write_file(&opencode_config.join("package.json"), r#"{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}"#);
+    write_file(
         &opencode_config.join("package-lock.json"),
         r#"{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}}}"#,
     );
@@ -497,19 +492,6 @@ fn assert_no_secret(text: &str, what: &str) {
     for secret in [OPENAI_KEY, OPENROUTER_KEY, ANTHROPIC_KEY, SCRIPTED_KEY, MCP_TOKEN] {
         assert!(!text.contains(secret), "{what} shows a secret value ({secret}):\n{text}");
     }
-}
-
-fn event_validator() -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/schemas/events/v0/workbench-event.schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::draft202012::options().should_validate_formats(true).build(&schema).unwrap()
-}
-
-fn outcome_validator(name: &str) -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/schemas/outcomes/v1").join(name);
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::draft202012::options().should_validate_formats(true).build(&schema).unwrap()
 }
 
 fn check_events(events: &[Value]) {
@@ -873,7 +855,7 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing 
     let dir = fixture.workbench_home.join("outcomes").join(id);
     let manifest: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("outcome.json")).unwrap()).unwrap();
     let errors: Vec<String> =
-        outcome_validator("outcome.schema.json").iter_errors(&manifest).map(|e| e.to_string()).collect();
+        outcomes_validator("outcome.schema.json").iter_errors(&manifest).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
     let mut changes: Vec<(String, String)> = manifest["changesets"]
         .as_array()

@@ -14,22 +14,18 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use wb_manifest::{ModelCatalog, OsFileSystem, check_path};
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("create dir");
-    std::fs::write(path, text).expect("write");
-}
+use wb_testsupport::write_file;
 
 fn generate(root: &Path, packages: usize) {
-    write(&root.join("README.md"), "# generated\n");
+    write_file(&root.join("README.md"), "# generated\n");
     for i in 0..packages {
         let dir = root.join(".workbenches").join(format!("pkg-{i:04}"));
-        write(&dir.join("instructions.md"), &format!("Package {i}: do the work.\n"));
-        write(&dir.join("Dockerfile"), "FROM node:22\n");
+        write_file(&dir.join("instructions.md"), format!("Package {i}: do the work.\n"));
+        write_file(&dir.join("Dockerfile"), "FROM node:22\n");
         for skill in ["review", "release"] {
-            write(
+            write_file(
                 &dir.join("skills").join(skill).join("SKILL.md"),
-                &format!("---\nname: {skill}\ndescription: The {skill} skill of package {i}.\n---\n\n# {skill}\n"),
+                format!("---\nname: {skill}\ndescription: The {skill} skill of package {i}.\n---\n\n# {skill}\n"),
             );
         }
         let manifest = format!(
@@ -42,7 +38,7 @@ fn generate(root: &Path, packages: usize) {
              cpu: 2\n  memory_gb: 4\nruntimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      \
              context: ../..\n  local: {{}}\n"
         );
-        write(&dir.join("workbench.yml"), &manifest);
+        write_file(&dir.join("workbench.yml"), &manifest);
     }
 }
 

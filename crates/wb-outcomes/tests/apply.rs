@@ -6,8 +6,9 @@ use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
-use common::{Fixture, RUN_ID, assert_schema_valid, chmod, read, write};
+use common::{Fixture, RUN_ID, assert_schema_valid};
 use wb_outcomes::{ApplyResult, Completeness, Error, Outcome, OutcomeStore, ReceiptState, WorkspaceBindings, apply};
+use wb_testsupport::{chmod, read, write};
 
 fn setup(root: &Path) {
     write(root, "a.txt", "a\n");

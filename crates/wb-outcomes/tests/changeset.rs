@@ -1,16 +1,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::time::Instant;
 
-use common::{chmod, git, write};
 use wb_outcomes::{
     Changeset, ContentStore, Entry, Error, Fingerprint, OutcomeBudget, Snapshot, State, WorkspaceRef, is_excluded,
 };
+use wb_testsupport::{chmod, git, write};
 
 fn between(store: &ContentStore, before: &Snapshot, after: &Snapshot) -> wb_outcomes::Result<Changeset> {
     Changeset::between("changes", WorkspaceRef::Primary, before, after, store, &mut OutcomeBudget::new())
@@ -326,7 +324,7 @@ fn non_git_baselines_reuse_settled_digests() {
     let store = ContentStore::open(home.path()).unwrap();
     let ws = tempfile::tempdir().unwrap();
     for i in 0..50 {
-        write(ws.path(), &format!("f{i}.txt"), &format!("{i}\n"));
+        write(ws.path(), &format!("f{i}.txt"), format!("{i}\n"));
     }
     // Files changed within 2 s of a baseline are never cached.
     std::thread::sleep(std::time::Duration::from_millis(2100));

@@ -5,10 +5,11 @@ mod common;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 
-use common::{Fixture, RUN_ID, read, write};
+use common::{Fixture, RUN_ID};
 use wb_outcomes::{
     Completeness, Error, Outcome, OutcomeBudget, OutcomeStore, ReceiptState, WorkspaceBindings, collect_outbox, export,
 };
+use wb_testsupport::{read, write};
 
 #[test]
 fn export_layout() {

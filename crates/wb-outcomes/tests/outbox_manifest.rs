@@ -5,11 +5,12 @@ mod common;
 use std::fs;
 use std::os::unix::fs::symlink;
 
-use common::{RUN_ID, assert_schema_valid, outcome_schema_valid, write};
+use common::{RUN_ID, assert_schema_valid, outcome_schema_valid};
 use wb_outcomes::{
     Completeness, ContentStore, Error, Outcome, OutcomeBudget, OutcomeStore, Receipt, ReceiptState, Warning,
     WorkspaceBindings, collect_outbox, now_utc,
 };
+use wb_testsupport::write;
 
 fn collect(outbox: &std::path::Path) -> wb_outcomes::Result<wb_outcomes::Collected> {
     let home = tempfile::tempdir().unwrap();

@@ -295,24 +295,6 @@ impl Drop for Client {
     }
 }
 
-/// Copies a directory tree (files and symlinks) into `to`.
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create dir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type().expect("file type");
-        if kind.is_symlink() {
-            let link = std::fs::read_link(entry.path()).expect("read link");
-            std::os::unix::fs::symlink(link, &target).expect("symlink");
-        } else if kind.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 pub fn fixtures() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").canonicalize().expect("fixtures dir")
 }

@@ -1,68 +1,34 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use tempfile::TempDir;
 use wb_outcomes::{
     Changeset, Completeness, ContentStore, Outcome, OutcomeBudget, OutcomeStore, ReceiptState, Snapshot,
     WorkspaceBindings, WorkspaceRef,
 };
+use wb_testsupport::{assert_outcomes_schema, outcomes_validator};
 
 pub const RUN_ID: &str = "wb_abcdefghij0123456789";
 
-fn schema(name: &str) -> jsonschema::Validator {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/schemas/outcomes/v1").join(name);
-    let schema: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-    jsonschema::draft202012::new(&schema).unwrap()
-}
-
-fn assert_valid(validator: &jsonschema::Validator, text: &str) {
-    let value: serde_json::Value = serde_json::from_str(text).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}\n{text}");
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|error| panic!("{error}: {text}"))
 }
 
 /// Validates a committed outcome's manifest and receipt files against the official schemas.
 pub fn assert_schema_valid(home: &Path, outcome_id: &str) {
     let dir = home.join("outcomes").join(outcome_id);
-    assert_valid(&schema("outcome.schema.json"), &fs::read_to_string(dir.join("outcome.json")).unwrap());
-    assert_valid(&schema("application.schema.json"), &fs::read_to_string(dir.join("application.json")).unwrap());
+    assert_outcomes_schema("outcome.schema.json", &json(&fs::read_to_string(dir.join("outcome.json")).unwrap()));
+    assert_outcomes_schema(
+        "application.schema.json",
+        &json(&fs::read_to_string(dir.join("application.json")).unwrap()),
+    );
 }
 
 pub fn outcome_schema_valid(outcome: &Outcome) -> bool {
     let value = serde_json::to_value(outcome).unwrap();
-    schema("outcome.schema.json").is_valid(&value)
-}
-
-pub fn write(root: &Path, path: &str, content: &str) {
-    let full = root.join(path);
-    fs::create_dir_all(full.parent().unwrap()).unwrap();
-    fs::write(full, content).unwrap();
-}
-
-pub fn read(root: &Path, path: &str) -> String {
-    fs::read_to_string(root.join(path)).unwrap()
-}
-
-pub fn chmod(root: &Path, path: &str, mode: u32) {
-    fs::set_permissions(root.join(path), fs::Permissions::from_mode(mode)).unwrap();
-}
-
-pub fn git(root: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
+    outcomes_validator("outcome.schema.json").is_valid(&value)
 }
 
 pub struct Fixture {
