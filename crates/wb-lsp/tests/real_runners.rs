@@ -717,11 +717,7 @@ fn full_run(bin: &Path, runner: Runner) -> Timing {
 
 /// The address a container reaches the host on: the default bridge's gateway.
 fn docker_gateway() -> std::net::IpAddr {
-    let output = Command::new("docker")
-        .args(["network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap_or_else(|_| panic!("no bridge gateway: {output:?}"))
+    wb_testsupport::docker::bridge_gateway().unwrap_or_else(|problem| panic!("no bridge gateway: {problem}"))
 }
 
 fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing {

@@ -1,12 +1,14 @@
 //! What wb-lsp's tests, benches and examples share, so each helper exists once with one behaviour: scratch
 //! directories and file trees ([`tree`]), `git` ([`git`]), the official schemas ([`schemas`]), and the
 //! engine's scratch [`World`] with its fake runners ([`world`]), demo packages ([`packages`]), recorded
-//! streams ([`streams`]) and event checks ([`events`]); child processes ([`process`]). A dev-dependency only: nothing in production uses it.
+//! streams ([`streams`]) and event checks ([`events`]); child processes ([`process`]); the Docker bridge's
+//! gateway ([`docker`]). A dev-dependency only: nothing in production uses it.
 //!
 //! Every helper panics with the path or command it concerns: a failed helper is a failed test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod docker;
 pub mod events;
 pub mod git;
 pub mod packages;
