@@ -30,10 +30,11 @@ use nix::fcntl::{Flock, FlockArg, OFlag};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result, io};
-use crate::manifest::{Entry, Fingerprint, OutcomeStore, Receipt, ReceiptState, State, WorkspaceRef, to_json};
+use crate::files::private_dir;
+use crate::ids::random_hex;
+use crate::manifest::{Entry, Fingerprint, Receipt, ReceiptState, State, WorkspaceRef, to_json};
 use crate::snapshot::current_content;
-use crate::store::ContentStore;
-use crate::util::{private_dir, random_hex};
+use crate::store::{ContentStore, OutcomeStore};
 
 /// What an apply did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -1,3 +1,5 @@
+//! The outcomes library's one error type.
+
 use std::path::PathBuf;
 
 /// Every failure of the outcomes library. Display texts follow the reference engine's exact texts where it
@@ -26,6 +28,10 @@ pub enum Error {
     Collection(String),
     #[error("Escaping symlink is not allowed in outcome: {0}")]
     EscapingSymlink(String),
+    #[error("Expected an outcome id (wbo_…) or a run id (wb_…): {0}")]
+    UnknownId(String),
+    #[error("Run has no outcome: {0}")]
+    RunHasNoOutcome(String),
     #[error("Outcome not found: {0}")]
     NotFound(String),
     #[error("Outcome is already recorded: {0}")]

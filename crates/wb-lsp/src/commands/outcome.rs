@@ -36,10 +36,9 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn execute(args: &OutcomeArgs) -> Result<String, String> {
-    let home = wb_outcomes::default_home().ok_or("Neither WORKBENCH_HOME nor HOME is set")?;
-    let store = ContentStore::open(&home).map_err(|e| e.to_string())?;
-    let outcome_id = resolve(&home, &args.id)?;
+    let store = ContentStore::open(&wb_outcomes::default_home()).map_err(|e| e.to_string())?;
     let outcomes = OutcomeStore::new(&store);
+    let outcome_id = outcomes.resolve(&args.id).map_err(|e| e.to_string())?;
     if args.recover {
         let finished =
             wb_outcomes::apply::recover_with_faults(&store, &outcome_id, faults()).map_err(|e| e.to_string())?;
@@ -113,25 +112,10 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
 
 /// `wb-lsp outcomes`: every retained outcome, newest first.
 pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
-    let Some(home) = wb_outcomes::default_home() else {
-        eprintln!("error: Neither WORKBENCH_HOME nor HOME is set");
-        return Ok(ExitCode::from(1));
-    };
-    let dir = home.join("outcomes");
-    let mut rows: Vec<(Outcome, String)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let Ok(text) = std::fs::read_to_string(entry.path().join("outcome.json")) else { continue };
-            let Ok(outcome) = Outcome::parse(&text) else { continue };
-            let receipt = std::fs::read_to_string(entry.path().join("application.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(str::to_owned))
-                .unwrap_or_else(|| "unknown".to_owned());
-            rows.push((outcome, receipt));
-        }
-    }
-    rows.sort_by(|a, b| b.0.created_at.cmp(&a.0.created_at).then_with(|| a.0.id.cmp(&b.0.id)));
+    let rows: Vec<(Outcome, String)> = wb_outcomes::list_outcomes(&wb_outcomes::default_home())
+        .into_iter()
+        .map(|listed| (listed.outcome, listed.application_state))
+        .collect();
     let mut out = String::new();
     if args.json {
         let list: Vec<serde_json::Value> = rows
@@ -163,34 +147,6 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
     }
     std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// A `wbo_` id as it is; a `wb_` run id: the run's final outcome (the newest one without a turn index).
-fn resolve(home: &Path, id: &str) -> Result<String, String> {
-    if id.starts_with("wbo_") {
-        return Ok(id.to_owned());
-    }
-    if !id.starts_with("wb_") {
-        return Err(format!("Expected an outcome id (wbo_…) or a run id (wb_…): {id}"));
-    }
-    let dir = home.join("outcomes");
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(format!("Run has no outcome: {id}")),
-        Err(e) => return Err(format!("Cannot read {}: {e}", dir.display())),
-    };
-    let mut found: Option<(String, String)> = None;
-    for entry in entries.flatten() {
-        let Ok(text) = std::fs::read_to_string(entry.path().join("outcome.json")) else { continue };
-        let Ok(outcome) = Outcome::parse(&text) else { continue };
-        if outcome.run_id != id || outcome.turn_index.is_some() {
-            continue;
-        }
-        if found.as_ref().is_none_or(|(created, _)| outcome.created_at > *created) {
-            found = Some((outcome.created_at, outcome.id));
-        }
-    }
-    found.map(|(_, outcome_id)| outcome_id).ok_or_else(|| format!("Run has no outcome: {id}"))
 }
 
 fn state_name<T: serde::Serialize>(value: &T) -> String {

@@ -10,9 +10,11 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
+use crate::digest::{content_digest, hex, is_digest};
 use crate::error::{Error, Result, io};
+use crate::files::private_dir;
+use crate::ids::random_hex;
 use crate::manifest::Content;
-use crate::util::{hex, is_digest, private_dir, random_hex};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -115,7 +117,7 @@ impl ContentStore {
         budget: &mut OutcomeBudget,
         durable: bool,
     ) -> Result<Content> {
-        let digest = format!("sha256:{}", hex(&Sha256::digest(bytes)));
+        let digest = content_digest(bytes);
         let size = bytes.len() as u64;
         self.admit(&digest, size, budget)?;
         if !self.contains(&digest) {
@@ -209,7 +211,7 @@ impl ContentStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::MissingContent(digest.to_owned())),
             Err(e) => return Err(Error::Io { context: format!("Cannot read {}", path.display()), source: e }),
         };
-        if format!("sha256:{}", hex(&Sha256::digest(&bytes))) != digest {
+        if content_digest(&bytes) != digest {
             return Err(Error::DigestMismatch(digest.to_owned()));
         }
         Ok(bytes)
@@ -241,11 +243,7 @@ impl ContentStore {
     ) -> Result<()> {
         let written = written.map(|()| verify);
         let verified = written.and_then(|verify| {
-            if verify {
-                fs::read(temp).map(|bytes| format!("sha256:{}", hex(&Sha256::digest(&bytes))))
-            } else {
-                Ok(digest.to_owned())
-            }
+            if verify { fs::read(temp).map(|bytes| content_digest(&bytes)) } else { Ok(digest.to_owned()) }
         });
         match verified {
             Ok(actual) if actual == digest => {}
