@@ -6,12 +6,10 @@ use std::path::PathBuf;
 /// has one (engine facts (f)).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The cause is part of the text and deliberately not a `source`: a chain printer (`{error:#}`) would
+    /// print it twice.
+    #[error("{context}: {cause}")]
+    Io { context: String, cause: std::io::Error },
     #[error("Outcome storage quota exceeded ({0} bytes). Review wb clean before removing retained results.")]
     Quota(u64),
     #[error("Invalid outcome digest: {0}")]
@@ -71,5 +69,28 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
     let context = context.into();
-    move |source| Error::Io { context, source }
+    move |cause| Error::Io { context, cause }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `{error:#}` prints (anyhow's alternate form): the error, then each source after `: `.
+    fn chain(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        text
+    }
+
+    #[test]
+    fn an_io_error_names_its_cause_once() {
+        let error = io("Cannot write /w/receipt.json")(std::io::Error::other("disk full"));
+        assert_eq!(error.to_string(), "Cannot write /w/receipt.json: disk full");
+        assert_eq!(chain(&error), "Cannot write /w/receipt.json: disk full");
+    }
 }

@@ -61,7 +61,7 @@ pub fn export(store: &ContentStore, outcome_id: &str, dest: &Path) -> Result<Pat
         return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
             Error::ExportExists(dest)
         } else {
-            Error::Io { context: format!("Cannot create {}", dest.display()), source: e }
+            Error::Io { context: format!("Cannot create {}", dest.display()), cause: e }
         });
     }
     let mut children: Vec<_> = match fs::read_dir(&temp) {

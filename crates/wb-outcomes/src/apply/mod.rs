@@ -105,7 +105,7 @@ pub fn apply_with_faults(
             if faults.fail_before_install == Some(index) {
                 return Err(Error::Io {
                     context: format!("Cannot install {}", item.dest.display()),
-                    source: std::io::Error::other("injected failure"),
+                    cause: std::io::Error::other("injected failure"),
                 });
             }
             if faults.touch_before_install == Some(index) {
@@ -116,13 +116,13 @@ pub fn apply_with_faults(
             if faults.crash_after_installs == Some(installed) {
                 return Err(Error::Io {
                     context: "simulated crash".to_owned(),
-                    source: std::io::Error::other("crash"),
+                    cause: std::io::Error::other("crash"),
                 });
             }
         }
         write_receipt(&outcomes, &Receipt::new(outcome_id, ReceiptState::Applied), &faults)?;
         if faults.crash_after_receipt {
-            return Err(Error::Io { context: "simulated crash".to_owned(), source: std::io::Error::other("crash") });
+            return Err(Error::Io { context: "simulated crash".to_owned(), cause: std::io::Error::other("crash") });
         }
         Ok(())
     })();

@@ -185,7 +185,7 @@ impl ContentStore {
             if size > self.limits.per_blob {
                 return Err(Error::Quota(self.limits.per_blob));
             }
-            return Err(Error::Io { context, source: error });
+            return Err(Error::Io { context, cause: error });
         }
         let digest = format!("sha256:{}", hex(&hasher.finalize()));
         if let Err(error) = self.admit(&digest, size, budget) {
@@ -209,7 +209,7 @@ impl ContentStore {
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::MissingContent(digest.to_owned())),
-            Err(e) => return Err(Error::Io { context: format!("Cannot read {}", path.display()), source: e }),
+            Err(e) => return Err(Error::Io { context: format!("Cannot read {}", path.display()), cause: e }),
         };
         if content_digest(&bytes) != digest {
             return Err(Error::DigestMismatch(digest.to_owned()));
@@ -253,12 +253,12 @@ impl ContentStore {
             }
             Err(error) => {
                 let _ = fs::remove_file(temp);
-                return Err(Error::Io { context: format!("Cannot write {}", target.display()), source: error });
+                return Err(Error::Io { context: format!("Cannot write {}", target.display()), cause: error });
             }
         }
         if let Err(error) = fs::rename(temp, target) {
             let _ = fs::remove_file(temp);
-            return Err(Error::Io { context: format!("Cannot write {}", target.display()), source: error });
+            return Err(Error::Io { context: format!("Cannot write {}", target.display()), cause: error });
         }
         if let Ok(mut total) = self.total.lock() {
             *total += size;

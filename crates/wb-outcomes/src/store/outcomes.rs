@@ -47,7 +47,7 @@ impl<'a> OutcomeStore<'a> {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 Error::AlreadyExists(outcome.id.clone())
             } else {
-                Error::Io { context: format!("Cannot create {}", dir.display()), source: e }
+                Error::Io { context: format!("Cannot create {}", dir.display()), cause: e }
             }
         })?;
         write_private(&dir.join("workspaces.json"), to_json(bindings)?.as_bytes())?;
@@ -111,7 +111,7 @@ impl<'a> OutcomeStore<'a> {
                 serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("Invalid outcome bindings: {e}")))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(WorkspaceBindings::default()),
-            Err(e) => Err(Error::Io { context: format!("Cannot read {}", path.display()), source: e }),
+            Err(e) => Err(Error::Io { context: format!("Cannot read {}", path.display()), cause: e }),
         }
     }
 }
