@@ -114,10 +114,7 @@ pub fn apply_with_faults(
             install(store, item, &mut created_dirs, &faults)?;
             installed = index + 1;
             if faults.crash_after_installs == Some(installed) {
-                return Err(Error::Io {
-                    context: "simulated crash".to_owned(),
-                    cause: std::io::Error::other("crash"),
-                });
+                return Err(Error::Io { context: "simulated crash".to_owned(), cause: std::io::Error::other("crash") });
             }
         }
         write_receipt(&outcomes, &Receipt::new(outcome_id, ReceiptState::Applied), &faults)?;

@@ -117,8 +117,8 @@ impl Snapshot {
     /// `HEAD`; `with_index`: also the index blobs of clean tracked files (Git runs concurrently with the
     /// metadata scan).
     pub(super) fn list_from_git(&mut self, with_index: bool) -> Result<()> {
+        // Owned: `self` is borrowed mutably below while the Git threads run.
         let root = self.root.clone();
-        let root = root.as_path();
         let spawn = |args: &'static [&'static str]| {
             let root = root.to_path_buf();
             std::thread::spawn(move || git(&root, args))
@@ -128,7 +128,7 @@ impl Snapshot {
             (std::thread::spawn(move || index_with_sizes(&root)), spawn(&["ls-files", "-m", "-z"]))
         });
         let head = spawn(&["rev-parse", "--verify", "-q", "HEAD"]);
-        let listing = git(root, &["ls-files", "-co", "--exclude-standard", "-z"])
+        let listing = git(&root, &["ls-files", "-co", "--exclude-standard", "-z"])
             .ok_or_else(|| Error::Snapshot(format!("git ls-files failed in {}", root.display())))?;
         for raw in listing.split(|b| *b == 0).filter(|s| !s.is_empty()) {
             self.add(raw);

@@ -9,6 +9,10 @@
 //! exactly like `git status`) unless checkout converts it (line endings, `ident`, filters: the blob's size
 //! differs from the file's); every other file (dirty, untracked, converted, or any file of a non-Git
 //! workspace) is hashed and its bytes kept in the content store when the baseline is taken.
+//!
+//! Rooms: `git.rs` (listing a Git workspace, index blobs), `walk.rs` (listing any other, exclusions),
+//! `names.rs` (names a changeset cannot carry), `cache.rs` (baselines and their digest cache),
+//! `changeset.rs` (the changeset between two snapshots), `review.rs` (its review diff, media types).
 
 mod cache;
 mod changeset;
