@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use wb_outcomes::{ContentStore, Entry, Outcome, OutcomeStore, Receipt, WorkspaceRef};
+use wb_outcomes::{ContentStore, Entry, ListedOutcome, Outcome, OutcomeStore, Receipt, WorkspaceRef};
 
 use crate::cli::OutcomeArgs;
 
@@ -112,15 +112,12 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
 
 /// `wb-lsp outcomes`: every retained outcome, newest first.
 pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
-    let rows: Vec<(Outcome, String)> = wb_outcomes::list_outcomes(&wb_outcomes::default_home())
-        .into_iter()
-        .map(|listed| (listed.outcome, listed.application_state))
-        .collect();
+    let rows = wb_outcomes::list_outcomes(&wb_outcomes::default_home());
     let mut out = String::new();
     if args.json {
         let list: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(o, state)| {
+            .map(|ListedOutcome { outcome: o, application_state: state }| {
                 json!({
                     "id": o.id, "run_id": o.run_id, "created_at": o.created_at, "completeness": state_name(&o.completeness),
                     "application_state": state, "changesets": o.changesets.len(), "artifacts": o.artifacts.len(), "links": o.links.len(),
@@ -131,7 +128,7 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
     } else if rows.is_empty() {
         out.push_str("No outcomes\n");
     } else {
-        for (o, state) in &rows {
+        for ListedOutcome { outcome: o, application_state: state } in &rows {
             out.push_str(&format!(
                 "{}\t{}\t{}\t{}\t{}\t{} changeset(s), {} artifact(s), {} link(s)\n",
                 printable(&o.id),
