@@ -18,6 +18,7 @@ use crate::ids::random_hex;
 use crate::manifest::{Receipt, State, to_json};
 use crate::store::OutcomeStore;
 
+/// One entry of the journal: where it is, what it was (and its backup), what it becomes, and its temp file.
 #[derive(Serialize, Deserialize)]
 pub(super) struct RecoveryEntry {
     pub(super) path: PathBuf,
@@ -68,7 +69,7 @@ pub(super) fn temp_for(dest: &Path, hex: &str) -> PathBuf {
 
 /// Writes a small private file atomically (see [`crate::write_atomic`]), with a step before and after the
 /// rename. The temp file is named `.<name>.<random>.tmp`: recovery removes a receipt's by that pattern.
-pub(super) fn write_atomic(path: &Path, bytes: &[u8], faults: &Faults, what: &str) -> Result<()> {
+pub(super) fn write_stepped(path: &Path, bytes: &[u8], faults: &Faults, what: &str) -> Result<()> {
     write_atomic_with(path, bytes, FileMode::Exactly(0o600), || faults.at(|| format!("{what}: temp written")))
         .map_err(io(format!("Cannot write {}", path.display())))?;
     faults.at(|| format!("{what}: renamed"));
@@ -78,7 +79,7 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8], faults: &Faults, what: &st
 pub(super) fn write_receipt(outcomes: &OutcomeStore<'_>, receipt: &Receipt, faults: &Faults) -> Result<()> {
     receipt.validate()?;
     let path = outcomes.dir(&receipt.outcome_id)?.join("application.json");
-    write_atomic(&path, to_json(receipt)?.as_bytes(), faults, "receipt")
+    write_stepped(&path, to_json(receipt)?.as_bytes(), faults, "receipt")
 }
 
 /// Removes a resolved transaction: the journal first (a kill during the removal of the backups must not
@@ -142,6 +143,6 @@ pub(super) fn begin(
             temp: Some(item.temp.clone()),
         });
     }
-    write_atomic(&txn.join(JOURNAL), to_json(&recovery)?.as_bytes(), faults, "journal")?;
+    write_stepped(&txn.join(JOURNAL), to_json(&recovery)?.as_bytes(), faults, "journal")?;
     Ok((txn, recovery))
 }
