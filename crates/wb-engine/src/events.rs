@@ -1,11 +1,8 @@
 //! The canonical event stream, protocol 0 (engine facts g): an envelope with a monotonic sequence per run,
 //! translated types where the meaning is known, and exactly one terminal event.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// One event as emitted (NDJSON with `--json`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -40,38 +37,7 @@ impl Translated {
 
 /// A fresh run id, `wb_` + 24 lowercase hex characters.
 pub fn new_run_id() -> String {
-    let mut hasher = Sha256::new();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    hasher.update(now.as_nanos().to_le_bytes());
-    hasher.update(std::process::id().to_le_bytes());
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    hasher.update(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_le_bytes());
-    let digest = hasher.finalize();
-    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
-    format!("wb_{hex}")
-}
-
-/// RFC 3339 UTC with milliseconds.
-pub fn timestamp_now() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    format_timestamp(now.as_secs(), now.subsec_millis())
-}
-
-pub fn format_timestamp(secs: u64, millis: u32) -> String {
-    let days = secs / 86_400;
-    let rest = secs % 86_400;
-    let (hour, minute, second) = (rest / 3600, (rest % 3600) / 60, rest % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+    format!("wb_{}", wb_outcomes::random_hex(12))
 }
 
 /// Removes environment values from text before it leaves the engine.
@@ -146,7 +112,7 @@ impl Stream {
             protocol: 0,
             run_id: self.run_id.clone(),
             sequence: self.sequence,
-            timestamp: timestamp_now(),
+            timestamp: wb_outcomes::now_utc(),
             kind: event.kind.to_owned(),
             runner: self.runner.clone(),
             data: self.redactor.value(&event.data),
@@ -159,9 +125,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timestamps_and_ids() {
-        assert_eq!(format_timestamp(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_timestamp(1_796_000_000, 5), "2026-11-30T00:53:20.005Z");
+    fn run_ids() {
+        // Timestamps are `wb_outcomes::now_utc` (its tests pin the format).
         let id = new_run_id();
         assert!(id.starts_with("wb_") && id.len() == 27 && id[3..].chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(new_run_id(), new_run_id());

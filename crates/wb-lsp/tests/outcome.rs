@@ -17,17 +17,20 @@ fn wb(world: &World, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// Runs the outcome stream through `wb-lsp run --json`; returns (run id, outcome id).
 fn run_with_outcome(world: &World) -> (String, String) {
+    run_with_outcome_and(world, &[])
+}
+
+/// [`run_with_outcome`] with more environment variables (`env` wins).
+fn run_with_outcome_and(world: &World, env: &[(&str, &str)]) -> (String, String) {
     let script = support::outcome_stream(world, "outcome", "reports/findings.html");
     let work = world.work.display().to_string();
-    let output = wb(
-        world,
-        &["run", ".workbenches/oc-demo", "--dir", &work, "--task", TASK, "--json"],
-        &[
-            ("DATABASE_URL", "postgres://db.internal/ledger"),
-            ("OPENAI_API_KEY", "sk-openai-test-value"),
-            ("FAKE_RUNNER_SCRIPT", script.to_str().unwrap()),
-        ],
-    );
+    let mut variables = vec![
+        ("DATABASE_URL", "postgres://db.internal/ledger"),
+        ("OPENAI_API_KEY", "sk-openai-test-value"),
+        ("FAKE_RUNNER_SCRIPT", script.to_str().unwrap()),
+    ];
+    variables.extend_from_slice(env);
+    let output = wb(world, &["run", ".workbenches/oc-demo", "--dir", &work, "--task", TASK, "--json"], &variables);
     assert_eq!(output.code, 0, "{output:?}");
     let events: Vec<Value> = output.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     support::check_events(&events, "opencode");
@@ -109,6 +112,19 @@ Links: 1
     let output = wb(&world, &["outcome", "nonsense"], &[]);
     assert_eq!(output.code, 1);
     assert_eq!(output.stderr, "error: Expected an outcome id (wbo_…) or a run id (wb_…): nonsense\n");
+}
+
+/// An empty `WORKBENCH_HOME` is unset for the run that stores the outcome and for the lookup alike, so both use
+/// `~/.workbench` (the engine used to take the empty value for a directory relative to where it ran, and the
+/// lookup missed the run's outcome).
+#[test]
+fn an_empty_workbench_home_is_one_home_for_the_run_and_the_lookup() {
+    let world = opencode_world();
+    let (run_id, id) = run_with_outcome_and(&world, &[("WORKBENCH_HOME", "")]);
+    assert!(outcome_dir(&world, &id).join("outcome.json").is_file());
+    let output = wb(&world, &["outcome", &run_id, "--json"], &[("WORKBENCH_HOME", "")]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(serde_json::from_str::<Value>(&output.stdout).unwrap()["outcome"]["id"], json!(id));
 }
 
 #[test]

@@ -1,10 +1,13 @@
+//! The outcomes library's one error type.
+
 use std::path::PathBuf;
 
 /// Every failure of the outcomes library. Display texts follow the reference engine's exact texts where it
 /// has one (engine facts (f)).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The cause is part of the text and deliberately not `source()`: chains (`{:#}`) would print it twice.
+    /// The cause is part of the text and deliberately not a `source`: a chain printer (`{error:#}`) would
+    /// print it twice.
     #[error("{context}: {cause}")]
     Io { context: String, cause: std::io::Error },
     #[error("Outcome storage quota exceeded ({0} bytes). Review wb clean before removing retained results.")]
@@ -23,6 +26,10 @@ pub enum Error {
     Collection(String),
     #[error("Escaping symlink is not allowed in outcome: {0}")]
     EscapingSymlink(String),
+    #[error("Expected an outcome id (wbo_…) or a run id (wb_…): {0}")]
+    UnknownId(String),
+    #[error("Run has no outcome: {0}")]
+    RunHasNoOutcome(String),
     #[error("Outcome not found: {0}")]
     NotFound(String),
     #[error("Outcome is already recorded: {0}")]
@@ -67,11 +74,23 @@ pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> E
 
 #[cfg(test)]
 mod tests {
-    use super::io;
+    use super::*;
+
+    /// What `{error:#}` prints (anyhow's alternate form): the error, then each source after `: `.
+    fn chain(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        text
+    }
 
     #[test]
-    fn an_io_error_prints_its_cause_once() {
-        let error = io("Cannot read /x")(std::io::Error::other("denied"));
-        assert_eq!(format!("{:#}", anyhow::Error::new(error)), "Cannot read /x: denied");
+    fn an_io_error_names_its_cause_once() {
+        let error = io("Cannot write /w/receipt.json")(std::io::Error::other("disk full"));
+        assert_eq!(error.to_string(), "Cannot write /w/receipt.json: disk full");
+        assert_eq!(chain(&error), "Cannot write /w/receipt.json: disk full");
     }
 }

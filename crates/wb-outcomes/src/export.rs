@@ -9,9 +9,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result, io};
-use crate::manifest::{OutcomeStore, State};
-use crate::store::ContentStore;
-use crate::util::random_hex;
+use crate::ids::random_hex;
+use crate::manifest::State;
+use crate::store::{ContentStore, OutcomeStore};
 
 fn absolute(path: &Path) -> Result<PathBuf> {
     if path.is_absolute() {

@@ -75,3 +75,45 @@ fn quotas_never_delete() {
     fs::write(&big, [0u8; 11]).unwrap();
     assert_eq!(store.put_file(&big, "x/y", &mut third).unwrap_err().to_string(), message(10));
 }
+
+#[test]
+fn a_run_id_names_its_newest_final_outcome_and_listing_creates_nothing() {
+    use wb_outcomes::{Completeness, Outcome, OutcomeStore, ReceiptState, WorkspaceBindings, list_outcomes};
+
+    let temp = tempfile::tempdir().unwrap();
+    let home = temp.path().join("home");
+    assert!(list_outcomes(&home).is_empty());
+    assert!(!home.exists());
+    let store = ContentStore::open(&home).unwrap();
+    let outcomes = OutcomeStore::new(&store);
+    let run = "wb_abcdefghij0123456789";
+    assert_eq!(outcomes.resolve(run).unwrap_err().to_string(), format!("Run has no outcome: {run}"));
+
+    let at = |run_id: &str, completeness, created_at: &str, turn_index| {
+        let mut outcome = Outcome::new(run_id, completeness);
+        outcome.created_at = created_at.to_owned();
+        outcome.turn_index = turn_index;
+        outcomes.commit(&outcome, ReceiptState::Present, &WorkspaceBindings::default()).unwrap();
+        outcome.id
+    };
+    let older = at(run, Completeness::Complete, "2026-01-01T00:00:00.000Z", None);
+    let newer = at(run, Completeness::Complete, "2026-01-02T00:00:00.000Z", None);
+    let turn = at(run, Completeness::Partial, "2026-01-03T00:00:00.000Z", Some(1));
+    let other = at("wb_zyxwvutsrq9876543210", Completeness::Complete, "2026-01-04T00:00:00.000Z", None);
+
+    // The newest outcome without a turn index; an outcome id stands for itself.
+    assert_eq!(outcomes.resolve(run).unwrap(), newer);
+    assert_eq!(outcomes.resolve(&older).unwrap(), older);
+    let unknown_run = "wb_00000000000000000000";
+    assert_eq!(outcomes.resolve(unknown_run).unwrap_err().to_string(), format!("Run has no outcome: {unknown_run}"));
+    assert_eq!(
+        outcomes.resolve("nonsense").unwrap_err().to_string(),
+        "Expected an outcome id (wbo_…) or a run id (wb_…): nonsense"
+    );
+
+    // Newest first, with each receipt's state.
+    let listed = list_outcomes(&home);
+    let rows: Vec<(&str, &str)> =
+        listed.iter().map(|l| (l.outcome.id.as_str(), l.application_state.as_str())).collect();
+    assert_eq!(rows, [(other.as_str(), "present"), (&turn, "present"), (&newer, "present"), (&older, "present")]);
+}

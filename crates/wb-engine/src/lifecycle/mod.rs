@@ -14,7 +14,7 @@ mod smoke;
 mod stage;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -67,9 +67,7 @@ impl Options {
     fn workbench_home(&self) -> PathBuf {
         self.home
             .clone()
-            .or_else(|| self.inherited.get("WORKBENCH_HOME").map(PathBuf::from))
-            .or_else(|| self.inherited.get("HOME").map(|h| Path::new(h).join(".workbench")))
-            .unwrap_or_else(|| std::env::temp_dir().join("workbench"))
+            .unwrap_or_else(|| wb_outcomes::workbench_home(|name| self.inherited.get(name).map(Into::into)))
     }
 }
 

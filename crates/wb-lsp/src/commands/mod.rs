@@ -54,24 +54,10 @@ pub(crate) fn current_dir() -> anyhow::Result<PathBuf> {
     std::env::current_dir().context("the current directory is unavailable")
 }
 
-/// Writes a file atomically: a temporary sibling, then a rename, so a crash never leaves half a file.
+/// Writes a file atomically (keeping its permissions), so a crash never leaves half a file.
 pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().context("the file has no parent directory")?;
-    let name = path.file_name().context("the path has no file name")?.to_string_lossy();
-    let temp = dir.join(format!(".{name}.wb-lsp-{}.tmp", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&temp, meta.permissions())?;
-        }
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result.with_context(|| format!("cannot write {}", path.display()))
+    wb_outcomes::write_atomic(path, contents, wb_outcomes::FileMode::KeepExisting)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Whether a character must not reach a terminal as it is: control characters (escape sequences, carriage

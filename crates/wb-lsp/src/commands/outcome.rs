@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use wb_outcomes::{ContentStore, Entry, Outcome, OutcomeStore, Receipt, WorkspaceRef};
+use wb_outcomes::{ContentStore, Entry, ListedOutcome, Outcome, OutcomeStore, Receipt, WorkspaceRef};
 
 use crate::cli::OutcomeArgs;
 
@@ -36,10 +36,9 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn execute(args: &OutcomeArgs) -> Result<String, String> {
-    let home = wb_outcomes::default_home().ok_or("Neither WORKBENCH_HOME nor HOME is set")?;
-    let store = ContentStore::open(&home).map_err(|e| e.to_string())?;
-    let outcome_id = resolve(&home, &args.id)?;
+    let store = ContentStore::open(&wb_outcomes::default_home()).map_err(|e| e.to_string())?;
     let outcomes = OutcomeStore::new(&store);
+    let outcome_id = outcomes.resolve(&args.id).map_err(|e| e.to_string())?;
     if args.recover {
         let finished =
             wb_outcomes::apply::recover_with_faults(&store, &outcome_id, faults()).map_err(|e| e.to_string())?;
@@ -113,30 +112,12 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
 
 /// `wb-lsp outcomes`: every retained outcome, newest first.
 pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
-    let Some(home) = wb_outcomes::default_home() else {
-        eprintln!("error: Neither WORKBENCH_HOME nor HOME is set");
-        return Ok(ExitCode::from(1));
-    };
-    let dir = home.join("outcomes");
-    let mut rows: Vec<(Outcome, String)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let Ok(text) = std::fs::read_to_string(entry.path().join("outcome.json")) else { continue };
-            let Ok(outcome) = Outcome::parse(&text) else { continue };
-            let receipt = std::fs::read_to_string(entry.path().join("application.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v.get("state").and_then(|s| s.as_str()).map(str::to_owned))
-                .unwrap_or_else(|| "unknown".to_owned());
-            rows.push((outcome, receipt));
-        }
-    }
-    rows.sort_by(|a, b| b.0.created_at.cmp(&a.0.created_at).then_with(|| a.0.id.cmp(&b.0.id)));
+    let rows = wb_outcomes::list_outcomes(&wb_outcomes::default_home());
     let mut out = String::new();
     if args.json {
         let list: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(o, state)| {
+            .map(|ListedOutcome { outcome: o, application_state: state }| {
                 json!({
                     "id": o.id, "run_id": o.run_id, "created_at": o.created_at, "completeness": state_name(&o.completeness),
                     "application_state": state, "changesets": o.changesets.len(), "artifacts": o.artifacts.len(), "links": o.links.len(),
@@ -147,7 +128,7 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
     } else if rows.is_empty() {
         out.push_str("No outcomes\n");
     } else {
-        for (o, state) in &rows {
+        for ListedOutcome { outcome: o, application_state: state } in &rows {
             out.push_str(&format!(
                 "{}\t{}\t{}\t{}\t{}\t{} changeset(s), {} artifact(s), {} link(s)\n",
                 printable(&o.id),
@@ -163,34 +144,6 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
     }
     std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// A `wbo_` id as it is; a `wb_` run id: the run's final outcome (the newest one without a turn index).
-fn resolve(home: &Path, id: &str) -> Result<String, String> {
-    if id.starts_with("wbo_") {
-        return Ok(id.to_owned());
-    }
-    if !id.starts_with("wb_") {
-        return Err(format!("Expected an outcome id (wbo_…) or a run id (wb_…): {id}"));
-    }
-    let dir = home.join("outcomes");
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(format!("Run has no outcome: {id}")),
-        Err(e) => return Err(format!("Cannot read {}: {e}", dir.display())),
-    };
-    let mut found: Option<(String, String)> = None;
-    for entry in entries.flatten() {
-        let Ok(text) = std::fs::read_to_string(entry.path().join("outcome.json")) else { continue };
-        let Ok(outcome) = Outcome::parse(&text) else { continue };
-        if outcome.run_id != id || outcome.turn_index.is_some() {
-            continue;
-        }
-        if found.as_ref().is_none_or(|(created, _)| outcome.created_at > *created) {
-            found = Some((outcome.created_at, outcome.id));
-        }
-    }
-    found.map(|(_, outcome_id)| outcome_id).ok_or_else(|| format!("Run has no outcome: {id}"))
 }
 
 fn state_name<T: serde::Serialize>(value: &T) -> String {

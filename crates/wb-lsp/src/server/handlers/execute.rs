@@ -213,8 +213,7 @@ pub fn code_lens(snapshot: &Snapshot, params: lsp::CodeLensParams) -> anyhow::Re
 }
 
 fn outcome_store() -> anyhow::Result<wb_outcomes::ContentStore> {
-    let home = wb_outcomes::default_home().ok_or_else(|| anyhow::anyhow!("Neither WORKBENCH_HOME nor HOME is set"))?;
-    Ok(wb_outcomes::ContentStore::open(&home)?)
+    Ok(wb_outcomes::ContentStore::open(&wb_outcomes::default_home())?)
 }
 
 /// `workbench.outcome`: an outcome's manifest and receipt, plus the stored files an editor can open (each

@@ -1,169 +1,15 @@
-//! The outcome manifest (immutable) and the application receipt (mutable), their host rules, and where
-//! they live: `$WORKBENCH_HOME/outcomes/<wbo_id>/{outcome.json,application.json}`.
+//! The host rules of manifests and receipts: everything the schemas leave out (ids, timestamps, safe paths
+//! and symlink targets, unique child ids, stats that match their entries), with the engine facts' texts.
 
-use std::collections::{BTreeMap, HashSet};
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
 
-use serde::{Deserialize, Serialize};
+use super::{
+    Changeset, Completeness, Content, Entry, Fingerprint, Outcome, Receipt, ReceiptState, State, Stats, WorkspaceRef,
+};
+use crate::digest::is_digest;
+use crate::error::{Error, Result};
 
-use crate::error::{Error, Result, io};
-use crate::store::ContentStore;
-use crate::util::{atomic_write, is_digest, now_utc, private_dir, random_hex, write_new};
-
-/// A content descriptor.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Content {
-    pub digest: String,
-    pub media_type: String,
-    pub size_bytes: u64,
-}
-
-/// What an existing path looked like (`before`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub enum Fingerprint {
-    File { digest: String, mode: u32, size_bytes: u64 },
-    Symlink { mode: u32, target: String },
-}
-
-/// What a path becomes (`after`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub enum State {
-    File { content: Content, mode: u32 },
-    Symlink { mode: u32, target: String },
-}
-
-/// One change.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "operation", rename_all = "lowercase", deny_unknown_fields)]
-pub enum Entry {
-    Add { path: String, after: State },
-    Modify { path: String, before: Fingerprint, after: State },
-    Delete { path: String, before: Fingerprint },
-}
-
-impl Entry {
-    pub fn path(&self) -> &str {
-        match self {
-            Entry::Add { path, .. } | Entry::Modify { path, .. } | Entry::Delete { path, .. } => path,
-        }
-    }
-
-    pub fn before(&self) -> Option<&Fingerprint> {
-        match self {
-            Entry::Add { .. } => None,
-            Entry::Modify { before, .. } | Entry::Delete { before, .. } => Some(before),
-        }
-    }
-
-    pub fn after(&self) -> Option<&State> {
-        match self {
-            Entry::Delete { .. } => None,
-            Entry::Add { after, .. } | Entry::Modify { after, .. } => Some(after),
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
-pub enum WorkspaceRef {
-    Primary,
-    Named { name: String },
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Base {
-    pub snapshot_digest: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_revision: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Stats {
-    pub additions: u64,
-    pub modifications: u64,
-    pub deletions: u64,
-    pub binary_files: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Changeset {
-    pub id: String,
-    pub workspace: WorkspaceRef,
-    pub base: Base,
-    pub entries: Vec<Entry>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub review: Option<Content>,
-    pub stats: Stats,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Artifact {
-    pub id: String,
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    pub content: Content,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Link {
-    pub id: String,
-    pub label: String,
-    pub uri: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Warning {
-    pub code: String,
-    pub message: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Completeness {
-    Complete,
-    Partial,
-}
-
-/// The version 1 outcome manifest.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Outcome {
-    pub version: u32,
-    pub id: String,
-    pub run_id: String,
-    pub created_at: String,
-    pub completeness: Completeness,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_index: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    pub changesets: Vec<Changeset>,
-    pub artifacts: Vec<Artifact>,
-    pub links: Vec<Link>,
-    pub warnings: Vec<Warning>,
-}
-
-/// A new outcome id: `wbo_` and 32 lower-case hex digits.
-pub fn new_outcome_id() -> String {
-    format!("wbo_{}", random_hex(16))
-}
-
-fn is_id_of(text: &str, prefix: &str) -> bool {
+pub(crate) fn is_id_of(text: &str, prefix: &str) -> bool {
     text.strip_prefix(prefix).is_some_and(|rest| {
         (20..=64).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
     })
@@ -320,23 +166,6 @@ fn check_mode(mode: u32) -> Result<()> {
 }
 
 impl Outcome {
-    /// An empty outcome for a run, created now.
-    pub fn new(run_id: &str, completeness: Completeness) -> Outcome {
-        Outcome {
-            version: 1,
-            id: new_outcome_id(),
-            run_id: run_id.to_owned(),
-            created_at: now_utc(),
-            completeness,
-            turn_index: None,
-            summary: None,
-            changesets: Vec::new(),
-            artifacts: Vec::new(),
-            links: Vec::new(),
-            warnings: Vec::new(),
-        }
-    }
-
     /// Every host rule the schema leaves out, plus the schema's own shape rules.
     pub fn validate(&self) -> Result<()> {
         if self.version != 1 {
@@ -450,50 +279,9 @@ impl Outcome {
         outcome.validate()?;
         Ok(outcome)
     }
-
-    /// Every content descriptor the manifest references.
-    pub fn contents(&self) -> Vec<&Content> {
-        let mut out = Vec::new();
-        for changeset in &self.changesets {
-            out.extend(changeset.review.iter());
-            for entry in &changeset.entries {
-                if let Some(State::File { content, .. }) = entry.after() {
-                    out.push(content);
-                }
-            }
-        }
-        out.extend(self.artifacts.iter().map(|a| &a.content));
-        out
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReceiptState {
-    Pending,
-    Present,
-    Applied,
-}
-
-/// The mutable application receipt.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Receipt {
-    pub version: u32,
-    pub outcome_id: String,
-    pub state: ReceiptState,
-    pub updated_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub applied_at: Option<String>,
 }
 
 impl Receipt {
-    pub fn new(outcome_id: &str, state: ReceiptState) -> Receipt {
-        let now = now_utc();
-        let applied_at = (state == ReceiptState::Applied).then(|| now.clone());
-        Receipt { version: 1, outcome_id: outcome_id.to_owned(), state, updated_at: now, applied_at }
-    }
-
     pub fn validate(&self) -> Result<()> {
         if self.version != 1 || !is_id_of(&self.outcome_id, "wbo_") || !is_utc(&self.updated_at) {
             return Err(invalid("Invalid outcome receipt"));
@@ -507,119 +295,4 @@ impl Receipt {
             _ => Ok(()),
         }
     }
-}
-
-/// Where each changeset's workspace was when the outcome was collected (engine-private, stored next to
-/// the manifest as `workspaces.json`; not part of the standard's manifest).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkspaceBindings {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary: Option<PathBuf>,
-    #[serde(default)]
-    pub named: BTreeMap<String, PathBuf>,
-}
-
-/// The outcomes of a Workbench home.
-#[derive(Debug)]
-pub struct OutcomeStore<'a> {
-    pub content: &'a ContentStore,
-}
-
-impl<'a> OutcomeStore<'a> {
-    pub fn new(content: &'a ContentStore) -> OutcomeStore<'a> {
-        OutcomeStore { content }
-    }
-
-    pub fn dir(&self, outcome_id: &str) -> Result<PathBuf> {
-        if !is_id_of(outcome_id, "wbo_") {
-            return Err(invalid(format!("Invalid outcome id: {outcome_id}")));
-        }
-        Ok(self.content.home().join("outcomes").join(outcome_id))
-    }
-
-    /// Validates and commits a manifest (written once, never replaced), its receipt and its bindings.
-    /// Every referenced content must already be in the store.
-    pub fn commit(&self, outcome: &Outcome, state: ReceiptState, bindings: &WorkspaceBindings) -> Result<Receipt> {
-        outcome.validate()?;
-        for content in outcome.contents() {
-            if !self.content.contains(&content.digest) {
-                return Err(Error::MissingContent(content.digest.clone()));
-            }
-        }
-        let text = to_json(outcome)?;
-        if text.len() as u64 > self.content.limits().per_manifest {
-            return Err(Error::Quota(self.content.limits().per_manifest));
-        }
-        let dir = self.dir(&outcome.id)?;
-        private_dir(dir.parent().unwrap_or(Path::new("/")))?;
-        fs::DirBuilder::new().mode_0700().create(&dir).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                Error::AlreadyExists(outcome.id.clone())
-            } else {
-                Error::Io { context: format!("Cannot create {}", dir.display()), cause: e }
-            }
-        })?;
-        atomic_write(&dir.join("workspaces.json"), to_json(bindings)?.as_bytes(), 0o600)?;
-        let receipt = Receipt::new(&outcome.id, state);
-        atomic_write(&dir.join("application.json"), to_json(&receipt)?.as_bytes(), 0o600)?;
-        // The manifest last: its presence marks a committed outcome.
-        write_new(&dir.join("outcome.json"), text.as_bytes())?;
-        Ok(receipt)
-    }
-
-    pub fn load(&self, outcome_id: &str) -> Result<Outcome> {
-        let path = self.dir(outcome_id)?.join("outcome.json");
-        let text = read_existing(&path, outcome_id)?;
-        Outcome::parse(&text)
-    }
-
-    pub fn receipt(&self, outcome_id: &str) -> Result<Receipt> {
-        let path = self.dir(outcome_id)?.join("application.json");
-        let text = read_existing(&path, outcome_id)?;
-        let receipt: Receipt =
-            serde_json::from_str(&text).map_err(|e| invalid(format!("Invalid outcome receipt: {e}")))?;
-        receipt.validate()?;
-        Ok(receipt)
-    }
-
-    pub fn write_receipt(&self, receipt: &Receipt) -> Result<()> {
-        receipt.validate()?;
-        atomic_write(&self.dir(&receipt.outcome_id)?.join("application.json"), to_json(receipt)?.as_bytes(), 0o600)
-    }
-
-    pub fn bindings(&self, outcome_id: &str) -> Result<WorkspaceBindings> {
-        let path = self.dir(outcome_id)?.join("workspaces.json");
-        match fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| invalid(format!("Invalid outcome bindings: {e}"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(WorkspaceBindings::default()),
-            Err(e) => Err(Error::Io { context: format!("Cannot read {}", path.display()), cause: e }),
-        }
-    }
-}
-
-trait Mode0700 {
-    fn mode_0700(&mut self) -> &mut Self;
-}
-
-impl Mode0700 for fs::DirBuilder {
-    fn mode_0700(&mut self) -> &mut Self {
-        std::os::unix::fs::DirBuilderExt::mode(self, 0o700)
-    }
-}
-
-fn read_existing(path: &Path, outcome_id: &str) -> Result<String> {
-    match fs::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotFound(outcome_id.to_owned())),
-        Err(e) => Err(io(format!("Cannot read {}", path.display()))(e)),
-    }
-}
-
-pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string_pretty(value)
-        .map(|mut s| {
-            s.push('\n');
-            s
-        })
-        .map_err(|e| invalid(format!("Cannot serialise outcome data: {e}")))
 }

@@ -2,17 +2,19 @@
 //! files, written atomically (temp + rename), verified on write and on read, with the facts' limits.
 
 use std::collections::HashSet;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
+use tempfile::NamedTempFile;
 
+use crate::digest::{content_digest, hex, is_digest};
 use crate::error::{Error, Result, io};
+use crate::files::private_dir;
 use crate::manifest::Content;
-use crate::util::{hex, is_digest, private_dir, random_hex};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -115,20 +117,21 @@ impl ContentStore {
         budget: &mut OutcomeBudget,
         durable: bool,
     ) -> Result<Content> {
-        let digest = format!("sha256:{}", hex(&Sha256::digest(bytes)));
+        let digest = content_digest(bytes);
         let size = bytes.len() as u64;
         self.admit(&digest, size, budget)?;
         if !self.contains(&digest) {
             let target = self.path_of(&digest)?;
             let parent = target.parent().unwrap_or(Path::new("/"));
             private_dir(parent)?;
-            let temp = parent.join(format!(".{}.tmp", random_hex(8)));
-            let result = (|| -> std::io::Result<()> {
-                let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-                file.write_all(bytes)?;
-                if durable { file.sync_all() } else { Ok(()) }
-            })();
-            self.finish(result, &temp, &target, &digest, size, durable)?;
+            let written = blob_temp(parent).and_then(|mut temp| {
+                temp.write_all(bytes)?;
+                if durable {
+                    temp.as_file().sync_all()?;
+                }
+                Ok(temp)
+            });
+            self.finish(written, &target, &digest, size, durable)?;
         }
         charge(budget, &digest, size);
         Ok(Content { digest, media_type: media_type.to_owned(), size_bytes: size })
@@ -158,11 +161,10 @@ impl ContentStore {
             return self.put_bytes_with(&bytes, media_type, budget, durable);
         }
         let parent = self.home.join("blobs").join("sha256");
-        let temp = parent.join(format!(".{}.tmp", random_hex(8)));
+        let mut temp = blob_temp(&parent).map_err(io(context.clone()))?;
         let mut hasher = Sha256::new();
         let mut size = 0u64;
         let copy = (|| -> std::io::Result<()> {
-            let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
             let mut buffer = vec![0u8; 256 * 1024];
             loop {
                 let n = source.read(&mut buffer)?;
@@ -174,28 +176,23 @@ impl ContentStore {
                     return Err(std::io::Error::other("blob limit"));
                 }
                 hasher.update(&buffer[..n]);
-                file.write_all(&buffer[..n])?;
+                temp.write_all(&buffer[..n])?;
             }
-            if durable { file.sync_all() } else { Ok(()) }
+            if durable { temp.as_file().sync_all() } else { Ok(()) }
         })();
+        // A temp file that is not persisted is removed when dropped.
         if let Err(error) = copy {
-            let _ = fs::remove_file(&temp);
             if size > self.limits.per_blob {
                 return Err(Error::Quota(self.limits.per_blob));
             }
             return Err(Error::Io { context, cause: error });
         }
         let digest = format!("sha256:{}", hex(&hasher.finalize()));
-        if let Err(error) = self.admit(&digest, size, budget) {
-            let _ = fs::remove_file(&temp);
-            return Err(error);
-        }
-        if self.contains(&digest) {
-            let _ = fs::remove_file(&temp);
-        } else {
+        self.admit(&digest, size, budget)?;
+        if !self.contains(&digest) {
             let target = self.path_of(&digest)?;
             private_dir(target.parent().unwrap_or(Path::new("/")))?;
-            self.finish(Ok(()), &temp, &target, &digest, size, durable)?;
+            self.finish(Ok(temp), &target, &digest, size, durable)?;
         }
         charge(budget, &digest, size);
         Ok(Content { digest, media_type: media_type.to_owned(), size_bytes: size })
@@ -209,7 +206,7 @@ impl ContentStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::MissingContent(digest.to_owned())),
             Err(e) => return Err(Error::Io { context: format!("Cannot read {}", path.display()), cause: e }),
         };
-        if format!("sha256:{}", hex(&Sha256::digest(&bytes))) != digest {
+        if content_digest(&bytes) != digest {
             return Err(Error::DigestMismatch(digest.to_owned()));
         }
         Ok(bytes)
@@ -229,44 +226,39 @@ impl ContentStore {
         Ok(())
     }
 
-    /// Verifies the written temp file, then renames it into place.
+    /// Verifies the written temp file (when `verify`), then renames it into place.
     fn finish(
         &self,
-        written: std::io::Result<()>,
-        temp: &Path,
+        written: std::io::Result<NamedTempFile>,
         target: &Path,
         digest: &str,
         size: u64,
         verify: bool,
     ) -> Result<()> {
-        let written = written.map(|()| verify);
-        let verified = written.and_then(|verify| {
-            if verify {
-                fs::read(temp).map(|bytes| format!("sha256:{}", hex(&Sha256::digest(&bytes))))
-            } else {
-                Ok(digest.to_owned())
-            }
-        });
-        match verified {
-            Ok(actual) if actual == digest => {}
-            Ok(_) => {
-                let _ = fs::remove_file(temp);
-                return Err(Error::DigestMismatch(digest.to_owned()));
-            }
-            Err(error) => {
-                let _ = fs::remove_file(temp);
-                return Err(Error::Io { context: format!("Cannot write {}", target.display()), cause: error });
+        let cannot_write = io(format!("Cannot write {}", target.display()));
+        let temp = match written {
+            Ok(temp) => temp,
+            Err(error) => return Err(cannot_write(error)),
+        };
+        if verify {
+            match fs::read(temp.path()) {
+                Ok(bytes) if content_digest(&bytes) == digest => {}
+                Ok(_) => return Err(Error::DigestMismatch(digest.to_owned())),
+                Err(error) => return Err(cannot_write(error)),
             }
         }
-        if let Err(error) = fs::rename(temp, target) {
-            let _ = fs::remove_file(temp);
-            return Err(Error::Io { context: format!("Cannot write {}", target.display()), cause: error });
-        }
+        temp.persist(target).map_err(|e| cannot_write(e.error))?;
         if let Ok(mut total) = self.total.lock() {
             *total += size;
         }
         Ok(())
     }
+}
+
+/// A new private (0600) temp file for a blob in `dir`, named `.<random>.tmp` (not counted as a blob), removed
+/// when dropped unless persisted.
+fn blob_temp(dir: &Path) -> std::io::Result<NamedTempFile> {
+    tempfile::Builder::new().prefix(".").suffix(".tmp").permissions(fs::Permissions::from_mode(0o600)).tempfile_in(dir)
 }
 
 pub(crate) fn charge(budget: &mut OutcomeBudget, digest: &str, size: u64) {
