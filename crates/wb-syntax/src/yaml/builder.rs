@@ -1,278 +1,15 @@
-//! A spanned YAML tree built from `saphyr-parser` events.
-//!
-//! The builder resolves plain scalars with the YAML 1.2 core schema (what the reference engine's parser
-//! does), expands aliases under a budget, applies `<<` merge keys, and records every problem it meets as a
-//! [`SyntaxError`] instead of failing.
+//! Turns `saphyr-parser` events into the spanned tree: collections on a stack of frames, anchors and
+//! aliases under the expansion budget, `<<` merge keys, duplicate keys, depth limits.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Span, Tag};
+use saphyr_parser::{Event, Marker, ScalarStyle, Span, Tag};
 
+use super::scalar::resolve_plain;
+use super::tree::{Entry, Mapping, Node, Parse, Style, SyntaxError, SyntaxErrorKind, Value};
+use super::{ALIAS_EXPANSION_BUDGET, MAX_DEPTH};
 use crate::TextRange;
-
-/// The most nodes alias expansion may create in one document. An "alias bomb" (aliases of aliases, each
-/// doubling the size) hits this limit after a few levels instead of exhausting memory.
-pub const ALIAS_EXPANSION_BUDGET: usize = 100_000;
-
-/// The deepest nesting of collections the builder accepts. Deeper documents are truncated with an error, so
-/// that recursive walks over the tree (drop, clone, checks) stay far from the stack limit.
-pub const MAX_DEPTH: usize = 128;
-
-/// The result of parsing: the text that positions refer to, the first document's root (if any) and every
-/// syntax problem.
-#[derive(Clone, Debug)]
-pub struct Parse {
-    /// The decoded source. For input that is not valid UTF-8 this is the lossy decoding, and positions refer
-    /// to it.
-    pub text: String,
-    pub root: Option<Node>,
-    pub errors: Vec<SyntaxError>,
-}
-
-/// One YAML value with the byte range it was written at.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Node {
-    pub value: Value,
-    pub range: TextRange,
-    pub style: Style,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Style {
-    Plain,
-    SingleQuoted,
-    DoubleQuoted,
-    Literal,
-    Folded,
-    Block,
-    Flow,
-}
-
-/// A YAML value after core-schema resolution. Numbers are `f64`, as in the reference engine's JavaScript.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Value {
-    Null,
-    Bool(bool),
-    Number(f64),
-    String(String),
-    Sequence(Vec<Node>),
-    Mapping(Mapping),
-}
-
-/// A mapping in document order. Keys are unique: a duplicate is reported and the first entry kept.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct Mapping {
-    pub entries: Vec<Entry>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Entry {
-    /// The key as a string (YAML keys of a manifest are plain strings; `1:` has the key `"1"`).
-    pub key: String,
-    pub key_range: TextRange,
-    pub value: Node,
-}
-
-impl Mapping {
-    pub fn get(&self, key: &str) -> Option<&Node> {
-        self.entry(key).map(|entry| &entry.value)
-    }
-
-    pub fn entry(&self, key: &str) -> Option<&Entry> {
-        self.entries.iter().find(|entry| entry.key == key)
-    }
-}
-
-impl Entry {
-    /// The range of the whole entry, from the key to the end of its value.
-    pub fn range(&self) -> TextRange {
-        self.key_range.cover(self.value.range)
-    }
-}
-
-impl Node {
-    pub fn as_mapping(&self) -> Option<&Mapping> {
-        match &self.value {
-            Value::Mapping(mapping) => Some(mapping),
-            _ => None,
-        }
-    }
-
-    pub fn as_sequence(&self) -> Option<&[Node]> {
-        match &self.value {
-            Value::Sequence(items) => Some(items),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(&self) -> Option<&str> {
-        match &self.value {
-            Value::String(text) => Some(text),
-            _ => None,
-        }
-    }
-
-    pub fn is_null(&self) -> bool {
-        matches!(self.value, Value::Null)
-    }
-
-    /// The JavaScript `String(value)` rendering, used by messages that quote a value.
-    pub fn js_string(&self) -> String {
-        match &self.value {
-            Value::Null => "null".to_owned(),
-            Value::Bool(value) => value.to_string(),
-            Value::Number(number) => js_number_to_string(*number),
-            Value::String(text) => text.clone(),
-            Value::Sequence(items) => items
-                .iter()
-                .map(|item| if item.is_null() { String::new() } else { item.js_string() })
-                .collect::<Vec<_>>()
-                .join(","),
-            Value::Mapping(_) => "[object Object]".to_owned(),
-        }
-    }
-
-    /// A short name of the value's type, for messages.
-    pub fn type_name(&self) -> &'static str {
-        match self.value {
-            Value::Null => "null",
-            Value::Bool(_) => "boolean",
-            Value::Number(_) => "number",
-            Value::String(_) => "string",
-            Value::Sequence(_) => "sequence",
-            Value::Mapping(_) => "mapping",
-        }
-    }
-
-    fn count(&self) -> usize {
-        1 + match &self.value {
-            Value::Sequence(items) => items.iter().map(Node::count).sum(),
-            Value::Mapping(mapping) => mapping.entries.iter().map(|entry| 1 + entry.value.count()).sum(),
-            _ => 0,
-        }
-    }
-}
-
-/// JavaScript's `String(number)`: integers without a fraction, `Infinity`, `NaN`.
-pub fn js_number_to_string(number: f64) -> String {
-    if number.is_nan() {
-        "NaN".to_owned()
-    } else if number.is_infinite() {
-        if number > 0.0 { "Infinity".to_owned() } else { "-Infinity".to_owned() }
-    } else if number.fract() == 0.0 && number.abs() < 1e21 {
-        format!("{number:.0}")
-    } else {
-        format!("{number}")
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SyntaxErrorKind {
-    /// The scanner or parser rejected the text.
-    Syntax,
-    /// Indentation with tab characters.
-    Tab,
-    DuplicateKey,
-    /// A second YAML document in the file.
-    MultipleDocuments,
-    /// A tag other than the core schema's.
-    Tag,
-    /// A key that is a sequence or mapping.
-    ComplexKey,
-    /// A byte-order mark at the start. Valid YAML, reported so it can be removed.
-    ByteOrderMark,
-    InvalidUtf8,
-    /// Alias expansion exceeded [`ALIAS_EXPANSION_BUDGET`].
-    AliasBudget,
-    /// Nesting deeper than [`MAX_DEPTH`].
-    TooDeep,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SyntaxError {
-    pub kind: SyntaxErrorKind,
-    pub range: TextRange,
-    pub message: String,
-    /// Another place the error concerns (the first of two duplicate keys).
-    pub related: Option<(TextRange, String)>,
-}
-
-/// Parses raw bytes. Input that is not UTF-8 is decoded lossily and reported.
-pub fn parse(bytes: &[u8]) -> Parse {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => parse_str(text),
-        Err(error) => {
-            let text = String::from_utf8_lossy(bytes).into_owned();
-            let offset = error.valid_up_to();
-            let mut parsed = parse_str(&text);
-            let end = text[offset..].chars().next().map_or(offset, |ch| offset + ch.len_utf8());
-            parsed.errors.insert(
-                0,
-                SyntaxError {
-                    kind: SyntaxErrorKind::InvalidUtf8,
-                    range: TextRange::new(offset, end),
-                    message: format!("File is not valid UTF-8: invalid byte at offset {offset}"),
-                    related: None,
-                },
-            );
-            parsed
-        }
-    }
-}
-
-/// Parses a string.
-pub fn parse_str(text: &str) -> Parse {
-    let mut builder = Builder::new(text);
-    if text.starts_with('\u{feff}') {
-        builder.error(
-            SyntaxErrorKind::ByteOrderMark,
-            TextRange::new(0, 3),
-            "File starts with a byte-order mark; save it as UTF-8 without BOM".to_owned(),
-        );
-    }
-    let mut parser = Parser::new_from_str(text).keep_tags(true);
-    while let Some(next) = parser.next_event() {
-        match next {
-            Ok((event, span)) => {
-                if !builder.event(event, span) {
-                    break;
-                }
-            }
-            Err(error) => {
-                let offset = builder.offset(*error.marker());
-                let end = text[offset..]
-                    .chars()
-                    .next()
-                    .filter(|ch| *ch != '\n' && *ch != '\r')
-                    .map_or(offset, |ch| offset + ch.len_utf8());
-                let tab = if error.info().contains("tab") {
-                    // Point at the offending tab: the last one before the marker on its line.
-                    let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
-                    let line_end = text[offset..].find('\n').map_or(text.len(), |at| offset + at);
-                    text[line_start..line_end].find('\t').map(|at| line_start + at)
-                } else {
-                    None
-                };
-                let (offset, end) = match tab {
-                    Some(at) => (at, at + 1),
-                    None => (offset, end),
-                };
-                let (kind, message) = if error.info().contains("recursion limit") {
-                    (SyntaxErrorKind::TooDeep, format!("YAML nesting is deeper than {MAX_DEPTH} levels"))
-                } else if error.info().contains("tab") {
-                    (SyntaxErrorKind::Tab, "Tabs are not allowed in YAML indentation; indent with spaces".to_owned())
-                } else {
-                    (SyntaxErrorKind::Syntax, format!("Invalid YAML: {}", error.info()))
-                };
-                builder.error(kind, TextRange::new(offset, end), message);
-                builder.drop_unfinished_entry();
-                break;
-            }
-        }
-    }
-    builder.finish()
-}
 
 enum Frame {
     Sequence {
@@ -293,7 +30,7 @@ enum Frame {
     },
 }
 
-struct Builder<'a> {
+pub(super) struct Builder<'a> {
     text: &'a str,
     /// Computed once: for ASCII text, saphyr's character indexes are byte offsets.
     ascii: bool,
@@ -310,7 +47,7 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(text: &'a str) -> Builder<'a> {
+    pub(super) fn new(text: &'a str) -> Builder<'a> {
         Builder {
             text,
             ascii: text.is_ascii(),
@@ -326,7 +63,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn offset(&mut self, marker: Marker) -> usize {
+    pub(super) fn offset(&mut self, marker: Marker) -> usize {
         let target = marker.index();
         if self.ascii {
             return target.min(self.text.len());
@@ -358,12 +95,12 @@ impl<'a> Builder<'a> {
         TextRange::new(start, end)
     }
 
-    fn error(&mut self, kind: SyntaxErrorKind, range: TextRange, message: String) {
+    pub(super) fn error(&mut self, kind: SyntaxErrorKind, range: TextRange, message: String) {
         self.errors.push(SyntaxError { kind, range, message, related: None });
     }
 
     /// Handles one event; returns false to stop reading events.
-    fn event(&mut self, event: Event<'_>, span: Span) -> bool {
+    pub(super) fn event(&mut self, event: Event<'_>, span: Span) -> bool {
         if self.documents > 1 {
             // Only the first document is built; later ones are still scanned for syntax errors.
             return true;
@@ -630,7 +367,7 @@ impl<'a> Builder<'a> {
 
     /// After a parse error, the last entry with an implicit empty value most likely had its real value on the
     /// lines that failed: it is left out instead of being checked as empty.
-    fn drop_unfinished_entry(&mut self) {
+    pub(super) fn drop_unfinished_entry(&mut self) {
         if let Some(Frame::Mapping { entries, key: None, .. }) = self.stack.last_mut() {
             if entries.last().is_some_and(|entry| entry.value.is_null() && entry.value.range.is_empty()) {
                 entries.pop();
@@ -638,7 +375,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn finish(mut self) -> Parse {
+    pub(super) fn finish(mut self) -> Parse {
         // Close whatever the text left open (it ended early or failed to parse): a partial tree still serves
         // completion and hover.
         while let Some(frame) = self.stack.pop() {
@@ -647,77 +384,4 @@ impl<'a> Builder<'a> {
         }
         Parse { text: self.text.to_owned(), root: self.root, errors: self.errors }
     }
-}
-
-/// Resolves a plain scalar with the YAML 1.2 core schema.
-fn resolve_plain(text: &str) -> Value {
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true),
-        "false" | "False" | "FALSE" => return Value::Bool(false),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Number(f64::INFINITY),
-        "-.inf" | "-.Inf" | "-.INF" => return Value::Number(f64::NEG_INFINITY),
-        ".nan" | ".NaN" | ".NAN" => return Value::Number(f64::NAN),
-        _ => {}
-    }
-    if let Some(octal) = text.strip_prefix("0o") {
-        if !octal.is_empty() && octal.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-            return Value::Number(digits_value(octal, 8));
-        }
-    }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Value::Number(digits_value(hex, 16));
-        }
-    }
-    if is_core_number(text) {
-        if let Ok(number) = text.parse::<f64>() {
-            return Value::Number(number);
-        }
-    }
-    Value::String(text.to_owned())
-}
-
-fn digits_value(digits: &str, radix: u32) -> f64 {
-    digits.chars().filter_map(|ch| ch.to_digit(radix)).fold(0.0, |acc, digit| acc * f64::from(radix) + f64::from(digit))
-}
-
-/// `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
-fn is_core_number(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    if matches!(bytes.first(), Some(b'-' | b'+')) {
-        i += 1;
-    }
-    let int_start = i;
-    while i < bytes.len() && bytes[i].is_ascii_digit() {
-        i += 1;
-    }
-    let int_digits = i - int_start;
-    let mut frac_digits = 0;
-    if i < bytes.len() && bytes[i] == b'.' {
-        i += 1;
-        let frac_start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        frac_digits = i - frac_start;
-    }
-    if int_digits == 0 && frac_digits == 0 {
-        return false;
-    }
-    if i < bytes.len() && matches!(bytes[i], b'e' | b'E') {
-        i += 1;
-        if matches!(bytes.get(i), Some(b'-' | b'+')) {
-            i += 1;
-        }
-        let exp_start = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == exp_start {
-            return false;
-        }
-    }
-    i == bytes.len()
 }

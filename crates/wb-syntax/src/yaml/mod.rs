@@ -1,0 +1,101 @@
+//! A spanned YAML tree built from `saphyr-parser` events.
+//!
+//! The builder resolves plain scalars with the YAML 1.2 core schema (what the reference engine's parser
+//! does), expands aliases under a budget, applies `<<` merge keys, and records every problem it meets as a
+//! [`SyntaxError`] instead of failing. `tree` holds the tree's types, `builder` turns parser events into it,
+//! `scalar` resolves plain scalars.
+
+mod builder;
+mod scalar;
+mod tree;
+
+use saphyr_parser::Parser;
+
+use crate::TextRange;
+use builder::Builder;
+
+pub use tree::{Entry, Mapping, Node, Parse, Style, SyntaxError, SyntaxErrorKind, Value, js_number_to_string};
+
+/// The most nodes alias expansion may create in one document. An "alias bomb" (aliases of aliases, each
+/// doubling the size) hits this limit after a few levels instead of exhausting memory.
+pub const ALIAS_EXPANSION_BUDGET: usize = 100_000;
+
+/// The deepest nesting of collections the builder accepts. Deeper documents are truncated with an error, so
+/// that recursive walks over the tree (drop, clone, checks) stay far from the stack limit.
+pub const MAX_DEPTH: usize = 128;
+
+/// Parses raw bytes. Input that is not UTF-8 is decoded lossily and reported.
+pub fn parse(bytes: &[u8]) -> Parse {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_str(text),
+        Err(error) => {
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            let offset = error.valid_up_to();
+            let mut parsed = parse_str(&text);
+            let end = text[offset..].chars().next().map_or(offset, |ch| offset + ch.len_utf8());
+            parsed.errors.insert(
+                0,
+                SyntaxError {
+                    kind: SyntaxErrorKind::InvalidUtf8,
+                    range: TextRange::new(offset, end),
+                    message: format!("File is not valid UTF-8: invalid byte at offset {offset}"),
+                    related: None,
+                },
+            );
+            parsed
+        }
+    }
+}
+
+/// Parses a string.
+pub fn parse_str(text: &str) -> Parse {
+    let mut builder = Builder::new(text);
+    if text.starts_with('\u{feff}') {
+        builder.error(
+            SyntaxErrorKind::ByteOrderMark,
+            TextRange::new(0, 3),
+            "File starts with a byte-order mark; save it as UTF-8 without BOM".to_owned(),
+        );
+    }
+    let mut parser = Parser::new_from_str(text).keep_tags(true);
+    while let Some(next) = parser.next_event() {
+        match next {
+            Ok((event, span)) => {
+                if !builder.event(event, span) {
+                    break;
+                }
+            }
+            Err(error) => {
+                let offset = builder.offset(*error.marker());
+                let end = text[offset..]
+                    .chars()
+                    .next()
+                    .filter(|ch| *ch != '\n' && *ch != '\r')
+                    .map_or(offset, |ch| offset + ch.len_utf8());
+                let tab = if error.info().contains("tab") {
+                    // Point at the offending tab: the last one before the marker on its line.
+                    let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+                    let line_end = text[offset..].find('\n').map_or(text.len(), |at| offset + at);
+                    text[line_start..line_end].find('\t').map(|at| line_start + at)
+                } else {
+                    None
+                };
+                let (offset, end) = match tab {
+                    Some(at) => (at, at + 1),
+                    None => (offset, end),
+                };
+                let (kind, message) = if error.info().contains("recursion limit") {
+                    (SyntaxErrorKind::TooDeep, format!("YAML nesting is deeper than {MAX_DEPTH} levels"))
+                } else if error.info().contains("tab") {
+                    (SyntaxErrorKind::Tab, "Tabs are not allowed in YAML indentation; indent with spaces".to_owned())
+                } else {
+                    (SyntaxErrorKind::Syntax, format!("Invalid YAML: {}", error.info()))
+                };
+                builder.error(kind, TextRange::new(offset, end), message);
+                builder.drop_unfinished_entry();
+                break;
+            }
+        }
+    }
+    builder.finish()
+}
