@@ -1,5 +1,5 @@
 //! Interoperability of the three judges of a manifest: our generated JSON schema, the official schema of the
-//! standard (`../shared/reference/schemas/`, beside the repository) and the checker itself.
+//! standard (found through `WB_OFFICIAL_SCHEMAS`, see `wb_testsupport::schemas`) and the checker itself.
 //!
 //! Every `workbench.yml` under `fixtures/` and every document of the table below is converted from YAML to
 //! JSON and validated with both schemas of its spec (both specs when `spec` is not 0 or 1). Our schema and the
@@ -709,19 +709,14 @@ struct Validators {
 }
 
 impl Validators {
-    fn new() -> Validators {
-        let official_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/schemas");
-        let specs = [0u8, 1]
-            .into_iter()
-            .map(|spec| {
-                let path = official_root.join(format!("v{spec}/workbench.schema.json"));
-                let text = std::fs::read_to_string(&path)
-                    .unwrap_or_else(|error| panic!("the official schema {} is unreadable: {error}", path.display()));
-                let official: Json = serde_json::from_str(&text).expect("the official schema is JSON");
-                (spec, compile(&wb_manifest::schema::schema(spec)), compile(&official))
-            })
-            .collect();
-        Validators { specs }
+    /// `None` when the official schemas are absent (and not required): the comparison is then skipped.
+    fn new() -> Option<Validators> {
+        let mut specs = Vec::new();
+        for spec in [0u8, 1] {
+            let official = wb_testsupport::schemas::official_schema(&format!("v{spec}/workbench.schema.json"))?;
+            specs.push((spec, compile(&wb_manifest::schema::schema(spec)), compile(&official)));
+        }
+        Some(Validators { specs })
     }
 }
 
@@ -832,7 +827,9 @@ fn fixtures(root: &Path) -> Vec<(String, PathBuf)> {
 #[test]
 fn schemas_and_checker_agree() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let validators = Validators::new();
+    let Some(validators) = Validators::new() else {
+        return;
+    };
     let mut failures: Vec<String> = Vec::new();
     let mut used = vec![false; EXCEPTIONS.len()];
     // (name, bytes, the official schema's verdict expected by the table)
