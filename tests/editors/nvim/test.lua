@@ -210,7 +210,7 @@ local function execution(workbench)
   out("ok: :WorkbenchCancel cancelled the run")
 
   -- Messages of several lines (a failed tool's, a failed run's): each of their lines is a line of the buffer,
-  -- indented after the first so that they cannot pass for lines of their own.
+  -- indented after the first so that they cannot pass for lines of their own; control characters are escaped.
   vim.cmd("WorkbenchRun this fails")
   local failed_buf = wait_for("a third run buffer", function()
     for _, bufnr in ipairs(buffers_named("^workbench://run/")) do
@@ -225,9 +225,11 @@ local function execution(workbench)
   end)
   local failed = buffer_text(failed_buf)
   check(
-    failed:find("\n✗ bash (ls missing) failed: exit status 2\n  ls: missing: No such file or directory\n", 1, true),
+    failed:find("\n✗ bash (ls missing) failed: exit status 2\n  ls: missing: No such file or directory\\u{1b}[0m\n", 1, true),
     "the failed tool's message is not in the run buffer:\n" .. failed
   )
+  -- The runner's escape sequence arrives escaped, as `wb-lsp run` prints it: it cannot drive a terminal UI.
+  check(not failed:find("\27", 1, true), "a raw escape character reached the run buffer:\n" .. failed)
   check(
     failed:match("\n■ Run failed in [%d.]+ m?s: The model request failed\n  rate limited %(429%)$"),
     "the failed run's message is not at the end of the run buffer:\n" .. failed
