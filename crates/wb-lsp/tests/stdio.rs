@@ -180,6 +180,7 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
         assert_eq!(event["sequence"], index as u64 + 1);
     }
     // Beside each event, the server's text for it (the editors show it as it is).
+    assert!(texts.iter().all(|text| text.as_array().is_some_and(|lines| lines.iter().all(Value::is_string))));
     let first = |index: usize| texts[index][0].as_str().unwrap_or_default().to_owned();
     let run_id = events[0]["run_id"].as_str().unwrap_or_default();
     assert!(first(0).starts_with(&format!("▶ Run {run_id} started: demo 0.1.0")), "{texts:?}");
