@@ -261,13 +261,6 @@ export function changesetLabel(view: OutcomeView, changesetId: string): string {
   return view.changesets.find((label) => label.id === changesetId)?.text ?? changesetId;
 }
 
-const MARKS: Record<OutcomeEntry['operation'], string> = { add: 'A', modify: 'M', delete: 'D' };
-
-/** `A`, `M` or `D`. */
-export function entryMark(entry: OutcomeEntry): string {
-  return MARKS[entry.operation];
-}
-
 /** A stored file's name as a path segment: no separators or control characters, never empty. */
 export function safeFileName(name: string): string {
   const cleaned = name.replace(/[\\/\u0000-\u001f\u007f]/g, '_').trim();

@@ -32,9 +32,9 @@ pub struct RunEventParams<'a> {
 /// One report of `workbench.smoke`: the engine's report (as `wb-lsp smoke --json`) and its `text`, line by
 /// line (the editors choose the message level from `status`).
 #[derive(Serialize)]
-pub struct SmokeReport<'a> {
+pub struct SmokeReport {
     #[serde(flatten)]
-    pub report: &'a wb_engine::Smoke,
+    pub report: wb_engine::Smoke,
     pub text: Vec<String>,
 }
 

@@ -130,15 +130,8 @@ pub fn smoke(
 ) -> anyhow::Result<Option<Value>> {
     preparing(snapshot, &params, sender, "Workbench smoke", |snapshot, options| {
         let reports = wb_engine::smoke(&snapshot.overlay, options, &snapshot.catalog)?;
-        // Serialized here: a report with its text borrows the report.
-        let texts: Vec<Value> = reports
-            .iter()
-            .map(|report| {
-                let report = SmokeReport { report, text: text::smoke::smoke_lines(report) };
-                serde_json::to_value(report).unwrap_or(Value::Null)
-            })
-            .collect();
-        Ok(texts)
+        let with_text = |report| SmokeReport { text: text::smoke::smoke_lines(&report), report };
+        Ok(reports.into_iter().map(with_text).collect::<Vec<_>>())
     })
 }
 
