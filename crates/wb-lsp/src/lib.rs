@@ -7,3 +7,4 @@ pub mod output;
 /// stdout is the protocol channel: nothing in the server may print to it.
 #[deny(clippy::print_stdout)]
 pub mod server;
+mod text;

@@ -134,6 +134,7 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
         "params": {"command": "workbench.run", "arguments": arguments, "workDoneToken": "run-1"}}));
     let mut events = Vec::new();
+    let mut texts = Vec::new();
     let mut lenses = None;
     let mut progress = 0;
     let mut smoke_progress = 0;
@@ -149,7 +150,10 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
             (Some(6), None) => smoke = Some(message["result"].clone()),
             (Some(2), None) => lenses = Some(message["result"].clone()),
             (Some(3), None) => break message,
-            (_, Some("workbench/runEvent")) => events.push(message["params"]["event"].clone()),
+            (_, Some("workbench/runEvent")) => {
+                events.push(message["params"]["event"].clone());
+                texts.push(message["params"]["text"].clone());
+            }
             (_, Some("$/progress")) if message["params"]["token"] == "smoke-1" => {
                 smoke_progress += 1;
                 begins.extend(
@@ -175,6 +179,17 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     for (index, event) in events.iter().enumerate() {
         assert_eq!(event["sequence"], index as u64 + 1);
     }
+    // Beside each event, the server's text for it (the editors show it as it is).
+    assert!(texts.iter().all(|text| text.as_array().is_some_and(|lines| lines.iter().all(Value::is_string))));
+    let first = |index: usize| texts[index][0].as_str().unwrap_or_default().to_owned();
+    let run_id = events[0]["run_id"].as_str().unwrap_or_default();
+    assert!(first(0).starts_with(&format!("▶ Run {run_id} started: demo 0.1.0")), "{texts:?}");
+    assert_eq!(texts[1], json!(["  the runner is ready"]));
+    assert_eq!(texts[2], json!(["done"]));
+    assert!(first(3).starts_with("  usage: "), "{texts:?}");
+    let outcome_id = events[4]["data"]["outcome_id"].as_str().unwrap_or_default();
+    assert!(first(4).starts_with(&format!("  outcome {outcome_id} (")), "{texts:?}");
+    assert!(first(5).starts_with("■ Run completed in "), "{texts:?}");
     assert!(progress >= 2, "begin and end progress");
     // The smoke's progress may still be in flight when the run's response arrives: read until its end.
     while smoke_progress < 2 {
@@ -213,6 +228,8 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     assert!(dry_run["env"].as_array().is_some_and(|names| names.iter().any(|n| n == "API_TOKEN")));
     let smoke = smoke.expect("smoke result");
     assert_eq!(smoke[0]["status"], "ready", "{smoke}");
+    assert_eq!(smoke[0]["text"][0], "demo is ready", "{smoke}");
+    assert!(smoke[0]["text"].as_array().is_some_and(|lines| lines.iter().any(|l| l == "  auth ready (openai)")));
     // The run's outcome: inspect it, and applying it is refused (a local run's changes are already present).
     let outcome_id = result["result"]["outcomeId"].as_str().expect("the run committed an outcome").to_owned();
     send(json!({"jsonrpc": "2.0", "id": 9, "method": "workspace/executeCommand",
@@ -231,6 +248,19 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     let inspected = inspected.unwrap();
     assert_eq!(inspected["result"]["outcome"]["id"], json!(outcome_id), "{inspected}");
     assert_eq!(inspected["result"]["receipt"]["state"], "present", "{inspected}");
+    // Its text: the summary lines of `wb-lsp outcome ID` (this run changed nothing), the brief, the labels.
+    let lines = &inspected["result"]["lines"];
+    let header = lines[0]["text"].as_str().unwrap_or_default();
+    assert!(header.starts_with(&format!("Outcome {outcome_id} (run wb_")), "{lines}");
+    assert!(header.ends_with(", complete, present)"), "{lines}");
+    let rest = lines.as_array().map(|lines| lines[1..].to_vec()).unwrap_or_default();
+    assert_eq!(
+        rest,
+        [json!({"text": "Changesets: none"}), json!({"text": "Artifacts: 0"}), json!({"text": "Links: 0"})]
+    );
+    assert_eq!(inspected["result"]["brief"], "no changes; 0 artifacts; 0 links");
+    assert_eq!(inspected["result"]["changesets"], json!([]));
+    assert_eq!(inspected["result"]["receiptText"], "the run already made its changes in the workspace");
     let applied = applied.unwrap();
     assert_eq!(applied["error"]["message"], "Outcome changes are already present in the workspace", "{applied}");
     send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));

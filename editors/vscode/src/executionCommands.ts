@@ -20,7 +20,7 @@ import {
   SERVER_COMMAND_SMOKE,
 } from './constants';
 import type { ServerClient } from './controller';
-import { isOutcomeId, outcomeBrief, type OutcomeView } from './outcome';
+import { isOutcomeId, type OutcomeView } from './outcome';
 import { BUTTON_APPLY_OUTCOME, BUTTON_SHOW_OUTCOME, BUTTON_VIEW_DIFF, type OutcomeCommands } from './outcomeCommands';
 import { isManifestPath } from './paths';
 import {
@@ -28,12 +28,12 @@ import {
   declaredRuntimes,
   errorMessage,
   executionArguments,
-  formatRunEvent,
-  formatSmokeReports,
   isRequestCancelled,
   isRunResult,
   runOutcome,
+  smokeLines,
   smokeOutcome,
+  textLines,
   type RunEventParams,
   type RunOutcome,
 } from './run';
@@ -152,7 +152,7 @@ export class ExecutionCommands implements vscode.Disposable {
         { location: vscode.ProgressLocation.Window, title: 'Workbench: smoke' },
         () => client.executeCommand(SERVER_COMMAND_SMOKE, [executionArguments(uri.toString())]),
       );
-      for (const line of formatSmokeReports(reports)) {
+      for (const line of smokeLines(reports)) {
         this.runOutput.appendLine(line);
       }
       outcome = smokeOutcome(reports);
@@ -283,7 +283,10 @@ export class ExecutionCommands implements vscode.Disposable {
     run.cancellation.cancel();
   }
 
-  /** A `workbench/runEvent` notification: its lines go to the run channel; the first names the active run. */
+  /**
+   * A `workbench/runEvent` notification: the server's lines for it go to the run channel; the first names the
+   * active run.
+   */
   onRunEvent(params: RunEventParams): void {
     const active = this.activeRun;
     if (active !== undefined && active.runId === undefined) {
@@ -293,7 +296,7 @@ export class ExecutionCommands implements vscode.Disposable {
     if (active?.runId === params.event.run_id && params.event.type === 'outcome.available' && isOutcomeId(outcomeId)) {
       active.outcomeId = outcomeId;
     }
-    for (const line of formatRunEvent(params.event)) {
+    for (const line of textLines(params.text)) {
       this.runOutput.appendLine(line);
     }
   }
@@ -374,10 +377,10 @@ export class ExecutionCommands implements vscode.Disposable {
    * there is a review diff, Apply Outcome when it is pending) and the run channel. Not awaited.
    */
   private offerRunEnding(ending: RunOutcome, view: OutcomeView): void {
-    const { outcome, receipt } = view;
+    const { outcome, receipt, brief } = view;
     const stop = /[.!?]$/.test(ending.message) ? '' : '.';
     const state = receipt.state === 'pending' ? ' (pending: not applied yet)' : '';
-    const message = `${ending.message}${stop} Outcome${state}: ${outcomeBrief(outcome)}.`;
+    const message = `${ending.message}${stop} Outcome${state}: ${brief}.`;
     const buttons = [BUTTON_SHOW_OUTCOME];
     if (outcome.changesets.some((changeset) => view.files.reviews.some((file) => file.changeset === changeset.id))) {
       buttons.push(BUTTON_VIEW_DIFF);

@@ -1,9 +1,9 @@
 /**
  * A run's outcome as the server's `workbench.outcome` answers it (docs/lsp-extensions.md; the manifest and the
- * receipt follow the outcomes contract's schemas), as plain functions (no `vscode` here): reading the answer,
- * the summary lines (the text of `wb-lsp outcome ID`), the one-line brief of a run's ending message, the
- * outcome ids a command accepts, and the paths of the read-only documents the extension opens for an
- * artifact or a review diff.
+ * receipt follow the outcomes contract's schemas), as plain functions (no `vscode` here): reading the answer
+ * (with the text the server renders: the summary lines of `wb-lsp outcome ID`, the one-line brief, a label per
+ * changeset, what the receipt state means), the outcome ids a command accepts, and the paths of the read-only
+ * documents the extension opens for an artifact or a review diff.
  */
 
 /** A content descriptor: the stored bytes' digest, media type and size. */
@@ -68,7 +68,18 @@ export interface OutcomeReceipt {
   applied_at?: string;
 }
 
-/** The answer of `workbench.outcome`: the manifest, the receipt and the stored files an editor can open. */
+/** One line of the summary the server renders, with the changeset or artifact it shows. */
+export interface SummaryLine {
+  text: string;
+  changeset?: string;
+  artifact?: string;
+}
+
+/**
+ * The answer of `workbench.outcome`: the manifest, the receipt, the stored files an editor can open, and the
+ * server's text: the summary `lines`, the `brief` (`1 added, 0 modified, 0 deleted; 1 artifact; 0 links`),
+ * each changeset's label (`primary workspace: 1 added, ...`) and what the receipt state means (`receiptText`).
+ */
 export interface OutcomeView {
   outcome: OutcomeManifest;
   receipt: OutcomeReceipt;
@@ -76,13 +87,18 @@ export interface OutcomeView {
     artifacts: Array<{ id: string; name: string; file: string }>;
     reviews: Array<{ changeset: string; file: string }>;
   };
+  lines: SummaryLine[];
+  brief: string;
+  changesets: Array<{ id: string; text: string }>;
+  receiptText: string;
 }
 
-/** The answer of `workbench.applyOutcome`. */
+/** The answer of `workbench.applyOutcome`: the counts, and `text` (`3 applied, 0 unchanged`). */
 export interface ApplyResult {
   outcomeId: string;
   applied: number;
   unchanged: number;
+  text: string;
 }
 
 const OUTCOME_ID = /^wbo_[a-z0-9]{20,64}$/;
@@ -205,11 +221,23 @@ export function parseOutcomeView(value: unknown): OutcomeView | undefined {
       isObject(file) && isString(file.changeset) && isString(file.file),
   );
   const outcome = { ...value.outcome, warnings: value.outcome.warnings ?? [] };
-  return { outcome, receipt: value.receipt, files: { artifacts, reviews } };
+  const lines = (Array.isArray(value.lines) ? value.lines : []).filter(
+    (line): line is SummaryLine =>
+      isObject(line) &&
+      isString(line.text) &&
+      (line.changeset === undefined || isString(line.changeset)) &&
+      (line.artifact === undefined || isString(line.artifact)),
+  );
+  const changesets = (Array.isArray(value.changesets) ? value.changesets : []).filter(
+    (label): label is { id: string; text: string } => isObject(label) && isString(label.id) && isString(label.text),
+  );
+  const brief = isString(value.brief) ? value.brief : '';
+  const receiptText = isString(value.receiptText) ? value.receiptText : '';
+  return { outcome, receipt: value.receipt, files: { artifacts, reviews }, lines, brief, changesets, receiptText };
 }
 
 export function isApplyResult(value: unknown): value is ApplyResult {
-  return isObject(value) && isCount(value.applied) && isCount(value.unchanged);
+  return isObject(value) && isCount(value.applied) && isCount(value.unchanged) && isString(value.text);
 }
 
 /** The outcome id a command was invoked with: the id itself, or an object with `id` or `outcomeId`. */
@@ -228,92 +256,9 @@ export function outcomeArgumentId(argument: unknown): string | undefined {
   return undefined;
 }
 
-/** `primary workspace` or `workspace NAME`. */
-export function workspaceLabel(workspace: OutcomeWorkspace): string {
-  return workspace.kind === 'named' ? `workspace ${workspace.name}` : 'primary workspace';
-}
-
-/** `1 added, 2 modified, 0 deleted`. */
-export function changesetStats(changeset: OutcomeChangeset): string {
-  const stats = changeset.stats;
-  return `${stats.additions} added, ${stats.modifications} modified, ${stats.deletions} deleted`;
-}
-
-const MARKS: Record<OutcomeEntry['operation'], string> = { add: 'A', modify: 'M', delete: 'D' };
-
-/** `A`, `M` or `D`. */
-export function entryMark(entry: OutcomeEntry): string {
-  return MARKS[entry.operation];
-}
-
-/**
- * The summary of an outcome, line by line: the same text as `wb-lsp outcome ID` (changesets with each entry,
- * artifacts with media type and size, links, warnings).
- */
-export function outcomeSummary(view: OutcomeView): string[] {
-  const { outcome, receipt } = view;
-  const lines = [`Outcome ${outcome.id} (run ${outcome.run_id}, ${outcome.completeness}, ${receipt.state})`];
-  if (outcome.summary !== undefined) {
-    // Continuation lines indented, as `wb-lsp outcome` prints them, so they cannot pass for lines of their own.
-    const [first, ...rest] = outcome.summary.split(/\r?\n/);
-    lines.push(`Summary: ${first ?? ''}`, ...rest.map((line) => `  ${line}`));
-  }
-  if (outcome.changesets.length === 0) {
-    lines.push('Changesets: none');
-  }
-  for (const changeset of outcome.changesets) {
-    lines.push(`Changeset ${changeset.id} (${workspaceLabel(changeset.workspace)}): ${changesetStats(changeset)}`);
-    for (const entry of changeset.entries) {
-      lines.push(`  ${entryMark(entry)} ${entry.path}`);
-    }
-  }
-  lines.push(`Artifacts: ${outcome.artifacts.length}`);
-  for (const artifact of outcome.artifacts) {
-    const path = artifact.path === undefined ? '' : ` (${artifact.path})`;
-    lines.push(`  ${artifact.name}${path}: ${artifact.content.media_type}, ${artifact.content.size_bytes} bytes`);
-  }
-  lines.push(`Links: ${outcome.links.length}`);
-  for (const link of outcome.links) {
-    const kind = link.kind === undefined ? '' : ` [${link.kind}]`;
-    lines.push(`  ${link.label}${kind}: ${link.uri}`);
-  }
-  for (const warning of outcome.warnings) {
-    lines.push(`warning: ${warning.message} (${warning.code})`);
-  }
-  return lines;
-}
-
-function plural(count: number, word: string): string {
-  return `${count} ${word}${count === 1 ? '' : 's'}`;
-}
-
-/** One line for a message: `1 added, 1 modified, 1 deleted; 1 artifact; 1 link` (changes summed over changesets). */
-export function outcomeBrief(outcome: OutcomeManifest): string {
-  let additions = 0;
-  let modifications = 0;
-  let deletions = 0;
-  for (const changeset of outcome.changesets) {
-    additions += changeset.stats.additions;
-    modifications += changeset.stats.modifications;
-    deletions += changeset.stats.deletions;
-  }
-  const changes =
-    additions + modifications + deletions === 0
-      ? 'no changes'
-      : `${additions} added, ${modifications} modified, ${deletions} deleted`;
-  return `${changes}; ${plural(outcome.artifacts.length, 'artifact')}; ${plural(outcome.links.length, 'link')}`;
-}
-
-/** What a receipt state means for applying, for messages. */
-export function receiptExplanation(state: ReceiptState): string {
-  switch (state) {
-    case 'pending':
-      return 'its changes are not in the workspace yet';
-    case 'present':
-      return 'the run already made its changes in the workspace';
-    case 'applied':
-      return 'it was already applied';
-  }
+/** The server's label of a changeset: `primary workspace: 1 added, 0 modified, 0 deleted`. */
+export function changesetLabel(view: OutcomeView, changesetId: string): string {
+  return view.changesets.find((label) => label.id === changesetId)?.text ?? changesetId;
 }
 
 /** A stored file's name as a path segment: no separators or control characters, never empty. */

@@ -22,17 +22,13 @@ import {
 import type { ServerClient } from './controller';
 import {
   artifactPath,
-  changesetStats,
+  changesetLabel,
   isApplyResult,
   isOutcomeId,
   isWebLink,
   outcomeArgumentId,
-  outcomeBrief,
-  outcomeSummary,
   parseOutcomeView,
-  receiptExplanation,
   reviewPath,
-  workspaceLabel,
   type OutcomeArtifact,
   type OutcomeView,
 } from './outcome';
@@ -108,8 +104,8 @@ export class OutcomeCommands implements vscode.Disposable {
       this.runOutput.appendLine(`  outcome ${outcomeId} could not be read: ${fetched.error}`);
       return undefined;
     }
-    for (const line of outcomeSummary(fetched.view)) {
-      this.runOutput.appendLine(line);
+    for (const line of fetched.view.lines) {
+      this.runOutput.appendLine(line.text);
     }
     this.setPending(fetched.view);
     return fetched.view;
@@ -132,7 +128,7 @@ export class OutcomeCommands implements vscode.Disposable {
     }
     const picked = await vscode.window.showQuickPick(items, {
       title: `Outcome ${outcome.id}: ${outcome.completeness}, ${receipt.state}`,
-      placeHolder: outcome.summary ?? outcomeBrief(outcome),
+      placeHolder: outcome.summary ?? view.brief,
       matchOnDescription: true,
       matchOnDetail: true,
     });
@@ -189,7 +185,7 @@ export class OutcomeCommands implements vscode.Disposable {
       const picked = await vscode.window.showQuickPick(
         reviewed.map((candidate) => ({
           label: `$(diff) ${candidate.id}`,
-          description: `${workspaceLabel(candidate.workspace)}: ${changesetStats(candidate)}`,
+          description: changesetLabel(view, candidate.id),
           changeset: candidate,
         })),
         { title: `Review diffs of ${outcome.id}`, placeHolder: 'The changeset whose review diff to open' },
@@ -213,13 +209,11 @@ export class OutcomeCommands implements vscode.Disposable {
     const { outcome, receipt } = view;
     if (receipt.state !== 'pending') {
       void vscode.window.showInformationMessage(
-        `Workbench: outcome ${outcome.id} is ${receipt.state}: ${receiptExplanation(receipt.state)}. Nothing to apply.`,
+        `Workbench: outcome ${outcome.id} is ${receipt.state}: ${view.receiptText}. Nothing to apply.`,
       );
       return;
     }
-    const changes = outcome.changesets.map(
-      (changeset) => `${workspaceLabel(changeset.workspace)}: ${changesetStats(changeset)}`,
-    );
+    const changes = outcome.changesets.map((changeset) => changesetLabel(view, changeset.id));
     const choice = await vscode.window.showWarningMessage(
       `Apply outcome ${outcome.id} to its workspace?`,
       {
@@ -246,7 +240,7 @@ export class OutcomeCommands implements vscode.Disposable {
       if (!isApplyResult(result)) {
         throw new Error('the server answered with something unexpected');
       }
-      const counts = `${result.applied} applied, ${result.unchanged} unchanged`;
+      const counts = result.text;
       this.runOutput.appendLine(`Applied outcome ${outcome.id}: ${counts}`);
       void vscode.window.showInformationMessage(`Workbench: applied outcome ${outcome.id}: ${counts}.`);
     } catch (error) {
@@ -397,7 +391,7 @@ export class OutcomeCommands implements vscode.Disposable {
       const openDiff = reviewed ? () => this.openReview(outcome.id, changeset.id) : undefined;
       items.push({
         label: `$(diff) ${changeset.id}`,
-        description: `${workspaceLabel(changeset.workspace)}: ${changesetStats(changeset)}`,
+        description: changesetLabel(view, changeset.id),
         detail: reviewed ? 'View the review diff' : 'No review diff',
         action: openDiff,
       });
@@ -434,7 +428,7 @@ export class OutcomeCommands implements vscode.Disposable {
     if (receipt.state === 'pending' && items.length > 0) {
       items.push(separator('Pending'), {
         label: `$(check) ${BUTTON_APPLY_OUTCOME}…`,
-        description: receiptExplanation(receipt.state),
+        description: view.receiptText,
         action: () => this.apply(outcome.id),
       });
     }

@@ -1,8 +1,8 @@
 /**
  * The execution commands' data, as plain functions (no `vscode` here): the arguments of `workbench.dryRun`,
- * `workbench.smoke` and `workbench.run`, the lines written for each canonical run event (protocol 0), the
- * summary of smoke reports, the run's ending, and the runtimes a manifest declares. The protocol is described
- * in docs/lsp-extensions.md.
+ * `workbench.smoke` and `workbench.run`, reading the lines the server renders for each run event and smoke
+ * report, the message of smoke reports and of the run's ending, and the runtimes a manifest declares. The
+ * protocol is described in docs/lsp-extensions.md.
  */
 
 /** The argument object of the server's execution commands. */
@@ -66,9 +66,15 @@ export interface RunEvent {
   data: Record<string, unknown>;
 }
 
-/** `workbench/runEvent`'s parameters. */
+/** `workbench/runEvent`'s parameters: the event and the server's lines for it (none for `runner.event`). */
 export interface RunEventParams {
   event: RunEvent;
+  text?: unknown;
+}
+
+/** The strings of a server `text` field (a list of lines; anything else gives none). */
+export function textLines(text: unknown): string[] {
+  return Array.isArray(text) ? text.filter((line): line is string => typeof line === 'string') : [];
 }
 
 export function isRunEventParams(value: unknown): value is RunEventParams {
@@ -84,125 +90,11 @@ export function isRunEventParams(value: unknown): value is RunEventParams {
   );
 }
 
-function text(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
-
-function count(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-}
-
-/** `1234` ms as `1.2 s`, under a second as `850 ms`. */
-export function formatDuration(milliseconds: unknown): string | undefined {
-  const ms = count(milliseconds);
-  if (ms === undefined) {
-    return undefined;
-  }
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
-
-function took(data: Record<string, unknown>): string {
-  const duration = formatDuration(data.duration_ms);
-  return duration === undefined ? '' : ` in ${duration}`;
-}
-
-function toolLabel(data: Record<string, unknown>): string {
-  const name = text(data.name) ?? 'tool';
-  const detail = text(data.title) ?? text(data.target);
-  return detail === undefined ? name : `${name} (${detail})`;
-}
-
 const TERMINAL_TYPES = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 
 /** True for the event that ends a run (exactly one per run). */
 export function isTerminalEvent(event: RunEvent): boolean {
   return TERMINAL_TYPES.has(event.type);
-}
-
-/**
- * The human-readable lines for one event: the text the model wrote, tools started and completed, files
- * changed, usage and the final status. Events without meaning for a reader (`runner.event`) give no line.
- */
-export function formatRunEvent(event: RunEvent): string[] {
-  const data = typeof event.data === 'object' && event.data !== null ? event.data : {};
-  switch (event.type) {
-    case 'run.started': {
-      const what = [text(data.workbench), text(data.version)].filter((part) => part !== undefined).join(' ');
-      const runtime = text(data.runtime);
-      const on = runtime === undefined ? '' : ` on ${runtime}`;
-      return [`▶ Run ${event.run_id} started: ${what.length > 0 ? what : 'Workbench'}${on} (${event.runner})`];
-    }
-    case 'run.ready':
-      return ['  the runner is ready'];
-    case 'output.text': {
-      const written = typeof data.text === 'string' ? data.text : '';
-      return written.length === 0 ? [] : written.split(/\r?\n/);
-    }
-    case 'tool.started':
-      return [`⚙ ${toolLabel(data)} started`];
-    case 'tool.completed': {
-      if (data.status === 'failed') {
-        const message = text(data.message);
-        return [`✗ ${toolLabel(data)} failed${message === undefined ? '' : `: ${message}`}`];
-      }
-      return [`✓ ${toolLabel(data)} completed`];
-    }
-    case 'file.changed': {
-      const tool = text(data.tool);
-      return [`✎ ${text(data.path) ?? 'a file'} changed${tool === undefined ? '' : ` (${tool})`}`];
-    }
-    case 'usage.updated':
-      return [`  usage: ${formatUsage(data)}`];
-    case 'outcome.available': {
-      const count = (value: unknown, word: string): string => {
-        const n = typeof value === 'number' ? value : 0;
-        return `${n} ${word}${n === 1 ? '' : 's'}`;
-      };
-      const id = text(data.outcome_id) ?? '?';
-      return [
-        `  outcome ${id} (${count(data.changesets, 'changeset')}, ${count(data.artifacts, 'artifact')}, ${count(data.links, 'link')})`,
-      ];
-    }
-    case 'outcome.failed': {
-      const message = text(data.message);
-      return [`  outcome failed${message === undefined ? '' : `: ${message}`}`];
-    }
-    case 'run.completed':
-      return [`■ Run completed${took(data)}`];
-    case 'run.failed': {
-      const message = text(data.message);
-      return [`■ Run failed${took(data)}${message === undefined ? '' : `: ${message}`}`];
-    }
-    case 'run.cancelled':
-      return [`■ Run cancelled${took(data)}`];
-    case 'runner.event':
-      return [];
-    default:
-      return [`  ${event.type} ${JSON.stringify(data)}`];
-  }
-}
-
-/** `3 input, 1 output tokens, $0.0012` from a `usage.updated` event's data. */
-export function formatUsage(data: Record<string, unknown>): string {
-  const parts: string[] = [];
-  for (const [key, label] of [
-    ['input_tokens', 'input'],
-    ['output_tokens', 'output'],
-    ['reasoning_tokens', 'reasoning'],
-    ['cache_read_tokens', 'cache read'],
-    ['cache_write_tokens', 'cache write'],
-  ] as const) {
-    const value = count(data[key]);
-    if (value !== undefined) {
-      parts.push(`${value} ${label}`);
-    }
-  }
-  let line = parts.length === 0 ? 'updated' : `${parts.join(', ')} tokens`;
-  const cost = count(data.cost_usd);
-  if (cost !== undefined) {
-    line += `, $${cost.toFixed(4)}`;
-  }
-  return line;
 }
 
 /** The result of `workbench.run`. */
@@ -278,87 +170,46 @@ export function errorMessage(error: unknown): string {
   return String(error);
 }
 
-/** One entry of `workbench.smoke`'s answer. */
+/** One entry of `workbench.smoke`'s answer, with the server's lines for it. */
 export interface SmokeReport {
   status: 'ready' | 'needs-auth' | 'failed';
   workbench: string;
-  version: string;
-  runtime: string;
-  runner?: { name?: string; path?: string | null };
-  tools?: Array<{ name?: string; path?: string }>;
-  authentication?: { ready?: boolean; model?: string; route?: string | null; variable?: string | null };
-  warnings?: string[];
-  error?: { code?: string; message?: string };
+  text?: unknown;
 }
 
 function isSmokeReport(value: unknown): value is SmokeReport {
   return typeof value === 'object' && value !== null && typeof (value as { status?: unknown }).status === 'string';
 }
 
-/** The lines written to the run output channel for smoke reports. */
-export function formatSmokeReports(reports: unknown): string[] {
-  const list = Array.isArray(reports) ? reports.filter(isSmokeReport) : [];
-  if (list.length === 0) {
-    return ['Smoke: the server reported no package.'];
-  }
-  const lines: string[] = [];
-  for (const report of list) {
-    const name = [report.workbench, report.version].filter((part) => part.length > 0).join(' ') || 'Workbench';
-    lines.push(`Smoke ${name}${report.runtime.length > 0 ? ` on ${report.runtime}` : ''}: ${report.status}`);
-    if (report.runner?.name !== undefined) {
-      lines.push(`  runner: ${report.runner.name}${report.runner.path ? ` (${report.runner.path})` : ''}`);
-    }
-    for (const tool of report.tools ?? []) {
-      lines.push(`  tool: ${tool.name ?? '?'}${tool.path ? ` (${tool.path})` : ''}`);
-    }
-    const auth = report.authentication;
-    if (auth !== undefined) {
-      const how = auth.variable ? ` with ${auth.variable}` : '';
-      const via = auth.route ? ` via ${auth.route}` : '';
-      lines.push(`  model: ${auth.model ?? '?'}${via}${auth.ready ? how : ' (not authenticated)'}`);
-    }
-    for (const warning of report.warnings ?? []) {
-      lines.push(`  warning: ${warning}`);
-    }
-    if (report.error?.message !== undefined) {
-      lines.push(`  error: ${report.error.message}`);
-    }
-  }
-  return lines;
+function smokeReports(reports: unknown): SmokeReport[] {
+  return Array.isArray(reports) ? reports.filter(isSmokeReport) : [];
 }
 
-/** The message shown for smoke reports: the worst status decides its level. */
+/** The lines written to the run output channel for smoke reports: the server's text of each. */
+export function smokeLines(reports: unknown): string[] {
+  const list = smokeReports(reports);
+  return list.length === 0 ? ['Smoke: the server reported no package.'] : list.flatMap((r) => textLines(r.text));
+}
+
+const SMOKE_SEVERITY = ['ready', 'needs-auth', 'failed'];
+const SMOKE_LEVELS: Record<string, RunOutcome['level']> = { ready: 'information', 'needs-auth': 'warning' };
+
+/** The message shown for smoke reports: the first line of the worst report; its status decides the level. */
 export function smokeOutcome(reports: unknown): RunOutcome {
-  const list = Array.isArray(reports) ? reports.filter(isSmokeReport) : [];
-  const first = list[0];
-  if (first === undefined) {
+  const severity = (report: SmokeReport) => {
+    const index = SMOKE_SEVERITY.indexOf(report.status);
+    return index < 0 ? SMOKE_SEVERITY.length : index;
+  };
+  const worst = smokeReports(reports).reduce<SmokeReport | undefined>(
+    (found, report) => (found === undefined || severity(report) > severity(found) ? report : found),
+    undefined,
+  );
+  if (worst === undefined) {
     return { level: 'warning', message: 'Workbench: smoke found no package to check.' };
   }
-  const name = (report: SmokeReport) => report.workbench || 'the package';
-  const failed = list.find((report) => report.status === 'failed');
-  if (failed !== undefined) {
-    return {
-      level: 'error',
-      message: `Workbench: smoke failed for ${name(failed)}${
-        failed.error?.message ? `: ${failed.error.message}` : '.'
-      }`,
-    };
-  }
-  const needsAuth = list.find((report) => report.status === 'needs-auth');
-  if (needsAuth !== undefined) {
-    const instruction = needsAuth.warnings?.at(-1);
-    return {
-      level: 'warning',
-      message: `Workbench: ${name(needsAuth)} needs authentication${instruction ? `: ${instruction}` : '.'}`,
-    };
-  }
-  return {
-    level: 'information',
-    message:
-      list.length === 1
-        ? `Workbench: ${name(first)} is ready to run on ${first.runtime || 'its runtime'}.`
-        : `Workbench: ${list.length} packages are ready to run.`,
-  };
+  const title = textLines(worst.text)[0] ?? `${worst.workbench}: ${worst.status}`;
+  const stop = /[.!?]$/.test(title) ? '' : '.';
+  return { level: SMOKE_LEVELS[worst.status] ?? 'error', message: `Workbench: ${title}${stop}` };
 }
 
 /**

@@ -46,8 +46,10 @@ function runStatusItem() {
   return item;
 }
 
+const STARTED = `▶ Run ${RUN_ID} started: demo 0.1.0 on local (opencode)`;
 let sequence = 0;
-function emit(client: FakeClient, type: string, data: Record<string, unknown> = {}): void {
+/** Sends an event with the lines the server renders for it (`text`, which the extension shows as it is). */
+function emit(client: FakeClient, type: string, data: Record<string, unknown> = {}, text: string[] = []): void {
   sequence += 1;
   const event: RunEvent = {
     protocol: 0,
@@ -58,7 +60,7 @@ function emit(client: FakeClient, type: string, data: Record<string, unknown> = 
     runner: 'opencode',
     data,
   };
-  client.runEvents.fire({ event });
+  client.runEvents.fire({ event, text });
 }
 
 /** A run that streams a few events and completes, like the server with a fake `opencode`. */
@@ -66,15 +68,19 @@ const completingRun: Answer = async (_args, options, client) => {
   await settle();
   const token = options?.workDoneToken ?? '';
   client.reportProgress(token, { kind: 'begin', title: 'Workbench run', message: 'starting' });
-  emit(client, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' });
-  emit(client, 'run.ready');
+  emit(client, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' }, [STARTED]);
+  emit(client, 'run.ready', {}, ['  the runner is ready']);
   client.reportProgress(token, { kind: 'report', message: 'tool bash' });
-  emit(client, 'tool.started', { id: 'c1', name: 'bash', title: 'ls' });
-  emit(client, 'tool.completed', { id: 'c1', name: 'bash', title: 'ls', status: 'completed' });
-  emit(client, 'file.changed', { path: 'notes.md', tool: 'write' });
-  emit(client, 'output.text', { id: 't', text: 'done' });
-  emit(client, 'usage.updated', { kind: 'delta', input_tokens: 3, output_tokens: 1 });
-  emit(client, 'run.completed', { duration_ms: 12 });
+  emit(client, 'tool.started', { id: 'c1', name: 'bash', title: 'ls' }, ['⚙ bash (ls) started']);
+  emit(client, 'tool.completed', { id: 'c1', name: 'bash', title: 'ls', status: 'completed' }, [
+    '✓ bash (ls) completed',
+  ]);
+  emit(client, 'file.changed', { path: 'notes.md', tool: 'write' }, ['✎ notes.md changed (write)']);
+  emit(client, 'output.text', { id: 't', text: 'done' }, ['done']);
+  emit(client, 'usage.updated', { kind: 'delta', input_tokens: 3, output_tokens: 1 }, [
+    '  usage: 3 input, 1 output tokens',
+  ]);
+  emit(client, 'run.completed', { duration_ms: 12 }, ['■ Run completed in 12 ms']);
   client.reportProgress(token, { kind: 'end', message: 'completed' });
   return { runId: RUN_ID, ending: { status: 'completed' }, finalText: 'done' };
 };
@@ -83,17 +89,17 @@ const completingRun: Answer = async (_args, options, client) => {
 function cancellableRun(respond: 'result' | 'error'): Answer {
   return (_args, options, client) =>
     new Promise((resolve, reject) => {
-      emit(client, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' });
-      emit(client, 'run.ready');
+      emit(client, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' }, [STARTED]);
+      emit(client, 'run.ready', {}, ['  the runner is ready']);
       const token = options?.token;
       assert.ok(token, 'the run request carries a cancellation token');
       token.onCancellationRequested(() => {
         if (respond === 'error') {
           // The server answers `$/cancelRequest` with RequestCancelled; the run's last event follows.
           reject(Object.assign(new Error('request cancelled'), { code: -32800 }));
-          setImmediate(() => emit(client, 'run.cancelled', { duration_ms: 40 }));
+          setImmediate(() => emit(client, 'run.cancelled', { duration_ms: 40 }, ['■ Run cancelled in 40 ms']));
         } else {
-          emit(client, 'run.cancelled', { duration_ms: 40 });
+          emit(client, 'run.cancelled', { duration_ms: 40 }, ['■ Run cancelled in 40 ms']);
           resolve({ runId: RUN_ID, ending: { status: 'cancelled' }, finalText: '' });
         }
       });
@@ -192,6 +198,7 @@ test('the execution commands need a manifest', async () => {
 });
 
 test('Smoke writes the reports to the run channel and shows the status', async () => {
+  const ready = ['demo is ready', '  runner /bin/opencode', '  no required tools', '  auth ready (openai)'];
   behaviour.answers['workbench.smoke'] = [
     {
       status: 'ready',
@@ -201,6 +208,7 @@ test('Smoke writes the reports to the run channel and shows the status', async (
       runner: { name: 'opencode', path: '/bin/opencode' },
       tools: [],
       warnings: [],
+      text: ready,
     },
   ];
   const client = await activate();
@@ -210,18 +218,19 @@ test('Smoke writes the reports to the run channel and shows the status', async (
   assert.equal(stub.inputBoxes.length, 0, 'smoke needs no task');
   assert.deepEqual(stub.messages.at(-1), {
     level: 'information',
-    message: 'Workbench: demo is ready to run on local.',
+    message: 'Workbench: demo is ready.',
     items: [BUTTON_OUTPUT],
   });
-  assert.deepEqual(runChannel().lines, ['Smoke demo 0.1.0 on local: ready', '  runner: opencode (/bin/opencode)']);
+  assert.deepEqual(runChannel().lines, ready, "the server's text of the report");
   await settle();
   assert.equal(runChannel().shown, 1, 'Show Output opened the run channel');
 
   behaviour.answers['workbench.smoke'] = [
-    { status: 'needs-auth', workbench: 'demo', version: '0.1.0', runtime: 'local', warnings: ['Set OPENAI_API_KEY'] },
+    { status: 'needs-auth', workbench: 'demo', runtime: 'local', text: ['demo needs a connection', '  auth required'] },
   ];
   await stub.commands.get('wb-lsp.smoke')?.({ uri: URI });
   assert.equal(stub.messages.at(-1)?.level, 'warning');
+  assert.equal(stub.messages.at(-1)?.message, 'Workbench: demo needs a connection.');
   behaviour.answers['workbench.smoke'] = new Error('not a Workbench manifest');
   await stub.commands.get('wb-lsp.smoke')?.({ uri: URI });
   assert.deepEqual(stub.messages.at(-1)?.message, 'Workbench: smoke failed: not a Workbench manifest');
@@ -343,7 +352,7 @@ test('a run refused before it starts is reported in the channel and as an error'
 
 test('a run whose connection is lost after it started says it stopped', async () => {
   const interrupted: Answer = async (_args, _options, client) => {
-    emit(client, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' });
+    emit(client, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' }, [STARTED]);
     await settle();
     throw new Error('Connection got disposed.');
   };
@@ -375,7 +384,7 @@ test('a second run while one is in progress is refused, with a button to cancel 
 
 test('events from the server reach the run channel even outside a command (a run started elsewhere)', async () => {
   const client = await activate();
-  emit(client, 'output.text', { text: 'hello' });
+  emit(client, 'output.text', { text: 'hello' }, ['hello']);
   emit(client, 'runner.event', { native_type: 'step_start' });
   assert.deepEqual(runChannel().lines, ['hello']);
   await controller.dispose();

@@ -1,7 +1,8 @@
 /**
  * An outcome as the server's `workbench.outcome` answers it, with its stored files written to a temporary
  * content store (named and checked by SHA-256 like the real one): the changeset of the engine's fake OpenCode
- * run (README.md modified, notes/hello.txt added, obsolete.txt deleted), a findings report and a PR link.
+ * run (README.md modified, notes/hello.txt added, obsolete.txt deleted), a findings report and a PR link,
+ * with the text the server renders for it (the summary lines, the brief, the changeset label).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -115,8 +116,28 @@ export function outcomeAnswer(store: Store, state: ReceiptState = 'present'): Ou
       artifacts: [{ id: 'findings_html', name: 'Findings.html', file: report.file }],
       reviews: [{ changeset: 'primary', file: review.file }],
     },
+    lines: expectedSummary(state).map((text, index) => ({ text, ...TARGETS[index] })),
+    brief: '1 added, 1 modified, 1 deleted; 1 artifact; 1 link',
+    changesets: [{ id: 'primary', text: 'primary workspace: 1 added, 1 modified, 1 deleted' }],
+    receiptText: RECEIPT_TEXTS[state],
   } as unknown as OutcomeView & Record<string, unknown>;
 }
+
+/** What the lines of the summary show (by index): the changeset's header and entries, the artifact. */
+const TARGETS: Record<number, { changeset?: string; artifact?: string }> = {
+  2: { changeset: 'primary' },
+  3: { changeset: 'primary' },
+  4: { changeset: 'primary' },
+  5: { changeset: 'primary' },
+  7: { artifact: 'findings_html' },
+};
+
+/** The server's `receiptText` for each receipt state. */
+export const RECEIPT_TEXTS: Record<ReceiptState, string> = {
+  pending: 'its changes are not in the workspace yet',
+  present: 'the run already made its changes in the workspace',
+  applied: 'it was already applied',
+};
 
 /** The summary `wb-lsp outcome ID` prints for the fixture. */
 export function expectedSummary(state: ReceiptState): string[] {

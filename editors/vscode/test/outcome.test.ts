@@ -6,9 +6,8 @@ import { after, test } from 'node:test';
 import {
   artifactPath,
   isOutcomeId,
+  changesetLabel,
   outcomeArgumentId,
-  outcomeBrief,
-  outcomeSummary,
   parseOutcomePath,
   parseOutcomeView,
   reviewPath,
@@ -61,33 +60,28 @@ test("the server's answer is checked before it is used", () => {
   assert.deepEqual(parseOutcomeView({ ...answer, files: undefined })?.files, { artifacts: [], reviews: [] });
 });
 
-test('the summary is the text of `wb-lsp outcome ID`', () => {
-  assert.deepEqual(outcomeSummary(view()), expectedSummary('present'));
-  const empty = view('pending');
-  empty.outcome.changesets = [];
-  empty.outcome.artifacts = [];
-  empty.outcome.links = [];
-  delete empty.outcome.summary;
-  empty.outcome.warnings = [{ code: 'outbox_empty', message: 'The outbox was empty' }];
-  assert.deepEqual(outcomeSummary(empty), [
-    `Outcome ${OUTCOME_ID} (run wb_00112233445566778899aabb, complete, pending)`,
-    'Changesets: none',
-    'Artifacts: 0',
-    'Links: 0',
-    'warning: The outbox was empty (outbox_empty)',
-  ]);
-  assert.equal(outcomeBrief(empty.outcome), 'no changes; 0 artifacts; 0 links');
-  assert.equal(outcomeBrief(view().outcome), '1 added, 1 modified, 1 deleted; 1 artifact; 1 link');
-});
-
-test('a summary of several lines continues indented, as `wb-lsp outcome ID` prints it', () => {
-  const multiline = view();
-  multiline.outcome.summary = 'Stopped early.\r\nThe model request failed.\nSee the report.';
-  assert.deepEqual(outcomeSummary(multiline).slice(1, 4), [
-    'Summary: Stopped early.',
-    '  The model request failed.',
-    '  See the report.',
-  ]);
+test("the server's text is read from the answer: summary lines with what they open, brief, labels", () => {
+  const parsed = view();
+  assert.deepEqual(
+    parsed.lines.map((line) => line.text),
+    expectedSummary('present'),
+  );
+  assert.deepEqual(parsed.lines[3], { text: '  M README.md', changeset: 'primary' });
+  assert.deepEqual(parsed.lines[7], {
+    text: '  Findings.html (reports/findings.html): text/html, 18 bytes',
+    artifact: 'findings_html',
+  });
+  assert.equal(parsed.brief, '1 added, 1 modified, 1 deleted; 1 artifact; 1 link');
+  assert.equal(changesetLabel(parsed, 'primary'), 'primary workspace: 1 added, 1 modified, 1 deleted');
+  assert.equal(changesetLabel(parsed, 'other'), 'other', 'a changeset without a label shows its id');
+  assert.equal(parsed.receiptText, 'the run already made its changes in the workspace');
+  // Malformed lines and labels are left out; a missing text is empty.
+  const odd = { ...outcomeAnswer(store), lines: [{ text: 'ok' }, { text: 3 }, 'bare'], changesets: [{ id: 'x' }] };
+  delete (odd as Record<string, unknown>).brief;
+  const oddView = parseOutcomeView(odd);
+  assert.deepEqual(oddView?.lines, [{ text: 'ok' }]);
+  assert.deepEqual(oddView?.changesets, []);
+  assert.equal(oddView?.brief, '');
 });
 
 test('document paths name the outcome, the artifact or changeset, and keep the artifact name for its language', () => {

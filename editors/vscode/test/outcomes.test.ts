@@ -63,7 +63,14 @@ function runChannel(): StubOutputChannel {
   return channel;
 }
 
-function emit(client: FakeClient, sequence: number, type: string, data: Record<string, unknown> = {}): void {
+/** Sends an event with the lines the server renders for it (`text`). */
+function emit(
+  client: FakeClient,
+  sequence: number,
+  type: string,
+  data: Record<string, unknown>,
+  text: string[],
+): void {
   const event: RunEvent = {
     protocol: 0,
     run_id: RUN_ID,
@@ -73,7 +80,7 @@ function emit(client: FakeClient, sequence: number, type: string, data: Record<s
     runner: 'opencode',
     data,
   };
-  client.runEvents.fire({ event });
+  client.runEvents.fire({ event, text });
 }
 
 const AVAILABLE = { outcome_id: OUTCOME_ID, changesets: 1, artifacts: 1, links: 1 };
@@ -81,9 +88,11 @@ const AVAILABLE = { outcome_id: OUTCOME_ID, changesets: 1, artifacts: 1, links: 
 /** A run that commits the fixture outcome and completes, answering with its `outcomeId`. */
 const runWithOutcome: Answer = async (_args, _options, client) => {
   await settle();
-  emit(client, 1, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' });
-  emit(client, 2, 'outcome.available', AVAILABLE);
-  emit(client, 3, 'run.completed', { duration_ms: 12 });
+  emit(client, 1, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' }, [
+    `▶ Run ${RUN_ID} started: demo 0.1.0 on local (opencode)`,
+  ]);
+  emit(client, 2, 'outcome.available', AVAILABLE, [`  outcome ${OUTCOME_ID} (1 changeset, 1 artifact, 1 link)`]);
+  emit(client, 3, 'run.completed', { duration_ms: 12 }, ['■ Run completed in 12 ms']);
   return { runId: RUN_ID, ending: { status: 'completed' }, finalText: 'done', outcomeId: OUTCOME_ID };
 };
 
@@ -295,7 +304,7 @@ test('a pending outcome is applied after a confirmation, and the receipt is read
   behaviour.answers['workbench.applyOutcome'] = ((args: unknown[]) => {
     applied.push(args);
     state = 'applied';
-    return Promise.resolve({ outcomeId: OUTCOME_ID, applied: 3, unchanged: 0 });
+    return Promise.resolve({ outcomeId: OUTCOME_ID, applied: 3, unchanged: 0, text: '3 applied, 0 unchanged' });
   }) satisfies Answer;
   const client = await activate();
   stub.inputs = ['say done'];
@@ -376,7 +385,12 @@ test("a refused application shows the engine's reason", async () => {
 
 test('Show Outcome offers Apply for a pending outcome', async () => {
   state = 'pending';
-  behaviour.answers['workbench.applyOutcome'] = { outcomeId: OUTCOME_ID, applied: 3, unchanged: 0 };
+  behaviour.answers['workbench.applyOutcome'] = {
+    outcomeId: OUTCOME_ID,
+    applied: 3,
+    unchanged: 0,
+    text: '3 applied, 0 unchanged',
+  };
   const client = await activate();
   stub.picks = [`$(check) ${BUTTON_APPLY_OUTCOME}…`];
   stub.answer = BUTTON_APPLY;
@@ -387,9 +401,11 @@ test('Show Outcome offers Apply for a pending outcome', async () => {
 
 test('a cancelled run still reports the outcome its outcome.available event named', async () => {
   behaviour.answers['workbench.run'] = ((_args, _options, client) => {
-    emit(client, 1, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' });
-    emit(client, 2, 'outcome.available', AVAILABLE);
-    emit(client, 3, 'run.cancelled', { duration_ms: 40 });
+    emit(client, 1, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' }, [
+    `▶ Run ${RUN_ID} started: demo 0.1.0 on local (opencode)`,
+  ]);
+    emit(client, 2, 'outcome.available', AVAILABLE, [`  outcome ${OUTCOME_ID} (1 changeset, 1 artifact, 1 link)`]);
+    emit(client, 3, 'run.cancelled', { duration_ms: 40 }, ['■ Run cancelled in 40 ms']);
     return Promise.reject(Object.assign(new Error('request cancelled'), { code: -32800 }));
   }) satisfies Answer;
   const client = await activate();

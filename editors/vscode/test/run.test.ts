@@ -5,13 +5,12 @@ import {
   argumentUri,
   declaredRuntimes,
   executionArguments,
-  formatDuration,
-  formatRunEvent,
-  formatSmokeReports,
   isRunEventParams,
   isTerminalEvent,
   runOutcome,
+  smokeLines,
   smokeOutcome,
+  textLines,
   type RunEvent,
 } from '../src/run';
 import { Uri } from './vscode-stub';
@@ -50,59 +49,22 @@ test('a command argument gives the manifest URI: a lens {uri}, a string, a Uri, 
   assert.equal(argumentUri(42), undefined);
 });
 
-test('each event type becomes readable lines', () => {
-  assert.deepEqual(formatRunEvent(event('run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' })), [
-    '▶ Run wb_0123456789abcdef01234567 started: demo 0.1.0 on local (opencode)',
+test("an event's lines are the server's text, strings only", () => {
+  assert.deepEqual(textLines(['▶ Run wb_1 started: demo (opencode)', '  more']), [
+    '▶ Run wb_1 started: demo (opencode)',
+    '  more',
   ]);
-  assert.deepEqual(formatRunEvent(event('run.ready')), ['  the runner is ready']);
-  assert.deepEqual(
-    formatRunEvent(event('outcome.available', { outcome_id: 'wbo_abc', changesets: 1, artifacts: 2, links: 0 })),
-    ['  outcome wbo_abc (1 changeset, 2 artifacts, 0 links)'],
-  );
-  assert.deepEqual(formatRunEvent(event('outcome.failed', { message: 'Declared artifact file does not exist: x' })), [
-    '  outcome failed: Declared artifact file does not exist: x',
-  ]);
-  assert.deepEqual(formatRunEvent(event('output.text', { text: 'first\nsecond', id: 't' })), ['first', 'second']);
-  assert.deepEqual(formatRunEvent(event('output.text', { text: '' })), []);
-  assert.deepEqual(formatRunEvent(event('tool.started', { id: 'c1', name: 'bash', title: 'ls -la' })), [
-    '⚙ bash (ls -la) started',
-  ]);
-  assert.deepEqual(formatRunEvent(event('tool.started', { id: 'c2', name: 'write', target: 'src/a.ts' })), [
-    '⚙ write (src/a.ts) started',
-  ]);
-  assert.deepEqual(formatRunEvent(event('tool.completed', { id: 'c1', name: 'bash', status: 'completed' })), [
-    '✓ bash completed',
-  ]);
-  assert.deepEqual(
-    formatRunEvent(event('tool.completed', { id: 'c1', name: 'bash', status: 'failed', message: 'exit 2' })),
-    ['✗ bash failed: exit 2'],
-  );
-  assert.deepEqual(formatRunEvent(event('file.changed', { path: 'src/a.ts', tool: 'write' })), [
-    '✎ src/a.ts changed (write)',
-  ]);
-  assert.deepEqual(
-    formatRunEvent(event('usage.updated', { kind: 'delta', input_tokens: 3, output_tokens: 1, cost_usd: 0.00125 })),
-    ['  usage: 3 input, 1 output tokens, $0.0013'],
-  );
-  assert.deepEqual(formatRunEvent(event('usage.updated', { kind: 'delta' })), ['  usage: updated']);
-  assert.deepEqual(formatRunEvent(event('run.completed', { duration_ms: 1234 })), ['■ Run completed in 1.2 s']);
-  assert.deepEqual(
-    formatRunEvent(event('run.failed', { message: 'The runner exited with status 1', duration_ms: 5 })),
-    ['■ Run failed in 5 ms: The runner exited with status 1'],
-  );
-  assert.deepEqual(formatRunEvent(event('run.cancelled', {})), ['■ Run cancelled']);
-  assert.deepEqual(formatRunEvent(event('runner.event', { native_type: 'step_start' })), []);
-  assert.deepEqual(formatRunEvent(event('something.new', { a: 1 })), ['  something.new {"a":1}']);
+  assert.deepEqual(textLines([]), [], 'runner.event has no line');
+  assert.deepEqual(textLines(undefined), []);
+  assert.deepEqual(textLines(['a', 3, null, 'b']), ['a', 'b']);
+  assert.deepEqual(textLines('not a list'), []);
 });
 
-test('terminal events, durations and the notification check', () => {
+test('terminal events and the notification check', () => {
   assert.ok(isTerminalEvent(event('run.completed')));
   assert.ok(isTerminalEvent(event('run.failed')));
   assert.ok(isTerminalEvent(event('run.cancelled')));
   assert.ok(!isTerminalEvent(event('output.text')));
-  assert.equal(formatDuration(999), '999 ms');
-  assert.equal(formatDuration(61_000), '61.0 s');
-  assert.equal(formatDuration('x'), undefined);
   assert.ok(isRunEventParams({ event: event('run.ready') }));
   assert.ok(!isRunEventParams({ event: { type: 'run.ready' } }));
   assert.ok(!isRunEventParams(null));
@@ -151,54 +113,39 @@ const ready = {
   },
   workspaces: [],
   warnings: [],
+  text: ['demo is ready', '  runner /usr/bin/opencode', '  1 tool(s)', '  auth ready (openai)'],
 };
 
-test('smoke reports are written out, and the worst status decides the message', () => {
-  assert.deepEqual(formatSmokeReports([ready]), [
-    'Smoke demo 0.1.0 on local: ready',
-    '  runner: opencode (/usr/bin/opencode)',
-    '  tool: git (/usr/bin/git)',
-    '  model: openai/gpt-5.6-terra via openai/gpt-5.6-terra with OPENAI_API_KEY',
-  ]);
-  assert.deepEqual(smokeOutcome([ready]), {
-    level: 'information',
-    message: 'Workbench: demo is ready to run on local.',
-  });
+test("smoke reports are the server's text, and the worst status decides the message", () => {
+  assert.deepEqual(smokeLines([ready]), ready.text);
+  assert.deepEqual(smokeOutcome([ready]), { level: 'information', message: 'Workbench: demo is ready.' });
   const needsAuth = {
     ...ready,
     status: 'needs-auth',
-    authentication: { ready: false, model: 'openai/gpt-5.6-terra', route: null, variable: null },
-    warnings: ['Set OPENAI_API_KEY'],
+    text: ['demo needs a connection', '  auth required (set OPENAI_API_KEY)'],
   };
-  assert.deepEqual(formatSmokeReports([needsAuth]).slice(-2), [
-    '  model: openai/gpt-5.6-terra (not authenticated)',
-    '  warning: Set OPENAI_API_KEY',
-  ]);
+  assert.deepEqual(smokeLines([ready, needsAuth]), [...ready.text, ...needsAuth.text]);
   assert.deepEqual(smokeOutcome([ready, needsAuth]), {
     level: 'warning',
-    message: 'Workbench: demo needs authentication: Set OPENAI_API_KEY',
+    message: 'Workbench: demo needs a connection.',
   });
   const failed = {
     status: 'failed',
-    workbench: '',
-    version: '',
-    runtime: '',
-    tools: [],
-    workspaces: [],
-    warnings: [],
+    workbench: 'beta',
     error: { code: 'smoke_failed', message: 'Runner executable not found: opencode' },
+    text: ['beta cannot start: Runner executable not found: opencode'],
   };
-  assert.deepEqual(formatSmokeReports([failed]), [
-    'Smoke Workbench: failed',
-    '  error: Runner executable not found: opencode',
-  ]);
-  assert.deepEqual(smokeOutcome([ready, failed]), {
+  assert.deepEqual(smokeOutcome([ready, failed, needsAuth]), {
     level: 'error',
-    message: 'Workbench: smoke failed for the package: Runner executable not found: opencode',
+    message: 'Workbench: beta cannot start: Runner executable not found: opencode.',
   });
+  assert.deepEqual(smokeLines([]), ['Smoke: the server reported no package.']);
   assert.equal(smokeOutcome([]).level, 'warning');
   assert.equal(smokeOutcome(null).level, 'warning');
-  assert.equal(smokeOutcome([ready, ready]).message, 'Workbench: 2 packages are ready to run.');
+  assert.deepEqual(smokeOutcome([{ status: 'ready', workbench: 'old' }]), {
+    level: 'information',
+    message: 'Workbench: old: ready.',
+  });
 });
 
 test('the runtimes a manifest declares, block or flow', () => {

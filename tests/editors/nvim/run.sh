@@ -15,9 +15,9 @@ fi
 
 # For :WorkbenchDryRun, :WorkbenchSmoke and :WorkbenchRun: a valid package whose runner is a fake `opencode`
 # on PATH (it prints one text part and its usage; a task containing "slow" waits to be cancelled; one containing
-# "fails" reports a failed tool and a failed run, each with a message of two lines, and declares an outcome whose
-# summary has two lines), and a credential for the model's provider in the editor's environment, which the server
-# inherits.
+# "fails" reports a failed tool (its message ends in an escape sequence) and a failed run, each with a message of
+# two lines, and declares an outcome whose summary has two lines), and a credential for the model's provider in
+# the editor's environment, which the server inherits.
 RUN_REPO="$WORK/run-repo"
 mkdir -p "$RUN_REPO/.workbenches/demo" "$WORK/bin"
 cat >"$RUN_REPO/.workbenches/demo/workbench.yml" <<'YAML'
@@ -41,7 +41,7 @@ case "$last" in
     exec sleep 60
     ;;
   *fails*)
-    printf '%s\n' '{"type":"tool_use","part":{"callID":"c1","tool":"bash","state":{"status":"error","title":"ls missing","error":"exit status 2\nls: missing: No such file or directory"}}}'
+    printf '%s\n' '{"type":"tool_use","part":{"callID":"c1","tool":"bash","state":{"status":"error","title":"ls missing","error":"exit status 2\nls: missing: No such file or directory\u001b[0m"}}}'
     printf '%s\n' '{"type":"error","error":{"message":"The model request failed\nrate limited (429)"}}'
     mkdir -p "$WORKBENCH_OUTPUT_DIR"
     printf '%s\n' '{"version": 1, "summary": "Stopped early.\nThe model request failed."}' >"$WORKBENCH_OUTPUT_DIR/outcome.json"

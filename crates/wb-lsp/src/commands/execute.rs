@@ -9,6 +9,7 @@ use wb_engine::{Ending, EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs};
+use crate::text;
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
     let task = match &args.task_file {
@@ -129,38 +130,12 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
     })
 }
 
-/// `ready (provider)` or `required (how to sign in)`.
-fn smoke_authentication(report: &Smoke) -> String {
-    match &report.authentication {
-        Some(a) if a.ready => format!("ready ({})", a.provider.clone().unwrap_or_default()),
-        Some(a) => format!("required ({})", a.instruction.clone().unwrap_or_default()),
-        None => String::new(),
-    }
-}
-
-fn smoke_runner_path(report: &Smoke) -> &str {
-    report.runner.as_ref().and_then(|r| r.path.as_deref()).unwrap_or_default()
-}
-
 /// A smoke report for a person at a terminal.
 fn smoke_block(report: &Smoke) -> String {
-    let mut out = format!("Checking {}\n", report.workbench);
-    let title = if report.status == SmokeStatus::Ready { "is ready" } else { "needs a connection" };
-    out.push_str(&format!("{} {title}\n", report.workbench));
-    out.push_str(&format!("  runner {}\n", smoke_runner_path(report)));
-    out.push_str(&if report.tools.is_empty() {
-        "  no required tools\n".to_owned()
-    } else {
-        format!("  {} tool(s)\n", report.tools.len())
-    });
-    out.push_str(&format!("  auth {}\n", smoke_authentication(report)));
-    if let Some(requirements) = &report.requirements {
-        for line in &requirements.checked {
-            out.push_str(&format!("  requirement {line}\n"));
-        }
-    }
-    for warning in &report.warnings {
-        out.push_str(&format!("  warning: {warning}\n"));
+    let mut out = format!("Checking {}\n", super::printable(&report.workbench));
+    for line in text::smoke::smoke_lines(report) {
+        out.push_str(&line);
+        out.push('\n');
     }
     out
 }
@@ -172,9 +147,9 @@ fn smoke_record(report: &Smoke) -> String {
         "{}\t{}\trunner={}\ttools={}; auth: {}",
         report.status.as_str(),
         report.workbench,
-        smoke_runner_path(report),
+        text::smoke::runner_path(report),
         if tools.is_empty() { "-".to_owned() } else { tools.join(",") },
-        smoke_authentication(report)
+        text::smoke::authentication(report)
     );
     let workspaces: Vec<String> = report
         .workspaces
@@ -337,50 +312,8 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
 
 #[cfg(test)]
 mod tests {
-    use wb_engine::requirements::RequirementReport;
-    use wb_engine::routing::Authentication;
-    use wb_engine::{Smoke, SmokeRunner, SmokeStatus, SmokeTool, WorkspaceReport};
-
     use super::{smoke_block, smoke_record};
-
-    fn report() -> Smoke {
-        Smoke {
-            status: SmokeStatus::Ready,
-            workbench: "demo".into(),
-            version: "1.0.0".into(),
-            runtime: "local".into(),
-            runner: Some(SmokeRunner {
-                name: "opencode".into(),
-                path: Some("/bin/opencode".into()),
-                version: None,
-                verified: None,
-            }),
-            tools: vec![SmokeTool { name: "sh".into(), path: "/bin/sh".into() }],
-            authentication: Some(Authentication {
-                ready: true,
-                model: "openai/gpt-5.1".into(),
-                provider: Some("openai".into()),
-                route: Some("openai/gpt-5.1".into()),
-                method: Some("environment".into()),
-                variable: Some("OPENAI_API_KEY".into()),
-                authenticated_providers: vec!["openai".into()],
-                instruction: None,
-            }),
-            requirements: Some(RequirementReport {
-                checked: vec!["cpu 2".into()],
-                applied: Vec::new(),
-                unchecked: vec!["disk_gb is not checked on the local runtime".into()],
-            }),
-            workspaces: vec![
-                WorkspaceReport { name: "primary".into(), path: "/w".into(), access: "read-write".into() },
-                WorkspaceReport { name: "docs".into(), path: "/d".into(), access: "read-only".into() },
-            ],
-            docker_engine: None,
-            warnings: vec!["optional MCP disabled: db".into()],
-            disabled_optional_mcps: vec!["db".into()],
-            error: None,
-        }
-    }
+    use crate::text::smoke::tests::report;
 
     #[test]
     fn smoke_for_a_terminal_and_for_scripts() {

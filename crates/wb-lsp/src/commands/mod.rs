@@ -6,7 +6,6 @@ mod init;
 mod migrate;
 mod outcome;
 
-use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,6 +14,7 @@ use anyhow::Context;
 use wb_manifest::ModelCatalog;
 
 use crate::cli::{Cli, Command};
+pub(crate) use crate::text::{printable, printable_text};
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let catalog = load_catalog(cli.model_catalog.as_deref())?;
@@ -58,54 +58,4 @@ pub(crate) fn current_dir() -> anyhow::Result<PathBuf> {
 pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     wb_outcomes::write_atomic(path, contents, wb_outcomes::FileMode::KeepExisting)
         .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Whether a character must not reach a terminal as it is: control characters (escape sequences, carriage
-/// returns, backspaces, C1 controls such as CSI) and the invisible bidirectional controls.
-pub(crate) fn is_unsafe(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Text a runner chose (paths, names, messages, the summary), safe to print to a terminal: every character of
-/// [`is_unsafe`] becomes its `escape_debug` escape (`\u{1b}`, `\n`), so nothing printed can move the cursor,
-/// recolour, retitle or rewrite the terminal. Everything else, backslashes included, is printed as it is.
-pub(crate) fn printable(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_unsafe) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if is_unsafe(c) {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// A multi-line summary: each line made [`printable`] (tabs kept), continuation lines indented so the summary
-/// cannot pass for lines of its own.
-pub(crate) fn printable_summary(summary: &str) -> String {
-    summary
-        .split('\n')
-        .map(|line| {
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            line.split('\t').map(|part| printable(part).into_owned()).collect::<Vec<_>>().join("\t")
-        })
-        .collect::<Vec<_>>()
-        .join("\n  ")
-}
-
-/// Streamed text a runner wrote for a person (the model's answer): [`printable`] line by line, with line breaks
-/// and tabs kept.
-pub(crate) fn printable_text(text: &str) -> String {
-    text.split('\n')
-        .map(|line| {
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            line.split('\t').map(|part| printable(part).into_owned()).collect::<Vec<_>>().join("\t")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }

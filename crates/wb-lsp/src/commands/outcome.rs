@@ -12,12 +12,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{printable, printable_summary};
+use super::printable;
+use crate::text;
+use crate::text::outcome::{applied_counts, wire_name};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use wb_outcomes::{ContentStore, Entry, ListedOutcome, Outcome, OutcomeStore, Receipt, WorkspaceRef};
+use wb_outcomes::{ContentStore, ListedOutcome, Outcome, OutcomeStore, Receipt};
 
 use crate::cli::OutcomeArgs;
 
@@ -55,7 +57,7 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
         return Ok(if args.json {
             format!("{}\n", json!({"outcome_id": outcome_id, "applied": result.applied, "unchanged": result.unchanged}))
         } else {
-            format!("Applied outcome {outcome_id}: {} applied, {} unchanged\n", result.applied, result.unchanged)
+            format!("Applied outcome {outcome_id}: {}\n", applied_counts(result.applied, result.unchanged))
         });
     }
     if let Some(dest) = &args.export {
@@ -119,7 +121,7 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|ListedOutcome { outcome: o, application_state: state }| {
                 json!({
-                    "id": o.id, "run_id": o.run_id, "created_at": o.created_at, "completeness": state_name(&o.completeness),
+                    "id": o.id, "run_id": o.run_id, "created_at": o.created_at, "completeness": wire_name(&o.completeness),
                     "application_state": state, "changesets": o.changesets.len(), "artifacts": o.artifacts.len(), "links": o.links.len(),
                 })
             })
@@ -134,7 +136,7 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
                 printable(&o.id),
                 printable(&o.run_id),
                 printable(&o.created_at),
-                state_name(&o.completeness),
+                wire_name(&o.completeness),
                 printable(state),
                 o.changesets.len(),
                 o.artifacts.len(),
@@ -146,79 +148,12 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn state_name<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
+/// The summary of `wb-lsp outcome ID`: the lines `workbench.outcome` answers too.
 fn summary(outcome: &Outcome, receipt: &Receipt) -> String {
-    let mut out = format!(
-        "Outcome {} (run {}, {}, {})\n",
-        printable(&outcome.id),
-        printable(&outcome.run_id),
-        state_name(&outcome.completeness),
-        state_name(&receipt.state)
-    );
-    if let Some(summary) = &outcome.summary {
-        out.push_str(&format!("Summary: {}\n", printable_summary(summary)));
-    }
-    if outcome.changesets.is_empty() {
-        out.push_str("Changesets: none\n");
-    }
-    for changeset in &outcome.changesets {
-        let workspace = match &changeset.workspace {
-            WorkspaceRef::Primary => "primary workspace".to_owned(),
-            WorkspaceRef::Named { name } => format!("workspace {}", printable(name)),
-        };
-        let stats = &changeset.stats;
-        out.push_str(&format!(
-            "Changeset {} ({workspace}): {} added, {} modified, {} deleted\n",
-            printable(&changeset.id),
-            stats.additions,
-            stats.modifications,
-            stats.deletions
-        ));
-        for entry in &changeset.entries {
-            let mark = match entry {
-                Entry::Add { .. } => 'A',
-                Entry::Modify { .. } => 'M',
-                Entry::Delete { .. } => 'D',
-            };
-            out.push_str(&format!("  {mark} {}\n", printable(entry.path())));
-        }
-    }
-    out.push_str(&format!("Artifacts: {}\n", outcome.artifacts.len()));
-    for artifact in &outcome.artifacts {
-        let path = artifact.path.as_deref().map(|p| format!(" ({})", printable(p))).unwrap_or_default();
-        out.push_str(&format!(
-            "  {}{path}: {}, {} bytes\n",
-            printable(&artifact.name),
-            printable(&artifact.content.media_type),
-            artifact.content.size_bytes
-        ));
-    }
-    out.push_str(&format!("Links: {}\n", outcome.links.len()));
-    for link in &outcome.links {
-        let kind = link.kind.as_deref().map(|k| format!(" [{}]", printable(k))).unwrap_or_default();
-        out.push_str(&format!("  {}{kind}: {}\n", printable(&link.label), printable(&link.uri)));
-    }
-    for warning in &outcome.warnings {
-        out.push_str(&format!("warning: {} ({})\n", printable(&warning.message), printable(&warning.code)));
+    let mut out = String::new();
+    for line in text::outcome::summary_lines(outcome, receipt) {
+        out.push_str(&line.text);
+        out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{printable, printable_summary};
-
-    #[test]
-    fn runner_text_cannot_reach_the_terminal_raw() {
-        assert_eq!(printable("notes/a b\\c.txt"), "notes/a b\\c.txt");
-        assert_eq!(printable("x\u{1b}[31mred\u{7}\r\u{9b}2J"), "x\\u{1b}[31mred\\u{7}\\r\\u{9b}2J");
-        assert_eq!(printable("a\nb\tc\u{202e}d"), "a\\nb\\tc\\u{202e}d");
-        assert_eq!(
-            printable_summary("Done.\n\tOK\r\nApplied \u{1b}]0;t\u{7}"),
-            "Done.\n  \tOK\n  Applied \\u{1b}]0;t\\u{7}"
-        );
-    }
 }

@@ -21,9 +21,21 @@ pub const COMMANDS: [&str; 7] = [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, 
 /// `workbench/runEvent`: one canonical event of a `workbench.run`, server to client.
 pub const RUN_EVENT: &str = "workbench/runEvent";
 
+/// `event` is the canonical event, unchanged (one line of `wb-lsp run --json`); `text` is what a person reads
+/// for it, line by line (none for `runner.event`), rendered by the server so every editor shows the same.
 #[derive(Serialize)]
 pub struct RunEventParams<'a> {
     pub event: &'a wb_engine::events::Event,
+    pub text: Vec<String>,
+}
+
+/// One report of `workbench.smoke`: the engine's report (as `wb-lsp smoke --json`) and its `text`, line by
+/// line (the editors choose the message level from `status`).
+#[derive(Serialize)]
+pub struct SmokeReport {
+    #[serde(flatten)]
+    pub report: wb_engine::Smoke,
+    pub text: Vec<String>,
 }
 
 /// A request that panics in its handler, served only when the client's initialization options hold
@@ -125,13 +137,26 @@ impl OutcomeArguments {
     }
 }
 
-/// The result of `workbench.outcome`: the outcome's manifest and receipt, and the stored files an editor can
-/// open.
+/// The result of `workbench.outcome`: the outcome's manifest and receipt, the stored files an editor can open,
+/// and its text: the summary `lines` (each naming the changeset or artifact it shows), the one-line `brief`, a
+/// label per changeset and what the receipt state means for applying (`receiptText`).
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct OutcomeResult {
     pub outcome: wb_outcomes::Outcome,
     pub receipt: wb_outcomes::Receipt,
     pub files: OutcomeFiles,
+    pub lines: Vec<crate::text::outcome::SummaryLine>,
+    pub brief: String,
+    pub changesets: Vec<ChangesetText>,
+    pub receipt_text: String,
+}
+
+/// `{"id": "primary", "text": "primary workspace: 1 added, 0 modified, 0 deleted"}`.
+#[derive(Debug, Serialize)]
+pub struct ChangesetText {
+    pub id: String,
+    pub text: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -162,6 +187,8 @@ pub struct ApplyOutcomeResult {
     pub outcome_id: String,
     pub applied: usize,
     pub unchanged: usize,
+    /// `3 applied, 0 unchanged`.
+    pub text: String,
 }
 
 /// The argument of `workbench.migrate`: `[uri]`, the manifest's URI.
@@ -222,10 +249,11 @@ mod tests {
             Some(json!({"status": "failed", "message": "boom"}))
         );
         assert_eq!(run(RunEnding::Cancelled).map(|v| v["ending"].clone()), Some(json!({"status": "cancelled"})));
-        let applied = ApplyOutcomeResult { outcome_id: "wbo_1".into(), applied: 2, unchanged: 1 };
+        let applied =
+            ApplyOutcomeResult { outcome_id: "wbo_1".into(), applied: 2, unchanged: 1, text: "2 applied".into() };
         assert_eq!(
             serde_json::to_value(applied).ok(),
-            Some(json!({"outcomeId": "wbo_1", "applied": 2, "unchanged": 1}))
+            Some(json!({"outcomeId": "wbo_1", "applied": 2, "unchanged": 1, "text": "2 applied"}))
         );
         let nothing = MigrateResult { migrated: false, applied: None, failure_reason: None };
         assert_eq!(serde_json::to_value(nothing).ok(), Some(json!({"migrated": false})));

@@ -11,7 +11,7 @@
 --   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel
 --   workbench.outcome    the outcome buffer, its review diff and artifacts, applying an outcome
 --   workbench.ui         messages and scratch buffers
---   workbench.ui.format  the text of run events, smoke reports and outcomes
+--   workbench.ui.format  reading the server's answers (the server renders the text of events and outcomes)
 
 local commands = require("workbench.commands")
 local format = require("workbench.ui.format")
@@ -23,7 +23,7 @@ local M = {}
 
 -- Every public name and the module that owns it. Reading require("workbench").NAME reads the owner's field and
 -- assigning it assigns the owner's: state (config, active_run, last_outcome_id, ...) reads live, and a function
--- replaced here (confirm, on_run_event, format_event, ...) is the one the plugin itself calls.
+-- replaced here (confirm, on_run_event, ...) is the one the plugin itself calls.
 local PUBLIC = {
   [lsp] = { "name", "pattern", "config", "root_dir", "is_manifest", "client", "client_config", "attach" },
   [commands] = { "migrate", "check_workspace" },
@@ -41,7 +41,7 @@ local PUBLIC = {
     "confirm",
     "apply_outcome",
   },
-  [format] = { "format_event", "json_pretty", "format_smoke", "format_outcome", "outcome_brief" },
+  [format] = { "json_pretty" },
 }
 
 local owners = {}

@@ -62,7 +62,7 @@ function M.announce_outcome(client, id)
     local state = tostring(result.receipt.state)
     local hint = state == "pending" and ":WorkbenchOutcome shows it, :WorkbenchApplyOutcome applies it"
       or ":WorkbenchOutcome shows it"
-    ui.notify(("outcome %s (%s): %s. %s"):format(id, state, format.outcome_brief(result.outcome), hint))
+    ui.notify(("outcome %s (%s): %s. %s"):format(id, state, tostring(result.brief), hint))
   end, client)
 end
 
@@ -80,8 +80,17 @@ function M.show_outcome(id)
     return
   end
   fetch_outcome(id, function(result)
-    local targets = {}
-    local lines = format.format_outcome(result, targets)
+    -- The server's summary (the text of `wb-lsp outcome ID`); a line naming a changeset or an artifact opens it.
+    local lines, targets = {}, {}
+    for index, line in ipairs(format.list(result.lines)) do
+      line = type(line) == "table" and line or { text = line }
+      lines[index] = tostring(line.text)
+      if format.text(line.changeset) then
+        targets[index] = { kind = "review", changeset = line.changeset }
+      elseif format.text(line.artifact) then
+        targets[index] = { kind = "artifact", id = line.artifact }
+      end
+    end
     table.insert(lines, "")
     table.insert(lines, "<CR> on a change opens the review diff (:WorkbenchOutcomeDiff), on an artifact the artifact")
     table.insert(lines, "(:WorkbenchOutcomeArtifact [name]).")
@@ -180,6 +189,16 @@ local function open_artifact(result, artifact)
   return bufnr
 end
 
+-- The server's label of a changeset: `primary workspace: 1 added, 0 modified, 0 deleted`.
+local function changeset_label(result, changeset_id)
+  for _, changeset in ipairs(format.list(result.changesets)) do
+    if changeset.id == changeset_id then
+      return tostring(changeset.text)
+    end
+  end
+  return "?"
+end
+
 -- Asks with vim.ui.select when there are several; calls `choose(item)` with the one chosen.
 local function pick(items, prompt, label, choose)
   if #items == 1 then
@@ -214,8 +233,7 @@ function M.outcome_diff(id)
       return
     end
     pick(reviewed, "Review diff of", function(changeset)
-      local workspace = format.workspace_label(changeset.workspace)
-      return ("%s (%s): %s"):format(changeset.id, workspace, format.changeset_stats(changeset))
+      return ("%s (%s)"):format(changeset.id, changeset_label(result, changeset.id))
     end, function(changeset)
       open_review(result, changeset.id)
     end)
@@ -295,15 +313,12 @@ function M.apply_outcome(options)
   fetch_outcome(id, function(result)
     local state = result.receipt.state
     if state ~= "pending" then
-      local why = state == "present" and "the run already made its changes in the workspace"
-        or "it was already applied"
-      ui.notify(("outcome %s is %s: %s; nothing to apply"):format(id, tostring(state), why))
+      ui.notify(("outcome %s is %s: %s; nothing to apply"):format(id, tostring(state), tostring(result.receiptText)))
       return
     end
     local lines = { ("Apply outcome %s to its workspace?"):format(id) }
-    for _, changeset in ipairs(format.list(result.outcome.changesets)) do
-      local workspace = format.workspace_label(changeset.workspace)
-      table.insert(lines, ("%s: %s"):format(workspace, format.changeset_stats(changeset)))
+    for _, changeset in ipairs(format.list(result.changesets)) do
+      table.insert(lines, tostring(changeset.text))
     end
     table.insert(lines, "All or nothing: if a file changed since the run, nothing is written.")
     if options.confirm ~= false and not M.confirm(table.concat(lines, "\n")) then
@@ -319,9 +334,7 @@ function M.apply_outcome(options)
       argument.workspace = options.workspace
     end
     lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.applyOutcome", { argument }, function(applied)
-      local counts =
-        ("%d applied, %d unchanged"):format(format.count(applied.applied), format.count(applied.unchanged))
-      ui.notify(("applied outcome %s: %s"):format(id, counts))
+      ui.notify(("applied outcome %s: %s"):format(id, tostring(applied.text)))
     end, nil, function(err)
       ui.notify(("outcome %s was not applied: %s"):format(id, format.error_message(err)), vim.log.levels.ERROR)
     end)

@@ -97,7 +97,7 @@ function M.smoke(options)
     return
   end
   lsp.execute("workbench.smoke", { arguments(uri, options) }, function(result)
-    local message, level = format.format_smoke(result)
+    local message, level = format.smoke_message(result)
     ui.notify(message, level)
   end, nil, function(err)
     ui.notify("smoke failed: " .. format.error_message(err), vim.log.levels.ERROR)
@@ -143,7 +143,8 @@ function M.on_run_event(err, result, ctx)
     -- Also known when the run's answer is lost (a cancelled request): the outcome commands default to it.
     outcome.last_outcome_id = event.data.outcome_id
   end
-  ui.append(run.bufnr, format.format_event(event))
+  -- The server's lines for the event (none for events without meaning for a reader).
+  ui.append(run.bufnr, format.lines(result.text))
   local status = TERMINAL[event.type]
   if status then
     finish(run, format.run_ending(status, event.type == "run.failed" and event.data and event.data.message))

@@ -17,10 +17,11 @@ use wb_engine::{Ending, Options};
 
 use super::super::convert;
 use super::super::ext::{
-    self, ApplyOutcomeResult, ArtifactFile, OutcomeArguments, OutcomeFiles, OutcomeResult, ReviewFile, RunArguments,
-    RunEnding, RunEventParams, RunResult,
+    self, ApplyOutcomeResult, ArtifactFile, ChangesetText, OutcomeArguments, OutcomeFiles, OutcomeResult, ReviewFile,
+    RunArguments, RunEnding, RunEventParams, RunResult, SmokeReport,
 };
 use super::super::state::{Snapshot, is_manifest};
+use crate::text;
 
 fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
     let uri = arguments.uri.as_ref().ok_or_else(|| anyhow::anyhow!("the command takes the manifest's URI"))?;
@@ -128,7 +129,9 @@ pub fn smoke(
     _cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<Option<Value>> {
     preparing(snapshot, &params, sender, "Workbench smoke", |snapshot, options| {
-        wb_engine::smoke(&snapshot.overlay, options, &snapshot.catalog)
+        let reports = wb_engine::smoke(&snapshot.overlay, options, &snapshot.catalog)?;
+        let with_text = |report| SmokeReport { text: text::smoke::smoke_lines(&report), report };
+        Ok(reports.into_iter().map(with_text).collect::<Vec<_>>())
     })
 }
 
@@ -151,7 +154,8 @@ pub fn run(
     options.progress = preparation_progress(sender, &token);
     begin(sender, &token, "Workbench run", true, "starting");
     let mut emit = |event: &wb_engine::events::Event| {
-        let notification = Notification::new(ext::RUN_EVENT.to_owned(), RunEventParams { event });
+        let params = RunEventParams { event, text: text::event::event_lines(event) };
+        let notification = Notification::new(ext::RUN_EVENT.to_owned(), params);
         let _ = sender.send(Message::Notification(notification));
         let message = match event.kind.as_str() {
             "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
@@ -240,7 +244,21 @@ pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow
             Some(ReviewFile { changeset: c.id.clone(), file: store.path_of(&c.review.as_ref()?.digest).ok()? })
         })
         .collect();
-    let result = OutcomeResult { outcome, receipt, files: OutcomeFiles { artifacts, reviews } };
+    let lines = text::outcome::summary_lines(&outcome, &receipt);
+    let changesets = outcome
+        .changesets
+        .iter()
+        .map(|c| ChangesetText { id: c.id.clone(), text: text::outcome::changeset_label(c) })
+        .collect();
+    let result = OutcomeResult {
+        brief: text::outcome::brief(&outcome),
+        receipt_text: text::outcome::receipt_explanation(&receipt.state).to_owned(),
+        lines,
+        changesets,
+        outcome,
+        receipt,
+        files: OutcomeFiles { artifacts, reviews },
+    };
     Ok(Some(serde_json::to_value(result)?))
 }
 
@@ -250,6 +268,11 @@ pub fn apply_outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> 
     let arguments = OutcomeArguments::from_params(&params)?;
     let store = outcome_store()?;
     let result = wb_outcomes::apply(&store, &arguments.id, arguments.workspace.as_deref())?;
-    let result = ApplyOutcomeResult { outcome_id: arguments.id, applied: result.applied, unchanged: result.unchanged };
+    let result = ApplyOutcomeResult {
+        outcome_id: arguments.id,
+        applied: result.applied,
+        unchanged: result.unchanged,
+        text: text::outcome::applied_counts(result.applied, result.unchanged),
+    };
     Ok(Some(serde_json::to_value(result)?))
 }
