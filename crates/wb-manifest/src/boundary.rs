@@ -92,3 +92,35 @@ fn real_ancestor(fs: &dyn FileSystem, path: &Path) -> PathBuf {
         }
     }
 }
+
+/// Entries a skill directory walk looks at, at most: a skill is a handful of files, and the check runs on every
+/// keystroke in an editor.
+const MAX_WALKED_ENTRIES: usize = 4096;
+
+/// The first link below `dir` (relative to it) whose real path escapes `boundary`, as the engine would find it
+/// when it copies the directory. The walk is iterative, does not descend through links, and stops after
+/// [`MAX_WALKED_ENTRIES`] entries.
+pub fn first_escaping_link(fs: &dyn FileSystem, dir: &Path, boundary: &Path) -> Option<(PathBuf, Escape)> {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0;
+    while let Some(current) = stack.pop() {
+        let Ok(entries) = fs.read_dir(&current) else { continue };
+        for entry in entries {
+            seen += 1;
+            if seen > MAX_WALKED_ENTRIES {
+                return None;
+            }
+            match fs.kind(&entry) {
+                Ok(FileKind::Directory) => stack.push(entry),
+                Ok(FileKind::Symlink) => {
+                    if let Err(escape) = resolve_within(fs, &entry, boundary) {
+                        let relative = entry.strip_prefix(dir).map_or_else(|_| entry.clone(), Path::to_path_buf);
+                        return Some((relative, escape));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use wb_syntax::TextRange;
 
-use crate::boundary::{MAX_PACKAGE_FILE_BYTES, resolve_within};
+use crate::boundary::{MAX_PACKAGE_FILE_BYTES, first_escaping_link, resolve_within};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
 use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside, normalize};
 use crate::model::{Image, Manifest, Spanned};
@@ -65,10 +65,7 @@ impl PackageChecks<'_> {
     /// Requires the real path of `path` (the lexical resolution of `value`) inside the repository or, with
     /// `package_only`, the package; reports `path-outside-boundary` at the value otherwise.
     fn within(&mut self, value: &Spanned<String>, label: &str, path: &Path, package_only: bool) -> bool {
-        let (boundary, name) = match (package_only, self.root) {
-            (false, Some(root)) => (root, "repository"),
-            _ => (self.package_dir, "package"),
-        };
+        let (boundary, name) = self.boundary(package_only);
         match resolve_within(self.fs, path, boundary) {
             Ok(_) => true,
             Err(escape) => {
@@ -76,6 +73,23 @@ impl PackageChecks<'_> {
                 self.report(Code::PathOutsideBoundary, value.range, message);
                 false
             }
+        }
+    }
+
+    /// The directory a path must stay in, and its name in messages.
+    fn boundary(&self, package_only: bool) -> (&Path, &'static str) {
+        match (package_only, self.root) {
+            (false, Some(root)) => (root, "repository"),
+            _ => (self.package_dir, "package"),
+        }
+    }
+
+    /// Reports the first link in a skill directory that leaves the boundary: staging the skill would refuse it.
+    fn skill_links(&mut self, skill: &Spanned<String>, dir: &Path) {
+        let (boundary, name) = self.boundary(false);
+        if let Some((link, escape)) = first_escaping_link(self.fs, dir, boundary) {
+            let value = format!("{}/{}", skill.value.trim_end_matches('/'), link.display());
+            self.report(Code::PathOutsideBoundary, skill.range, escape.message("skills", &value, name));
         }
     }
 
@@ -171,6 +185,7 @@ impl PackageChecks<'_> {
             if !self.within(skill, "skills", &dir, false) || !self.within(&file_value, "skills", &skill_file, false) {
                 continue;
             }
+            self.skill_links(skill, &dir);
             let text = match self.fs.kind_followed(&skill_file) {
                 Ok(FileKind::File) => match self.read_bounded(&skill_file, skill.range, "Skill manifest") {
                     Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),

@@ -193,6 +193,28 @@ fn a_skill_manifest_linked_out_of_the_repository_is_refused() {
 }
 
 #[test]
+fn a_link_in_a_skill_that_leaves_the_repository_is_refused() {
+    let repo = Repo::new("skills:\n  - ./skills/review\n");
+    let dir = repo.package.join("skills/review/docs");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(repo.package.join("skills/review/SKILL.md"), "---\nname: review\ndescription: Reviews.\n---\n")
+        .unwrap();
+    std::fs::write(repo.root.join("guide.md"), "In the repository.\n").unwrap();
+    symlink(repo.root.join("guide.md"), dir.join("guide.md")).unwrap();
+    assert!(repo.check().diagnostics.is_empty(), "a link that stays inside is fine");
+    symlink(repo.home.join("secret.txt"), dir.join("notes.md")).unwrap();
+    let report = repo.check();
+    assert_eq!(
+        boundary_errors(&report),
+        [(
+            "skills resolves outside the repository through a symbolic link: ./skills/review/docs/notes.md".to_owned(),
+            "./skills/review".to_owned()
+        )]
+    );
+    assert_no_outside_bytes(&report);
+}
+
+#[test]
 fn an_oversized_skill_manifest_is_reported_without_being_read() {
     let repo = Repo::new("skills:\n  - ./skills/big\n");
     let dir = repo.package.join("skills/big");
