@@ -171,7 +171,16 @@ pub fn stage_runner_config_dir(package: &Package, from: &Path, to: &Path) -> Res
 /// The text of the `runner_config` file (or of `file` in its directory), read inside the package boundary.
 pub fn runner_config_text(package: &Package, file: &Path) -> Result<String> {
     package_files::read_text(&package.package_dir, file)
-        .map_err(|_| EngineError::message(format!("runner_config does not exist: {}", file.display())))
+        .map_err(|error| package_file_error(error, "runner_config does not exist", file))
+}
+
+/// A missing package file keeps the reference's text; one refused at use time (a link that appeared since the
+/// checks, a special file, over the size limit) says why.
+fn package_file_error(error: std::io::Error, missing: &str, path: &Path) -> EngineError {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => EngineError::message(format!("{missing}: {}", path.display())),
+        _ => EngineError::io(format!("cannot read {}", path.display()), error),
+    }
 }
 
 /// Copies every skill to `<stage>/skills/<name>/`; returns the names in manifest order. A skill is copied from
@@ -199,9 +208,8 @@ pub fn combined_instructions(context: &StageContext<'_>, extra: Option<&str>) ->
         .as_ref()
         .map(|i| wb_manifest::normalize(&package.package_dir.join(&i.value)))
         .ok_or_else(|| EngineError::message("instructions must be a non-empty string"))?;
-    let instructions = package_files::read_text(&package.root, &instructions_path).map_err(|_| {
-        EngineError::message(format!("Instructions file does not exist: {}", instructions_path.display()))
-    })?;
+    let instructions = package_files::read_text(&package.root, &instructions_path)
+        .map_err(|error| package_file_error(error, "Instructions file does not exist", &instructions_path))?;
     let mut text = format!(
         "<workbench_context>\nYou are running inside the Workbench {name}@{version}: a repository-owned package that prepares you for one class of work. Follow its instructions below. Use the skills it provides when they apply.\n</workbench_context>\n\n",
         name = package.name,

@@ -35,8 +35,12 @@ const OUTSIDE_DOCKERFILE: &str = ".wb-lsp.Dockerfile";
 pub fn context_archive(repository: &Path, context: &Path, dockerfile: &Path) -> Result<ContextArchive> {
     let dockerfile_text = package_files::read_bytes(repository, dockerfile)
         .map_err(|_| EngineError::message(format!("Dockerfile does not exist: {}", dockerfile.display())))?;
-    let tree = Tree::open(repository, context)
-        .map_err(|_| EngineError::message(format!("Docker build context does not exist: {}", context.display())))?;
+    let tree = Tree::open(repository, context).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            EngineError::message(format!("Docker build context does not exist: {}", context.display()))
+        }
+        _ => EngineError::io(format!("cannot archive the Docker build context {}", context.display()), error),
+    })?;
     let mut builder = tar::Builder::new(Vec::new());
     let mut hasher = Sha256::new();
     let mut entries = Vec::new();
