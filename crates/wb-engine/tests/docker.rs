@@ -215,17 +215,17 @@ fn context_archive_excludes_credentials_and_vcs_and_hashes_content() {
     std::fs::write(dir.join("sub/cluster.kubeconfig"), "x").unwrap();
     std::fs::write(dir.join("sub/credentials"), "x").unwrap();
     std::fs::write(dir.join(".pypirc"), "x").unwrap();
-    let first = context_archive(&dir, &dir.join("Dockerfile")).unwrap();
+    let first = context_archive(&dir, &dir, &dir.join("Dockerfile")).unwrap();
     assert_eq!(first.entries, vec!["Dockerfile", "app.txt", "link", "sub/"]);
     assert_eq!(first.dockerfile, "Dockerfile");
     // A credential file's content is not part of the hash; the context's content is.
     std::fs::write(dir.join(".env"), "SECRET=2").unwrap();
-    assert_eq!(context_archive(&dir, &dir.join("Dockerfile")).unwrap().hash, first.hash);
+    assert_eq!(context_archive(&dir, &dir, &dir.join("Dockerfile")).unwrap().hash, first.hash);
     std::fs::write(dir.join("app.txt"), "two").unwrap();
-    assert_ne!(context_archive(&dir, &dir.join("Dockerfile")).unwrap().hash, first.hash);
+    assert_ne!(context_archive(&dir, &dir, &dir.join("Dockerfile")).unwrap().hash, first.hash);
     // A Dockerfile outside the context travels under its own name.
     let outside = world.file("Dockerfile.other", "FROM scratch\n");
-    assert_eq!(context_archive(&dir, &outside).unwrap().dockerfile, ".wb-lsp.Dockerfile");
+    assert_eq!(context_archive(&world.root, &dir, &outside).unwrap().dockerfile, ".wb-lsp.Dockerfile");
 }
 
 #[test]

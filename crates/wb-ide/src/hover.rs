@@ -137,15 +137,23 @@ fn env_markdown(root: &Node, name: &str, text: &str) -> String {
     out
 }
 
-fn path_markdown(fs: &dyn FileSystem, package: &Path, value: &str, skill: bool) -> String {
+/// Hover of a path value. Nothing behind a link out of the repository (or package) is read: the hover says so.
+fn path_markdown(fs: &dyn FileSystem, manifest_path: &Path, value: &str, skill: bool) -> String {
+    let package = manifest_path.parent().unwrap_or(Path::new("/"));
+    let boundary = wb_manifest::repository_root(manifest_path).unwrap_or_else(|| package.to_path_buf());
     let resolved = wb_manifest::normalize(&package.join(value));
-    let kind = fs.kind_followed(&resolved).ok();
     let mut out = format!("`{}`", resolved.display());
+    let escapes = |path: &Path| wb_manifest::boundary::resolve_within(fs, path, &boundary).is_err();
+    if escapes(&resolved) || (skill && escapes(&resolved.join("SKILL.md"))) {
+        out.push_str("\n\nleads outside the repository, into /proc, /sys or /dev, or to a special file");
+        return out;
+    }
+    let kind = fs.kind_followed(&resolved).ok();
     match kind {
         None => out.push_str("\n\ndoes not exist"),
         Some(FileKind::Directory) if skill => {
             let skill_file = resolved.join("SKILL.md");
-            match fs.read(&skill_file) {
+            match fs.read_limited(&skill_file, wb_manifest::boundary::MAX_PACKAGE_FILE_BYTES) {
                 Ok(bytes) => {
                     let text = String::from_utf8_lossy(&bytes);
                     let directory = resolved.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -184,7 +192,6 @@ pub fn hover(
         Some(Segment::Key(k)) => k.as_str(),
         _ => "",
     };
-    let package = manifest_path.parent().unwrap_or(Path::new("/"));
     // Values with facts of their own.
     if !located.on_key {
         let value = located.node.as_str().map(str::trim).unwrap_or_default();
@@ -192,13 +199,13 @@ pub fn hover(
             (1, "runner") => runner_markdown(value),
             (2, "model") if key(1) == "id" => Some(model_markdown(catalog, value)),
             (4, "model") if key(3) == "provider" => Some(provider_markdown(catalog, value)),
-            (1, "instructions") | (1, "runner_config") => Some(path_markdown(fs, package, value, false)),
-            (2, "skills") => Some(path_markdown(fs, package, value, true)),
+            (1, "instructions") | (1, "runner_config") => Some(path_markdown(fs, manifest_path, value, false)),
+            (2, "skills") => Some(path_markdown(fs, manifest_path, value, true)),
             (4, "mcps") if key(2) == "headers" => {
                 env_reference_at(text, root, offset).map(|(name, _)| env_markdown(root, &name, text))
             }
             _ if key(path.len().saturating_sub(1)) == "build" || key(path.len().saturating_sub(1)) == "context" => {
-                Some(path_markdown(fs, package, value, false))
+                Some(path_markdown(fs, manifest_path, value, false))
             }
             _ => None,
         };

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use wb_syntax::{SyntaxErrorKind, TextRange};
 
+use crate::boundary::{Escape, is_pseudo};
 use crate::diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
-use crate::fs::{FileKind, FileSystem, normalize};
+use crate::fs::{FileKind, FileSystem, ReadLimitError, normalize};
 use crate::model::Manifest;
 use crate::models::ModelCatalog;
 use crate::package::{PackageChecks, repository_root};
@@ -132,19 +133,42 @@ pub fn check_path(fs: &dyn FileSystem, path: &Path, catalog: &ModelCatalog) -> V
 /// Checks one package from its (absolute) manifest path, reading through `fs`.
 pub fn check_package(fs: &dyn FileSystem, manifest_path: &Path, catalog: &ModelCatalog) -> PackageReport {
     let bytes = match fs.kind_followed(manifest_path) {
-        Ok(FileKind::File) => match fs.read(manifest_path) {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                let message = format!("Workbench manifest is unreadable: {}: {error}", manifest_path.display());
-                return PackageReport::problem(manifest_path, Code::IoError, message);
+        Ok(FileKind::File) => {
+            if let Some(message) = manifest_escape(fs, manifest_path) {
+                return PackageReport::problem(manifest_path, Code::PathOutsideBoundary, message);
             }
-        },
+            match fs.read_limited(manifest_path, MAX_MANIFEST_BYTES) {
+                Ok(bytes) => bytes,
+                Err(ReadLimitError::TooLarge(size)) => {
+                    return PackageReport::problem(manifest_path, Code::FileTooLarge, too_large_message(size));
+                }
+                Err(ReadLimitError::Io(error)) => {
+                    let message = format!("Workbench manifest is unreadable: {}: {error}", manifest_path.display());
+                    return PackageReport::problem(manifest_path, Code::IoError, message);
+                }
+            }
+        }
         _ => {
             let message = format!("Workbench manifest does not exist: {}", manifest_path.display());
             return PackageReport::problem(manifest_path, Code::PathNotFound, message);
         }
     };
     check_manifest_bytes(fs, manifest_path, &bytes, catalog)
+}
+
+/// Why a manifest found on disk is not read: it resolves out of its repository (a `workbench.yml` linked to a
+/// file elsewhere would have that file's text rendered in diagnostics), or into `/proc`, `/sys` or `/dev`.
+fn manifest_escape(fs: &dyn FileSystem, manifest_path: &Path) -> Option<String> {
+    let shown = manifest_path.display().to_string();
+    let escape = match repository_root(manifest_path) {
+        Some(root) => crate::boundary::resolve_within(fs, manifest_path, &root).err(),
+        None => fs.real_path(manifest_path).ok().filter(|real| is_pseudo(real)).map(|_| Escape::Pseudo),
+    };
+    escape.map(|escape| escape.message("Workbench manifest", &shown, "repository"))
+}
+
+fn too_large_message(size: u64) -> String {
+    format!("Workbench manifest is too large: {size} bytes (the limit is {} MiB)", MAX_MANIFEST_BYTES / (1024 * 1024))
 }
 
 /// Checks one package whose manifest content is given (an editor buffer); other files come from `fs`.
@@ -174,12 +198,7 @@ pub(crate) fn check_bytes(
 ) -> PackageReport {
     let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
     if bytes.len() > MAX_MANIFEST_BYTES {
-        let message = format!(
-            "Workbench manifest is too large: {} bytes (the limit is {} MiB)",
-            bytes.len(),
-            MAX_MANIFEST_BYTES / (1024 * 1024)
-        );
-        return PackageReport::problem(manifest_path, Code::FileTooLarge, message);
+        return PackageReport::problem(manifest_path, Code::FileTooLarge, too_large_message(bytes.len() as u64));
     }
     let parse = wb_syntax::parse(bytes);
     let mut diagnostics: Vec<Diagnostic> =

@@ -74,7 +74,7 @@ codes! {
     InvalidUtf8 = "invalid-utf8", Error, "The file is not valid UTF-8.";
     AliasExpansionLimit = "alias-expansion-limit", Error, "YAML aliases expand to too many nodes (an alias bomb).";
     NestingTooDeep = "nesting-too-deep", Error, "YAML collections are nested too deeply.";
-    FileTooLarge = "file-too-large", Error, "The manifest is larger than the checker reads.";
+    FileTooLarge = "file-too-large", Error, "The manifest, or a file it names, is larger than the checker reads.";
     // Manifest shape
     ManifestNotObject = "manifest-not-object", Error, "The manifest's document is not a mapping.";
     UnsupportedSpec = "unsupported-spec", Error, "`spec` is missing or not a supported spec number (0 or 1).";
@@ -99,6 +99,7 @@ codes! {
     OutsideWorkbenchesDirectory = "outside-workbenches-directory", Error, "The package does not sit beneath a `.workbenches` directory.";
     PathNotRelative = "path-not-relative", Error, "A package path is absolute.";
     PathOutsideRepository = "path-outside-repository", Error, "A package path leaves the repository (or, for `runner_config`, the package).";
+    PathOutsideBoundary = "path-outside-boundary", Error, "A package path resolves outside the repository (or, for `runner_config`, the package) through a symbolic link, into /proc, /sys or /dev, or to a device, FIFO or socket.";
     MissingInstructions = "missing-instructions", Error, "The instructions file does not exist or is not a regular file.";
     MissingSkillManifest = "missing-skill-manifest", Error, "A skill directory has no `SKILL.md`.";
     InvalidSkill = "invalid-skill", Error, "A `SKILL.md` frontmatter breaks the skill contract.";

@@ -12,9 +12,35 @@ pub enum FileKind {
     Other,
 }
 
+/// Why a bounded read returned no content.
+#[derive(Debug)]
+pub enum ReadLimitError {
+    /// The file holds more than the limit: its size in bytes (at least the limit plus one).
+    TooLarge(u64),
+    Io(io::Error),
+}
+
+impl From<io::Error> for ReadLimitError {
+    fn from(error: io::Error) -> ReadLimitError {
+        ReadLimitError::Io(error)
+    }
+}
+
 pub trait FileSystem: Send + Sync {
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Reads a whole regular file of at most `limit` bytes without ever holding more than `limit + 1` of them:
+    /// a larger file (or one that keeps producing bytes, like `/dev/zero`) is [`ReadLimitError::TooLarge`].
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        let bytes = self.read(path)?;
+        if bytes.len() > limit {
+            return Err(ReadLimitError::TooLarge(bytes.len() as u64));
+        }
+        Ok(bytes)
+    }
+    /// The path with every symbolic link resolved, as the disk has it (an editor buffer never changes where a
+    /// path leads, so implementations over a real disk must ask the disk).
+    fn real_path(&self, path: &Path) -> io::Result<PathBuf>;
     /// The kind of a path without following a final symlink.
     fn kind(&self, path: &Path) -> io::Result<FileKind>;
     /// The kind of a path after following symlinks.
@@ -42,6 +68,35 @@ fn kind_of(file_type: std::fs::FileType) -> FileKind {
 impl FileSystem for OsFileSystem {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
+    }
+
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        use std::io::Read;
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        // A FIFO swapped in after the checks must not block the open; the kind is checked on the handle.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, nix::fcntl::OFlag::O_NONBLOCK.bits());
+        let file = options.open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(ReadLimitError::Io(io::Error::other("not a regular file")));
+        }
+        let cap = u64::try_from(limit).unwrap_or(u64::MAX);
+        if meta.len() > cap {
+            return Err(ReadLimitError::TooLarge(meta.len()));
+        }
+        // Files in pseudo file systems report a size of 0 whatever they hold: the read itself is bounded.
+        let mut bytes = Vec::new();
+        file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+        if bytes.len() > limit {
+            return Err(ReadLimitError::TooLarge(meta.len().max(bytes.len() as u64)));
+        }
+        Ok(bytes)
+    }
+
+    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
     }
 
     fn kind(&self, path: &Path) -> io::Result<FileKind> {

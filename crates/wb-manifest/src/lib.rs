@@ -4,6 +4,7 @@
 //! on the file system (`package`) → a [`PackageReport`] of [`Diagnostic`]s with byte ranges. Nothing here
 //! knows LSP or terminals; the CLI and the language server render the same reports.
 
+pub mod boundary;
 mod check;
 mod diagnostic;
 pub mod env_refs;
@@ -24,7 +25,7 @@ pub use check::{
     sort_diagnostics,
 };
 pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
-pub use fs::{FileKind, FileSystem, OsFileSystem, is_inside, normalize};
+pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
 pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
 pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
 pub use package::{is_credential_file, repository_root};

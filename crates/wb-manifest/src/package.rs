@@ -7,8 +7,9 @@ use std::sync::OnceLock;
 use regex::Regex;
 use wb_syntax::TextRange;
 
+use crate::boundary::{MAX_PACKAGE_FILE_BYTES, first_escaping_link, resolve_within};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
-use crate::fs::{FileKind, FileSystem, is_inside, normalize};
+use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside, normalize};
 use crate::model::{Image, Manifest, Spanned};
 use crate::skill::check_skill_text;
 
@@ -61,14 +62,66 @@ impl PackageChecks<'_> {
         Some(resolved)
     }
 
+    /// Requires the real path of `path` (the lexical resolution of `value`) inside the repository or, with
+    /// `package_only`, the package; reports `path-outside-boundary` at the value otherwise.
+    fn within(&mut self, value: &Spanned<String>, label: &str, path: &Path, package_only: bool) -> bool {
+        let (boundary, name) = self.boundary(package_only);
+        match resolve_within(self.fs, path, boundary) {
+            Ok(_) => true,
+            Err(escape) => {
+                let message = escape.message(label, &value.value, name);
+                self.report(Code::PathOutsideBoundary, value.range, message);
+                false
+            }
+        }
+    }
+
+    /// The directory a path must stay in, and its name in messages.
+    fn boundary(&self, package_only: bool) -> (&Path, &'static str) {
+        match (package_only, self.root) {
+            (false, Some(root)) => (root, "repository"),
+            _ => (self.package_dir, "package"),
+        }
+    }
+
+    /// Reports the first link in a skill directory that leaves the boundary: staging the skill would refuse it.
+    fn skill_links(&mut self, skill: &Spanned<String>, dir: &Path) {
+        let (boundary, name) = self.boundary(false);
+        if let Some((link, escape)) = first_escaping_link(self.fs, dir, boundary) {
+            let value = format!("{}/{}", skill.value.trim_end_matches('/'), link.display());
+            self.report(Code::PathOutsideBoundary, skill.range, escape.message("skills", &value, name));
+        }
+    }
+
+    /// Reads a file the package names, at most [`MAX_PACKAGE_FILE_BYTES`]; a larger one is reported at the
+    /// value (`what` names it in the message).
+    fn read_bounded(&mut self, path: &Path, range: TextRange, what: &str) -> Result<Vec<u8>, Option<std::io::Error>> {
+        match self.fs.read_limited(path, MAX_PACKAGE_FILE_BYTES) {
+            Ok(bytes) => Ok(bytes),
+            Err(ReadLimitError::TooLarge(size)) => {
+                let message = format!(
+                    "{what} is too large: {size} bytes (the limit is {} MiB): {}",
+                    MAX_PACKAGE_FILE_BYTES / (1024 * 1024),
+                    path.display()
+                );
+                self.report(Code::FileTooLarge, range, message);
+                Err(None)
+            }
+            Err(ReadLimitError::Io(error)) => Err(Some(error)),
+        }
+    }
+
     pub fn run(&mut self, manifest: &Manifest) {
         let root = self.root.map(Path::to_path_buf);
         let root = root.as_deref();
         for runtime in &manifest.runtimes {
             if let Some(Image::Build { build, context }) = &runtime.image {
                 let prefix = runtime.image_label.clone();
-                if let Some(dockerfile) = self.resolve(build, &format!("{prefix}.build"), root) {
-                    if !matches!(self.fs.kind_followed(&dockerfile), Ok(FileKind::File)) {
+                let label = format!("{prefix}.build");
+                if let Some(dockerfile) = self.resolve(build, &label, root) {
+                    if self.within(build, &label, &dockerfile, false)
+                        && !matches!(self.fs.kind_followed(&dockerfile), Ok(FileKind::File))
+                    {
                         self.report(
                             Code::MissingBuildFile,
                             build.range,
@@ -78,8 +131,11 @@ impl PackageChecks<'_> {
                 }
                 let default_context = Spanned::new(".".to_owned(), build.range);
                 let context = context.as_ref().unwrap_or(&default_context);
-                if let Some(dir) = self.resolve(context, &format!("{prefix}.context"), root) {
-                    if !matches!(self.fs.kind_followed(&dir), Ok(FileKind::Directory)) {
+                let label = format!("{prefix}.context");
+                if let Some(dir) = self.resolve(context, &label, root) {
+                    if self.within(context, &label, &dir, false)
+                        && !matches!(self.fs.kind_followed(&dir), Ok(FileKind::Directory))
+                    {
                         self.report(
                             Code::MissingBuildFile,
                             context.range,
@@ -91,7 +147,12 @@ impl PackageChecks<'_> {
         }
         if let Some(instructions) = &manifest.instructions {
             if let Some(path) = self.resolve(instructions, "instructions", root) {
-                if !matches!(self.fs.kind_followed(&path), Ok(FileKind::File)) {
+                if !self.within(instructions, "instructions", &path, false) {
+                    // Refused: nothing of it is read.
+                } else if matches!(self.fs.kind_followed(&path), Ok(FileKind::File)) {
+                    // Only its size matters here; the engine reads it into the system prompt.
+                    let _ = self.read_bounded(&path, instructions.range, "Instructions file");
+                } else {
                     let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
                     let fix = Fix {
                         title: format!("Create {}", instructions.value),
@@ -120,10 +181,16 @@ impl PackageChecks<'_> {
         for skill in &manifest.skills {
             let Some(dir) = self.resolve(skill, "skills", root) else { continue };
             let skill_file = dir.join("SKILL.md");
+            let file_value = Spanned::new(format!("{}/SKILL.md", skill.value.trim_end_matches('/')), skill.range);
+            if !self.within(skill, "skills", &dir, false) || !self.within(&file_value, "skills", &skill_file, false) {
+                continue;
+            }
+            self.skill_links(skill, &dir);
             let text = match self.fs.kind_followed(&skill_file) {
-                Ok(FileKind::File) => match self.fs.read(&skill_file) {
+                Ok(FileKind::File) => match self.read_bounded(&skill_file, skill.range, "Skill manifest") {
                     Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                    Err(error) => {
+                    Err(None) => continue,
+                    Err(Some(error)) => {
                         self.report(
                             Code::IoError,
                             skill.range,
@@ -219,6 +286,9 @@ impl PackageChecks<'_> {
             );
             return;
         }
+        if !self.within(config, "runner_config", &path, true) {
+            return;
+        }
         if !matches!(kind, FileKind::File | FileKind::Directory) {
             self.report(Code::RunnerConfigShape, range, "runner_config must be a file or directory".to_owned());
             return;
@@ -302,7 +372,7 @@ impl PackageChecks<'_> {
     }
 
     fn read_json(&mut self, file: &Path, range: TextRange) -> Option<serde_json::Value> {
-        let bytes = self.fs.read(file).ok()?;
+        let bytes = self.read_bounded(file, range, "runner_config file").ok()?;
         match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Ok(value) => Some(value),
             Err(error) => {
@@ -360,7 +430,8 @@ impl PackageChecks<'_> {
     }
 
     fn claude_content(&mut self, file: &Path, range: TextRange) {
-        let Ok(bytes) = self.fs.read(file) else { return };
+        // Its size was reported when its JSON was checked.
+        let Ok(bytes) = self.fs.read_limited(file, MAX_PACKAGE_FILE_BYTES) else { return };
         if serde_json::from_slice::<serde_json::Value>(&bytes).is_err() {
             // `runner_config JSON is invalid` already reported it.
             return;

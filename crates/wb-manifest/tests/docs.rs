@@ -19,6 +19,7 @@ const NOT_SELF_CONTAINED: &[Code] = &[
     Code::PathNotFound,
     Code::NoWorkbenches,
     Code::OutsideWorkbenchesDirectory,
+    Code::PathOutsideBoundary,
     Code::InvalidSkill,
     Code::SkillNameMismatch,
     Code::RunnerConfigSymlink,

@@ -76,6 +76,11 @@ impl FileSystem for MemFs {
         self.kind(path)
     }
 
+    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        // No links in memory: a path that exists is its own real path.
+        self.kind(path).map(|_| path.to_path_buf())
+    }
+
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         if !self.is_dir(path) {
             return Err(io::ErrorKind::NotFound.into());

@@ -634,6 +634,7 @@ fn manifest_level(code: Code) -> bool {
         | Code::OutsideWorkbenchesDirectory
         | Code::PathNotRelative
         | Code::PathOutsideRepository
+        | Code::PathOutsideBoundary
         | Code::MissingInstructions
         | Code::MissingSkillManifest
         | Code::InvalidSkill
@@ -794,6 +795,10 @@ impl FileSystem for NothingExists {
     }
 
     fn kind_followed(&self, _: &Path) -> std::io::Result<FileKind> {
+        Err(std::io::ErrorKind::NotFound.into())
+    }
+
+    fn real_path(&self, _: &Path) -> std::io::Result<PathBuf> {
         Err(std::io::ErrorKind::NotFound.into())
     }
 

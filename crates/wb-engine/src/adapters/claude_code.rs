@@ -102,10 +102,8 @@ impl Adapter for ClaudeCode {
         let mut allow: Vec<Value> = Vec::new();
         let mut deny: Vec<Value> = Vec::new();
         let mut max_turns = None;
-        if let Some(config) = &package.manifest.runner_config {
-            let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
-            let text = std::fs::read_to_string(&path)
-                .map_err(|_| EngineError::message(format!("runner_config does not exist: {}", path.display())))?;
+        if let Some(path) = super::runner_config_path(package) {
+            let text = super::runner_config_text(package, &path)?;
             let value: Value = serde_json::from_str(&text)
                 .map_err(|_| EngineError::message("Claude Code runner_config must contain valid JSON"))?;
             allow.extend(value.pointer("/permissions/allow").and_then(Value::as_array).cloned().unwrap_or_default());

@@ -3,6 +3,7 @@
 
 mod claude_code;
 mod opencode;
+pub mod package_files;
 mod pi;
 
 use std::collections::BTreeMap;
@@ -120,15 +121,14 @@ pub fn installed_version(executable: &Path) -> Option<String> {
 /// `providers.<name>` in the directory's `models.json`. `None` when it cannot be told (no such file, not
 /// JSON, another runner).
 pub fn packaged_provider(package: &Package, runner: &str, provider: &str) -> Option<bool> {
-    let config = package.manifest.runner_config.as_ref()?;
-    let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
+    let path = runner_config_path(package)?;
     let (file, pointer) = match runner {
-        "opencode" if path.is_dir() => (path.join("opencode.json"), "/provider"),
+        "opencode" if package_files::is_dir(&package.package_dir, &path) => (path.join("opencode.json"), "/provider"),
         "opencode" => (path, "/provider"),
         "pi" => (path.join("models.json"), "/providers"),
         _ => return None,
     };
-    let value: Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    let value: Value = serde_json::from_str(&package_files::read_text(&package.package_dir, &file).ok()?).ok()?;
     Some(value.pointer(pointer).and_then(Value::as_object).is_some_and(|providers| providers.contains_key(provider)))
 }
 
@@ -155,30 +155,45 @@ pub fn mcp_references(mcp: &Mcp) -> Vec<String> {
     names
 }
 
-/// Copies a directory tree (regular files and directories; symlinks were refused by the checks).
-pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
+/// The package's `runner_config` path (lexical; every read checks it against the package boundary again).
+pub fn runner_config_path(package: &Package) -> Option<PathBuf> {
+    let config = package.manifest.runner_config.as_ref()?;
+    Some(wb_manifest::normalize(&package.package_dir.join(&config.value)))
 }
 
-/// Copies every skill to `<stage>/skills/<name>/`; returns the names in manifest order.
+/// Copies the `runner_config` directory into `to`; it may contain no link at all (the checks refused them, and
+/// one that appears since is refused here).
+pub fn stage_runner_config_dir(package: &Package, from: &Path, to: &Path) -> Result<()> {
+    package_files::copy_tree(&package.package_dir, from, to, package_files::Links::Refuse)
+        .map_err(|e| EngineError::io("cannot stage runner_config", e))
+}
+
+/// The text of the `runner_config` file (or of `file` in its directory), read inside the package boundary.
+pub fn runner_config_text(package: &Package, file: &Path) -> Result<String> {
+    package_files::read_text(&package.package_dir, file)
+        .map_err(|error| package_file_error(error, "runner_config does not exist", file))
+}
+
+/// A missing package file keeps the reference's text; one refused at use time (a link that appeared since the
+/// checks, a special file, over the size limit) says why.
+fn package_file_error(error: std::io::Error, missing: &str, path: &Path) -> EngineError {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => EngineError::message(format!("{missing}: {}", path.display())),
+        _ => EngineError::io(format!("cannot read {}", path.display()), error),
+    }
+}
+
+/// Copies every skill to `<stage>/skills/<name>/`; returns the names in manifest order. A skill is copied from
+/// inside the repository only: a link in it that leaves the repository stops the staging.
 pub fn stage_skills(context: &StageContext<'_>) -> Result<Vec<String>> {
     let mut names = Vec::new();
-    for skill in &context.package.manifest.skills {
-        let dir = wb_manifest::normalize(&context.package.package_dir.join(&skill.value));
+    let package = context.package;
+    for skill in &package.manifest.skills {
+        let dir = wb_manifest::normalize(&package.package_dir.join(&skill.value));
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let target = context.stage_dir.join("skills").join(&name);
-        copy_tree(&dir, &target).map_err(|e| EngineError::io(format!("cannot stage skill {name}"), e))?;
+        package_files::copy_tree(&package.root, &dir, &target, package_files::Links::FollowInside)
+            .map_err(|e| EngineError::io(format!("cannot stage skill {name}"), e))?;
         names.push(name);
     }
     Ok(names)
@@ -193,9 +208,8 @@ pub fn combined_instructions(context: &StageContext<'_>, extra: Option<&str>) ->
         .as_ref()
         .map(|i| wb_manifest::normalize(&package.package_dir.join(&i.value)))
         .ok_or_else(|| EngineError::message("instructions must be a non-empty string"))?;
-    let instructions = std::fs::read_to_string(&instructions_path).map_err(|_| {
-        EngineError::message(format!("Instructions file does not exist: {}", instructions_path.display()))
-    })?;
+    let instructions = package_files::read_text(&package.root, &instructions_path)
+        .map_err(|error| package_file_error(error, "Instructions file does not exist", &instructions_path))?;
     let mut text = format!(
         "<workbench_context>\nYou are running inside the Workbench {name}@{version}: a repository-owned package that prepares you for one class of work. Follow its instructions below. Use the skills it provides when they apply.\n</workbench_context>\n\n",
         name = package.name,

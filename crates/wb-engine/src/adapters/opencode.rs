@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use wb_manifest::Access;
 
 use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 use crate::events::Translated;
 
 pub struct OpenCode;
@@ -52,10 +52,11 @@ fn opencode_worktree(primary: &Path) -> PathBuf {
 /// The packaged native configuration, when it is JSON OpenCode would read (a `runner_config` file, or the
 /// directory's `opencode.json`): its `permission` entries are merged with the engine's.
 fn packaged_config(context: &StageContext<'_>) -> Option<Value> {
-    let config = context.package.manifest.runner_config.as_ref()?;
-    let path = wb_manifest::normalize(&context.package.package_dir.join(&config.value));
-    let file = if path.is_dir() { path.join("opencode.json") } else { path };
-    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
+    let package = context.package;
+    let path = super::runner_config_path(package)?;
+    let file =
+        if super::package_files::is_dir(&package.package_dir, &path) { path.join("opencode.json") } else { path };
+    serde_json::from_str(&super::runner_config_text(package, &file).ok()?).ok()
 }
 
 /// The engine's entries added after the package's own: a string rule of the package becomes its `*` entry,
@@ -151,18 +152,15 @@ impl Adapter for OpenCode {
         let package = context.package;
         let skills = super::stage_skills(context)?;
         let mut env = base_environment(context);
-        if let Some(config) = &package.manifest.runner_config {
-            let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
-            if path.is_dir() {
-                super::copy_tree(&path, context.stage_dir)
-                    .map_err(|e| EngineError::io("cannot stage runner_config", e))?;
+        if let Some(path) = super::runner_config_path(package) {
+            if super::package_files::is_dir(&package.package_dir, &path) {
+                super::stage_runner_config_dir(package, &path, context.stage_dir)?;
             } else {
                 // A staged copy: OpenCode rewrites the file it is given (it adds `$schema`, verified against
                 // 1.18.33), which must not touch the package.
                 let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("json");
                 let name = format!("packaged-config.{extension}");
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|_| EngineError::message(format!("runner_config does not exist: {}", path.display())))?;
+                let text = super::runner_config_text(package, &path)?;
                 super::write_file(&context.stage_dir.join(&name), &text, 0o644)?;
                 env.insert("OPENCODE_CONFIG".to_owned(), context.runner_stage_dir.join(&name).display().to_string());
             }

@@ -44,10 +44,9 @@ impl Adapter for Pi {
         }
         let dir = context.stage_dir;
         let mut shipped = None;
-        if let Some(config) = &package.manifest.runner_config {
-            let path = wb_manifest::normalize(&package.package_dir.join(&config.value));
-            super::copy_tree(&path, dir).map_err(|e| EngineError::io("cannot stage runner_config", e))?;
-            shipped = std::fs::read_to_string(path.join("APPEND_SYSTEM.md")).ok();
+        if let Some(path) = super::runner_config_path(package) {
+            super::stage_runner_config_dir(package, &path, dir)?;
+            shipped = super::runner_config_text(package, &path.join("APPEND_SYSTEM.md")).ok();
         }
         let skills = super::stage_skills(context)?;
         let system = combined_instructions(context, shipped.as_deref())?;

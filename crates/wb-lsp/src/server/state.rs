@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wb_manifest::{Code, FileKind, FileSystem, ModelCatalog, OsFileSystem, PackageReport, Severity};
+use wb_manifest::{Code, FileKind, FileSystem, ModelCatalog, OsFileSystem, PackageReport, ReadLimitError, Severity};
 use wb_syntax::{LineIndex, PositionEncoding};
 
 /// One open document.
@@ -120,6 +120,20 @@ impl FileSystem for Overlay {
             return Ok(FileKind::File);
         }
         OsFileSystem.kind_followed(path)
+    }
+
+    /// Always the disk's answer: a buffer never changes where a path leads, so a link out of the package is
+    /// seen even while the file it names is open.
+    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        OsFileSystem.real_path(path)
+    }
+
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        match self.documents.get(path) {
+            Some(document) if document.text.len() > limit => Err(ReadLimitError::TooLarge(document.text.len() as u64)),
+            Some(document) => Ok(document.text.as_bytes().to_vec()),
+            None => OsFileSystem.read_limited(path, limit),
+        }
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {

@@ -1,10 +1,17 @@
 //! The build context of a Docker image: a deterministic tar archive of the context directory (credential
 //! files and VCS/dependency directories left out) and its content hash.
+//!
+//! The context and the Dockerfile must resolve inside the repository (`wb_manifest::boundary`, checked again
+//! here), and the walk never follows a link: every entry is opened from the context's handle with
+//! `O_NOFOLLOW`, and a link is stored as a link (its target text only; Docker resolves it inside the context),
+//! so no byte from outside the repository enters the archive.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::adapters::package_files::{self, EntryKind, Tree};
 use crate::error::{EngineError, Result};
 
 /// Directory names never sent to the engine in a build context.
@@ -23,32 +30,30 @@ pub struct ContextArchive {
 const OUTSIDE_DOCKERFILE: &str = ".wb-lsp.Dockerfile";
 
 /// Builds the context archive of `context` (credential files and VCS/dependency directories left out) and its
-/// content hash. Modification times and owners are not part of the archive, so the hash (and the image tag)
-/// only change when the content does.
-pub fn context_archive(context: &Path, dockerfile: &Path) -> Result<ContextArchive> {
-    let dockerfile_text = std::fs::read(dockerfile)
+/// content hash; both `context` and `dockerfile` must resolve inside `repository`. Modification times and
+/// owners are not part of the archive, so the hash (and the image tag) only change when the content does.
+pub fn context_archive(repository: &Path, context: &Path, dockerfile: &Path) -> Result<ContextArchive> {
+    let dockerfile_text = package_files::read_bytes(repository, dockerfile)
         .map_err(|_| EngineError::message(format!("Dockerfile does not exist: {}", dockerfile.display())))?;
-    if !context.is_dir() {
-        return Err(EngineError::message(format!("Docker build context does not exist: {}", context.display())));
-    }
+    let tree = Tree::open(repository, context).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            EngineError::message(format!("Docker build context does not exist: {}", context.display()))
+        }
+        _ => EngineError::io(format!("cannot archive the Docker build context {}", context.display()), error),
+    })?;
     let mut builder = tar::Builder::new(Vec::new());
     let mut hasher = Sha256::new();
     let mut entries = Vec::new();
     let mut stack = vec![PathBuf::new()];
     let io = |e: std::io::Error| EngineError::io("cannot archive the Docker build context", e);
     while let Some(relative) = stack.pop() {
-        let dir = context.join(&relative);
-        let mut children: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir).map_err(io)?.flatten().collect();
-        children.sort_by_key(std::fs::DirEntry::file_name);
         // Directories are pushed in reverse so the walk stays in sorted order.
         let mut subdirs = Vec::new();
-        for child in children {
-            let name = child.file_name().to_string_lossy().into_owned();
+        for (name, kind) in tree.list(&relative).map_err(io)? {
+            let name = name.to_string_lossy().into_owned();
             let path = relative.join(&name);
             let key = path.to_string_lossy().replace('\\', "/");
-            let meta = std::fs::symlink_metadata(child.path()).map_err(io)?;
-            let kind = meta.file_type();
-            if kind.is_dir() {
+            if kind == EntryKind::Directory {
                 // The outcomes policy (VCS metadata, dependency trees, credential directories) plus build caches.
                 if EXCLUDED_DIRS.contains(&name.as_str()) || wb_outcomes::is_excluded(&key) {
                     continue;
@@ -64,8 +69,8 @@ pub fn context_archive(context: &Path, dockerfile: &Path) -> Result<ContextArchi
             } else if wb_outcomes::is_excluded(&key) {
                 // Credential files and secret-bearing names never leave the host, as for outcomes.
                 continue;
-            } else if kind.is_symlink() {
-                let target = std::fs::read_link(child.path()).map_err(io)?;
+            } else if kind == EntryKind::Link {
+                let target = tree.read_link(&path).map_err(io)?;
                 let mut header = tar::Header::new_gnu();
                 header.set_entry_type(tar::EntryType::Symlink);
                 header.set_mode(0o777);
@@ -73,15 +78,10 @@ pub fn context_archive(context: &Path, dockerfile: &Path) -> Result<ContextArchi
                 builder.append_link(&mut header, &key, &target).map_err(io)?;
                 hasher.update(format!("L\0{key}\0{}\0", target.display()).as_bytes());
                 entries.push(key);
-            } else if kind.is_file() {
-                let data = std::fs::read(child.path()).map_err(io)?;
-                #[cfg(unix)]
-                let mode = {
-                    use std::os::unix::fs::PermissionsExt;
-                    if meta.permissions().mode() & 0o111 != 0 { 0o755 } else { 0o644 }
-                };
-                #[cfg(not(unix))]
-                let mode = 0o644;
+            } else if let EntryKind::File(permissions) = kind {
+                let mut data = Vec::new();
+                tree.open_file(&path).and_then(|mut file| file.read_to_end(&mut data)).map_err(io)?;
+                let mode = if permissions & 0o111 != 0 { 0o755 } else { 0o644 };
                 let mut header = tar::Header::new_gnu();
                 header.set_entry_type(tar::EntryType::Regular);
                 header.set_mode(mode);

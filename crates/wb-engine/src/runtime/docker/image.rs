@@ -64,7 +64,7 @@ impl Docker {
     pub(super) fn build(&mut self, package: &Package, dockerfile: &str, context: Option<&str>) -> Result<ImageInfo> {
         let dockerfile = wb_manifest::normalize(&package.package_dir.join(dockerfile));
         let context_dir = wb_manifest::normalize(&package.package_dir.join(context.unwrap_or(".")));
-        let archive = context_archive(&context_dir, &dockerfile)?;
+        let archive = context_archive(&package.root, &context_dir, &dockerfile)?;
         let tag = format!("wb-lsp/{}:{}", image_name(&package.name), &archive.hash[..24]);
         if let Ok(inspect) = self.tokio.block_on(self.client.inspect_image(&tag)) {
             self.report(&format!("Using cached image {tag}"));
