@@ -236,15 +236,22 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
         "params": {"command": "workbench.outcome", "arguments": [outcome_id]}}));
     send(json!({"jsonrpc": "2.0", "id": 10, "method": "workspace/executeCommand",
         "params": {"command": "workbench.applyOutcome", "arguments": [{"id": outcome_id}]}}));
-    let (mut inspected, mut applied) = (None, None);
-    while inspected.is_none() || applied.is_none() {
+    // A run id names the run's final outcome, as in `wb-lsp outcome RUN_ID`.
+    let run_id = result["result"]["runId"].as_str().expect("the run's id").to_owned();
+    send(json!({"jsonrpc": "2.0", "id": 11, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.outcome", "arguments": [run_id]}}));
+    let (mut inspected, mut applied, mut by_run) = (None, None, None);
+    while inspected.is_none() || applied.is_none() || by_run.is_none() {
         let message = read_message(&mut stdout);
         match message["id"].as_i64() {
             Some(9) => inspected = Some(message),
             Some(10) => applied = Some(message),
+            Some(11) => by_run = Some(message),
             _ => {}
         }
     }
+    let by_run = by_run.unwrap();
+    assert_eq!(by_run["result"]["outcome"]["id"], json!(outcome_id), "{by_run}");
     let inspected = inspected.unwrap();
     assert_eq!(inspected["result"]["outcome"]["id"], json!(outcome_id), "{inspected}");
     assert_eq!(inspected["result"]["receipt"]["state"], "present", "{inspected}");

@@ -227,8 +227,10 @@ pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow
     let arguments = OutcomeArguments::from_params(&params)?;
     let store = outcome_store()?;
     let outcomes = wb_outcomes::OutcomeStore::new(&store);
-    let outcome = outcomes.load(&arguments.id)?;
-    let receipt = outcomes.receipt(&arguments.id)?;
+    // A run id names the run's final outcome, as in `wb-lsp outcome`.
+    let id = outcomes.resolve(&arguments.id)?;
+    let outcome = outcomes.load(&id)?;
+    let receipt = outcomes.receipt(&id)?;
     let artifacts = outcome
         .artifacts
         .iter()
@@ -267,9 +269,10 @@ pub fn apply_outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> 
     let _ = snapshot;
     let arguments = OutcomeArguments::from_params(&params)?;
     let store = outcome_store()?;
-    let result = wb_outcomes::apply(&store, &arguments.id, arguments.workspace.as_deref())?;
+    let id = wb_outcomes::OutcomeStore::new(&store).resolve(&arguments.id)?;
+    let result = wb_outcomes::apply(&store, &id, arguments.workspace.as_deref())?;
     let result = ApplyOutcomeResult {
-        outcome_id: arguments.id,
+        outcome_id: id,
         applied: result.applied,
         unchanged: result.unchanged,
         text: text::outcome::applied_counts(result.applied, result.unchanged),
