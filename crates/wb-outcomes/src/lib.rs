@@ -13,6 +13,7 @@
 //!   engine and the CLI share.
 
 pub mod apply;
+mod beneath;
 mod digest;
 mod error;
 mod export;

@@ -50,7 +50,7 @@ use journal::{finish, write_receipt};
 use lease::Lease;
 use plan::Plan;
 use recovery::recover_locked;
-use state::{current, equals_after};
+use state::{equals_after, remove_empty_dir};
 
 /// What an apply did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -141,9 +141,9 @@ pub fn apply_with_faults(
                 for (index, (item, original)) in
                     plan.iter().zip(&recovery.entries).enumerate().take(installed + 1).rev()
                 {
-                    let now = current(&item.dest, &item.label).ok();
+                    let now = item.place.current(&item.label).ok();
                     if now.as_ref().is_some_and(|now| equals_after(now, item.entry.after())) {
-                        if restore(original, &faults).is_err() {
+                        if restore(original, &item.place, &faults).is_err() {
                             restored = false;
                         }
                     } else if index < installed && now.as_ref() != Some(&item.observed) {
@@ -151,7 +151,7 @@ pub fn apply_with_faults(
                     }
                 }
                 for dir in created_dirs.iter().rev() {
-                    let _ = fs::remove_dir(dir);
+                    remove_empty_dir(&dir.place.workspace, &dir.path);
                 }
                 if write_receipt(&outcomes, &receipt, &faults).is_err() {
                     restored = false;
