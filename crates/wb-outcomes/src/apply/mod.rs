@@ -47,7 +47,7 @@ pub use recovery::{recover, recover_with_faults};
 
 use install::{install, restore};
 use journal::{finish, write_receipt};
-use lease::Lease;
+pub(crate) use lease::{Lease, is_held as lease_is_held};
 use plan::Plan;
 use recovery::recover_locked;
 use state::{equals_after, remove_empty_dir};
