@@ -274,10 +274,38 @@ fn old_blobs(home: &Path, cutoff: jiff::Timestamp, removed: &HashSet<String>) ->
     old
 }
 
-/// The store's size and its quota, for a warning when it is nearly full.
-pub fn store_usage(home: &Path) -> (u64, u64) {
+/// A warning when the content store of `home` is near its quota (every later run fails once it is full).
+/// Reads only.
+pub fn quota_warning(home: &Path) -> Option<String> {
     let (bytes, _) = tree_usage(&home.join("blobs").join("sha256"));
-    (bytes, crate::store::Limits::default().total)
+    quota_warning_for(bytes, crate::store::Limits::default().total)
+}
+
+/// [`quota_warning`] for a store of `bytes` and a quota: from 80% of the quota on.
+fn quota_warning_for(bytes: u64, quota: u64) -> Option<String> {
+    (bytes.saturating_mul(5) >= quota.saturating_mul(4)).then(|| {
+        format!(
+            "The outcome store holds {} of its {} quota: once it is full, every run fails. \
+             Review wb-lsp clean (--apply removes what is older than 30 days)",
+            human_size(bytes),
+            human_size(quota)
+        )
+    })
+}
+
+/// Bytes as a person reads them (`512 B`, `1.5 KiB`, `5.0 GiB`).
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }
 
 #[cfg(test)]
@@ -285,6 +313,23 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn the_quota_warning_starts_at_80_percent() {
+        const GIB: u64 = 1024 * 1024 * 1024;
+        assert_eq!(quota_warning_for(4 * GIB - 1, 5 * GIB), None);
+        assert_eq!(
+            quota_warning_for(4 * GIB, 5 * GIB).unwrap(),
+            "The outcome store holds 4.0 GiB of its 5.0 GiB quota: once it is full, every run fails. \
+             Review wb-lsp clean (--apply removes what is older than 30 days)"
+        );
+        assert!(quota_warning_for(6 * GIB, 5 * GIB).is_some());
+        assert_eq!(quota_warning(Path::new("/nonexistent/home")), None);
+        assert_eq!(
+            (human_size(0), human_size(1023), human_size(1536)),
+            ("0 B".into(), "1023 B".into(), "1.5 KiB".into())
+        );
+    }
 
     #[test]
     fn ages_have_a_number_and_a_unit() {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
-use wb_outcomes::retention::{Cleaning, clean, parse_age, preview};
+use wb_outcomes::retention::{Cleaning, clean, human_size as size, parse_age, preview};
 
 use super::printable;
 use crate::cli::CleanArgs;
@@ -93,19 +93,4 @@ fn human(cleaning: &Cleaning, older_than: &str, applied: bool) -> String {
         out.push_str(&format!("Run wb-lsp clean --apply to remove {counts}\n"));
     }
     out
-}
-
-/// Bytes as a person reads them (`512 B`, `1.5 KiB`, `2.0 GiB`).
-pub(crate) fn size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
 }
