@@ -145,3 +145,76 @@ fn a_parent_swapped_for_a_symlink_mid_apply_never_redirects_a_write() {
     apply(&fx.store, &outcome.id, None).unwrap();
     assert_eq!(tree(target), new);
 }
+
+/// The workspace whose `sub` [`swap_sub_at_journal`] swaps, and the directory its symlink points to.
+static SWAP: std::sync::Mutex<Option<(std::path::PathBuf, std::path::PathBuf)>> = std::sync::Mutex::new(None);
+
+/// A step hook: once the journal is written (every check done, nothing installed yet), `sub` becomes a
+/// symlink to the outside directory.
+fn swap_sub_at_journal(name: &str) {
+    if name != "journal: renamed" {
+        return;
+    }
+    if let Some((root, outside)) = SWAP.lock().unwrap().take() {
+        fs::rename(root.join("sub"), root.join("sub.real")).unwrap();
+        symlink(outside, root.join("sub")).unwrap();
+    }
+}
+
+/// The same race, at the worst moment every time: after the checks, before the first install.
+#[test]
+fn a_parent_swapped_after_the_checks_is_never_followed() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "b.txt", "b\n");
+    let untouched = outside_state(outside.path());
+    *SWAP.lock().unwrap() = Some((target.to_path_buf(), outside.path().to_path_buf()));
+    let faults = wb_outcomes::apply::Faults { step: Some(swap_sub_at_journal), ..Default::default() };
+    let result = wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, faults);
+    assert_eq!(outside_state(outside.path()), untouched, "written outside: {result:?}");
+    // Every entry went into the directory that was checked, wherever it is now.
+    assert_eq!(result.unwrap().applied, 4);
+    fs::remove_file(target.join("sub")).unwrap();
+    fs::rename(target.join("sub.real"), target.join("sub")).unwrap();
+    let new = {
+        let copy = tempfile::tempdir().unwrap();
+        setup(copy.path());
+        change(copy.path());
+        tree(copy.path())
+    };
+    assert_eq!(tree(target), new);
+}
+
+/// Recovery after a kill, with a parent swapped for a symlink meanwhile: it refuses to go through it (the
+/// backups stay), and finishes once the directory is back.
+#[test]
+fn recovery_never_restores_through_a_symlinked_parent() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let target = fx.target.path();
+    let crash = wb_outcomes::apply::Faults { crash_after_installs: Some(4), ..Default::default() };
+    assert!(wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, crash).is_err());
+    // Outside, the after state of `sub/b.txt`: a recovery that follows the symlink "restores" it there.
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "b.txt", "B\n");
+    write(outside.path(), "new.txt", "new\n");
+    let untouched = outside_state(outside.path());
+    fs::rename(target.join("sub"), target.join("sub.real")).unwrap();
+    symlink(outside.path(), target.join("sub")).unwrap();
+    let error = recover(&fx.store, &outcome.id).unwrap_err();
+    assert!(matches!(error, Error::RollbackFailed(_)), "{error}");
+    assert_eq!(outside_state(outside.path()), untouched, "restored outside");
+    assert_eq!(fs::read_to_string(outside.path().join("new.txt")).unwrap(), "new\n");
+    fs::remove_file(target.join("sub")).unwrap();
+    fs::rename(target.join("sub.real"), target.join("sub")).unwrap();
+    assert_eq!(recover(&fx.store, &outcome.id).unwrap(), 1);
+    let old = {
+        let copy = tempfile::tempdir().unwrap();
+        setup(copy.path());
+        tree(copy.path())
+    };
+    assert_eq!(tree(target), old);
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+}
