@@ -156,7 +156,8 @@ pub(super) fn restore(original: &RecoveryEntry, place: &Place, faults: &Faults) 
 }
 
 /// Removes the temp file at `temp` (an entry's, in the directory of `place`), if any. Returns whether one
-/// was removed, or the failure.
+/// was removed, or the failure (a parent that is now a symlink or not a directory is one: the temp file cannot
+/// be reached safely).
 pub(super) fn remove_temp(place: &Place, temp: &Path) -> std::io::Result<bool> {
     let dir = match place.parent() {
         Ok(Parent::Open(dir)) => dir,

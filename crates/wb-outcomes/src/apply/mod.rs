@@ -20,9 +20,16 @@
 //! transaction, the directories it created, and receipt temp files are removed. `tests/apply_crash.rs` of
 //! `wb-lsp` kills a real process at every step ([`Faults::step`]) and at random times.
 //!
-//! Each step has its file: `lease.rs` (1), `plan.rs` and `state.rs` (2), `journal.rs` (3, the receipt and the
-//! cleanup of 5), `install.rs` (4, and the restores of 6), `recovery.rs` (finishing or rolling back),
-//! `faults.rs` (test-only injection).
+//! Every look at a workspace and every change to it (reads, backups, temp files, renames, removals, created
+//! directories, restores) goes through directory handles (`crate::beneath`): the root opened once per apply,
+//! each directory below it opened once, component by component, with `O_NOFOLLOW | O_DIRECTORY`. A parent
+//! swapped for a symlink after the checks is never followed: the entry is written into the directory that
+//! was checked, or the apply fails and rolls back. `tests/hostile_apply.rs` races it.
+//!
+//! Each step has its file: `lease.rs` (1), `plan.rs` and `state.rs` (2; `state.rs` also holds the
+//! workspace handles every step goes through), `journal.rs` (3, the receipt and the cleanup of 5),
+//! `install.rs` (4, and the restores of 6), `recovery.rs` (finishing or rolling back), `faults.rs` (test-only
+//! injection).
 
 mod faults;
 mod install;
