@@ -66,14 +66,10 @@ fn name(name: &str) -> io::Result<&str> {
     Ok(name)
 }
 
-/// `ELOOP` (a symlink under `O_NOFOLLOW`) and `ENOTDIR` (not a directory under `O_DIRECTORY`).
-fn is_unsafe(errno: Errno) -> bool {
-    matches!(errno, Errno::ELOOP | Errno::ENOTDIR)
-}
-
-/// Whether an open failed because the path is a symlink or not a directory.
+/// Whether an open failed because the path is a symlink (`ELOOP` under `O_NOFOLLOW`) or not a directory
+/// (`ENOTDIR` under `O_DIRECTORY`).
 pub(crate) fn is_symlink_or_not_dir(error: &io::Error) -> bool {
-    error.raw_os_error().is_some_and(|code| is_unsafe(Errno::from_raw(code)))
+    error.raw_os_error().is_some_and(|code| matches!(Errno::from_raw(code), Errno::ELOOP | Errno::ENOTDIR))
 }
 
 impl Dir {
