@@ -634,6 +634,28 @@ fn smoke_reports_ready_with_what_it_checked() {
     assert!(!world.log.exists(), "smoke never starts the runner");
 }
 
+/// A store holding 80% of its 5 GiB quota (a sparse blob: no disk is used) makes smoke warn.
+#[test]
+fn smoke_warns_when_the_outcome_store_is_near_its_quota() {
+    let world = opencode_world();
+    let options = opencode_options(&world);
+    let blobs = world.home.join(".workbench/blobs/sha256/ab");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let blob = std::fs::File::create(blobs.join("c".repeat(62))).unwrap();
+    blob.set_len(4 * 1024 * 1024 * 1024).unwrap();
+    let report = serde_json::to_value(&smoke(&options)[0]).unwrap();
+    assert_eq!(report["status"], "ready");
+    assert!(
+        string_list(&report["warnings"]).contains(
+            &"The outcome store holds 4.0 GiB of its 5.0 GiB quota: once it is full, every run fails. \
+              Review wb-lsp clean (--apply removes what is older than 30 days)"
+                .to_owned()
+        ),
+        "{}",
+        report["warnings"]
+    );
+}
+
 #[test]
 fn smoke_reports_needs_auth_without_credentials() {
     let world = opencode_world();

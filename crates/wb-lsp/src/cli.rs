@@ -42,6 +42,9 @@ pub enum Command {
     Outcome(OutcomeArgs),
     /// List the retained outcomes, newest first.
     Outcomes(OutcomesArgs),
+    /// Preview (or, with --apply, remove) old runs and outcomes under WORKBENCH_HOME; an outcome with an
+    /// interrupted application is always kept.
+    Clean(CleanArgs),
     /// Run the language server over stdio.
     Serve,
 }
@@ -204,6 +207,19 @@ pub struct OutcomeArgs {
 #[derive(Debug, Args)]
 pub struct OutcomesArgs {
     /// Machine-readable output (one JSON array).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Remove what last changed longer ago than this (a number and s, m, h, d or w).
+    #[arg(long, value_name = "AGE", default_value = "30d")]
+    pub older_than: String,
+    /// Remove them (without it, only list what would go).
+    #[arg(long)]
+    pub apply: bool,
+    /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
 }

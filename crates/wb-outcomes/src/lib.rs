@@ -8,11 +8,14 @@
 //!   outcome a run id stands for ([`OutcomeStore::resolve`]).
 //! - [`apply`], [`recover`] and [`export`]: all-or-nothing application to workspaces (journalled, so an
 //!   interrupted apply is finished or rolled back), and export to a directory.
+//! - [`retention`]: which old runs, outcomes and blobs `wb-lsp clean` removes (never an interrupted
+//!   application).
 //! - [`workbench_home`]: where all of it lives, one rule for the engine and every front end.
 //! - [`write_atomic`], [`random_hex`], [`now_utc`]: the atomic writes, random ids and RFC 3339 timestamps the
 //!   engine and the CLI share.
 
 pub mod apply;
+mod beneath;
 mod digest;
 mod error;
 mod export;
@@ -21,6 +24,7 @@ mod home;
 mod ids;
 mod manifest;
 mod outbox;
+pub mod retention;
 mod snapshot;
 mod store;
 

@@ -564,3 +564,43 @@ fn the_lease_has_one_holder_at_most_under_contention() {
     assert!(!fx.home.path().join("outcomes").join(&outcome.id).join("application.lock").exists());
     assert_eq!(apply(&fx.store, &outcome.id, None).unwrap().applied, 6);
 }
+
+/// A journal written before entries named their workspace root (no `root`): recovery finds each root from the
+/// entry's label, in the primary and in a named workspace.
+#[test]
+fn a_journal_of_an_earlier_version_is_still_recovered() {
+    let fx = Fixture::new();
+    let base = fx.outcome(setup, change);
+    let mut outcome = Outcome::new(RUN_ID, Completeness::Complete);
+    let mut named = base.changesets[0].clone();
+    named.id = "docs_changes".into();
+    named.workspace = wb_outcomes::WorkspaceRef::Named { name: "docs".into() };
+    outcome.changesets.push(base.changesets[0].clone());
+    outcome.changesets.push(named);
+    let docs = tempfile::tempdir().unwrap();
+    setup(docs.path());
+    let bindings = WorkspaceBindings {
+        primary: Some(fx.target.path().to_path_buf()),
+        named: [("docs".to_owned(), docs.path().to_path_buf())].into_iter().collect(),
+    };
+    OutcomeStore::new(&fx.store).commit(&outcome, ReceiptState::Pending, &bindings).unwrap();
+    let crash = wb_outcomes::apply::Faults { crash_after_installs: Some(12), ..faults() };
+    assert!(wb_outcomes::apply::apply_with_faults(&fx.store, &outcome.id, None, crash).is_err());
+    assert_eq!(read(docs.path(), "sub/b.txt"), "B\n");
+    let transactions = fx.home.path().join("outcomes").join(&outcome.id).join("transactions");
+    let txn = fs::read_dir(&transactions).unwrap().next().unwrap().unwrap().path();
+    let journal = txn.join("recovery.json");
+    let mut recovery: serde_json::Value = serde_json::from_str(&fs::read_to_string(&journal).unwrap()).unwrap();
+    for entry in recovery["entries"].as_array_mut().unwrap() {
+        assert!(entry.as_object_mut().unwrap().remove("root").is_some());
+    }
+    fs::write(&journal, recovery.to_string()).unwrap();
+    assert_eq!(wb_outcomes::recover(&fx.store, &outcome.id).unwrap(), 1);
+    for root in [fx.target.path(), docs.path()] {
+        assert_eq!(read(root, "a.txt"), "a\n");
+        assert_eq!(read(root, "sub/b.txt"), "b\n");
+        assert_eq!(read(root, "gone.txt"), "gone\n");
+        assert!(!root.join("link").exists() && !root.join("new").exists());
+    }
+    assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
+}

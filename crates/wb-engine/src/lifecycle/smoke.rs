@@ -98,7 +98,8 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
         let outcome = package.and_then(|package| prepare_package(package, options, catalog, Purpose::Smoke));
         let report = match outcome {
             Ok(mut prepared) => {
-                let report = ready_report(&prepared);
+                let mut report = ready_report(&prepared);
+                report.warnings.extend(wb_outcomes::retention::quota_warning(&options.workbench_home()));
                 prepared.cleanup()?;
                 report
             }

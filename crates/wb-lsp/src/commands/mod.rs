@@ -1,6 +1,7 @@
 //! The subcommands. Each returns the process exit code; `Err` means a usage or I/O failure (exit 2).
 
 mod check;
+mod clean;
 mod execute;
 mod init;
 mod migrate;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Run(args)) => execute::run(&args, &catalog),
         Some(Command::Outcome(args)) => outcome::run(&args),
         Some(Command::Outcomes(args)) => outcome::list(&args),
+        Some(Command::Clean(args)) => clean::run(&args),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;

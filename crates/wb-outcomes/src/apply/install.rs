@@ -1,49 +1,66 @@
 //! Installing one planned entry (its temp file `<dest>.workbench-<txn>.tmp`, named in the journal before it
-//! exists, then a rename, re-checking the destination around it) and restoring one from the journal.
+//! exists, then a rename, re-checking the destination around it) and restoring one from the journal. Both
+//! work in the entry's parent directory opened from the workspace root without following a symlink: the
+//! checks, the temp file, the rename and the re-checks all name the same directory.
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::rc::Rc;
 
 use super::Faults;
 use super::journal::RecoveryEntry;
 use super::plan::Planned;
-use super::state::{check_parents, current, equals_after};
+use super::state::{Parent, Place, current_in, equals_after};
+use crate::beneath::Dir;
 use crate::error::{Error, Result, io};
 use crate::manifest::State;
 use crate::store::ContentStore;
+
+/// A directory an install created: removed again (when empty) by a rollback.
+pub(super) struct Created<'a> {
+    pub(super) place: &'a Place,
+    /// Its path below the workspace root.
+    pub(super) path: String,
+}
 
 fn relative(path: &Path, root: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).display().to_string()
 }
 
-pub(super) fn install(
+/// The last component of a temp file's path.
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Opens the parent of `item`, creating the missing directories one by one (each opened without following a
+/// symlink right after it is made).
+fn open_parent<'a>(item: &'a Planned<'_>, created: &mut Vec<Created<'a>>, faults: &Faults) -> Result<Rc<Dir>> {
+    let (mut dir, depth) = match item.place.parent()? {
+        Parent::Open(dir) => return Ok(dir),
+        Parent::Missing(dir, depth) => (dir, depth),
+    };
+    let parents = item.place.parents();
+    for index in depth..parents.len() {
+        dir = item.place.create_parent(&dir, index)?;
+        let path = item.place.parent_path(index + 1);
+        faults.at(|| format!("install {}: directory {} created", item.label, relative(&path, &item.root)));
+        created.push(Created { place: &item.place, path: parents[..=index].join("/") });
+    }
+    Ok(dir)
+}
+
+pub(super) fn install<'a>(
     store: &ContentStore,
-    item: &Planned<'_>,
-    created_dirs: &mut Vec<PathBuf>,
+    item: &'a Planned<'_>,
+    created_dirs: &mut Vec<Created<'a>>,
     faults: &Faults,
 ) -> Result<()> {
-    let path = item.entry.path();
-    // Parents: create the missing ones, then check the chain again.
-    if let Some(parent) = item.dest.parent() {
-        let mut missing = Vec::new();
-        let mut dir = parent.to_path_buf();
-        while dir != item.root && fs::symlink_metadata(&dir).is_err() {
-            missing.push(dir.clone());
-            if !dir.pop() {
-                break;
-            }
-        }
-        for dir in missing.into_iter().rev() {
-            fs::create_dir(&dir).map_err(io(format!("Cannot create {}", dir.display())))?;
-            faults.at(|| format!("install {}: directory {} created", item.label, relative(&dir, &item.root)));
-            created_dirs.push(dir);
-        }
-    }
-    check_parents(&item.root, path)?;
+    let dir = open_parent(item, created_dirs, faults)?;
+    let name = item.place.name();
     let check_unchanged = |text: fn(String) -> Error| -> Result<()> {
-        match current(&item.dest, &item.label) {
+        match current_in(&dir, name, &item.dest, &item.label) {
             Ok(now) if now == item.observed => Ok(()),
             _ => Err(text(item.label.clone())),
         }
@@ -51,85 +68,105 @@ pub(super) fn install(
     match item.entry.after() {
         None => {
             check_unchanged(Error::ChangedDuring)?;
-            fs::remove_file(&item.dest).map_err(io(format!("Cannot remove {}", item.dest.display())))?;
+            dir.remove_file(name).map_err(io(format!("Cannot remove {}", item.dest.display())))?;
             faults.at(|| format!("install {}: removed", item.label));
         }
         Some(after) => {
             let temp = &item.temp;
+            let temp_name = file_name(temp);
             let staged = (|| -> Result<()> {
                 match after {
                     State::File { content, mode } => {
                         let bytes = store.read(&content.digest)?;
-                        let mut file = fs::OpenOptions::new()
-                            .write(true)
-                            .create_new(true)
-                            .mode(0o600)
-                            .open(temp)
-                            .map_err(io(format!("Cannot write {}", temp.display())))?;
+                        let failed = || io(format!("Cannot write {}", temp.display()));
+                        let mut file = dir.create_file(&temp_name, 0o600).map_err(failed())?;
                         faults.at(|| format!("install {}: temp created", item.label));
-                        file.write_all(&bytes).map_err(io(format!("Cannot write {}", temp.display())))?;
+                        file.write_all(&bytes).map_err(failed())?;
                         faults.at(|| format!("install {}: temp written", item.label));
-                        file.set_permissions(fs::Permissions::from_mode(*mode))
-                            .map_err(io(format!("Cannot write {}", temp.display())))?;
-                        file.sync_all().map_err(io(format!("Cannot write {}", temp.display())))?;
+                        file.set_permissions(fs::Permissions::from_mode(*mode)).map_err(failed())?;
+                        file.sync_all().map_err(failed())?;
                         faults.at(|| format!("install {}: temp mode set and synced", item.label));
                     }
                     State::Symlink { target, .. } => {
-                        std::os::unix::fs::symlink(target, temp)
-                            .map_err(io(format!("Cannot write {}", temp.display())))?;
+                        dir.symlink(target, &temp_name).map_err(io(format!("Cannot write {}", temp.display())))?;
                         faults.at(|| format!("install {}: temp created", item.label));
                     }
                 }
                 check_unchanged(Error::ChangedDuring)?;
-                fs::rename(temp, &item.dest).map_err(io(format!("Cannot install {}", item.dest.display())))?;
+                dir.rename(&temp_name, name).map_err(io(format!("Cannot install {}", item.dest.display())))?;
                 faults.at(|| format!("install {}: renamed", item.label));
                 Ok(())
             })();
             if let Err(error) = staged {
-                let _ = fs::remove_file(temp);
+                let _ = dir.remove_file(&temp_name);
                 return Err(error);
             }
         }
     }
-    match current(&item.dest, &item.label) {
+    match current_in(&dir, name, &item.dest, &item.label) {
         Ok(now) if equals_after(&now, item.entry.after()) => Ok(()),
         _ => Err(Error::ChangedAfter(item.label.clone())),
     }
 }
 
-/// Puts an entry back in its original state, through its temp file and a rename.
-pub(super) fn restore(original: &RecoveryEntry, faults: &Faults) -> Result<()> {
+/// Puts an entry at `place` back in its original state, through its temp file and a rename. Its parents are
+/// opened without following a symlink; a missing parent means there is nothing to remove.
+pub(super) fn restore(original: &RecoveryEntry, place: &Place, faults: &Faults) -> Result<()> {
     let dest = &original.path;
     let label = &original.label;
+    let failed = || io(format!("Cannot restore {}", dest.display()));
+    let dir = match place.parent()? {
+        Parent::Open(dir) => dir,
+        Parent::Missing(..) if original.original == "absent" => return Ok(()),
+        Parent::Missing(..) => return Err(failed()(std::io::ErrorKind::NotFound.into())),
+    };
+    let name = place.name();
     if original.original == "absent" {
-        return match fs::symlink_metadata(dest) {
-            Ok(_) => {
-                fs::remove_file(dest).map_err(io(format!("Cannot restore {}", dest.display())))?;
+        return match dir.stat(name) {
+            Ok(Some(_)) => {
+                dir.remove_file(name).map_err(failed())?;
                 faults.at(|| format!("restore {label}: removed"));
                 Ok(())
             }
-            Err(_) => Ok(()),
+            _ => Ok(()),
         };
     }
-    let temp = original.temp();
+    let temp_name = file_name(&original.temp());
     // A temp file left by a killed install or restore.
-    let _ = fs::remove_file(&temp);
+    let _ = dir.remove_file(&temp_name);
     let result = (|| -> std::io::Result<()> {
         if original.original == "file" {
             let backup = original.backup.as_deref().unwrap_or(Path::new(""));
-            fs::copy(backup, &temp)?;
-            fs::set_permissions(&temp, fs::Permissions::from_mode(original.mode.unwrap_or(0o644)))?;
-            fs::File::open(&temp)?.sync_all()?;
+            let mut file = dir.create_file(&temp_name, 0o600)?;
+            std::io::copy(&mut fs::File::open(backup)?, &mut file)?;
+            file.set_permissions(fs::Permissions::from_mode(original.mode.unwrap_or(0o644)))?;
+            file.sync_all()?;
         } else {
-            std::os::unix::fs::symlink(original.target.clone().unwrap_or_default(), &temp)?;
+            dir.symlink(original.target.as_deref().unwrap_or_default(), &temp_name)?;
         }
         faults.at(|| format!("restore {label}: temp written"));
-        fs::rename(&temp, dest)
+        dir.rename(&temp_name, name)
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&temp);
+        let _ = dir.remove_file(&temp_name);
     }
-    result.map_err(io(format!("Cannot restore {}", dest.display())))?;
+    result.map_err(failed())?;
     faults.at(|| format!("restore {label}: renamed"));
     Ok(())
+}
+
+/// Removes the temp file at `temp` (an entry's, in the directory of `place`), if any. Returns whether one
+/// was removed, or the failure (a parent that is now a symlink or not a directory is one: the temp file cannot
+/// be reached safely).
+pub(super) fn remove_temp(place: &Place, temp: &Path) -> std::io::Result<bool> {
+    let dir = match place.parent() {
+        Ok(Parent::Open(dir)) => dir,
+        Ok(Parent::Missing(..)) => return Ok(false),
+        Err(_) => return Err(std::io::ErrorKind::PermissionDenied.into()),
+    };
+    match dir.remove_file(&file_name(temp)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
 }

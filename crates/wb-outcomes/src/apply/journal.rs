@@ -4,15 +4,15 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::Faults;
 use super::plan::Planned;
-use super::state::Current;
-use crate::error::{Result, io};
+use super::state::{Current, Parent, Place, Workspace};
+use crate::error::{Error, Result, io};
 use crate::files::{FileMode, private_dir, write_atomic_with};
 use crate::ids::random_hex;
 use crate::manifest::{Receipt, State, to_json};
@@ -22,6 +22,10 @@ use crate::store::OutcomeStore;
 #[derive(Serialize, Deserialize)]
 pub(super) struct RecoveryEntry {
     pub(super) path: PathBuf,
+    /// The workspace root `path` is below (recovery opens it, then `path`'s parents, without following a
+    /// symlink). Journals of earlier versions lack it: see [`RecoveryEntry::location`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) root: Option<PathBuf>,
     pub(super) label: String,
     /// `absent`, `file` or `symlink`.
     pub(super) original: String,
@@ -41,6 +45,27 @@ pub(super) struct RecoveryEntry {
 impl RecoveryEntry {
     pub(super) fn temp(&self) -> PathBuf {
         self.temp.clone().unwrap_or_else(|| temp_for(&self.path, &random_hex(8)))
+    }
+
+    /// The workspace root and the entry's path below it: from `root`, or, in a journal of an earlier version,
+    /// from the label (the path below the root, after a named workspace's `name:`), which `path` ends with.
+    pub(super) fn location(&self) -> Option<(PathBuf, String)> {
+        if let Some(root) = &self.root {
+            let below = self.path.strip_prefix(root).ok()?.to_str()?.to_owned();
+            return Some((root.clone(), below));
+        }
+        let path = self.path.to_str()?;
+        let labels = [Some(self.label.as_str()), self.label.split_once(':').map(|(_, below)| below)];
+        labels.into_iter().flatten().find_map(|below| {
+            let root = path.strip_suffix(below)?.strip_suffix('/')?;
+            Some((PathBuf::from(root), below.to_owned()))
+        })
+    }
+
+    /// Opens the entry's workspace root (a real directory, not a symlink).
+    pub(super) fn place(&self) -> Result<Place> {
+        let (root, path) = self.location().ok_or_else(|| Error::UnsafeParent(self.path.clone()))?;
+        Ok(Place { workspace: Workspace::open(&root)?, path })
     }
 }
 
@@ -123,10 +148,7 @@ pub(super) fn begin(
             Current::Absent => ("absent", None, None, None),
             Current::File { mode, .. } => {
                 let backup = txn.join("backups").join(index.to_string());
-                fs::copy(&item.dest, &backup).map_err(io(format!("Cannot back up {}", item.dest.display())))?;
-                fs::set_permissions(&backup, fs::Permissions::from_mode(0o600))
-                    .and_then(|()| fs::File::open(&backup)?.sync_all())
-                    .map_err(io(format!("Cannot back up {}", item.dest.display())))?;
+                back_up(&item.place, &backup).map_err(io(format!("Cannot back up {}", item.dest.display())))?;
                 faults.at(|| format!("backup {}", item.label));
                 ("file", Some(backup), Some(*mode), None)
             }
@@ -134,6 +156,7 @@ pub(super) fn begin(
         };
         recovery.entries.push(RecoveryEntry {
             path: item.dest.clone(),
+            root: Some(item.root.clone()),
             label: item.label.clone(),
             original: original.to_owned(),
             backup,
@@ -145,4 +168,14 @@ pub(super) fn begin(
     }
     write_stepped(&txn.join(JOURNAL), to_json(&recovery)?.as_bytes(), faults, "journal")?;
     Ok((txn, recovery))
+}
+
+/// Copies the file at `place` (read through its parents opened without following a symlink) to a private,
+/// synced `backup`.
+fn back_up(place: &Place, backup: &Path) -> std::io::Result<()> {
+    let Ok(Parent::Open(dir)) = place.parent() else { return Err(std::io::ErrorKind::NotFound.into()) };
+    let mut source = dir.open_file(place.name())?;
+    let mut file = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(backup)?;
+    std::io::copy(&mut source, &mut file)?;
+    file.sync_all()
 }

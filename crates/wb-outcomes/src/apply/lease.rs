@@ -14,7 +14,7 @@ use crate::error::{Error, Result, io};
 /// recovery. The kernel releases it when its holder exits, however it exits, so there is nothing stale to
 /// detect (no pid, no `/proc`). A `flock` belongs to an open file description: a second open in the same
 /// process (another thread's apply) conflicts with it just like another process's.
-pub(super) struct Lease {
+pub(crate) struct Lease {
     path: PathBuf,
     /// Unlocked (then closed) when dropped, after [`Lease`]'s own `drop` has removed the file.
     _file: Flock<fs::File>,
@@ -32,7 +32,7 @@ impl Lease {
     /// The file is only ever removed by its holder, still locked (when the lease is released): a taker that
     /// opened it just before then locks a file that no longer is the lock file, sees that, and tries again.
     /// A killed holder leaves the file, unlocked, for the next taker.
-    pub(super) fn take(dir: &Path, outcome_id: &str, faults: Faults) -> Result<Lease> {
+    pub(crate) fn take(dir: &Path, outcome_id: &str, faults: Faults) -> Result<Lease> {
         let path = dir.join(LEASE);
         let failed = |e: std::io::Error| io(format!("Cannot lock {}", path.display()))(e);
         for _ in 0..16 {
@@ -63,6 +63,19 @@ impl Lease {
         // Taken and released over and over meanwhile.
         Err(Error::Busy(outcome_id.to_owned()))
     }
+}
+
+/// Whether someone holds the lease of the outcome in `dir` now (a lock file left by a killed holder is not
+/// held). Creates nothing.
+pub(crate) fn is_held(dir: &Path) -> bool {
+    let Ok(file) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW).bits())
+        .open(dir.join(LEASE))
+    else {
+        return false;
+    };
+    matches!(Flock::lock(file, FlockArg::LockExclusiveNonblock), Err((_, Errno::EWOULDBLOCK)))
 }
 
 impl Drop for Lease {

@@ -20,9 +20,16 @@
 //! transaction, the directories it created, and receipt temp files are removed. `tests/apply_crash.rs` of
 //! `wb-lsp` kills a real process at every step ([`Faults::step`]) and at random times.
 //!
-//! Each step has its file: `lease.rs` (1), `plan.rs` and `state.rs` (2), `journal.rs` (3, the receipt and the
-//! cleanup of 5), `install.rs` (4, and the restores of 6), `recovery.rs` (finishing or rolling back),
-//! `faults.rs` (test-only injection).
+//! Every look at a workspace and every change to it (reads, backups, temp files, renames, removals, created
+//! directories, restores) goes through directory handles (`crate::beneath`): the root opened once per apply,
+//! each directory below it opened once, component by component, with `O_NOFOLLOW | O_DIRECTORY`. A parent
+//! swapped for a symlink after the checks is never followed: the entry is written into the directory that
+//! was checked, or the apply fails and rolls back. `tests/hostile_apply.rs` races it.
+//!
+//! Each step has its file: `lease.rs` (1), `plan.rs` and `state.rs` (2; `state.rs` also holds the
+//! workspace handles every step goes through), `journal.rs` (3, the receipt and the cleanup of 5),
+//! `install.rs` (4, and the restores of 6), `recovery.rs` (finishing or rolling back), `faults.rs` (test-only
+//! injection).
 
 mod faults;
 mod install;
@@ -47,10 +54,10 @@ pub use recovery::{recover, recover_with_faults};
 
 use install::{install, restore};
 use journal::{finish, write_receipt};
-use lease::Lease;
+pub(crate) use lease::{Lease, is_held as lease_is_held};
 use plan::Plan;
 use recovery::recover_locked;
-use state::{current, equals_after};
+use state::{equals_after, remove_empty_dir};
 
 /// What an apply did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -141,9 +148,9 @@ pub fn apply_with_faults(
                 for (index, (item, original)) in
                     plan.iter().zip(&recovery.entries).enumerate().take(installed + 1).rev()
                 {
-                    let now = current(&item.dest, &item.label).ok();
+                    let now = item.place.current(&item.label).ok();
                     if now.as_ref().is_some_and(|now| equals_after(now, item.entry.after())) {
-                        if restore(original, &faults).is_err() {
+                        if restore(original, &item.place, &faults).is_err() {
                             restored = false;
                         }
                     } else if index < installed && now.as_ref() != Some(&item.observed) {
@@ -151,7 +158,7 @@ pub fn apply_with_faults(
                     }
                 }
                 for dir in created_dirs.iter().rev() {
-                    let _ = fs::remove_dir(dir);
+                    remove_empty_dir(&dir.place.workspace, &dir.path);
                 }
                 if write_receipt(&outcomes, &receipt, &faults).is_err() {
                     restored = false;

@@ -1,12 +1,12 @@
 //! Every check before any write: each entry's workspace root and parents are safe, and its destination holds
 //! the entry's after state (unchanged) or its before state; anything else is a conflict that rejects all.
+//! Each workspace root is opened once here; installing goes down from that handle.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::journal::temp_for;
-use super::state::{Current, check_parents, check_root, current, equals_after, equals_before};
+use super::state::{Current, Parent, Place, Workspace, current_in, equals_after, equals_before};
 use crate::error::{Error, Result};
 use crate::manifest::{Entry, Outcome, Receipt, ReceiptState, WorkspaceBindings, WorkspaceRef};
 
@@ -16,6 +16,8 @@ pub(super) struct Planned<'a> {
     /// `<dest>.workbench-<txn>.tmp`.
     pub(super) temp: PathBuf,
     pub(super) root: PathBuf,
+    /// The workspace root (opened once, while planning) and the entry's path below it.
+    pub(super) place: Place,
     pub(super) entry: &'a Entry,
     pub(super) observed: Current,
 }
@@ -57,16 +59,19 @@ pub(super) fn plan<'a>(
                 (root, format!("{name}:"))
             }
         };
-        let root = check_root(&root)?;
+        let workspace = Workspace::open(&root)?;
         for entry in &changeset.entries {
             let path = entry.path();
             if wb_manifest::outbox::unsafe_path_reason(path).is_some() {
                 return Err(Error::UnsafePath(path.to_owned()));
             }
-            check_parents(&root, path)?;
+            let place = Place { workspace: workspace.clone(), path: path.to_owned() };
             let dest = root.join(path);
             let label = format!("{prefix}{path}");
-            let observed = current(&dest, &label)?;
+            let (observed, missing_from) = match place.parent()? {
+                Parent::Open(dir) => (current_in(&dir, place.name(), &dest, &label)?, None),
+                Parent::Missing(_, depth) => (Current::Absent, Some(depth)),
+            };
             if equals_after(&observed, entry.after()) {
                 unchanged += 1;
                 continue;
@@ -75,17 +80,11 @@ pub(super) fn plan<'a>(
                 conflicts.push(label);
                 continue;
             }
-            if observed == Current::Absent {
-                let mut dir = dest.parent().map(Path::to_path_buf).unwrap_or_default();
-                while dir.starts_with(&root) && dir != root && fs::symlink_metadata(&dir).is_err() {
-                    created_dirs.insert(dir.clone());
-                    if !dir.pop() {
-                        break;
-                    }
-                }
+            if let Some(depth) = missing_from {
+                created_dirs.extend((depth..place.parents().len()).map(|index| place.parent_path(index + 1)));
             }
             let temp = temp_for(&dest, txn_id);
-            plan.push(Planned { label, dest, temp, root: root.clone(), entry, observed });
+            plan.push(Planned { label, dest, temp, root: root.clone(), place, entry, observed });
         }
     }
     if !conflicts.is_empty() {

@@ -4,10 +4,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Faults;
-use super::install::restore;
+use super::install::{remove_temp, restore};
 use super::journal::{JOURNAL, Recovery, RecoveryEntry, finish, write_receipt};
 use super::lease::{Lease, OLD_LEASE, OLD_LEASE_TEMP};
-use super::state::{Current, current, equals_after};
+use super::state::{Current, Workspace, equals_after, remove_empty_dir};
 use crate::error::{Error, Result, io};
 use crate::manifest::ReceiptState;
 use crate::snapshot::current_content;
@@ -79,10 +79,10 @@ pub(super) fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Fa
         // Temp files of killed installs or restores: never an entry's content.
         for entry in &recovery.entries {
             let Some(temp) = &entry.temp else { continue };
-            match fs::remove_file(temp) {
-                Ok(()) => faults.at(|| format!("recover {}: temp removed", entry.label)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(_) => complete = false,
+            match entry.place().map(|place| remove_temp(&place, temp)) {
+                Ok(Ok(true)) => faults.at(|| format!("recover {}: temp removed", entry.label)),
+                Ok(Ok(false)) => {}
+                _ => complete = false,
             }
         }
         if receipt.state == ReceiptState::Applied && recovery.receipt.state != ReceiptState::Applied {
@@ -95,13 +95,16 @@ pub(super) fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Fa
             continue;
         }
         for entry in recovery.entries.iter().rev() {
-            let now = current(&entry.path, &entry.label).ok();
-            let Some(now) = now else {
+            let Ok(place) = entry.place() else {
+                complete = false;
+                continue;
+            };
+            let Ok(now) = place.current(&entry.label) else {
                 complete = false;
                 continue;
             };
             if equals_after(&now, entry.after.as_ref()) {
-                if restore(entry, &faults).is_err() {
+                if restore(entry, &place, &faults).is_err() {
                     complete = false;
                 }
             } else if !is_original(&now, entry) {
@@ -114,8 +117,13 @@ pub(super) fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Fa
         // Deepest first; a directory that is not empty (edited since) stays.
         let mut dirs = recovery.created_dirs.clone();
         dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        let mut roots: Vec<PathBuf> =
+            recovery.entries.iter().filter_map(RecoveryEntry::location).map(|(root, _)| root).collect();
+        // The innermost workspace a directory is in (a named workspace may lie inside the primary one).
+        roots.sort_by_key(|root| std::cmp::Reverse(root.components().count()));
+        roots.dedup();
         for created in &dirs {
-            if fs::remove_dir(created).is_ok() {
+            if remove_created(&roots, created) {
                 faults.at(|| "recover: created directory removed".to_owned());
             }
         }
@@ -126,6 +134,14 @@ pub(super) fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Fa
         resolved += 1;
     }
     Ok(resolved)
+}
+
+/// Removes a directory the transaction created, if empty, through its workspace root's handle.
+fn remove_created(roots: &[PathBuf], created: &Path) -> bool {
+    roots.iter().find_map(|root| {
+        let below = created.strip_prefix(root).ok()?.to_str()?;
+        Some(Workspace::open(root).is_ok_and(|workspace| remove_empty_dir(&workspace, below)))
+    }) == Some(true)
 }
 
 fn is_original(now: &Current, entry: &RecoveryEntry) -> bool {

@@ -1,0 +1,96 @@
+//! `wb-lsp clean`: previews (or with `--apply` removes) the old runs, outcomes and unreferenced content of
+//! WORKBENCH_HOME, as the reference's `wb clean` does; an outcome with an interrupted application is kept.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use serde_json::json;
+use wb_outcomes::retention::{Cleaning, clean, human_size as size, parse_age, preview};
+
+use super::printable;
+use crate::cli::CleanArgs;
+
+pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
+    let older_than = match parse_age(&args.older_than) {
+        Ok(age) => age,
+        Err(message) => {
+            eprintln!("error: {}", printable(&message));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let home = wb_outcomes::default_home();
+    let cleaning = if args.apply {
+        match clean(&home, older_than) {
+            Ok(cleaning) => cleaning,
+            Err(error) => {
+                eprintln!("error: {}", printable(&error.to_string()));
+                return Ok(ExitCode::from(1));
+            }
+        }
+    } else {
+        preview(&home, older_than)
+    };
+    let text = if args.json {
+        let mut value = serde_json::to_value(&cleaning)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("older_than".into(), json!(args.older_than));
+            object.insert("applied".into(), json!(args.apply));
+            object.insert("bytes".into(), json!(cleaning.bytes()));
+        }
+        format!("{value}\n")
+    } else {
+        human(&cleaning, &args.older_than, args.apply)
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human(cleaning: &Cleaning, older_than: &str, applied: bool) -> String {
+    let mut out = String::new();
+    let nothing = cleaning.runs.is_empty() && cleaning.outcomes.is_empty() && cleaning.blobs.count == 0;
+    if nothing {
+        out.push_str(&format!("Nothing older than {} to remove\n", printable(older_than)));
+    } else {
+        out.push_str(if applied { "Removed:\n" } else { "Would remove:\n" });
+        for run in &cleaning.runs {
+            out.push_str(&format!(
+                "  run\t{}\tmodified {}\t{}\n",
+                printable(&run.id),
+                run.modified_at,
+                size(run.bytes)
+            ));
+        }
+        for outcome in &cleaning.outcomes {
+            out.push_str(&format!(
+                "  outcome\t{}\tcreated {}\t{}\t{}\n",
+                printable(&outcome.id),
+                printable(&outcome.created_at),
+                printable(&outcome.application_state),
+                size(outcome.bytes)
+            ));
+        }
+        if cleaning.blobs.count > 0 {
+            out.push_str(&format!(
+                "  content\t{} unreferenced blob(s)\t{}\n",
+                cleaning.blobs.count,
+                size(cleaning.blobs.bytes)
+            ));
+        }
+    }
+    for kept in &cleaning.kept {
+        out.push_str(&format!("Kept {}: {}\n", printable(&kept.id), kept.reason));
+    }
+    let counts = format!(
+        "{} run(s), {} outcome(s) and {} blob(s) ({})",
+        cleaning.runs.len(),
+        cleaning.outcomes.len(),
+        cleaning.blobs.count,
+        size(cleaning.bytes())
+    );
+    if applied {
+        out.push_str(&format!("Removed {counts}\n"));
+    } else if !nothing {
+        out.push_str(&format!("Run wb-lsp clean --apply to remove {counts}\n"));
+    }
+    out
+}
