@@ -8,6 +8,7 @@
 //!   outcome a run id stands for ([`OutcomeStore::resolve`]).
 //! - [`apply`], [`recover`] and [`export`]: all-or-nothing application to workspaces (journalled, so an
 //!   interrupted apply is finished or rolled back), and export to a directory.
+//! - [`workspace_git`]: Git on an agent-writable workspace, running nothing its configuration names.
 //! - [`workbench_home`]: where all of it lives, one rule for the engine and every front end.
 //! - [`write_atomic`], [`random_hex`], [`now_utc`]: the atomic writes, random ids and RFC 3339 timestamps the
 //!   engine and the CLI share.
@@ -36,5 +37,5 @@ pub use manifest::{
     Stats, Warning, WorkspaceBindings, WorkspaceRef, new_outcome_id,
 };
 pub use outbox::{Collected, collect_outbox};
-pub use snapshot::{SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, build_changeset, is_excluded};
+pub use snapshot::{SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, build_changeset, is_excluded, workspace_git};
 pub use store::{ContentStore, Limits, ListedOutcome, OutcomeBudget, OutcomeStore, list_outcomes};

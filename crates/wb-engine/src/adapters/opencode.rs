@@ -32,14 +32,12 @@ fn relative_path(from: &Path, to: &Path) -> String {
 }
 
 /// The directory OpenCode matches `edit` permission patterns against: the Git work tree holding the primary
-/// workspace, or `/` outside Git (verified against 1.18.33).
+/// workspace, or `/` outside Git (verified against 1.18.33). The workspace is agent-writable (a previous run may
+/// have written its `.git/config`): Git is asked the hardened way, so nothing it configures runs.
 fn opencode_worktree(primary: &Path) -> PathBuf {
-    std::process::Command::new("git")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .arg("-C")
-        .arg(primary)
+    wb_outcomes::workspace_git(primary)
         .args(["rev-parse", "--show-toplevel"])
+        .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()
         .ok()

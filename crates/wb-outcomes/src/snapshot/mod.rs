@@ -10,13 +10,15 @@
 //! differs from the file's); every other file (dirty, untracked, converted, or any file of a non-Git
 //! workspace) is hashed and its bytes kept in the content store when the baseline is taken.
 //!
-//! Rooms: `git.rs` (listing a Git workspace, index blobs), `walk.rs` (listing any other, exclusions),
+//! Rooms: `git.rs` (running Git on a workspace, listing a Git workspace), `index.rs` (which index blobs give
+//! clean files back), `walk.rs` (listing any other, exclusions),
 //! `names.rs` (names a changeset cannot carry), `cache.rs` (baselines and their digest cache),
 //! `changeset.rs` (the changeset between two snapshots), `review.rs` (its review diff, media types).
 
 mod cache;
 mod changeset;
 mod git;
+mod index;
 mod names;
 mod review;
 mod walk;
@@ -35,6 +37,7 @@ use crate::manifest::Content;
 use crate::store::ContentStore;
 
 pub use changeset::build_changeset;
+pub use git::workspace_git;
 pub(crate) use review::guess_media_type;
 pub use walk::is_excluded;
 
