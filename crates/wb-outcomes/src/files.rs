@@ -87,13 +87,15 @@ fn complete_temp(
     Ok(temp)
 }
 
-/// Creates a directory (and parents) with mode 0700 on the directories it creates.
+/// Creates a directory and its missing parents, each 0700 (less the umask): every directory the engine makes
+/// under the Workbench home (blobs, outcomes, caches, runs and their outboxes) is private to the user.
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
+}
+
+/// [`create_private_dir`], with the store's error text.
 pub(crate) fn private_dir(path: &Path) -> Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(io(format!("Cannot create directory {}", path.display())))
+    create_private_dir(path).map_err(io(format!("Cannot create directory {}", path.display())))
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 //!   interrupted apply is finished or rolled back), and export to a directory.
 //! - [`workspace_git`]: Git on an agent-writable workspace, running nothing its configuration names.
 //! - [`workbench_home`]: where all of it lives, one rule for the engine and every front end.
-//! - [`write_atomic`], [`random_hex`], [`now_utc`]: the atomic writes, random ids and RFC 3339 timestamps the
+//! - [`write_atomic`], [`create_private_dir`], [`random_hex`], [`now_utc`]: the atomic writes, private (0700)
+//!   directories, random ids and RFC 3339 timestamps the
 //!   engine and the CLI share.
 
 pub mod apply;
@@ -29,7 +30,7 @@ pub use apply::{ApplyResult, apply, recover};
 pub use digest::{is_digest, sha256_hex};
 pub use error::{Error, Result};
 pub use export::export;
-pub use files::{FileMode, write_atomic};
+pub use files::{FileMode, create_private_dir, write_atomic};
 pub use home::{default_home, workbench_home};
 pub use ids::{now_utc, random_hex};
 pub use manifest::{

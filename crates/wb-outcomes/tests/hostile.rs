@@ -206,3 +206,196 @@ fn stat_changes_are_settled_by_the_raw_bytes() {
         [b"one\n".as_slice(), b"fn z() {}\n"].map(|b| format!("sha256:{}", wb_outcomes::sha256_hex(b)))
     );
 }
+
+fn between(store: &ContentStore, before: &Snapshot, after: &Snapshot) -> wb_outcomes::Result<Changeset> {
+    Changeset::between("primary", WorkspaceRef::Primary, before, after, store, &mut OutcomeBudget::new())
+}
+
+/// A non-Git workspace (or a Git one) with `files`, its store and baseline.
+fn workspace(files: &[(&str, &str)], in_git: bool) -> (TempDir, TempDir, ContentStore) {
+    let ws = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        write(ws.path(), path, content);
+    }
+    if in_git {
+        git(ws.path(), &["init", "-q"]);
+        git(ws.path(), &["add", "-A"]);
+        git(ws.path(), &["commit", "-q", "-m", "init"]);
+    }
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    (ws, home, store)
+}
+
+/// `b -> .` makes `b/b/../..` the workspace's parent: a target that is inside only when counted lexically is
+/// judged through the links the run made, and through links the snapshot leaves out (`node_modules`).
+#[test]
+fn symlink_chains_out_of_the_workspace_are_not_captured() {
+    for (links, escaping) in [
+        (&[(".", "b"), ("b/b/../../etc", "c")][..], "c"),
+        (&[(".", "d/b"), ("b/b/../../../etc", "d/c")][..], "d/c"),
+        (&[("/", "node_modules/x"), ("node_modules/x/etc", "c")][..], "c"),
+    ] {
+        let (ws, _home, store) = workspace(&[("d/keep.txt", "keep\n")], false);
+        let before = Snapshot::baseline(ws.path(), &store).unwrap();
+        for (target, link) in links {
+            fs::create_dir_all(ws.path().join(link).parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(target, ws.path().join(link)).unwrap();
+        }
+        let after = Snapshot::capture(ws.path()).unwrap();
+        match between(&store, &before, &after) {
+            Err(wb_outcomes::Error::EscapingSymlink(path)) => assert_eq!(path, escaping),
+            other => panic!("{links:?}: {other:?}"),
+        }
+    }
+    // A chain that stays inside is still recorded.
+    let (ws, _home, store) = workspace(&[("d/keep.txt", "keep\n")], false);
+    let before = Snapshot::baseline(ws.path(), &store).unwrap();
+    std::os::unix::fs::symlink("d", ws.path().join("b")).unwrap();
+    std::os::unix::fs::symlink("b/../d/keep.txt", ws.path().join("c")).unwrap();
+    let after = Snapshot::capture(ws.path()).unwrap();
+    assert_eq!(between(&store, &before, &after).unwrap().entries.len(), 2);
+}
+
+/// An outcome written by hand (not by capture) with the chain: it does not validate, so it is neither exported
+/// nor applied.
+#[test]
+fn symlink_chains_in_a_manifest_are_neither_exported_nor_applied() {
+    use wb_outcomes::{Base, Completeness, Entry, Outcome, Receipt, ReceiptState, State, Stats, WorkspaceBindings};
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let link = |path: &str, target: &str| Entry::Add {
+        path: path.to_owned(),
+        after: State::Symlink { mode: 0o777, target: target.to_owned() },
+    };
+    let mut outcome = Outcome::new("wb_abcdefghij0123456789", Completeness::Complete);
+    outcome.changesets.push(Changeset {
+        id: "primary".to_owned(),
+        workspace: WorkspaceRef::Primary,
+        base: Base { snapshot_digest: format!("sha256:{}", "0".repeat(64)), git_revision: None },
+        entries: vec![link("b", "."), link("c", "b/b/../../etc")],
+        review: None,
+        stats: Stats { additions: 2, ..Stats::default() },
+    });
+    assert_eq!(outcome.validate().unwrap_err().to_string(), "Escaping symlink is not allowed in outcome: c");
+    let dir = home.path().join("outcomes").join(&outcome.id);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("outcome.json"), serde_json::to_string_pretty(&outcome).unwrap()).unwrap();
+    let receipt = Receipt::new(&outcome.id, ReceiptState::Pending);
+    fs::write(dir.join("application.json"), serde_json::to_string_pretty(&receipt).unwrap()).unwrap();
+    let bindings = WorkspaceBindings { primary: Some(target.path().to_path_buf()), ..WorkspaceBindings::default() };
+    fs::write(dir.join("workspaces.json"), serde_json::to_string(&bindings).unwrap()).unwrap();
+
+    let exported = home.path().join("exported");
+    assert!(matches!(wb_outcomes::export(&store, &outcome.id, &exported), Err(wb_outcomes::Error::EscapingSymlink(_))));
+    assert!(!exported.exists());
+    assert!(matches!(wb_outcomes::apply(&store, &outcome.id, None), Err(wb_outcomes::Error::EscapingSymlink(_))));
+    assert!(fs::symlink_metadata(target.path().join("c")).is_err(), "the link was applied");
+}
+
+/// A directory replaced by a file and a file by a directory are a deletion and an addition, recorded with the
+/// unrelated edit (not a failed outcome).
+#[test]
+fn replacing_a_directory_with_a_file_and_back_is_recorded() {
+    use wb_outcomes::Entry;
+    for in_git in [false, true] {
+        let files = [("dir/inner.txt", "inner\n"), ("file", "was a file\n"), ("other.txt", "one\n")];
+        let (ws, _home, store) = workspace(&files, in_git);
+        let root = ws.path();
+        let before = Snapshot::baseline(root, &store).unwrap();
+        fs::remove_dir_all(root.join("dir")).unwrap();
+        write(root, "dir", "now a file\n");
+        fs::remove_file(root.join("file")).unwrap();
+        write(root, "file/inner.txt", "now a directory\n");
+        write(root, "other.txt", "two\n");
+        let after = Snapshot::capture(root).unwrap();
+        let changeset = between(&store, &before, &after).unwrap_or_else(|e| panic!("in Git: {in_git}: {e}"));
+        let kinds: Vec<(&str, &str)> = changeset
+            .entries
+            .iter()
+            .map(|e| {
+                let kind = match e {
+                    Entry::Add { .. } => "add",
+                    Entry::Modify { .. } => "modify",
+                    Entry::Delete { .. } => "delete",
+                };
+                (e.path(), kind)
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("dir", "add"),
+                ("dir/inner.txt", "delete"),
+                ("file", "delete"),
+                ("file/inner.txt", "add"),
+                ("other.txt", "modify")
+            ],
+            "in Git: {in_git}"
+        );
+        // Both paths present in one state still conflict.
+        let mut broken = changeset.clone();
+        broken.entries.retain(|e| e.path() != "dir/inner.txt");
+        broken
+            .entries
+            .push(Entry::Add { path: "dir/x".to_owned(), after: changeset.entries[0].after().unwrap().clone() });
+        broken.stats.deletions -= 1;
+        broken.stats.additions += 1;
+        assert_eq!(broken.validate().unwrap_err().to_string(), "Outcome change file and directory paths conflict");
+    }
+}
+
+/// A workspace that contains the Workbench home (or is it) never captures the store: not at baseline (which
+/// writes blobs there), not after (the outcome's own files), in Git or not.
+#[test]
+fn a_workbench_home_inside_the_workspace_is_never_captured() {
+    for (in_git, home_at) in [(false, ".wbhome"), (true, ".wbhome"), (false, "")] {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path();
+        write(root, "src/a.txt", "a\n");
+        if in_git {
+            git(root, &["init", "-q"]);
+        }
+        let home = root.join(home_at);
+        let store = ContentStore::open(&home).unwrap();
+        write(&home, "outcomes/wbo_x/outcome.json", "{}\n");
+        write(&home, "cache/baselines/x", "x\n");
+        let before = Snapshot::baseline(root, &store).unwrap();
+        write(root, "src/a.txt", "b\n");
+        write(&home, "runs/wb_x/outbox/report.txt", "report\n");
+        for after in [Snapshot::capture_excluding_home(root, &home).unwrap(), Snapshot::capture(root).unwrap()] {
+            let changeset = between(&store, &before, &after).unwrap();
+            let paths: Vec<&str> = changeset.entries.iter().map(|e| e.path()).collect();
+            assert_eq!(paths, ["src/a.txt"], "in Git: {in_git}, home at {home_at:?}");
+        }
+        let listed: Vec<&String> = before.files().keys().collect();
+        assert_eq!(listed, ["src/a.txt"], "in Git: {in_git}, home at {home_at:?}");
+    }
+}
+
+/// 2,000 nested directories, walked on a thread with a 256 KiB stack: the snapshot walk and the outbox walk are
+/// iterative.
+#[test]
+fn deep_trees_are_walked_without_recursion() {
+    let ws = tempfile::tempdir().unwrap();
+    let deep: PathBuf = std::iter::repeat_n("d", 2000).collect();
+    fs::create_dir_all(ws.path().join("w").join(&deep)).unwrap();
+    fs::write(ws.path().join("w").join(&deep).join("f"), "deep\n").unwrap();
+    fs::create_dir_all(ws.path().join("o").join(&deep)).unwrap();
+    fs::write(ws.path().join("o").join(&deep).join("f"), "deep\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (root, home_path) = (ws.path().to_path_buf(), home.path().to_path_buf());
+    let walked = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let store = ContentStore::open(&home_path).unwrap();
+            let snapshot = Snapshot::capture(&root.join("w")).unwrap();
+            let collected = wb_outcomes::collect_outbox(&root.join("o"), &store, &mut OutcomeBudget::new()).unwrap();
+            (snapshot.len(), collected.artifacts.len())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(walked, (1, 1));
+}

@@ -102,6 +102,9 @@ pub struct Snapshot {
     /// Files and symlinks a changeset cannot name (see [`name_problem`]), by their raw name, with their
     /// metadata (`None` when it cannot be read, e.g. a path too long for the system).
     unrepresentable: BTreeMap<Vec<u8>, Option<RawStat>>,
+    /// The Workbench home's workspace-relative path when the workspace contains it (left out, see
+    /// [`walk::is_in_home`]).
+    home: Option<String>,
 }
 
 /// Modification time in nanoseconds since the epoch.
@@ -134,12 +137,17 @@ impl Snapshot {
     /// (`git ls-files -co --exclude-standard -z`), others are walked; exclusions apply to both.
     /// Digests are computed lazily.
     pub fn capture(root: &Path) -> Result<Snapshot> {
-        Snapshot::capture_with(root, false)
+        Snapshot::capture_with(root, false, None)
+    }
+
+    /// [`Snapshot::capture`] of a workspace that may contain the Workbench home `home`: the home is left out.
+    pub fn capture_excluding_home(root: &Path, home: &Path) -> Result<Snapshot> {
+        Snapshot::capture_with(root, false, Some(home))
     }
 
     /// `with_index`: also record the index blobs of clean tracked files (Git runs concurrently with the
-    /// metadata scan).
-    fn capture_with(root: &Path, with_index: bool) -> Result<Snapshot> {
+    /// metadata scan); `home`: a Workbench home to leave out.
+    fn capture_with(root: &Path, with_index: bool, home: Option<&Path>) -> Result<Snapshot> {
         let meta = fs::symlink_metadata(root).map_err(|e| Error::Snapshot(format!("{}: {e}", root.display())))?;
         if !meta.is_dir() {
             return Err(Error::Snapshot(format!("not a directory: {}", root.display())));
@@ -153,11 +161,12 @@ impl Snapshot {
             git: is_git,
             hashed: Mutex::new(Vec::new()),
             unrepresentable: BTreeMap::new(),
+            home: home.and_then(|home| walk::home_within(root, home)),
         };
         if is_git {
             snapshot.list_from_git(with_index)?;
         } else {
-            snapshot.walk(Path::new(""))?;
+            snapshot.walk()?;
         }
         Ok(snapshot)
     }
