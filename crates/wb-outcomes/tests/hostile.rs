@@ -399,3 +399,25 @@ fn deep_trees_are_walked_without_recursion() {
         .unwrap();
     assert_eq!(walked, (1, 1));
 }
+
+/// Applied elsewhere, a link is judged through the destination's own links too: `c -> b/b/../../etc` is inside
+/// the workspace it was captured in, and leads out of one whose `b` is `.`.
+#[test]
+fn a_destinations_own_links_are_followed_when_judging_a_changeset() {
+    let (ws, _home, store) = workspace(&[("b/b/keep.txt", "keep\n")], false);
+    let before = Snapshot::baseline(ws.path(), &store).unwrap();
+    std::os::unix::fs::symlink("b/b/../../etc", ws.path().join("c")).unwrap();
+    let after = Snapshot::capture(ws.path()).unwrap();
+    let changeset = between(&store, &before, &after).unwrap();
+    assert_eq!(changeset.escaping_link_in(ws.path()), None);
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(".", elsewhere.path().join("b")).unwrap();
+    assert_eq!(changeset.escaping_link_in(elsewhere.path()), Some("c"));
+    // The changeset's own after-state wins over the disk: a link it deletes is not followed.
+    let mut replaced = changeset.clone();
+    replaced.entries.push(wb_outcomes::Entry::Delete {
+        path: "b".to_owned(),
+        before: wb_outcomes::Fingerprint::Symlink { mode: 0o777, target: ".".to_owned() },
+    });
+    assert_eq!(replaced.escaping_link_in(elsewhere.path()), None);
+}

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::ids::{now_utc, random_hex};
 
 pub(crate) use rules::is_id_of;
-pub(crate) use symlinks::symlink_stays_inside;
+pub(crate) use symlinks::{link_on_disk, symlink_stays_inside};
 
 /// A content descriptor.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

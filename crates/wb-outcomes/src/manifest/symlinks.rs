@@ -1,5 +1,12 @@
 //! Where a symlink target leads: resolved the way the kernel resolves it, following the symlinks an after-state
-//! records (a changeset's own, or a workspace's), so a chain of links inside the workspace cannot point out of it.
+//! records (a changeset's own, a workspace's, or a destination's), so a chain of links inside the workspace
+//! cannot point out of it. The one judgement capture, validation (so export and apply) and apply's destination
+//! check share.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{Changeset, State};
 
 /// At most this many symlinks are followed resolving one target (Linux's limit before `ELOOP`).
 const MAX_FOLLOWED: usize = 40;
@@ -58,6 +65,50 @@ fn resolves_inside(path: &str, target: &str, link_at: &dyn Fn(&str) -> Option<St
 /// Whether a symlink target stays inside the workspace, judged lexically (no other link followed).
 pub(crate) fn symlink_target_is_safe(path: &str, target: &str) -> bool {
     resolves_inside(path, target, &|_| None)
+}
+
+/// The target of the symlink at a workspace-relative path under `root` on disk, if it is one.
+pub(crate) fn link_on_disk(root: &Path, path: &str) -> Option<String> {
+    let full = root.join(path);
+    let meta = std::fs::symlink_metadata(&full).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    std::fs::read_link(&full).ok().map(|target| target.to_string_lossy().into_owned())
+}
+
+impl Changeset {
+    /// The path of the first symlink this changeset makes that would lead out of `root` once applied there:
+    /// each target resolved through the changeset's own after-state, and through the links `root` holds at the
+    /// paths the changeset leaves alone (a destination need not be the workspace the outcome was captured in).
+    /// [`Changeset::validate`] judges through the changeset's links only; apply also asks this of its
+    /// destination.
+    pub fn escaping_link_in(&self, root: &Path) -> Option<&str> {
+        let touched: HashMap<&str, Option<&str>> = self
+            .entries
+            .iter()
+            .map(|entry| {
+                let link = match entry.after() {
+                    Some(State::Symlink { target, .. }) => Some(target.as_str()),
+                    _ => None,
+                };
+                (entry.path(), link)
+            })
+            .collect();
+        // Below a path the changeset makes a file or removes, nothing exists once it is applied.
+        let under_touched = |path: &str| path.match_indices('/').any(|(at, _)| touched.contains_key(&path[..at]));
+        let link_at = |path: &str| match touched.get(path) {
+            Some(link) => link.map(str::to_owned),
+            None if under_touched(path) => None,
+            None => link_on_disk(root, path),
+        };
+        self.entries.iter().find_map(|entry| match entry.after() {
+            Some(State::Symlink { target, .. }) if !symlink_stays_inside(entry.path(), target, &link_at) => {
+                Some(entry.path())
+            }
+            _ => None,
+        })
+    }
 }
 
 #[cfg(test)]

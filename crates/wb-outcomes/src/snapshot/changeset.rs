@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use super::review::{Side, file_diff, is_binary, media_type};
 use super::{Kind, Snapshot};
 use crate::error::{Error, Result};
-use crate::manifest::{Base, Changeset, Entry, Fingerprint, State, Stats, WorkspaceRef, symlink_stays_inside};
+use crate::manifest::{
+    Base, Changeset, Entry, Fingerprint, State, Stats, WorkspaceRef, link_on_disk, symlink_stays_inside,
+};
 use crate::store::{ContentStore, OutcomeBudget};
 
 impl Changeset {
@@ -30,15 +32,10 @@ impl Snapshot {
     /// snapshot's own record, else the disk (a link the snapshot leaves out, under `node_modules` say, is still
     /// followed when judging where another link leads).
     fn link_at(&self, path: &str) -> Option<String> {
-        if let Some(file) = self.files.get(path) {
-            return file.target.clone();
+        match self.files.get(path) {
+            Some(file) => file.target.clone(),
+            None => link_on_disk(&self.root, path),
         }
-        let full = self.root.join(path);
-        let meta = std::fs::symlink_metadata(&full).ok()?;
-        if !meta.file_type().is_symlink() {
-            return None;
-        }
-        std::fs::read_link(&full).ok().map(|target| target.to_string_lossy().into_owned())
     }
 }
 
