@@ -8,7 +8,8 @@
 //!   outcome a run id stands for ([`OutcomeStore::resolve`]).
 //! - [`apply`], [`recover`] and [`export`]: all-or-nothing application to workspaces (journalled, so an
 //!   interrupted apply is finished or rolled back), and export to a directory.
-//! - [`workspace_git`]: Git on an agent-writable workspace, running nothing its configuration names.
+//! - [`workspace_git`], [`workspace_git_output`]: Git on an agent-writable workspace, running nothing its
+//!   configuration names, within a deadline.
 //! - [`workbench_home`]: where all of it lives, one rule for the engine and every front end.
 //! - [`write_atomic`], [`create_private_dir`], [`random_hex`], [`now_utc`]: the atomic writes, private (0700)
 //!   directories, random ids and RFC 3339 timestamps the
@@ -38,5 +39,9 @@ pub use manifest::{
     Stats, Warning, WorkspaceBindings, WorkspaceRef, new_outcome_id,
 };
 pub use outbox::{Collected, collect_outbox};
-pub use snapshot::{SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, build_changeset, is_excluded, workspace_git};
+#[doc(hidden)]
+pub use snapshot::set_git_deadline;
+pub use snapshot::{
+    SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, build_changeset, is_excluded, workspace_git, workspace_git_output,
+};
 pub use store::{ContentStore, Limits, ListedOutcome, OutcomeBudget, OutcomeStore, list_outcomes};

@@ -421,3 +421,33 @@ fn a_destinations_own_links_are_followed_when_judging_a_changeset() {
     });
     assert_eq!(replaced.escaping_link_in(elsewhere.path()), None);
 }
+
+/// A FIFO the agent leaves as a `.gitignore`, or names as `core.excludesFile`, blocks `git ls-files` for ever:
+/// the snapshot fails within the deadline instead of wedging the engine. Run in a child process (this test
+/// again), whose Git deadline is shortened without touching the other tests'.
+#[test]
+fn a_fifo_left_for_git_cannot_wedge_the_snapshot() {
+    const CHILD: &str = "WB_OUTCOMES_HOSTILE_FIFO_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "a_fifo_left_for_git_cannot_wedge_the_snapshot", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+        return;
+    }
+    wb_outcomes::set_git_deadline(std::time::Duration::from_secs(2));
+    for in_config in [false, true] {
+        let h = Hostile::new();
+        let fifo = if in_config { h.scratch.join("excludes") } else { h.root.join("src/.gitignore") };
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        if in_config {
+            h.config("core.excludesFile", &fifo.to_string_lossy());
+        }
+        let started = std::time::Instant::now();
+        let error = Snapshot::baseline(&h.root, &h.store).unwrap_err().to_string();
+        assert!(error.contains("git ls-files failed"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    }
+}

@@ -35,14 +35,8 @@ fn relative_path(from: &Path, to: &Path) -> String {
 /// workspace, or `/` outside Git (verified against 1.18.33). The workspace is agent-writable (a previous run may
 /// have written its `.git/config`): Git is asked the hardened way, so nothing it configures runs.
 fn opencode_worktree(primary: &Path) -> PathBuf {
-    wb_outcomes::workspace_git(primary)
-        .args(["rev-parse", "--show-toplevel"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|output| output.status.success())
-        .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+    wb_outcomes::workspace_git_output(primary, &["rev-parse", "--show-toplevel"])
+        .map(|stdout| PathBuf::from(String::from_utf8_lossy(&stdout).trim()))
         .filter(|top| top.is_absolute())
         .unwrap_or_else(|| PathBuf::from("/"))
 }

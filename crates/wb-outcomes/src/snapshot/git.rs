@@ -1,8 +1,11 @@
 //! Git on an agent-writable workspace: the one way to run it there (nothing the repository's configuration
 //! names is run), and which files a Git workspace holds and its `HEAD`.
 
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use super::Snapshot;
 use super::index::read_index;
@@ -60,37 +63,72 @@ pub fn workspace_git(root: &Path) -> Command {
     command
 }
 
-pub(crate) fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let output = workspace_git(root)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    output.status.success().then_some(output.stdout)
+/// How long one Git invocation on a workspace may take, in milliseconds, before it is killed (then it failed):
+/// a FIFO the agent leaves as a `.gitignore`, or names as `core.excludesFile`, blocks Git for ever, and the
+/// engine with it. Generous: listing a million-file workspace, or hashing a fresh checkout's racily clean files,
+/// stays far below it.
+static DEADLINE_MS: AtomicU64 = AtomicU64::new(300_000);
+
+/// Sets [`DEADLINE_MS`] for this process (tests).
+#[doc(hidden)]
+pub fn set_git_deadline(deadline: Duration) {
+    DEADLINE_MS.store(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
-/// Runs Git with `input` on its standard input (written from a thread, so a large input cannot deadlock
-/// against the output).
+/// `git <args>` on an agent-writable workspace ([`workspace_git`]), within the deadline: its standard output
+/// when it succeeded.
+pub fn workspace_git_output(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    git(root, args)
+}
+
+pub(crate) fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    run(workspace_git(root).args(args), None)
+}
+
+/// Runs Git with `input` on its standard input.
 pub(super) fn git_with_input(root: &Path, args: &[&str], input: Vec<u8>) -> Option<Vec<u8>> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = workspace_git(root)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take();
-    let writer = std::thread::spawn(move || {
-        if let Some(stdin) = stdin.as_mut() {
+    run(workspace_git(root).args(args), Some(input))
+}
+
+/// Runs a Git command to completion within the deadline and returns its standard output when it succeeded.
+/// Input is written and output read from threads, so neither can deadlock against the other or the deadline.
+fn run(command: &mut Command, input: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
+    let mut child = command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
+    let writer = match (child.stdin.take(), input) {
+        (Some(mut stdin), Some(input)) => Some(std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
-        }
+        })),
+        _ => None,
+    };
+    let reader = child.stdout.take().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.read_to_end(&mut out);
+            out
+        })
     });
-    let output = child.wait_with_output().ok()?;
-    let _ = writer.join();
-    output.status.success().then_some(output.stdout)
+    let deadline = Instant::now() + Duration::from_millis(DEADLINE_MS.load(Ordering::Relaxed));
+    let mut pause = Duration::from_millis(1);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let out = reader.and_then(|reader| reader.join().ok()).unwrap_or_default();
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    status.filter(|status| status.success()).map(|_| out)
 }
 
 impl Snapshot {
