@@ -10,6 +10,7 @@ use serde::Deserialize;
 use wb_manifest::{OsFileSystem, Severity};
 
 use crate::error::{Error, Result};
+use crate::files::{open_regular, read_regular};
 use crate::manifest::{Artifact, Link};
 use crate::snapshot::guess_media_type;
 use crate::store::{ContentStore, OutcomeBudget};
@@ -61,7 +62,7 @@ pub fn collect_outbox(outbox: &Path, store: &ContentStore, budget: &mut OutcomeB
     walk(outbox, &mut files)?;
     let declaration_path = outbox.join("outcome.json");
     let declaration = if files.iter().any(|f| f == "outcome.json") {
-        let bytes = fs::read(&declaration_path).map_err(|e| fail(format!("outcome.json: {e}")))?;
+        let bytes = read_regular(&declaration_path).map_err(|e| fail(format!("outcome.json: {e}")))?;
         if bytes.len() > wb_manifest::outbox::MAX_DECLARATION_BYTES {
             return Err(fail("Declared outcome exceeds 1 MiB"));
         }
@@ -120,7 +121,7 @@ pub fn collect_outbox(outbox: &Path, store: &ContentStore, budget: &mut OutcomeB
 fn read_head(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut head = Vec::new();
-    fs::File::open(path)
+    open_regular(path)
         .and_then(|f| f.take(8192).read_to_end(&mut head))
         .map_err(|e| fail(format!("{}: {e}", path.display())))?;
     Ok(head)

@@ -451,3 +451,27 @@ fn a_fifo_left_for_git_cannot_wedge_the_snapshot() {
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
     }
 }
+
+/// A file swapped for a symlink to a host file, or for a FIFO, between the capture and the reading of its bytes:
+/// the outcome never carries the host file, and the engine never blocks on the FIFO.
+#[test]
+fn a_file_swapped_after_capture_is_never_read_through_a_link_or_a_fifo() {
+    let secret = tempfile::tempdir().unwrap();
+    write(secret.path(), "secret.txt", "host secret\n");
+    for swap_for_fifo in [false, true] {
+        let (ws, _home, store) = workspace(&[("a.txt", "one\n")], false);
+        let before = Snapshot::baseline(ws.path(), &store).unwrap();
+        write(ws.path(), "a.txt", "changed\n");
+        let after = Snapshot::capture(ws.path()).unwrap();
+        let file = ws.path().join("a.txt");
+        fs::remove_file(&file).unwrap();
+        if swap_for_fifo {
+            nix::unistd::mkfifo(&file, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        } else {
+            std::os::unix::fs::symlink(secret.path().join("secret.txt"), &file).unwrap();
+        }
+        let error = between(&store, &before, &after).unwrap_err().to_string();
+        assert!(error.starts_with("Workspace snapshot failed: "), "{error}");
+        assert!(!store.contains(&format!("sha256:{}", wb_outcomes::sha256_hex(b"host secret\n"))));
+    }
+}

@@ -33,6 +33,7 @@ use sha2::{Digest, Sha256};
 
 use crate::digest::{content_digest, hex};
 use crate::error::{Error, Result};
+use crate::files::read_regular;
 use crate::manifest::Content;
 use crate::store::ContentStore;
 
@@ -234,7 +235,7 @@ impl Snapshot {
 
     fn read_current(&self, path: &str) -> Result<Vec<u8>> {
         let full = self.root.join(path);
-        fs::read(&full).map_err(|e| Error::Snapshot(format!("{}: {e}", full.display())))
+        read_regular(&full).map_err(|e| Error::Snapshot(format!("{}: {e}", full.display())))
     }
 
     /// The bytes a file had when this snapshot was taken (from the store or Git), with their digest.
@@ -258,6 +259,6 @@ impl Snapshot {
 
 /// Reads a regular file's current fingerprint-relevant state without following a final symlink.
 pub(crate) fn current_content(path: &Path) -> std::io::Result<Content> {
-    let bytes = fs::read(path)?;
+    let bytes = read_regular(path)?;
     Ok(Content { digest: content_digest(&bytes), media_type: String::new(), size_bytes: bytes.len() as u64 })
 }
