@@ -81,7 +81,8 @@ pub(crate) fn collect(
     let mut bindings = WorkspaceBindings::default();
     let mut used = BTreeSet::new();
     for (workspace, before) in &baselines.workspaces {
-        let after = Snapshot::capture(&workspace.path)
+        // A workspace that contains the Workbench home never captures the store.
+        let after = Snapshot::capture_excluding_home(&workspace.path, store.home())
             .map_err(|e| format!("Cannot snapshot {}: {e}", workspace.path.display()))?;
         let reference = match &workspace.name {
             None => WorkspaceRef::Primary,

@@ -87,13 +87,35 @@ fn complete_temp(
     Ok(temp)
 }
 
-/// Creates a directory (and parents) with mode 0700 on the directories it creates.
+/// Opens a file for reading without following a final symlink and without blocking on a FIFO or device left in
+/// its place (an agent-writable workspace or outbox can swap one in): anything but a regular file is refused.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let file = fs::OpenOptions::new().read(true).custom_flags(flags.bits()).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok(file)
+}
+
+/// The whole of a regular file ([`open_regular`]).
+pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_regular(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Creates a directory and its missing parents, each 0700 (less the umask): every directory the engine makes
+/// under the Workbench home (blobs, outcomes, caches, runs and their outboxes) is private to the user.
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
+}
+
+/// [`create_private_dir`], with the store's error text.
 pub(crate) fn private_dir(path: &Path) -> Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(io(format!("Cannot create directory {}", path.display())))
+    create_private_dir(path).map_err(io(format!("Cannot create directory {}", path.display())))
 }
 
 #[cfg(test)]

@@ -10,8 +10,11 @@
 //!   interrupted apply is finished or rolled back), and export to a directory.
 //! - [`retention`]: which old runs, outcomes and blobs `wb-lsp clean` removes (never an interrupted
 //!   application).
+//! - [`workspace_git`], [`workspace_git_output`]: Git on an agent-writable workspace, running nothing its
+//!   configuration names, within a deadline.
 //! - [`workbench_home`]: where all of it lives, one rule for the engine and every front end.
-//! - [`write_atomic`], [`random_hex`], [`now_utc`]: the atomic writes, random ids and RFC 3339 timestamps the
+//! - [`write_atomic`], [`create_private_dir`], [`random_hex`], [`now_utc`]: the atomic writes, private (0700)
+//!   directories, random ids and RFC 3339 timestamps the
 //!   engine and the CLI share.
 
 pub mod apply;
@@ -32,7 +35,7 @@ pub use apply::{ApplyResult, apply, recover};
 pub use digest::{is_digest, sha256_hex};
 pub use error::{Error, Result};
 pub use export::export;
-pub use files::{FileMode, write_atomic};
+pub use files::{FileMode, create_private_dir, write_atomic};
 pub use home::{default_home, workbench_home};
 pub use ids::{now_utc, random_hex};
 pub use manifest::{
@@ -40,5 +43,9 @@ pub use manifest::{
     Stats, Warning, WorkspaceBindings, WorkspaceRef, new_outcome_id,
 };
 pub use outbox::{Collected, collect_outbox};
-pub use snapshot::{SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, build_changeset, is_excluded};
+#[doc(hidden)]
+pub use snapshot::set_git_deadline;
+pub use snapshot::{
+    SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, build_changeset, is_excluded, workspace_git, workspace_git_output,
+};
 pub use store::{ContentStore, Limits, ListedOutcome, OutcomeBudget, OutcomeStore, list_outcomes};

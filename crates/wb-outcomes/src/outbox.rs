@@ -10,6 +10,7 @@ use serde::Deserialize;
 use wb_manifest::{OsFileSystem, Severity};
 
 use crate::error::{Error, Result};
+use crate::files::{open_regular, read_regular};
 use crate::manifest::{Artifact, Link};
 use crate::snapshot::guess_media_type;
 use crate::store::{ContentStore, OutcomeBudget};
@@ -58,10 +59,10 @@ pub fn collect_outbox(outbox: &Path, store: &ContentStore, budget: &mut OutcomeB
         return Err(fail(format!("the outbox is not a directory: {}", outbox.display())));
     }
     let mut files = Vec::new();
-    walk(outbox, "", &mut files)?;
+    walk(outbox, &mut files)?;
     let declaration_path = outbox.join("outcome.json");
     let declaration = if files.iter().any(|f| f == "outcome.json") {
-        let bytes = fs::read(&declaration_path).map_err(|e| fail(format!("outcome.json: {e}")))?;
+        let bytes = read_regular(&declaration_path).map_err(|e| fail(format!("outcome.json: {e}")))?;
         if bytes.len() > wb_manifest::outbox::MAX_DECLARATION_BYTES {
             return Err(fail("Declared outcome exceeds 1 MiB"));
         }
@@ -120,33 +121,47 @@ pub fn collect_outbox(outbox: &Path, store: &ContentStore, budget: &mut OutcomeB
 fn read_head(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut head = Vec::new();
-    fs::File::open(path)
+    open_regular(path)
         .and_then(|f| f.take(8192).read_to_end(&mut head))
         .map_err(|e| fail(format!("{}: {e}", path.display())))?;
     Ok(head)
 }
 
-fn walk(dir: &Path, prefix: &str, files: &mut Vec<String>) -> Result<()> {
-    let entries = fs::read_dir(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-    let mut entries: Vec<_> = entries.collect::<std::io::Result<_>>().map_err(|e| fail(e.to_string()))?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name().to_str().map(str::to_owned).ok_or_else(|| {
-            fail(format!("the outbox contains a file name that is not UTF-8: {}", entry.path().display()))
-        })?;
-        let path = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
-        if let Some(reason) = wb_manifest::outbox::unsafe_path_reason(&path) {
-            return Err(fail(format!("Outbox path {reason}: {path}")));
-        }
-        let file_type = entry.file_type().map_err(|e| fail(format!("{path}: {e}")))?;
-        if file_type.is_symlink() {
-            return Err(fail(format!("Outbox contains a symbolic link: {path}")));
-        } else if file_type.is_dir() {
-            walk(&entry.path(), &path, files)?;
-        } else if file_type.is_file() {
-            files.push(path);
-        } else {
-            return Err(fail(format!("Outbox contains a special file: {path}")));
+/// Lists the outbox's regular files depth first, each directory's entries in name order, without recursion (a
+/// deep tree must not exhaust a run thread's stack): a stack of the directories and entries still to visit.
+fn walk(outbox: &Path, files: &mut Vec<String>) -> Result<()> {
+    enum Pending {
+        Dir(std::path::PathBuf, String),
+        Entry(fs::DirEntry, String),
+    }
+    let mut pending = vec![Pending::Dir(outbox.to_path_buf(), String::new())];
+    while let Some(next) = pending.pop() {
+        match next {
+            Pending::Dir(dir, prefix) => {
+                let entries = fs::read_dir(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+                let mut entries: Vec<_> = entries.collect::<std::io::Result<_>>().map_err(|e| fail(e.to_string()))?;
+                entries.sort_by_key(|e| e.file_name());
+                pending.extend(entries.into_iter().rev().map(|entry| Pending::Entry(entry, prefix.clone())));
+            }
+            Pending::Entry(entry, prefix) => {
+                let name = entry.file_name().to_str().map(str::to_owned).ok_or_else(|| {
+                    fail(format!("the outbox contains a file name that is not UTF-8: {}", entry.path().display()))
+                })?;
+                let path = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
+                if let Some(reason) = wb_manifest::outbox::unsafe_path_reason(&path) {
+                    return Err(fail(format!("Outbox path {reason}: {path}")));
+                }
+                let file_type = entry.file_type().map_err(|e| fail(format!("{path}: {e}")))?;
+                if file_type.is_symlink() {
+                    return Err(fail(format!("Outbox contains a symbolic link: {path}")));
+                } else if file_type.is_dir() {
+                    pending.push(Pending::Dir(entry.path(), path));
+                } else if file_type.is_file() {
+                    files.push(path);
+                } else {
+                    return Err(fail(format!("Outbox contains a special file: {path}")));
+                }
+            }
         }
     }
     Ok(())

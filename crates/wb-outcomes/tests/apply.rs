@@ -604,3 +604,26 @@ fn a_journal_of_an_earlier_version_is_still_recovered() {
     }
     assert_eq!(fx.receipt_state(&outcome.id), ReceiptState::Pending);
 }
+
+/// A link the outcome makes is judged through the destination's own links as well: `c -> b/b/../../etc`
+/// stays inside the workspace it was captured in, and leads out of a destination whose `b` is `.`.
+#[test]
+fn a_link_leading_out_through_the_destinations_links_is_refused() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(
+        |root| write(root, "b/b/keep.txt", "keep\n"),
+        |root| symlink("b/b/../../etc", root.join("c")).unwrap(),
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    symlink(".", elsewhere.path().join("b")).unwrap();
+    assert_eq!(
+        apply(&fx.store, &outcome.id, Some(elsewhere.path())).unwrap_err().to_string(),
+        "Escaping symlink is not allowed in outcome: c"
+    );
+    assert!(fs::symlink_metadata(elsewhere.path().join("c")).is_err(), "nothing is written");
+    // Where `b` is a real directory, the same outcome applies.
+    let copy = tempfile::tempdir().unwrap();
+    write(copy.path(), "b/b/keep.txt", "keep\n");
+    assert_eq!(apply(&fx.store, &outcome.id, Some(copy.path())).unwrap().applied, 1);
+    assert_eq!(fs::read_link(copy.path().join("c")).unwrap().to_str(), Some("b/b/../../etc"));
+}

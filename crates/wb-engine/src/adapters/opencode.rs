@@ -32,19 +32,11 @@ fn relative_path(from: &Path, to: &Path) -> String {
 }
 
 /// The directory OpenCode matches `edit` permission patterns against: the Git work tree holding the primary
-/// workspace, or `/` outside Git (verified against 1.18.33).
+/// workspace, or `/` outside Git (verified against 1.18.33). The workspace is agent-writable (a previous run may
+/// have written its `.git/config`): Git is asked the hardened way, so nothing it configures runs.
 fn opencode_worktree(primary: &Path) -> PathBuf {
-    std::process::Command::new("git")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .arg("-C")
-        .arg(primary)
-        .args(["rev-parse", "--show-toplevel"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|output| output.status.success())
-        .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+    wb_outcomes::workspace_git_output(primary, &["rev-parse", "--show-toplevel"])
+        .map(|stdout| PathBuf::from(String::from_utf8_lossy(&stdout).trim()))
         .filter(|top| top.is_absolute())
         .unwrap_or_else(|| PathBuf::from("/"))
 }

@@ -62,7 +62,8 @@ pub fn run(
             json!({"workbench": prepared.package.name, "version": prepared.package.version, "runtime": prepared.runtime.name()}),
         ),
     );
-    std::fs::create_dir_all(&prepared.outbox).map_err(|e| EngineError::io("cannot create the outbox", e))?;
+    // `runs/<id>/outbox` under the Workbench home: private, like everything the engine keeps there.
+    wb_outcomes::create_private_dir(&prepared.outbox).map_err(|e| EngineError::io("cannot create the outbox", e))?;
     // The baseline of every writable workspace, before the runner can touch it.
     let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces);
     let mut launched = match prepared.runtime.launch(&prepared.translation) {

@@ -1,7 +1,8 @@
 //! The outcome manifest (immutable) and the application receipt (mutable): their types, as the standard's
-//! schemas name them. The host rules they must pass are in `rules.rs`; where they live, in `store/outcomes.rs`.
+//! schemas name them. The host rules they must pass are in `rules.rs` (symlink targets: `symlinks.rs`); where they live, in `store/outcomes.rs`.
 
 mod rules;
+mod symlinks;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::ids::{now_utc, random_hex};
 
-pub(crate) use rules::{is_id_of, symlink_target_is_safe};
+pub(crate) use rules::is_id_of;
+pub(crate) use symlinks::{link_on_disk, symlink_stays_inside};
 
 /// A content descriptor.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

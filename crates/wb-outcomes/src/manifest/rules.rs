@@ -1,8 +1,9 @@
 //! The host rules of manifests and receipts: everything the schemas leave out (ids, timestamps, safe paths
 //! and symlink targets, unique child ids, stats that match their entries), with the engine facts' texts.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use super::symlinks::{symlink_stays_inside, symlink_target_is_safe};
 use super::{
     Changeset, Completeness, Content, Entry, Fingerprint, Outcome, Receipt, ReceiptState, State, Stats, WorkspaceRef,
 };
@@ -32,27 +33,6 @@ fn is_utc(text: &str) -> bool {
         && b[13] == b':'
         && b[16] == b':'
         && [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18].iter().all(|&i| b[i].is_ascii_digit())
-}
-
-/// Whether a symlink target stays inside the workspace when resolved from the link at `path`.
-pub(crate) fn symlink_target_is_safe(path: &str, target: &str) -> bool {
-    if target.is_empty() || target.len() > 4096 || target.starts_with('/') || target.contains('\\') {
-        return false;
-    }
-    let mut depth: i64 = path.split('/').count() as i64 - 1;
-    for segment in target.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            _ => depth += 1,
-        }
-    }
-    true
 }
 
 fn invalid(message: impl Into<String>) -> Error {
@@ -93,6 +73,15 @@ impl Changeset {
         }
         let mut paths = HashSet::new();
         let mut stats = Stats::default();
+        let links: HashMap<&str, &str> = self
+            .entries
+            .iter()
+            .filter_map(|entry| match entry.after() {
+                Some(State::Symlink { target, .. }) => Some((entry.path(), target.as_str())),
+                _ => None,
+            })
+            .collect();
+        let link_at = |path: &str| links.get(path).map(|target| (*target).to_owned());
         for entry in &self.entries {
             check_path(entry.path(), "its workspace")?;
             if !paths.insert(entry.path()) {
@@ -109,21 +98,16 @@ impl Changeset {
                 }
                 check_mode(*mode)?;
             }
-            for (mode, target) in [
-                entry.before().and_then(|f| match f {
-                    Fingerprint::Symlink { mode, target } => Some((*mode, target)),
-                    Fingerprint::File { .. } => None,
-                }),
-                entry.after().and_then(|s| match s {
-                    State::Symlink { mode, target } => Some((*mode, target)),
-                    State::File { .. } => None,
-                }),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                check_mode(mode)?;
+            // A link that was there is judged as it was; a link the changeset makes, through every link it makes.
+            if let Some(Fingerprint::Symlink { mode, target }) = entry.before() {
+                check_mode(*mode)?;
                 if !symlink_target_is_safe(entry.path(), target) {
+                    return Err(Error::EscapingSymlink(entry.path().to_owned()));
+                }
+            }
+            if let Some(State::Symlink { mode, target }) = entry.after() {
+                check_mode(*mode)?;
+                if !symlink_stays_inside(entry.path(), target, &link_at) {
                     return Err(Error::EscapingSymlink(entry.path().to_owned()));
                 }
             }
@@ -132,17 +116,12 @@ impl Changeset {
                 check_mode(*mode)?;
             }
         }
-        for path in &paths {
-            let mut prefix = String::new();
-            for segment in path.split('/') {
-                if !prefix.is_empty() && paths.contains(prefix.as_str()) {
-                    return Err(invalid("Outcome change file and directory paths conflict"));
-                }
-                if !prefix.is_empty() {
-                    prefix.push('/');
-                }
-                prefix.push_str(segment);
-            }
+        // A file may not be the parent of another path in the same state; a directory replaced by a file (or a
+        // file by a directory) is a deletion and an addition, each in its own state.
+        let before: HashSet<&str> = self.entries.iter().filter(|e| e.before().is_some()).map(Entry::path).collect();
+        let after: HashSet<&str> = self.entries.iter().filter(|e| e.after().is_some()).map(Entry::path).collect();
+        if has_file_parent(&before) || has_file_parent(&after) {
+            return Err(invalid("Outcome change file and directory paths conflict"));
         }
         if stats.additions != self.stats.additions
             || stats.modifications != self.stats.modifications
@@ -156,6 +135,11 @@ impl Changeset {
         }
         Ok(())
     }
+}
+
+/// Whether one path of a state is a proper prefix (a parent directory) of another.
+fn has_file_parent(paths: &HashSet<&str>) -> bool {
+    paths.iter().any(|path| path.match_indices('/').any(|(at, _)| paths.contains(&path[..at])))
 }
 
 fn check_mode(mode: u32) -> Result<()> {

@@ -17,9 +17,10 @@ const BASELINE_LIMIT: u64 = 512 * 1024 * 1024;
 
 impl Snapshot {
     /// A baseline: a snapshot whose previous bytes stay recoverable (see the module docs). Files that Git
-    /// cannot give back are hashed now and kept in `store`.
+    /// cannot give back are hashed now and kept in `store`. The store's Workbench home is left out when the
+    /// workspace contains it.
     pub fn baseline(root: &Path, store: &ContentStore) -> Result<Snapshot> {
-        let snapshot = Snapshot::capture_with(root, true)?;
+        let snapshot = Snapshot::capture_with(root, true, Some(store.home()))?;
         let cache_path = baseline_cache_path(store, root);
         let cache = read_baseline_cache(&cache_path);
         let mut budget = OutcomeBudget::new();

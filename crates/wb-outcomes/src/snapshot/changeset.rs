@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use super::review::{Side, file_diff, is_binary, media_type};
 use super::{Kind, Snapshot};
 use crate::error::{Error, Result};
-use crate::manifest::{Base, Changeset, Entry, Fingerprint, State, Stats, WorkspaceRef, symlink_target_is_safe};
+use crate::manifest::{
+    Base, Changeset, Entry, Fingerprint, State, Stats, WorkspaceRef, link_on_disk, symlink_stays_inside,
+};
 use crate::store::{ContentStore, OutcomeBudget};
 
 impl Changeset {
@@ -25,6 +27,18 @@ impl Changeset {
     }
 }
 
+impl Snapshot {
+    /// The target of the symlink at a workspace-relative path of this snapshot's workspace, as it is now: the
+    /// snapshot's own record, else the disk (a link the snapshot leaves out, under `node_modules` say, is still
+    /// followed when judging where another link leads).
+    fn link_at(&self, path: &str) -> Option<String> {
+        match self.files.get(path) {
+            Some(file) => file.target.clone(),
+            None => link_on_disk(&self.root, path),
+        }
+    }
+}
+
 /// See [`Changeset::between`].
 pub fn build_changeset(
     id: &str,
@@ -34,8 +48,11 @@ pub fn build_changeset(
     store: &ContentStore,
     budget: &mut OutcomeBudget,
 ) -> Result<Changeset> {
+    // The store never enters a changeset, whichever way the snapshots were taken.
+    let home = super::walk::home_within(&after.root, store.home());
     let mut paths: BTreeSet<&String> = before.files.keys().collect();
     paths.extend(after.files.keys());
+    paths.retain(|path| !home.as_deref().is_some_and(|home| super::walk::is_in_home(home, path)));
     let mut entries = Vec::new();
     let mut stats = Stats::default();
     let mut diff = String::new();
@@ -63,7 +80,7 @@ pub fn build_changeset(
             None => (None, Side::Absent),
             Some(file) if file.kind == Kind::Symlink => {
                 let target = file.target.clone().unwrap_or_default();
-                if !symlink_target_is_safe(path, &target) {
+                if !symlink_stays_inside(path, &target, &|link| after.link_at(link)) {
                     return Err(Error::EscapingSymlink(path.clone()));
                 }
                 (Some(State::Symlink { mode: file.mode, target: target.clone() }), Side::Link(target))

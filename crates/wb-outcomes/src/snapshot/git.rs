@@ -1,18 +1,34 @@
-//! Git, asked the way `git status` would be: which files a Git workspace holds, its `HEAD`, and which clean
-//! tracked files can be given back from their index blobs (so a baseline need not read them).
+//! Git on an agent-writable workspace: the one way to run it there (nothing the repository's configuration
+//! names is run), and which files a Git workspace holds and its `HEAD`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use super::{Kind, Snapshot};
+use super::Snapshot;
+use super::index::read_index;
 use crate::error::{Error, Result};
 
-/// `git -C <root>`, isolated from the surroundings: a run started from a Git hook (which sets `GIT_DIR`,
-/// `GIT_INDEX_FILE`...) still looks at the workspace's own repository; nothing prompts, takes optional locks or
-/// goes to the network (a partial clone would otherwise fetch missing blobs on `cat-file`; `protocol.allow=never`
-/// also stops it on Git before 2.44, which ignores `GIT_NO_LAZY_FETCH`).
-fn git_command(root: &Path) -> Command {
+/// Configuration that makes Git run a command, overridden on every invocation (a `-c` setting wins over every
+/// configuration file, included ones too): the workspace's `.git/config` is written by the agent. None of the
+/// commands used here runs hooks, diffs, pagers, editors, signing or credential helpers, and none converts
+/// content (no `diff`, `status`, `add`; `hash-object` only with `--no-filters`), so attribute-driven filters
+/// and textconv never apply; these settings guard the rest. Every transport is refused by
+/// `GIT_ALLOW_PROTOCOL` (which, unlike `protocol.allow`, a `protocol.<name>.allow` in the repository cannot
+/// re-enable), so `core.sshCommand`, `ext::` remotes and credential helpers are never reached.
+const NEUTRAL_CONFIG: &[&str] =
+    &["core.fsmonitor=false", "core.untrackedCache=false", "core.hooksPath=/dev/null", "protocol.allow=never"];
+
+/// `git -C <root>` on an agent-writable workspace: nothing its configuration names is run (see
+/// [`NEUTRAL_CONFIG`]), and it is isolated from the surroundings: a run started from a Git hook (which sets
+/// `GIT_DIR`, `GIT_INDEX_FILE`...) still looks at the workspace's own repository; nothing prompts, takes optional
+/// locks or goes to the network (a partial clone would otherwise fetch missing blobs on `cat-file`;
+/// `GIT_ALLOW_PROTOCOL` also stops it on Git before 2.44, which ignores `GIT_NO_LAZY_FETCH`). The user's own
+/// system and global configuration stay in force (their `core.excludesFile` decides what a snapshot lists): the
+/// agent cannot write them from a container, and a local runner runs as the user anyway.
+pub fn workspace_git(root: &Path) -> Command {
     let mut command = Command::new("git");
     for name in [
         "GIT_DIR",
@@ -23,93 +39,96 @@ fn git_command(root: &Path) -> Command {
         "GIT_ALTERNATE_OBJECT_DIRECTORIES",
         "GIT_NAMESPACE",
         "GIT_PREFIX",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_PAGER",
+        "GIT_EDITOR",
+        "GIT_ASKPASS",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_PROXY_COMMAND",
     ] {
         command.env_remove(name);
     }
     command
         .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_ALLOW_PROTOCOL", "")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
+        .arg("--no-pager")
         .arg("-C")
-        .arg(root)
-        .args(["-c", "protocol.allow=never"]);
+        .arg(root);
+    for setting in NEUTRAL_CONFIG {
+        command.args(["-c", setting]);
+    }
     command
 }
 
-pub(super) fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let output = git_command(root)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    output.status.success().then_some(output.stdout)
+/// How long one Git invocation on a workspace may take, in milliseconds, before it is killed (then it failed):
+/// a FIFO the agent leaves as a `.gitignore`, or names as `core.excludesFile`, blocks Git for ever, and the
+/// engine with it. Generous: listing a million-file workspace, or hashing a fresh checkout's racily clean files,
+/// stays far below it.
+static DEADLINE_MS: AtomicU64 = AtomicU64::new(300_000);
+
+/// Sets [`DEADLINE_MS`] for this process (tests).
+#[doc(hidden)]
+pub fn set_git_deadline(deadline: Duration) {
+    DEADLINE_MS.store(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
-/// Runs Git with `input` on its standard input (written from a thread, so a large input cannot deadlock
-/// against the output).
-fn git_with_input(root: &Path, args: &[&str], input: Vec<u8>) -> Option<Vec<u8>> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child =
-        git_command(root).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
-    let mut stdin = child.stdin.take();
-    let writer = std::thread::spawn(move || {
-        if let Some(stdin) = stdin.as_mut() {
+/// `git <args>` on an agent-writable workspace ([`workspace_git`]), within the deadline: its standard output
+/// when it succeeded.
+pub fn workspace_git_output(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    git(root, args)
+}
+
+pub(crate) fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    run(workspace_git(root).args(args), None)
+}
+
+/// Runs Git with `input` on its standard input.
+pub(super) fn git_with_input(root: &Path, args: &[&str], input: Vec<u8>) -> Option<Vec<u8>> {
+    run(workspace_git(root).args(args), Some(input))
+}
+
+/// Runs a Git command to completion within the deadline and returns its standard output when it succeeded.
+/// Input is written and output read from threads, so neither can deadlock against the other or the deadline.
+fn run(command: &mut Command, input: Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
+    let mut child = command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
+    let writer = match (child.stdin.take(), input) {
+        (Some(mut stdin), Some(input)) => Some(std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
-        }
+        })),
+        _ => None,
+    };
+    let reader = child.stdout.take().map(|mut stdout| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.read_to_end(&mut out);
+            out
+        })
     });
-    let output = child.wait_with_output().ok()?;
-    let _ = writer.join();
-    output.status.success().then_some(output.stdout)
-}
-
-/// The UTF-8 entries of a `-z` listing (the others cannot be snapshot files; a lossy copy could be taken for
-/// another file's name).
-fn split_z(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
-    bytes.split(|b| *b == 0).filter(|s| !s.is_empty()).filter_map(|s| String::from_utf8(s.to_vec()).ok())
-}
-
-/// One line of `git ls-files -s -v -z`: `<tag> <mode> <oid> <stage>\t<path>`. Only a stage-0 regular file
-/// tagged `H` (cached: neither skip-worktree `S`, so possibly absent from the disk and, in a partial clone, from
-/// the object store, nor assume-unchanged `h`, whose edits `ls-files -m` does not show) can be trusted to be
-/// clean; returns its path and oid, and whether it is such a candidate.
-fn index_line(line: &str) -> Option<(&str, &str, bool)> {
-    let (info, path) = line.split_once('\t')?;
-    let [tag, mode, oid, stage] = info.split(' ').collect::<Vec<_>>()[..] else { return None };
-    let candidate = tag == "H" && stage == "0" && (mode == "100644" || mode == "100755");
-    Some((path, oid, candidate))
-}
-
-/// The index (`git ls-files -s -v -z`) and the size of each blob that may be a clean file's (see
-/// [`index_line`]; `git cat-file --batch-check`, run right away so it overlaps the metadata scan).
-///
-/// A clean file's index blob holds the *cleaned* bytes: with line-ending conversion (`eol=crlf`,
-/// `core.autocrlf`), `ident` or a filter (Git LFS) they differ from the bytes in the workspace, and the previous
-/// content must not be taken from the blob. Such a conversion changes the size, so only a blob with the file's
-/// size is trusted; the other files are hashed and kept like dirty ones. Without sizes, no blob is trusted.
-fn index_with_sizes(root: &Path) -> Option<(Vec<u8>, BTreeMap<String, u64>)> {
-    let staged = git(root, &["ls-files", "-s", "-v", "-z"])?;
-    let mut oids = BTreeSet::new();
-    for line in split_z(&staged) {
-        if let Some((_, oid, true)) = index_line(&line) {
-            oids.insert(oid.to_owned());
-        }
-    }
-    let mut sizes = BTreeMap::new();
-    if !oids.is_empty() {
-        let input: String = oids.iter().map(|oid| format!("{oid}\n")).collect();
-        let output = git_with_input(root, &["cat-file", "--batch-check"], input.into_bytes()).unwrap_or_default();
-        for line in String::from_utf8_lossy(&output).lines() {
-            // `<oid> blob <size>` (or `<oid> missing`).
-            if let [oid, "blob", size] = line.split(' ').collect::<Vec<_>>()[..] {
-                if let Ok(size) = size.parse() {
-                    sizes.insert(oid.to_owned(), size);
-                }
+    let deadline = Instant::now() + Duration::from_millis(DEADLINE_MS.load(Ordering::Relaxed));
+    let mut pause = Duration::from_millis(1);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
             }
         }
+    };
+    let out = reader.and_then(|reader| reader.join().ok()).unwrap_or_default();
+    if let Some(writer) = writer {
+        let _ = writer.join();
     }
-    Some((staged, sizes))
+    status.filter(|status| status.success()).map(|_| out)
 }
 
 impl Snapshot {
@@ -125,7 +144,7 @@ impl Snapshot {
         };
         let index = with_index.then(|| {
             let root = root.to_path_buf();
-            (std::thread::spawn(move || index_with_sizes(&root)), spawn(&["ls-files", "-m", "-z"]))
+            std::thread::spawn(move || read_index(&root))
         });
         let head = spawn(&["rev-parse", "--verify", "-q", "HEAD"]);
         let listing = git(&root, &["ls-files", "-co", "--exclude-standard", "-z"])
@@ -139,32 +158,9 @@ impl Snapshot {
             .flatten()
             .map(|out| String::from_utf8_lossy(&out).trim().to_owned())
             .filter(|rev| !rev.is_empty());
-        if let Some((staged, dirty)) = index {
-            let staged = staged.join().ok().flatten();
-            let dirty = dirty.join().ok().flatten();
-            if let (Some((staged, sizes)), Some(dirty)) = (staged, dirty) {
-                self.attach_git_blobs(&staged, &dirty, &sizes);
-            }
+        if let Some(index) = index.and_then(|thread| thread.join().ok().flatten()) {
+            self.attach_git_blobs(&index);
         }
         Ok(())
-    }
-
-    /// Records the index blob of every clean tracked regular file (`git ls-files -s` minus `-m`, see
-    /// [`index_line`]) whose blob has the file's size (see [`index_with_sizes`]).
-    fn attach_git_blobs(&mut self, staged: &[u8], dirty: &[u8], sizes: &BTreeMap<String, u64>) {
-        let dirty: BTreeSet<String> = split_z(dirty).collect();
-        let mut blobs: BTreeMap<String, Option<String>> = BTreeMap::new();
-        for line in split_z(staged) {
-            let Some((path, oid, candidate)) = index_line(&line) else { continue };
-            let clean = candidate && !dirty.contains(path);
-            // Unmerged paths appear several times: never trust them.
-            let value = clean.then(|| oid.to_owned());
-            blobs.entry(path.to_owned()).and_modify(|v| *v = None).or_insert(value);
-        }
-        for (path, file) in &mut self.files {
-            if file.kind == Kind::File {
-                file.git_blob = blobs.get(path).cloned().flatten().filter(|oid| sizes.get(oid) == Some(&file.size));
-            }
-        }
     }
 }

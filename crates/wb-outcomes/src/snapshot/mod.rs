@@ -10,13 +10,15 @@
 //! differs from the file's); every other file (dirty, untracked, converted, or any file of a non-Git
 //! workspace) is hashed and its bytes kept in the content store when the baseline is taken.
 //!
-//! Rooms: `git.rs` (listing a Git workspace, index blobs), `walk.rs` (listing any other, exclusions),
+//! Rooms: `git.rs` (running Git on a workspace, listing a Git workspace), `index.rs` (which index blobs give
+//! clean files back), `walk.rs` (listing any other, exclusions),
 //! `names.rs` (names a changeset cannot carry), `cache.rs` (baselines and their digest cache),
 //! `changeset.rs` (the changeset between two snapshots), `review.rs` (its review diff, media types).
 
 mod cache;
 mod changeset;
 mod git;
+mod index;
 mod names;
 mod review;
 mod walk;
@@ -31,10 +33,12 @@ use sha2::{Digest, Sha256};
 
 use crate::digest::{content_digest, hex};
 use crate::error::{Error, Result};
+use crate::files::read_regular;
 use crate::manifest::Content;
 use crate::store::ContentStore;
 
 pub use changeset::build_changeset;
+pub use git::{set_git_deadline, workspace_git, workspace_git_output};
 pub(crate) use review::guess_media_type;
 pub use walk::is_excluded;
 
@@ -99,6 +103,9 @@ pub struct Snapshot {
     /// Files and symlinks a changeset cannot name (see [`name_problem`]), by their raw name, with their
     /// metadata (`None` when it cannot be read, e.g. a path too long for the system).
     unrepresentable: BTreeMap<Vec<u8>, Option<RawStat>>,
+    /// The Workbench home's workspace-relative path when the workspace contains it (left out, see
+    /// [`walk::is_in_home`]).
+    home: Option<String>,
 }
 
 /// Modification time in nanoseconds since the epoch.
@@ -131,12 +138,17 @@ impl Snapshot {
     /// (`git ls-files -co --exclude-standard -z`), others are walked; exclusions apply to both.
     /// Digests are computed lazily.
     pub fn capture(root: &Path) -> Result<Snapshot> {
-        Snapshot::capture_with(root, false)
+        Snapshot::capture_with(root, false, None)
+    }
+
+    /// [`Snapshot::capture`] of a workspace that may contain the Workbench home `home`: the home is left out.
+    pub fn capture_excluding_home(root: &Path, home: &Path) -> Result<Snapshot> {
+        Snapshot::capture_with(root, false, Some(home))
     }
 
     /// `with_index`: also record the index blobs of clean tracked files (Git runs concurrently with the
-    /// metadata scan).
-    fn capture_with(root: &Path, with_index: bool) -> Result<Snapshot> {
+    /// metadata scan); `home`: a Workbench home to leave out.
+    fn capture_with(root: &Path, with_index: bool, home: Option<&Path>) -> Result<Snapshot> {
         let meta = fs::symlink_metadata(root).map_err(|e| Error::Snapshot(format!("{}: {e}", root.display())))?;
         if !meta.is_dir() {
             return Err(Error::Snapshot(format!("not a directory: {}", root.display())));
@@ -150,11 +162,12 @@ impl Snapshot {
             git: is_git,
             hashed: Mutex::new(Vec::new()),
             unrepresentable: BTreeMap::new(),
+            home: home.and_then(|home| walk::home_within(root, home)),
         };
         if is_git {
             snapshot.list_from_git(with_index)?;
         } else {
-            snapshot.walk(Path::new(""))?;
+            snapshot.walk()?;
         }
         Ok(snapshot)
     }
@@ -222,7 +235,7 @@ impl Snapshot {
 
     fn read_current(&self, path: &str) -> Result<Vec<u8>> {
         let full = self.root.join(path);
-        fs::read(&full).map_err(|e| Error::Snapshot(format!("{}: {e}", full.display())))
+        read_regular(&full).map_err(|e| Error::Snapshot(format!("{}: {e}", full.display())))
     }
 
     /// The bytes a file had when this snapshot was taken (from the store or Git), with their digest.
@@ -246,6 +259,6 @@ impl Snapshot {
 
 /// Reads a regular file's current fingerprint-relevant state without following a final symlink.
 pub(crate) fn current_content(path: &Path) -> std::io::Result<Content> {
-    let bytes = fs::read(path)?;
+    let bytes = read_regular(path)?;
     Ok(Content { digest: content_digest(&bytes), media_type: String::new(), size_bytes: bytes.len() as u64 })
 }

@@ -1,10 +1,10 @@
-//! Which files a snapshot holds outside Git: the walk of a workspace, the exclusions every snapshot applies,
-//! and how one file or symlink is recorded.
+//! Which files a snapshot holds outside Git: the walk of a workspace, the exclusions every snapshot applies
+//! (a Workbench home inside the workspace among them), and how one file or symlink is recorded.
 
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::names::{RawStat, name_problem};
 use super::{Snapshot, metadata_entry};
@@ -31,12 +31,43 @@ pub fn is_excluded(path: &str) -> bool {
     wb_manifest::is_credential_file(&name) && name != ".env.example" && name != ".env.sample"
 }
 
+/// The top-level entries a Workbench home holds, left out when the home is the workspace itself.
+const HOME_ENTRIES: &[&str] = &["blobs", "outcomes", "cache", "runs"];
+
+/// Where a Workbench home is inside a workspace, as a workspace-relative path (`""` when it is the workspace),
+/// or `None` when it is elsewhere; both are resolved (a symlinked path to either is the same place).
+pub(super) fn home_within(root: &Path, home: &Path) -> Option<String> {
+    let root = fs::canonicalize(root).ok()?;
+    let home = fs::canonicalize(home).ok()?;
+    let relative = home.strip_prefix(&root).ok()?;
+    Some(relative.to_string_lossy().into_owned())
+}
+
+/// Whether a workspace-relative path is the Workbench home at `home` (see [`home_within`]) or inside it: a
+/// workspace that contains the home never captures the store (its blobs, outcomes, runs and caches).
+pub(super) fn is_in_home(home: &str, path: &str) -> bool {
+    let top = if home.is_empty() {
+        match path.split('/').next() {
+            Some(first) if HOME_ENTRIES.contains(&first) => return true,
+            _ => return false,
+        }
+    } else {
+        home
+    };
+    path == top || path.strip_prefix(top).is_some_and(|rest| rest.starts_with('/'))
+}
+
 impl Snapshot {
+    /// Whether a workspace-relative path is left out as part of the Workbench home.
+    fn in_home(&self, path: &str) -> bool {
+        self.home.as_deref().is_some_and(|home| is_in_home(home, path))
+    }
+
     /// Records a file or symlink (a workspace-relative raw name); other kinds and missing paths are skipped.
     /// A name a changeset cannot carry is kept apart with its metadata (see [`Snapshot::unrepresentable_warnings`]).
     pub(super) fn add(&mut self, raw: &[u8]) {
         let lossy = String::from_utf8_lossy(raw);
-        if is_excluded(&lossy) {
+        if is_excluded(&lossy) || self.in_home(&lossy) {
             return;
         }
         let full = self.root.join(OsStr::from_bytes(raw));
@@ -65,21 +96,31 @@ impl Snapshot {
         }
     }
 
-    pub(super) fn walk(&mut self, relative: &Path) -> Result<()> {
-        let dir = self.root.join(relative);
-        let entries = fs::read_dir(&dir).map_err(|e| Error::Snapshot(format!("{}: {e}", dir.display())))?;
-        let mut names: Vec<_> = entries.flatten().collect();
-        names.sort_by_key(|e| e.file_name());
-        for entry in names {
-            let path = relative.join(entry.file_name());
-            let Ok(file_type) = entry.file_type() else { continue };
-            if file_type.is_dir() {
-                // A directory whose name is not UTF-8 is walked too: each file in it is reported by its own name.
-                if !is_excluded(&path.to_string_lossy()) {
-                    self.walk(&path)?;
+    /// Walks the workspace depth first, each directory's entries in name order, without recursion (a deep tree
+    /// must not exhaust a run thread's stack): a stack of the paths still to visit, the next one last.
+    pub(super) fn walk(&mut self) -> Result<()> {
+        let mut pending: Vec<(PathBuf, bool)> = vec![(PathBuf::new(), true)];
+        while let Some((relative, is_dir)) = pending.pop() {
+            if !is_dir {
+                self.add(relative.as_os_str().as_bytes());
+                continue;
+            }
+            let dir = self.root.join(&relative);
+            let entries = fs::read_dir(&dir).map_err(|e| Error::Snapshot(format!("{}: {e}", dir.display())))?;
+            let mut names: Vec<_> = entries.flatten().collect();
+            names.sort_by_key(|e| e.file_name());
+            for entry in names.into_iter().rev() {
+                let path = relative.join(entry.file_name());
+                let Ok(file_type) = entry.file_type() else { continue };
+                if file_type.is_dir() {
+                    // A directory whose name is not UTF-8 is walked too: each file in it is reported by its own name.
+                    let lossy = path.to_string_lossy();
+                    if !is_excluded(&lossy) && !self.in_home(&lossy) {
+                        pending.push((path, true));
+                    }
+                } else {
+                    pending.push((path, false));
                 }
-            } else {
-                self.add(path.as_os_str().as_bytes());
             }
         }
         Ok(())

@@ -2,7 +2,7 @@
 //! files, written atomically (temp + rename), verified on write and on read, with the facts' limits.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use tempfile::NamedTempFile;
 
 use crate::digest::{content_digest, hex, is_digest};
 use crate::error::{Error, Result, io};
-use crate::files::private_dir;
+use crate::files::{open_regular, private_dir};
 use crate::manifest::Content;
 
 const MIB: u64 = 1024 * 1024;
@@ -150,7 +150,8 @@ impl ContentStore {
         durable: bool,
     ) -> Result<Content> {
         let context = format!("Cannot read {}", path.display());
-        let mut source = File::open(path).map_err(io(context.clone()))?;
+        // Workspace and outbox files: never through a symlink swapped in, never blocking on a FIFO.
+        let mut source = open_regular(path).map_err(io(context.clone()))?;
         let declared = source.metadata().map_err(io(context.clone()))?.len();
         if declared > self.limits.per_blob {
             return Err(Error::Quota(self.limits.per_blob));
