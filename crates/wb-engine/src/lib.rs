@@ -14,6 +14,7 @@ mod error;
 pub mod events;
 pub mod lifecycle;
 mod outcome;
+mod redact;
 pub mod requirements;
 pub mod routing;
 pub mod runtime;
