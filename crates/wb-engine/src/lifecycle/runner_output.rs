@@ -68,7 +68,9 @@ fn finish(mut kept: Vec<u8>, dropped: usize) -> OutputLine {
     if dropped == 0 && kept.last() == Some(&b'\r') {
         kept.pop();
     }
-    OutputLine { text: String::from_utf8_lossy(&kept).into_owned(), dropped }
+    // Valid UTF-8 (the usual case) becomes the text without a copy.
+    let text = String::from_utf8(kept).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+    OutputLine { text, dropped }
 }
 
 fn lines<R: Read>(input: R, limit: usize) -> Lines<R> {
