@@ -86,11 +86,20 @@ pub fn run(
     let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
     let mut state = TranslateState::default();
     let mut cancelled = false;
-    loop {
+    let mut stdout_open = true;
+    // Until the runner has exited: a runner that closed its stdout may live on, and still obeys the cancel flag.
+    let status = loop {
         if cancel.load(Ordering::SeqCst) {
             prepared.runtime.cancel(&mut launched);
             cancelled = true;
-            break;
+            break None;
+        }
+        if !stdout_open {
+            match launched.try_wait() {
+                Some(exit) => break Some(exit),
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+            continue;
         }
         match lines_rx.recv_timeout(Duration::from_millis(50)) {
             Ok(Line::Out(line)) if line.dropped > 0 => send(&mut stream, oversized_line(&line)),
@@ -108,24 +117,9 @@ pub fn run(
                     Err(_) => send(&mut stream, Translated::native("stdout")),
                 }
             }
-            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => stdout_open = false,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-    }
-    // Stdout is closed, but the runner may live on: waiting for it still honours the cancel flag.
-    let status = loop {
-        if cancelled {
-            break None;
-        }
-        if cancel.load(Ordering::SeqCst) {
-            prepared.runtime.cancel(&mut launched);
-            cancelled = true;
-            break None;
-        }
-        if let Some(exit) = launched.try_wait() {
-            break Some(exit);
-        }
-        std::thread::sleep(Duration::from_millis(20));
     };
     // The runner has exited: let the stderr reader take its last lines before a failure quotes them (bounded,
     // in case something the runner started still holds the pipe).
