@@ -12,4 +12,9 @@ while IFS= read -r f; do
   off=$(( (i * 37) % (size + 1) ))
   { printf "\\x$(printf %02x $((off & 255)))\\x$(printf %02x $(((off >> 8) & 127)))"; cat "$f"; } > "corpus/ide/seed-$i"
 done < <(find ../fixtures -name workbench.yml | sort)
-echo "seeded $i manifests into corpus/check and corpus/ide"
+# The transport seeds: a buffer-size byte, then frames a client sends (a request, a notification, a malformed one).
+mkdir -p corpus/transport
+frame() { printf 'Content-Length: %d\r\n\r\n%s' "${#1}" "$1"; }
+{ printf '\x07'; frame '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'; frame '{"jsonrpc":"2.0","method":"initialized","params":{}}'; } > corpus/transport/seed-1
+{ printf '\x00'; frame '{not json'; printf 'Content-Type: x\r\n\r\n'; frame '[1]'; frame '{"jsonrpc":"2.0","id":"a","method":"shutdown"}'; } > corpus/transport/seed-2
+echo "seeded $i manifests into corpus/check and corpus/ide, and 2 client streams into corpus/transport"

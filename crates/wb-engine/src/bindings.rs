@@ -36,16 +36,11 @@ fn is_lower_slug(name: &str) -> bool {
 }
 
 fn writable(path: &Path) -> bool {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.permissions().readonly() => {
-            // Permission bits are not the whole story (read-only mounts, other owners): try it.
-            let probe = path.join(format!(".wb-lsp-write-probe-{}", std::process::id()));
-            let ok = std::fs::write(&probe, b"").is_ok();
-            let _ = std::fs::remove_file(&probe);
-            ok
-        }
-        _ => false,
-    }
+    // No write bit at all is refused even for root, who could write anyway. Beyond the bits, `access(2)` asks
+    // the kernel, which knows read-only mounts, owners and ACLs, without writing anything: a probe file could
+    // meet a file or a symlink of its name in a workspace someone else prepared.
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_dir() && !meta.permissions().readonly())
+        && nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
 fn readable(path: &Path) -> bool {
@@ -176,6 +171,30 @@ pub fn provider_variables(catalog: &ModelCatalog) -> Vec<String> {
     names
 }
 
+/// Whether a variable's name says it holds a credential (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+/// `DATABASE_PASSWORD`, `OPENAI_API_KEY`, ...). A runner on the host gets such variables only when the package
+/// declares them (or the selected route needs them), and their values are redacted from what the run emits.
+pub fn is_credential_name(name: &str) -> bool {
+    const SUFFIXES: [&str; 10] = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "API_KEY",
+        "APIKEY",
+        "ACCESS_KEY",
+        "SECRET_KEY",
+        "PRIVATE_KEY",
+        "CREDENTIALS",
+    ];
+    const NAMES: [&str; 2] = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"];
+    let name = name.to_ascii_uppercase();
+    NAMES.contains(&name.as_str())
+        || SUFFIXES
+            .iter()
+            .any(|suffix| name.strip_suffix(suffix).is_some_and(|rest| rest.is_empty() || rest.ends_with('_')))
+}
+
 /// Binds the environment: `--env` over `--env-file` over the inherited environment. Only declared names and
 /// provider credential variables are bound; other dotenv entries are ignored.
 pub fn bind_environment(
@@ -235,6 +254,38 @@ pub fn bind_environment(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credential_names() {
+        for name in [
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "NPM_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SESSION_TOKEN",
+            "AZURE_CLIENT_SECRET",
+            "DATABASE_PASSWORD",
+            "OPENAI_API_KEY",
+            "STRIPE_SECRET_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "TOKEN",
+            "my_token",
+        ] {
+            assert!(is_credential_name(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "TOKENIZERS_PARALLELISM", "PASSWORD_STORE_DIR", "SSH_AUTH_SOCK", "MYTOKEN"] {
+            assert!(!is_credential_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_write_probe_writes_nothing() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        assert!(writable(dir.path()));
+        assert!(!writable(&dir.path().join("missing")));
+        assert_eq!(std::fs::read_dir(dir.path()).map(Iterator::count).unwrap_or(1), 0);
+    }
 
     #[test]
     fn environment_debug_shows_names_only() {

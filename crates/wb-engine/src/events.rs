@@ -4,6 +4,9 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+pub use crate::redact::Redactor;
+use crate::redact::StreamedText;
+
 /// One event as emitted (NDJSON with `--json`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Event {
@@ -40,55 +43,22 @@ pub fn new_run_id() -> String {
     format!("wb_{}", wb_outcomes::random_hex(12))
 }
 
-/// Removes environment values from text before it leaves the engine.
-#[derive(Clone, Debug, Default)]
-pub struct Redactor {
-    secrets: Vec<String>,
-}
-
-impl Redactor {
-    pub fn new<'a>(values: impl Iterator<Item = &'a str>) -> Redactor {
-        // Very short values would redact ordinary words; they are not credentials anyway.
-        let mut secrets: Vec<String> = values.filter(|v| v.len() >= 4).map(str::to_owned).collect();
-        // Longest first, so a value that contains another is replaced whole; by text within a length, so that
-        // `dedup` meets every repeat (two values of the same length need not be adjacent otherwise).
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
-        Redactor { secrets }
-    }
-
-    pub fn text(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "[redacted]");
-            }
-        }
-        out
-    }
-
-    pub fn value(&self, value: &Value) -> Value {
-        match value {
-            Value::String(text) => Value::String(self.text(text)),
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v)).collect()),
-            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (self.text(k), self.value(v))).collect()),
-            other => other.clone(),
-        }
-    }
-}
-
-/// Stamps events with the envelope: run id, monotonic sequence, time, runner. Redacts every string.
+/// Stamps events with the envelope: run id, monotonic sequence, time, runner. Redacts every string, and
+/// streamed text as a whole: an `output.text` whose end could begin a bound value waits for the next text, or
+/// goes out before any other event.
 pub struct Stream {
     run_id: String,
     runner: String,
     sequence: u64,
     redactor: Redactor,
     terminal: bool,
+    /// `output.text` events held back, by their data.
+    text: StreamedText<Value>,
 }
 
 impl Stream {
     pub fn new(run_id: String, runner: String, redactor: Redactor) -> Stream {
-        Stream { run_id, runner, sequence: 0, redactor, terminal: false }
+        Stream { run_id, runner, sequence: 0, redactor, terminal: false, text: StreamedText::default() }
     }
 
     pub fn run_id(&self) -> &str {
@@ -99,24 +69,51 @@ impl Stream {
         self.terminal
     }
 
-    /// Envelopes a translated event. After the terminal event nothing more is emitted.
-    pub fn stamp(&mut self, event: Translated) -> Option<Event> {
+    /// Envelopes a translated event, with the held text it releases: none when it is text held back, several
+    /// when held text goes out with it. After the terminal event nothing more is emitted.
+    pub fn stamp(&mut self, event: Translated) -> Vec<Event> {
         if self.terminal {
-            return None;
+            return Vec::new();
         }
+        let text = (event.kind == "output.text").then(|| event.data.get("text").and_then(Value::as_str)).flatten();
+        let released = match text {
+            Some(text) => {
+                let data = self.redactor.value(&event.data);
+                let released = self.text.push(&self.redactor, data, text);
+                return self.text_events(released);
+            }
+            None => self.text.finish(&self.redactor),
+        };
+        let mut out = self.text_events(released);
         if matches!(event.kind, "run.completed" | "run.failed" | "run.cancelled") {
             self.terminal = true;
         }
+        let data = self.redactor.value(&event.data);
+        out.push(self.envelope(event.kind, data));
+        out
+    }
+
+    fn text_events(&mut self, released: Vec<(Value, String)>) -> Vec<Event> {
+        released
+            .into_iter()
+            .map(|(mut data, text)| {
+                data["text"] = Value::String(text);
+                self.envelope("output.text", data)
+            })
+            .collect()
+    }
+
+    fn envelope(&mut self, kind: &str, data: Value) -> Event {
         self.sequence += 1;
-        Some(Event {
+        Event {
             protocol: 0,
             run_id: self.run_id.clone(),
             sequence: self.sequence,
             timestamp: wb_outcomes::now_utc(),
-            kind: event.kind.to_owned(),
+            kind: kind.to_owned(),
             runner: self.runner.clone(),
-            data: self.redactor.value(&event.data),
-        })
+            data,
+        }
     }
 }
 
@@ -135,15 +132,52 @@ mod tests {
     #[test]
     fn one_terminal_event_and_redaction() {
         let mut stream = Stream::new("wb_x".into(), "opencode".into(), Redactor::new(["hunter22"].into_iter()));
-        let text = stream.stamp(Translated::new("output.text", json!({"text": "key=hunter22"}))).map(|e| e.data);
-        assert_eq!(text, Some(json!({"text": "key=[redacted]"})));
-        assert!(stream.stamp(Translated::new("run.completed", json!({}))).is_some());
-        assert!(stream.stamp(Translated::new("run.failed", json!({"message": "x"}))).is_none());
+        let text: Vec<Value> = stream
+            .stamp(Translated::new("output.text", json!({"text": "key=hunter22"})))
+            .into_iter()
+            .map(|e| e.data)
+            .collect();
+        assert_eq!(text, [json!({"text": "key=[redacted]"})]);
+        assert_eq!(stream.stamp(Translated::new("run.completed", json!({}))).len(), 1);
+        assert!(stream.stamp(Translated::new("run.failed", json!({"message": "x"}))).is_empty());
     }
 
     #[test]
-    fn every_repeated_secret_is_kept_once_longest_first() {
-        let redactor = Redactor::new(["abcd", "wxyz", "abcd", "longer-value", "wxyz"].into_iter());
-        assert_eq!(redactor.secrets, ["longer-value", "abcd", "wxyz"]);
+    fn held_text_goes_out_before_the_next_event_with_its_own_data() {
+        let mut stream = Stream::new("wb_x".into(), "pi".into(), Redactor::new(["hunter22"].into_iter()));
+        let mut events = Vec::new();
+        for event in [
+            Translated::new("output.text", json!({"text": "key=hun", "id": "p1"})),
+            Translated::new("output.text", json!({"text": "t", "id": "p1"})),
+            Translated::new("output.text", json!({"text": "er22. a hu", "id": "p1"})),
+            Translated::new("output.text", json!({"text": "Next part", "id": "p2"})),
+            Translated::new("output.text", json!({"text": " ends with hu"})),
+            Translated::native("x"),
+            Translated::new("run.completed", json!({})),
+        ] {
+            events.extend(stream.stamp(event));
+        }
+        let shown: Vec<(String, Value)> = events.iter().map(|e| (e.kind.clone(), e.data.clone())).collect();
+        let text = |text: &str, id: Option<&str>| {
+            let mut data = json!({"text": text});
+            if let Some(id) = id {
+                data["id"] = json!(id);
+            }
+            ("output.text".to_owned(), data)
+        };
+        assert_eq!(
+            shown,
+            [
+                text("key=[redacted]", Some("p1")),
+                text("", Some("p1")),
+                text(". a hu", Some("p1")),
+                text("Next part", Some("p2")),
+                text(" ends with hu", None),
+                ("runner.event".to_owned(), json!({"native_type": "x"})),
+                ("run.completed".to_owned(), json!({})),
+            ]
+        );
+        let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+        assert_eq!(sequences, (1..=7).collect::<Vec<u64>>());
     }
 }

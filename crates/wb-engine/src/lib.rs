@@ -5,7 +5,7 @@
 //! `dotenv`), check requirements (`requirements`), stage the runner's configuration (`adapters`), preflight
 //! inside the runtime, check authentication readiness (`routing`), launch, translate the runner's stream into
 //! canonical events (`events`), and clean up on every path. Environment values never leave [`bindings::Environment`] except
-//! into the runner's process; everything printed carries names only, and event text is redacted.
+//! into the runner's process; everything printed carries names only, and event text is redacted (`redact`, also across streamed text deltas).
 
 pub mod adapters;
 pub mod bindings;
@@ -14,6 +14,7 @@ mod error;
 pub mod events;
 pub mod lifecycle;
 mod outcome;
+mod redact;
 pub mod requirements;
 pub mod routing;
 pub mod runtime;

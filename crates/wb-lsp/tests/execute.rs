@@ -394,6 +394,32 @@ fn run_prints_text_and_tools_or_only_the_final_answer() {
 }
 
 #[test]
+fn an_oversized_runner_line_is_a_warning_and_the_run_goes_on() {
+    let demo = Demo::new("pi");
+    let mut lines: Vec<String> =
+        std::fs::read_to_string(support::stream("pi", "success")).unwrap().lines().map(str::to_owned).collect();
+    lines.insert(
+        0,
+        json!({"fake": "flood", "stream": "stdout", "bytes": 5 * 1024 * 1024, "line": 5 * 1024 * 1024}).to_string(),
+    );
+    let script = demo.world.root.join("oversized.jsonl");
+    std::fs::write(&script, lines.join("\n") + "\n").unwrap();
+    let mut command = demo.command("run", &["--task", TASK]);
+    command.env("FAKE_RUNNER_SCRIPT", &script);
+    let output = finish(&mut command);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(
+        output.stderr.contains(
+            "warning: A line of the runner's output was longer than 4 MiB (1048575 bytes more): it was dropped"
+        ),
+        "{}",
+        &output.stderr[..output.stderr.len().min(2000)]
+    );
+    assert!(output.stdout.contains("retitled README.md and removed obsolete.txt."));
+    assert!(!output.stdout.contains("xxxxxxxx") && !output.stderr.contains("xxxxxxxx"));
+}
+
+#[test]
 fn run_failures_exit_1_with_run_failed() {
     let messages = [
         ("opencode", "Rate limit exceeded for openai/gpt-5.1"),

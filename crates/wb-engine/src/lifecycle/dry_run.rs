@@ -9,7 +9,6 @@ use super::prepare::prepare_one;
 use super::stage::{Stage, make_writable, requested_dir};
 use super::{Options, Purpose, WorkspaceReport, require_task};
 use crate::error::Result;
-use crate::events::Redactor;
 use crate::requirements::RequirementReport;
 use crate::routing::{Authentication, ModelRoute};
 
@@ -59,7 +58,7 @@ pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -
             return Err(error);
         }
     };
-    let redactor = Redactor::new(prepared.env.values());
+    let redactor = super::redactor(&prepared);
     let translation = &prepared.translation;
     let report = DryRun {
         workbench: prepared.package.name.clone(),

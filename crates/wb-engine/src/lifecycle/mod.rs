@@ -10,6 +10,7 @@ mod build;
 mod dry_run;
 mod prepare;
 mod run;
+mod runner_output;
 mod smoke;
 mod stage;
 
@@ -24,8 +25,9 @@ pub use prepare::Prepared;
 pub use run::{Ending, RunResult, run};
 pub use smoke::{Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool, smoke};
 
-use crate::bindings::BoundWorkspace;
+use crate::bindings::{BoundWorkspace, is_credential_name};
 use crate::error::{EngineError, Result};
+use crate::events::Redactor;
 use crate::runtime;
 
 /// A progress callback for long preparation steps (image builds and pulls).
@@ -99,6 +101,13 @@ impl WorkspaceReport {
             })
             .collect()
     }
+}
+
+/// Redacts every value the run bound and every credential the runner receives (an adapter may pass a bound
+/// key under a name of its own, OpenRouter's as `ANTHROPIC_AUTH_TOKEN`).
+fn redactor(prepared: &Prepared) -> Redactor {
+    let passed = prepared.translation.env.iter().filter(|(name, _)| is_credential_name(name));
+    Redactor::new(prepared.env.values().chain(passed.map(|(_, value)| value.as_str())))
 }
 
 /// Dry run and run need a task; smoke and build do not.

@@ -1,10 +1,8 @@
 //! `run`: launch the runner one-shot, translate its stdout into canonical events, collect the outcome, and
 //! end with exactly one terminal event.
 
-use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -12,10 +10,11 @@ use wb_manifest::{FileSystem, ModelCatalog};
 use wb_outcomes::Completeness;
 
 use super::prepare::prepare_one;
+use super::runner_output::{Line, MAX_STDOUT_LINE_BYTES, keep_tail, read_lines};
 use super::{Options, Purpose, require_task};
 use crate::adapters::TranslateState;
 use crate::error::{EngineError, Result};
-use crate::events::{Event, Redactor, Stream, Translated};
+use crate::events::{Event, Stream, Translated};
 use crate::outcome;
 
 /// How a run ended.
@@ -48,10 +47,10 @@ pub fn run(
     require_task(options)?;
     let started = Instant::now();
     let mut prepared = prepare_one(fs, options, catalog, Purpose::Run)?;
-    let redactor = Redactor::new(prepared.env.values());
+    let redactor = super::redactor(&prepared);
     let mut stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
     let mut send = |stream: &mut Stream, event: Translated| {
-        if let Some(event) = stream.stamp(event) {
+        for event in stream.stamp(event) {
             emit(&event);
         }
     };
@@ -88,15 +87,25 @@ pub fn run(
     let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
     let mut state = TranslateState::default();
     let mut cancelled = false;
-    loop {
+    let mut stdout_open = true;
+    // Until the runner has exited: a runner that closed its stdout may live on, and still obeys the cancel flag.
+    let status = loop {
         if cancel.load(Ordering::SeqCst) {
             prepared.runtime.cancel(&mut launched);
             cancelled = true;
-            break;
+            break None;
+        }
+        if !stdout_open {
+            match launched.try_wait() {
+                Some(exit) => break Some(exit),
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+            continue;
         }
         match lines_rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Line::Out(line)) if line.dropped > 0 => send(&mut stream, oversized_line(&line)),
             Ok(Line::Out(line)) => {
-                let trimmed = line.trim();
+                let trimmed = line.text.trim();
                 if trimmed.is_empty() {
                     continue;
                 }
@@ -109,11 +118,10 @@ pub fn run(
                     Err(_) => send(&mut stream, Translated::native("stdout")),
                 }
             }
-            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => stdout_open = false,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-    }
-    let status = if cancelled { None } else { launched.wait() };
+    };
     // The runner has exited: let the stderr reader take its last lines before a failure quotes them (bounded,
     // in case something the runner started still holds the pipe).
     if let Some(reader) = stderr_reader {
@@ -171,47 +179,17 @@ fn elapsed(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// What the stdout reader sends: a line, then that the stream ended.
-enum Line {
-    Out(String),
-    OutClosed,
-}
-
-/// Reads the runner's stdout on a thread of its own, so the loop can also watch the cancel flag.
-fn read_lines(stdout: Option<Box<dyn Read + Send>>) -> mpsc::Receiver<Line> {
-    let (tx, rx) = mpsc::channel();
-    if let Some(stdout) = stdout {
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(Line::Out(line)).is_err() {
-                    break;
-                }
-            }
-            let _ = tx.send(Line::OutClosed);
-        });
-    }
-    rx
-}
-
-/// The last lines of the runner's stderr a failure quotes.
-const STDERR_TAIL_LINES: usize = 20;
-
-/// Keeps the last lines of the runner's stderr, read on a thread of its own.
-fn keep_tail(stderr: Option<Box<dyn Read + Send>>) -> (Arc<Mutex<Vec<String>>>, Option<JoinHandle<()>>) {
-    let tail = Arc::new(Mutex::new(Vec::<String>::new()));
-    let reader = stderr.map(|stderr| {
-        let tail = Arc::clone(&tail);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
-                if let Ok(mut tail) = tail.lock() {
-                    tail.push(line);
-                    if tail.len() > STDERR_TAIL_LINES {
-                        tail.remove(0);
-                    }
-                }
-            }
-        })
-    });
-    (tail, reader)
+/// The warning that replaces a stdout line over the limit (it cannot be a whole native event).
+fn oversized_line(line: &super::runner_output::OutputLine) -> Translated {
+    Translated::new(
+        "runner.event",
+        json!({
+            "native_type": "stdout",
+            "warning": format!(
+                "A line of the runner's output was longer than {} MiB ({} bytes more): it was dropped",
+                MAX_STDOUT_LINE_BYTES / (1024 * 1024),
+                line.dropped
+            ),
+        }),
+    )
 }

@@ -1,12 +1,14 @@
 //! The local runtime: the host itself. Access declarations are checked but cannot be enforced here.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::{Handle, Launched, Preflight, Runtime};
 use crate::adapters::Translation;
+use crate::bindings::is_credential_name;
 use crate::error::{EngineError, Result};
 use crate::requirements::{HostFacts, RequirementReport, check_local};
 use crate::source::Package;
@@ -36,6 +38,28 @@ fn is_executable(path: &Path) -> bool {
     #[cfg(not(unix))]
     {
         path.is_file()
+    }
+}
+
+impl Local {
+    /// What the runner inherits: the engine's inherited environment (this process's, when none was given)
+    /// without the variables the translation removes, and without credentials the host happens to hold
+    /// (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, ...): the runner gets those the translation sets, which are
+    /// the ones the package declares and the selected route needs.
+    fn base_environment(&self, translation: &Translation) -> Vec<(OsString, OsString)> {
+        let inherited: Vec<(OsString, OsString)> = match &self.inherited {
+            Some(env) => env.iter().map(|(name, value)| (name.into(), value.into())).collect(),
+            None => std::env::vars_os().collect(),
+        };
+        inherited
+            .into_iter()
+            .filter(|(name, _)| {
+                let name = name.to_string_lossy();
+                let removed = translation.remove_env.iter().any(|removed| *removed == name);
+                let undeclared_credential = is_credential_name(&name) && !translation.env.contains_key(name.as_ref());
+                !removed && !undeclared_credential
+            })
+            .collect()
     }
 }
 
@@ -87,19 +111,15 @@ impl Runtime for Local {
         let path_variable = self.inherited.as_ref().and_then(|env| env.get("PATH")).map(String::as_str);
         let executable = find_executable(program, path_variable).unwrap_or_else(|| PathBuf::from(program));
         let mut command = Command::new(&executable);
-        if let Some(inherited) = &self.inherited {
-            command.env_clear().envs(inherited);
-        }
         command
+            .env_clear()
+            .envs(self.base_environment(translation))
+            .envs(&translation.env)
             .args(args)
             .current_dir(&translation.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for name in &translation.remove_env {
-            command.env_remove(name);
-        }
-        command.envs(&translation.env);
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;

@@ -63,11 +63,19 @@ impl Launched {
         Launched { stdout, stderr, handle: Handle::Child(child) }
     }
 
-    /// Waits for the runner to end.
-    pub fn wait(&mut self) -> Option<Exit> {
+    /// How the runner ended, if it has; without waiting. An end that cannot be known has no code.
+    pub fn try_wait(&mut self) -> Option<Exit> {
         match &mut self.handle {
-            Handle::Child(child) => child.wait().ok().map(|status| Exit { code: status.code().map(i64::from) }),
-            Handle::Container { exit, .. } => exit.recv().ok().map(|code| Exit { code }),
+            Handle::Child(child) => match child.try_wait() {
+                Ok(Some(status)) => Some(Exit { code: status.code().map(i64::from) }),
+                Ok(None) => None,
+                Err(_) => Some(Exit { code: None }),
+            },
+            Handle::Container { exit, .. } => match exit.try_recv() {
+                Ok(code) => Some(Exit { code }),
+                Err(std::sync::mpsc::TryRecvError::Empty) => None,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(Exit { code: None }),
+            },
         }
     }
 }

@@ -224,6 +224,12 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
                 let message = event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
                 eprintln!("error: {}", super::printable(message));
             }
+            // What the engine noticed about the runner's output (a line over the limit).
+            "runner.event" => {
+                if let Some(warning) = event.data.get("warning").and_then(|t| t.as_str()) {
+                    eprintln!("warning: {}", super::printable(warning));
+                }
+            }
             _ => {}
         }
     };

@@ -8,7 +8,7 @@
 //! Messages are written with [`Message::write`]; the id-less error replies, which `lsp_server` cannot
 //! express, are written as raw frames.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -255,8 +255,12 @@ fn read_frame(input: &mut impl BufRead, resynchronise: bool) -> io::Result<Frame
         Some(Err(reason)) => return Ok(Frame::Unusable(reason)),
         None => return Ok(Frame::Unusable("the header has no Content-Length".to_owned())),
     };
-    let mut body = vec![0; length];
-    input.read_exact(&mut body)?;
+    // Read, not allocated up front: a frame announcing more than it sends costs only what it sends.
+    let mut body = Vec::new();
+    (&mut *input).take(length as u64).read_to_end(&mut body)?;
+    if body.len() < length {
+        return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+    }
     Ok(Frame::Body(body))
 }
 

@@ -142,8 +142,9 @@ impl Docker {
                 return Err(EngineError::message(format!("Cannot start the runner container: {text}")));
             }
         };
-        let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>();
-        let (err_tx, err_rx) = mpsc::channel::<Vec<u8>>();
+        // Bounded: a runner that writes faster than the engine reads waits, instead of filling the engine's memory.
+        let (out_tx, out_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(OUTPUT_CHUNKS_AHEAD);
+        let (err_tx, err_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(OUTPUT_CHUNKS_AHEAD);
         let (exit_tx, exit_rx) = mpsc::channel::<Option<i64>>();
         let client = self.client.clone();
         let container = id.clone();
@@ -151,11 +152,12 @@ impl Docker {
             let mut output = attached.output;
             while let Some(item) = output.next().await {
                 match item {
+                    // A reader that is gone takes nothing more; the stream is still followed to its end.
                     Ok(bollard::container::LogOutput::StdOut { message }) => {
-                        let _ = out_tx.send(message.to_vec());
+                        let _ = out_tx.send(message.to_vec()).await;
                     }
                     Ok(bollard::container::LogOutput::StdErr { message }) => {
-                        let _ = err_tx.send(message.to_vec());
+                        let _ = err_tx.send(message.to_vec()).await;
                     }
                     Ok(_) => {}
                     Err(_) => break,
@@ -188,15 +190,19 @@ impl Docker {
     }
 }
 
-/// A `Read` over chunks arriving on a channel (the container's demultiplexed output).
+/// Chunks of the container's output read ahead of the engine, per stream.
+const OUTPUT_CHUNKS_AHEAD: usize = 64;
+
+/// A `Read` over chunks arriving on a channel (the container's demultiplexed output). Read it outside the
+/// async runtime (the engine's reader threads do).
 struct ChannelReader {
-    rx: mpsc::Receiver<Vec<u8>>,
+    rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
     buffer: Vec<u8>,
     position: usize,
 }
 
 impl ChannelReader {
-    fn new(rx: mpsc::Receiver<Vec<u8>>) -> ChannelReader {
+    fn new(rx: tokio::sync::mpsc::Receiver<Vec<u8>>) -> ChannelReader {
         ChannelReader { rx, buffer: Vec::new(), position: 0 }
     }
 }
@@ -204,12 +210,12 @@ impl ChannelReader {
 impl Read for ChannelReader {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.position >= self.buffer.len() {
-            match self.rx.recv() {
-                Ok(chunk) => {
+            match self.rx.blocking_recv() {
+                Some(chunk) => {
                     self.buffer = chunk;
                     self.position = 0;
                 }
-                Err(_) => return Ok(0),
+                None => return Ok(0),
             }
         }
         let n = out.len().min(self.buffer.len() - self.position);
