@@ -60,11 +60,6 @@ pub(super) fn plan<'a>(
             }
         };
         let workspace = Workspace::open(&root)?;
-        // Validation judged the links through the changeset alone; a destination other than the captured
-        // workspace may hold links of its own that the new ones would lead through.
-        if let Some(path) = changeset.escaping_link_in(&root) {
-            return Err(Error::EscapingSymlink(format!("{prefix}{path}")));
-        }
         for entry in &changeset.entries {
             let path = entry.path();
             if wb_manifest::outbox::unsafe_path_reason(path).is_some() {
@@ -90,6 +85,12 @@ pub(super) fn plan<'a>(
             }
             let temp = temp_for(&dest, txn_id);
             plan.push(Planned { label, dest, temp, root: root.clone(), place, entry, observed });
+        }
+        // Validation judged the links through the changeset alone; a destination other than the captured
+        // workspace may hold links of its own that the new ones would lead through. (After the entries, so an
+        // unsafe parent is reported as such.)
+        if let Some(path) = changeset.escaping_link_in(&root) {
+            return Err(Error::EscapingSymlink(format!("{prefix}{path}")));
         }
     }
     if !conflicts.is_empty() {
