@@ -187,7 +187,9 @@ Return its value; fail, naming WHAT, after `wbt-timeout' seconds."
     (let ((hover (wbt-hover)))
       (wbt-check (string-match-p "runner" hover) "hover on `runner' is %S" hover)
       (wbt-check (string-match-p (regexp-quote "runner: opencode") hover)
-                 "hover on `runner' lacks the example: %S" hover))
+                 "hover on `runner' lacks the example: %S" hover)
+      ;; Without markdown-mode Eglot asks for plain text: no Markdown markup reaches ElDoc.
+      (wbt-check (not (string-match-p "\\*\\*\\|`" hover)) "hover on `runner' shows Markdown: %S" hover))
     (wbt-out "ok: hover on `runner' documents the field")
 
     ;; Go to definition on the `instructions:' value, through xref.

@@ -113,9 +113,8 @@ mod tests {
 
     #[test]
     fn placeholders_choices_and_escapes() {
-        assert_eq!(plain_text("workspaces:\n  ${1:name}:\n    access: ${2|read-only,read-write|}"), {
-            "workspaces:\n  name:\n    access: read-only"
-        });
+        let workspaces = "workspaces:\n  ${1:name}:\n    access: ${2|read-only,read-write|}";
+        assert_eq!(plain_text(workspaces), "workspaces:\n  name:\n    access: read-only");
         assert_eq!(plain_text("model:\n  id: $1"), "model:\n  id: ");
         assert_eq!(plain_text("version: $0"), "version: ");
         assert_eq!(plain_text("runtimes:\n  ${1|local: {\\},docker:\n    image: |}$0"), "runtimes:\n  local: {}");
