@@ -45,8 +45,11 @@ fuzz_target!(|data: &[u8]| {
     let catalog = ModelCatalog::embedded();
 
     if !skipped("completions") {
-        for item in wb_ide::completions(&fs, path, &text, offset, catalog) {
-            assert_range(&text, item.replace, "completion replace range");
+        for snippets in [true, false] {
+            let options = wb_ide::CompletionOptions { snippets };
+            for item in wb_ide::completions(&fs, path, &text, offset, catalog, options) {
+                assert_range(&text, item.replace, "completion replace range");
+            }
         }
     }
     let parsed = wb_syntax::parse_str(&text);

@@ -7,11 +7,13 @@
 mod completion;
 mod context;
 mod hover;
+mod markdown;
 mod navigation;
 mod symbols;
 
-pub use completion::{CompletionItem, CompletionKind, completions};
+pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completions};
 pub use context::{Located, YamlPath, locate};
 pub use hover::{Hover, hover};
+pub use markdown::to_plain_text;
 pub use navigation::{Link, definition, document_links, env_range_at, env_references, rename_env};
 pub use symbols::{Fold, Symbol, SymbolKind, folding_ranges, symbols};

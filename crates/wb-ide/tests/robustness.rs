@@ -237,9 +237,13 @@ fn exercise(fs: &MemFs, text: &str, offset: usize) {
     let path = Path::new(MANIFEST);
     let catalog = ModelCatalog::embedded();
     let started = Instant::now();
-    for item in wb_ide::completions(fs, path, text, offset, catalog) {
-        check_range(text, item.replace, "completion replace range");
-        assert!(!item.label.is_empty(), "a completion without a label");
+    for snippets in [true, false] {
+        let options = wb_ide::CompletionOptions { snippets };
+        for item in wb_ide::completions(fs, path, text, offset, catalog, options) {
+            check_range(text, item.replace, "completion replace range");
+            assert!(!item.label.is_empty(), "a completion without a label");
+            assert!(snippets || !item.snippet, "a snippet for an editor without snippets");
+        }
     }
     let parsed = wb_syntax::parse_str(text);
     if let Some(root) = parsed.root.as_ref() {

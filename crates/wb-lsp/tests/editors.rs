@@ -187,7 +187,8 @@ local function run()
   local repo = env("WB_TEST_REPO")
   local home = env("WORKBENCH_HOME")
   local workbench = require("workbench")
-  workbench.setup({ cmd = { bin, "serve" } })
+  -- The buffer settings of on_attach, changed and turned off per key.
+  workbench.setup({ cmd = { bin, "serve" }, omnifunc = false, mappings = { references = false, code_action = "<leader>a" } })
   local manifest = repo .. "/.workbenches/demo/workbench.yml"
   vim.cmd("edit " .. vim.fn.fnameescape(manifest))
   local manifest_buf = vim.api.nvim_get_current_buf()
@@ -195,6 +196,18 @@ local function run()
     local client = workbench.client(manifest_buf)
     return client and client.initialized and client or nil
   end)
+  wait_for("the K mapping of on_attach", function()
+    return vim.fn.maparg("K", "n", false, true).buffer == 1
+  end)
+  check(vim.bo[manifest_buf].omnifunc == "", "omnifunc = false still set " .. vim.bo[manifest_buf].omnifunc)
+  check(vim.fn.maparg("gd", "n", false, true).buffer == 1, "gd is not mapped")
+  check(vim.fn.maparg("gr", "n") == "", "references = false still mapped gr")
+  check(vim.fn.maparg("<leader>ca", "n") == "", "<leader>ca is mapped though code_action is <leader>a")
+  check(
+    vim.fn.maparg("<leader>a", "n", false, true).desc == "Workbench: code actions (quick fixes, migrate)",
+    "code_action = <leader>a is not mapped"
+  )
+  out("ok: setup() options turn off omnifunc and gr, and move the code action mapping")
 
   vim.cmd("WorkbenchOutcome")
   expect("no outcome before a run", "[workbench] no outcome yet", vim.log.levels.WARN)

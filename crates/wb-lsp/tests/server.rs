@@ -494,3 +494,139 @@ fn configuration_problems_are_shown_once() {
     let checked = client.request_raw("workspace/executeCommand", json!({"command": "workbench.checkWorkspace"}));
     assert_eq!(checked, json!({"packages": 0}));
 }
+
+/// The completion items at `position` of `manifest`, whose buffer now holds `text` (version `version`).
+fn completion_items(
+    client: &mut Client,
+    manifest: &Path,
+    text: &str,
+    version: i32,
+    position: lsp::Position,
+) -> Vec<lsp::CompletionItem> {
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(manifest), version },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: text.into(),
+        }],
+    });
+    let completion = client.request::<r::Completion>(lsp::CompletionParams {
+        text_document_position: at(manifest, position),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+        context: None,
+    });
+    let Some(lsp::CompletionResponse::List(list)) = completion else { panic!("no completion") };
+    list.items
+}
+
+/// The item labelled `label`: its inserted text, format and documentation kind.
+fn inserted(items: &[lsp::CompletionItem], label: &str) -> (String, lsp::InsertTextFormat, Option<lsp::MarkupKind>) {
+    let item = items.iter().find(|item| item.label == label).unwrap_or_else(|| panic!("no {label} in {items:?}"));
+    assert!(item.label_details.is_none() && item.data.is_none(), "{item:?}");
+    let Some(lsp::CompletionTextEdit::Edit(edit)) = &item.text_edit else { panic!("no text edit: {item:?}") };
+    let documentation = match &item.documentation {
+        Some(lsp::Documentation::MarkupContent(markup)) => Some(markup.kind.clone()),
+        _ => None,
+    };
+    (edit.new_text.clone(), item.insert_text_format.expect("a format"), documentation)
+}
+
+/// What completing `wor` (a key block), `he` inside an MCP server (a nested block) and `runner: o` (a value)
+/// inserts, with a client that takes snippets and Markdown, Neovim 0.7's capabilities and Eglot 1.9's; without
+/// snippet support the text is plain, indented, and the server finds nothing wrong with what it inserted.
+#[test]
+fn completion_and_hover_follow_the_client_capabilities() {
+    let key_text = format!("{MINIMAL}wor");
+    let key_at = lsp::Position::new(key_text.lines().count() as u32 - 1, 3);
+    let nested_text = MINIMAL.replace("    headers:\n      Authorization: Bearer ${API_TOKEN}\n", "    he\n");
+    let nested_at = position_of(&nested_text, "    he\n", 6);
+    let value_text = MINIMAL.replace("runner: opencode", "runner: o");
+    let value_at = position_of(&value_text, "runner: o", 9);
+    let plain_key = "workspaces:\n  name:\n    access: read-only";
+    let plain_nested = "headers:\n      Authorization: Bearer ${TOKEN}";
+    let clients = [
+        (
+            "snippets and Markdown",
+            json!({}),
+            lsp::InsertTextFormat::SNIPPET,
+            lsp::MarkupKind::Markdown,
+            lsp::MarkupKind::Markdown,
+        ),
+        (
+            "Neovim 0.7",
+            support::neovim_0_7(),
+            lsp::InsertTextFormat::PLAIN_TEXT,
+            lsp::MarkupKind::Markdown,
+            lsp::MarkupKind::Markdown,
+        ),
+        (
+            "Eglot 1.9",
+            support::eglot_1_9(),
+            lsp::InsertTextFormat::PLAIN_TEXT,
+            lsp::MarkupKind::PlainText,
+            lsp::MarkupKind::PlainText,
+        ),
+    ];
+    for (name, text_document, format, documentation, hover_kind) in clients {
+        let (_dir, manifest) = repository(MINIMAL);
+        let mut client = Client::start(Options { text_document, ..Options::default() });
+        let resolve = client.initialize_result.as_ref().and_then(|r| r.capabilities.completion_provider.as_ref());
+        assert_eq!(resolve.and_then(|c| c.resolve_provider), None, "{name}: no completionItem/resolve");
+        client.open(&manifest, MINIMAL);
+        let snippets = format == lsp::InsertTextFormat::SNIPPET;
+
+        let items = completion_items(&mut client, &manifest, &key_text, 2, key_at);
+        let (new_text, item_format, item_documentation) = inserted(&items, "workspaces");
+        let expected =
+            if snippets { "workspaces:\n  ${1:name}:\n    access: ${2|read-only,read-write|}" } else { plain_key };
+        assert_eq!(
+            (new_text.as_str(), item_format, item_documentation),
+            (expected, format, Some(documentation.clone())),
+            "{name}"
+        );
+        let mode = items.iter().find(|item| item.label == "workspaces").and_then(|item| item.insert_text_mode);
+        let expected_mode = if snippets { lsp::InsertTextMode::ADJUST_INDENTATION } else { lsp::InsertTextMode::AS_IS };
+        assert_eq!(mode, Some(expected_mode), "{name}");
+
+        let items = completion_items(&mut client, &manifest, &nested_text, 3, nested_at);
+        let expected =
+            if snippets { "headers:\n  ${1:Authorization}: ${2:Bearer \\${${3:TOKEN}\\}}" } else { plain_nested };
+        assert_eq!(inserted(&items, "headers").0, expected, "{name}");
+
+        let items = completion_items(&mut client, &manifest, &value_text, 4, value_at);
+        let (new_text, item_format, _) = inserted(&items, "opencode");
+        assert_eq!((new_text.as_str(), item_format), ("opencode", lsp::InsertTextFormat::PLAIN_TEXT), "{name}");
+
+        let hover = client.request::<r::HoverRequest>(lsp::HoverParams {
+            text_document_position_params: at(&manifest, position_of(&value_text, "runner:", 1)),
+            work_done_progress_params: Default::default(),
+        });
+        let lsp::HoverContents::Markup(markup) = hover.expect("hover").contents else { panic!("markup") };
+        assert_eq!(markup.kind, hover_kind, "{name}");
+        assert!(markup.value.contains("runner: opencode"), "{name}: {}", markup.value);
+        if hover_kind == lsp::MarkupKind::PlainText {
+            assert!(!markup.value.contains("**") && !markup.value.contains('`'), "{name}: {}", markup.value);
+        }
+
+        if !snippets {
+            // The text inserted as plain text is a well-formed block: no problem on its lines.
+            let inserted_text = format!("{MINIMAL}{plain_key}\n");
+            client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+                text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 5 },
+                content_changes: vec![lsp::TextDocumentContentChangeEvent {
+                    range: None,
+                    range_length: None,
+                    text: inserted_text.clone(),
+                }],
+            });
+            let first_inserted_line = MINIMAL.lines().count() as u32;
+            let published = client.diagnostics(&manifest, |params| params.version == Some(5));
+            let on_inserted: Vec<&lsp::Diagnostic> =
+                published.diagnostics.iter().filter(|d| d.range.end.line >= first_inserted_line).collect();
+            assert!(on_inserted.is_empty(), "{name}: problems in the inserted text: {on_inserted:?}");
+        }
+        client.drain();
+    }
+}

@@ -97,6 +97,17 @@ Return its value; fail, naming WHAT, after `wbt-timeout' seconds."
                (line-number-at-pos) (current-column))
     (mapcar #'substring-no-properties (all-completions "" (nth 2 capf)))))
 
+(defun wbt-complete ()
+  "Complete at point with `completion-at-point', as M-TAB does; the completion must be unique."
+  (wbt-command #'completion-at-point))
+
+(defun wbt-line (line)
+  "The text of LINE (1-based)."
+  (save-excursion
+    (goto-char (point-min))
+    (forward-line (1- line))
+    (buffer-substring-no-properties (line-beginning-position) (line-end-position))))
+
 (defun wbt-hover ()
   "The hover documentation at point, through Eglot's eldoc function."
   (let (doc)
@@ -176,7 +187,9 @@ Return its value; fail, naming WHAT, after `wbt-timeout' seconds."
     (let ((hover (wbt-hover)))
       (wbt-check (string-match-p "runner" hover) "hover on `runner' is %S" hover)
       (wbt-check (string-match-p (regexp-quote "runner: opencode") hover)
-                 "hover on `runner' lacks the example: %S" hover))
+                 "hover on `runner' lacks the example: %S" hover)
+      ;; Without markdown-mode Eglot asks for plain text: no Markdown markup reaches ElDoc.
+      (wbt-check (not (string-match-p "\\*\\*\\|`" hover)) "hover on `runner' shows Markdown: %S" hover))
     (wbt-out "ok: hover on `runner' documents the field")
 
     ;; Go to definition on the `instructions:' value, through xref.
@@ -196,6 +209,27 @@ Return its value; fail, naming WHAT, after `wbt-timeout' seconds."
       (wbt-check (member "description" labels) "top-level completion lacks description: %S" labels)
       (wbt-check (not (member "runner" labels)) "top-level completion offers runner, which is already present"))
     (wbt-out "ok: completion on an empty top-level line offers description")
+
+    ;; Completing `wor' inserts the workspaces block as plain text (no yasnippet: Eglot takes no snippets).
+    (let ((start (point)))
+      (insert "wor")
+      (wbt-command)
+      (wbt-complete)
+      (let ((inserted (buffer-substring-no-properties start (point-max))))
+        (wbt-check (equal inserted "workspaces:\n  name:\n    access: read-only")
+                   "completing `wor' inserted %S" inserted))
+      (delete-region start (point-max))
+      (wbt-command))
+    (wbt-out "ok: completing `wor' inserts the workspaces block")
+
+    ;; And a value after `runner: ' (`op': Eglot's flex completion style would also match `o' in claude-code).
+    (wbt-goto 4 8)
+    (delete-region (point) (line-end-position))
+    (insert "op")
+    (wbt-command)
+    (wbt-complete)
+    (wbt-check (equal (wbt-line 4) "runner: opencode") "completing `runner: op' gave %S" (wbt-line 4))
+    (wbt-out "ok: completing `runner: op' inserts opencode")
 
     ;; Fixing the runner clears the diagnostic.
     (wbt-goto 4 8)

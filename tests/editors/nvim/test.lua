@@ -93,6 +93,35 @@ local function ends_with(text, suffix)
   return text:sub(-#suffix) == suffix
 end
 
+local function termcodes(keys)
+  return vim.api.nvim_replace_termcodes(keys, true, false, true)
+end
+
+--- Types what a person would: `A` (append at the end of the cursor's line), <C-x><C-o> (the buffer's
+--- omnifunc), then, once the completion menu has items, <C-y> (accept) and <Esc>. Returns the menu's items.
+local function omni_complete(what)
+  local items
+  local started = vim.loop.now()
+  local timer = vim.loop.new_timer()
+  timer:start(20, 20, vim.schedule_wrap(function()
+    if items then
+      return
+    end
+    local shown = vim.fn.complete_info({ "items" }).items
+    if #shown > 0 or vim.loop.now() - started > TIMEOUT then
+      items = shown
+      timer:stop()
+      timer:close()
+      vim.api.nvim_feedkeys(termcodes("<C-y><Esc>"), "n", false)
+    end
+  end))
+  -- "x!": the keys run as typed and insert mode is not left when they end, so the completion request is
+  -- answered while Neovim waits for the next key (the timer's).
+  vim.api.nvim_feedkeys(termcodes("A<C-x><C-o>"), "tx!", false)
+  check(items and #items > 0, "<C-x><C-o> offered no completion for " .. what)
+  return items
+end
+
 -- Messages sent through vim.notify (the plugin's command feedback) are recorded.
 local notifications = {}
 vim.notify = function(message, level)
@@ -331,6 +360,34 @@ local function run()
   check(hover:find("runner: opencode", 1, true), "hover on `runner` lacks the example: " .. vim.inspect(hover))
   out("ok: hover on `runner` documents the field")
 
+  -- The plugin's on_attach: omnifunc and buffer-local mappings.
+  check(vim.bo[bufnr].omnifunc == "v:lua.vim.lsp.omnifunc", "omnifunc is " .. vim.inspect(vim.bo[bufnr].omnifunc))
+  for lhs, desc in pairs({
+    K = "Workbench: hover documentation",
+    gd = "Workbench: go to definition",
+    gr = "Workbench: references",
+    ["<leader>ca"] = "Workbench: code actions (quick fixes, migrate)",
+  }) do
+    local map = vim.fn.maparg(lhs, "n", false, true)
+    check(map.buffer == 1 and map.desc == desc, ("the %s mapping is %s"):format(lhs, vim.inspect(map)))
+  end
+  -- K opens the hover in a floating window.
+  vim.api.nvim_win_set_cursor(0, { 4, 2 })
+  vim.api.nvim_feedkeys("K", "x", false)
+  local float = wait_for("K to show the hover in a floating window", function()
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(win).relative ~= "" then
+        local text = buffer_text(vim.api.nvim_win_get_buf(win))
+        if text:find("runner: opencode", 1, true) then
+          return win
+        end
+      end
+    end
+    return nil
+  end)
+  vim.api.nvim_win_close(float, true)
+  out("ok: on attach, omnifunc is vim.lsp.omnifunc and K, gd, gr, <leader>ca are mapped; K shows the hover")
+
   -- Go to definition on the `instructions:` value, through the real UI command.
   vim.api.nvim_win_set_cursor(0, { 7, 18 })
   vim.lsp.buf.definition()
@@ -348,6 +405,27 @@ local function run()
   check(contains(keys, "description"), "top-level completion lacks description: " .. vim.inspect(keys))
   check(not contains(keys, "runner"), "top-level completion offers runner, which is already present")
   out("ok: completion on an empty top-level line offers description")
+
+  -- <C-x><C-o> inserts a key block as plain text of several lines (Neovim 0.7 takes no snippets).
+  vim.api.nvim_buf_set_lines(bufnr, last, last + 1, false, { "wor" })
+  vim.api.nvim_win_set_cursor(0, { last + 1, 0 })
+  omni_complete("`wor`")
+  local block = vim.api.nvim_buf_get_lines(bufnr, last, -1, false)
+  check(
+    vim.deep_equal(block, { "workspaces:", "  name:", "    access: read-only" }),
+    "completing `wor` inserted " .. vim.inspect(block)
+  )
+  check(vim.api.nvim_get_mode().mode == "n", "completion left Neovim in mode " .. vim.api.nvim_get_mode().mode)
+  vim.api.nvim_buf_set_lines(bufnr, last, -1, false, { "" })
+  out("ok: <C-x><C-o> on `wor` inserts the workspaces block, line by line")
+
+  -- And a value after `runner: `.
+  vim.api.nvim_buf_set_lines(bufnr, 3, 4, false, { "runner: o" })
+  vim.api.nvim_win_set_cursor(0, { 4, 0 })
+  omni_complete("`runner: o`")
+  local runner_line = vim.api.nvim_buf_get_lines(bufnr, 3, 4, false)[1]
+  check(runner_line == "runner: opencode", "completing `runner: o` gave " .. vim.inspect(runner_line))
+  out("ok: <C-x><C-o> after `runner: o` inserts opencode")
 
   -- Fixing the runner clears the diagnostic.
   vim.api.nvim_buf_set_lines(bufnr, 3, 4, false, { "runner: opencode" })

@@ -50,7 +50,7 @@ pub(super) fn referenced_env(text: &str) -> Vec<String> {
 pub(super) fn undeclared_items(
     root: Option<&Node>,
     text: &str,
-    plain: bool,
+    name_only: bool,
     replace: TextRange,
 ) -> Vec<CompletionItem> {
     let declared: Vec<String> = declared_env(root, text);
@@ -62,8 +62,8 @@ pub(super) fn undeclared_items(
             kind: CompletionKind::Variable,
             detail: Some("referenced in an MCP header".into()),
             documentation: None,
-            insert_text: if plain { name.clone() } else { format!("{name}:\n{UNIT}required: ${{1|true,false|}}") },
-            snippet: !plain,
+            insert_text: if name_only { name.clone() } else { format!("{name}:\n{UNIT}required: ${{1|true,false|}}") },
+            snippet: !name_only,
             replace,
             sort_text: format!("0_{name}"),
             deprecated: false,

@@ -93,13 +93,13 @@ pub(super) fn key_items(
     spec: u8,
     path: &[Segment],
     siblings: &[String],
-    plain: bool,
+    name_only: bool,
     replace: TextRange,
     root: Option<&Node>,
     text: &str,
 ) -> Vec<CompletionItem> {
     if path == [Segment::Key("env".into())] {
-        return env::undeclared_items(root, text, plain, replace);
+        return env::undeclared_items(root, text, name_only, replace);
     }
     let Some(candidates) = fields_at(spec, path) else { return Vec::new() };
     let is_runtimes = path == [Segment::Key("runtimes".into())];
@@ -119,8 +119,8 @@ pub(super) fn key_items(
                 kind: CompletionKind::Field,
                 detail: Some(detail),
                 documentation: Some(field.doc.to_owned()),
-                insert_text: if plain { field.name.to_owned() } else { snippet },
-                snippet: !plain,
+                insert_text: if name_only { field.name.to_owned() } else { snippet },
+                snippet: !name_only,
                 replace,
                 sort_text: format!("{}_{}", if field.required { 0 } else { 1 }, order_of(field.name)),
                 deprecated: false,

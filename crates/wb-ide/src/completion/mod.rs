@@ -4,7 +4,7 @@
 //! parsed tree, so a half-typed line still gets keys, values and snippets.
 //!
 //! `context` reads the cursor's place from the lines; `keys`, `values`, `env` and `paths` answer for each kind of
-//! place.
+//! place; `snippet` turns a key's snippet into the plain text of editors that do not expand snippets.
 
 use std::path::Path;
 
@@ -13,7 +13,7 @@ use wb_manifest::{FileSystem, ModelCatalog};
 use wb_syntax::TextRange;
 
 use crate::context::{spec_of, spec_of_text};
-use context::{Place, context};
+use context::{Place, context, indentation, line_bounds};
 use keys::key_items;
 use values::value_items;
 
@@ -21,7 +21,16 @@ mod context;
 mod env;
 mod keys;
 mod paths;
+mod snippet;
 mod values;
+
+/// What the editor can insert.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompletionOptions {
+    /// The editor expands snippets (`$1`, `${1:name}`, `${1|a,b|}`) and indents each inserted line as the
+    /// cursor's line. Without, items are plain text with the indentation of every line included.
+    pub snippets: bool,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompletionKind {
@@ -40,7 +49,8 @@ pub struct CompletionItem {
     pub kind: CompletionKind,
     pub detail: Option<String>,
     pub documentation: Option<String>,
-    /// The text that replaces `replace`; a snippet (`$1`, `${1|a,b|}`) when `snippet` is true.
+    /// The text that replaces `replace`; a snippet (`$1`, `${1|a,b|}`) when `snippet` is true (only with
+    /// `CompletionOptions::snippets`).
     pub insert_text: String,
     pub snippet: bool,
     pub replace: TextRange,
@@ -55,6 +65,7 @@ pub fn completions(
     text: &str,
     offset: usize,
     catalog: &ModelCatalog,
+    options: CompletionOptions,
 ) -> Vec<CompletionItem> {
     let offset = offset.min(text.len());
     if !text.is_char_boundary(offset) {
@@ -66,13 +77,41 @@ pub fn completions(
     let replace = context.replace;
     match context.place {
         Place::Key { path, siblings, rest_of_line_has_colon } => {
-            key_items(spec, &path, &siblings, rest_of_line_has_colon, replace, parsed.root.as_ref(), text)
+            let items = key_items(spec, &path, &siblings, rest_of_line_has_colon, replace, parsed.root.as_ref(), text);
+            indent_for_editor(items, text, replace.start, options)
         }
         Place::Value { path, prefix } => {
             let package = manifest_path.parent().unwrap_or(Path::new("/"));
             value_items(spec, &path, &prefix, replace, parsed.root.as_ref(), catalog, fs, package)
         }
     }
+}
+
+/// Makes the continuation lines of multi-line items line up under the key they start at `key_start`: snippet
+/// editors indent them as the cursor's line, which a key after `- ` is right of; plain text gets the whole
+/// indentation, and its placeholders' defaults instead of snippet syntax.
+fn indent_for_editor(
+    items: Vec<CompletionItem>,
+    text: &str,
+    key_start: usize,
+    options: CompletionOptions,
+) -> Vec<CompletionItem> {
+    let (line_start, line_end) = line_bounds(text, key_start);
+    let key_column = text[line_start..key_start].chars().count();
+    let line_indent = indentation(&text[line_start..line_end]);
+    items
+        .into_iter()
+        .map(|mut item| {
+            if item.snippet && options.snippets {
+                item.insert_text =
+                    snippet::indent_continuation(&item.insert_text, key_column.saturating_sub(line_indent));
+            } else if item.snippet {
+                item.insert_text = snippet::indent_continuation(&snippet::plain_text(&item.insert_text), key_column);
+                item.snippet = false;
+            }
+            item
+        })
+        .collect()
 }
 
 fn lookup_field(spec: u8, path: &[Segment]) -> Option<&'static Field> {

@@ -1,13 +1,24 @@
 //! Completion: keys by context, values (enums, runners, model ids, routes, paths) and `${` env references.
 
 use expect_test::{Expect, expect};
+use wb_ide::CompletionOptions;
 
 use crate::support::{catalog, cursor, package};
 
+/// Completion for an editor that expands snippets.
 fn check(fixture: &str, expect: Expect) {
+    check_with(fixture, CompletionOptions { snippets: true }, expect);
+}
+
+/// Completion for an editor that inserts plain text only.
+fn check_plain(fixture: &str, expect: Expect) {
+    check_with(fixture, CompletionOptions { snippets: false }, expect);
+}
+
+fn check_with(fixture: &str, options: CompletionOptions, expect: Expect) {
     let (text, offset) = cursor(fixture);
     let package = package();
-    let items = wb_ide::completions(&wb_manifest::OsFileSystem, &package.manifest, &text, offset, &catalog());
+    let items = wb_ide::completions(&wb_manifest::OsFileSystem, &package.manifest, &text, offset, &catalog(), options);
     let mut out = String::new();
     if let Some(first) = items.first() {
         assert!(items.iter().all(|item| item.replace == first.replace), "one replaced range per answer");
@@ -50,6 +61,73 @@ fn top_level_keys_leave_out_present_and_spec_0_fields() {
             Field workspaces (optional, default {}) snippet "workspaces:\n  ${1:name}:\n    access: ${2|read-only,read-write|}"
             Field requirements (optional) snippet "requirements:\n  $0"
         "#]],
+    );
+}
+
+#[test]
+fn without_snippets_keys_insert_plain_text_with_each_placeholder_default() {
+    check_plain(
+        "spec: 1\nname: demo\n$0\n",
+        expect![[r#"
+        replaces ""
+        Field version (required) inserts "version: "
+        Field runner (required) inserts "runner: opencode"
+        Field model (required) inserts "model:\n  id: "
+        Field instructions (required) inserts "instructions: "
+        Field runtimes (required) inserts "runtimes:\n  local: {}"
+        Field description (optional) inserts "description: "
+        Field runner_config (optional) inserts "runner_config: "
+        Field skills (optional, default []) inserts "skills:\n  - "
+        Field tools (optional, default []) inserts "tools:\n  - "
+        Field mcps (optional, default []) inserts "mcps:\n  - name: \n    url: "
+        Field env (optional, default {}) inserts "env:\n  NAME:\n    required: true"
+        Field workspaces (optional, default {}) inserts "workspaces:\n  name:\n    access: read-only"
+        Field requirements (optional) inserts "requirements:\n  "
+    "#]],
+    );
+}
+
+#[test]
+fn without_snippets_nested_keys_carry_the_indentation_of_their_line() {
+    check_plain(
+        "mcps:\n  - name: db\n    url: https://x.example/mcp\n    he$0\n",
+        expect![[r#"
+        replaces "he"
+        Field name (required) inserts "name: "
+        Field headers (optional) inserts "headers:\n      Authorization: Bearer ${TOKEN}"
+        Field transport (optional, default "http") inserts "transport: http"
+    "#]],
+    );
+    check_plain(
+        "mcps:\n  - he$0\n",
+        expect![[r#"
+        replaces "he"
+        Field name (required) inserts "name: "
+        Field url (required) inserts "url: "
+        Field headers (optional) inserts "headers:\n      Authorization: Bearer ${TOKEN}"
+        Field transport (optional, default "http") inserts "transport: http"
+    "#]],
+    );
+    check_plain(
+        "env:\n  $0\nmcps:\n  - name: db\n    url: https://x.example/mcp\n    headers:\n      A: ${A_TOKEN}\n",
+        expect![[r#"
+            replaces ""
+            Variable A_TOKEN (referenced in an MCP header) inserts "A_TOKEN:\n    required: true"
+        "#]],
+    );
+}
+
+#[test]
+fn after_a_dash_snippet_lines_line_up_under_the_key() {
+    check(
+        "mcps:\n  - he$0\n",
+        expect![[r#"
+        replaces "he"
+        Field name (required) snippet "name: $0"
+        Field url (required) snippet "url: $0"
+        Field headers (optional) snippet "headers:\n    ${1:Authorization}: ${2:Bearer \\${${3:TOKEN}\\}}"
+        Field transport (optional, default "http") snippet "transport: ${1|http|}"
+    "#]],
     );
 }
 

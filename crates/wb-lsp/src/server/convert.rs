@@ -84,3 +84,12 @@ pub fn diagnostic(
         data: None,
     }
 }
+
+/// Text the features write as Markdown, as Markdown when the client accepts it, else rendered as plain text.
+pub fn markup(markdown: String, markdown_accepted: bool) -> lsp::MarkupContent {
+    if markdown_accepted {
+        lsp::MarkupContent { kind: lsp::MarkupKind::Markdown, value: markdown }
+    } else {
+        lsp::MarkupContent { kind: lsp::MarkupKind::PlainText, value: wb_ide::to_plain_text(&markdown) }
+    }
+}

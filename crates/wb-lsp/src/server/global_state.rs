@@ -17,7 +17,7 @@ use lsp_types as lsp;
 use wb_manifest::ModelCatalog;
 use wb_syntax::PositionEncoding;
 
-use super::capabilities::Negotiated;
+use super::capabilities::{ClientFeatures, Negotiated};
 use super::convert;
 use super::handlers::diagnostics;
 use super::state::{self, Config, Document, Overlay, Snapshot};
@@ -143,6 +143,7 @@ impl GlobalState {
                 .and_then(|w| w.workspace_edit.as_ref())
                 .and_then(|e| e.resource_operations.as_ref())
                 .is_some_and(|ops| ops.contains(&lsp::ResourceOperationKind::Create)),
+            features: ClientFeatures::of(&self.client),
         }
     }
 

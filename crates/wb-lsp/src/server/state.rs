@@ -9,6 +9,8 @@ use std::sync::Arc;
 use wb_manifest::{Code, FileKind, FileSystem, ModelCatalog, OsFileSystem, PackageReport, ReadLimitError, Severity};
 use wb_syntax::{LineIndex, PositionEncoding};
 
+use super::capabilities::ClientFeatures;
+
 /// One open document.
 #[derive(Clone, Debug)]
 pub struct Document {
@@ -160,6 +162,8 @@ pub struct Snapshot {
     pub manifests: Arc<BTreeSet<PathBuf>>,
     /// The client applies `CreateFile` in workspace edits.
     pub resource_operations: bool,
+    /// What the client can show and insert (snippets, Markdown).
+    pub features: ClientFeatures,
 }
 
 impl Snapshot {

@@ -38,6 +38,39 @@ pub struct Options {
     pub configuration: bool,
     /// Further initialization options, beside `wbLspTestHooks`.
     pub initialization_options: Value,
+    /// Replaces these members of the `textDocument` capabilities (by default the client takes snippets and
+    /// Markdown): see `neovim_0_7` and `eglot_1_9`.
+    pub text_document: Value,
+}
+
+/// The completion and hover capabilities of Neovim 0.7's `vim.lsp.protocol.make_client_capabilities()`.
+pub fn neovim_0_7() -> Value {
+    json!({
+        "completion": {
+            "dynamicRegistration": false,
+            "completionItem": {
+                "snippetSupport": false,
+                "commitCharactersSupport": false,
+                "preselectSupport": false,
+                "deprecatedSupport": false,
+                "documentationFormat": ["markdown", "plaintext"],
+            },
+            "contextSupport": false,
+        },
+        "hover": {"dynamicRegistration": false, "contentFormat": ["markdown", "plaintext"]},
+    })
+}
+
+/// The completion and hover capabilities of Eglot 1.9 on Emacs 28 without yasnippet and markdown-mode.
+pub fn eglot_1_9() -> Value {
+    json!({
+        "completion": {
+            "dynamicRegistration": false,
+            "completionItem": {"snippetSupport": false, "deprecatedSupport": true, "tagSupport": {"valueSet": [1]}},
+            "contextSupport": true,
+        },
+        "hover": {"dynamicRegistration": false, "contentFormat": ["plaintext"]},
+    })
 }
 
 impl Default for Options {
@@ -50,6 +83,7 @@ impl Default for Options {
             test_hooks: false,
             configuration: true,
             initialization_options: json!({}),
+            text_document: json!({}),
         }
     }
 }
@@ -86,10 +120,16 @@ impl Client {
             },
             "textDocument": {
                 "publishDiagnostics": {"relatedInformation": true, "versionSupport": true},
-                "completion": {"completionItem": {"snippetSupport": true}},
+                "completion": {"completionItem": {"snippetSupport": true, "documentationFormat": ["markdown", "plaintext"]}},
+                "hover": {"contentFormat": ["markdown", "plaintext"]},
             },
             "general": {"positionEncodings": if options.utf8 { json!(["utf-8", "utf-16"]) } else { json!(["utf-16"]) }},
         });
+        if let Some(members) = options.text_document.as_object() {
+            for (key, value) in members {
+                capabilities["textDocument"][key] = value.clone();
+            }
+        }
         if options.pull {
             capabilities["textDocument"]["diagnostic"] = json!({"dynamicRegistration": false});
         }

@@ -3,6 +3,7 @@
 -- workspace/executeCommand, and the nvim-lspconfig registration. Neovim's client API differs between 0.7 and
 -- 0.11; this module bridges it, so the other modules call it the same way everywhere.
 
+local attach = require("workbench.attach")
 local ui = require("workbench.ui")
 
 local M = {}
@@ -25,8 +26,18 @@ local defaults = {
   filetype = "yaml.workbench",
   -- Extra client capabilities merged over Neovim's (for example from cmp-nvim-lsp).
   capabilities = nil,
-  -- Called as on_attach(client, bufnr) for every attached manifest buffer.
+  -- Called as on_attach(client, bufnr) for every attached manifest buffer, after the plugin's own setup of it.
   on_attach = nil,
+  -- Set the buffer's 'omnifunc' to vim.lsp.omnifunc, so <C-x><C-o> completes.
+  omnifunc = true,
+  -- Buffer-local normal-mode mappings made when the client attaches: a key, or false for none. false instead
+  -- of the table makes none.
+  mappings = {
+    hover = "K",
+    definition = "gd",
+    references = "gr",
+    code_action = "<leader>ca",
+  },
   -- Extra handlers passed to the client (the plugin adds its own for `workbench/runEvent`).
   handlers = nil,
   -- Start the server automatically when a manifest is opened.
@@ -142,6 +153,14 @@ function M.is_alive(id)
   return not client.is_stopped()
 end
 
+--- What the client runs for every attached manifest buffer: the plugin's setup, then the user's on_attach.
+function M.on_attach(client, bufnr)
+  attach.setup_buffer(bufnr, M.config)
+  if M.config.on_attach then
+    M.config.on_attach(client, bufnr)
+  end
+end
+
 local function client_handlers()
   return vim.tbl_extend("force", M.handlers, M.config.handlers or {})
 end
@@ -164,7 +183,7 @@ function M.client_config(root)
     settings = { workbench = settings },
     init_options = settings,
     handlers = client_handlers(),
-    on_attach = config.on_attach,
+    on_attach = M.on_attach,
   }
 end
 
@@ -288,6 +307,7 @@ function M.register_lspconfig()
       settings = { workbench = settings },
       init_options = settings,
       handlers = client_handlers(),
+      on_attach = M.on_attach,
       single_file_support = false,
     },
     docs = {

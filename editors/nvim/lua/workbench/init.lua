@@ -7,6 +7,7 @@
 --
 -- This module is setup() and the public API; the work is done in:
 --   workbench.client     the options, the LSP client per repository, workspace/executeCommand, nvim-lspconfig
+--   workbench.attach     what an attached manifest buffer gets: omnifunc, the K/gd/gr/<leader>ca mappings
 --   workbench.commands   the :Workbench* user commands, migrate and check_workspace
 --   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel
 --   workbench.outcome    the outcome buffer, its review diff and artifacts, applying an outcome

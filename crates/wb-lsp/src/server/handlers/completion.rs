@@ -1,8 +1,11 @@
-//! `textDocument/completion`.
+//! `textDocument/completion`, in the forms the client declared: snippets or plain text, Markdown or plain
+//! documentation. Items are complete as sent: the server offers no `completionItem/resolve` and sends no
+//! `labelDetails`.
 
 use lsp_types as lsp;
-use wb_ide::CompletionKind;
+use wb_ide::{CompletionKind, CompletionOptions};
 
+use super::super::convert::markup;
 use super::super::state::{Snapshot, is_manifest};
 use super::File;
 
@@ -13,7 +16,9 @@ pub fn handle(snapshot: &Snapshot, params: lsp::CompletionParams) -> anyhow::Res
         return Ok(None);
     }
     let offset = file.offset(snapshot, position.position);
-    let items = wb_ide::completions(&snapshot.overlay, &file.path, &file.text, offset, &snapshot.catalog)
+    let features = snapshot.features;
+    let options = CompletionOptions { snippets: features.snippets };
+    let items = wb_ide::completions(&snapshot.overlay, &file.path, &file.text, offset, &snapshot.catalog, options)
         .into_iter()
         .map(|item| {
             let kind = match item.kind {
@@ -29,9 +34,9 @@ pub fn handle(snapshot: &Snapshot, params: lsp::CompletionParams) -> anyhow::Res
                 label: item.label,
                 kind: Some(kind),
                 detail: item.detail,
-                documentation: item.documentation.map(|value| {
-                    lsp::Documentation::MarkupContent(lsp::MarkupContent { kind: lsp::MarkupKind::Markdown, value })
-                }),
+                documentation: item
+                    .documentation
+                    .map(|markdown| lsp::Documentation::MarkupContent(markup(markdown, features.completion_markdown))),
                 sort_text: Some(item.sort_text),
                 filter_text: None,
                 insert_text_format: Some(if item.snippet {
@@ -39,7 +44,12 @@ pub fn handle(snapshot: &Snapshot, params: lsp::CompletionParams) -> anyhow::Res
                 } else {
                     lsp::InsertTextFormat::PLAIN_TEXT
                 }),
-                insert_text_mode: Some(lsp::InsertTextMode::ADJUST_INDENTATION),
+                // Plain text already holds the indentation of every line it inserts.
+                insert_text_mode: Some(if features.snippets {
+                    lsp::InsertTextMode::ADJUST_INDENTATION
+                } else {
+                    lsp::InsertTextMode::AS_IS
+                }),
                 text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
                     range: file.range(snapshot, item.replace),
                     new_text: item.insert_text,

@@ -1,7 +1,8 @@
-//! `textDocument/hover`.
+//! `textDocument/hover`: Markdown when the client accepts it, else the same text as plain text.
 
 use lsp_types as lsp;
 
+use super::super::convert::markup;
 use super::super::state::{Snapshot, is_manifest};
 use super::File;
 
@@ -14,10 +15,7 @@ pub fn handle(snapshot: &Snapshot, params: lsp::HoverParams) -> anyhow::Result<O
         return Ok(None);
     };
     Ok(Some(lsp::Hover {
-        contents: lsp::HoverContents::Markup(lsp::MarkupContent {
-            kind: lsp::MarkupKind::Markdown,
-            value: hover.markdown,
-        }),
+        contents: lsp::HoverContents::Markup(markup(hover.markdown, snapshot.features.hover_markdown)),
         range: Some(file.range(snapshot, hover.range)),
     }))
 }
