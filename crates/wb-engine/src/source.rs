@@ -21,13 +21,8 @@ pub struct Package {
     pub reference: String,
 }
 
-/// Splits `path#selector`.
-pub fn split_source(source: &str) -> (&str, Option<&str>) {
-    match source.rsplit_once('#') {
-        Some((path, selector)) if !selector.is_empty() => (path, Some(selector)),
-        _ => (source, None),
-    }
-}
+pub use wb_manifest::selector::split_source;
+use wb_manifest::selector::{NO_MATCH, dir_name, selects, source_path};
 
 /// Resolves every package a source names. With `single`, a repository holding several packages needs a
 /// selector (dry-run and run work on one package; smoke checks them all).
@@ -39,7 +34,7 @@ pub fn resolve(
     single: bool,
 ) -> Result<Vec<Result<Package>>> {
     let (path_text, selector) = split_source(source);
-    let path = wb_manifest::absolute(Path::new(if path_text.is_empty() { "." } else { path_text }), cwd);
+    let path = source_path(path_text, cwd);
     let manifests: Vec<PathBuf> = match wb_manifest::discover(fs, &path) {
         Target::Missing(path) => {
             return Err(EngineError::message(format!("Workbench path does not exist: {}", path.display())));
@@ -51,17 +46,15 @@ pub fn resolve(
     let several = manifests.len() > 1;
     let reports: Vec<PackageReport> =
         manifests.iter().map(|manifest| wb_manifest::check_package(fs, manifest, catalog)).collect();
-    let dir_name = |report: &PackageReport| {
-        report.package_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-    };
     let selected: Vec<&PackageReport> = match selector {
         Some(selector) => {
-            let found: Vec<&PackageReport> =
-                reports.iter().filter(|r| dir_name(r) == selector || r.name.as_deref() == Some(selector)).collect();
-            if found.is_empty() {
-                return Err(EngineError::message(format!("Workbench not found: {selector}")));
+            let found: Vec<&PackageReport> = reports.iter().filter(|r| selects(selector, r)).collect();
+            match (found.is_empty(), single) {
+                // One package to run: the reference names the selector; several to smoke: nothing matched.
+                (true, true) => return Err(EngineError::message(format!("Workbench not found: {selector}"))),
+                (true, false) => return Err(EngineError::message(NO_MATCH)),
+                (false, _) => found,
             }
-            found
         }
         None if single && several => {
             let names: Vec<String> = reports.iter().map(dir_name).collect();
@@ -70,7 +63,7 @@ pub fn resolve(
         None => reports.iter().collect(),
     };
     if selected.is_empty() {
-        return Err(EngineError::message("No matching Workbenches found"));
+        return Err(EngineError::message(NO_MATCH));
     }
     Ok(selected
         .into_iter()

@@ -1381,6 +1381,31 @@ fn host_docker_errors() {
 }
 
 #[test]
+fn a_runner_config_content_error_comes_before_the_runner_executable_check() {
+    // The reference stages the runner's configuration, then preflights the runtime: a package whose Claude Code
+    // runner_config breaks the content rules fails with that problem even where `claude` is not installed.
+    let world = World::new();
+    let key = [("ANTHROPIC_API_KEY", "sk-ant-1234")];
+    world.package(
+        "cc-content",
+        &minimal("cc-content", "claude-code", "anthropic/claude-haiku-4.5", "runner_config: ./claude.json\n"),
+    );
+    world.file(".workbenches/cc-content/claude.json", "{\"permissions\": {\"allow\": [\"Read\"]}, \"theme\": 1}\n");
+    let expected = "Claude Code runner_config has unknown field: theme";
+    for path in [world.dir("empty-bin").display().to_string(), world.inherited()["PATH"].clone()] {
+        let mut options = with_env(options_for(&world, "cc-content"), &key);
+        options.inherited.insert("PATH".into(), path);
+        assert_eq!(dry_run_error(&options), expected);
+        let reports = smoke(&options);
+        assert_eq!(reports[0].status, SmokeStatus::Failed);
+        assert_eq!(reports[0].error.as_ref().map(|e| e.message.as_str()), Some(expected));
+        let (result, events) = run_collect(&options, None);
+        assert_eq!(result.err().map(|e| e.to_string()).as_deref(), Some(expected));
+        assert!(events.is_empty(), "nothing starts when staging fails");
+    }
+}
+
+#[test]
 fn runner_and_tool_errors() {
     let world = World::new();
     let key = [("OPENAI_API_KEY", "sk-1234"), ("ANTHROPIC_API_KEY", "sk-ant-1234")];
@@ -1549,6 +1574,9 @@ fn source_and_task_errors() {
         "Workbench selector required. Available: alpha, beta"
     );
     assert_eq!(dry_run_error(&with_env(base_options(&world, ".#gamma"), &key)), "Workbench not found: gamma");
+    // Smoke, like validate, checks every package the source picks: picking none is the reference's other text.
+    let none = wb_engine::smoke(&OsFileSystem, &with_env(base_options(&world, ".#gamma"), &key), catalog());
+    assert_eq!(none.err().map(|e| e.to_string()).as_deref(), Some("No matching Workbenches found"));
     assert_eq!(dry_run(&with_env(base_options(&world, ".#beta"), &key)).unwrap().workbench, "beta");
     let (result, _) = run_collect(&with_env(base_options(&world, "."), &key), None);
     assert_eq!(

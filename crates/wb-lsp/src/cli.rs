@@ -29,6 +29,8 @@ pub enum Command {
     Init(InitArgs),
     /// Print the JSON schema of a manifest spec.
     Schema(SchemaArgs),
+    /// List the model catalog: each model's id, name and the providers serving it.
+    Models(ModelsArgs),
     /// Resolve, preflight and translate a Workbench without launching the runner.
     DryRun(DryRunArgs),
     /// Check that each Workbench can start here, without a model request (exit 0 ready, 3 needs
@@ -130,7 +132,8 @@ pub enum ColorChoice {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Paths to check.
+    /// Paths to check: a repository, a package directory or a manifest (`PATH#selector` picks packages by
+    /// directory or `name`).
     pub paths: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -174,6 +177,15 @@ pub struct InitArgs {
     /// The image for the docker and e2b runtimes.
     #[arg(long)]
     pub image: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// Only models whose id or name contains this text (any case).
+    pub filter: Option<String>,
+    /// Machine-readable output (one JSON object).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -872,13 +872,8 @@ fn init_with_runtimes_runner_and_model() {
 #[test]
 fn init_errors() {
     let (_temp, dir) = temp_dir();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["Bad_Name"], "Invalid Workbench name: Bad_Name"),
-        (
-            &["x", "--model", "acme/nope"],
-            "Model is not available in the model catalog: acme/nope. Configure unknown models directly with explicit \
-             routes and runner_config.",
-        ),
         (&["x", "--runtimes", "docker"], "--image is required for the docker and e2b runtime"),
         (&["x", "--runtimes", "local,e2b"], "--image is required for the docker and e2b runtime"),
         (&["x", "--image", "ghcr.io/example/x:1"], "--image applies only to the docker and e2b runtimes"),
@@ -909,6 +904,146 @@ fn init_errors() {
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(out.stderr, format!("error: Workbench already exists: {}\n", dir.join(".workbenches/empty").display()));
     assert!(std::fs::read_dir(dir.join(".workbenches/empty")).unwrap().next().is_none());
+}
+
+#[test]
+fn init_refuses_an_unknown_model_and_names_the_nearest_catalog_ids() {
+    let (_temp, dir) = temp_dir();
+    let refused = |model: &str| {
+        format!(
+            "error: Model is not available in the model catalog: {model}. Configure unknown models directly with \
+             explicit routes and runner_config.\n"
+        )
+    };
+    let cases = [
+        (
+            "anthropic/claude-sonnet-4-5",
+            "help: did you mean `anthropic/claude-sonnet-4.5`? (`wb-lsp models` lists the model catalog)\n",
+        ),
+        (
+            "openai/gpt-5.6-tera",
+            "help: did you mean `openai/gpt-5.6-terra`? (`wb-lsp models` lists the model catalog)\n",
+        ),
+        ("acme/nope", "help: `wb-lsp models` lists the model catalog\n"),
+    ];
+    for (model, help) in cases {
+        let out = wb_lsp(&dir, &["init", "x", "--model", model]);
+        assert_eq!(out.code, 1, "{model}: {out:?}");
+        assert_eq!(out.stderr, format!("{}{help}", refused(model)), "{model}");
+        assert!(out.stdout.is_empty(), "{model}: {out:?}");
+        assert!(!dir.join(".workbenches").exists(), "{model} created files");
+    }
+    // An id of a known lab far from every catalog id lists that lab's models.
+    let out = wb_lsp(&dir, &["init", "x", "--model", "xai/grok-99-ultra-max"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let help = out.stderr.lines().nth(1).unwrap_or_default();
+    assert!(help.starts_with("help: did you mean one of `xai/"), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// models
+
+#[test]
+fn models_lists_the_catalog() {
+    let root = workspace();
+    let catalog = ModelCatalog::embedded();
+    let out = wb_lsp(&root, &["models"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(lines[0].starts_with("ID ") && lines[0].contains(" NAME ") && lines[0].ends_with(" PROVIDERS"), "{out:?}");
+    assert_eq!(lines.len(), catalog.models.len() + 1, "{out:?}");
+    let sonnet = lines.iter().find(|line| line.starts_with("anthropic/claude-sonnet-4.5 ")).expect("sonnet listed");
+    assert!(
+        sonnet.contains("Claude Sonnet 4.5") || sonnet.contains(&catalog.models["anthropic/claude-sonnet-4.5"].name)
+    );
+    assert!(sonnet.split("  ").last().unwrap().trim_start().starts_with("anthropic"), "the lab first: {sonnet}");
+
+    let out = wb_lsp(&root, &["models", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let document: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_keys(&document, &["catalog", "models"]);
+    assert_eq!(document["catalog"], catalog.version.as_str());
+    let models = document["models"].as_array().unwrap();
+    assert_eq!(models.len(), catalog.models.len());
+    for model in models {
+        assert_keys(model, &["id", "name", "providers"]);
+        let id = model["id"].as_str().unwrap();
+        let entry = &catalog.models[id];
+        assert_eq!(model["name"], entry.name.as_str());
+        let providers = model["providers"].as_array().unwrap();
+        assert_eq!(providers.len(), entry.providers.len(), "{id}");
+        for provider in providers {
+            assert_keys(provider, &["provider", "model"]);
+            assert_eq!(entry.providers[provider["provider"].as_str().unwrap()], provider["model"].as_str().unwrap());
+        }
+    }
+
+    // A filter keeps the models whose id or name contains it.
+    let out = wb_lsp(&root, &["models", "--json", "SONNET"]);
+    let document: Value = serde_json::from_str(&out.stdout).unwrap();
+    let ids: Vec<&str> = document["models"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["anthropic/claude-sonnet-4.5"]);
+    let out = wb_lsp(&root, &["models", "no-such-model-anywhere"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, "No models match.\n"), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// check: SOURCE#selector and suggestions
+
+#[test]
+fn check_accepts_a_selector_like_run() {
+    let dir = fixture("cli");
+    let (_, all) = check_json(&dir, &[]);
+    assert_eq!(all["summary"]["packages"], 3, "{all}");
+    // By directory name, with or without a path in front.
+    for source in ["#tidy", ".#tidy", &format!("{}#tidy", dir.display())] {
+        let (code, document) = check_json(&dir, &[source]);
+        assert_eq!(code, 0, "{source}: {document}");
+        let packages = document["packages"].as_array().unwrap();
+        assert_eq!(packages.len(), 1, "{source}: {document}");
+        assert_eq!(packages[0]["path"], ".workbenches/tidy/workbench.yml", "{source}");
+    }
+    let (code, document) = check_json(&dir, &[".#broken"]);
+    assert_eq!(code, 1, "{document}");
+    assert_eq!(document["packages"].as_array().unwrap().len(), 1);
+    assert_eq!(document["packages"][0]["path"], ".workbenches/broken/workbench.yml");
+    // A selector that picks nothing is the reference's text, once, at the source's path.
+    let (code, document) = check_json(&dir, &[".#nope"]);
+    assert_eq!(code, 1, "{document}");
+    let found = diagnostics(&document);
+    assert_eq!(found.len(), 1, "{document}");
+    assert_eq!(found[0]["code"], "no-workbenches");
+    assert_eq!(found[0]["message"], "No matching Workbenches found");
+    assert_eq!(document["packages"][0]["path"], ".");
+    let out = wb_lsp(&dir, &["check", "--color", "never", ".#nope"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("error[no-workbenches]: No matching Workbenches found\n"), "{out:?}");
+    // A path that does not exist keeps its own problem.
+    let (_, document) = check_json(&dir, &["missing#tidy"]);
+    assert_eq!(diagnostics(&document)[0]["code"], "path-not-found", "{document}");
+}
+
+#[test]
+fn check_shows_each_suggestion_as_a_fix() {
+    let dir = fixture("cases/suggestions");
+    let cases = [
+        ("runner-shortened", "Unsupported runner: claude", "Change to `claude-code`"),
+        (
+            "model-version-separator",
+            "Unknown model anthropic/claude-sonnet-4-5.",
+            "Change to `anthropic/claude-sonnet-4.5`",
+        ),
+        ("model-typo", "Unknown model openai/gpt-5.6-tera.", "Change to `openai/gpt-5.6-terra`"),
+        ("provider-typo", "Unknown model provider: opnai", "Change to `openai`"),
+        ("instructions-typo", "Instructions file does not exist: ", "Change to `./instructions.md`"),
+        ("env-typo", "references undeclared environment variable: GITHUB_TOKN", "Change to `${GITHUB_TOKEN}`"),
+        ("env-flow-empty", "references undeclared environment variable: GITHUB_TOKEN", "Declare `GITHUB_TOKEN` in env"),
+    ];
+    for (package, message, fix) in cases {
+        let out = wb_lsp(&dir, &["check", "--color", "never", &format!(".#{package}")]);
+        assert!(out.stdout.contains(message), "{package}: {out:?}");
+        assert!(out.stdout.contains(&format!("fix available: {fix}\n")), "{package}: {out:?}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ impl PackageReport {
         self.errors() == 0
     }
 
-    fn problem(path: &Path, code: Code, message: String) -> PackageReport {
+    pub(crate) fn problem(path: &Path, code: Code, message: String) -> PackageReport {
         PackageReport {
             manifest_path: path.to_owned(),
             package_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),

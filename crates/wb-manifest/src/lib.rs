@@ -14,10 +14,12 @@ pub mod init;
 pub mod migrate;
 mod model;
 mod models;
+mod nearest_path;
 pub mod outbox;
 mod package;
 mod rules;
 pub mod schema;
+pub mod selector;
 pub mod skill;
 
 pub use check::{
@@ -28,4 +30,4 @@ pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, Te
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
 pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
 pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
-pub use package::{is_credential_file, repository_root};
+pub use package::{claude_config_problem, is_credential_file, repository_root};

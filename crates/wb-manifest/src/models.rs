@@ -71,6 +71,32 @@ impl ModelCatalog {
         self.providers.get(name)
     }
 
+    /// The catalog's model ids nearest to an id it does not hold (at most three, nearest first): typos and
+    /// `-` written for `.` in a version.
+    pub fn nearest_models(&self, id: &str) -> Vec<&str> {
+        let ids: Vec<&str> = self.models.keys().map(String::as_str).collect();
+        crate::rules::suggestions::nearest(id, &ids, 3)
+    }
+
+    /// The ids to offer for an id the catalog does not hold: the nearest ones, else every model of the same
+    /// lab.
+    pub fn suggested_models(&self, id: &str) -> Vec<&str> {
+        let nearest = self.nearest_models(id);
+        if !nearest.is_empty() {
+            return nearest;
+        }
+        let lab = id.split('/').next().unwrap_or_default();
+        self.models.keys().map(String::as_str).filter(|known| known.split('/').next() == Some(lab)).collect()
+    }
+
+    /// The catalog provider nearest to a name it does not hold, preferring those in `preferred` (the providers
+    /// serving the model at hand).
+    pub fn nearest_provider(&self, name: &str, preferred: &[&str]) -> Option<&str> {
+        let all: Vec<&str> = self.providers.keys().map(String::as_str).collect();
+        let serving: Vec<&str> = all.iter().copied().filter(|p| preferred.contains(p)).collect();
+        crate::rules::suggestions::closest(name, &serving).or_else(|| crate::rules::suggestions::closest(name, &all))
+    }
+
     /// The providers allowed for a model without `routes`: every catalog provider serving it, the lab's own
     /// provider first, then alphabetically.
     pub fn default_routes(&self, id: &str) -> Vec<(&str, &str)> {
@@ -96,6 +122,16 @@ mod tests {
                 assert!(catalog.provider(provider).is_some(), "{id} names unknown provider {provider}");
             }
         }
+    }
+
+    #[test]
+    fn unknown_ids_get_the_nearest_or_their_labs_models() {
+        let catalog = ModelCatalog::embedded();
+        assert_eq!(catalog.suggested_models("anthropic/claude-sonnet-4-5"), ["anthropic/claude-sonnet-4.5"]);
+        let xai = catalog.suggested_models("xai/grok-99-ultra");
+        assert!(!xai.is_empty() && xai.iter().all(|id| id.starts_with("xai/")), "{xai:?}");
+        assert!(catalog.suggested_models("acme/nope").is_empty());
+        assert_eq!(catalog.nearest_provider("opnai", &[]), Some("openai"));
     }
 
     #[test]

@@ -93,6 +93,16 @@ impl PackageChecks<'_> {
         }
     }
 
+    /// "Change to `nearest`" when an entry of `kind` with a name near the missing `path` exists beside it.
+    fn nearest_fix(&self, value: &Spanned<String>, path: &Path, kind: FileKind) -> Option<Fix> {
+        let near = crate::nearest_path::nearest_sibling(self.fs, path, &value.value, kind)?;
+        Some(Fix {
+            title: format!("Change to `{near}`"),
+            creates: Vec::new(),
+            edits: vec![TextEdit { path: self.manifest_path.to_owned(), range: value.range, new_text: near }],
+        })
+    }
+
     /// Reads a file the package names, at most [`MAX_PACKAGE_FILE_BYTES`]; a larger one is reported at the
     /// value (`what` names it in the message).
     fn read_bounded(&mut self, path: &Path, range: TextRange, what: &str) -> Result<Vec<u8>, Option<std::io::Error>> {
@@ -154,6 +164,7 @@ impl PackageChecks<'_> {
                     let _ = self.read_bounded(&path, instructions.range, "Instructions file");
                 } else {
                     let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
+                    let rename = self.nearest_fix(instructions, &path, FileKind::File);
                     let fix = Fix {
                         title: format!("Create {}", instructions.value),
                         creates: vec![(
@@ -168,7 +179,7 @@ impl PackageChecks<'_> {
                         format!("Instructions file does not exist: {}", path.display()),
                     )
                     .fixes
-                    .push(fix);
+                    .extend(rename.into_iter().chain([fix]));
                 }
             }
         }
@@ -201,6 +212,7 @@ impl PackageChecks<'_> {
                 },
                 _ => {
                     let directory = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let rename = self.nearest_fix(skill, &dir, FileKind::Directory);
                     let fix = Fix {
                         title: format!("Create {}/SKILL.md", skill.value.trim_end_matches('/')),
                         creates: vec![(
@@ -217,7 +229,7 @@ impl PackageChecks<'_> {
                         format!("Skill manifest does not exist: {}", skill_file.display()),
                     )
                     .fixes
-                    .push(fix);
+                    .extend(rename.into_iter().chain([fix]));
                     continue;
                 }
             };
@@ -443,8 +455,9 @@ impl PackageChecks<'_> {
     }
 }
 
-/// The first problem the reference finds when it stages a Claude Code runner_config file.
-fn claude_config_problem(bytes: &[u8]) -> Option<String> {
+/// The first problem the reference finds when it stages a Claude Code runner_config file (the engine's staging
+/// refuses the file with it).
+pub fn claude_config_problem(bytes: &[u8]) -> Option<String> {
     const P: &str = "Claude Code runner_config";
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes) else {
         return Some(format!("{P} must contain valid JSON"));

@@ -5,7 +5,7 @@
 //! outside a `.workbenches` directory and for paths that do not exist). Each diagnostic renders as
 //! `<path>:<line>:<col>-<line>:<col> <severity>[<code>] <covered text as JSON>: <message>`, with 1-based lines
 //! and columns counted in characters, paths relative to the case and the case's absolute path in messages
-//! written as `$CASE`. Related locations follow, indented.
+//! written as `$CASE`. Related locations follow, indented, then the title of each fix (`    fix: <title>`).
 //!
 //! Regenerate the expectations with `UPDATE_EXPECT=1 cargo test -p wb-manifest --test fixtures`, then review
 //! every changed line against the reference engine's behaviour. Updating rewrites every `expected.txt` with the
@@ -77,6 +77,9 @@ fn render(reports: &[PackageReport], case: &Path) -> String {
             for related in &diagnostic.related {
                 let (place, covered) = location(report, &related.path, related.range, case);
                 let _ = writeln!(out, "    {place} {covered}: {}", related.message.replace(&*case_text, "$CASE"));
+            }
+            for fix in &diagnostic.fixes {
+                let _ = writeln!(out, "    fix: {}", fix.title.replace(&*case_text, "$CASE"));
             }
         }
     }

@@ -104,6 +104,10 @@ impl Adapter for ClaudeCode {
         let mut max_turns = None;
         if let Some(path) = super::runner_config_path(package) {
             let text = super::runner_config_text(package, &path)?;
+            // The reference stages the file before preflight looks for the runner: a content error comes first.
+            if let Some(problem) = wb_manifest::claude_config_problem(text.as_bytes()) {
+                return Err(EngineError::message(problem));
+            }
             let value: Value = serde_json::from_str(&text)
                 .map_err(|_| EngineError::message("Claude Code runner_config must contain valid JSON"))?;
             allow.extend(value.pointer("/permissions/allow").and_then(Value::as_array).cloned().unwrap_or_default());

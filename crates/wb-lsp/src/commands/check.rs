@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+use wb_manifest::selector::check_source;
 use wb_manifest::{ModelCatalog, OsFileSystem, PackageReport, absolute, check_path};
 
 use crate::cli::{CheckArgs, ColorChoice, Format};
@@ -11,8 +12,14 @@ use crate::output;
 pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     let cwd = super::current_dir()?;
     let paths = if args.paths.is_empty() { vec![cwd.clone()] } else { args.paths.clone() };
-    let reports: Vec<PackageReport> =
-        paths.iter().flat_map(|path| check_path(&OsFileSystem, &absolute(path, &cwd), catalog)).collect();
+    let reports: Vec<PackageReport> = paths
+        .iter()
+        .flat_map(|path| match path.to_str() {
+            // `SOURCE#selector` picks packages as `run` does.
+            Some(source) => check_source(&OsFileSystem, source, &cwd, catalog),
+            None => check_path(&OsFileSystem, &absolute(path, &cwd), catalog),
+        })
+        .collect();
     let checked = output::Checked::new(&reports, &cwd);
     let text = match args.format {
         Format::Human => {

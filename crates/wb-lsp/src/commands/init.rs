@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use wb_manifest::ModelCatalog;
-use wb_manifest::init::{InitOptions, scaffold};
+use wb_manifest::init::{InitError, InitOptions, scaffold};
 
 use crate::cli::InitArgs;
 
@@ -21,6 +21,9 @@ pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> 
         Ok(files) => files,
         Err(error) => {
             eprintln!("error: {error}");
+            if let InitError::UnknownModel(model) = &error {
+                eprintln!("{}", unknown_model_help(catalog, model));
+            }
             return Ok(ExitCode::from(1));
         }
     };
@@ -46,4 +49,14 @@ pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> 
     }
     println!("Created {}", package.join("workbench.yml").display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to try instead of a model the catalog does not hold.
+fn unknown_model_help(catalog: &ModelCatalog, model: &str) -> String {
+    let ids: Vec<String> = catalog.suggested_models(model).iter().map(|id| format!("`{id}`")).collect();
+    match ids.as_slice() {
+        [] => "help: `wb-lsp models` lists the model catalog".to_owned(),
+        [only] => format!("help: did you mean {only}? (`wb-lsp models` lists the model catalog)"),
+        _ => format!("help: did you mean one of {}? (`wb-lsp models` lists the model catalog)", ids.join(", ")),
+    }
 }

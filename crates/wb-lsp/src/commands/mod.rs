@@ -5,6 +5,7 @@ mod clean;
 mod execute;
 mod init;
 mod migrate;
+mod models;
 mod outcome;
 
 use std::io::Write;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Check(args)) => check::run(&args, &catalog),
         Some(Command::Migrate(args)) => migrate::run(&args, &catalog),
         Some(Command::Init(args)) => init::run(&args, &catalog),
+        Some(Command::Models(args)) => models::run(&args, &catalog),
         Some(Command::DryRun(args)) => execute::dry_run(&args, &catalog),
         Some(Command::Smoke(args)) => execute::smoke(&args, &catalog),
         Some(Command::Build(args)) => execute::build(&args, &catalog),

@@ -83,24 +83,129 @@ impl Rules<'_> {
         self.append_entries_fix(top, format!("Add `{key}`"), &lines)
     }
 
+    /// "Declare `NAME` in env" for every shape `env` can have: a block mapping (a new entry), a flow mapping (a
+    /// new entry inside the braces, or block entries in place of an empty `{}` like the scaffold's), an empty
+    /// `env:` and no `env` at all.
     pub(super) fn declare_env_fix(&self, top: &Mapping, name: &str) -> Option<Fix> {
         let title = format!("Declare `{name}` in env");
-        let valid_name = crate::env_refs::is_env_name(name);
-        if !valid_name {
+        if !crate::env_refs::is_env_name(name) {
             return None;
         }
-        match top.entry("env") {
-            Some(env) => match &env.value.value {
-                Value::Mapping(map) if env.value.style == wb_syntax::Style::Block && !map.entries.is_empty() => {
-                    self.append_entries_fix(map, title, &[format!("{name}:"), "  required: true".to_owned()])
-                }
-                _ => None,
-            },
-            None => self.append_entries_fix(
-                top,
-                title,
-                &["env:".to_owned(), format!("  {name}:"), "    required: true".to_owned()],
-            ),
+        let Some(env) = top.entry("env") else {
+            let lines = ["env:".to_owned(), format!("  {name}:"), "    required: true".to_owned()];
+            return self.append_entries_fix(top, title, &lines);
+        };
+        // Judged from the text: the tree marks a flow mapping with entries as block style.
+        let flow = self.text.get(env.value.range.as_range()).is_some_and(|text| text.starts_with('{'));
+        match &env.value.value {
+            Value::Mapping(map) if !flow && !map.entries.is_empty() => {
+                self.append_entries_fix(map, title, &[format!("{name}:"), "  required: true".to_owned()])
+            }
+            Value::Mapping(map) if !map.entries.is_empty() => {
+                let close = flow_close(self.text, env.value.range.start)?;
+                let at = self.text[..close].trim_end().len();
+                Some(self.insert_fix(title, at, format!(", {name}: {{ required: true }}")))
+            }
+            Value::Mapping(_) | Value::Null => {
+                self.block_value_fix(env, title, &[format!("{name}:"), "  required: true".to_owned()])
+            }
+            _ => None,
         }
+    }
+
+    fn insert_fix(&self, title: String, at: usize, new_text: String) -> Fix {
+        Fix {
+            title,
+            creates: Vec::new(),
+            edits: vec![TextEdit { path: self.path.clone(), range: TextRange::empty(at), new_text }],
+        }
+    }
+
+    /// Replaces an empty value (`{}`, `[]` or nothing) with block entries two spaces deeper than its key.
+    fn block_value_fix(&self, entry: &Entry, title: String, lines: &[String]) -> Option<Fix> {
+        let line_start = self.text[..entry.key_range.start].rfind('\n').map_or(0, |at| at + 1);
+        let indent = &self.text[line_start..entry.key_range.start];
+        if !indent.chars().all(|ch| ch == ' ') {
+            return None;
+        }
+        let after_key = &self.text[entry.key_range.end..];
+        let colon = entry.key_range.end + after_key.find(':')?;
+        let value = entry.value.range;
+        let end = if value.is_empty() { colon + 1 } else { value.end };
+        if !value.is_empty() && (value.start <= colon || self.text[colon + 1..value.start].contains('\n')) {
+            return None;
+        }
+        let mut new_text = ":".to_owned();
+        for line in lines {
+            new_text.push_str(self.newline);
+            new_text.push_str(indent);
+            new_text.push_str("  ");
+            new_text.push_str(line);
+        }
+        Some(Fix {
+            title,
+            creates: Vec::new(),
+            edits: vec![TextEdit { path: self.path.clone(), range: TextRange::new(colon, end), new_text }],
+        })
+    }
+}
+
+/// The offset of the bracket closing the flow collection that opens at `open`, skipping quoted scalars and
+/// comments (the tree's range of a flow collection can stop at its last entry).
+fn flow_close(text: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut chars = text.get(open..)?.char_indices().map(|(at, ch)| (open + at, ch)).peekable();
+    while let Some((at, ch)) = chars.next() {
+        match ch {
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            '"' => {
+                while let Some((_, inner)) = chars.next() {
+                    match inner {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '\'' => {
+                while let Some((_, inner)) = chars.next() {
+                    if inner == '\'' {
+                        if chars.peek().is_some_and(|(_, next)| *next == '\'') {
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                }
+            }
+            '#' if text[..at].ends_with([' ', '\t', '\n']) => {
+                for (_, inner) in chars.by_ref() {
+                    if inner == '\n' {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn flow_close_skips_nested_collections_strings_and_comments() {
+        let text = "env: { A: { x: '}' }, B: \"}\\\"\", C: [1, 2] # }\n } # end";
+        let close = super::flow_close(text, 5).expect("closing brace");
+        assert_eq!(&text[close..], "} # end");
+        assert_eq!(super::flow_close("{ a: 1", 0), None);
     }
 }

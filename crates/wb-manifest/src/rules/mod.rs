@@ -25,11 +25,11 @@ mod model;
 mod requirements;
 mod run_time;
 mod runtimes;
-mod suggestions;
+pub(crate) mod suggestions;
 mod values;
 mod workspaces;
 
-use suggestions::{absent_names, closest};
+use suggestions::{absent_names, closest, closest_or_extension};
 pub(crate) use values::js_trim;
 
 /// The patterns are constants compiled once; a unit test proves each compiles, and a pattern that failed to

@@ -82,11 +82,20 @@ impl Rules<'_> {
         for route in &model.routes {
             // A route that names its own native model needs no catalog entry for its provider.
             if route.model.is_none() && catalog.provider(&route.provider.value).is_none() {
+                let serving: Vec<&str> = catalog
+                    .model(&model.id.value)
+                    .map(|m| m.providers.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                let fix = catalog
+                    .nearest_provider(&route.provider.value, &serving)
+                    .map(|near| self.rename_fix(route.provider.range, near));
                 self.report(
                     Code::UnknownModelProvider,
                     route.provider.range,
                     format!("Unknown model provider: {}", route.provider.value),
-                );
+                )
+                .fixes
+                .extend(fix);
             }
         }
         match catalog.model(&model.id.value) {
@@ -106,6 +115,11 @@ impl Rules<'_> {
                 let explicit =
                     model.routes_declared && !model.routes.is_empty() && model.routes.iter().all(|r| r.model.is_some());
                 if !explicit || self.manifest.runner_config.is_none() {
+                    let fixes: Vec<_> = catalog
+                        .nearest_models(&model.id.value)
+                        .into_iter()
+                        .map(|near| self.rename_fix(model.id.range, near))
+                        .collect();
                     self.report(
                         Code::UnknownModel,
                         model.id.range,
@@ -113,7 +127,9 @@ impl Rules<'_> {
                             "Unknown model {}. Unknown models require explicit route model IDs and packaged runner_config.",
                             model.id.value
                         ),
-                    );
+                    )
+                    .fixes
+                    .extend(fixes);
                 }
             }
         }

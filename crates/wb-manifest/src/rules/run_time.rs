@@ -2,7 +2,7 @@
 
 use wb_syntax::{Mapping, TextRange, Value};
 
-use super::{Rules, closest};
+use super::{Rules, closest, closest_or_extension};
 use crate::diagnostic::Code;
 use crate::fields;
 use crate::model::{Image, Spanned};
@@ -13,7 +13,8 @@ impl Rules<'_> {
         let runner = self.manifest.runner.clone();
         if let Some(runner) = &runner {
             if !fields::RUNNERS.contains(&runner.value.as_str()) {
-                let fix = closest(&runner.value, fields::RUNNERS).map(|name| self.rename_fix(runner.range, name));
+                let fix = closest_or_extension(&runner.value, fields::RUNNERS)
+                    .map(|name| self.rename_fix(runner.range, name));
                 let diagnostic =
                     self.report(Code::UnsupportedRunner, runner.range, format!("Unsupported runner: {}", runner.value));
                 if let Some(fix) = fix {
@@ -36,7 +37,12 @@ impl Rules<'_> {
                             .and_then(|e| e.value.as_mapping())
                             .is_some_and(|m| m.entry(&name).is_some());
                     if !declared && !invalid_env_entry {
-                        let fix = self.declare_env_fix(top, &name);
+                        let names: Vec<&str> = self.manifest.env.iter().map(|var| var.name.value.as_str()).collect();
+                        let rename = closest(&name, &names).map(|near| {
+                            let written = self.text.get(range.as_range()).unwrap_or_default();
+                            self.rename_fix(range, &written.replacen(name.as_str(), near, 1))
+                        });
+                        let fix = rename.into_iter().chain(self.declare_env_fix(top, &name));
                         let diagnostic = self.report(
                             Code::UndeclaredEnvReference,
                             range,
@@ -164,5 +170,63 @@ mod tests {
         let first = text.find("${A}").expect("first");
         let second = text.rfind("${A}").expect("second");
         assert_eq!(ranges, [(first, "${A}"), (second, "${A}")]);
+    }
+
+    /// Applies the fix titled `title` of the first undeclared-reference diagnostic of `text`.
+    fn fixed(text: &str, title: &str) -> Option<String> {
+        let parse = wb_syntax::parse_str(text);
+        let (_, diagnostics) = super::super::check_manifest(
+            Path::new("/r/.workbenches/p/workbench.yml"),
+            &parse,
+            ModelCatalog::embedded(),
+        );
+        let diagnostic = diagnostics.iter().find(|d| d.code == Code::UndeclaredEnvReference)?;
+        let fix = diagnostic.fixes.iter().find(|fix| fix.title == title)?;
+        let mut out = text.to_owned();
+        let mut edits = fix.edits.clone();
+        edits.sort_by_key(|edit| std::cmp::Reverse(edit.range.start));
+        for edit in edits {
+            out.replace_range(edit.range.as_range(), &edit.new_text);
+        }
+        Some(out)
+    }
+
+    const HEAD: &str = "spec: 1\nmcps:\n  - name: db\n    url: https://example.com/mcp\n    headers:\n      Authorization: Bearer ${API_TOKEN}\n";
+
+    #[test]
+    fn declare_in_env_works_for_every_shape_of_env() {
+        let declare = "Declare `API_TOKEN` in env";
+        let block = format!("{HEAD}env:\n  OTHER:\n    required: false\nruntimes:\n  local: {{}}\n");
+        assert_eq!(
+            fixed(&block, declare).as_deref(),
+            Some(format!("{HEAD}env:\n  OTHER:\n    required: false\n  API_TOKEN:\n    required: true\nruntimes:\n  local: {{}}\n").as_str())
+        );
+        let scaffold = format!("{HEAD}env: {{}}\nruntimes:\n  local: {{}}\n");
+        assert_eq!(
+            fixed(&scaffold, declare).as_deref(),
+            Some(format!("{HEAD}env:\n  API_TOKEN:\n    required: true\nruntimes:\n  local: {{}}\n").as_str())
+        );
+        let flow = format!("{HEAD}env: {{ OTHER: {{ required: false }} }}\n");
+        assert_eq!(
+            fixed(&flow, declare).as_deref(),
+            Some(format!("{HEAD}env: {{ OTHER: {{ required: false }}, API_TOKEN: {{ required: true }} }}\n").as_str())
+        );
+        let empty = format!("{HEAD}env:\nruntimes:\n  local: {{}}\n");
+        assert_eq!(
+            fixed(&empty, declare).as_deref(),
+            Some(format!("{HEAD}env:\n  API_TOKEN:\n    required: true\nruntimes:\n  local: {{}}\n").as_str())
+        );
+        let absent = format!("{HEAD}runtimes:\n  local: {{}}\n");
+        assert_eq!(
+            fixed(&absent, declare).as_deref(),
+            Some(format!("{HEAD}runtimes:\n  local: {{}}\nenv:\n  API_TOKEN:\n    required: true\n").as_str())
+        );
+    }
+
+    #[test]
+    fn a_misspelt_reference_is_offered_the_declared_name() {
+        let text = format!("{HEAD}env:\n  API_TOKN:\n    required: true\n");
+        let fixed = fixed(&text, "Change to `${API_TOKN}`").expect("rename fix");
+        assert!(fixed.contains("Bearer ${API_TOKN}\n"), "{fixed}");
     }
 }
