@@ -162,3 +162,18 @@ mod properties {
         }
     }
 }
+
+/// A flow collection written with spaces inside its brackets is still flow, and its range ends at the
+/// closing bracket (the parser's start span runs on over the spaces after `{`).
+#[test]
+fn flow_collections_with_inner_spaces_keep_their_style_and_range() {
+    let text = "env: { A: 1 }\nlist: [ a, b ]\nempty: { }\nanchored: &a [ 1 ]\n";
+    let parsed = parse_str(text);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let root = parsed.root.as_ref().and_then(|n| n.as_mapping()).expect("mapping");
+    for (key, expected) in [("env", "{ A: 1 }"), ("list", "[ a, b ]"), ("empty", "{ }"), ("anchored", "&a [ 1 ]")] {
+        let value = root.get(key).expect(key);
+        assert_eq!(value.style, wb_syntax::Style::Flow, "{key}");
+        assert_eq!(slice(text, value.range), expected, "{key}");
+    }
+}

@@ -175,7 +175,9 @@ impl<'a> Builder<'a> {
     }
 
     fn opens_flow(&self, range: TextRange) -> bool {
-        !range.is_empty() && matches!(self.text[..range.end].chars().next_back(), Some('[' | '{'))
+        // A flow collection's start span ends with its indicator, after any anchor or tag (`&a [`), and may
+        // run on over the spaces after it (`{ a: 1 }`); a block collection's holds no indicator.
+        self.text.get(range.start..range.end).is_some_and(|text| text.trim_end().ends_with(['[', '{']))
     }
 
     fn scalar(&mut self, value: Cow<'_, str>, style: ScalarStyle, tag: Option<&Tag>, range: TextRange) -> Node {
