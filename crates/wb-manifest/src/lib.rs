@@ -17,6 +17,7 @@ mod models;
 pub mod outbox;
 mod package;
 mod rules;
+pub mod safe_fixes;
 pub mod schema;
 pub mod skill;
 

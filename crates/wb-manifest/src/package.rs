@@ -161,6 +161,7 @@ impl PackageChecks<'_> {
                             format!("# {title}\n\nDescribe how to do this class of work in this repository.\n"),
                         )],
                         edits: Vec::new(),
+                        safe: false,
                     };
                     self.report(
                         Code::MissingInstructions,
@@ -210,6 +211,7 @@ impl PackageChecks<'_> {
                             ),
                         )],
                         edits: Vec::new(),
+                        safe: false,
                     };
                     self.report(
                         Code::MissingSkillManifest,
@@ -236,6 +238,8 @@ impl PackageChecks<'_> {
                         range: related_range,
                         new_text: directory.clone(),
                     }],
+                    // Renaming the directory instead is as good a fix.
+                    safe: false,
                 });
                 let diagnostic = self.report(problem.code, skill.range, message.clone());
                 diagnostic.related.push(crate::Related { path: skill_file.clone(), range: related_range, message });

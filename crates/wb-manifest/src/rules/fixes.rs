@@ -8,11 +8,14 @@ use super::Rules;
 use crate::diagnostic::{Fix, TextEdit};
 
 impl Rules<'_> {
+    /// A did-you-mean rename: safe, as the value it writes is the one the rule allows (callers whose rename
+    /// is a guess mark it `needs_review`).
     pub(super) fn rename_fix(&self, range: TextRange, replacement: &str) -> Fix {
         Fix {
             title: format!("Change to `{replacement}`"),
             creates: Vec::new(),
             edits: vec![TextEdit { path: self.path.clone(), range, new_text: replacement.to_owned() }],
+            safe: true,
         }
     }
 
@@ -37,6 +40,7 @@ impl Rules<'_> {
                 range: TextRange::new(line_start, line_end),
                 new_text: String::new(),
             }],
+            safe: false,
         })
     }
 
@@ -64,6 +68,7 @@ impl Rules<'_> {
             title,
             creates: Vec::new(),
             edits: vec![TextEdit { path: self.path.clone(), range: TextRange::empty(at), new_text }],
+            safe: false,
         })
     }
 
@@ -80,6 +85,7 @@ impl Rules<'_> {
             "runtime" => vec!["runtime: local".into()],
             _ => return None,
         };
+        // A placeholder value: not safe.
         self.append_entries_fix(top, format!("Add `{key}`"), &lines)
     }
 
@@ -89,7 +95,7 @@ impl Rules<'_> {
         if !valid_name {
             return None;
         }
-        match top.entry("env") {
+        let fix = match top.entry("env") {
             Some(env) => match &env.value.value {
                 Value::Mapping(map) if env.value.style == wb_syntax::Style::Block && !map.entries.is_empty() => {
                     self.append_entries_fix(map, title, &[format!("{name}:"), "  required: true".to_owned()])
@@ -101,6 +107,8 @@ impl Rules<'_> {
                 title,
                 &["env:".to_owned(), format!("  {name}:"), "    required: true".to_owned()],
             ),
-        }
+        };
+        // A declaration is certain: the reference names the variable.
+        fix.map(|fix| Fix { safe: true, ..fix })
     }
 }
