@@ -100,17 +100,48 @@ mod tests {
 
     use wb_syntax::TextRange;
 
-    use super::apply;
-    use crate::diagnostic::TextEdit;
+    use super::{apply, choose};
+    use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
+
+    fn edit(start: usize, end: usize, text: &str) -> TextEdit {
+        TextEdit { path: Path::new("m").to_owned(), range: TextRange::new(start, end), new_text: text.to_owned() }
+    }
+
+    fn fix(title: &str, edits: Vec<TextEdit>, safe: bool) -> Fix {
+        Fix { title: title.to_owned(), creates: Vec::new(), edits, safe }
+    }
+
+    fn diagnostic(fixes: Vec<Fix>) -> Diagnostic {
+        let mut diagnostic = Diagnostic::new(Code::UnknownField, "m", TextRange::empty(0), "x");
+        diagnostic.fixes = fixes;
+        diagnostic
+    }
 
     #[test]
     fn edits_apply_from_the_end() {
-        let edit = |start, end, text: &str| TextEdit {
-            path: Path::new("m").to_owned(),
-            range: TextRange::new(start, end),
-            new_text: text.to_owned(),
-        };
         let edits = [edit(0, 1, "A"), edit(4, 4, "!"), edit(2, 3, "")];
         assert_eq!(apply("abcd", edits.iter()), "Abd!");
+    }
+
+    #[test]
+    fn only_certain_fixes_are_chosen_each_once_and_none_touching_another() {
+        let other_file = TextEdit { path: Path::new("other").to_owned(), ..edit(0, 1, "x") };
+        let mut creates = fix("create", vec![edit(40, 40, "y")], true);
+        creates.creates.push((Path::new("new.md").to_owned(), String::new()));
+        let diagnostics = [
+            diagnostic(vec![fix("rename", vec![edit(0, 3, "abc")], true), fix("remove", vec![edit(0, 9, "")], false)]),
+            // The same edits offered on a second diagnostic (the migration on two codes) apply once.
+            diagnostic(vec![fix("rename again", vec![edit(0, 3, "abc")], true)]),
+            // Two safe suggestions are a choice.
+            diagnostic(vec![fix("first", vec![edit(10, 12, "a")], true), fix("second", vec![edit(10, 12, "b")], true)]),
+            // Touching a chosen edit: the next round.
+            diagnostic(vec![fix("touching", vec![edit(3, 3, "!")], true)]),
+            diagnostic(vec![fix("unsafe", vec![edit(20, 21, "z")], false)]),
+            diagnostic(vec![fix("elsewhere", vec![other_file], true)]),
+            diagnostic(vec![creates]),
+            diagnostic(vec![fix("declare", vec![edit(30, 30, "env:")], true)]),
+        ];
+        let titles: Vec<&str> = choose(&diagnostics, Path::new("m")).iter().map(|f| f.title.as_str()).collect();
+        assert_eq!(titles, ["rename", "declare"]);
     }
 }
