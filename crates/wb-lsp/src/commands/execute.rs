@@ -90,6 +90,9 @@ pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Res
         for warning in &report.warnings {
             text.push_str(&format!("  warning: {warning}\n"));
         }
+        for problem in &report.problems {
+            text.push_str(&format!("  problem: {problem}\n"));
+        }
         write_stdout(&text)?;
     }
     // The translation is printed either way; what would stop a run makes the dry run fail.
