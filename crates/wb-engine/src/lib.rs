@@ -9,6 +9,7 @@
 
 pub mod adapters;
 pub mod bindings;
+pub mod doctor;
 pub mod dotenv;
 mod error;
 pub mod events;

@@ -335,7 +335,15 @@ fn tools_are_looked_up_inside_the_image() {
     )
     .unwrap();
     let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-claude", "x"), catalog()).unwrap();
-    assert_eq!(reports[0].error.as_ref().unwrap().message, "Runner CLI is unavailable: claude-code");
+    let message = &reports[0].error.as_ref().unwrap().message;
+    assert_eq!(message, &wb_engine::adapters::runner_unavailable("claude-code", "the image's PATH"));
+    assert!(
+        message.starts_with(
+            "Runner CLI is unavailable: claude-code (no `claude` executable on the image's PATH). Install \
+             @anthropic-ai/claude-code 2.1.332"
+        ),
+        "{message}"
+    );
 }
 
 #[test]

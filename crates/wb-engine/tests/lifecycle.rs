@@ -178,6 +178,7 @@ fn opencode_dry_run_translation() {
     assert_eq!(json["mcps"], json!({"enabled": ["database"], "disabled": []}));
     // The OpenCode config, as OPENCODE_CONFIG_CONTENT carries it: header references rewritten to {env:VAR}.
     assert_eq!(report.native_key, "opencode_config");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
     let instructions = report.native["instructions"][0].as_str().unwrap().to_owned();
     assert!(instructions.ends_with("/workbench-instructions.md"), "{instructions}");
     // One-shot OpenCode rejects whatever would ask: the outbox and the named workspaces are allowed external
@@ -973,7 +974,16 @@ fn a_runner_that_cannot_start_fails_the_run() {
     std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
     let (result, events) = run_collect(&opencode_options(&world), None);
     let run = result.unwrap();
-    assert_eq!(run.ending, Ending::Failed("Runner CLI is unavailable: opencode".to_owned()));
+    let Ending::Failed(message) = &run.ending else { panic!("{:?}", run.ending) };
+    assert_eq!(
+        message,
+        &format!(
+            "Runner CLI is unavailable: opencode ({} cannot be started). Install opencode-ai 1.18.33, the version \
+             wb-lsp is verified with: npm install -g opencode-ai@1.18.33 (or scripts/install-runners.sh, then put \
+             ~/.cache/wb-lsp/runners/node_modules/.bin on PATH)",
+            runner.display()
+        )
+    );
     support::check_events(&events, "opencode");
     assert_eq!(support::types(&events), ["run.started", "run.failed"]);
 }
@@ -1415,22 +1425,35 @@ fn runner_and_tool_errors() {
         "tools",
         &minimal("tools", "opencode", "openai/gpt-5.1", "tools:\n  - sh\n  - wb-no-such-tool-3141\n"),
     );
+    // A dry run launches nothing: it shows the translation and lists what preflight found missing.
+    let tools = dry_run(&with_env(options_for(&world, "tools"), &key)).unwrap();
+    assert_eq!(tools.problems, ["Required CLI tool is unavailable: wb-no-such-tool-3141"]);
+    let (result, _) = run_collect(&with_env(options_for(&world, "tools"), &key), None);
     assert_eq!(
-        dry_run_error(&with_env(options_for(&world, "tools"), &key)),
-        "Required CLI tool is unavailable: wb-no-such-tool-3141"
+        result.err().map(|e| e.to_string()).as_deref(),
+        Some("Required CLI tool is unavailable: wb-no-such-tool-3141")
     );
-    for (runner, model, executable) in [
-        ("opencode", "openai/gpt-5.1", "opencode"),
-        ("claude-code", "anthropic/claude-haiku-4.5", "claude"),
-        ("pi", "openai/gpt-5.1", "pi"),
+    for (runner, model, executable, package, version) in [
+        ("opencode", "openai/gpt-5.1", "opencode", "opencode-ai", "1.18.33"),
+        ("claude-code", "anthropic/claude-haiku-4.5", "claude", "@anthropic-ai/claude-code", "2.1.332"),
+        ("pi", "openai/gpt-5.1", "pi", "@mariozechner/pi-coding-agent", "0.73.1"),
     ] {
         let name = format!("no-{executable}");
         world.package(&name, &minimal(&name, runner, model, ""));
         let mut options = with_env(options_for(&world, &name), &key);
         options.inherited.insert("PATH".into(), world.dir("empty-bin").display().to_string());
-        assert_eq!(dry_run_error(&options), format!("Runner CLI is unavailable: {runner}"));
+        // The reference's text first, then the executable, the package and version, and how to install it.
+        let expected = format!(
+            "Runner CLI is unavailable: {runner} (no `{executable}` executable on PATH). Install {package} {version}, \
+             the version wb-lsp is verified with: npm install -g {package}@{version} (or scripts/install-runners.sh, \
+             then put ~/.cache/wb-lsp/runners/node_modules/.bin on PATH)"
+        );
+        let report = dry_run(&options).unwrap();
+        assert_eq!(report.problems, std::slice::from_ref(&expected));
+        assert_eq!(report.command[0], executable, "the translation is complete");
+        assert_eq!(report.runner, runner);
         let (result, events) = run_collect(&options, None);
-        assert_eq!(result.err().map(|e| e.to_string()), Some(format!("Runner CLI is unavailable: {runner}")));
+        assert_eq!(result.err().map(|e| e.to_string()), Some(expected));
         assert!(events.is_empty(), "nothing starts when preflight fails");
     }
     // Pi has no MCP transport.

@@ -47,6 +47,9 @@ pub enum Command {
     /// Preview (or, with --apply, remove) old runs and outcomes under WORKBENCH_HOME; an outcome with an
     /// interrupted application is always kept.
     Clean(CleanArgs),
+    /// Report what this machine offers a run: runners (where, version, verified), the Docker engine, the
+    /// credential variables of each catalog provider (names only) and the outcome store's size.
+    Doctor(DoctorArgs),
     /// Run the language server over stdio.
     Serve,
 }
@@ -144,6 +147,10 @@ pub struct CheckArgs {
     /// When to use colour in human output (NO_COLOR is honoured in auto mode).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Apply every safe fix to the manifests (atomically, each file whole), say what changed on stderr, then
+    /// check again and report what is left.
+    #[arg(long)]
+    pub fix: bool,
 }
 
 #[derive(Debug, Args)]
@@ -219,6 +226,13 @@ pub struct OutcomeArgs {
 #[derive(Debug, Args)]
 pub struct OutcomesArgs {
     /// Machine-readable output (one JSON array).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Machine-readable output (one JSON object).
     #[arg(long)]
     pub json: bool,
 }

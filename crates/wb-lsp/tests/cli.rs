@@ -129,7 +129,14 @@ fn json_output_has_the_documented_shape() {
         assert!(!package["name"].as_str().unwrap().is_empty());
         let mut package_errors = 0;
         for diagnostic in package["diagnostics"].as_array().unwrap() {
-            assert_keys(diagnostic, &["code", "severity", "message", "path", "range"]);
+            assert_keys(diagnostic, &["code", "severity", "message", "path", "range", "fixes"]);
+            for fix in diagnostic["fixes"].as_array().unwrap() {
+                assert_keys(fix, &["title", "safe", "creates", "edits"]);
+                for edit in fix["edits"].as_array().unwrap() {
+                    assert_keys(edit, &["path", "range", "newText"]);
+                    assert_keys(&edit["range"], &["start", "end"]);
+                }
+            }
             let code = diagnostic["code"].as_str().unwrap();
             assert!(!code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
             match diagnostic["severity"].as_str().unwrap() {
@@ -265,6 +272,146 @@ fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
             assert_eq!(region["endColumn"], range["end"]["column"]);
         }
     }
+}
+
+/// A package whose manifest has safe fixes (a misspelt runner, an undeclared `${NAME}` twice, a misspelt
+/// key) and unsafe ones (an unknown field only removal fixes, a lowercase env name).
+const FIXABLE: &str = "spec: 1
+version: 0.1.0
+name: fixable
+description: Fixes for check --fix.
+runner: opencod
+model:
+  id: openai/gpt-5.1
+instructions: ./instructions.md
+mcps:
+  - name: api
+    url: https://example.com/mcp
+    headers:
+      Authorization: Bearer ${API_TOKEN}
+      X-Again: ${API_TOKEN}
+runtimes:
+  local: {}
+zzz_unknown: 1
+";
+
+fn fixable_repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (temp, dir) = temp_dir();
+    let manifest = dir.join(".workbenches/fixable/workbench.yml");
+    write_file(&manifest, FIXABLE);
+    write_file(&dir.join(".workbenches/fixable/instructions.md"), "# Fixable\n");
+    (temp, dir, manifest)
+}
+
+#[test]
+fn check_fix_applies_the_safe_fixes_and_checks_again() {
+    let (_temp, dir, manifest) = fixable_repo();
+    let out = wb_lsp(&dir, &["check", "--color", "never"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("fix available: Change to `opencode` (run `wb-lsp check --fix`)"), "{}", out.stdout);
+    assert!(out.stdout.contains("fix available: Remove `zzz_unknown`\n"), "{}", out.stdout);
+
+    let out = wb_lsp(&dir, &["check", "--fix", "--format", "json"]);
+    // What changed goes to stderr; stdout is the report of the fixed files.
+    assert_eq!(
+        out.stderr,
+        "fixed .workbenches/fixable/workbench.yml: Change to `opencode`\n\
+         fixed .workbenches/fixable/workbench.yml: Declare `API_TOKEN` in env\n"
+    );
+    let document: Value = serde_json::from_str(&out.stdout).unwrap();
+    let codes: Vec<&str> = diagnostics(&document).iter().map(|d| d["code"].as_str().unwrap()).collect();
+    // The unsafe fix (removing a field) is left for a person.
+    assert_eq!(codes, ["unknown-field"], "{document}");
+    assert_eq!(out.code, 1);
+    let fixed = read(&manifest);
+    assert!(fixed.contains("runner: opencode\n"), "{fixed}");
+    assert!(fixed.contains("zzz_unknown: 1\n"), "{fixed}");
+    // Declared once, although two headers reference it.
+    assert_eq!(fixed.matches("API_TOKEN:\n    required: true\n").count(), 1, "{fixed}");
+    assert!(fixed.ends_with("env:\n  API_TOKEN:\n    required: true\n"), "{fixed}");
+
+    // Nothing safe is left: a second --fix changes nothing and says nothing.
+    let out = wb_lsp(&dir, &["check", "--fix", "--format", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (1, ""));
+    assert_eq!(read(&manifest), fixed);
+}
+
+#[test]
+fn check_fix_migrates_a_clean_spec_0_manifest_only() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    let legacy = repo.join(".workbenches/legacy-release/workbench.yml");
+    let before = read(&legacy);
+    let out = wb_lsp(&repo, &["check", "--fix", "--color", "never"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("fixed .workbenches/legacy-release/workbench.yml: Migrate to spec 1\n"), "{out:?}");
+    let migrated = read(&legacy);
+    assert_ne!(migrated, before);
+    assert!(migrated.contains("spec: 1\n") && migrated.contains("runtimes:\n  docker:"), "{migrated}");
+    // The same text `migrate --write` produces.
+    let (_other_temp, other) = fixture_copy("example-repo");
+    assert_eq!(wb_lsp(&other, &["migrate", "--write", ".workbenches/legacy-release"]).code, 0);
+    assert_eq!(read(&other.join(".workbenches/legacy-release/workbench.yml")), migrated);
+
+    // A spec 0 manifest with an error is not migrated unattended.
+    let (_temp, dir) = temp_dir();
+    let broken = dir.join(".workbenches/old/workbench.yml");
+    let text = before.replace("name: legacy-release", "name: old").replace("version: 0.2.1", "version: one");
+    write_file(&broken, &text);
+    write_file(&dir.join(".workbenches/old/instructions.md"), "# Old\n");
+    let out = wb_lsp(&dir, &["check", "--fix", "--format", "json"]);
+    assert_eq!((out.code, out.stderr.as_str()), (1, ""), "{out:?}");
+    assert_eq!(read(&broken), text);
+}
+
+#[test]
+fn json_and_sarif_carry_each_fix_with_its_edits() {
+    let (_temp, dir, _manifest) = fixable_repo();
+    let (_, document) = check_json(&dir, &[]);
+    let runner = diagnostics(&document).into_iter().find(|d| d["code"] == "unsupported-runner").cloned().unwrap();
+    let range = json!({"start": {"line": 5, "column": 9}, "end": {"line": 5, "column": 16}});
+    assert_eq!(runner["range"], range);
+    assert_eq!(
+        runner["fixes"],
+        json!([{
+            "title": "Change to `opencode`",
+            "safe": true,
+            "creates": [],
+            "edits": [{"path": ".workbenches/fixable/workbench.yml", "range": range, "newText": "opencode"}],
+        }])
+    );
+    let unknown = diagnostics(&document).into_iter().find(|d| d["code"] == "unknown-field").cloned().unwrap();
+    assert_eq!(unknown["fixes"][0]["title"], "Remove `zzz_unknown`");
+    assert_eq!(unknown["fixes"][0]["safe"], false);
+    assert_eq!(
+        unknown["fixes"][0]["edits"][0]["range"],
+        json!({"start": {"line": 17, "column": 1}, "end": {"line": 18, "column": 1}})
+    );
+
+    let out = wb_lsp(&dir, &["check", "--format", "sarif"]);
+    let sarif: Value = serde_json::from_str(&out.stdout).unwrap();
+    let schema: Value = serde_json::from_str(include_str!("data/sarif-schema-2.1.0.json")).unwrap();
+    let validator = jsonschema::draft4::options().should_validate_formats(true).build(&schema).unwrap();
+    let problems: Vec<String> = validator.iter_errors(&sarif).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let result = results.iter().find(|r| r["ruleId"] == "unsupported-runner").unwrap();
+    assert_eq!(
+        result["fixes"],
+        json!([{
+            "description": {"text": "Change to `opencode`"},
+            "artifactChanges": [{
+                "artifactLocation": {"uri": ".workbenches/fixable/workbench.yml"},
+                "replacements": [{
+                    "deletedRegion": {"startLine": 5, "startColumn": 9, "endLine": 5, "endColumn": 16},
+                    "insertedContent": {"text": "opencode"},
+                }],
+            }],
+        }])
+    );
+    let declare = results.iter().find(|r| r["ruleId"] == "undeclared-env-reference").unwrap();
+    let replacement = &declare["fixes"][0]["artifactChanges"][0]["replacements"][0];
+    assert_eq!(replacement["deletedRegion"], json!({"startLine": 18, "startColumn": 1, "endLine": 18, "endColumn": 1}));
+    assert_eq!(replacement["insertedContent"]["text"], "env:\n  API_TOKEN:\n    required: true\n");
 }
 
 #[test]
@@ -407,6 +554,7 @@ fn missing_paths_and_directories_without_manifests_are_reported_as_packages() {
             "message": message,
             "path": path,
             "range": {"start": {"line": 1, "column": 1}, "end": {"line": 1, "column": 1}},
+            "fixes": [],
         })
     };
     let missing = dir.join("does-not-exist");
@@ -820,7 +968,13 @@ fn init_scaffolds_a_package_that_checks_clean() {
     let out = wb_lsp(&dir, &["init", "demo"]);
     assert_eq!(out.code, 0, "{out:?}");
     let package = dir.join(".workbenches/demo");
-    assert_eq!(out.stdout, format!("Created {}\n", package.join("workbench.yml").display()));
+    // The files it created and what to do next, relative to the working directory.
+    assert_eq!(
+        out.stdout,
+        "Created .workbenches/demo/workbench.yml\nCreated .workbenches/demo/instructions.md\n\
+         Next: describe the work in .workbenches/demo/instructions.md, then run \
+         `wb-lsp check .workbenches/demo` and `wb-lsp smoke .workbenches/demo`\n"
+    );
     let mut names: Vec<String> =
         std::fs::read_dir(&package).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
@@ -838,6 +992,7 @@ fn init_scaffolds_a_package_that_checks_clean() {
     // --dir chooses the repository.
     let out = wb_lsp(&dir, &["init", "other", "--dir", "nested/repo"]);
     assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.starts_with("Created nested/repo/.workbenches/other/workbench.yml\n"), "{out:?}");
     assert!(dir.join("nested/repo/.workbenches/other/workbench.yml").is_file());
     assert_eq!(wb_lsp(&dir.join("nested/repo"), &["check", "--deny-warnings"]).code, 0);
 }
@@ -1042,12 +1197,113 @@ fn check_shows_each_suggestion_as_a_fix() {
     for (package, message, fix) in cases {
         let out = wb_lsp(&dir, &["check", "--color", "never", &format!(".#{package}")]);
         assert!(out.stdout.contains(message), "{package}: {out:?}");
-        assert!(out.stdout.contains(&format!("fix available: {fix}\n")), "{package}: {out:?}");
+        // A safe fix adds "(run `wb-lsp check --fix`)" to the line.
+        assert!(out.stdout.contains(&format!("fix available: {fix}")), "{package}: {out:?}");
     }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // schema
+
+// ---------------------------------------------------------------------------------------------------------------
+// doctor
+
+#[test]
+fn doctor_reports_runners_docker_credentials_and_the_store_without_values() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_temp, root) = temp_dir();
+    let executable = |path: &Path| {
+        write_file(path, "#!/bin/sh\nexit 0\n");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // opencode from its npm package at the verified version, claude from elsewhere, pi only in the runner cache.
+    let package = root.join("lib/node_modules/opencode-ai");
+    write_file(&package.join("package.json"), r#"{"name": "opencode-ai", "version": "1.18.33"}"#);
+    executable(&package.join("bin/opencode"));
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::os::unix::fs::symlink(package.join("bin/opencode"), root.join("bin/opencode")).unwrap();
+    executable(&root.join("bin/claude"));
+    let home = root.join("home");
+    executable(&home.join(".cache/wb-lsp/runners/node_modules/.bin/pi"));
+    let secret = "sk-doctor-canary-5ec2e7";
+    let doctor = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
+        command
+            .args(args)
+            .current_dir(&root)
+            .env_clear()
+            .env("PATH", root.join("bin"))
+            .env("HOME", &home)
+            .env("WORKBENCH_HOME", root.join("wb-home"))
+            .env("DOCKER_HOST", "unix:///nonexistent-wb-lsp/docker.sock")
+            .env("OPENAI_API_KEY", secret)
+            .env("GOOGLE_API_KEY", secret);
+        finish(&mut command)
+    };
+    let out = doctor(&["doctor", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "{out:?}");
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_keys(&report, &["runners", "docker", "credentials", "outcome_store"]);
+    let runners = report["runners"].as_array().unwrap();
+    let names: Vec<&str> = runners.iter().map(|r| r["runner"].as_str().unwrap()).collect();
+    assert_eq!(names, ["opencode", "claude-code", "pi"]);
+    assert_keys(
+        &runners[0],
+        &[
+            "runner",
+            "executable",
+            "npm_package",
+            "verified_versions",
+            "path",
+            "version",
+            "verified",
+            "in_cache",
+            "install",
+        ],
+    );
+    assert_eq!(runners[0]["path"], root.join("bin/opencode").display().to_string());
+    assert_eq!((&runners[0]["version"], &runners[0]["verified"]), (&json!("1.18.33"), &json!(true)));
+    assert_eq!(runners[0]["install"], "npm install -g opencode-ai@1.18.33");
+    assert_eq!(runners[1]["executable"], "claude");
+    assert_eq!(runners[1]["npm_package"], "@anthropic-ai/claude-code");
+    assert_eq!((&runners[1]["version"], &runners[1]["verified"]), (&Value::Null, &Value::Null));
+    assert_eq!(runners[2]["path"], Value::Null);
+    assert_eq!(runners[2]["in_cache"], home.join(".cache/wb-lsp/runners/node_modules/.bin/pi").display().to_string());
+    assert_keys(&report["docker"], &["reachable", "version", "error"]);
+    assert_eq!(report["docker"]["reachable"], false);
+    let credentials = report["credentials"].as_array().unwrap();
+    let provider = |name: &str| credentials.iter().find(|c| c["provider"] == name).unwrap().clone();
+    assert_keys(&provider("openai"), &["provider", "variables", "ready"]);
+    assert_eq!(provider("openai")["variables"], json!([{"name": "OPENAI_API_KEY", "set": true}]));
+    assert_eq!(
+        provider("anthropic"),
+        json!({"provider": "anthropic", "variables": [{"name": "ANTHROPIC_API_KEY", "set": false}], "ready": false})
+    );
+    assert_eq!(provider("google")["ready"], true);
+    assert_keys(&report["outcome_store"], &["home", "bytes", "quota", "warning"]);
+    assert_eq!(report["outcome_store"]["home"], root.join("wb-home").display().to_string());
+    assert_eq!(report["outcome_store"]["bytes"], 0);
+    assert!(report["outcome_store"]["quota"].as_u64().unwrap() > 0);
+
+    let out = doctor(&["doctor"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret), "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("runner opencode: {}, version 1.18.33 (verified)", root.join("bin/opencode").display())
+    );
+    assert_eq!(
+        lines[1],
+        format!("runner claude-code: {}, version unknown (verified: 2.1.332)", root.join("bin/claude").display())
+    );
+    assert!(lines[2].starts_with("runner pi: `pi` is not on PATH but in the runner cache: "), "{}", lines[2]);
+    assert!(lines[3].starts_with("docker: not reachable: "), "{}", lines[3]);
+    assert!(lines.contains(&"credentials openai: OPENAI_API_KEY set"), "{lines:?}");
+    assert!(lines.contains(&"credentials anthropic: ANTHROPIC_API_KEY not set"), "{lines:?}");
+    assert!(lines.last().unwrap().starts_with("outcome store: "), "{lines:?}");
+}
 
 #[test]
 fn schema_prints_the_committed_schemas() {

@@ -234,6 +234,27 @@ fn dry_run_failures_exit_1() {
     );
 }
 
+#[test]
+fn dry_run_without_the_runner_prints_the_translation_and_exits_1() {
+    let demo = Demo::new("opencode");
+    let mut command = demo.command("dry-run", &["--task", TASK, "--json"]);
+    command.env("PATH", demo.world.dir("empty-bin"));
+    let output = finish(&mut command);
+    assert_eq!(output.code, 1, "{output:?}");
+    let problem = wb_engine::adapters::runner_unavailable("opencode", "PATH");
+    assert!(problem.contains("npm install -g opencode-ai@1.18.33"), "{problem}");
+    assert_eq!(output.stderr, format!("error: {problem}\n"));
+    let report: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(report["command"][0], "opencode", "the whole translation: {report}");
+    assert_eq!(report["native_key"], "opencode_config");
+    assert_eq!(report["problems"], json!([problem]));
+    // With the runner, there is no problem.
+    let output = demo.run("dry-run", &["--task", TASK, "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(serde_json::from_str::<Value>(&output.stdout).unwrap()["problems"], json!([]));
+    assert!(demo.world.leftover_stages().is_empty(), "{:?}", demo.world.leftover_stages());
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // smoke
 
@@ -275,7 +296,7 @@ fn smoke_record_lines_and_exit_codes() {
     let output = wb_env(world, &["smoke", ".workbenches/oc-demo"], &[("OPENAI_API_KEY", "sk-1234")]);
     assert_eq!(output.code, 1);
     assert_eq!(output.stdout, "");
-    assert_eq!(output.stderr, "error: Missing required environment variable: DATABASE_URL\n");
+    assert_eq!(output.stderr, "error: oc-demo: Missing required environment variable: DATABASE_URL\n");
     assert!(world.leftover_stages().is_empty(), "{:?}", world.leftover_stages());
 }
 
@@ -705,9 +726,10 @@ fn error_texts_and_exit_codes() {
         let mut smoke: Vec<&str> = vec!["smoke", ".workbenches/ws"];
         smoke.extend(args.iter().map(String::as_str));
         let output = wb_env(&world, &smoke, &[key]);
+        // Smoke names the package its error belongs to.
         assert_eq!(
             (output.code, output.stderr.as_str()),
-            (1, format!("error: {expected}\n").as_str()),
+            (1, format!("error: ws: {expected}\n").as_str()),
             "smoke {args:?}"
         );
     }
@@ -737,11 +759,13 @@ fn error_texts_and_exit_codes() {
         all.extend(args.iter().copied());
         let output = wb_env(&world, &all, &[key]);
         assert_eq!(output.code, 1, "{package}: {output:?}");
-        assert_eq!(
-            output.stderr,
-            format!("error: {expected}\nerror: Workbench dry run failed\n"),
-            "{package} {args:?}"
-        );
+        // A missing tool is a preflight problem: the dry run still prints the translation.
+        let (dry_run_stderr, translation) = match package {
+            "tool" => (format!("error: {expected}\n"), true),
+            _ => (format!("error: {expected}\nerror: Workbench dry run failed\n"), false),
+        };
+        assert_eq!(output.stderr, dry_run_stderr, "{package} {args:?}");
+        assert_eq!(output.stdout.contains("\"command\""), translation, "{package}: {output:?}");
         all[0] = "run";
         let output = wb_env(&world, &all, &[key]);
         assert_eq!(
@@ -775,7 +799,11 @@ fn error_texts_and_exit_codes() {
     let mut command = wb_command(&world, &["smoke", ".workbenches/gpu", "--allow-unchecked-gpu"]);
     command.env(key.0, key.1).env("PATH", world.dir("empty-bin"));
     let output = finish(&mut command);
-    assert_eq!((output.code, output.stderr.as_str()), (1, "error: Runner CLI is unavailable: opencode\n"));
+    assert_eq!(
+        (output.code, output.stderr.as_str()),
+        (1, format!("error: gpu: {}\n", wb_engine::adapters::runner_unavailable("opencode", "PATH")).as_str())
+    );
+    assert!(output.stderr.starts_with("error: gpu: Runner CLI is unavailable: opencode (no `opencode` executable"));
     // Tasks.
     for task in [vec![], vec!["--task", ""], vec!["--task", "  "]] {
         let mut all = vec!["run", ".workbenches/gpu", "--allow-unchecked-gpu"];

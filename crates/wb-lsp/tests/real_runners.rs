@@ -598,6 +598,8 @@ fn the_adapters_are_verified_against_the_pinned_runners() {
             .find_map(|line| line.split_once(&format!("={package}@")).map(|(_, version)| version.trim().to_owned()))
             .unwrap_or_else(|| panic!("install-runners.sh pins no {package}"));
         assert_eq!(adapter.verified_versions(), [pinned.as_str()], "{runner}");
+        // What the "Runner CLI is unavailable" message tells a person to install is what the script installs.
+        assert_eq!(adapter.npm_package(), package, "{runner}");
         let capabilities = adapter.capabilities();
         for capability in [
             "streamed_text",

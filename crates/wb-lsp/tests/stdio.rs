@@ -226,10 +226,11 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     let dry_run = dry_run.expect("dry run result");
     assert_eq!(dry_run["native"]["mcp"]["api"]["headers"]["Authorization"], "Bearer {env:API_TOKEN}", "{dry_run}");
     assert!(dry_run["env"].as_array().is_some_and(|names| names.iter().any(|n| n == "API_TOKEN")));
+    assert_eq!(dry_run["problems"], json!([]), "{dry_run}");
     let smoke = smoke.expect("smoke result");
     assert_eq!(smoke[0]["status"], "ready", "{smoke}");
     assert_eq!(smoke[0]["text"][0], "demo is ready", "{smoke}");
-    assert!(smoke[0]["text"].as_array().is_some_and(|lines| lines.iter().any(|l| l == "  auth ready (openai)")));
+    assert!(smoke[0]["text"].as_array().is_some_and(|lines| lines.iter().any(|l| l == "demo: auth ready (openai)")));
     // The run's outcome: inspect it, and applying it is refused (a local run's changes are already present).
     let outcome_id = result["result"]["outcomeId"].as_str().expect("the run committed an outcome").to_owned();
     send(json!({"jsonrpc": "2.0", "id": 9, "method": "workspace/executeCommand",

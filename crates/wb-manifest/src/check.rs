@@ -293,6 +293,7 @@ fn syntax_diagnostic(path: &Path, text: &str, error: &wb_syntax::SyntaxError) ->
             title: "Remove the byte-order mark".to_owned(),
             creates: Vec::new(),
             edits: vec![TextEdit { path: path.to_owned(), range: TextRange::new(0, 3), new_text: String::new() }],
+            safe: true,
         });
     }
     if code == Code::DuplicateKey {

@@ -169,6 +169,18 @@ pub struct Fix {
     /// Files to create (path, contents) before the edits apply. They must not exist yet.
     pub creates: Vec<(PathBuf, String)>,
     pub edits: Vec<TextEdit>,
+    /// Whether `wb-lsp check --fix` may apply it without a person choosing: its result is certain (the one
+    /// value a did-you-mean allows, a declaration, a migration of a clean manifest). Placeholders, deletions and
+    /// choices between alternatives are not safe.
+    pub safe: bool,
+}
+
+impl Fix {
+    /// The same fix, left to a person to choose (`check --fix` skips it).
+    pub fn needs_review(mut self) -> Fix {
+        self.safe = false;
+        self
+    }
 }
 
 /// Another location a diagnostic concerns.

@@ -18,6 +18,7 @@ mod nearest_path;
 pub mod outbox;
 mod package;
 mod rules;
+pub mod safe_fixes;
 pub mod schema;
 pub mod selector;
 pub mod skill;

@@ -206,7 +206,9 @@ pub(crate) fn offer_migration(
         .collect();
     for diagnostic in diagnostics {
         if let Some(title) = title(diagnostic.code) {
-            diagnostic.fixes.push(Fix { title: title.to_owned(), creates: Vec::new(), edits: edits.clone() });
+            // Applied unattended (`check --fix`) only to a manifest without errors.
+            let safe = source_errors == 0;
+            diagnostic.fixes.push(Fix { title: title.to_owned(), creates: Vec::new(), edits: edits.clone(), safe });
         }
     }
 }

@@ -100,6 +100,8 @@ impl PackageChecks<'_> {
             title: format!("Change to `{near}`"),
             creates: Vec::new(),
             edits: vec![TextEdit { path: self.manifest_path.to_owned(), range: value.range, new_text: near }],
+            // A guess at which file was meant: offered, never applied by `check --fix`.
+            safe: false,
         })
     }
 
@@ -172,6 +174,7 @@ impl PackageChecks<'_> {
                             format!("# {title}\n\nDescribe how to do this class of work in this repository.\n"),
                         )],
                         edits: Vec::new(),
+                        safe: false,
                     };
                     self.report(
                         Code::MissingInstructions,
@@ -222,6 +225,7 @@ impl PackageChecks<'_> {
                             ),
                         )],
                         edits: Vec::new(),
+                        safe: false,
                     };
                     self.report(
                         Code::MissingSkillManifest,
@@ -248,6 +252,8 @@ impl PackageChecks<'_> {
                         range: related_range,
                         new_text: directory.clone(),
                     }],
+                    // Renaming the directory instead is as good a fix.
+                    safe: false,
                 });
                 let diagnostic = self.report(problem.code, skill.range, message.clone());
                 diagnostic.related.push(crate::Related { path: skill_file.clone(), range: related_range, message });

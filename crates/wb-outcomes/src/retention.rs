@@ -274,6 +274,11 @@ fn old_blobs(home: &Path, cutoff: jiff::Timestamp, removed: &HashSet<String>) ->
     old
 }
 
+/// The bytes the content store of `home` holds and its quota (`wb-lsp doctor`). Reads only.
+pub fn store_usage(home: &Path) -> (u64, u64) {
+    (tree_usage(&home.join("blobs").join("sha256")).0, crate::store::Limits::default().total)
+}
+
 /// A warning when the content store of `home` is near its quota (every later run fails once it is full).
 /// Reads only.
 pub fn quota_warning(home: &Path) -> Option<String> {

@@ -76,6 +76,10 @@ impl Adapter for ClaudeCode {
         "claude"
     }
 
+    fn npm_package(&self) -> &'static str {
+        "@anthropic-ai/claude-code"
+    }
+
     fn verified_versions(&self) -> &'static [&'static str] {
         &["2.1.332"]
     }

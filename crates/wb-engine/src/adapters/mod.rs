@@ -87,6 +87,8 @@ pub trait Adapter: Send + Sync {
     fn name(&self) -> &'static str;
     /// The executable looked up on PATH.
     fn executable(&self) -> &'static str;
+    /// The npm package the runner ships in (what `scripts/install-runners.sh` installs).
+    fn npm_package(&self) -> &'static str;
     /// The native versions this adapter was verified against.
     fn verified_versions(&self) -> &'static [&'static str];
     fn capabilities(&self) -> Vec<(&'static str, Support)>;
@@ -130,6 +132,40 @@ pub fn packaged_provider(package: &Package, runner: &str, provider: &str) -> Opt
     };
     let value: Value = serde_json::from_str(&package_files::read_text(&package.package_dir, &file).ok()?).ok()?;
     Some(value.pointer(pointer).and_then(Value::as_object).is_some_and(|providers| providers.contains_key(provider)))
+}
+
+/// Every runner wb-lsp has an adapter for.
+pub const RUNNERS: [&str; 3] = ["opencode", "claude-code", "pi"];
+
+/// `Runner CLI is unavailable: <runner>` (the reference's text), then which executable was looked for where
+/// (`place`: `PATH`, `the image's PATH`), the npm package and version the adapter is verified with, and how to
+/// install it.
+pub fn runner_unavailable(runner: &str, place: &str) -> String {
+    match adapter(runner) {
+        Ok(found) => install_hint(runner, &*found, &format!("no `{}` executable on {place}", found.executable())),
+        Err(_) => format!("Runner CLI is unavailable: {runner}"),
+    }
+}
+
+/// [`runner_unavailable`] for the runner whose executable is `program` (what a launch knows), saying `why`.
+pub fn executable_unavailable(program: &str, why: &str) -> String {
+    let found = RUNNERS.iter().find_map(|runner| {
+        adapter(runner).ok().filter(|a| a.executable() == program).map(|adapter| (*runner, adapter))
+    });
+    match found {
+        Some((runner, adapter)) => install_hint(runner, &*adapter, why),
+        None => format!("Runner CLI is unavailable: {program}"),
+    }
+}
+
+fn install_hint(runner: &str, adapter: &dyn Adapter, why: &str) -> String {
+    let package = adapter.npm_package();
+    let version = adapter.verified_versions().last().copied().unwrap_or("latest");
+    format!(
+        "Runner CLI is unavailable: {runner} ({why}). Install {package} {version}, the version wb-lsp is verified \
+         with: npm install -g {package}@{version} (or scripts/install-runners.sh, then put \
+         ~/.cache/wb-lsp/runners/node_modules/.bin on PATH)"
+    )
 }
 
 /// The adapter of a runner, or `Unsupported runner: <r>`.

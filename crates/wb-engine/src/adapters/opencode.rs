@@ -123,6 +123,10 @@ impl Adapter for OpenCode {
         "opencode"
     }
 
+    fn npm_package(&self) -> &'static str {
+        "opencode-ai"
+    }
+
     fn verified_versions(&self) -> &'static [&'static str] {
         &["1.18.33"]
     }

@@ -25,6 +25,10 @@ impl Adapter for Pi {
         "pi"
     }
 
+    fn npm_package(&self) -> &'static str {
+        "@mariozechner/pi-coding-agent"
+    }
+
     fn verified_versions(&self) -> &'static [&'static str] {
         &["0.73.1"]
     }

@@ -1,5 +1,5 @@
 //! `dry_run`: resolve, preflight and translate without launching, reporting everything the runner would
-//! receive (names, never values).
+//! receive (names, never values), and what preflight found missing (the translation is shown anyway).
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -40,6 +40,9 @@ pub struct DryRun {
     /// The runner-native configuration, exactly as the runner receives it (references, never values).
     pub native: Value,
     pub warnings: Vec<String>,
+    /// What would stop a run here (preflight: the runner or a tool missing); empty when it could launch. The
+    /// translation is complete either way.
+    pub problems: Vec<String>,
 }
 
 /// Resolve, preflight and translate without launching.
@@ -88,6 +91,7 @@ pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -
         native_key: translation.native_key.to_owned(),
         native: redactor.value(&translation.native),
         warnings: prepared.warnings.clone(),
+        problems: prepared.preflight_problems.clone(),
         stage_dir: match &prepared.stage {
             Some(Stage::Kept(dir)) => Some(dir.display().to_string()),
             _ => None,

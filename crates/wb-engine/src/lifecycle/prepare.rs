@@ -33,6 +33,8 @@ pub struct Prepared {
     pub warnings: Vec<String>,
     pub enabled_mcps: Vec<String>,
     pub disabled_mcps: Vec<String>,
+    /// What preflight found missing (the dry run only: it shows the translation anyway; the other modes stop).
+    pub preflight_problems: Vec<String>,
     pub(super) stage: Option<Stage>,
 }
 
@@ -203,8 +205,21 @@ pub(super) fn prepare_package(
     disabled.extend(translation.disabled_mcps.iter().cloned());
     runtime.prepare(&package)?;
     let tools: Vec<String> = package.manifest.tools.iter().map(|t| t.value.clone()).collect();
-    let preflight =
-        runtime.preflight(&runner, adapter.executable(), &tools, options.inherited.get("PATH").map(String::as_str))?;
+    let mut preflight_problems = Vec::new();
+    let preflight = match runtime.preflight(
+        &runner,
+        adapter.executable(),
+        &tools,
+        options.inherited.get("PATH").map(String::as_str),
+    ) {
+        Ok(found) => found,
+        // A dry run launches nothing: what is missing is reported beside the translation.
+        Err(EngineError::Message(problem)) if purpose == Purpose::DryRun => {
+            preflight_problems.push(problem);
+            Preflight { runner: None, tools: Vec::new() }
+        }
+        Err(error) => return Err(error),
+    };
     for unchecked in &requirements.unchecked {
         warnings.push(format!("requirement not checked: {unchecked}"));
     }
@@ -232,6 +247,7 @@ pub(super) fn prepare_package(
         warnings,
         enabled_mcps,
         disabled_mcps: disabled,
+        preflight_problems,
         stage: Some(stage),
     })
 }

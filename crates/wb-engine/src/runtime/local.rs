@@ -93,7 +93,7 @@ impl Runtime for Local {
         path_variable: Option<&str>,
     ) -> Result<Preflight> {
         let runner_path = find_executable(executable, path_variable)
-            .ok_or_else(|| EngineError::message(format!("Runner CLI is unavailable: {runner}")))?;
+            .ok_or_else(|| EngineError::message(crate::adapters::runner_unavailable(runner, "PATH")))?;
         let mut found = Vec::new();
         for tool in tools {
             let path = find_executable(tool, path_variable)
@@ -127,7 +127,10 @@ impl Runtime for Local {
             command.process_group(0);
         }
         let child = command.spawn().map_err(|error| match error.kind() {
-            io::ErrorKind::NotFound => EngineError::message(format!("Runner CLI is unavailable: {program}")),
+            io::ErrorKind::NotFound => EngineError::message(crate::adapters::executable_unavailable(
+                program,
+                &format!("{} cannot be started", executable.display()),
+            )),
             _ => EngineError::io(format!("cannot start {program}"), error),
         })?;
         Ok(Launched::child(child))

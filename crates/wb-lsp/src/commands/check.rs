@@ -1,6 +1,7 @@
-//! `wb-lsp check`.
+//! `wb-lsp check` (and `check --fix`).
 
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use wb_manifest::selector::check_source;
@@ -11,15 +12,21 @@ use crate::output;
 
 pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     let cwd = super::current_dir()?;
-    let paths = if args.paths.is_empty() { vec![cwd.clone()] } else { args.paths.clone() };
-    let reports: Vec<PackageReport> = paths
-        .iter()
-        .flat_map(|path| match path.to_str() {
-            // `SOURCE#selector` picks packages as `run` does.
-            Some(source) => check_source(&OsFileSystem, source, &cwd, catalog),
-            None => check_path(&OsFileSystem, &absolute(path, &cwd), catalog),
-        })
-        .collect();
+    let paths: Vec<PathBuf> = if args.paths.is_empty() { vec![cwd.clone()] } else { args.paths.clone() };
+    let check = || -> Vec<PackageReport> {
+        paths
+            .iter()
+            .flat_map(|path| match path.to_str() {
+                // `SOURCE#selector` picks packages as `run` does.
+                Some(source) => check_source(&OsFileSystem, source, &cwd, catalog),
+                None => check_path(&OsFileSystem, &absolute(path, &cwd), catalog),
+            })
+            .collect()
+    };
+    let mut reports = check();
+    if args.fix && fix(&reports, &cwd, catalog)? {
+        reports = check();
+    }
     let checked = output::Checked::new(&reports, &cwd);
     let text = match args.format {
         Format::Human => {
@@ -41,4 +48,30 @@ pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
     stdout.flush()?;
     let failed = checked.errors > 0 || (args.deny_warnings && checked.warnings > 0);
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Applies the safe fixes of every checked manifest, writing each changed file atomically and saying on
+/// stderr (stdout stays the report) what changed. Returns whether any file changed.
+fn fix(reports: &[PackageReport], cwd: &Path, catalog: &ModelCatalog) -> anyhow::Result<bool> {
+    let mut changed = false;
+    let mut seen: Vec<&Path> = Vec::new();
+    for report in reports {
+        let manifest = report.manifest_path.as_path();
+        if seen.contains(&manifest) || !report.diagnostics.iter().any(|d| d.fixes.iter().any(|f| f.safe)) {
+            continue;
+        }
+        seen.push(manifest);
+        // The file as it is now; one that is not text is left alone.
+        let Ok(text) = std::fs::read_to_string(manifest) else { continue };
+        let Some(fixed) = wb_manifest::safe_fixes::fix_manifest(&OsFileSystem, manifest, &text, catalog) else {
+            continue;
+        };
+        super::write_atomic(manifest, fixed.text.as_bytes())?;
+        changed = true;
+        let shown = output::relative(manifest, cwd);
+        for title in &fixed.applied {
+            eprintln!("fixed {shown}: {}", super::printable(title));
+        }
+    }
+    Ok(changed)
 }

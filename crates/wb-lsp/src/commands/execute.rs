@@ -74,8 +74,9 @@ pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Res
     if args.json || !std::io::stdout().is_terminal() {
         write_stdout(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
+        let state = if report.problems.is_empty() { "ready for" } else { "of" };
         let mut text =
-            format!("Dry run ready for {} (runner {}, runtime {})\n", report.workbench, report.runner, report.runtime);
+            format!("Dry run {state} {} (runner {}, runtime {})\n", report.workbench, report.runner, report.runtime);
         text.push_str(&format!("  Model       {}\n", report.model_route.canonical));
         text.push_str(&format!("  Provider    {}\n", report.model_route.provider));
         text.push_str(&format!("  Workspace   {}\n", report.cwd));
@@ -89,9 +90,16 @@ pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Res
         for warning in &report.warnings {
             text.push_str(&format!("  warning: {warning}\n"));
         }
+        for problem in &report.problems {
+            text.push_str(&format!("  problem: {problem}\n"));
+        }
         write_stdout(&text)?;
     }
-    Ok(ExitCode::SUCCESS)
+    // The translation is printed either way; what would stop a run makes the dry run fail.
+    for problem in &report.problems {
+        eprintln!("error: {problem}");
+    }
+    Ok(if report.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
@@ -114,8 +122,9 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
             continue;
         }
         if report.status == SmokeStatus::Failed {
+            // Named, as several packages may be checked at once.
             let message = report.error.as_ref().map(|e| e.message.as_str()).unwrap_or_default();
-            eprintln!("error: {message}");
+            eprintln!("error: {}: {message}", super::printable(&report.workbench));
             continue;
         }
         out.push_str(&if terminal { smoke_block(report) } else { smoke_record(report) });
@@ -325,7 +334,7 @@ mod tests {
     fn smoke_for_a_terminal_and_for_scripts() {
         assert_eq!(
             smoke_block(&report()),
-            "Checking demo\ndemo is ready\n  runner /bin/opencode\n  1 tool(s)\n  auth ready (openai)\n  requirement cpu 2\n  warning: optional MCP disabled: db\n"
+            "Checking demo\ndemo is ready\ndemo: runner /bin/opencode\ndemo: 1 tool(s)\ndemo: auth ready (openai)\ndemo: requirement cpu 2\ndemo: warning: optional MCP disabled: db\n"
         );
         assert_eq!(
             smoke_record(&report()),

@@ -47,7 +47,15 @@ pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> 
         let _ = std::fs::remove_dir_all(&staging);
         return Err(error).with_context(|| format!("cannot create {}", package.display()));
     }
-    println!("Created {}", package.join("workbench.yml").display());
+    let shown = |path: &std::path::Path| crate::output::relative(path, &cwd);
+    println!("Created {}", shown(&package.join("workbench.yml")));
+    println!("Created {}", shown(&package.join("instructions.md")));
+    println!(
+        "Next: describe the work in {}, then run `wb-lsp check {}` and `wb-lsp smoke {}`",
+        shown(&package.join("instructions.md")),
+        shown(&package),
+        shown(&package)
+    );
     Ok(ExitCode::SUCCESS)
 }
 

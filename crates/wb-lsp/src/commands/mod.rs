@@ -2,6 +2,7 @@
 
 mod check;
 mod clean;
+mod doctor;
 mod execute;
 mod init;
 mod migrate;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Outcome(args)) => outcome::run(&args),
         Some(Command::Outcomes(args)) => outcome::list(&args),
         Some(Command::Clean(args)) => clean::run(&args),
+        Some(Command::Doctor(args)) => doctor::run(&args, &catalog),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;

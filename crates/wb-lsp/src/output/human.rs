@@ -36,7 +36,17 @@ pub fn render(checked: &Checked<'_>, color: bool) -> String {
             for (related, message) in &item.related {
                 labels.push(Label::secondary(file_id(related), related.range.as_range()).with_message(message.clone()));
             }
-            let mut notes: Vec<String> = item.fixes.iter().map(|fix| format!("fix available: {fix}")).collect();
+            let mut notes: Vec<String> = item
+                .fixes
+                .iter()
+                .map(|fix| {
+                    if fix.safe {
+                        format!("fix available: {} (run `wb-lsp check --fix`)", fix.title)
+                    } else {
+                        format!("fix available: {}", fix.title)
+                    }
+                })
+                .collect();
             notes.push(format!("see {}", docs_url(item.code)));
             prepared.push(
                 Diagnostic::new(level(item.severity))

@@ -2,13 +2,25 @@
 
 use serde_json::json;
 
-use super::{Checked, Location};
+use super::{Checked, FixItem, Location};
 
 fn range(location: &Location) -> serde_json::Value {
     json!({
         "start": {"line": location.start.line, "column": location.start.column},
         "end": {"line": location.end.line, "column": location.end.column},
     })
+}
+
+/// A fix: its edits use the diagnostic's paths and 1-based line/column ranges.
+fn fix(fix: &FixItem) -> serde_json::Value {
+    let edits: Vec<serde_json::Value> = fix
+        .edits
+        .iter()
+        .map(|(location, new_text)| json!({"path": location.path, "range": range(location), "newText": new_text}))
+        .collect();
+    let creates: Vec<serde_json::Value> =
+        fix.creates.iter().map(|(path, contents)| json!({"path": path, "contents": contents})).collect();
+    json!({"title": fix.title, "safe": fix.safe, "creates": creates, "edits": edits})
 }
 
 pub fn render(checked: &Checked<'_>) -> String {
@@ -26,6 +38,7 @@ pub fn render(checked: &Checked<'_>) -> String {
                         "message": item.message,
                         "path": item.location.path,
                         "range": range(&item.location),
+                        "fixes": item.fixes.iter().map(fix).collect::<Vec<_>>(),
                     })
                 })
                 .collect();

@@ -41,7 +41,17 @@ pub struct Item {
     pub message: String,
     pub location: Location,
     pub related: Vec<(Location, String)>,
-    pub fixes: Vec<String>,
+    pub fixes: Vec<FixItem>,
+}
+
+/// A fix as the formats print it: its title, whether `check --fix` applies it, the files it creates (path
+/// relative to the working directory, contents) and its edits (where, and the new text).
+#[derive(Clone, Debug)]
+pub struct FixItem {
+    pub title: String,
+    pub safe: bool,
+    pub creates: Vec<(String, String)>,
+    pub edits: Vec<(Location, String)>,
 }
 
 pub struct Package {
@@ -95,7 +105,20 @@ impl<'a> Checked<'a> {
                     message: d.message.clone(),
                     location: locate(&d.path, d.range),
                     related: d.related.iter().map(|r| (locate(&r.path, r.range), r.message.clone())).collect(),
-                    fixes: d.fixes.iter().map(|f| f.title.clone()).collect(),
+                    fixes: d
+                        .fixes
+                        .iter()
+                        .map(|f| FixItem {
+                            title: f.title.clone(),
+                            safe: f.safe,
+                            creates: f
+                                .creates
+                                .iter()
+                                .map(|(path, contents)| (relative(path, cwd), contents.clone()))
+                                .collect(),
+                            edits: f.edits.iter().map(|e| (locate(&e.path, e.range), e.new_text.clone())).collect(),
+                        })
+                        .collect(),
                 })
                 .collect();
             // Without a manifest name, a package is named after its directory; a path that does not exist or

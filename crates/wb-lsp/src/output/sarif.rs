@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use wb_manifest::{Code, Severity};
 
-use super::{Checked, Location, docs_url};
+use super::{Checked, FixItem, Location, docs_url};
 
 fn level(severity: Severity) -> &'static str {
     match severity {
@@ -13,18 +13,47 @@ fn level(severity: Severity) -> &'static str {
     }
 }
 
+fn region(location: &Location) -> Value {
+    json!({
+        "startLine": location.start.line,
+        "startColumn": location.start.column,
+        "endLine": location.end.line,
+        "endColumn": location.end.column,
+    })
+}
+
 fn location(location: &Location) -> Value {
     json!({
         "physicalLocation": {
             "artifactLocation": {"uri": uri(&location.path)},
-            "region": {
-                "startLine": location.start.line,
-                "startColumn": location.start.column,
-                "endLine": location.end.line,
-                "endColumn": location.end.column,
-            }
+            "region": region(location),
         }
     })
+}
+
+/// A SARIF `fix`: one `artifactChange` per file, its `replacements` in the result's line/column convention.
+/// A file the fix creates is an insertion at its start. `None` for a fix with nothing to change.
+fn fix(fix: &FixItem) -> Option<Value> {
+    let mut changes: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut add = |path: &str, replacement: Value| match changes.iter_mut().find(|(p, _)| p == path) {
+        Some((_, replacements)) => replacements.push(replacement),
+        None => changes.push((path.to_owned(), vec![replacement])),
+    };
+    for (path, contents) in &fix.creates {
+        let start = json!({"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 1});
+        add(path, json!({"deletedRegion": start, "insertedContent": {"text": contents}}));
+    }
+    for (location, new_text) in &fix.edits {
+        add(&location.path, json!({"deletedRegion": region(location), "insertedContent": {"text": new_text}}));
+    }
+    if changes.is_empty() {
+        return None;
+    }
+    let artifact_changes: Vec<Value> = changes
+        .into_iter()
+        .map(|(path, replacements)| json!({"artifactLocation": {"uri": uri(&path)}, "replacements": replacements}))
+        .collect();
+    Some(json!({"description": {"text": fix.title}, "artifactChanges": artifact_changes}))
 }
 
 /// A relative URI reference for a path (percent-encoding what URIs do not allow).
@@ -65,6 +94,10 @@ pub fn render(checked: &Checked<'_>) -> String {
                 "message": {"text": item.message},
                 "locations": [location(&item.location)],
             });
+            let fixes: Vec<Value> = item.fixes.iter().filter_map(fix).collect();
+            if let (false, Value::Object(map)) = (fixes.is_empty(), &mut result) {
+                map.insert("fixes".into(), Value::Array(fixes));
+            }
             if !item.related.is_empty() {
                 let related: Vec<Value> = item
                     .related

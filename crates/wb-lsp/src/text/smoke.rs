@@ -20,30 +20,40 @@ pub(crate) fn runner_path(report: &Smoke) -> &str {
 }
 
 /// The report for a person: whether the package is ready, its runner, tools, authentication, the requirements
-/// checked and the warnings; for a package that cannot start, why.
+/// checked and the warnings; for a package that cannot start, why. Every line starts with the package's name, so
+/// the reports of several packages (and lines read out of context) say whose they are.
 pub(crate) fn smoke_lines(report: &Smoke) -> Vec<String> {
     let name = printable(&report.workbench);
     let mut lines = match report.status {
         SmokeStatus::Failed => {
             let message = report.error.as_ref().map(|e| e.message.as_str()).unwrap_or_default();
             continued(&format!("{name} cannot start: "), message)
+                .into_iter()
+                .enumerate()
+                .map(|(index, line)| if index == 0 { line } else { format!("{name}:{line}") })
+                .collect()
         }
         SmokeStatus::Ready => vec![format!("{name} is ready")],
         SmokeStatus::NeedsAuth => vec![format!("{name} needs a connection")],
     };
+    let mut detail = |text: String| lines.push(format!("{name}: {text}"));
     if report.status != SmokeStatus::Failed {
-        lines.push(format!("  runner {}", printable(runner_path(report))));
-        lines.push(if report.tools.is_empty() {
-            "  no required tools".to_owned()
+        detail(format!("runner {}", printable(runner_path(report))));
+        detail(if report.tools.is_empty() {
+            "no required tools".to_owned()
         } else {
-            format!("  {} tool(s)", report.tools.len())
+            format!("{} tool(s)", report.tools.len())
         });
-        lines.push(format!("  auth {}", printable(&authentication(report))));
+        detail(format!("auth {}", printable(&authentication(report))));
     }
     if let Some(requirements) = &report.requirements {
-        lines.extend(requirements.checked.iter().map(|line| format!("  requirement {}", printable(line))));
+        for line in &requirements.checked {
+            detail(format!("requirement {}", printable(line)));
+        }
     }
-    lines.extend(report.warnings.iter().map(|warning| format!("  warning: {}", printable(warning))));
+    for warning in &report.warnings {
+        detail(format!("warning: {}", printable(warning)));
+    }
     lines
 }
 
@@ -102,11 +112,11 @@ pub(crate) mod tests {
             smoke_lines(&report()),
             [
                 "demo is ready",
-                "  runner /bin/opencode",
-                "  1 tool(s)",
-                "  auth ready (openai)",
-                "  requirement cpu 2",
-                "  warning: optional MCP disabled: db"
+                "demo: runner /bin/opencode",
+                "demo: 1 tool(s)",
+                "demo: auth ready (openai)",
+                "demo: requirement cpu 2",
+                "demo: warning: optional MCP disabled: db"
             ]
         );
         let mut needs_auth = report();
@@ -122,10 +132,10 @@ pub(crate) mod tests {
             smoke_lines(&needs_auth),
             [
                 "demo needs a connection",
-                "  runner /bin/opencode",
-                "  no required tools",
-                "  auth required (set OPENAI_API_KEY)",
-                "  warning: Set OPENAI_API_KEY"
+                "demo: runner /bin/opencode",
+                "demo: no required tools",
+                "demo: auth required (set OPENAI_API_KEY)",
+                "demo: warning: Set OPENAI_API_KEY"
             ]
         );
         let failed = Smoke {
@@ -137,6 +147,6 @@ pub(crate) mod tests {
             error: Some(SmokeError { code: "smoke_failed", message: "no runner\n\u{1b}[2Jon PATH".into() }),
             ..report()
         };
-        assert_eq!(smoke_lines(&failed), ["demo cannot start: no runner", "  \\u{1b}[2Jon PATH"]);
+        assert_eq!(smoke_lines(&failed), ["demo cannot start: no runner", "demo:  \\u{1b}[2Jon PATH"]);
     }
 }

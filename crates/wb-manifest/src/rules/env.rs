@@ -14,7 +14,7 @@ impl Rules<'_> {
         for var in &env.entries {
             if !is_env_name(&var.key) {
                 let upper = var.key.to_ascii_uppercase().replace('-', "_");
-                let fix = is_env_name(&upper).then(|| self.rename_fix(var.key_range, &upper));
+                let fix = is_env_name(&upper).then(|| self.rename_fix(var.key_range, &upper).needs_review());
                 let diagnostic = self.report(
                     Code::InvalidName,
                     var.key_range,

@@ -8,11 +8,14 @@ use super::Rules;
 use crate::diagnostic::{Fix, TextEdit};
 
 impl Rules<'_> {
+    /// A did-you-mean rename: safe, as the value it writes is the one the rule allows (callers whose rename
+    /// is a guess mark it `needs_review`).
     pub(super) fn rename_fix(&self, range: TextRange, replacement: &str) -> Fix {
         Fix {
             title: format!("Change to `{replacement}`"),
             creates: Vec::new(),
             edits: vec![TextEdit { path: self.path.clone(), range, new_text: replacement.to_owned() }],
+            safe: true,
         }
     }
 
@@ -37,6 +40,7 @@ impl Rules<'_> {
                 range: TextRange::new(line_start, line_end),
                 new_text: String::new(),
             }],
+            safe: false,
         })
     }
 
@@ -64,6 +68,7 @@ impl Rules<'_> {
             title,
             creates: Vec::new(),
             edits: vec![TextEdit { path: self.path.clone(), range: TextRange::empty(at), new_text }],
+            safe: false,
         })
     }
 
@@ -80,6 +85,7 @@ impl Rules<'_> {
             "runtime" => vec!["runtime: local".into()],
             _ => return None,
         };
+        // A placeholder value: not safe.
         self.append_entries_fix(top, format!("Add `{key}`"), &lines)
     }
 
@@ -93,11 +99,11 @@ impl Rules<'_> {
         }
         let Some(env) = top.entry("env") else {
             let lines = ["env:".to_owned(), format!("  {name}:"), "    required: true".to_owned()];
-            return self.append_entries_fix(top, title, &lines);
+            return self.append_entries_fix(top, title, &lines).map(certain);
         };
         // Judged from the text: the tree marks a flow mapping with entries as block style.
         let flow = self.text.get(env.value.range.as_range()).is_some_and(|text| text.starts_with('{'));
-        match &env.value.value {
+        let fix = match &env.value.value {
             Value::Mapping(map) if !flow && !map.entries.is_empty() => {
                 self.append_entries_fix(map, title, &[format!("{name}:"), "  required: true".to_owned()])
             }
@@ -110,7 +116,8 @@ impl Rules<'_> {
                 self.block_value_fix(env, title, &[format!("{name}:"), "  required: true".to_owned()])
             }
             _ => None,
-        }
+        };
+        fix.map(certain)
     }
 
     fn insert_fix(&self, title: String, at: usize, new_text: String) -> Fix {
@@ -118,6 +125,7 @@ impl Rules<'_> {
             title,
             creates: Vec::new(),
             edits: vec![TextEdit { path: self.path.clone(), range: TextRange::empty(at), new_text }],
+            safe: false,
         }
     }
 
@@ -146,8 +154,14 @@ impl Rules<'_> {
             title,
             creates: Vec::new(),
             edits: vec![TextEdit { path: self.path.clone(), range: TextRange::new(colon, end), new_text }],
+            safe: false,
         })
     }
+}
+
+/// A declaration is certain (the reference names the variable), so `check --fix` may apply it.
+fn certain(fix: Fix) -> Fix {
+    Fix { safe: true, ..fix }
 }
 
 /// The offset of the bracket closing the flow collection that opens at `open`, skipping quoted scalars and

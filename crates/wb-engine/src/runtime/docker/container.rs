@@ -137,7 +137,10 @@ impl Docker {
                 let _ = self.remove(&id);
                 let text = error.to_string();
                 if text.contains("executable file not found") || text.contains("no such file or directory") {
-                    return Err(EngineError::message(format!("Runner CLI is unavailable: {program}")));
+                    return Err(EngineError::message(crate::adapters::executable_unavailable(
+                        program,
+                        &format!("no `{program}` executable on the image's PATH"),
+                    )));
                 }
                 return Err(EngineError::message(format!("Cannot start the runner container: {text}")));
             }

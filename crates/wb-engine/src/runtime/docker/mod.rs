@@ -99,6 +99,12 @@ impl Docker {
         })
     }
 
+    /// The engine's version (what `docker version` calls the server's).
+    pub fn engine_version(&self) -> Result<String> {
+        let version = self.tokio.block_on(self.client.version()).map_err(|e| unreachable(&e))?;
+        Ok(version.version.unwrap_or_default())
+    }
+
     /// The label value of this runtime instance (tests list containers by it).
     pub fn instance(&self) -> &str {
         &self.instance

@@ -104,7 +104,7 @@ impl Scratch<'_> {
         let runner_path = found
             .get(executable)
             .cloned()
-            .ok_or_else(|| EngineError::message(format!("Runner CLI is unavailable: {runner}")))?;
+            .ok_or_else(|| EngineError::message(crate::adapters::runner_unavailable(runner, "the image's PATH")))?;
         let mut located = Vec::new();
         for tool in tools {
             let path = found
