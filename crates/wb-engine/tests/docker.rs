@@ -529,6 +529,7 @@ fn host_engine_access_is_refused_without_the_flag() {
     // With the grant, preflight asks for the docker CLI inside the image (this image has none).
     let mut granted = options.clone();
     granted.allow_host_docker = true;
-    let error = wb_engine::dry_run(&OsFileSystem, &granted, catalog()).err().unwrap().to_string();
-    assert_eq!(error, "Required CLI tool is unavailable: docker");
+    // The dry run still shows the translation, with the problem listed.
+    let report = wb_engine::dry_run(&OsFileSystem, &granted, catalog()).unwrap();
+    assert_eq!(report.problems, ["Required CLI tool is unavailable: docker"]);
 }

@@ -198,7 +198,7 @@ test('the execution commands need a manifest', async () => {
 });
 
 test('Smoke writes the reports to the run channel and shows the status', async () => {
-  const ready = ['demo is ready', '  runner /bin/opencode', '  no required tools', '  auth ready (openai)'];
+  const ready = ['demo is ready', 'demo: runner /bin/opencode', 'demo: no required tools', 'demo: auth ready (openai)'];
   behaviour.answers['workbench.smoke'] = [
     {
       status: 'ready',

@@ -188,7 +188,7 @@ local function execution(workbench)
   end)
   -- The server's text for the report, as `wb-lsp smoke` prints it on a terminal.
   check(smoke:find("^%[workbench%] demo is ready\n"), "unexpected smoke report: " .. smoke)
-  check(smoke:find("\n  runner /[^\n]*/bin/opencode\n"), "the smoke report lacks the fake runner: " .. smoke)
+  check(smoke:find("\ndemo: runner /[^\n]*/bin/opencode\n"), "the smoke report lacks the fake runner: " .. smoke)
   out("ok: :WorkbenchSmoke reports ready")
 
   -- :WorkbenchRun streams the events into a scratch buffer through the workbench/runEvent handler.
