@@ -1,4 +1,4 @@
-//! The outcomes contract (`shared/spec/outcomes.md`, engine facts (f)): what a run returns, made durable,
+//! The outcomes contract (the standard's outcomes specification, engine facts (f)): what a run returns, made durable,
 //! verifiable and safely applicable.
 //!
 //! - [`ContentStore`]: content-addressed blobs under `$WORKBENCH_HOME/blobs/sha256/<2 hex>/<rest>`.

@@ -1,14 +1,13 @@
 //! The official schemas of the standard, compiled with format validation: the event envelope, the outcomes
 //! documents and the manifest schemas.
 //!
-//! They are test data that does not ship with this repository. Tests find them through
-//! `WB_OFFICIAL_SCHEMAS` (a directory laid out like the standard's `schemas/`), else in
-//! `../shared/reference/schemas` beside the repository when that exists. When neither is there the
+//! They are test data that does not ship with this repository. Tests find them through one variable,
+//! `WB_OFFICIAL_SCHEMAS` (a directory laid out like the standard's `schemas/`). When it is unset the
 //! comparisons are skipped with one loud line on stderr, unless `WB_REQUIRE_OFFICIAL_SCHEMAS=1` (CI sets
-//! it), which turns the absence into a failure so they can never silently skip there.
+//! both), which turns the absence into a failure so they can never silently skip there.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Once;
 
 use serde_json::Value;
@@ -27,10 +26,6 @@ pub fn official_schemas() -> Option<PathBuf> {
         let dir = PathBuf::from(dir);
         assert!(dir.is_dir(), "{SCHEMAS_VARIABLE}={} is not a directory", dir.display());
         return Some(dir);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/schemas");
-    if beside.is_dir() {
-        return Some(beside);
     }
     let required = std::env::var(REQUIRE_VARIABLE).is_ok_and(|value| value == "1");
     assert!(
