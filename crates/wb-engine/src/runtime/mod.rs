@@ -8,6 +8,7 @@
 
 pub mod docker;
 mod local;
+pub mod remote;
 
 use std::collections::BTreeMap;
 use std::io::Read;
