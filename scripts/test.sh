@@ -69,4 +69,13 @@ if [ "${WB_LSP_SKIP_REAL_RUNNERS:-}" != 1 ]; then
   export WB_REQUIRE_RUNNERS=1
 fi
 
+# The official E2B and Daytona SDKs (pinned, from npm) for crates/wb-sandbox-fakes/tests/official_sdks.rs, in a
+# cache outside the repository: they are run against our fakes so the fakes are faithful by construction.
+export WB_SDKS_DIR="${WB_SDKS_DIR:-$HOME/.cache/wb-lsp/sdks}"
+if ! WB_SDK_MODULES="$(./scripts/install-sdks.sh)"; then
+  echo "error: scripts/install-sdks.sh failed to install the official sandbox SDKs into $WB_SDKS_DIR" >&2
+  exit 1
+fi
+export WB_SDK_MODULES WB_REQUIRE_SDKS=1
+
 cargo test --workspace --locked "$@"

@@ -11,5 +11,7 @@
 //! can assert what a client sent. Faults are injected through each fake's `Faults`.
 
 pub mod executor;
+pub mod record;
 
 pub use executor::{SandboxRoot, Spawned};
+pub use record::{Recorded, Recorder};
