@@ -17,19 +17,31 @@ use crate::bindings::BoundWorkspace;
 /// The baselines taken before launch, or why they could not be taken (reported by `outcome.failed`).
 pub(crate) struct Baselines {
     store: Result<ContentStore, String>,
-    workspaces: Vec<(BoundWorkspace, Snapshot)>,
+    /// Each writable workspace, its baseline and the directory snapshotted (the workspace itself, or the
+    /// working copy a remote runtime staged it from).
+    workspaces: Vec<(BoundWorkspace, Snapshot, std::path::PathBuf)>,
     error: Option<String>,
 }
 
 /// Snapshots every writable workspace (the primary one and read-write named ones), dirty files included.
-pub(crate) fn baseline(home: &Path, workspaces: &[BoundWorkspace]) -> Baselines {
+/// `copies` maps a host workspace to the working copy a remote runtime staged (the baseline is taken there, so
+/// a changeset's `before` is what the sandbox started from).
+pub(crate) fn baseline(
+    home: &Path,
+    workspaces: &[BoundWorkspace],
+    copies: &[(std::path::PathBuf, std::path::PathBuf)],
+) -> Baselines {
     let store = ContentStore::open(home).map_err(|e| e.to_string());
     let mut taken = Vec::new();
     let mut error = None;
     if let Ok(store) = &store {
         for workspace in workspaces.iter().filter(|w| w.name.is_none() || w.access == Access::ReadWrite) {
-            match Snapshot::baseline(&workspace.path, store) {
-                Ok(snapshot) => taken.push((workspace.clone(), snapshot)),
+            let root = copies
+                .iter()
+                .find(|(host, _)| *host == workspace.path)
+                .map_or_else(|| workspace.path.clone(), |(_, copy)| copy.clone());
+            match Snapshot::baseline(&root, store) {
+                Ok(snapshot) => taken.push((workspace.clone(), snapshot, root)),
                 Err(e) => {
                     error = Some(format!("Cannot take the baseline of {}: {e}", workspace.path.display()));
                     break;
@@ -80,9 +92,9 @@ pub(crate) fn collect(
     let mut outcome = Outcome::new(run_id, completeness);
     let mut bindings = WorkspaceBindings::default();
     let mut used = BTreeSet::new();
-    for (workspace, before) in &baselines.workspaces {
+    for (workspace, before, root) in &baselines.workspaces {
         // A workspace that contains the Workbench home never captures the store.
-        let after = Snapshot::capture_excluding_home(&workspace.path, store.home())
+        let after = Snapshot::capture_excluding_home(root, store.home())
             .map_err(|e| format!("Cannot snapshot {}: {e}", workspace.path.display()))?;
         let reference = match &workspace.name {
             None => WorkspaceRef::Primary,

@@ -17,6 +17,10 @@ use tokio::process::{Child, Command};
 
 /// The sandbox's default user's home (as on E2B).
 pub const HOME: &str = "/home/user";
+/// The fake image's `PATH`: `/opt/wb/bin` first, where tests bind the runners an image would have installed.
+/// Commands run with `bash -c`, not a login shell: Debian's `/etc/profile` (the host's, bound read-only) would
+/// reset `PATH` to its own.
+pub const PATH: &str = "/opt/wb/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// One fake sandbox: its private root and the processes running in it.
 #[derive(Clone)]
@@ -65,7 +69,7 @@ impl SandboxRoot {
         self.inner.dead.lock().map(|d| *d).unwrap_or(true)
     }
 
-    /// The bubblewrap command that runs `bash -lc script` inside the sandbox with exactly `env` (plus `PATH`
+    /// The bubblewrap command that runs `bash -c script` inside the sandbox with exactly `env` (plus `PATH`
     /// and `HOME` when not given), in `cwd` (default `/home/user`).
     pub fn command(&self, script: &str, cwd: Option<&str>, env: &BTreeMap<String, String>) -> Command {
         let mut command = Command::new("bwrap");
@@ -75,7 +79,7 @@ impl SandboxRoot {
             command.arg("--ro-bind").arg(host).arg(target);
         }
         command.args(["--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--die-with-parent", "--clearenv"]);
-        let path = env.get("PATH").cloned().unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_owned());
+        let path = env.get("PATH").cloned().unwrap_or_else(|| PATH.to_owned());
         command.args(["--setenv", "PATH", &path]);
         if !env.contains_key("HOME") {
             command.args(["--setenv", "HOME", HOME]);
@@ -83,7 +87,7 @@ impl SandboxRoot {
         for (name, value) in env.iter().filter(|(name, _)| name.as_str() != "PATH") {
             command.arg("--setenv").arg(name).arg(value);
         }
-        command.args(["--chdir", cwd.unwrap_or(HOME), "/bin/bash", "-lc", script]);
+        command.args(["--chdir", cwd.unwrap_or(HOME), "/bin/bash", "-c", script]);
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         command
     }

@@ -43,6 +43,9 @@ pub struct DryRun {
     /// What would stop a run here (preflight: the runner or a tool missing); empty when it could launch. The
     /// translation is complete either way.
     pub problems: Vec<String>,
+    /// What a run on a remote runtime would ask the service for (nothing was created), one call per line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runtime_calls: Vec<String>,
 }
 
 /// Resolve, preflight and translate without launching.
@@ -92,6 +95,7 @@ pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -
         native: redactor.value(&translation.native),
         warnings: prepared.warnings.clone(),
         problems: prepared.preflight_problems.clone(),
+        runtime_calls: prepared.runtime.plan(),
         stage_dir: match &prepared.stage {
             Some(Stage::Kept(dir)) => Some(dir.display().to_string()),
             _ => None,

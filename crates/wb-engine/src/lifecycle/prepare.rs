@@ -108,6 +108,10 @@ pub(super) fn prepare_package(
         ));
     }
     let mut runtime = open_runtime(&runtime_name, options)?;
+    runtime.set_home(&options.workbench_home());
+    if purpose == Purpose::DryRun {
+        runtime.plan_only();
+    }
     let primary =
         options.primary.clone().map_or_else(|| options.cwd.clone(), |p| wb_manifest::absolute(&p, &options.cwd));
     let workspaces =
@@ -204,6 +208,13 @@ pub(super) fn prepare_package(
         enabled.iter().map(|m| m.name.value.clone()).filter(|name| !translation.disabled_mcps.contains(name)).collect();
     disabled.extend(translation.disabled_mcps.iter().cloned());
     runtime.prepare(&package)?;
+    let mut requirements = requirements;
+    if purpose != Purpose::DryRun {
+        runtime.provision(&run_id)?;
+        if let Some(report) = runtime.requirement_report() {
+            requirements = report;
+        }
+    }
     let tools: Vec<String> = package.manifest.tools.iter().map(|t| t.value.clone()).collect();
     let mut preflight_problems = Vec::new();
     let preflight = match runtime.preflight(

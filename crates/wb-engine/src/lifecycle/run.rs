@@ -64,7 +64,8 @@ pub fn run(
     // `runs/<id>/outbox` under the Workbench home: private, like everything the engine keeps there.
     wb_outcomes::create_private_dir(&prepared.outbox).map_err(|e| EngineError::io("cannot create the outbox", e))?;
     // The baseline of every writable workspace, before the runner can touch it.
-    let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces);
+    let baselines =
+        outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.runtime.working_copies());
     let mut launched = match prepared.runtime.launch(&prepared.translation) {
         Ok(launched) => launched,
         Err(error) => {
@@ -157,8 +158,11 @@ pub fn run(
     // An orderly stop (the runner exited by itself, successfully or not) gives a complete collection; a
     // cancelled runner may have left work half-written, so its outcome is partial.
     let completeness = if cancelled { Completeness::Partial } else { Completeness::Complete };
-    let collected =
-        outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name());
+    // A remote runtime brings the sandbox's changes and outbox back first (the sandbox still exists).
+    let collected = match prepared.runtime.retrieve(&prepared.outbox) {
+        Ok(()) => outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name()),
+        Err(error) => Err(error.to_string()),
+    };
     let outcome_id = match collected {
         Ok((outcome, receipt)) => {
             send(&mut stream, Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));

@@ -82,6 +82,9 @@ pub struct Smoke {
     /// Optional MCPs left out because a variable they reference is not set (their warnings say so too).
     #[serde(skip)]
     pub disabled_optional_mcps: Vec<String>,
+    /// The sandbox a remote runtime created for the check (and destroyed: `destroyed` says whether it was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::runtime::remote::SandboxInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<SmokeError>,
 }
@@ -101,6 +104,7 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                 let mut report = ready_report(&prepared);
                 report.warnings.extend(wb_outcomes::retention::quota_warning(&options.workbench_home()));
                 prepared.cleanup()?;
+                report.sandbox = prepared.runtime.sandbox_report();
                 report
             }
             Err(error) => Smoke {
@@ -116,6 +120,7 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                 docker_engine: None,
                 warnings: Vec::new(),
                 disabled_optional_mcps: Vec::new(),
+                sandbox: None,
                 error: Some(SmokeError { code: "smoke_failed", message: error.to_string() }),
             },
         };
@@ -178,6 +183,7 @@ fn ready_report(prepared: &Prepared) -> Smoke {
             .filter(|name| !prepared.translation.disabled_mcps.contains(name))
             .cloned()
             .collect(),
+        sandbox: None,
         error: None,
     }
 }

@@ -42,6 +42,8 @@ pub(crate) enum Handle {
     Child(std::process::Child),
     /// A container: its id and where its exit code arrives.
     Container { id: String, exit: std::sync::mpsc::Receiver<Option<i64>> },
+    /// A process in a remote sandbox: where its exit code arrives and how to stop it.
+    Remote { exit: std::sync::mpsc::Receiver<Option<i64>>, killer: Box<dyn remote::provider::Killer> },
 }
 
 /// How a launched runner ended.
@@ -72,7 +74,7 @@ impl Launched {
                 Ok(None) => None,
                 Err(_) => Some(Exit { code: None }),
             },
-            Handle::Container { exit, .. } => match exit.try_recv() {
+            Handle::Container { exit, .. } | Handle::Remote { exit, .. } => match exit.try_recv() {
                 Ok(code) => Some(Exit { code }),
                 Err(std::sync::mpsc::TryRecvError::Empty) => None,
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(Exit { code: None }),
@@ -110,6 +112,42 @@ pub trait Runtime: Send {
     fn set_mounts(&mut self, _mounts: Vec<Mount>) {}
     /// The image `prepare` resolved or built, when the runtime uses one.
     fn image(&self) -> Option<ImageInfo> {
+        None
+    }
+    /// The Workbench home (a remote runtime never stages it).
+    fn set_home(&mut self, _home: &std::path::Path) {}
+    /// A dry run: `prepare` and `preflight` create nothing billable; [`Runtime::plan`] says what a run would.
+    fn plan_only(&mut self) {}
+    /// The calls a run would make (remote runtimes, in a dry run), one line each.
+    fn plan(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// True for runtimes that run on copies of the workspaces in a sandbox (the outcome is `pending`).
+    fn is_remote(&self) -> bool {
+        false
+    }
+    /// Creates what this run executes in (a sandbox) and stages everything into it; called after `prepare`
+    /// for smoke and run, never for a dry run. Local and Docker: nothing to do.
+    fn provision(&mut self, _run_id: &str) -> Result<()> {
+        Ok(())
+    }
+    /// The requirement report once the runtime could check more than before `prepare` (what a sandbox
+    /// reports); `None`: the report from [`Runtime::check_requirements`] stands.
+    fn requirement_report(&self) -> Option<RequirementReport> {
+        None
+    }
+    /// The local working copy of each writable workspace a remote runtime staged, `(host, copy)`: the outcome's
+    /// baseline and, after [`Runtime::retrieve`], the run's result. Empty: the runner edits the host in place.
+    fn working_copies(&self) -> Vec<(PathBuf, PathBuf)> {
+        Vec::new()
+    }
+    /// Brings back what the runner changed (into the working copies) and wrote (into `outbox`), before
+    /// `cleanup` destroys the sandbox.
+    fn retrieve(&mut self, _outbox: &std::path::Path) -> Result<()> {
+        Ok(())
+    }
+    /// The sandbox this runtime created, for reports (smoke says it created and destroyed one).
+    fn sandbox_report(&self) -> Option<remote::SandboxInfo> {
         None
     }
     /// Checks the manifest's requirements against this runtime, before anything is prepared.

@@ -1,4 +1,679 @@
 //! The remote runtimes (E2B, Daytona): a disposable sandbox per run from a service. Everything but the
-//! transport is shared here; `provider` is the interface each service implements.
+//! transport is shared here, on [`provider::SandboxProvider`] and [`provider::Sandbox`]:
+//!
+//! - `prepare`: the template (E2B: found by its content-derived name or built; Daytona: the entry's own
+//!   published image). `wb-lsp build --runtime e2b` stops here.
+//! - `provision`: a sandbox labelled with this run (a create that fails has this run's sandboxes reclaimed by
+//!   label), the requirement checks against what the service reports, then staging (`staging`): each
+//!   workspace, the package (read-only), the runner's staged configuration and an empty outbox, uploaded as
+//!   archives and unpacked inside; a writable workspace gets `git init` and a baseline commit; read-only ones
+//!   are made read-only.
+//! - `preflight`: `command -v` for git, tar (with `--null`), the runner and every tool; assets readable.
+//! - `launch`: the runner streamed into the same adapters and canonical events as every runtime; bound values
+//!   reach it through the provider (never in command text).
+//! - `retrieve` (`collect`): the changes against the baseline commit and the outbox, back into the local
+//!   working copies, so the outcome (receipt `pending`) is computed by the same code as every other.
+//! - `cleanup`: the sandbox destroyed, on every path, idempotently.
 
+pub mod archive;
+mod collect;
 pub mod provider;
+pub mod shell;
+pub mod staging;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use provider::{
+    CommandOptions, CommandOutput, PreparedTemplate, ProviderEnv, ResourceRequest, Resources, Sandbox,
+    SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource, User,
+};
+use serde::Serialize;
+use shell::quote;
+use staging::WorkingCopy;
+use wb_manifest::Image;
+
+use super::{Handle, Launched, Mount, Preflight, ProgressSink, Runtime, paths};
+use crate::adapters::Translation;
+use crate::error::{EngineError, Result};
+use crate::requirements::RequirementReport;
+use crate::source::Package;
+
+/// The label every sandbox this engine creates carries (value `1`).
+pub const MANAGED_LABEL: &str = "dev.wb-lsp.managed";
+/// The label naming the run a sandbox belongs to.
+pub const RUN_LABEL: &str = "dev.wb-lsp.run";
+/// The label naming the Workbench (what `clean` and people see).
+pub const SCOPE_LABEL: &str = "dev.wb-lsp.scope";
+/// How long a service keeps a sandbox the engine never destroyed (the reference's 60 minutes).
+pub const LEASE: Duration = Duration::from_secs(60 * 60);
+/// Commands the engine runs itself (staging, preflight, collection) give up after this.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Builds a provider from the engine's environment (keys, base URLs) on the runtime's tokio handle.
+pub type ProviderFactory =
+    Box<dyn Fn(&ProviderEnv, tokio::runtime::Handle) -> Result<Box<dyn SandboxProvider>> + Send>;
+
+/// The sandbox a smoke or run used, as reports show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SandboxInfo {
+    pub provider: String,
+    pub id: String,
+    /// The template or image it was created from.
+    pub template: String,
+    pub destroyed: bool,
+}
+
+/// The labels of one run's sandboxes.
+pub fn labels(run_id: &str, workbench: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (MANAGED_LABEL.to_owned(), "1".to_owned()),
+        (RUN_LABEL.to_owned(), run_id.to_owned()),
+        (SCOPE_LABEL.to_owned(), workbench.to_owned()),
+    ])
+}
+
+/// A requirement checked only once the sandbox exists (against what the service reports).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Deferred {
+    Cpu(u64),
+    MemoryGb(f64),
+    DiskGb(f64),
+}
+
+pub struct RemoteRuntime {
+    name: &'static str,
+    title: &'static str,
+    factory: ProviderFactory,
+    tokio: tokio::runtime::Runtime,
+    inherited: BTreeMap<String, String>,
+    provider: Option<Box<dyn SandboxProvider>>,
+    progress: Option<ProgressSink>,
+    plan_only: bool,
+    plan: Vec<String>,
+    mounts: Vec<Mount>,
+    home: Option<PathBuf>,
+    workbench: String,
+    request: Option<TemplateRequest>,
+    resources: ResourceRequest,
+    template: Option<PreparedTemplate>,
+    sandbox: Option<Box<dyn Sandbox>>,
+    info: Option<SandboxInfo>,
+    copies: Vec<WorkingCopy>,
+    deferred: Vec<Deferred>,
+    report: RequirementReport,
+    checked_report: Option<RequirementReport>,
+    /// Sandbox paths preflight checks are readable (the package's instructions and skills).
+    assets: Vec<String>,
+}
+
+impl RemoteRuntime {
+    /// A remote runtime named `name` (`e2b`), texts naming it `title` (`E2B`), its provider built by `factory`
+    /// once the environment is known.
+    pub fn new(name: &'static str, title: &'static str, factory: ProviderFactory) -> Result<RemoteRuntime> {
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| EngineError::io(format!("cannot start the {title} client"), e))?;
+        Ok(RemoteRuntime {
+            name,
+            title,
+            factory,
+            tokio,
+            inherited: BTreeMap::new(),
+            provider: None,
+            progress: None,
+            plan_only: false,
+            plan: Vec::new(),
+            mounts: Vec::new(),
+            home: None,
+            workbench: String::new(),
+            request: None,
+            resources: ResourceRequest::default(),
+            template: None,
+            sandbox: None,
+            info: None,
+            copies: Vec::new(),
+            deferred: Vec::new(),
+            report: RequirementReport::default(),
+            checked_report: None,
+            assets: Vec::new(),
+        })
+    }
+
+    fn report_progress(&self, message: &str) {
+        if let Some(progress) = &self.progress {
+            progress(message);
+        }
+    }
+
+    fn provider(&mut self) -> Result<&mut Box<dyn SandboxProvider>> {
+        if self.provider.is_none() {
+            let provider = (self.factory)(&self.inherited, self.tokio.handle().clone())?;
+            self.provider = Some(provider);
+        }
+        self.provider.as_mut().ok_or_else(|| EngineError::message("The sandbox provider is not available"))
+    }
+
+    fn sandbox(&self) -> Result<&dyn Sandbox> {
+        self.sandbox
+            .as_deref()
+            .ok_or_else(|| EngineError::message("Runtime preflight must succeed before launch"))
+    }
+
+    /// The image texts name (`Git is unavailable in E2B image <this>`).
+    fn image_name(&self) -> String {
+        match (&self.template, &self.request) {
+            (Some(template), _) => template.image.clone(),
+            (None, Some(request)) => match &request.source {
+                TemplateSource::Image(reference) => reference.clone(),
+                TemplateSource::Dockerfile { dockerfile, .. } => dockerfile.display().to_string(),
+            },
+            (None, None) => String::new(),
+        }
+    }
+
+    /// Runs an engine command in the sandbox; a non-zero exit is an error quoting its output.
+    fn run_checked(&self, what: &str, command: &str, user: User) -> Result<CommandOutput> {
+        let options = CommandOptions { user, timeout: Some(COMMAND_TIMEOUT), ..CommandOptions::default() };
+        let output = self.sandbox()?.run(command, &options)?;
+        if output.success() {
+            return Ok(output);
+        }
+        let mut detail = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        if detail.is_empty() {
+            detail = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        }
+        let detail: String = detail.chars().take(500).collect();
+        Err(EngineError::message(format!("{what} (exit {}): {detail}", output.exit_code)))
+    }
+
+    /// The template request for the package's entry of this runtime.
+    fn template_request(&self, package: &Package) -> Result<TemplateRequest> {
+        let config = package.manifest.runtime(self.name).ok_or_else(|| {
+            EngineError::message(format!("Workbench {} does not declare runtime: {}", package.name, self.name))
+        })?;
+        let source = match &config.image {
+            Some(Image::Published(reference)) => TemplateSource::Image(reference.value.clone()),
+            Some(Image::Build { build, context }) => {
+                let dockerfile = wb_manifest::normalize(&package.package_dir.join(&build.value));
+                let context = wb_manifest::normalize(
+                    &package.package_dir.join(context.as_ref().map_or(".", |c| c.value.as_str())),
+                );
+                for path in [&dockerfile, &context] {
+                    let real = std::fs::canonicalize(path)
+                        .map_err(|e| EngineError::io(format!("cannot resolve {}", path.display()), e))?;
+                    let root = std::fs::canonicalize(&package.root).unwrap_or_else(|_| package.root.clone());
+                    if !real.starts_with(&root) {
+                        return Err(EngineError::message(format!(
+                            "{} resolves outside the repository: {}",
+                            config.image_label,
+                            path.display()
+                        )));
+                    }
+                }
+                TemplateSource::Dockerfile { dockerfile, context }
+            }
+            None => return Err(EngineError::message(format!("{} is required", config.image_label))),
+        };
+        Ok(TemplateRequest {
+            workbench: package.name.clone(),
+            version: package.version.clone(),
+            source,
+            setup: None,
+        })
+    }
+
+    /// Checks the requirements deferred until the sandbox exists, against what the service reports.
+    fn check_deferred(&mut self, resources: Resources) -> Result<()> {
+        let mut report = self.report.clone();
+        let fail = |detail: String| {
+            EngineError::message(format!("Workbench {} cannot run on the {} runtime: {detail}", self.workbench, self.name))
+        };
+        let text = wb_syntax::js_number_to_string;
+        for requirement in &self.deferred {
+            match *requirement {
+                Deferred::Cpu(cpu) => match resources.cpu {
+                    Some(have) if have < cpu => {
+                        return Err(fail(format!("requires {cpu} CPUs but the sandbox has {have}")));
+                    }
+                    Some(have) => report.checked.push(format!("cpu {have}")),
+                    None => report.unchecked.push(format!("cpu is not checked on the {} runtime", self.name)),
+                },
+                Deferred::MemoryGb(gb) => match resources.memory_mib {
+                    #[allow(clippy::cast_precision_loss)]
+                    Some(mib) => {
+                        let have = (mib as f64 / 1024.0).round();
+                        if have < gb {
+                            return Err(fail(format!(
+                                "requires {} GiB of memory but the sandbox has {} GiB",
+                                text(gb),
+                                text(have)
+                            )));
+                        }
+                        report.checked.push(format!("memory {} GiB", text(have)));
+                    }
+                    None => report.unchecked.push(format!("memory_gb is not checked on the {} runtime", self.name)),
+                },
+                Deferred::DiskGb(gb) => match resources.disk_mib {
+                    #[allow(clippy::cast_precision_loss)]
+                    Some(mib) => {
+                        let have = (mib as f64 / 1024.0).round();
+                        if have < gb {
+                            return Err(fail(format!(
+                                "requires {} GiB of disk but the sandbox has {} GiB",
+                                text(gb),
+                                text(have)
+                            )));
+                        }
+                        report.checked.push(format!("disk {} GiB", text(have)));
+                    }
+                    None => report.unchecked.push(format!("disk_gb is not checked on the {} runtime", self.name)),
+                },
+            }
+        }
+        self.checked_report = Some(report);
+        Ok(())
+    }
+
+    /// Uploads one archive and unpacks it at `target` (created, owned by the sandbox's default user).
+    fn stage_archive(&self, index: usize, bytes: &[u8], target: &str, read_only: bool) -> Result<()> {
+        let upload = format!("/tmp/workbench-input-{index}.tar.gz");
+        self.sandbox()?.upload(&upload, bytes).map_err(|e| {
+            EngineError::message(format!("Failed to stage {} runtime asset: {target}: {e}", self.title))
+        })?;
+        let mut script = format!(
+            "set -e; mkdir -p {t}; tar -xzf {u} -C {t} --no-same-owner; rm -f {u}",
+            t = quote(target),
+            u = quote(&upload)
+        );
+        if read_only {
+            script.push_str(&format!("; chmod -R a-w {}", quote(target)));
+        }
+        self.run_checked(&format!("Failed to stage {} runtime asset: {target}", self.title), &script, User::Default)
+            .map(|_| ())
+    }
+
+    /// Creates the sandbox's directories as root and gives them to the default user (the reference falls back
+    /// to root only for this).
+    fn make_directories(&self) -> Result<()> {
+        let owner = self.run_checked("Cannot read the sandbox user", "printf '%s:%s' \"$(id -u)\" \"$(id -g)\"", User::Default)?;
+        let owner = owner.text();
+        let dirs = [paths::WORKSPACE, paths::WORKSPACES, "/workbench", paths::STAGE, paths::STATE, paths::OUTBOX];
+        let list: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
+        let script = format!("set -e; mkdir -p {0}; chown {1} {0}", list.join(" "), quote(&owner));
+        self.run_checked("Cannot create the sandbox's directories", &script, User::Root).map(|_| ())
+    }
+
+    /// Stages every mount; writable workspaces get a working copy and a baseline commit.
+    fn stage(&mut self) -> Result<()> {
+        self.make_directories()?;
+        let home = self.home.clone().unwrap_or_else(|| PathBuf::from("/nonexistent"));
+        let mounts = self.mounts.clone();
+        let mut copies = Vec::new();
+        let mut files = 0;
+        for (index, mount) in mounts.iter().enumerate() {
+            let target = mount.target.display().to_string();
+            let is_workspace = target == paths::WORKSPACE || target.starts_with(&format!("{}/", paths::WORKSPACES));
+            let is_outbox = target == paths::OUTBOX;
+            if is_outbox {
+                continue;
+            }
+            let paths = if is_workspace || target == paths::PACKAGE {
+                staging::staged_paths(&mount.host, &home)?
+            } else {
+                archive::list_all(&mount.host)?
+            };
+            let staged = staging::pack(self.title, &mount.host, &paths)?;
+            files += staged.files;
+            self.stage_archive(index, &staged.archive, &target, mount.read_only)?;
+            if is_workspace && !mount.read_only {
+                let mut copy = WorkingCopy::create(&mount.host, &target, &staged)?;
+                copy.baseline = Some(self.baseline_commit(&target)?);
+                copies.push(copy);
+            }
+        }
+        self.copies = copies;
+        let id = self.sandbox()?.id().to_owned();
+        self.report_progress(&format!("Staged {files} files into {} sandbox {id}", self.title));
+        Ok(())
+    }
+
+    /// `git init` and a baseline commit of everything staged in a writable workspace; returns its revision.
+    fn baseline_commit(&self, target: &str) -> Result<String> {
+        let git = shell::GIT;
+        let script = format!(
+            "set -e; cd {t}; rm -rf .git; {git} init -q; {git} add -A; {git} commit -q --no-verify --allow-empty -m baseline; {git} rev-parse HEAD",
+            t = quote(target)
+        );
+        let output = self.run_checked(&format!("Cannot record the baseline of {target}"), &script, User::Default)?;
+        let revision = output.text().lines().last().unwrap_or_default().trim().to_owned();
+        if revision.len() < 40 || !revision.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(EngineError::message(format!("Cannot record the baseline of {target}: git gave no revision")));
+        }
+        Ok(revision)
+    }
+
+    /// The sandbox this runtime created (reports show it), or `None` before `provision`.
+    pub fn sandbox_info(&self) -> Option<SandboxInfo> {
+        self.info.clone()
+    }
+}
+
+impl Drop for RemoteRuntime {
+    fn drop(&mut self) {
+        let _ = Runtime::cleanup(self);
+    }
+}
+
+impl Runtime for RemoteRuntime {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn inherit_environment(&mut self, inherited: &BTreeMap<String, String>) {
+        self.inherited = inherited.clone();
+    }
+
+    fn set_progress(&mut self, sink: ProgressSink) {
+        self.progress = Some(sink);
+    }
+
+    fn maps_paths(&self) -> bool {
+        true
+    }
+
+    fn set_mounts(&mut self, mounts: Vec<Mount>) {
+        self.mounts = mounts;
+    }
+
+    fn set_home(&mut self, home: &Path) {
+        self.home = Some(home.to_path_buf());
+    }
+
+    fn plan_only(&mut self) {
+        self.plan_only = true;
+    }
+
+    fn plan(&self) -> Vec<String> {
+        self.plan.clone()
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+
+    fn check_requirements(&self, package: &Package, _allow_unchecked_gpu: bool) -> Result<RequirementReport> {
+        let requirements = &package.manifest.requirements;
+        let fail = |detail: String| {
+            EngineError::message(format!("Workbench {} cannot run on the {} runtime: {detail}", package.name, self.name))
+        };
+        let mut report = RequirementReport::default();
+        if self.name == "daytona" {
+            let config = package.manifest.runtime("daytona");
+            let class = config.and_then(|c| c.class.as_ref()).map(|c| c.value.clone());
+            let Some(class) = class else {
+                return Err(fail("the daytona runtime declares no class".to_owned()));
+            };
+            let os = match class.as_str() {
+                "windows" => "windows",
+                "macos" => "macos",
+                _ => "linux",
+            };
+            if let Some(wanted) = &requirements.os {
+                if !wanted.iter().any(|o| o == os) {
+                    return Err(fail(format!("the {class} class provides {os} but the Workbench requires {}", wanted.join(" or "))));
+                }
+            }
+            if class == "gpu" && !requirements.gpu {
+                return Err(fail("the gpu class requires gpu: true in requirements".to_owned()));
+            }
+            if requirements.gpu && class != "gpu" {
+                return Err(fail(format!("requirements.gpu is true but the {class} class has no GPU. Use the gpu class.")));
+            }
+            if class != "linux" {
+                return Err(fail(format!("class {class} is not available yet")));
+            }
+            report.checked.push(format!("class {class} provides {os}"));
+        } else {
+            if requirements.gpu {
+                return Err(fail(format!("GPU requirements are not supported on the {} runtime", self.name)));
+            }
+            if let Some(os) = &requirements.os {
+                if !os.iter().any(|o| o == "linux") {
+                    return Err(fail(format!("requires os {} but the {} runtime provides linux", os.join(" or "), self.name)));
+                }
+                report.checked.push("os linux".to_owned());
+            }
+        }
+        if requirements.arch.is_some() {
+            report.unchecked.push(format!("arch is not checked on the {} runtime", self.name));
+        }
+        Ok(report)
+    }
+
+    fn prepare(&mut self, package: &Package) -> Result<()> {
+        self.workbench = package.name.clone();
+        let requirements = &package.manifest.requirements;
+        self.deferred = [
+            requirements.cpu.map(Deferred::Cpu),
+            requirements.memory_gb.map(Deferred::MemoryGb),
+            requirements.disk_gb.map(Deferred::DiskGb),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        self.report = self.check_requirements(package, true)?;
+        if self.name == "daytona" {
+            // Daytona applies the requested resources at create.
+            self.resources =
+                ResourceRequest { cpu: requirements.cpu, memory_gb: requirements.memory_gb, disk_gb: requirements.disk_gb };
+            for (value, name) in [
+                (requirements.cpu.map(|c| format!("cpu {c}")), "cpu"),
+                (requirements.memory_gb.map(|m| format!("memory {} GiB", wb_syntax::js_number_to_string(m))), "memory"),
+                (requirements.disk_gb.map(|d| format!("disk {} GiB", wb_syntax::js_number_to_string(d))), "disk"),
+            ] {
+                if let Some(value) = value {
+                    let _ = name;
+                    self.report.applied.push(format!("{value} requested"));
+                }
+            }
+        }
+        self.assets = package
+            .manifest
+            .instructions
+            .as_ref()
+            .map(|i| vec![format!("{}/{}", paths::PACKAGE, i.value.trim_start_matches("./"))])
+            .unwrap_or_default();
+        let request = self.template_request(package);
+        let plan_only = self.plan_only;
+        let provider = self.provider()?;
+        provider.check_credentials()?;
+        let request = request?;
+        if plan_only {
+            let mut plan = provider.plan(&request);
+            plan.push("stage the workspaces, the package, the runner's configuration; git init + baseline commit".to_owned());
+            plan.push("preflight: command -v git, tar (with --null), the runner and every tool".to_owned());
+            plan.push("launch the runner; collect git diff --cached against the baseline and the outbox".to_owned());
+            plan.push("destroy the sandbox".to_owned());
+            self.plan = plan;
+            self.request = Some(request);
+            return Ok(());
+        }
+        let progress = self.progress.clone();
+        let report = move |line: &str| {
+            if let Some(progress) = &progress {
+                progress(line);
+            }
+        };
+        let provider = self.provider()?;
+        let template = provider.prepare_template(&request, &report)?;
+        self.report_progress(&format!(
+            "{} template {} ({})",
+            self.title,
+            template.reference,
+            if template.cached { "cached" } else { "built" }
+        ));
+        self.template = Some(template);
+        self.request = Some(request);
+        Ok(())
+    }
+
+    fn image(&self) -> Option<super::ImageInfo> {
+        self.template.as_ref().map(|t| super::ImageInfo {
+            reference: t.reference.clone(),
+            id: t.reference.clone(),
+            built: matches!(self.request.as_ref().map(|r| &r.source), Some(TemplateSource::Dockerfile { .. })),
+            cached: t.cached,
+        })
+    }
+
+    fn provision(&mut self, run_id: &str) -> Result<()> {
+        let template = self.template.clone().ok_or_else(|| EngineError::message("The sandbox template is not prepared"))?;
+        let labels = labels(run_id, &self.workbench);
+        let spec = SandboxSpec { template: template.reference.clone(), labels: labels.clone(), lease: LEASE, resources: self.resources.clone() };
+        self.report_progress(&format!("Creating {} sandbox from {}", self.title, template.reference));
+        let created = self.provider()?.create(&spec);
+        let sandbox = match created {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                // A create that failed late may still have made a sandbox: this run's are reclaimed by label.
+                if let Ok(provider) = self.provider() {
+                    let _ = provider.reclaim(&labels);
+                }
+                return Err(error);
+            }
+        };
+        self.info = Some(SandboxInfo {
+            provider: self.name.to_owned(),
+            id: sandbox.id().to_owned(),
+            template: template.reference.clone(),
+            destroyed: false,
+        });
+        self.report_progress(&format!("{} sandbox {} is running", self.title, sandbox.id()));
+        self.sandbox = Some(sandbox);
+        let resources = self.sandbox()?.resources().unwrap_or_default();
+        self.check_deferred(resources)?;
+        self.stage()
+    }
+
+    fn requirement_report(&self) -> Option<RequirementReport> {
+        self.checked_report.clone()
+    }
+
+    fn preflight(&self, runner: &str, executable: &str, tools: &[String], _path_variable: Option<&str>) -> Result<Preflight> {
+        if self.sandbox.is_none() && self.plan_only {
+            return Ok(Preflight::default());
+        }
+        let mut names = vec!["git".to_owned(), "tar".to_owned(), executable.to_owned()];
+        names.extend(tools.iter().cloned());
+        let quoted: Vec<String> = names.iter().map(|n| quote(n)).collect();
+        let assets: Vec<String> = self.assets.iter().map(|a| quote(a)).collect();
+        let script = format!(
+            "for n in {}; do p=$(command -v \"$n\" 2>/dev/null) && printf 'found\\t%s\\t%s\\n' \"$n\" \"$p\"; done; \
+             if tar --help 2>&1 | grep -q -- --null; then echo tar-null; fi; \
+             for f in {}; do test -r \"$f\" || printf 'unreadable\\t%s\\n' \"$f\"; done; true",
+            quoted.join(" "),
+            if assets.is_empty() { "''".to_owned() } else { assets.join(" ") }
+        );
+        let output = self.run_checked("Runtime preflight failed", &script, User::Default)?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let mut tar_null = false;
+        let mut unreadable = Vec::new();
+        for line in text.lines() {
+            let parts: Vec<&str> = line.split('\t').collect();
+            match parts.as_slice() {
+                ["found", name, path] => {
+                    found.entry((*name).to_owned()).or_insert_with(|| PathBuf::from(path));
+                }
+                ["unreadable", path] if !path.is_empty() => unreadable.push((*path).to_owned()),
+                ["tar-null"] => tar_null = true,
+                _ => {}
+            }
+        }
+        let image = self.image_name();
+        let title = self.title;
+        if !found.contains_key("git") {
+            return Err(EngineError::message(format!(
+                "Git is unavailable in {title} image {image}; {title} workspace outcome collection requires git"
+            )));
+        }
+        if !found.contains_key("tar") || !tar_null {
+            return Err(EngineError::message(format!(
+                "GNU tar is unavailable in {title} image {image}; {title} workspace outcome collection requires tar --null support"
+            )));
+        }
+        let runner_path = found
+            .get(executable)
+            .cloned()
+            .ok_or_else(|| EngineError::message(format!("Runner CLI is unavailable in {title} image {image}: {runner}")))?;
+        let mut located = Vec::new();
+        for tool in tools {
+            let path = found.get(tool).cloned().ok_or_else(|| {
+                EngineError::message(format!("Required CLI tool is unavailable in {title} image {image}: {tool}"))
+            })?;
+            located.push((tool.clone(), path));
+        }
+        if let Some(path) = unreadable.first() {
+            return Err(EngineError::message(format!("Required runtime asset is unreadable: {path}")));
+        }
+        Ok(Preflight { runner: Some(runner_path), tools: located })
+    }
+
+    fn launch(&mut self, translation: &Translation) -> Result<Launched> {
+        let mut env = BTreeMap::from([
+            ("HOME".to_owned(), paths::STATE.to_owned()),
+            ("TMPDIR".to_owned(), "/tmp".to_owned()),
+        ]);
+        env.extend(translation.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let cwd = translation.cwd.display().to_string();
+        let command = format!("cd {} && exec {}", quote(&cwd), shell::command_line(&translation.command));
+        let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None };
+        let process = self.sandbox()?.start(&command, &options)?;
+        Ok(Launched {
+            stdout: Some(process.stdout),
+            stderr: Some(process.stderr),
+            handle: Handle::Remote { exit: process.exit, killer: process.killer },
+        })
+    }
+
+    fn cancel(&mut self, launched: &mut Launched) {
+        if let Handle::Remote { killer, .. } = &mut launched.handle {
+            killer.kill();
+        }
+    }
+
+    fn working_copies(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.copies.iter().map(|c| (c.host.clone(), c.path().to_path_buf())).collect()
+    }
+
+    fn retrieve(&mut self, outbox: &Path) -> Result<()> {
+        collect::retrieve(self, outbox)
+    }
+
+    fn sandbox_report(&self) -> Option<SandboxInfo> {
+        self.info.clone()
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        let Some(sandbox) = self.sandbox.take() else { return Ok(()) };
+        let id = sandbox.id().to_owned();
+        match sandbox.destroy() {
+            Ok(()) => {
+                if let Some(info) = &mut self.info {
+                    info.destroyed = true;
+                }
+                self.report_progress(&format!("{} sandbox {id} destroyed", self.title));
+                Ok(())
+            }
+            Err(error) => {
+                // Kept for another attempt: a later cleanup (or drop) tries again.
+                self.sandbox = Some(sandbox);
+                Err(error)
+            }
+        }
+    }
+}

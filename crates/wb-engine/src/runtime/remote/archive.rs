@@ -1,0 +1,270 @@
+//! Archives that cross between the host and a sandbox: packing a local directory into a gzip tar (links stay
+//! links, modes kept, nothing followed), and unpacking what a sandbox sent back into a local directory
+//! without ever writing outside it: every entry's path is checked, no parent may be a symlink or a file (a
+//! link one entry created cannot carry a later one elsewhere), and only files, directories and symlinks are
+//! accepted.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{EngineError, Result};
+
+/// Packs the files and symlinks `paths` (relative, `/`-separated) of `root` into a gzip tar.
+pub fn pack(root: &Path, paths: &[String]) -> Result<Vec<u8>> {
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut builder = tar::Builder::new(encoder);
+    builder.follow_symlinks(false);
+    builder.mode(tar::HeaderMode::Deterministic);
+    for path in paths {
+        let full = root.join(path);
+        builder
+            .append_path_with_name(&full, path)
+            .map_err(|e| EngineError::io(format!("cannot pack {}", full.display()), e))?;
+    }
+    let encoder = builder.into_inner().map_err(|e| EngineError::io("cannot pack the staging archive", e))?;
+    encoder.finish().map_err(|e| EngineError::io("cannot pack the staging archive", e))
+}
+
+/// Every file and symlink under `root`, relative and sorted (directories are recreated from the paths).
+pub fn list_all(root: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        let dir = root.join(&relative);
+        let entries = fs::read_dir(&dir).map_err(|e| EngineError::io(format!("cannot list {}", dir.display()), e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| EngineError::io(format!("cannot list {}", dir.display()), e))?;
+            let name = relative.join(entry.file_name());
+            let kind = entry.file_type().map_err(|e| EngineError::io(format!("cannot stat {}", name.display()), e))?;
+            if kind.is_dir() {
+                pending.push(name);
+            } else if kind.is_file() || kind.is_symlink() {
+                out.push(name.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A relative path that names something inside the destination: no `..`, no root, not empty.
+pub fn safe_relative(path: &str) -> Option<PathBuf> {
+    let trimmed = path.strip_prefix("./").unwrap_or(path);
+    let candidate = Path::new(trimmed);
+    let mut out = PathBuf::new();
+    for component in candidate.components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
+/// Makes every parent of `relative` under `root` a real directory: missing ones are created; a symlink or a
+/// file in the way is an error (`replace`: removed instead, for a sandbox that replaced a file with a
+/// directory).
+fn real_parents(root: &Path, relative: &Path, replace: bool) -> Result<()> {
+    let mut current = root.to_path_buf();
+    let parents: Vec<_> = relative.parent().map(|p| p.components().collect()).unwrap_or_default();
+    for component in parents {
+        current.push(component);
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) if replace => {
+                fs::remove_file(&current).map_err(|e| EngineError::io(format!("cannot replace {}", current.display()), e))?;
+                fs::create_dir(&current).map_err(|e| EngineError::io(format!("cannot create {}", current.display()), e))?;
+            }
+            Ok(_) => {
+                return Err(EngineError::message(format!(
+                    "Refused archive entry {}: a parent is not a directory",
+                    relative.display()
+                )));
+            }
+            Err(_) => {
+                fs::create_dir(&current).map_err(|e| EngineError::io(format!("cannot create {}", current.display()), e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes whatever is at `path` without following it (a directory with its contents).
+pub fn remove_entry(path: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What [`unpack`] wrote.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Unpacked {
+    pub files: Vec<String>,
+}
+
+/// Unpacks a gzip tar into `root` (which must exist), replacing what is there at each entry's path.
+/// `replace_parents`: a file in the way of a directory is replaced (workspace changes), else refused.
+pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpacked> {
+    let decoder = flate2::read::GzDecoder::new(bytes);
+    let mut archive = tar::Archive::new(decoder);
+    let mut unpacked = Unpacked::default();
+    let entries = archive.entries().map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
+        let raw = entry.path_bytes().into_owned();
+        let name = String::from_utf8_lossy(&raw).into_owned();
+        let Some(relative) = safe_relative(&name) else {
+            return Err(EngineError::message(format!("Refused archive entry with an unsafe path: {name}")));
+        };
+        real_parents(root, &relative, replace_parents)?;
+        let target = root.join(&relative);
+        let kind = entry.header().entry_type();
+        let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+        match kind {
+            tar::EntryType::Directory => match fs::symlink_metadata(&target) {
+                Ok(meta) if meta.is_dir() => {}
+                _ => {
+                    remove_entry(&target).map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
+                    fs::create_dir(&target)
+                        .map_err(|e| EngineError::io(format!("cannot create {}", target.display()), e))?;
+                }
+            },
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                remove_entry(&target).map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
+                let mut file = fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+                    .open(&target)
+                    .map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
+                let mut buffer = [0u8; 64 * 1024];
+                loop {
+                    let n = entry.read(&mut buffer).map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    file.write_all(&buffer[..n]).map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
+                }
+                file.set_permissions(fs::Permissions::from_mode(mode))
+                    .map_err(|e| EngineError::io(format!("cannot set the mode of {}", target.display()), e))?;
+                unpacked.files.push(relative.to_string_lossy().into_owned());
+            }
+            tar::EntryType::Symlink => {
+                let link = entry
+                    .link_name()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| EngineError::message(format!("Refused archive entry {name}: a symlink without a target")))?;
+                remove_entry(&target).map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
+                std::os::unix::fs::symlink(&link, &target)
+                    .map_err(|e| EngineError::io(format!("cannot create {}", target.display()), e))?;
+                unpacked.files.push(relative.to_string_lossy().into_owned());
+            }
+            other => {
+                return Err(EngineError::message(format!(
+                    "Refused archive entry {name}: {other:?} entries are not accepted"
+                )));
+            }
+        }
+    }
+    Ok(unpacked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn archive(build: impl FnOnce(&mut tar::Builder<Vec<u8>>)) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        build(&mut builder);
+        let tar = builder.into_inner().unwrap_or_default();
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let _ = encoder.write_all(&tar);
+        encoder.finish().unwrap_or_default()
+    }
+
+    fn file(builder: &mut tar::Builder<Vec<u8>>, path: &str, bytes: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o755);
+        header.set_entry_type(tar::EntryType::Regular);
+        // Raw names, so a test can carry `..` (set_path refuses it).
+        let name = &mut header.as_old_mut().name;
+        name[..path.len()].copy_from_slice(path.as_bytes());
+        header.set_cksum();
+        let _ = builder.append(&header, bytes);
+    }
+
+    fn link(builder: &mut tar::Builder<Vec<u8>>, path: &str, target: &str) {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        let _ = builder.append_link(&mut header, path, target);
+    }
+
+    #[test]
+    fn a_round_trip_keeps_files_links_and_modes() -> Result<()> {
+        let source = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        fs::create_dir_all(source.path().join("a/b")).map_err(|e| EngineError::io("mkdir", e))?;
+        fs::write(source.path().join("a/b/run.sh"), "#!/bin/sh\n").map_err(|e| EngineError::io("write", e))?;
+        fs::set_permissions(source.path().join("a/b/run.sh"), fs::Permissions::from_mode(0o755))
+            .map_err(|e| EngineError::io("chmod", e))?;
+        std::os::unix::fs::symlink("b/run.sh", source.path().join("a/link")).map_err(|e| EngineError::io("ln", e))?;
+        let paths = list_all(source.path())?;
+        assert_eq!(paths, ["a/b/run.sh", "a/link"]);
+        let bytes = pack(source.path(), &paths)?;
+        let dest = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        let unpacked = unpack(&bytes, dest.path(), false)?;
+        assert_eq!(unpacked.files, ["a/b/run.sh", "a/link"]);
+        let meta = fs::metadata(dest.path().join("a/b/run.sh")).map_err(|e| EngineError::io("stat", e))?;
+        assert_eq!(meta.permissions().mode() & 0o777, 0o755);
+        assert_eq!(fs::read_link(dest.path().join("a/link")).ok(), Some(PathBuf::from("b/run.sh")));
+        Ok(())
+    }
+
+    #[test]
+    fn nothing_is_written_outside_the_destination() -> Result<()> {
+        let outer = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        let dest = outer.path().join("dest");
+        fs::create_dir(&dest).map_err(|e| EngineError::io("mkdir", e))?;
+        let escape = archive(|b| file(b, "../escaped", b"x"));
+        assert!(unpack(&escape, &dest, false).is_err());
+        assert!(!outer.path().join("escaped").exists());
+        // A link, then a file through it: the second entry is refused, nothing lands outside.
+        let through = archive(|b| {
+            link(b, "out", "..");
+            file(b, "out/escaped", b"x");
+        });
+        let error = unpack(&through, &dest, false).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("a parent is not a directory"), "{error}");
+        assert!(!outer.path().join("escaped").exists());
+        // Replacing parents (workspace changes) removes the link itself, never what it points at.
+        unpack(&through, &dest, true)?;
+        assert!(dest.join("out/escaped").is_file());
+        assert!(!outer.path().join("escaped").exists());
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_over_a_planted_link_replaces_the_link_not_its_target() -> Result<()> {
+        let outer = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        let dest = outer.path().join("dest");
+        fs::create_dir(&dest).map_err(|e| EngineError::io("mkdir", e))?;
+        fs::write(outer.path().join("victim"), "keep").map_err(|e| EngineError::io("write", e))?;
+        let bytes = archive(|b| {
+            link(b, "f", "../victim");
+            file(b, "f", b"new");
+        });
+        unpack(&bytes, &dest, false)?;
+        assert_eq!(fs::read_to_string(outer.path().join("victim")).ok().as_deref(), Some("keep"));
+        assert_eq!(fs::read_to_string(dest.join("f")).ok().as_deref(), Some("new"));
+        Ok(())
+    }
+}

@@ -1,0 +1,158 @@
+//! What leaves the host for a sandbox, and the working copies changes come back into.
+//!
+//! A workspace crosses as the snapshot selects it (tracked and unignored files of a Git workspace, a filtered
+//! walk otherwise; VCS metadata, dependency trees and credential paths left out), less what the staging
+//! policy adds (engine facts (f): the segments `.workbench` and `.workbench-state`, the name
+//! `runtime.secrets.json`), plus a project `.npmrc` only when every line is a known boolean setting. The same
+//! archive is unpacked into a local *working copy*: the outcome's baseline and, after the run, the tree the
+//! sandbox's changes are applied to, so a changeset's `before` is exactly what the sandbox started from.
+
+use std::path::{Path, PathBuf};
+
+use wb_outcomes::Snapshot;
+
+use super::archive;
+use super::provider::TRANSFER_LIMIT;
+use crate::error::{EngineError, Result};
+
+/// Settings a project `.npmrc` may hold to cross (each `=true` or `=false`).
+const NPMRC_BOOLEANS: &[&str] = &[
+    "engine-strict",
+    "strict-peer-dependencies",
+    "auto-install-peers",
+    "shamefully-hoist",
+    "legacy-peer-deps",
+    "ignore-scripts",
+    "save-exact",
+    "package-lock",
+    "fund",
+    "audit",
+];
+
+/// Whether the staging policy keeps a path the snapshot selected.
+pub fn staging_excludes(path: &str) -> bool {
+    let segments: Vec<&str> = path.split('/').collect();
+    segments.iter().any(|s| matches!(*s, ".workbench" | ".workbench-state"))
+        || segments.last().is_some_and(|name| name.eq_ignore_ascii_case("runtime.secrets.json"))
+}
+
+/// Whether a project `.npmrc` may cross: at most 64 KiB, every non-empty line `<known boolean>=true|false`.
+pub fn npmrc_may_cross(text: &str) -> bool {
+    text.len() <= 64 * 1024
+        && text.lines().map(str::trim).filter(|l| !l.is_empty()).all(|line| {
+            line.split_once('=').is_some_and(|(key, value)| {
+                NPMRC_BOOLEANS.contains(&key.trim()) && matches!(value.trim(), "true" | "false")
+            })
+        })
+}
+
+/// The paths of `root` that cross to a sandbox (relative, sorted).
+pub fn staged_paths(root: &Path, home: &Path) -> Result<Vec<String>> {
+    let snapshot = Snapshot::capture_excluding_home(root, home)
+        .map_err(|e| EngineError::message(format!("Cannot list {} for staging: {e}", root.display())))?;
+    let mut paths: Vec<String> = snapshot.files().keys().filter(|p| !staging_excludes(p)).cloned().collect();
+    let npmrc = root.join(".npmrc");
+    if std::fs::symlink_metadata(&npmrc).is_ok_and(|m| m.is_file())
+        && std::fs::read_to_string(&npmrc).is_ok_and(|text| npmrc_may_cross(&text))
+    {
+        paths.push(".npmrc".to_owned());
+        paths.sort();
+    }
+    Ok(paths)
+}
+
+/// One directory staged into the sandbox.
+pub struct Staged {
+    /// The gzip tar that is uploaded.
+    pub archive: Vec<u8>,
+    pub files: usize,
+}
+
+/// Packs `paths` of `root`; refuses more than the transfer limit.
+pub fn pack(title: &str, root: &Path, paths: &[String]) -> Result<Staged> {
+    let mut total = 0u64;
+    for path in paths {
+        total += std::fs::symlink_metadata(root.join(path)).map(|m| m.len()).unwrap_or(0);
+        if total > TRANSFER_LIMIT {
+            return Err(EngineError::message(format!(
+                "{title} input exceeds the 512 MiB transfer safety limit: {}",
+                root.display()
+            )));
+        }
+    }
+    let archive = archive::pack(root, paths)?;
+    Ok(Staged { archive, files: paths.len() })
+}
+
+/// A workspace's local working copy: what was staged, and later what the sandbox made of it.
+pub struct WorkingCopy {
+    /// The host workspace.
+    pub host: PathBuf,
+    /// Where the sandbox has it.
+    pub target: String,
+    dir: tempfile::TempDir,
+    /// The sandbox's baseline commit.
+    pub baseline: Option<String>,
+}
+
+impl WorkingCopy {
+    /// Unpacks the staged archive into a new private directory.
+    pub fn create(host: &Path, target: &str, staged: &Staged) -> Result<WorkingCopy> {
+        let dir = tempfile::Builder::new()
+            .prefix("wb-lsp-copy-")
+            .tempdir()
+            .map_err(|e| EngineError::io("cannot create a working copy", e))?;
+        archive::unpack(&staged.archive, dir.path(), false)?;
+        Ok(WorkingCopy { host: host.to_path_buf(), target: target.to_owned(), dir, baseline: None })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_staging_policy_keeps_engine_state_and_secrets_home() {
+        assert!(staging_excludes(".workbench/runs/x"));
+        assert!(staging_excludes("a/.workbench-state/y"));
+        assert!(staging_excludes("config/Runtime.Secrets.json"));
+        assert!(!staging_excludes("src/workbench.rs"));
+        assert!(!staging_excludes(".workbenches/review/workbench.yml"));
+    }
+
+    #[test]
+    fn only_a_harmless_npmrc_crosses() {
+        assert!(npmrc_may_cross("engine-strict=true\n\nsave-exact = false\n"));
+        assert!(!npmrc_may_cross("//registry.npmjs.org/:_authToken=secret\n"));
+        assert!(!npmrc_may_cross("engine-strict=yes\n"));
+        assert!(!npmrc_may_cross("registry=https://example.com\n"));
+    }
+
+    #[test]
+    fn staged_paths_leave_out_credentials_and_engine_state() -> Result<()> {
+        let root = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        let home = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        for (path, text) in [
+            ("src/main.rs", "fn main() {}"),
+            (".env", "KEY=secret"),
+            (".workbench-state/x", "state"),
+            ("runtime.secrets.json", "{}"),
+            (".npmrc", "//r/:_authToken=t\n"),
+            ("id_rsa", "key"),
+        ] {
+            let full = root.path().join(path);
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| EngineError::io("mkdir", e))?;
+            }
+            std::fs::write(full, text).map_err(|e| EngineError::io("write", e))?;
+        }
+        assert_eq!(staged_paths(root.path(), home.path())?, ["src/main.rs"]);
+        std::fs::write(root.path().join(".npmrc"), "fund=false\n").map_err(|e| EngineError::io("write", e))?;
+        assert_eq!(staged_paths(root.path(), home.path())?, [".npmrc", "src/main.rs"]);
+        Ok(())
+    }
+}
