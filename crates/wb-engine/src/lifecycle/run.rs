@@ -160,7 +160,9 @@ pub fn run(
     let completeness = if cancelled { Completeness::Partial } else { Completeness::Complete };
     // A remote runtime brings the sandbox's changes and outbox back first (the sandbox still exists).
     let collected = match prepared.runtime.retrieve(&prepared.outbox) {
-        Ok(()) => outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name()),
+        Ok(()) => {
+            outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name())
+        }
         Err(error) => Err(error.to_string()),
     };
     let outcome_id = match collected {

@@ -87,6 +87,10 @@ pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Res
         if let Some(dir) = &report.stage_dir {
             text.push_str(&format!("  Staged in   {dir}\n"));
         }
+        for (index, call) in report.runtime_calls.iter().enumerate() {
+            let label = if index == 0 { "Would call" } else { "" };
+            text.push_str(&format!("  {label:<11} {call}\n"));
+        }
         for warning in &report.warnings {
             text.push_str(&format!("  warning: {warning}\n"));
         }

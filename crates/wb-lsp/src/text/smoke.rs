@@ -51,6 +51,15 @@ pub(crate) fn smoke_lines(report: &Smoke) -> Vec<String> {
             detail(format!("requirement {}", printable(line)));
         }
     }
+    if let Some(sandbox) = &report.sandbox {
+        let ending = if sandbox.destroyed { "and destroyed it" } else { "and could not destroy it" };
+        detail(format!(
+            "created {} sandbox {} from {} {ending}",
+            printable(&sandbox.provider),
+            printable(&sandbox.id),
+            printable(&sandbox.template)
+        ));
+    }
     for warning in &report.warnings {
         detail(format!("warning: {}", printable(warning)));
     }
@@ -102,6 +111,7 @@ pub(crate) mod tests {
             docker_engine: None,
             warnings: vec!["optional MCP disabled: db".into()],
             disabled_optional_mcps: vec!["db".into()],
+            sandbox: None,
             error: None,
         }
     }

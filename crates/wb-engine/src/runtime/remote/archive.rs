@@ -75,8 +75,10 @@ fn real_parents(root: &Path, relative: &Path, replace: bool) -> Result<()> {
         match fs::symlink_metadata(&current) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) if replace => {
-                fs::remove_file(&current).map_err(|e| EngineError::io(format!("cannot replace {}", current.display()), e))?;
-                fs::create_dir(&current).map_err(|e| EngineError::io(format!("cannot create {}", current.display()), e))?;
+                fs::remove_file(&current)
+                    .map_err(|e| EngineError::io(format!("cannot replace {}", current.display()), e))?;
+                fs::create_dir(&current)
+                    .map_err(|e| EngineError::io(format!("cannot create {}", current.display()), e))?;
             }
             Ok(_) => {
                 return Err(EngineError::message(format!(
@@ -85,7 +87,8 @@ fn real_parents(root: &Path, relative: &Path, replace: bool) -> Result<()> {
                 )));
             }
             Err(_) => {
-                fs::create_dir(&current).map_err(|e| EngineError::io(format!("cannot create {}", current.display()), e))?;
+                fs::create_dir(&current)
+                    .map_err(|e| EngineError::io(format!("cannot create {}", current.display()), e))?;
             }
         }
     }
@@ -130,13 +133,15 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
             tar::EntryType::Directory => match fs::symlink_metadata(&target) {
                 Ok(meta) if meta.is_dir() => {}
                 _ => {
-                    remove_entry(&target).map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
+                    remove_entry(&target)
+                        .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
                     fs::create_dir(&target)
                         .map_err(|e| EngineError::io(format!("cannot create {}", target.display()), e))?;
                 }
             },
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                remove_entry(&target).map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
+                remove_entry(&target)
+                    .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
                 let mut file = fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
@@ -146,23 +151,25 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
                     .map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
                 let mut buffer = [0u8; 64 * 1024];
                 loop {
-                    let n = entry.read(&mut buffer).map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
+                    let n = entry
+                        .read(&mut buffer)
+                        .map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
                     if n == 0 {
                         break;
                     }
-                    file.write_all(&buffer[..n]).map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
+                    file.write_all(&buffer[..n])
+                        .map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
                 }
                 file.set_permissions(fs::Permissions::from_mode(mode))
                     .map_err(|e| EngineError::io(format!("cannot set the mode of {}", target.display()), e))?;
                 unpacked.files.push(relative.to_string_lossy().into_owned());
             }
             tar::EntryType::Symlink => {
-                let link = entry
-                    .link_name()
-                    .ok()
-                    .flatten()
-                    .ok_or_else(|| EngineError::message(format!("Refused archive entry {name}: a symlink without a target")))?;
-                remove_entry(&target).map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
+                let link = entry.link_name().ok().flatten().ok_or_else(|| {
+                    EngineError::message(format!("Refused archive entry {name}: a symlink without a target"))
+                })?;
+                remove_entry(&target)
+                    .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
                 std::os::unix::fs::symlink(&link, &target)
                     .map_err(|e| EngineError::io(format!("cannot create {}", target.display()), e))?;
                 unpacked.files.push(relative.to_string_lossy().into_owned());

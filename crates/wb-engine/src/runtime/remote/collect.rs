@@ -62,7 +62,11 @@ fn workspace_changes(runtime: &RemoteRuntime, index: usize, target: &str, baseli
             .map_err(|e| EngineError::io(format!("cannot remove {}", relative.display()), e))?;
     }
     archive::unpack(&bytes, copy, true)?;
-    let _ = runtime.run_checked("cleanup", &format!("rm -f {} {} {}", quote(&changed), quote(&deleted), quote(&archive_path)), User::Default);
+    let _ = runtime.run_checked(
+        "cleanup",
+        &format!("rm -f {} {} {}", quote(&changed), quote(&deleted), quote(&archive_path)),
+        User::Default,
+    );
     Ok(())
 }
 

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use provider::{
-    CommandOptions, CommandOutput, PreparedTemplate, ProviderEnv, ResourceRequest, Resources, Sandbox,
-    SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource, User,
+    CommandOptions, CommandOutput, PreparedTemplate, ProviderEnv, ResourceRequest, Resources, Sandbox, SandboxProvider,
+    SandboxSpec, TemplateRequest, TemplateSource, User,
 };
 use serde::Serialize;
 use shell::quote;
@@ -52,8 +52,7 @@ pub const LEASE: Duration = Duration::from_secs(60 * 60);
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// Builds a provider from the engine's environment (keys, base URLs) on the runtime's tokio handle.
-pub type ProviderFactory =
-    Box<dyn Fn(&ProviderEnv, tokio::runtime::Handle) -> Result<Box<dyn SandboxProvider>> + Send>;
+pub type ProviderFactory = Box<dyn Fn(&ProviderEnv, tokio::runtime::Handle) -> Result<Box<dyn SandboxProvider>> + Send>;
 
 /// The sandbox a smoke or run used, as reports show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -158,9 +157,7 @@ impl RemoteRuntime {
     }
 
     fn sandbox(&self) -> Result<&dyn Sandbox> {
-        self.sandbox
-            .as_deref()
-            .ok_or_else(|| EngineError::message("Runtime preflight must succeed before launch"))
+        self.sandbox.as_deref().ok_or_else(|| EngineError::message("Runtime preflight must succeed before launch"))
     }
 
     /// The image texts name (`Git is unavailable in E2B image <this>`).
@@ -218,19 +215,17 @@ impl RemoteRuntime {
             }
             None => return Err(EngineError::message(format!("{} is required", config.image_label))),
         };
-        Ok(TemplateRequest {
-            workbench: package.name.clone(),
-            version: package.version.clone(),
-            source,
-            setup: None,
-        })
+        Ok(TemplateRequest { workbench: package.name.clone(), version: package.version.clone(), source, setup: None })
     }
 
     /// Checks the requirements deferred until the sandbox exists, against what the service reports.
     fn check_deferred(&mut self, resources: Resources) -> Result<()> {
         let mut report = self.report.clone();
         let fail = |detail: String| {
-            EngineError::message(format!("Workbench {} cannot run on the {} runtime: {detail}", self.workbench, self.name))
+            EngineError::message(format!(
+                "Workbench {} cannot run on the {} runtime: {detail}",
+                self.workbench, self.name
+            ))
         };
         let text = wb_syntax::js_number_to_string;
         for requirement in &self.deferred {
@@ -299,7 +294,11 @@ impl RemoteRuntime {
     /// Creates the sandbox's directories as root and gives them to the default user (the reference falls back
     /// to root only for this).
     fn make_directories(&self) -> Result<()> {
-        let owner = self.run_checked("Cannot read the sandbox user", "printf '%s:%s' \"$(id -u)\" \"$(id -g)\"", User::Default)?;
+        let owner = self.run_checked(
+            "Cannot read the sandbox user",
+            "printf '%s:%s' \"$(id -u)\" \"$(id -g)\"",
+            User::Default,
+        )?;
         let owner = owner.text();
         let dirs = [paths::WORKSPACE, paths::WORKSPACES, "/workbench", paths::STAGE, paths::STATE, paths::OUTBOX];
         let list: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
@@ -408,7 +407,10 @@ impl Runtime for RemoteRuntime {
     fn check_requirements(&self, package: &Package, _allow_unchecked_gpu: bool) -> Result<RequirementReport> {
         let requirements = &package.manifest.requirements;
         let fail = |detail: String| {
-            EngineError::message(format!("Workbench {} cannot run on the {} runtime: {detail}", package.name, self.name))
+            EngineError::message(format!(
+                "Workbench {} cannot run on the {} runtime: {detail}",
+                package.name, self.name
+            ))
         };
         let mut report = RequirementReport::default();
         if self.name == "daytona" {
@@ -424,14 +426,19 @@ impl Runtime for RemoteRuntime {
             };
             if let Some(wanted) = &requirements.os {
                 if !wanted.iter().any(|o| o == os) {
-                    return Err(fail(format!("the {class} class provides {os} but the Workbench requires {}", wanted.join(" or "))));
+                    return Err(fail(format!(
+                        "the {class} class provides {os} but the Workbench requires {}",
+                        wanted.join(" or ")
+                    )));
                 }
             }
             if class == "gpu" && !requirements.gpu {
                 return Err(fail("the gpu class requires gpu: true in requirements".to_owned()));
             }
             if requirements.gpu && class != "gpu" {
-                return Err(fail(format!("requirements.gpu is true but the {class} class has no GPU. Use the gpu class.")));
+                return Err(fail(format!(
+                    "requirements.gpu is true but the {class} class has no GPU. Use the gpu class."
+                )));
             }
             if class != "linux" {
                 return Err(fail(format!("class {class} is not available yet")));
@@ -443,7 +450,11 @@ impl Runtime for RemoteRuntime {
             }
             if let Some(os) = &requirements.os {
                 if !os.iter().any(|o| o == "linux") {
-                    return Err(fail(format!("requires os {} but the {} runtime provides linux", os.join(" or "), self.name)));
+                    return Err(fail(format!(
+                        "requires os {} but the {} runtime provides linux",
+                        os.join(" or "),
+                        self.name
+                    )));
                 }
                 report.checked.push("os linux".to_owned());
             }
@@ -468,8 +479,11 @@ impl Runtime for RemoteRuntime {
         self.report = self.check_requirements(package, true)?;
         if self.name == "daytona" {
             // Daytona applies the requested resources at create.
-            self.resources =
-                ResourceRequest { cpu: requirements.cpu, memory_gb: requirements.memory_gb, disk_gb: requirements.disk_gb };
+            self.resources = ResourceRequest {
+                cpu: requirements.cpu,
+                memory_gb: requirements.memory_gb,
+                disk_gb: requirements.disk_gb,
+            };
             for (value, name) in [
                 (requirements.cpu.map(|c| format!("cpu {c}")), "cpu"),
                 (requirements.memory_gb.map(|m| format!("memory {} GiB", wb_syntax::js_number_to_string(m))), "memory"),
@@ -494,7 +508,9 @@ impl Runtime for RemoteRuntime {
         let request = request?;
         if plan_only {
             let mut plan = provider.plan(&request);
-            plan.push("stage the workspaces, the package, the runner's configuration; git init + baseline commit".to_owned());
+            plan.push(
+                "stage the workspaces, the package, the runner's configuration; git init + baseline commit".to_owned(),
+            );
             plan.push("preflight: command -v git, tar (with --null), the runner and every tool".to_owned());
             plan.push("launch the runner; collect git diff --cached against the baseline and the outbox".to_owned());
             plan.push("destroy the sandbox".to_owned());
@@ -531,9 +547,15 @@ impl Runtime for RemoteRuntime {
     }
 
     fn provision(&mut self, run_id: &str) -> Result<()> {
-        let template = self.template.clone().ok_or_else(|| EngineError::message("The sandbox template is not prepared"))?;
+        let template =
+            self.template.clone().ok_or_else(|| EngineError::message("The sandbox template is not prepared"))?;
         let labels = labels(run_id, &self.workbench);
-        let spec = SandboxSpec { template: template.reference.clone(), labels: labels.clone(), lease: LEASE, resources: self.resources.clone() };
+        let spec = SandboxSpec {
+            template: template.reference.clone(),
+            labels: labels.clone(),
+            lease: LEASE,
+            resources: self.resources.clone(),
+        };
         self.report_progress(&format!("Creating {} sandbox from {}", self.title, template.reference));
         let created = self.provider()?.create(&spec);
         let sandbox = match created {
@@ -563,7 +585,13 @@ impl Runtime for RemoteRuntime {
         self.checked_report.clone()
     }
 
-    fn preflight(&self, runner: &str, executable: &str, tools: &[String], _path_variable: Option<&str>) -> Result<Preflight> {
+    fn preflight(
+        &self,
+        runner: &str,
+        executable: &str,
+        tools: &[String],
+        _path_variable: Option<&str>,
+    ) -> Result<Preflight> {
         if self.sandbox.is_none() && self.plan_only {
             return Ok(Preflight::default());
         }
@@ -606,10 +634,9 @@ impl Runtime for RemoteRuntime {
                 "GNU tar is unavailable in {title} image {image}; {title} workspace outcome collection requires tar --null support"
             )));
         }
-        let runner_path = found
-            .get(executable)
-            .cloned()
-            .ok_or_else(|| EngineError::message(format!("Runner CLI is unavailable in {title} image {image}: {runner}")))?;
+        let runner_path = found.get(executable).cloned().ok_or_else(|| {
+            EngineError::message(format!("Runner CLI is unavailable in {title} image {image}: {runner}"))
+        })?;
         let mut located = Vec::new();
         for tool in tools {
             let path = found.get(tool).cloned().ok_or_else(|| {
@@ -624,10 +651,8 @@ impl Runtime for RemoteRuntime {
     }
 
     fn launch(&mut self, translation: &Translation) -> Result<Launched> {
-        let mut env = BTreeMap::from([
-            ("HOME".to_owned(), paths::STATE.to_owned()),
-            ("TMPDIR".to_owned(), "/tmp".to_owned()),
-        ]);
+        let mut env =
+            BTreeMap::from([("HOME".to_owned(), paths::STATE.to_owned()), ("TMPDIR".to_owned(), "/tmp".to_owned())]);
         env.extend(translation.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let cwd = translation.cwd.display().to_string();
         let command = format!("cd {} && exec {}", quote(&cwd), shell::command_line(&translation.command));
