@@ -1,0 +1,502 @@
+//! The remote runtimes end to end through the built binary: `wb-lsp smoke`, `dry-run` and `run --runtime
+//! e2b|daytona` against the fake services of `wb-sandbox-fakes`, whose sandboxes really run the staged
+//! commands (bubblewrap roots): staging, `git init` and the baseline commit, preflight, a fake OpenCode (a
+//! shell script bound into every sandbox at `/opt/wb/bin`), collection with `git diff` and `tar --null`, and
+//! the destroy. Then the `pending` outcome is applied with `wb-lsp outcome ID --apply`, and refused when the
+//! workspace moved on. Faults: create fails, the sandbox dies mid-run, cancellation. Every request the fakes
+//! saw is searched for the service key and the bound value: each appears only where the service needs it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use wb_sandbox_fakes::Recorded;
+use wb_sandbox_fakes::daytona::{self, DaytonaFake};
+use wb_sandbox_fakes::e2b::{self, E2bFake};
+use wb_testsupport::{Output, World, finish};
+
+/// The model key bound to the runner: it must reach the runner, and no output.
+const OPENAI_KEY: &str = "sk-remote-test-5d1c9e7a3b";
+
+const MANIFEST: &str = "spec: 1
+version: 1.0.0
+name: remote-demo
+description: A package for the remote runtimes.
+runner: opencode
+model:
+  id: openai/gpt-5.1
+  routes:
+    - provider: openai
+instructions: ./instructions.md
+tools:
+  - sed
+requirements:
+  cpu: 1
+runtimes:
+  e2b:
+    image: ghcr.io/acme/agent:1
+  daytona:
+    class: linux
+    image: ghcr.io/acme/agent:1
+";
+
+/// The fake OpenCode inside the sandbox: its behaviour depends on the task (the last argument).
+const FAKE_OPENCODE: &str = r#"#!/bin/sh
+emit() { printf '{"type":"text","part":{"type":"text","text":"%s"}}\n' "$1"; }
+for task; do :; done
+case "$task" in
+  edit)
+    emit "pwd=$(pwd)"
+    if [ -n "$OPENAI_API_KEY" ]; then emit "key=set"; else emit "key=unset"; fi
+    if [ -e .env ]; then emit "dotenv=staged"; else emit "dotenv=absent"; fi
+    printf '# New title\n\nThe ledger service.\n' > README.md
+    rm obsolete.txt
+    mkdir -p notes && echo "from the sandbox" > notes/new.md
+    echo "artifact" > "$WORKBENCH_OUTPUT_DIR/result.txt"
+    emit "done"
+    ;;
+  hang)
+    emit "hanging"
+    touch /tmp/hanging
+    sleep 300
+    ;;
+  *)
+    emit "done"
+    ;;
+esac
+"#;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    E2b,
+    Daytona,
+}
+
+/// One fake service with the fake OpenCode bound into its sandboxes.
+enum Service {
+    E2b(E2bFake),
+    Daytona(DaytonaFake),
+}
+
+impl Service {
+    fn start(kind: Kind, bin: &Path) -> Service {
+        let read_only = vec![(bin.to_path_buf(), "/opt/wb/bin".to_owned())];
+        match kind {
+            Kind::E2b => Service::E2b(
+                E2bFake::start(e2b::FakeOptions { read_only, ..e2b::FakeOptions::default() }).unwrap(),
+            ),
+            Kind::Daytona => Service::Daytona(
+                DaytonaFake::start(daytona::Options { read_only, ..daytona::Options::default() }).unwrap(),
+            ),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Service::E2b(_) => "e2b",
+            Service::Daytona(_) => "daytona",
+        }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        match self {
+            Service::E2b(fake) => fake.env().into_iter().collect(),
+            Service::Daytona(fake) => vec![
+                ("DAYTONA_API_KEY".to_owned(), fake.api_key()),
+                ("DAYTONA_API_URL".to_owned(), fake.api_url()),
+                ("WB_DAYTONA_POLL_MS".to_owned(), "20".to_owned()),
+            ],
+        }
+    }
+
+    fn key(&self) -> String {
+        match self {
+            Service::E2b(fake) => fake.api_key().to_owned(),
+            Service::Daytona(fake) => fake.api_key(),
+        }
+    }
+
+    fn requests(&self) -> Vec<Recorded> {
+        match self {
+            Service::E2b(fake) => fake.requests(),
+            Service::Daytona(fake) => fake.requests(),
+        }
+    }
+
+    /// Sandboxes that exist (not destroyed).
+    fn live(&self) -> Vec<String> {
+        match self {
+            Service::E2b(fake) => fake.sandboxes().into_iter().map(|s| s.id).collect(),
+            Service::Daytona(fake) => fake.sandbox_ids(),
+        }
+    }
+
+    fn created(&self) -> usize {
+        let path = match self {
+            Service::E2b(_) => "/v2/sandboxes",
+            Service::Daytona(_) => "/api/sandbox",
+        };
+        self.requests().iter().filter(|r| r.method == "POST" && r.path == path).count()
+    }
+
+    fn kill(&self, id: &str) {
+        match self {
+            Service::E2b(fake) => fake.kill_sandbox(id),
+            Service::Daytona(fake) => fake.kill_sandbox(id),
+        }
+    }
+
+    fn fail_create(&self) {
+        match self {
+            Service::E2b(fake) => {
+                let mut faults = fake.faults();
+                faults.create_status = Some(500);
+                fake.set_faults(faults);
+            }
+            Service::Daytona(fake) => fake.faults(|f| f.create_status = Some(500)),
+        }
+    }
+
+    /// The requests carrying `needle` anywhere (headers, query, body), as `METHOD path` lines.
+    fn carrying(&self, needle: &str) -> Vec<String> {
+        self.requests()
+            .iter()
+            .filter(|r| {
+                r.query.contains(needle)
+                    || r.headers.values().any(|v| v.contains(needle))
+                    || String::from_utf8_lossy(&r.body).contains(needle)
+            })
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect()
+    }
+}
+
+struct Setup {
+    world: World,
+    service: Service,
+}
+
+fn setup(kind: Kind) -> Setup {
+    let world = World::new();
+    world.package("remote-demo", MANIFEST);
+    // The workspace: a git repository with a secret file that must never leave the host.
+    std::fs::write(world.work.join(".env"), format!("OPENAI_API_KEY={OPENAI_KEY}\n")).unwrap();
+    let image_bin = world.root.join("image-bin");
+    std::fs::create_dir_all(&image_bin).unwrap();
+    let opencode = image_bin.join("opencode");
+    std::fs::write(&opencode, FAKE_OPENCODE).unwrap();
+    std::fs::set_permissions(&opencode, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let service = Service::start(kind, &image_bin);
+    Setup { world, service }
+}
+
+impl Setup {
+    fn command(&self) -> std::process::Command {
+        let mut command = self.world.command(env!("CARGO_BIN_EXE_wb-lsp"));
+        command.envs(self.service.env()).env("OPENAI_API_KEY", OPENAI_KEY);
+        command
+    }
+
+    fn wb(&self, args: &[&str]) -> Output {
+        finish(self.command().args(args))
+    }
+
+    fn args<'a>(&'a self, mode: &'a str, task: Option<&'a str>, work: &'a str) -> Vec<&'a str> {
+        let mut args = vec![mode, ".workbenches/remote-demo", "--runtime", self.service.name(), "--json"];
+        if mode != "smoke" {
+            args.extend(["--dir", work]);
+        }
+        if let Some(task) = task {
+            args.extend(["--task", task]);
+        }
+        args
+    }
+
+    /// Runs `wb-lsp run` with `task`; returns the events.
+    fn run(&self, task: &str) -> (Output, Vec<Value>) {
+        let work = self.world.work.display().to_string();
+        let output = self.wb(&self.args("run", Some(task), &work));
+        let events = output.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        (output, events)
+    }
+
+    /// Neither key appears in what the binary printed.
+    fn assert_quiet(&self, output: &Output) {
+        for secret in [OPENAI_KEY.to_owned(), self.service.key()] {
+            assert!(!output.stdout.contains(&secret), "a secret in stdout: {}", output.stdout);
+            assert!(!output.stderr.contains(&secret), "a secret in stderr: {}", output.stderr);
+        }
+    }
+
+    /// The service key only in the authentication header of the control plane (and, for Daytona, the
+    /// toolbox, which takes the same header); the bound value only where it reaches the runner.
+    fn assert_secrets_only_where_needed(&self) {
+        let key = self.service.key();
+        for request in self.service.requests() {
+            let body = String::from_utf8_lossy(&request.body);
+            assert!(!body.contains(&key), "the service key in a body: {} {}", request.method, request.path);
+            assert!(!request.query.contains(&key), "the service key in a query: {}", request.path);
+            for (name, value) in &request.headers {
+                if value.contains(&key) {
+                    assert!(
+                        matches!(name.as_str(), "x-api-key" | "authorization"),
+                        "the service key in header {name} of {} {}",
+                        request.method,
+                        request.path
+                    );
+                }
+            }
+            if request.path.starts_with("/api/") || request.path.starts_with("/v2/") || request.path.starts_with("/v3/") {
+                assert!(!body.contains(OPENAI_KEY), "a bound value sent to the control plane: {}", request.path);
+            }
+        }
+        let carrying = self.service.carrying(OPENAI_KEY);
+        match self.service {
+            // envd's process environment.
+            Service::E2b(_) => assert!(carrying.iter().all(|r| r == "POST /process.Process/Start"), "{carrying:?}"),
+            // The 0600 environment file, uploaded; never in a command the session records.
+            Service::Daytona(_) => assert!(carrying.iter().all(|r| r.ends_with("/files/bulk-upload")), "{carrying:?}"),
+        }
+        assert!(!carrying.is_empty(), "the bound value never reached the sandbox");
+    }
+}
+
+fn lifecycle(kind: Kind) {
+    let setup = setup(kind);
+    let work = setup.world.work.display().to_string();
+
+    // A dry run creates nothing and says what a run would call.
+    let output = setup.wb(&setup.args("dry-run", Some("edit"), &work));
+    assert_eq!(output.code, 0, "{output:?}");
+    let report: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(report["runtime"], setup.service.name());
+    assert!(report["runtime_calls"].as_array().is_some_and(|c| !c.is_empty()), "{report}");
+    assert_eq!(setup.service.created(), 0, "a dry run created a sandbox");
+    setup.assert_quiet(&output);
+
+    // Smoke creates a sandbox, checks inside it, destroys it, and says so.
+    let output = setup.wb(&setup.args("smoke", None, &work));
+    assert_eq!(output.code, 0, "{output:?}");
+    let report: Value = serde_json::from_str(output.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(report["status"], "ready", "{report}");
+    assert_eq!(report["runner"]["path"], "/opt/wb/bin/opencode");
+    assert_eq!(report["tools"][0]["name"], "sed");
+    assert_eq!(report["sandbox"]["destroyed"], true, "{report}");
+    assert!(report["requirements"]["checked"].as_array().unwrap().iter().any(|c| c == "cpu 2" || c.as_str().unwrap_or("").starts_with("cpu ")), "{report}");
+    assert_eq!(setup.service.created(), 1);
+    assert!(setup.service.live().is_empty(), "smoke left a sandbox: {:?}", setup.service.live());
+    setup.assert_quiet(&output);
+
+    // A run edits the sandbox's copy; the host workspace is untouched until the outcome is applied.
+    let (output, events) = setup.run("edit");
+    assert_eq!(output.code, 0, "{output:?}");
+    setup.assert_quiet(&output);
+    let texts: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "output.text").filter_map(|e| e["data"]["text"].as_str()).collect();
+    assert!(texts.contains(&"pwd=/workspace"), "{texts:?}");
+    assert!(texts.contains(&"key=set"), "{texts:?}");
+    assert!(texts.contains(&"dotenv=absent"), "the .env file was staged: {texts:?}");
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types[types.len() - 2..], ["outcome.available", "run.completed"], "{types:?}");
+    let available = &events[events.len() - 2]["data"];
+    assert_eq!(available["application_state"], "pending", "{available}");
+    assert_eq!(std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(), "# Old title\n\nThe ledger service.\n");
+    assert!(setup.world.work.join("obsolete.txt").exists());
+    assert!(setup.service.live().is_empty(), "the run left a sandbox");
+    setup.assert_secrets_only_where_needed();
+
+    let id = available["outcome_id"].as_str().unwrap().to_owned();
+    let output = setup.wb(&["outcome", &id, "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let outcome: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(outcome["receipt"]["state"], "pending");
+    let mut entries: Vec<(String, String)> = outcome["outcome"]["changesets"][0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["operation"].as_str().unwrap_or_default().to_owned(), e["path"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    entries.sort_by(|a, b| a.1.cmp(&b.1));
+    let expected = [("modify", "README.md"), ("add", "notes/new.md"), ("delete", "obsolete.txt")];
+    assert_eq!(entries, expected.map(|(op, path)| (op.to_owned(), path.to_owned())), "{outcome}");
+    assert_eq!(outcome["outcome"]["artifacts"][0]["path"], "result.txt", "{outcome}");
+
+    // The workspace moved on where the run also changed it: the apply is refused, nothing is written.
+    std::fs::write(setup.world.work.join("README.md"), "# Edited meanwhile\n").unwrap();
+    let output = setup.wb(&["outcome", &id, "--apply"]);
+    assert_ne!(output.code, 0, "{output:?}");
+    assert!(output.stderr.contains("Outcome conflicts with current workspace content: README.md"), "{output:?}");
+    assert!(setup.world.work.join("obsolete.txt").exists(), "a refused apply deleted a file");
+    assert!(!setup.world.work.join("notes/new.md").exists(), "a refused apply added a file");
+
+    // Put back, the apply brings every change in.
+    std::fs::write(setup.world.work.join("README.md"), "# Old title\n\nThe ledger service.\n").unwrap();
+    let output = setup.wb(&["outcome", &id, "--apply", "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(), "# New title\n\nThe ledger service.\n");
+    assert_eq!(std::fs::read_to_string(setup.world.work.join("notes/new.md")).unwrap(), "from the sandbox\n");
+    assert!(!setup.world.work.join("obsolete.txt").exists());
+    assert_eq!(std::fs::read_to_string(setup.world.work.join(".env")).unwrap(), format!("OPENAI_API_KEY={OPENAI_KEY}\n"));
+    let output = setup.wb(&["outcome", &id, "--json"]);
+    let outcome: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(outcome["receipt"]["state"], "applied");
+}
+
+#[test]
+fn e2b_dry_run_smoke_run_and_apply() {
+    lifecycle(Kind::E2b);
+}
+
+#[test]
+fn daytona_dry_run_smoke_run_and_apply() {
+    lifecycle(Kind::Daytona);
+}
+
+fn create_fails(kind: Kind) {
+    let setup = setup(kind);
+    setup.service.fail_create();
+    let (output, _) = setup.run("edit");
+    assert_ne!(output.code, 0, "{output:?}");
+    let title = if kind == Kind::E2b { "E2B" } else { "Daytona" };
+    assert!(output.stderr.contains(title) && output.stderr.contains("500"), "{output:?}");
+    assert!(setup.service.live().is_empty(), "a failed create left a sandbox: {:?}", setup.service.live());
+    setup.assert_quiet(&output);
+}
+
+#[test]
+fn e2b_a_failed_create_leaves_nothing() {
+    create_fails(Kind::E2b);
+}
+
+#[test]
+fn daytona_a_failed_create_leaves_nothing() {
+    create_fails(Kind::Daytona);
+}
+
+/// Starts `wb-lsp run` with the hanging task; returns the child and a reader of its events once the runner
+/// says it hangs.
+fn start_hanging(setup: &Setup) -> (std::process::Child, Vec<Value>, BufReader<std::process::ChildStdout>) {
+    let work = setup.world.work.display().to_string();
+    let mut child = setup
+        .command()
+        .args(setup.args("run", Some("hang"), &work))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut events = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut line = String::new();
+    while Instant::now() < deadline {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let event: Value = serde_json::from_str(line.trim()).unwrap();
+        let hanging = event["type"] == "output.text" && event["data"]["text"] == "hanging";
+        events.push(event);
+        if hanging {
+            return (child, events, reader);
+        }
+    }
+    let _ = child.kill();
+    panic!("the runner never said it hangs: {events:?}");
+}
+
+fn rest(mut events: Vec<Value>, reader: BufReader<std::process::ChildStdout>) -> Vec<Value> {
+    for line in reader.lines() {
+        let line = line.unwrap();
+        if let Ok(event) = serde_json::from_str(line.trim()) {
+            events.push(event);
+        }
+    }
+    events
+}
+
+fn wait_exit(child: &mut std::process::Child) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        assert!(Instant::now() < deadline, "wb-lsp did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn cancellation(kind: Kind) {
+    let setup = setup(kind);
+    let (mut child, events, reader) = start_hanging(&setup);
+    assert_eq!(setup.service.live().len(), 1);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    let events = rest(events, reader);
+    let code = wait_exit(&mut child);
+    assert_eq!(code, 130, "{events:?}");
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types.last(), Some(&"run.cancelled"), "{types:?}");
+    assert!(types.contains(&"outcome.available"), "a cancelled run still collects: {types:?}");
+    assert!(setup.service.live().is_empty(), "cancellation left a sandbox");
+}
+
+#[test]
+fn e2b_cancellation_kills_collects_and_destroys() {
+    cancellation(Kind::E2b);
+}
+
+#[test]
+fn daytona_cancellation_kills_collects_and_destroys() {
+    cancellation(Kind::Daytona);
+}
+
+fn sandbox_dies(kind: Kind) {
+    let setup = setup(kind);
+    let (mut child, events, reader) = start_hanging(&setup);
+    let live = setup.service.live();
+    assert_eq!(live.len(), 1);
+    setup.service.kill(&live[0]);
+    let events = rest(events, reader);
+    let code = wait_exit(&mut child);
+    assert_ne!(code, 0, "{events:?}");
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types.last(), Some(&"run.failed"), "{types:?}");
+    // Collection from a dead sandbox fails, and says so: never an empty outcome.
+    assert!(types.contains(&"outcome.failed"), "{types:?}");
+    assert!(setup.service.live().is_empty());
+}
+
+#[test]
+fn e2b_a_sandbox_that_dies_mid_run_fails_the_run() {
+    sandbox_dies(Kind::E2b);
+}
+
+#[test]
+fn daytona_a_sandbox_that_dies_mid_run_fails_the_run() {
+    sandbox_dies(Kind::Daytona);
+}
+
+#[test]
+fn missing_keys_get_the_reference_texts() {
+    let setup = setup(Kind::E2b);
+    let work = setup.world.work.display().to_string();
+    for (runtime, text) in [
+        ("e2b", "E2B_API_KEY is required for the E2B runtime."),
+        ("daytona", "DAYTONA_API_KEY is required for the Daytona runtime."),
+    ] {
+        let output = finish(
+            setup
+                .world
+                .command(env!("CARGO_BIN_EXE_wb-lsp"))
+                .args(["run", ".workbenches/remote-demo", "--runtime", runtime, "--dir", &work, "--task", "edit"])
+                .env("OPENAI_API_KEY", OPENAI_KEY),
+        );
+        assert_ne!(output.code, 0);
+        assert!(output.stderr.contains(text), "{output:?}");
+    }
+}
