@@ -44,6 +44,7 @@ const built = await step('Template.build fromImage + runCmd', () =>
   client.Template.build(client.Template().fromImage('debian:bookworm').runCmd('echo built > /tmp/built-marker', { user: 'root' }), IMAGE_NAME));
 check(typeof built.templateId === 'string' && built.templateId.length > 0, 'templateId', built);
 check((await step('Template.exists (present)', () => client.Template.exists(IMAGE_NAME))) === true, 'exists after build');
+check((await step('Template.exists (Dockerfile template, absent)', () => client.Template.exists(DOCKERFILE_NAME))) === false, 'exists before the Dockerfile build');
 const fromDockerfile = await step('Template.build fromDockerfile', () =>
   client.Template.build(client.Template({ fileContextPath: ctx }).fromDockerfile(path.join(ctx, 'Dockerfile')), DOCKERFILE_NAME));
 
