@@ -7,6 +7,7 @@
 //! refuses them explicitly until then.
 
 pub mod docker;
+pub mod e2b;
 mod local;
 pub mod remote;
 

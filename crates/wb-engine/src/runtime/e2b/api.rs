@@ -1,0 +1,271 @@
+//! The E2B control plane: REST + JSON at `https://api.{E2B_DOMAIN or e2b.app}` (or `E2B_API_URL`), the key in
+//! `X-API-KEY` and nowhere else. Create `POST /v2/sandboxes`, info `GET /sandboxes/{id}`, kill
+//! `DELETE /sandboxes/{id}` (404 = already gone), list `GET /v2/sandboxes?metadata=<urlencoded "k=v&k2=v2">`
+//! (paged by `X-Next-Token`), and the template calls `template.rs` makes. As the official SDK does, a 429 is
+//! retried up to 3 times after its `Retry-After`, each request times out after 60 s, and errors read
+//! `E2B API <METHOD> <path> failed with <status>: <body, at most 500 characters>` (the key redacted should a
+//! service ever echo it).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::error::{EngineError, Result};
+
+/// Per-request timeout of control-plane calls (the SDK's default).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many times a 429 is retried.
+pub const RATE_LIMIT_RETRIES: usize = 3;
+/// Waits longer than this are not worth retrying (the request deadline).
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+/// A control-plane client.
+#[derive(Clone)]
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+/// A reply: status and body bytes.
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: bytes::Bytes,
+    pub next_token: Option<String>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+}
+
+/// What create returned.
+#[derive(Clone, Debug)]
+pub struct Created {
+    pub sandbox_id: String,
+    pub envd_version: String,
+    pub envd_access_token: Option<String>,
+    pub domain: Option<String>,
+}
+
+impl Api {
+    pub fn new(base: &str, key: &str) -> Result<Api> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|error| EngineError::message(format!("Cannot build the E2B API client: {error}")))?;
+        Ok(Api { http, base: base.trim_end_matches('/').to_owned(), key: key.to_owned() })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Removes the key from a text (a reply body) before it becomes part of an error.
+    pub fn redact(&self, text: &str) -> String {
+        if self.key.is_empty() { text.to_owned() } else { text.replace(&self.key, "<E2B_API_KEY>") }
+    }
+
+    /// One call with the 429 retries; any status is returned (callers decide which are errors).
+    pub async fn send(&self, method: Method, path_and_query: &str, body: Option<&Value>) -> Result<Reply> {
+        let path = path_and_query.split('?').next().unwrap_or(path_and_query);
+        let url = format!("{}{}", self.base, path_and_query);
+        let mut attempt = 0;
+        loop {
+            let mut request = self.http.request(method.clone(), &url).header("X-API-KEY", &self.key);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let response = request.send().await.map_err(|error| {
+                EngineError::message(format!("E2B API {method} {path} failed: {}", self.redact(&without_url(&error))))
+            })?;
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let next_token = response
+                .headers()
+                .get("x-next-token")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+                .filter(|t| !t.is_empty());
+            if status == StatusCode::TOO_MANY_REQUESTS && attempt < RATE_LIMIT_RETRIES {
+                let wait = retry_after.unwrap_or(Duration::from_secs(1));
+                if wait < MAX_RETRY_WAIT {
+                    attempt += 1;
+                    drop(response);
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            }
+            let body = response.bytes().await.map_err(|error| {
+                EngineError::message(format!(
+                    "E2B API {method} {path} failed reading its reply: {}",
+                    self.redact(&without_url(&error))
+                ))
+            })?;
+            return Ok(Reply { status, body, next_token });
+        }
+    }
+
+    /// The error for an unexpected status.
+    pub fn failure(&self, method: &Method, path: &str, reply: &Reply) -> EngineError {
+        let text = String::from_utf8_lossy(&reply.body);
+        let text: String = self.redact(text.trim()).chars().take(500).collect();
+        EngineError::message(format!("E2B API {method} {path} failed with {}: {text}", reply.status.as_u16()))
+    }
+
+    /// A call whose success is a 2xx JSON reply (or an empty one, as `null`).
+    pub async fn call(&self, method: Method, path_and_query: &str, body: Option<&Value>) -> Result<Value> {
+        let path = path_and_query.split('?').next().unwrap_or(path_and_query).to_owned();
+        let reply = self.send(method.clone(), path_and_query, body).await?;
+        if !reply.status.is_success() {
+            return Err(self.failure(&method, &path, &reply));
+        }
+        if reply.body.is_empty() {
+            return Ok(Value::Null);
+        }
+        reply.json().ok_or_else(|| {
+            EngineError::message(format!("E2B API {method} {path} returned a reply that is not JSON"))
+        })
+    }
+
+    /// `POST /v2/sandboxes` with the reference engine's options.
+    pub async fn create(&self, template: &str, metadata: &BTreeMap<String, String>, lease: Duration) -> Result<Created> {
+        let body = create_body(template, metadata, lease);
+        let reply = self.call(Method::POST, "/v2/sandboxes", Some(&body)).await?;
+        let text = |key: &str| reply.get(key).and_then(Value::as_str).map(str::to_owned);
+        let sandbox_id = text("sandboxID").ok_or_else(|| {
+            EngineError::message("E2B API POST /v2/sandboxes returned no sandboxID".to_owned())
+        })?;
+        Ok(Created {
+            envd_version: text("envdVersion").unwrap_or_default(),
+            envd_access_token: text("envdAccessToken"),
+            domain: text("domain").filter(|d| !d.is_empty()),
+            sandbox_id,
+        })
+    }
+
+    /// `GET /sandboxes/{id}`.
+    pub async fn info(&self, id: &str) -> Result<Value> {
+        self.call(Method::GET, &format!("/sandboxes/{}", segment(id)), None).await
+    }
+
+    /// `DELETE /sandboxes/{id}`: true when it was killed, false when it was already gone.
+    pub async fn kill(&self, id: &str) -> Result<bool> {
+        let path = format!("/sandboxes/{}", segment(id));
+        let reply = self.send(Method::DELETE, &path, None).await?;
+        match reply.status {
+            status if status.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            _ => Err(self.failure(&Method::DELETE, &path, &reply)),
+        }
+    }
+
+    /// Every sandbox id carrying all of `metadata` (`GET /v2/sandboxes`, following `X-Next-Token`).
+    pub async fn list(&self, metadata: &BTreeMap<String, String>) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..1000 {
+            let path = format!("/v2/sandboxes?{}", list_query(metadata, token.as_deref()));
+            let reply = self.send(Method::GET, &path, None).await?;
+            if !reply.status.is_success() {
+                return Err(self.failure(&Method::GET, "/v2/sandboxes", &reply));
+            }
+            let items = reply.json().unwrap_or(Value::Null);
+            let Some(items) = items.as_array() else {
+                return Err(EngineError::message("E2B API GET /v2/sandboxes returned no list".to_owned()));
+            };
+            ids.extend(items.iter().filter_map(|item| item.get("sandboxID")?.as_str().map(str::to_owned)));
+            match reply.next_token {
+                Some(next) if !items.is_empty() => token = Some(next),
+                _ => break,
+            }
+        }
+        Ok(ids)
+    }
+}
+
+/// The create body (recorded from the SDK with the reference engine's options).
+pub fn create_body(template: &str, metadata: &BTreeMap<String, String>, lease: Duration) -> Value {
+    json!({
+        "templateID": template,
+        "metadata": metadata,
+        "timeout": lease.as_secs().max(1),
+        "allow_internet_access": true,
+        "autoPause": true,
+        "autoPauseMemory": false,
+        "autoResume": {"enabled": false},
+    })
+}
+
+/// `metadata=<urlencoded "k=v&k2=v2">[&nextToken=…]`, as the SDK encodes it.
+pub fn list_query(metadata: &BTreeMap<String, String>, token: Option<&str>) -> String {
+    let mut inner = url::form_urlencoded::Serializer::new(String::new());
+    for (key, value) in metadata {
+        inner.append_pair(key, value);
+    }
+    let mut outer = url::form_urlencoded::Serializer::new(String::new());
+    outer.append_pair("metadata", &inner.finish());
+    if let Some(token) = token {
+        outer.append_pair("nextToken", token);
+    }
+    outer.finish()
+}
+
+/// A path segment, percent-encoded.
+pub fn segment(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>().replace('+', "%20")
+}
+
+/// A reqwest error's text without its URL (which is ours anyway, but keeps texts short and stable).
+pub fn without_url(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        text = text.replace(&format!(" for url ({url})"), "");
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// `major.minor.patch` compared numerically; unparsable parts count as 0.
+pub fn version_at_least(version: &str, minimum: (u64, u64, u64)) -> bool {
+    let mut parts = version.trim_start_matches('v').split(['.', '-', '+']).map(|p| p.parse::<u64>().unwrap_or(0));
+    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    found >= minimum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_query_encodes_metadata_as_the_sdk_does() {
+        let metadata = BTreeMap::from([
+            ("dev.workbenches.managed".to_owned(), "true".to_owned()),
+            ("dev.workbenches.scope".to_owned(), "abc".to_owned()),
+        ]);
+        assert_eq!(
+            list_query(&metadata, None),
+            "metadata=dev.workbenches.managed%3Dtrue%26dev.workbenches.scope%3Dabc"
+        );
+    }
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert!(version_at_least("0.5.7", (0, 1, 0)));
+        assert!(version_at_least("0.10.0", (0, 2, 0)));
+        assert!(!version_at_least("0.0.9", (0, 1, 0)));
+    }
+}

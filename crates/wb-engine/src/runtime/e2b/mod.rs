@@ -1,0 +1,177 @@
+//! The E2B runtime's provider: templates, sandboxes, commands and files on E2B, over our own thin client
+//! (reqwest + tokio + serde; no SDK). Configuration comes only from the [`ProviderEnv`] it is given:
+//! `E2B_API_KEY` (sent only as `X-API-KEY` to the control plane, never to a sandbox, never in a text),
+//! `E2B_API_URL` (default `https://api.{E2B_DOMAIN or e2b.app}`), `E2B_DOMAIN`, `E2B_SANDBOX_URL` (envd
+//! override). Wire facts: `docs` of the reference (`sandboxes/README.md` §1, §3), checked against the official
+//! SDK `e2b@2.51.0` (`wb-sandbox-fakes/tests/official_sdks.rs`).
+//!
+//! - `api`: the REST control plane (create, info, kill, list; 429 retries; error texts).
+//! - `template`: template names, the Dockerfile subset, files hashes, builds.
+//! - `connect`: the Connect JSON codec envd speaks.
+//! - `envd`: the [`Sandbox`] implementation (commands, files).
+
+pub mod api;
+pub mod connect;
+pub mod envd;
+pub mod template;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+
+use crate::error::{EngineError, Result};
+use crate::runtime::remote::provider::{
+    PreparedTemplate, ProviderEnv, Sandbox, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource,
+};
+
+/// The text when `E2B_API_KEY` is missing.
+pub const MISSING_KEY: &str =
+    "E2B_API_KEY is required for the E2B runtime. Set E2B_API_KEY in the environment wb-lsp runs in.";
+/// The oldest envd this client talks to (the SDK refuses older ones too).
+const MIN_ENVD: (u64, u64, u64) = (0, 1, 0);
+/// The default domain.
+const DEFAULT_DOMAIN: &str = "e2b.app";
+
+/// The E2B provider.
+pub struct E2b {
+    api: api::Api,
+    key_present: bool,
+    domain: String,
+    sandbox_url: Option<String>,
+    handle: Handle,
+    envd_http: reqwest::Client,
+    upload_http: reqwest::Client,
+    poll: Duration,
+}
+
+impl E2b {
+    /// Reads `E2B_API_KEY`, `E2B_API_URL`, `E2B_DOMAIN` and `E2B_SANDBOX_URL` from `env` (a missing key is
+    /// reported by [`SandboxProvider::check_credentials`], not here). `handle` drives the HTTP client.
+    pub fn new(env: &ProviderEnv, handle: Handle) -> Result<E2b> {
+        let value = |name: &str| env.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let key = value("E2B_API_KEY");
+        let domain = value("E2B_DOMAIN").unwrap_or_else(|| DEFAULT_DOMAIN.to_owned());
+        let base = value("E2B_API_URL").unwrap_or_else(|| format!("https://api.{domain}"));
+        let api = api::Api::new(&base, key.as_deref().unwrap_or(""))?;
+        let client = |builder: reqwest::ClientBuilder| {
+            builder.connect_timeout(Duration::from_secs(30)).build().map_err(|error| {
+                EngineError::message(format!("Cannot build the E2B sandbox client: {error}"))
+            })
+        };
+        Ok(E2b {
+            api,
+            key_present: key.is_some(),
+            domain,
+            sandbox_url: value("E2B_SANDBOX_URL"),
+            handle,
+            envd_http: client(reqwest::Client::builder())?,
+            upload_http: client(reqwest::Client::builder().timeout(Duration::from_secs(3600)))?,
+            poll: Duration::from_millis(500),
+        })
+    }
+
+    /// How often a template build's status is polled (default 500 ms).
+    pub fn set_poll_interval(&mut self, poll: Duration) {
+        self.poll = poll;
+    }
+
+    /// The template name a request gets (reads the Dockerfile and its copied files).
+    pub fn template_name(request: &TemplateRequest) -> Result<String> {
+        let plan = template::plan(request)?;
+        Ok(template::template_name(request, &plan))
+    }
+
+    fn sandbox(&self, created: &api::Created) -> envd::E2bSandbox {
+        let domain = created.domain.clone().unwrap_or_else(|| self.domain.clone());
+        let base = envd::envd_url(self.sandbox_url.as_deref(), &domain, &created.sandbox_id);
+        envd::E2bSandbox {
+            envd: Arc::new(envd::Envd {
+                id: created.sandbox_id.clone(),
+                base,
+                token: created.envd_access_token.clone(),
+                http: self.envd_http.clone(),
+            }),
+            api: self.api.clone(),
+            handle: self.handle.clone(),
+            destroyed: AtomicBool::new(false),
+        }
+    }
+}
+
+impl SandboxProvider for E2b {
+    fn name(&self) -> &'static str {
+        "e2b"
+    }
+
+    fn title(&self) -> &'static str {
+        "E2B"
+    }
+
+    fn check_credentials(&self) -> Result<()> {
+        if self.key_present { Ok(()) } else { Err(EngineError::message(MISSING_KEY)) }
+    }
+
+    fn plan(&self, request: &TemplateRequest) -> Vec<String> {
+        let name = match E2b::template_name(request) {
+            Ok(name) => name,
+            Err(error) => return vec![format!("E2B template cannot be named: {error}")],
+        };
+        let mut lines = vec![format!("GET /templates/aliases/{name}")];
+        let copies = match &request.source {
+            TemplateSource::Image(_) => 0,
+            TemplateSource::Dockerfile { .. } => template::plan(request)
+                .map(|p| p.steps.iter().filter(|s| s.kind == "COPY").count())
+                .unwrap_or(0),
+        };
+        lines.push(format!("POST /v3/templates {{\"name\":\"{name}\"}} (when the template does not exist)"));
+        for _ in 0..copies {
+            lines.push("GET /templates/{templateID}/files/{filesHash}, then PUT the files when absent".to_owned());
+        }
+        lines.push("POST /v2/templates/{templateID}/builds/{buildID}, then GET …/status until ready".to_owned());
+        lines.push(format!("POST /v2/sandboxes (template {name})"));
+        lines.push("GET /sandboxes/{sandboxID} (resources)".to_owned());
+        lines.push("POST /files and POST /process.Process/Start (staging, preflight)".to_owned());
+        lines.push("POST /process.Process/Start (the runner, streamed)".to_owned());
+        lines.push("GET /files (collection)".to_owned());
+        lines.push("DELETE /sandboxes/{sandboxID}".to_owned());
+        lines
+    }
+
+    fn prepare_template(&mut self, request: &TemplateRequest, progress: &dyn Fn(&str)) -> Result<PreparedTemplate> {
+        self.check_credentials()?;
+        self.handle.block_on(template::prepare(&self.api, &self.upload_http, request, self.poll, progress))
+    }
+
+    fn create(&mut self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>> {
+        self.check_credentials()?;
+        let created = self.handle.block_on(self.api.create(&spec.template, &spec.labels, spec.lease))?;
+        if !api::version_at_least(&created.envd_version, MIN_ENVD) {
+            let _ = self.handle.block_on(self.api.kill(&created.sandbox_id));
+            return Err(EngineError::message(format!(
+                "E2B sandbox {} runs envd {:?}, older than 0.1.0; rebuild the template with a current E2B",
+                created.sandbox_id, created.envd_version
+            )));
+        }
+        Ok(Box::new(self.sandbox(&created)))
+    }
+
+    fn reclaim(&mut self, labels: &BTreeMap<String, String>) -> Result<usize> {
+        self.check_credentials()?;
+        if labels.is_empty() {
+            return Err(EngineError::message("Refusing to reclaim E2B sandboxes without labels".to_owned()));
+        }
+        self.handle.block_on(async {
+            let ids = self.api.list(labels).await?;
+            let mut killed = 0;
+            for id in ids {
+                if self.api.kill(&id).await? {
+                    killed += 1;
+                }
+            }
+            Ok(killed)
+        })
+    }
+}

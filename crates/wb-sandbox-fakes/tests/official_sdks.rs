@@ -1,0 +1,59 @@
+//! The wire-format proof: the OFFICIAL E2B SDK (`e2b@2.51.0`, installed by `scripts/install-sdks.sh`; its
+//! `node_modules` directory comes from `WB_SDK_MODULES`) runs our driver `tests/sdk/e2b-drive.mjs` against the
+//! Rust fake. The driver asserts every call's result (so the fake answers as E2B does); this test then compares
+//! what the fake recorded with the committed fixture `fixtures/wire/e2b-sdk.jsonl` (rewritten when
+//! `WB_UPDATE_WIRE=1`). The Rust client is checked against the same fixture in `wb-engine/tests/e2b_client.rs`.
+//!
+//! Without `WB_SDK_MODULES` the test prints one `SKIPPED:` line and passes, unless `WB_REQUIRE_SDKS=1`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use wb_sandbox_fakes::e2b::{E2bFake, FakeOptions, wire};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/wire/e2b-sdk.jsonl")
+}
+
+#[test]
+fn the_official_e2b_sdk_works_against_the_fake_and_matches_the_fixture() -> anyhow::Result<()> {
+    let Some(modules) = std::env::var_os("WB_SDK_MODULES").map(PathBuf::from) else {
+        if std::env::var("WB_REQUIRE_SDKS").as_deref() == Ok("1") {
+            anyhow::bail!("WB_REQUIRE_SDKS=1 but WB_SDK_MODULES is not set (run scripts/install-sdks.sh)");
+        }
+        eprintln!("SKIPPED: official E2B SDK wire test: WB_SDK_MODULES is not set (scripts/install-sdks.sh prints it)");
+        return Ok(());
+    };
+    anyhow::ensure!(modules.join("e2b/package.json").is_file(), "no e2b package under {}", modules.display());
+    let fake = E2bFake::start(FakeOptions::default())?;
+    let context = tempfile::tempdir()?;
+    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/e2b-drive.mjs");
+    let output = Command::new("node")
+        .arg(&driver)
+        .env("E2B_FAKE_URL", fake.url())
+        .env("E2B_FAKE_KEY", fake.api_key())
+        .env("WB_SDK_CTX", context.path())
+        .env("WB_SDK_MODULES", &modules)
+        .env_remove("E2B_API_KEY")
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    anyhow::ensure!(
+        output.status.success() && stdout.contains("DONE"),
+        "the SDK driver failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let recorded: Vec<serde_json::Value> = fake.requests().iter().map(|r| wire::entry(r, fake.api_key())).collect();
+    let text: String = recorded.iter().map(|v| format!("{v}\n")).collect();
+    assert!(!text.contains(fake.api_key()), "the key's value never reaches a fixture");
+    if std::env::var("WB_UPDATE_WIRE").as_deref() == Ok("1") {
+        std::fs::write(fixture(), &text)?;
+        eprintln!("wrote {} ({} requests)", fixture().display(), recorded.len());
+        return Ok(());
+    }
+    let expected = wire::read(&fixture())?;
+    for (index, (got, want)) in recorded.iter().zip(&expected).enumerate() {
+        assert_eq!(got, want, "request {index} differs from the fixture");
+    }
+    assert_eq!(recorded.len(), expected.len(), "as many requests as the fixture");
+    Ok(())
+}
