@@ -11,6 +11,7 @@
 //! can assert what a client sent. Faults are injected through each fake's `Faults`.
 
 pub mod executor;
+pub mod daytona;
 pub mod record;
 
 pub use executor::{SandboxRoot, Spawned};
