@@ -699,7 +699,7 @@ pub fn wire_entry(request: &Recorded, key: &str) -> Value {
     } else if media.as_deref() == Some("multipart/form-data") {
         let text = String::from_utf8_lossy(&request.body);
         let names: Vec<Value> = text
-            .split("name=\"")
+            .split(" name=\"")
             .skip(1)
             .filter_map(|rest| rest.split('"').next())
             .map(Value::from)
