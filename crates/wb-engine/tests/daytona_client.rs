@@ -5,6 +5,8 @@
 //!
 //! Commands really run inside the fake's sandboxes (bubblewrap); run as root on a machine that has it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
@@ -106,11 +108,10 @@ fn create_sends_labels_and_resources_then_waits_until_started() {
     );
     let polls = setup.fake.recorder().matching("GET", &format!("/api/sandbox/{}", sandbox.id()));
     assert!(polls.len() >= 2, "waited through creating to started: {} polls", polls.len());
-    assert_eq!(sandbox.resources().expect("resources"), Resources {
-        cpu: Some(2),
-        memory_mib: Some(4096),
-        disk_mib: Some(10240)
-    });
+    assert_eq!(
+        sandbox.resources().expect("resources"),
+        Resources { cpu: Some(2), memory_mib: Some(4096), disk_mib: Some(10240) }
+    );
     assert_eq!(setup.fake.sandbox_ids(), vec![sandbox.id().to_owned()]);
 
     // Resources left unset are omitted from the body.
@@ -147,7 +148,10 @@ fn run_reports_output_exit_codes_cwd_and_root() {
     let command = last["command"].as_str().expect("command");
     assert!(command.starts_with("{\n") && command.ends_with("\n} 2>&1"), "{command}");
     assert!(command.contains("if [ \"$(id -u)\" = 0 ]; then sh -c ") && command.contains("else sudo -n sh -c "));
-    assert_eq!(executes[0].json().expect("json"), serde_json::json!({"command": "{\necho hello\n} 2>&1", "timeout": 3600}));
+    assert_eq!(
+        executes[0].json().expect("json"),
+        serde_json::json!({"command": "{\necho hello\n} 2>&1", "timeout": 3600})
+    );
     let timed = CommandOptions { timeout: Some(Duration::from_secs(5)), ..CommandOptions::default() };
     sandbox.run("true", &timed).expect("run");
     let last = setup.fake.recorder().matching("POST", &format!("/toolbox/{}/process/execute", sandbox.id()));
@@ -198,21 +202,16 @@ fn start_streams_stdout_and_stderr_separately_then_exits() {
     let sandbox = setup.provider.create(&spec("wb_run_start")).expect("create");
     sandbox.run("mkdir -p /workspace", &CommandOptions::default()).expect("mkdir");
     let options = CommandOptions { cwd: Some("/workspace".to_owned()), ..CommandOptions::default() };
-    let process = sandbox
-        .start("echo out1; echo err1 >&2; sleep 0.3; pwd; echo err2 >&2; exit 7", &options)
-        .expect("start");
+    let process =
+        sandbox.start("echo out1; echo err1 >&2; sleep 0.3; pwd; echo err2 >&2; exit 7", &options).expect("start");
     let stdout = read_all(process.stdout);
     let stderr = read_all(process.stderr);
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Some(7));
     assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "out1\n/workspace\n");
     assert_eq!(String::from_utf8_lossy(&stderr.join().expect("stderr")), "err1\nerr2\n");
     assert!(setup.fake.session_ids(sandbox.id()).is_empty(), "the session is deleted after the exit");
-    let execs: Vec<_> = setup
-        .fake
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "POST" && r.path.ends_with("/exec"))
-        .collect();
+    let execs: Vec<_> =
+        setup.fake.requests().into_iter().filter(|r| r.method == "POST" && r.path.ends_with("/exec")).collect();
     assert_eq!(execs.len(), 1);
     let body = execs[0].json().expect("json");
     assert_eq!((body["runAsync"].as_bool(), body["suppressInputEcho"].as_bool()), (Some(true), Some(true)));
@@ -285,7 +284,10 @@ fn a_create_failing_with_500_reclaims_the_labelled_sandbox() {
     assert!(text.starts_with("Daytona API POST /sandbox failed with 500: "), "{text}");
     assert!(text.contains("fake: create failed"), "{text}");
     assert_eq!(setup.fake.sandbox_ids().len(), 1, "the half-made sandbox is gone, the other one stays");
-    assert!(setup.fake.sandbox_labels(&setup.fake.sandbox_ids()[0]).expect("labels")["dev.workbenches.run"] == "wb_run_other");
+    assert!(
+        setup.fake.sandbox_labels(&setup.fake.sandbox_ids()[0]).expect("labels")["dev.workbenches.run"]
+            == "wb_run_other"
+    );
 
     // A 4xx is certain: nothing was made, nothing is reclaimed.
     setup.fake.faults(|f| f.create_status = Some(400));
@@ -391,7 +393,10 @@ fn unexpected_replies_and_a_missing_toolbox_url() {
     let mut setup = setup();
     setup.fake.faults(|f| f.omit_toolbox_url = true);
     let sandbox = setup.provider.create(&spec("wb_run_odd")).expect("create");
-    assert_eq!(setup.fake.recorder().matching("GET", &format!("/api/sandbox/{}/toolbox-proxy-url", sandbox.id())).len(), 1);
+    assert_eq!(
+        setup.fake.recorder().matching("GET", &format!("/api/sandbox/{}/toolbox-proxy-url", sandbox.id())).len(),
+        1
+    );
     assert_eq!(sandbox.run("echo ok", &CommandOptions::default()).expect("run").text(), "ok");
     setup.fake.faults(|f| f.malformed_execute = true);
     assert_eq!(
@@ -415,7 +420,10 @@ fn credentials_templates_and_plans() {
     };
     let lines = std::cell::RefCell::new(Vec::new());
     let prepared = keyless.prepare_template(&image, &|line| lines.borrow_mut().push(line.to_owned())).expect("image");
-    assert_eq!((prepared.reference.as_str(), prepared.image.as_str(), prepared.cached), ("ghcr.io/acme/agent:1", "ghcr.io/acme/agent:1", true));
+    assert_eq!(
+        (prepared.reference.as_str(), prepared.image.as_str(), prepared.cached),
+        ("ghcr.io/acme/agent:1", "ghcr.io/acme/agent:1", true)
+    );
     let dockerfile = TemplateRequest {
         source: TemplateSource::Dockerfile { dockerfile: PathBuf::from("/r/Dockerfile"), context: PathBuf::from("/r") },
         ..image.clone()
@@ -480,7 +488,11 @@ fn requests_match_the_official_sdk_fixture() {
     let mut setup = setup();
     let key = setup.fake.api_key();
     let sandbox = setup.provider.create(&spec("wb_0123456789abcdef0123")).expect("create");
-    let cwd = CommandOptions { cwd: Some("/tmp".into()), timeout: Some(Duration::from_secs(60)), ..CommandOptions::default() };
+    let cwd = CommandOptions {
+        cwd: Some("/tmp".into()),
+        timeout: Some(Duration::from_secs(60)),
+        ..CommandOptions::default()
+    };
     assert_eq!(sandbox.run("echo hello", &cwd).expect("run").text(), "hello");
     let process = sandbox.start("echo out; echo err >&2", &CommandOptions::default()).expect("start");
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Some(0));

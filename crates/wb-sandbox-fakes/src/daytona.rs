@@ -390,9 +390,13 @@ async fn handle(State(state): State<Arc<FakeState>>, request: Request) -> Respon
                     upload(&state, &root, Request::from_parts(parts, Body::from(bytes))).await
                 }
                 (Method::GET, ["files", "download"]) => {
-                    let Some(path) = query.get("path") else { return error(StatusCode::BAD_REQUEST, "path is required") };
+                    let Some(path) = query.get("path") else {
+                        return error(StatusCode::BAD_REQUEST, "path is required");
+                    };
                     match root.read_file(path).await {
-                        Ok(Some(bytes)) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
+                        Ok(Some(bytes)) => {
+                            ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+                        }
                         Ok(None) => error(StatusCode::NOT_FOUND, &format!("file not found: {path}")),
                         Err(e) => error(StatusCode::BAD_GATEWAY, &e.to_string()),
                     }
@@ -518,7 +522,8 @@ fn create_session(state: &Arc<FakeState>, id: &str, body: Value) -> Response {
 async fn exec(state: &Arc<FakeState>, id: &str, root: &SandboxRoot, session: &str, body: Value) -> Response {
     let Some(command) = body["command"].as_str() else { return error(StatusCode::BAD_REQUEST, "command is required") };
     let run_async = body["runAsync"].as_bool().unwrap_or(false);
-    let exists = state.sandboxes.lock().ok().is_some_and(|s| s.get(id).is_some_and(|s| s.sessions.contains_key(session)));
+    let exists =
+        state.sandboxes.lock().ok().is_some_and(|s| s.get(id).is_some_and(|s| s.sessions.contains_key(session)));
     if !exists {
         return error(StatusCode::NOT_FOUND, "session not found");
     }
@@ -673,7 +678,8 @@ async fn bulk_download(root: &SandboxRoot, body: Value) -> Response {
 pub fn wire_entry(request: &Recorded, key: &str) -> Value {
     let mut headers = serde_json::Map::new();
     if let Some(value) = request.header("authorization") {
-        let shown = if value == format!("Bearer {key}") { "Bearer <DAYTONA_API_KEY>".to_owned() } else { value.to_owned() };
+        let shown =
+            if value == format!("Bearer {key}") { "Bearer <DAYTONA_API_KEY>".to_owned() } else { value.to_owned() };
         headers.insert("authorization".into(), Value::from(shown));
     }
     let media = request.header("content-type").map(|v| v.split(';').next().unwrap_or_default().trim().to_owned());
@@ -698,12 +704,8 @@ pub fn wire_entry(request: &Recorded, key: &str) -> Value {
         Value::Null
     } else if media.as_deref() == Some("multipart/form-data") {
         let text = String::from_utf8_lossy(&request.body);
-        let names: Vec<Value> = text
-            .split(" name=\"")
-            .skip(1)
-            .filter_map(|rest| rest.split('"').next())
-            .map(Value::from)
-            .collect();
+        let names: Vec<Value> =
+            text.split(" name=\"").skip(1).filter_map(|rest| rest.split('"').next()).map(Value::from).collect();
         json!({ "multipart": names })
     } else {
         match serde_json::from_slice::<Value>(&request.body) {
@@ -730,10 +732,8 @@ pub fn normalise_ids(text: &str) -> String {
             [("sbx-", 4, false, "<sandbox>"), ("cmd-", 4, false, "<command>"), ("wb-", 32, true, "<session>")]
         {
             if let Some(tail) = rest.strip_prefix(prefix) {
-                let run = tail
-                    .chars()
-                    .take_while(|c| if hex { c.is_ascii_hexdigit() } else { c.is_ascii_digit() })
-                    .count();
+                let run =
+                    tail.chars().take_while(|c| if hex { c.is_ascii_hexdigit() } else { c.is_ascii_digit() }).count();
                 if run == digits {
                     out.push_str(placeholder);
                     rest = &tail[digits..];

@@ -8,6 +8,8 @@
 //! Without `WB_SDK_MODULES` the test prints one `SKIPPED:` line, unless `WB_REQUIRE_SDKS=1` makes that a
 //! failure.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -81,9 +83,15 @@ fn the_official_daytona_sdk_works_against_the_fake() {
     let out = drive(&modules, &fake);
 
     assert_eq!(out["create"]["state"], "started", "{out}");
-    assert_eq!((&out["create"]["cpu"], &out["create"]["memory"], &out["create"]["disk"]), (&Value::from(2), &Value::from(4), &Value::from(10)));
+    assert_eq!(
+        (&out["create"]["cpu"], &out["create"]["memory"], &out["create"]["disk"]),
+        (&Value::from(2), &Value::from(4), &Value::from(10))
+    );
     assert_eq!(out["execute"], serde_json::json!({"exitCode": 0, "result": "hello\n"}));
-    assert_eq!((&out["session"]["exitCode"], &out["session"]["stdout"], &out["session"]["stderr"]), (&Value::from(0), &Value::from("out\n"), &Value::from("err\n")));
+    assert_eq!(
+        (&out["session"]["exitCode"], &out["session"]["stdout"], &out["session"]["stderr"]),
+        (&Value::from(0), &Value::from("out\n"), &Value::from("err\n"))
+    );
     assert_eq!(out["download"], "TARBYTES");
     assert_eq!(out["list"], serde_json::json!([out["create"]["id"]]));
     assert!(fake.sandbox_ids().is_empty(), "deleted");
@@ -156,7 +164,8 @@ fn the_fixture_agrees_with_the_shared_recording() {
             continue;
         }
         let path = shape(&path);
-        let found = ours.iter().find(|o| o["method"] == method && shape(o["path"].as_str().unwrap_or_default()) == path);
+        let found =
+            ours.iter().find(|o| o["method"] == method && shape(o["path"].as_str().unwrap_or_default()) == path);
         let Some(found) = found else { panic!("our fixture lacks {method} {path}") };
         if entry["body"].is_object() {
             let (theirs, mine) = (keys(&entry["body"]), keys(&found["body"]));

@@ -276,7 +276,8 @@ impl Api {
                 "started" => return Ok(dto),
                 "error" | "build_failed" | "destroyed" | "destroying" => {
                     let reason = dto.error_reason.as_deref().filter(|r| !r.trim().is_empty());
-                    let reason = reason.map(|r| redact(r, self.transport.key())).unwrap_or_else(|| "no reason given".into());
+                    let reason =
+                        reason.map(|r| redact(r, self.transport.key())).unwrap_or_else(|| "no reason given".into());
                     return Err(EngineError::message(format!(
                         "Daytona sandbox {} failed to start (state: {state}): {reason}",
                         dto.id

@@ -224,8 +224,7 @@ impl SandboxProvider for Daytona {
             "GET /sandbox/<id> until started".to_owned(),
             "POST <toolbox>/<id>/process/execute (preflight and staging commands, each to completion)".to_owned(),
             "POST <toolbox>/<id>/files/bulk-upload (staged inputs and environment files)".to_owned(),
-            "POST <toolbox>/<id>/process/session, then POST …/process/session/<session>/exec (the runner)"
-                .to_owned(),
+            "POST <toolbox>/<id>/process/session, then POST …/process/session/<session>/exec (the runner)".to_owned(),
             "GET <toolbox>/<id>/process/session/<session>/command/<cmd> and …/logs until it exits".to_owned(),
             "GET <toolbox>/<id>/files/download (collected outcomes)".to_owned(),
             "DELETE /sandbox/<id>".to_owned(),
@@ -268,7 +267,7 @@ fn build_api(key: Option<String>, url: &str, timing: Timing) -> Result<api::Api>
 
 /// A GiB amount as JSON: an integer when it is one (`4`, as the SDK sends), else a decimal.
 fn number(value: f64) -> serde_json::Value {
-    if value.fract() == 0.0 && value >= 0.0 && value < 1e15 {
+    if value.fract() == 0.0 && (0.0..1e15).contains(&value) {
         serde_json::Value::from(value as u64)
     } else {
         serde_json::Value::from(value)

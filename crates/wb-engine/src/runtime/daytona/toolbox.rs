@@ -81,7 +81,8 @@ struct EnvFile {
 impl DaytonaSandbox {
     pub(crate) fn new(shared: Arc<Shared>, dto: &SandboxDto, toolbox_base: &str) -> DaytonaSandbox {
         let toolbox = format!("{}/{}", toolbox_base.trim_end_matches('/'), super::api::segment(&dto.id));
-        let gib_to_mib = |gib: Option<f64>| gib.filter(|g| g.is_finite() && *g >= 0.0).map(|g| (g * 1024.0).round() as u64);
+        let gib_to_mib =
+            |gib: Option<f64>| gib.filter(|g| g.is_finite() && *g >= 0.0).map(|g| (g * 1024.0).round() as u64);
         let resources = Resources {
             cpu: dto.cpu.filter(|c| c.is_finite() && *c >= 0.0).map(|c| c.round() as u64),
             memory_mib: gib_to_mib(dto.memory),
@@ -111,7 +112,8 @@ impl DaytonaSandbox {
         let http_timeout = Duration::from_secs(seconds) + self.timeout();
         let response =
             transport.send_ok(PLANE, Method::POST, &self.url(shown), shown, http_timeout, &|r| r.json(&body)).await?;
-        let reply: serde_json::Value = transport.json(PLANE, &Method::POST, shown, response).await.map_err(unexpected)?;
+        let reply: serde_json::Value =
+            transport.json(PLANE, &Method::POST, shown, response).await.map_err(unexpected)?;
         let reply: ExecuteReply = serde_json::from_value(reply).map_err(|_| unexpected_text())?;
         let code = reply.exit_code.as_ref().and_then(exit_code_of).ok_or_else(unexpected_text)?;
         Ok((code, reply.result.unwrap_or_default()))
@@ -149,9 +151,8 @@ impl DaytonaSandbox {
     async fn get_file(&self, path: &str, limit: u64) -> Result<Vec<u8>> {
         let shown = "files/download";
         let transport = &self.shared.api.transport;
-        let too_big = || {
-            EngineError::message(format!("Daytona output exceeds the {} transfer safety limit", limit_text(limit)))
-        };
+        let too_big =
+            || EngineError::message(format!("Daytona output exceeds the {} transfer safety limit", limit_text(limit)));
         let timeout = self.timeout() + transfer_allowance(limit.min(TRANSFER_LIMIT));
         let url = super::api::with_query(&self.url(shown), &[("path", path)]);
         let mut response = transport.send_ok(PLANE, Method::GET, &url, shown, timeout, &|r| r).await?;
@@ -299,8 +300,7 @@ impl DaytonaSandbox {
     async fn command_status(&self, session: &str, cmd_id: &str) -> std::result::Result<Option<i64>, CallError> {
         let transport = &self.shared.api.transport;
         let shown = format!("process/session/{session}/command/{cmd_id}");
-        let response =
-            transport.send_ok(PLANE, Method::GET, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
+        let response = transport.send_ok(PLANE, Method::GET, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
         let reply: CommandReply = transport.json(PLANE, &Method::GET, &shown, response).await?;
         Ok(reply.exit_code)
     }
@@ -308,8 +308,7 @@ impl DaytonaSandbox {
     async fn command_logs(&self, session: &str, cmd_id: &str) -> std::result::Result<LogsReply, CallError> {
         let transport = &self.shared.api.transport;
         let shown = format!("process/session/{session}/command/{cmd_id}/logs");
-        let response =
-            transport.send_ok(PLANE, Method::GET, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
+        let response = transport.send_ok(PLANE, Method::GET, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
         transport.json(PLANE, &Method::GET, &shown, response).await
     }
 
