@@ -10,6 +10,7 @@
 //! Every server listens on `127.0.0.1:0` and records each request (method, path, headers, body) so tests
 //! can assert what a client sent. Faults are injected through each fake's `Faults`.
 
+pub mod daytona;
 pub mod e2b;
 pub mod executor;
 pub mod record;

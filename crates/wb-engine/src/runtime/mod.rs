@@ -6,6 +6,7 @@
 //! workspaces, streaming output back), then `e2b/` and `daytona/`, each registered in [`runtime_for`], which
 //! refuses them explicitly until then.
 
+pub mod daytona;
 pub mod docker;
 pub mod e2b;
 mod local;
