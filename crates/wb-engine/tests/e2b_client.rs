@@ -2,6 +2,8 @@
 //! sandboxes, commands, transfers, faults, secrets, and its requests against the official SDK's fixture
 //! (`fixtures/wire/e2b-sdk.jsonl`, recorded by `wb-sandbox-fakes/tests/official_sdks.rs`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -114,7 +116,8 @@ fn image_templates_are_built_once_then_reused() {
     assert_ne!(name, E2b::template_name(&image_request(None)).expect("name"), "setup is part of the name");
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
-    let built = s.e2b.prepare_template(&request, &move |l: &str| sink.lock().expect("lock").push(l.to_owned())).expect("build");
+    let built =
+        s.e2b.prepare_template(&request, &move |l: &str| sink.lock().expect("lock").push(l.to_owned())).expect("build");
     assert!(!built.cached);
     assert!(built.reference.starts_with("tpl_"), "{built:?}");
     assert_eq!(built.image, "debian:bookworm");
@@ -123,7 +126,9 @@ fn image_templates_are_built_once_then_reused() {
     let template = s.fake.templates().into_iter().find(|t| t.id == built.reference).expect("template");
     assert_eq!(
         template.build,
-        Some(serde_json::json!({"steps":[{"type":"RUN","args":["echo built > /tmp/built-marker","root"],"force":false}],"force":false,"fromImage":"debian:bookworm"}))
+        Some(
+            serde_json::json!({"steps":[{"type":"RUN","args":["echo built > /tmp/built-marker","root"],"force":false}],"force":false,"fromImage":"debian:bookworm"})
+        )
     );
     let again = s.e2b.prepare_template(&request, &quiet).expect("cached");
     assert!(again.cached);
@@ -164,7 +169,9 @@ fn dockerfile_templates_hash_and_upload_their_files_as_the_sdk_does() {
     assert!(s.e2b.prepare_template(&request, &quiet).expect_err("escape").to_string().contains("escapes"));
     std::os::unix::fs::symlink("/etc", context.path().join("link")).expect("symlink");
     std::fs::write(context.path().join("Dockerfile"), "FROM a\nCOPY link /x\n").expect("write");
-    assert!(s.e2b.prepare_template(&request, &quiet).expect_err("link").to_string().contains("outside the build context"));
+    assert!(
+        s.e2b.prepare_template(&request, &quiet).expect_err("link").to_string().contains("outside the build context")
+    );
 }
 
 #[test]
@@ -253,7 +260,8 @@ fn destroy_is_idempotent_and_reclaim_finds_sandboxes_by_labels() {
     a1.destroy().expect("destroy");
     a1.destroy().expect("again");
     assert!(s.fake.sandbox(a1.id()).is_none());
-    let reclaimed = s.e2b.reclaim(&BTreeMap::from([("dev.workbenches.run".to_owned(), "run-a".to_owned())])).expect("reclaim");
+    let reclaimed =
+        s.e2b.reclaim(&BTreeMap::from([("dev.workbenches.run".to_owned(), "run-a".to_owned())])).expect("reclaim");
     assert_eq!(reclaimed, 1);
     let left: Vec<String> = s.fake.sandboxes().into_iter().map(|x| x.id).collect();
     assert_eq!(left, vec![b.id().to_owned()]);
@@ -404,7 +412,11 @@ fn bodies_match_the_shared_recordings_when_given() {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
     let find = |method: &str, url: &str| {
-        lines.iter().find(|l| l["method"] == method && l["url"].as_str().is_some_and(|u| u.starts_with(url))).cloned().expect("recorded")
+        lines
+            .iter()
+            .find(|l| l["method"] == method && l["url"].as_str().is_some_and(|u| u.starts_with(url)))
+            .cloned()
+            .expect("recorded")
     };
     let mut s = setup();
     s.fake.add_template("tpl_abc");
@@ -414,7 +426,12 @@ fn bodies_match_the_shared_recordings_when_given() {
     }
     let sandbox = s
         .e2b
-        .create(&SandboxSpec { template: "tpl_abc".into(), labels, lease: Duration::from_secs(3600), resources: ResourceRequest::default() })
+        .create(&SandboxSpec {
+            template: "tpl_abc".into(),
+            labels,
+            lease: Duration::from_secs(3600),
+            resources: ResourceRequest::default(),
+        })
         .expect("create");
     let mut with = options();
     with.user = User::Root;
@@ -430,7 +447,11 @@ fn bodies_match_the_shared_recordings_when_given() {
     assert_eq!(start.header("authorization"), Some("Basic cm9vdDo="));
     let envelope = wire::entry(start, "")["body"]["envelope"].clone();
     let mut want = find("POST", "/process.Process/Start")["body"]["envelopes"][0]["payload"].clone();
-    want = lines.iter().filter(|l| l["url"] == "/process.Process/Start").nth(1).map_or(want, |l| l["body"]["envelopes"][0]["payload"].clone());
+    want = lines
+        .iter()
+        .filter(|l| l["url"] == "/process.Process/Start")
+        .nth(1)
+        .map_or(want, |l| l["body"]["envelopes"][0]["payload"].clone());
     want["process"]["args"][2] = serde_json::json!("mkdir -p /workspace; false");
     assert_eq!(envelope, want);
 }

@@ -326,15 +326,26 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
                     Some(template) => template.id.clone(),
                     None => {
                         let id = format!("tpl_{}", shared.next());
-                        templates.push(FakeTemplate { id: id.clone(), names: vec![name.to_owned()], build: None, ready: false });
+                        templates.push(FakeTemplate {
+                            id: id.clone(),
+                            names: vec![name.to_owned()],
+                            build: None,
+                            ready: false,
+                        });
                         id
                     }
                 }
             };
             if let Ok(mut builds) = shared.builds.lock() {
-                builds.insert(build_id.clone(), Build { template_id: template_id.clone(), polls: 0, logs: Vec::new(), failed: None });
+                builds.insert(
+                    build_id.clone(),
+                    Build { template_id: template_id.clone(), polls: 0, logs: Vec::new(), failed: None },
+                );
             }
-            reply(202, json!({"templateID": template_id, "buildID": build_id, "names": [name], "tags": ["default"], "aliases": [], "public": false}))
+            reply(
+                202,
+                json!({"templateID": template_id, "buildID": build_id, "names": [name], "tags": ["default"], "aliases": [], "public": false}),
+            )
         }
         ("GET", ["templates", template, "files", hash]) => {
             let present = shared.uploads.lock().map(|u| u.contains_key(*hash)).unwrap_or(false);
@@ -347,9 +358,15 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
         }
         ("POST", ["v2", "templates", template, "builds", build]) => {
             let steps = json_body.get("steps").and_then(Value::as_array).cloned().unwrap_or_default();
-            let mut logs = vec![format!("Building from {}", json_body.get("fromImage").and_then(Value::as_str).unwrap_or("?"))];
+            let mut logs =
+                vec![format!("Building from {}", json_body.get("fromImage").and_then(Value::as_str).unwrap_or("?"))];
             for (index, step) in steps.iter().enumerate() {
-                logs.push(format!("step {}: {} {}", index + 1, step.get("type").and_then(Value::as_str).unwrap_or("?"), step.get("args").map(Value::to_string).unwrap_or_default()));
+                logs.push(format!(
+                    "step {}: {} {}",
+                    index + 1,
+                    step.get("type").and_then(Value::as_str).unwrap_or("?"),
+                    step.get("args").map(Value::to_string).unwrap_or_default()
+                ));
             }
             for step in steps.iter().filter(|s| s.get("type").and_then(Value::as_str) == Some("COPY")) {
                 let hash = step.get("filesHash").and_then(Value::as_str).unwrap_or("");
@@ -393,7 +410,8 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
                     }
                 }
             }
-            let mut body = json!({"templateID": template, "buildID": build, "status": status, "logEntries": entries, "logs": []});
+            let mut body =
+                json!({"templateID": template, "buildID": build, "status": status, "logEntries": entries, "logs": []});
             if let (Some(reason), "error", Some(map)) = (&record.failed, status, body.as_object_mut()) {
                 map.insert("reason".to_owned(), json!({"message": reason, "step": "1"}));
             }
@@ -407,7 +425,8 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
                 .and_then(|m| format!("/?{m}").parse::<Uri>().ok())
                 .map(|u| query_map(&u))
                 .unwrap_or_default();
-            let sandboxes = shared.sandboxes.lock().map(|s| s.values().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            let sandboxes =
+                shared.sandboxes.lock().map(|s| s.values().cloned().collect::<Vec<_>>()).unwrap_or_default();
             let items: Vec<Value> = sandboxes
                 .iter()
                 .filter(|s| wanted.iter().all(|(k, v)| s.metadata.get(k) == Some(v)))
@@ -464,15 +483,23 @@ async fn create(shared: &Arc<Shared>, body: &Value) -> Response {
         Err(e) => return error(500, &format!("cannot make the sandbox root: {e}")),
     };
     // The template's steps, once, in the new root.
-    let steps = template.build.as_ref().and_then(|b| b.get("steps")).and_then(Value::as_array).cloned().unwrap_or_default();
+    let steps =
+        template.build.as_ref().and_then(|b| b.get("steps")).and_then(Value::as_array).cloned().unwrap_or_default();
     let mut workdir = "/".to_owned();
     for (index, step) in steps.iter().enumerate() {
-        let args: Vec<String> = step.get("args").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default();
+        let args: Vec<String> = step
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
         match step.get("type").and_then(Value::as_str) {
             Some("RUN") if !args.is_empty() => {
                 if let Ok((code, _, stderr)) = root.run(&args[0], Some(&workdir), &BTreeMap::new()).await {
                     if code != 0 {
-                        return error(500, &format!("template step RUN {} failed: {}", args[0], String::from_utf8_lossy(&stderr)));
+                        return error(
+                            500,
+                            &format!("template step RUN {} failed: {}", args[0], String::from_utf8_lossy(&stderr)),
+                        );
                     }
                 }
             }
@@ -503,7 +530,10 @@ async fn create(shared: &Arc<Shared>, body: &Value) -> Response {
     let id = format!("sbx_{}", shared.next());
     let token = format!("envd_token_{}", shared.next());
     let strings = |key: &str| -> BTreeMap<String, String> {
-        body.get(key).and_then(Value::as_object).map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()).unwrap_or_default()
+        body.get(key)
+            .and_then(Value::as_object)
+            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
+            .unwrap_or_default()
     };
     let sandbox = FakeSandbox {
         id: id.clone(),
@@ -518,11 +548,14 @@ async fn create(shared: &Arc<Shared>, body: &Value) -> Response {
     if let Ok(mut sandboxes) = shared.sandboxes.lock() {
         sandboxes.insert(id.clone(), sandbox);
     }
-    reply(201, json!({
-        "sandboxID": id, "templateID": template.id, "clientID": "fake", "alias": null,
-        "envdVersion": shared.options.envd_version, "envdAccessToken": token,
-        "trafficAccessToken": null, "domain": null,
-    }))
+    reply(
+        201,
+        json!({
+            "sandboxID": id, "templateID": template.id, "clientID": "fake", "alias": null,
+            "envdVersion": shared.options.envd_version, "envdAccessToken": token,
+            "trafficAccessToken": null, "domain": null,
+        }),
+    )
 }
 
 fn envelope(flags: u8, payload: &Value) -> Bytes {
@@ -562,12 +595,16 @@ async fn envd(
         return connect_error(401, "unauthenticated", "invalid access token");
     }
     let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let pid_of = |v: &Value| v.get("process").and_then(|p| p.get("pid")).and_then(|p| p.as_u64().or_else(|| p.as_str()?.parse().ok()));
+    let pid_of = |v: &Value| {
+        v.get("process").and_then(|p| p.get("pid")).and_then(|p| p.as_u64().or_else(|| p.as_str()?.parse().ok()))
+    };
     match (method, path) {
         ("GET", "/health") => empty(204),
         ("POST", "/process.Process/Start") => start(shared, sandbox, &body).await,
         ("POST", "/process.Process/SendSignal") => {
-            let Some(pid) = pid_of(&json_body) else { return connect_error(400, "invalid_argument", "pid is required") };
+            let Some(pid) = pid_of(&json_body) else {
+                return connect_error(400, "invalid_argument", "pid is required");
+            };
             let process = sandbox.processes.lock().ok().and_then(|p| p.get(&pid).and_then(|p| p.bwrap_pid));
             match process {
                 Some(bwrap) => {
@@ -578,10 +615,19 @@ async fn envd(
             }
         }
         ("POST", "/process.Process/SendInput") => {
-            let Some(pid) = pid_of(&json_body) else { return connect_error(400, "invalid_argument", "pid is required") };
-            let data = json_body.get("input").and_then(|i| i.get("stdin")).and_then(Value::as_str).and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok()).unwrap_or_default();
+            let Some(pid) = pid_of(&json_body) else {
+                return connect_error(400, "invalid_argument", "pid is required");
+            };
+            let data = json_body
+                .get("input")
+                .and_then(|i| i.get("stdin"))
+                .and_then(Value::as_str)
+                .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+                .unwrap_or_default();
             let stdin = sandbox.processes.lock().ok().and_then(|mut p| p.get_mut(&pid).and_then(|p| p.stdin.take()));
-            let Some(mut stdin) = stdin else { return connect_error(404, "not_found", &format!("process with pid {pid} has no stdin")) };
+            let Some(mut stdin) = stdin else {
+                return connect_error(404, "not_found", &format!("process with pid {pid} has no stdin"));
+            };
             let _ = stdin.write_all(&data).await;
             let _ = stdin.flush().await;
             if let Ok(mut processes) = sandbox.processes.lock() {
@@ -592,7 +638,9 @@ async fn envd(
             reply(200, json!({}))
         }
         ("POST", "/process.Process/CloseStdin") => {
-            let Some(pid) = pid_of(&json_body) else { return connect_error(400, "invalid_argument", "pid is required") };
+            let Some(pid) = pid_of(&json_body) else {
+                return connect_error(400, "invalid_argument", "pid is required");
+            };
             let stdin = sandbox.processes.lock().ok().and_then(|mut p| p.get_mut(&pid).and_then(|p| p.stdin.take()));
             if let Some(mut stdin) = stdin {
                 let _ = stdin.shutdown().await;
@@ -600,11 +648,16 @@ async fn envd(
             reply(200, json!({}))
         }
         ("POST", "/filesystem.Filesystem/Stat") => {
-            let Some(target) = json_body.get("path").and_then(Value::as_str) else { return connect_error(400, "invalid_argument", "path is required") };
+            let Some(target) = json_body.get("path").and_then(Value::as_str) else {
+                return connect_error(400, "invalid_argument", "path is required");
+            };
             match sandbox.root.file_size(target).await {
                 Ok(Some(size)) => {
                     let name = target.rsplit('/').next().unwrap_or(target);
-                    reply(200, json!({"entry": {"name": name, "type": "FILE_TYPE_FILE", "path": target, "size": size.to_string(), "mode": 420, "permissions": "-rw-r--r--", "owner": "user", "group": "user", "modifiedTime": "2026-01-01T00:00:00Z"}}))
+                    reply(
+                        200,
+                        json!({"entry": {"name": name, "type": "FILE_TYPE_FILE", "path": target, "size": size.to_string(), "mode": 420, "permissions": "-rw-r--r--", "owner": "user", "group": "user", "modifiedTime": "2026-01-01T00:00:00Z"}}),
+                    )
                 }
                 _ => connect_error(404, "not_found", &format!("path '{target}' does not exist")),
             }
@@ -646,7 +699,9 @@ async fn envd(
 fn multipart_file(body: &[u8], boundary: &str) -> Option<Vec<u8>> {
     let marker = format!("--{boundary}");
     let text = body;
-    let find = |haystack: &[u8], needle: &[u8], from: usize| haystack.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|p| p + from);
+    let find = |haystack: &[u8], needle: &[u8], from: usize| {
+        haystack.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|p| p + from)
+    };
     let start = find(text, marker.as_bytes(), 0)?;
     let headers_end = find(text, b"\r\n\r\n", start)? + 4;
     let end = find(text, format!("\r\n{marker}").as_bytes(), headers_end)?;
@@ -654,13 +709,21 @@ fn multipart_file(body: &[u8], boundary: &str) -> Option<Vec<u8>> {
 }
 
 async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, body: &[u8]) -> Response {
-    let Some(request) = first_envelope(body) else { return connect_error(400, "invalid_argument", "no request envelope") };
+    let Some(request) = first_envelope(body) else {
+        return connect_error(400, "invalid_argument", "no request envelope");
+    };
     let process = request.get("process").cloned().unwrap_or(Value::Null);
     let cmd = process.get("cmd").and_then(Value::as_str).unwrap_or("");
-    let args: Vec<String> = process.get("args").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default();
+    let args: Vec<String> = process
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
     let script = match (cmd, args.as_slice()) {
         ("/bin/bash", [l, c, script]) if l == "-l" && c == "-c" => script.clone(),
-        _ => std::iter::once(cmd.to_owned()).chain(args.iter().cloned()).map(|a| quote(&a)).collect::<Vec<_>>().join(" "),
+        _ => {
+            std::iter::once(cmd.to_owned()).chain(args.iter().cloned()).map(|a| quote(&a)).collect::<Vec<_>>().join(" ")
+        }
     };
     let mut env = sandbox.env.clone();
     if let Some(envs) = process.get("envs").and_then(Value::as_object) {
@@ -685,7 +748,9 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, body: &[u8]) -> Respo
     tokio::spawn(async move {
         let _ = tx.send(Ok(envelope(0, &json!({"event": {"start": {"pid": pid}}})))).await;
         let _ = tx.send(Ok(envelope(0, &json!({"event": {"keepalive": {}}})))).await;
-        let pump = |reader: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>, key: &'static str, tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>| async move {
+        let pump = |reader: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>,
+                    key: &'static str,
+                    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>| async move {
             let Some(mut reader) = reader else { return };
             let mut buffer = vec![0u8; 16 * 1024];
             while let Ok(n) = reader.read(&mut buffer).await {
@@ -707,8 +772,16 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, body: &[u8]) -> Respo
                 }
             })
         };
-        let out = pump(stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>), "stdout", tx.clone());
-        let err = pump(stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>), "stderr", tx.clone());
+        let out = pump(
+            stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+            "stdout",
+            tx.clone(),
+        );
+        let err = pump(
+            stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+            "stderr",
+            tx.clone(),
+        );
         tokio::join!(out, err);
         let status = child.wait().await;
         if let Ok(mut processes) = sandbox.processes.lock() {

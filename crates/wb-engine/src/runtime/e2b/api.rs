@@ -132,19 +132,23 @@ impl Api {
         if reply.body.is_empty() {
             return Ok(Value::Null);
         }
-        reply.json().ok_or_else(|| {
-            EngineError::message(format!("E2B API {method} {path} returned a reply that is not JSON"))
-        })
+        reply
+            .json()
+            .ok_or_else(|| EngineError::message(format!("E2B API {method} {path} returned a reply that is not JSON")))
     }
 
     /// `POST /v2/sandboxes` with the reference engine's options.
-    pub async fn create(&self, template: &str, metadata: &BTreeMap<String, String>, lease: Duration) -> Result<Created> {
+    pub async fn create(
+        &self,
+        template: &str,
+        metadata: &BTreeMap<String, String>,
+        lease: Duration,
+    ) -> Result<Created> {
         let body = create_body(template, metadata, lease);
         let reply = self.call(Method::POST, "/v2/sandboxes", Some(&body)).await?;
         let text = |key: &str| reply.get(key).and_then(Value::as_str).map(str::to_owned);
-        let sandbox_id = text("sandboxID").ok_or_else(|| {
-            EngineError::message("E2B API POST /v2/sandboxes returned no sandboxID".to_owned())
-        })?;
+        let sandbox_id = text("sandboxID")
+            .ok_or_else(|| EngineError::message("E2B API POST /v2/sandboxes returned no sandboxID".to_owned()))?;
         Ok(Created {
             envd_version: text("envdVersion").unwrap_or_default(),
             envd_access_token: text("envdAccessToken"),

@@ -215,7 +215,11 @@ impl E2bSandbox {
                 envd_error(&self.envd.id, "/process.Process/Start", &format!("{error} (pid {pid})"))
             })?;
             let Some(message) = message else {
-                return Err(envd_error(&self.envd.id, "/process.Process/Start", "the stream ended without the process end"));
+                return Err(envd_error(
+                    &self.envd.id,
+                    "/process.Process/Start",
+                    "the stream ended without the process end",
+                ));
             };
             match event(&message) {
                 Event::Stdout(bytes) => output.stdout.extend(bytes),
@@ -236,13 +240,11 @@ impl E2bSandbox {
     async fn download_async(&self, path: &str, limit: u64) -> Result<Vec<u8>> {
         let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("path", path).finish();
         let route = format!("/files?{query}");
-        let response = tokio::time::timeout(
-            IDLE_TIMEOUT,
-            self.envd.request(reqwest::Method::GET, &route, User::Default).send(),
-        )
-        .await
-        .map_err(|_| envd_error(&self.envd.id, "GET /files", "no reply within 60 s"))?
-        .map_err(|error| envd_error(&self.envd.id, "GET /files", &super::api::without_url(&error)))?;
+        let response =
+            tokio::time::timeout(IDLE_TIMEOUT, self.envd.request(reqwest::Method::GET, &route, User::Default).send())
+                .await
+                .map_err(|_| envd_error(&self.envd.id, "GET /files", "no reply within 60 s"))?
+                .map_err(|error| envd_error(&self.envd.id, "GET /files", &super::api::without_url(&error)))?;
         let status = response.status();
         if !status.is_success() {
             let bytes = response.bytes().await.unwrap_or_default();
@@ -296,15 +298,17 @@ impl Sandbox for E2bSandbox {
             match options.timeout {
                 None => self.run_async(command, options).await,
                 // The service enforces the deadline (Connect-Timeout-Ms); this one is a backstop.
-                Some(timeout) => tokio::time::timeout(timeout + Duration::from_secs(5), self.run_async(command, options))
-                    .await
-                    .map_err(|_| {
-                        EngineError::message(format!(
-                            "E2B sandbox {}: the command did not finish within {} s",
-                            self.envd.id,
-                            timeout.as_secs()
-                        ))
-                    })?,
+                Some(timeout) => {
+                    tokio::time::timeout(timeout + Duration::from_secs(5), self.run_async(command, options))
+                        .await
+                        .map_err(|_| {
+                            EngineError::message(format!(
+                                "E2B sandbox {}: the command did not finish within {} s",
+                                self.envd.id,
+                                timeout.as_secs()
+                            ))
+                        })?
+                }
             }
         })
     }
@@ -420,7 +424,9 @@ impl Killer for E2bKiller {
         let _ = self.killed.send(true);
         let envd = self.envd.clone();
         let pid = self.pid;
-        let _ = self.handle.block_on(async move { tokio::time::timeout(Duration::from_secs(10), envd.kill_pid(pid)).await });
+        let _ = self
+            .handle
+            .block_on(async move { tokio::time::timeout(Duration::from_secs(10), envd.kill_pid(pid)).await });
     }
 }
 

@@ -57,9 +57,10 @@ impl E2b {
         let base = value("E2B_API_URL").unwrap_or_else(|| format!("https://api.{domain}"));
         let api = api::Api::new(&base, key.as_deref().unwrap_or(""))?;
         let client = |builder: reqwest::ClientBuilder| {
-            builder.connect_timeout(Duration::from_secs(30)).build().map_err(|error| {
-                EngineError::message(format!("Cannot build the E2B sandbox client: {error}"))
-            })
+            builder
+                .connect_timeout(Duration::from_secs(30))
+                .build()
+                .map_err(|error| EngineError::message(format!("Cannot build the E2B sandbox client: {error}")))
         };
         Ok(E2b {
             api,
@@ -122,9 +123,9 @@ impl SandboxProvider for E2b {
         let mut lines = vec![format!("GET /templates/aliases/{name}")];
         let copies = match &request.source {
             TemplateSource::Image(_) => 0,
-            TemplateSource::Dockerfile { .. } => template::plan(request)
-                .map(|p| p.steps.iter().filter(|s| s.kind == "COPY").count())
-                .unwrap_or(0),
+            TemplateSource::Dockerfile { .. } => {
+                template::plan(request).map(|p| p.steps.iter().filter(|s| s.kind == "COPY").count()).unwrap_or(0)
+            }
         };
         lines.push(format!("POST /v3/templates {{\"name\":\"{name}\"}} (when the template does not exist)"));
         for _ in 0..copies {

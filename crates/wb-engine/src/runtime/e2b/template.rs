@@ -131,7 +131,8 @@ pub fn template_name(request: &TemplateRequest, plan: &BuildPlan) -> String {
             "setup": request.setup,
         }),
     };
-    let identity = json!({"runtime": "e2b-v0", "name": request.workbench, "version": request.version, "reference": reference});
+    let identity =
+        json!({"runtime": "e2b-v0", "name": request.workbench, "version": request.version, "reference": reference});
     let digest = hex(&Sha256::digest(identity.to_string().as_bytes()));
     format!("workbench-{}-{}", slug(&request.workbench), &digest[..20])
 }
@@ -277,7 +278,8 @@ pub fn parse_dockerfile(text: &str) -> Result<BuildPlan> {
                 let user = flags.iter().find(|(n, _)| n == "chown").and_then(|(_, v)| v.clone()).unwrap_or_default();
                 if let Some((dest, sources)) = words.split_last() {
                     for src in sources {
-                        plan.steps.push(Step::new("COPY", vec![src.clone(), dest.clone(), user.clone(), String::new()]));
+                        plan.steps
+                            .push(Step::new("COPY", vec![src.clone(), dest.clone(), user.clone(), String::new()]));
                     }
                 }
             }
@@ -299,15 +301,17 @@ pub fn parse_dockerfile(text: &str) -> Result<BuildPlan> {
                     plan.steps.push(Step::new("ENV", args));
                 }
             }
-            "CMD" | "ENTRYPOINT" => {
-                if !words.is_empty() {
-                    let mut command = words.join(" ");
-                    if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&command) {
-                        command = items.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect::<Vec<_>>().join(" ");
-                    }
-                    plan.start_cmd = Some(command);
-                    plan.ready_cmd = Some(READY_AFTER_START.to_owned());
+            "CMD" | "ENTRYPOINT" if !words.is_empty() => {
+                let mut command = words.join(" ");
+                if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&command) {
+                    command = items
+                        .iter()
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                        .collect::<Vec<_>>()
+                        .join(" ");
                 }
+                plan.start_cmd = Some(command);
+                plan.ready_cmd = Some(READY_AFTER_START.to_owned());
             }
             _ => {}
         }
@@ -331,7 +335,8 @@ fn env_args(is_arg: bool, words: &[String]) -> Vec<String> {
             pairs.push((key.to_owned(), value.to_owned()));
         }
     };
-    let split = |word: &str| word.find('=').filter(|&i| i > 0).map(|i| (word[..i].to_owned(), word[i + 1..].to_owned()));
+    let split =
+        |word: &str| word.find('=').filter(|&i| i > 0).map(|i| (word[..i].to_owned(), word[i + 1..].to_owned()));
     match words {
         [first, second] if !(first.contains('=') && second.contains('=')) => set(first, second),
         [single] => match split(single) {
@@ -369,12 +374,10 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
     for component in Path::new(src).components() {
         match component {
             Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
-            Component::ParentDir => {
-                if parts.pop().is_none() {
-                    return Err(EngineError::message(format!(
-                        "Invalid COPY source \"{src}\": path escapes the context directory. The path must stay within the context directory."
-                    )));
-                }
+            Component::ParentDir if parts.pop().is_none() => {
+                return Err(EngineError::message(format!(
+                    "Invalid COPY source \"{src}\": path escapes the context directory. The path must stay within the context directory."
+                )));
             }
             _ => {}
         }
@@ -384,9 +387,8 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
         EngineError::message(format!("Cannot read the build context {}: {error}", context.display()))
     })?;
     let path = if relative.is_empty() { context.to_path_buf() } else { context.join(&relative) };
-    let resolved = path
-        .canonicalize()
-        .map_err(|_| EngineError::message(format!("No files found in {}", path.display())))?;
+    let resolved =
+        path.canonicalize().map_err(|_| EngineError::message(format!("No files found in {}", path.display())))?;
     if !resolved.starts_with(&root) {
         return Err(EngineError::message(format!(
             "COPY source \"{src}\" resolves outside the build context {}",
@@ -430,7 +432,8 @@ pub fn files_hash(context: &Path, src: &str, dest: &str) -> Result<String> {
     let mut hash = Sha256::new();
     hash.update(format!("COPY {src} {dest}").as_bytes());
     for (relative, path) in &entries {
-        let unreadable = |error: std::io::Error| EngineError::message(format!("Cannot read {}: {error}", path.display()));
+        let unreadable =
+            |error: std::io::Error| EngineError::message(format!("Cannot read {}: {error}", path.display()));
         hash.update(relative.as_bytes());
         let metadata = std::fs::symlink_metadata(path).map_err(unreadable)?;
         hash.update(metadata.mode().to_string().as_bytes());
@@ -497,9 +500,7 @@ pub async fn prepare(
     };
     for step in plan.steps.iter().filter(|s| s.kind == "COPY") {
         let (Some(hash), Some(context)) = (&step.files_hash, &plan.context) else { continue };
-        let link = api
-            .call(Method::GET, &format!("/templates/{}/files/{hash}", segment(&template_id)), None)
-            .await?;
+        let link = api.call(Method::GET, &format!("/templates/{}/files/{hash}", segment(&template_id)), None).await?;
         let present = link.get("present").and_then(Value::as_bool).unwrap_or(false);
         let url = link.get("url").and_then(Value::as_str);
         match (present, url) {
@@ -564,7 +565,9 @@ pub async fn prepare(
                 let message = reason.and_then(|r| r.get("message")).and_then(Value::as_str).unwrap_or("Unknown error");
                 let step = reason.and_then(|r| r.get("step")).and_then(Value::as_str);
                 return Err(EngineError::message(match step {
-                    Some(step) => format!("The E2B template build of {name} failed at step {step}: {}", api.redact(message)),
+                    Some(step) => {
+                        format!("The E2B template build of {name} failed at step {step}: {}", api.redact(message))
+                    }
                     None => format!("The E2B template build of {name} failed: {}", api.redact(message)),
                 }));
             }
