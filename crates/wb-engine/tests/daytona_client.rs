@@ -376,6 +376,17 @@ fn failed_uploads_are_errors_and_leave_no_environment_file() {
 }
 
 #[test]
+fn a_few_failed_polls_are_tolerated() {
+    let mut setup = setup();
+    let sandbox = setup.provider.create(&spec("wb_run_flaky")).expect("create");
+    let process = sandbox.start("echo one; sleep 0.5; echo two", &CommandOptions::default()).expect("start");
+    setup.fake.faults(|f| f.toolbox_failures = 4);
+    let stdout = read_all(process.stdout);
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Some(0));
+    assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "one\ntwo\n");
+}
+
+#[test]
 fn a_hung_command_is_stopped_by_kill() {
     let mut setup = setup();
     let sandbox = setup.provider.create(&spec("wb_run_hang")).expect("create");
@@ -440,6 +451,9 @@ fn credentials_templates_and_plans() {
     assert!(lines.borrow()[0].contains("setup is not applied"), "{:?}", lines.borrow());
     let env: BTreeMap<String, String> = [("DAYTONA_API_URL".to_owned(), "not a url".to_owned())].into();
     assert!(Daytona::new(&env, runtime.handle().clone()).is_err());
+    let env: BTreeMap<String, String> = [("WB_DAYTONA_POLL_MS".to_owned(), "5".to_owned())].into();
+    let quick = Daytona::new(&env, runtime.handle().clone()).expect("provider").timing();
+    assert_eq!((quick.poll_first, quick.stream_max), (Duration::from_millis(5), Duration::from_millis(20)));
 }
 
 #[test]

@@ -63,6 +63,8 @@ pub struct Faults {
     pub malformed_execute: bool,
     /// Created sandboxes' DTOs lack `toolboxProxyUrl` (clients must ask `…/toolbox-proxy-url`).
     pub omit_toolbox_url: bool,
+    /// The next this many toolbox requests answer 502 (a flaky proxy).
+    pub toolbox_failures: u32,
 }
 
 /// A running fake; dropping it stops the server and every sandbox.
@@ -322,6 +324,15 @@ async fn handle(State(state): State<Arc<FakeState>>, request: Request) -> Respon
         return response;
     }
     let path = parts.uri.path().to_owned();
+    let flaky = path.starts_with("/toolbox/")
+        && state.faults.lock().is_ok_and(|mut f| {
+            let fail = f.toolbox_failures > 0;
+            f.toolbox_failures = f.toolbox_failures.saturating_sub(1);
+            fail
+        });
+    if flaky {
+        return error(StatusCode::BAD_GATEWAY, "fake: the toolbox proxy failed");
+    }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let json_body = || serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null);
     let query = Query::<HashMap<String, String>>::try_from_uri(&parts.uri).map(|q| q.0).unwrap_or_default();
