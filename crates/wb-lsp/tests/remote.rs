@@ -87,9 +87,9 @@ impl Service {
     fn start(kind: Kind, bin: &Path) -> Service {
         let read_only = vec![(bin.to_path_buf(), "/opt/wb/bin".to_owned())];
         match kind {
-            Kind::E2b => Service::E2b(
-                E2bFake::start(e2b::FakeOptions { read_only, ..e2b::FakeOptions::default() }).unwrap(),
-            ),
+            Kind::E2b => {
+                Service::E2b(E2bFake::start(e2b::FakeOptions { read_only, ..e2b::FakeOptions::default() }).unwrap())
+            }
             Kind::Daytona => Service::Daytona(
                 DaytonaFake::start(daytona::Options { read_only, ..daytona::Options::default() }).unwrap(),
             ),
@@ -251,7 +251,8 @@ impl Setup {
                     );
                 }
             }
-            if request.path.starts_with("/api/") || request.path.starts_with("/v2/") || request.path.starts_with("/v3/") {
+            if request.path.starts_with("/api/") || request.path.starts_with("/v2/") || request.path.starts_with("/v3/")
+            {
                 assert!(!body.contains(OPENAI_KEY), "a bound value sent to the control plane: {}", request.path);
             }
         }
@@ -287,7 +288,14 @@ fn lifecycle(kind: Kind) {
     assert_eq!(report["runner"]["path"], "/opt/wb/bin/opencode");
     assert_eq!(report["tools"][0]["name"], "sed");
     assert_eq!(report["sandbox"]["destroyed"], true, "{report}");
-    assert!(report["requirements"]["checked"].as_array().unwrap().iter().any(|c| c == "cpu 2" || c.as_str().unwrap_or("").starts_with("cpu ")), "{report}");
+    assert!(
+        report["requirements"]["checked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "cpu 2" || c.as_str().unwrap_or("").starts_with("cpu ")),
+        "{report}"
+    );
     assert_eq!(setup.service.created(), 1);
     assert!(setup.service.live().is_empty(), "smoke left a sandbox: {:?}", setup.service.live());
     setup.assert_quiet(&output);
@@ -305,7 +313,10 @@ fn lifecycle(kind: Kind) {
     assert_eq!(types[types.len() - 2..], ["outcome.available", "run.completed"], "{types:?}");
     let available = &events[events.len() - 2]["data"];
     assert_eq!(available["application_state"], "pending", "{available}");
-    assert_eq!(std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(), "# Old title\n\nThe ledger service.\n");
+    assert_eq!(
+        std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(),
+        "# Old title\n\nThe ledger service.\n"
+    );
     assert!(setup.world.work.join("obsolete.txt").exists());
     assert!(setup.service.live().is_empty(), "the run left a sandbox");
     setup.assert_secrets_only_where_needed();
@@ -319,7 +330,9 @@ fn lifecycle(kind: Kind) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["operation"].as_str().unwrap_or_default().to_owned(), e["path"].as_str().unwrap_or_default().to_owned()))
+        .map(|e| {
+            (e["operation"].as_str().unwrap_or_default().to_owned(), e["path"].as_str().unwrap_or_default().to_owned())
+        })
         .collect();
     entries.sort_by(|a, b| a.1.cmp(&b.1));
     let expected = [("modify", "README.md"), ("add", "notes/new.md"), ("delete", "obsolete.txt")];
@@ -338,10 +351,16 @@ fn lifecycle(kind: Kind) {
     std::fs::write(setup.world.work.join("README.md"), "# Old title\n\nThe ledger service.\n").unwrap();
     let output = setup.wb(&["outcome", &id, "--apply", "--json"]);
     assert_eq!(output.code, 0, "{output:?}");
-    assert_eq!(std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(), "# New title\n\nThe ledger service.\n");
+    assert_eq!(
+        std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(),
+        "# New title\n\nThe ledger service.\n"
+    );
     assert_eq!(std::fs::read_to_string(setup.world.work.join("notes/new.md")).unwrap(), "from the sandbox\n");
     assert!(!setup.world.work.join("obsolete.txt").exists());
-    assert_eq!(std::fs::read_to_string(setup.world.work.join(".env")).unwrap(), format!("OPENAI_API_KEY={OPENAI_KEY}\n"));
+    assert_eq!(
+        std::fs::read_to_string(setup.world.work.join(".env")).unwrap(),
+        format!("OPENAI_API_KEY={OPENAI_KEY}\n")
+    );
     let output = setup.wb(&["outcome", &id, "--json"]);
     let outcome: Value = serde_json::from_str(&output.stdout).unwrap();
     assert_eq!(outcome["receipt"]["state"], "applied");
@@ -434,8 +453,11 @@ fn cancellation(kind: Kind) {
     let setup = setup(kind);
     let (mut child, events, reader) = start_hanging(&setup);
     assert_eq!(setup.service.live().len(), 1);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()), nix::sys::signal::Signal::SIGINT)
-        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
     let events = rest(events, reader);
     let code = wait_exit(&mut child);
     assert_eq!(code, 130, "{events:?}");

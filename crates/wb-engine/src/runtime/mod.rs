@@ -1,10 +1,9 @@
 //! Runtimes: where a run happens. A runtime prepares its environment, checks requirements and preflights
 //! inside it, launches the runner, cancels it, and cleans up (always, idempotently).
 //!
-//! One module per runtime: `local` (the host) and `docker/` (a container per run). The remote runtimes get
-//! rooms of their own beside them: `remote/` for what they share (uploading the staged configuration and the
-//! workspaces, streaming output back), then `e2b/` and `daytona/`, each registered in [`runtime_for`], which
-//! refuses them explicitly until then.
+//! One module per runtime: `local` (the host), `docker/` (a container per run), and the remote runtimes:
+//! `remote/` for what they share (the `RemoteRuntime`: staging, preflight, launch, collection, destroy; the
+//! provider interface), `e2b/` and `daytona/` for each service's transport.
 
 pub mod daytona;
 pub mod docker;
@@ -178,9 +177,20 @@ pub fn runtime_for(provider: &str) -> Result<Box<dyn Runtime>> {
     match provider {
         "local" => Ok(Box::new(Local::default())),
         "docker" => Ok(Box::new(Docker::new()?)),
-        "e2b" | "daytona" => Err(EngineError::message(format!(
-            "The {provider} runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local"
-        ))),
+        "e2b" => Ok(Box::new(remote::RemoteRuntime::new(
+            "e2b",
+            "E2B",
+            Box::new(|env, handle| {
+                Ok(Box::new(e2b::E2b::new(env, handle)?) as Box<dyn remote::provider::SandboxProvider>)
+            }),
+        )?)),
+        "daytona" => Ok(Box::new(remote::RemoteRuntime::new(
+            "daytona",
+            "Daytona",
+            Box::new(|env, handle| {
+                Ok(Box::new(daytona::Daytona::new(env, handle)?) as Box<dyn remote::provider::SandboxProvider>)
+            }),
+        )?)),
         other => Err(EngineError::message(format!("Unsupported runtime: {other}"))),
     }
 }
