@@ -425,6 +425,7 @@ fn start_hanging(setup: &Setup) -> (std::process::Child, Vec<Value>, BufReader<s
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("the runner never said it hangs: {events:?}");
 }
 
