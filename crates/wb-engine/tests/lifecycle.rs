@@ -1286,11 +1286,11 @@ fn runtime_selection_errors() {
         dry_run_error(&options),
         "Workbench two does not declare runtime: daytona. Declared runtimes: e2b, local"
     );
-    // The first declared runtime is the default: e2b is refused, never replaced by the host.
+    // The first declared runtime is the default: e2b needs its key, and is never replaced by the host.
     options.runtime = None;
     assert_eq!(
         dry_run_error(&options),
-        "The e2b runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local"
+        "E2B_API_KEY is required for the E2B runtime. Set E2B_API_KEY in the environment wb-lsp runs in."
     );
     options.runtime = Some("local".into());
     assert_eq!(dry_run(&options).unwrap().runtime, "local");
@@ -1302,17 +1302,11 @@ fn runtime_selection_errors() {
             &minimal(&name, "opencode", "openai/gpt-5.1", &format!("runtimes:\n  {runtime}:\n{config}")),
         );
         let options = with_env(options_for(&world, &name), &key);
-        assert_eq!(
-            dry_run_error(&options),
-            format!(
-                "The {runtime} runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local"
-            )
-        );
+        let missing = "DAYTONA_API_KEY is required for the Daytona runtime. Set DAYTONA_API_KEY in the environment wb-lsp runs in.";
+        assert_eq!(dry_run_error(&options), missing);
         let reports = smoke(&options);
         assert_eq!(reports[0].status, SmokeStatus::Failed);
-        assert!(
-            reports[0].error.as_ref().unwrap().message.contains(&format!("The {runtime} runtime is not supported"))
-        );
+        assert_eq!(reports[0].error.as_ref().unwrap().message, missing, "{runtime}");
     }
     // Docker is supported (tests/docker.rs): an image that is neither present nor pullable is named (or, without
     // an engine, the engine is), never replaced by the host.

@@ -740,7 +740,7 @@ fn error_texts_and_exit_codes() {
         ("tool", vec![], "Required CLI tool is unavailable: wb-no-such-tool-3141".into()),
         ("strange", vec![], "Unsupported runner: x".into()),
         ("pi-mcp", vec![], "Pi does not provide a native MCP transport. This Workbench requires an explicit Pi extension before it can run.".into()),
-        ("remote", vec![], "The e2b runtime is not supported by this wb-lsp build; select a declared local runtime with --runtime local".into()),
+        ("remote", vec![], "E2B_API_KEY is required for the E2B runtime. Set E2B_API_KEY in the environment wb-lsp runs in.".into()),
         ("remote", vec!["--runtime", "daytona"], "Workbench remote does not declare runtime: daytona. Declared runtimes: e2b, local".into()),
         ("engine", vec![], "Host Docker engine access requires explicit --allow-host-docker authorization".into()),
         ("unknown", vec![], "Unknown model acme/unknown-1. Unknown models require explicit route model IDs and packaged runner_config.".into()),
