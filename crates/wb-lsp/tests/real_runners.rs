@@ -60,6 +60,15 @@ impl Runner {
         }
     }
 
+    /// The executable's name in the runners' `bin` directory.
+    fn executable(self) -> &'static str {
+        match self {
+            Runner::OpenCode => "opencode",
+            Runner::ClaudeCode => "claude",
+            Runner::Pi => "pi",
+        }
+    }
+
     fn supports_mcp(self) -> bool {
         self != Runner::Pi
     }
@@ -243,6 +252,15 @@ fn start_model(runner: Runner, workspace: &Path, actions: Vec<Action>) -> ModelS
     .unwrap()
 }
 
+/// Where a run happens: on the host, in a Docker image built around the real binary, or in a fake E2B sandbox
+/// (`wb-sandbox-fakes`: a bubblewrap root with the real binary bound at `/opt/wb/bin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Local,
+    Docker,
+    E2b,
+}
+
 /// A repository with one package for `runner`, pointed at the scripted model (and MCP server).
 struct Fixture {
     _temp: tempfile::TempDir,
@@ -257,11 +275,12 @@ struct Fixture {
 }
 
 fn fixture(runner: Runner, model_url: &str, mcp_url: Option<&str>) -> Fixture {
-    fixture_in(runner, model_url, mcp_url, None)
+    fixture_in(runner, model_url, mcp_url, None, Place::Local)
 }
 
-/// `docker`: the runner binaries' directory to build the image from (the package then runs on `docker`).
-fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Option<&Path>) -> Fixture {
+/// `docker`: the runner binaries' directory to build the image from (the package then runs on `docker`);
+/// `place` E2B: the package runs on `e2b` from a published (fake) image.
+fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Option<&Path>, place: Place) -> Fixture {
     let (temp, root) = temp_dir();
     let workspace = root.join("repo");
     let package = match docker {
@@ -344,6 +363,7 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
                 "runtimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n",
             );
         }
+        None if place == Place::E2b => manifest.push_str("runtimes:\n  e2b:\n    image: fake/opencode:1\n"),
         None => manifest.push_str("runtimes:\n  local: {}\n"),
     }
     write_file(&package.join("workbench.yml"), &manifest);
@@ -714,7 +734,7 @@ fn smoke_and_dry_run_with_the_real_runners() {
 
 /// The full run for one runner; returns (wb-lsp start → first model request, first request → exit).
 fn full_run(bin: &Path, runner: Runner) -> Timing {
-    full_run_in(bin, runner, false, false)
+    full_run_in(bin, runner, Place::Local, false)
 }
 
 /// The address a container reaches the host on: the default bridge's gateway.
@@ -722,7 +742,9 @@ fn docker_gateway() -> std::net::IpAddr {
     wb_testsupport::docker::bridge_gateway().unwrap_or_else(|problem| panic!("no bridge gateway: {problem}"))
 }
 
-fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing {
+fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing {
+    let docker = place == Place::Docker;
+    let remote = place == Place::E2b;
     let ip: std::net::IpAddr = if docker { docker_gateway() } else { std::net::IpAddr::from([127, 0, 0, 1]) };
     let mcp = McpServer::start_on(ip).unwrap();
     let temp_workspace = tempfile::tempdir().unwrap();
@@ -740,10 +762,31 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing 
         }
     })
     .unwrap();
-    let fixture =
-        fixture_in(runner, &model.url(), runner.supports_mcp().then(|| mcp.url()).as_deref(), docker.then_some(bin));
+    let fixture = fixture_in(
+        runner,
+        &model.url(),
+        runner.supports_mcp().then(|| mcp.url()).as_deref(),
+        docker.then_some(bin),
+        place,
+    );
     // The runner sees the workspace where its runtime puts it.
-    *model_holder.lock().unwrap() = if docker { PathBuf::from("/workspace") } else { fixture.workspace.clone() };
+    *model_holder.lock().unwrap() =
+        if docker || remote { PathBuf::from("/workspace") } else { fixture.workspace.clone() };
+    // The fake E2B's image has the real binary at /opt/wb/bin/opencode.
+    let e2b = remote.then(|| {
+        let image_bin = fixture.root.join("image-bin");
+        std::fs::create_dir_all(&image_bin).unwrap();
+        let binary = bin.join(runner.executable()).canonicalize().unwrap();
+        let target = image_bin.join(runner.executable());
+        if std::fs::hard_link(&binary, &target).is_err() {
+            std::fs::copy(&binary, &target).unwrap();
+        }
+        let options = wb_sandbox_fakes::e2b::FakeOptions {
+            read_only: vec![(image_bin, "/opt/wb/bin".to_owned())],
+            ..wb_sandbox_fakes::e2b::FakeOptions::default()
+        };
+        wb_sandbox_fakes::e2b::E2bFake::start(options).unwrap()
+    });
 
     let mut command = fixture.command(
         bin,
@@ -751,6 +794,9 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing 
         &model.url(),
         &["run", "--json", "--task", "Write the release notes for 1.4.", &fixture.source],
     );
+    if let Some(e2b) = &e2b {
+        command.envs(e2b.env());
+    }
     let timing_dir = fixture.root.join("timing");
     if timed {
         timing_wrapper(&timing_dir.join("bin"), bin, runner);
@@ -842,8 +888,28 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing 
         assert!(later.contains(wb_testkit::mcp::LOOKUP_ANSWER), "{runner:?}: the MCP answer never reached the model");
     }
 
-    // The workspace and the outcome: exactly the three changes and the artifact.
+    // The workspace and the outcome: exactly the three changes and the artifact. A sandbox's changes come back
+    // pending: the host is untouched until the outcome is applied.
     let workspace = &fixture.workspace;
+    if remote {
+        assert_eq!(std::fs::read_to_string(workspace.join("notes.txt")).unwrap(), "Release 1.4\nstatus: draft\n");
+        assert!(workspace.join("obsolete.txt").exists());
+        let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap();
+        assert_eq!(available["data"]["application_state"], "pending", "{available}");
+        let id = available["data"]["outcome_id"].as_str().unwrap();
+        let applied = fixture.json(bin, runner, &model.url(), &["outcome", id, "--apply", "--json"]);
+        assert_eq!((applied["applied"].as_u64(), applied["unchanged"].as_u64()), (Some(3), Some(0)), "{applied}");
+        let e2b = e2b.as_ref().unwrap();
+        assert!(e2b.sandboxes().is_empty(), "the run left its sandbox");
+        for request in e2b.requests() {
+            let text = format!("{:?}{}", request.headers, String::from_utf8_lossy(&request.body));
+            assert!(
+                !text.contains(OPENAI_KEY) && !text.contains(OPENROUTER_KEY),
+                "an unselected key was sent: {}",
+                request.path
+            );
+        }
+    }
     assert_eq!(std::fs::read_to_string(workspace.join("notes.txt")).unwrap(), "Release 1.4\nstatus: final\n");
     assert!(std::fs::read_to_string(workspace.join("CHANGELOG.md")).unwrap().contains("Scripted release notes"));
     assert!(!workspace.join("obsolete.txt").exists());
@@ -890,6 +956,14 @@ fn full_run_in(bin: &Path, runner: Runner, docker: bool, timed: bool) -> Timing 
     }
 }
 
+/// OpenCode on the `e2b` runtime: the real binary in a fake E2B sandbox (staging, preflight, the scripted
+/// work, collection), then the pending outcome applied to the host.
+#[test]
+fn opencode_does_the_scripted_work_in_an_e2b_sandbox() {
+    let Some(bin) = runners_bin() else { return };
+    full_run_in(&bin, Runner::OpenCode, Place::E2b, false);
+}
+
 #[test]
 fn opencode_does_the_scripted_work() {
     let Some(bin) = runners_bin() else { return };
@@ -905,7 +979,7 @@ fn opencode_does_the_scripted_work_in_docker() {
         eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
         return;
     }
-    full_run_in(&bin, Runner::OpenCode, true, false);
+    full_run_in(&bin, Runner::OpenCode, Place::Docker, false);
 }
 
 /// The rest of OpenCode's docker matrix: smoke in the built image, the dry run's command accepted by the
@@ -924,7 +998,7 @@ fn opencode_in_docker_smokes_accepts_its_dry_run_and_cancels() {
         _ => Turn { text: Some("Let me think about the notes".to_owned()), tool_calls: Vec::new(), hang: true },
     })
     .unwrap();
-    let fixture = fixture_in(runner, &model.url(), None, Some(&bin));
+    let fixture = fixture_in(runner, &model.url(), None, Some(&bin), Place::Docker);
 
     let report = fixture.smoke(&bin, runner, &model.url());
     assert_eq!(report["runtime"], "docker");
@@ -1217,7 +1291,7 @@ fn measure_overhead_when_asked() {
     };
     let since = |later: SystemTime, earlier: SystemTime| later.duration_since(earlier).unwrap_or_default();
     for runner in RUNNERS {
-        let samples: Vec<Timing> = (0..count).map(|_| full_run_in(&bin, runner, false, true)).collect();
+        let samples: Vec<Timing> = (0..count).map(|_| full_run_in(&bin, runner, Place::Local, true)).collect();
         let launch = median(samples.iter().map(|t| since(t.spawned.unwrap(), t.started)).collect());
         let to_first = median(samples.iter().map(|t| since(t.first_request, t.started)).collect());
         let runner_start = median(samples.iter().map(|t| since(t.first_request, t.spawned.unwrap())).collect());

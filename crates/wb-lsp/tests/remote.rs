@@ -351,6 +351,8 @@ fn lifecycle(kind: Kind) {
     std::fs::write(setup.world.work.join("README.md"), "# Old title\n\nThe ledger service.\n").unwrap();
     let output = setup.wb(&["outcome", &id, "--apply", "--json"]);
     assert_eq!(output.code, 0, "{output:?}");
+    let applied: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!((applied["applied"].as_u64(), applied["unchanged"].as_u64()), (Some(3), Some(0)), "{applied}");
     assert_eq!(
         std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(),
         "# New title\n\nThe ledger service.\n"
@@ -522,4 +524,195 @@ fn missing_keys_get_the_reference_texts() {
         assert_ne!(output.code, 0);
         assert!(output.stderr.contains(text), "{output:?}");
     }
+}
+
+fn frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+fn read_message(reader: &mut impl BufRead) -> Value {
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the server closed stdout");
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length: ") {
+            length = value.parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    std::io::Read::read_exact(reader, &mut body).unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// The editor's path: the server's `workbench.smoke` and `workbench.run` with `runtime: e2b|daytona`, the
+/// sandbox's preparation reported as `$/progress`, the run's events streamed, the outcome pending.
+fn editor_commands(kind: Kind) {
+    use std::io::Write;
+    let setup = setup(kind);
+    let mut child = setup
+        .command()
+        .current_dir(&setup.world.work)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |value: Value| {
+        stdin.write_all(&frame(&value.to_string())).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}));
+    let manifest = setup.world.repo.join(".workbenches/remote-demo/workbench.yml");
+    let uri = format!("file://{}", manifest.display());
+    let runtime = setup.service.name();
+    let work = setup.world.work.display().to_string();
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.smoke", "arguments": [{"uri": uri, "runtime": runtime}], "workDoneToken": "smoke"}}));
+    let mut reports = Vec::new();
+    let smoke = loop {
+        let message = read_message(&mut stdout);
+        if message["id"] == 2 {
+            break message;
+        }
+        if message["method"] == "$/progress" && message["params"]["token"] == "smoke" {
+            reports.push(message["params"]["value"]["message"].as_str().unwrap_or_default().to_owned());
+        }
+    };
+    assert_eq!(smoke["result"][0]["status"], "ready", "{smoke}");
+    assert_eq!(smoke["result"][0]["sandbox"]["destroyed"], true, "{smoke}");
+    let title = if kind == Kind::E2b { "E2B" } else { "Daytona" };
+    assert!(reports.iter().any(|m| m.starts_with(&format!("Creating {title} sandbox"))), "{reports:?}");
+    assert!(reports.iter().any(|m| m.starts_with("Staged ")), "{reports:?}");
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "runtime": runtime, "task": "edit", "dir": work}], "workDoneToken": "run"}}));
+    let mut events = Vec::new();
+    let run = loop {
+        let message = read_message(&mut stdout);
+        if message["id"] == 3 {
+            break message;
+        }
+        if message["method"] == "workbench/runEvent" {
+            events.push(message["params"]["event"].clone());
+        }
+    };
+    assert_eq!(run["result"]["ending"]["status"], "completed", "{run}");
+    let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(available["data"]["application_state"], "pending", "{available}");
+    assert!(setup.service.live().is_empty());
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "exit"}));
+    let _ = wait_exit(&mut child);
+}
+
+#[test]
+fn e2b_from_the_editor() {
+    editor_commands(Kind::E2b);
+}
+
+#[test]
+fn daytona_from_the_editor() {
+    editor_commands(Kind::Daytona);
+}
+
+impl Service {
+    fn fail_uploads(&self) {
+        match self {
+            Service::E2b(fake) => {
+                let mut faults = fake.faults();
+                faults.upload_status = Some(507);
+                fake.set_faults(faults);
+            }
+            Service::Daytona(fake) => fake.faults(|f| f.upload_status = Some(500)),
+        }
+    }
+
+    fn rate_limit(&self, count: u32) {
+        match self {
+            Service::E2b(fake) => {
+                let mut faults = fake.faults();
+                faults.rate_limited = count;
+                faults.retry_after = 1;
+                fake.set_faults(faults);
+            }
+            Service::Daytona(fake) => fake.faults(|f| {
+                f.too_many_requests = count;
+                f.retry_after_secs = 1;
+            }),
+        }
+    }
+}
+
+/// Staging fails (the upload is refused): the run fails with the reference's text, and the sandbox is
+/// destroyed anyway.
+fn upload_fails(kind: Kind) {
+    let setup = setup(kind);
+    setup.service.fail_uploads();
+    let (output, _) = setup.run("edit");
+    assert_ne!(output.code, 0, "{output:?}");
+    let title = if kind == Kind::E2b { "E2B" } else { "Daytona" };
+    assert!(output.stderr.contains(&format!("Failed to stage {title} runtime asset: /")), "{output:?}");
+    assert_eq!(setup.service.created(), 1);
+    assert!(setup.service.live().is_empty(), "a failed staging left its sandbox");
+    setup.assert_quiet(&output);
+}
+
+#[test]
+fn e2b_a_failed_upload_fails_the_run_and_destroys_the_sandbox() {
+    upload_fails(Kind::E2b);
+}
+
+#[test]
+fn daytona_a_failed_upload_fails_the_run_and_destroys_the_sandbox() {
+    upload_fails(Kind::Daytona);
+}
+
+/// The service answers 429 twice (with `Retry-After`): the run waits and succeeds.
+fn rate_limited(kind: Kind) {
+    let setup = setup(kind);
+    setup.service.rate_limit(2);
+    let (output, events) = setup.run("edit");
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(events.last().map(|e| e["type"].clone()), Some(Value::from("run.completed")), "{events:?}");
+    let limited = setup.service.requests().len();
+    assert!(limited > 2, "{limited}");
+    assert!(setup.service.live().is_empty());
+}
+
+#[test]
+fn e2b_rate_limits_are_waited_out() {
+    rate_limited(Kind::E2b);
+}
+
+#[test]
+fn daytona_rate_limits_are_waited_out() {
+    rate_limited(Kind::Daytona);
+}
+
+/// `wb-lsp build --runtime e2b` builds the template once; the next build (and a run) reuses it.
+#[test]
+fn e2b_build_makes_the_template_once() {
+    let setup = setup(Kind::E2b);
+    let Service::E2b(fake) = &setup.service else { unreachable!() };
+    let output = setup.wb(&["build", ".workbenches/remote-demo", "--runtime", "e2b", "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let built: Value = serde_json::from_str(&output.stdout).unwrap();
+    let report = built.as_array().map_or(built.clone(), |a| a[0].clone());
+    assert_eq!(report["runtime"], "e2b", "{report}");
+    assert_eq!(report["image"]["cached"], false, "{report}");
+    assert_eq!(fake.templates().len(), 1);
+    let output = setup.wb(&["build", ".workbenches/remote-demo", "--runtime", "e2b", "--json"]);
+    let built: Value = serde_json::from_str(&output.stdout).unwrap();
+    let report = built.as_array().map_or(built.clone(), |a| a[0].clone());
+    assert_eq!(report["image"]["cached"], true, "{report}");
+    assert_eq!(fake.templates().len(), 1, "the second build made another template");
+    assert_eq!(setup.service.created(), 0, "build created a sandbox");
+    let (output, _) = setup.run("edit");
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(fake.templates().len(), 1, "the run built again");
 }
