@@ -36,11 +36,13 @@ pub(crate) fn baseline(
     let mut error = None;
     if let Ok(store) = &store {
         for workspace in workspaces.iter().filter(|w| w.name.is_none() || w.access == Access::ReadWrite) {
-            let root = copies
-                .iter()
-                .find(|(host, _)| *host == workspace.path)
-                .map_or_else(|| workspace.path.clone(), |(_, copy)| copy.clone());
-            match Snapshot::baseline(&root, store) {
+            let copy = copies.iter().find(|(host, _)| *host == workspace.path).map(|(_, copy)| copy.clone());
+            let snapshot = match &copy {
+                Some(copy) => Snapshot::baseline_uncached(copy, store),
+                None => Snapshot::baseline(&workspace.path, store),
+            };
+            let root = copy.unwrap_or_else(|| workspace.path.clone());
+            match snapshot {
                 Ok(snapshot) => taken.push((workspace.clone(), snapshot, root)),
                 Err(e) => {
                     error = Some(format!("Cannot take the baseline of {}: {e}", workspace.path.display()));

@@ -37,6 +37,12 @@ tools:
   - sed
 requirements:
   cpu: 1
+  memory_gb: 1
+  disk_gb: 1
+workspaces:
+  docs:
+    required: false
+    access: read-only
 runtimes:
   e2b:
     image: ghcr.io/acme/agent:1
@@ -54,6 +60,10 @@ case "$task" in
     emit "pwd=$(pwd)"
     if [ -n "$OPENAI_API_KEY" ]; then emit "key=set"; else emit "key=unset"; fi
     if [ -e .env ]; then emit "dotenv=staged"; else emit "dotenv=absent"; fi
+    if [ -n "$WORKBENCH_WORKSPACE_DOCS" ]; then
+      emit "docs=$WORKBENCH_WORKSPACE_DOCS"
+      emit "docs-mode=$(stat -c %A "$WORKBENCH_WORKSPACE_DOCS/guide.md")"
+    fi
     printf '# New title\n\nThe ledger service.\n' > README.md
     rm obsolete.txt
     mkdir -p notes && echo "from the sandbox" > notes/new.md
@@ -179,6 +189,8 @@ impl Service {
 struct Setup {
     world: World,
     service: Service,
+    /// `docs=<dir>`: the read-only named workspace.
+    docs: String,
 }
 
 fn setup(kind: Kind) -> Setup {
@@ -192,7 +204,10 @@ fn setup(kind: Kind) -> Setup {
     std::fs::write(&opencode, FAKE_OPENCODE).unwrap();
     std::fs::set_permissions(&opencode, std::fs::Permissions::from_mode(0o755)).unwrap();
     let service = Service::start(kind, &image_bin);
-    Setup { world, service }
+    let docs = world.root.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(docs.join("guide.md"), "# Guide\n").unwrap();
+    Setup { world, service, docs: format!("docs={}", docs.display()) }
 }
 
 impl Setup {
@@ -210,6 +225,9 @@ impl Setup {
         let mut args = vec![mode, ".workbenches/remote-demo", "--runtime", self.service.name(), "--json"];
         if mode != "smoke" {
             args.extend(["--dir", work]);
+        }
+        if mode == "run" || mode == "dry-run" {
+            args.extend(["--workspace", self.docs.as_str()]);
         }
         if let Some(task) = task {
             args.extend(["--task", task]);
@@ -309,6 +327,8 @@ fn lifecycle(kind: Kind) {
     assert!(texts.contains(&"pwd=/workspace"), "{texts:?}");
     assert!(texts.contains(&"key=set"), "{texts:?}");
     assert!(texts.contains(&"dotenv=absent"), "the .env file was staged: {texts:?}");
+    assert!(texts.contains(&"docs=/workspaces/docs"), "{texts:?}");
+    assert!(texts.contains(&"docs-mode=-r--r--r--"), "the read-only workspace is writable: {texts:?}");
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(types[types.len() - 2..], ["outcome.available", "run.completed"], "{types:?}");
     let available = &events[events.len() - 2]["data"];
@@ -320,6 +340,9 @@ fn lifecycle(kind: Kind) {
     assert!(setup.world.work.join("obsolete.txt").exists());
     assert!(setup.service.live().is_empty(), "the run left a sandbox");
     setup.assert_secrets_only_where_needed();
+    // The working copy's baseline keeps no digest cache (it would never be read again).
+    let caches = setup.world.home.join(".workbench/cache/baselines");
+    assert_eq!(std::fs::read_dir(&caches).map(|d| d.count()).unwrap_or(0), 0, "a cache entry for a working copy");
 
     let id = available["outcome_id"].as_str().unwrap().to_owned();
     let output = setup.wb(&["outcome", &id, "--json"]);
@@ -715,4 +738,48 @@ fn e2b_build_makes_the_template_once() {
     let (output, _) = setup.run("edit");
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(fake.templates().len(), 1, "the run built again");
+}
+
+/// Preflight inside the sandbox names what the image lacks, and the Daytona class and image rules refuse
+/// with the reference's texts before anything is created.
+#[test]
+fn preflight_and_daytona_refusals() {
+    let e2b = setup(Kind::E2b);
+    e2b.world.package(
+        "needs-tool",
+        &MANIFEST.replace("name: remote-demo", "name: needs-tool").replace("  - sed\n", "  - wb-no-such-tool\n"),
+    );
+    let output = e2b.wb(&["smoke", ".workbenches/needs-tool", "--runtime", "e2b", "--json"]);
+    assert_ne!(output.code, 0);
+    let report: Value = serde_json::from_str(output.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        report["error"]["message"],
+        "Required CLI tool is unavailable in E2B image ghcr.io/acme/agent:1: wb-no-such-tool",
+        "{report}"
+    );
+    assert!(e2b.service.live().is_empty(), "a failed preflight left its sandbox");
+
+    let daytona = setup(Kind::Daytona);
+    for (name, runtime, expected) in [
+        (
+            "windows",
+            "    class: windows\n    image: x:1\n",
+            "Workbench windows cannot run on the daytona runtime: class windows is not available yet",
+        ),
+        (
+            "gpu",
+            "    class: gpu\n    image: x:1\n",
+            "Workbench gpu cannot run on the daytona runtime: the gpu class requires gpu: true in requirements",
+        ),
+        ("no-image", "    class: linux\n", "runtimes.daytona.image is required"),
+    ] {
+        daytona.world.package(
+            name,
+            &format!("spec: 1\nversion: 1.0.0\nname: {name}\ndescription: D.\nrunner: opencode\nmodel:\n  id: openai/gpt-5.1\ninstructions: ./instructions.md\nruntimes:\n  daytona:\n{runtime}"),
+        );
+        let output = daytona.wb(&["smoke", &format!(".workbenches/{name}"), "--runtime", "daytona", "--json"]);
+        let report: Value = serde_json::from_str(output.stdout.lines().next().unwrap_or("{}")).unwrap_or_default();
+        assert_eq!(report["error"]["message"], expected, "{output:?}");
+    }
+    assert_eq!(daytona.service.created(), 0, "a refused package created a sandbox");
 }

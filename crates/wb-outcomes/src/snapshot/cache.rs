@@ -20,9 +20,19 @@ impl Snapshot {
     /// cannot give back are hashed now and kept in `store`. The store's Workbench home is left out when the
     /// workspace contains it.
     pub fn baseline(root: &Path, store: &ContentStore) -> Result<Snapshot> {
+        Snapshot::baseline_with(root, store, true)
+    }
+
+    /// [`Snapshot::baseline`] without the digest cache, read or written: for a directory that exists for one run
+    /// only (a remote runtime's working copy), whose cache would never be read again.
+    pub fn baseline_uncached(root: &Path, store: &ContentStore) -> Result<Snapshot> {
+        Snapshot::baseline_with(root, store, false)
+    }
+
+    fn baseline_with(root: &Path, store: &ContentStore, cached: bool) -> Result<Snapshot> {
         let snapshot = Snapshot::capture_with(root, true, Some(store.home()))?;
         let cache_path = baseline_cache_path(store, root);
-        let cache = read_baseline_cache(&cache_path);
+        let cache = if cached { read_baseline_cache(&cache_path) } else { BTreeMap::new() };
         let mut budget = OutcomeBudget::new();
         for (path, file) in &snapshot.files {
             if file.kind != Kind::File || file.git_blob.is_some() {
@@ -46,7 +56,9 @@ impl Snapshot {
             }
             let _ = file.digest.set(digest);
         }
-        write_baseline_cache(&cache_path, &snapshot);
+        if cached {
+            write_baseline_cache(&cache_path, &snapshot);
+        }
         Ok(snapshot)
     }
 }
