@@ -252,13 +252,58 @@ fn start_model(runner: Runner, workspace: &Path, actions: Vec<Action>) -> ModelS
     .unwrap()
 }
 
-/// Where a run happens: on the host, in a Docker image built around the real binary, or in a fake E2B sandbox
-/// (`wb-sandbox-fakes`: a bubblewrap root with the real binary bound at `/opt/wb/bin`).
+/// Where a run happens: on the host, in a Docker image built around the real binary, or in a fake E2B or
+/// Daytona sandbox (`wb-sandbox-fakes`: a bubblewrap root with the real binary bound at `/opt/wb/bin`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Place {
     Local,
     Docker,
     E2b,
+    Daytona,
+}
+
+/// A fake sandbox service running the real binary.
+enum FakeService {
+    E2b(wb_sandbox_fakes::e2b::E2bFake),
+    Daytona(wb_sandbox_fakes::daytona::DaytonaFake),
+}
+
+impl FakeService {
+    fn start(place: Place, image_bin: PathBuf) -> FakeService {
+        let read_only = vec![(image_bin, "/opt/wb/bin".to_owned())];
+        if place == Place::Daytona {
+            let options = wb_sandbox_fakes::daytona::Options { read_only, ..Default::default() };
+            FakeService::Daytona(wb_sandbox_fakes::daytona::DaytonaFake::start(options).unwrap())
+        } else {
+            let options = wb_sandbox_fakes::e2b::FakeOptions { read_only, ..Default::default() };
+            FakeService::E2b(wb_sandbox_fakes::e2b::E2bFake::start(options).unwrap())
+        }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        match self {
+            FakeService::E2b(fake) => fake.env().into_iter().collect(),
+            FakeService::Daytona(fake) => vec![
+                ("DAYTONA_API_KEY".to_owned(), fake.api_key()),
+                ("DAYTONA_API_URL".to_owned(), fake.api_url()),
+                ("WB_DAYTONA_POLL_MS".to_owned(), "20".to_owned()),
+            ],
+        }
+    }
+
+    fn live(&self) -> usize {
+        match self {
+            FakeService::E2b(fake) => fake.sandboxes().len(),
+            FakeService::Daytona(fake) => fake.sandbox_ids().len(),
+        }
+    }
+
+    fn requests(&self) -> Vec<wb_sandbox_fakes::Recorded> {
+        match self {
+            FakeService::E2b(fake) => fake.requests(),
+            FakeService::Daytona(fake) => fake.requests(),
+        }
+    }
 }
 
 /// A repository with one package for `runner`, pointed at the scripted model (and MCP server).
@@ -364,6 +409,9 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
             );
         }
         None if place == Place::E2b => manifest.push_str("runtimes:\n  e2b:\n    image: fake/opencode:1\n"),
+        None if place == Place::Daytona => {
+            manifest.push_str("runtimes:\n  daytona:\n    class: linux\n    image: fake/opencode:1\n");
+        }
         None => manifest.push_str("runtimes:\n  local: {}\n"),
     }
     write_file(&package.join("workbench.yml"), &manifest);
@@ -744,7 +792,7 @@ fn docker_gateway() -> std::net::IpAddr {
 
 fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing {
     let docker = place == Place::Docker;
-    let remote = place == Place::E2b;
+    let remote = matches!(place, Place::E2b | Place::Daytona);
     let ip: std::net::IpAddr = if docker { docker_gateway() } else { std::net::IpAddr::from([127, 0, 0, 1]) };
     let mcp = McpServer::start_on(ip).unwrap();
     let temp_workspace = tempfile::tempdir().unwrap();
@@ -772,8 +820,8 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
     // The runner sees the workspace where its runtime puts it.
     *model_holder.lock().unwrap() =
         if docker || remote { PathBuf::from("/workspace") } else { fixture.workspace.clone() };
-    // The fake E2B's image has the real binary at /opt/wb/bin/opencode.
-    let e2b = remote.then(|| {
+    // The fake service's image has the real binary at /opt/wb/bin/opencode.
+    let service = remote.then(|| {
         let image_bin = fixture.root.join("image-bin");
         std::fs::create_dir_all(&image_bin).unwrap();
         let binary = bin.join(runner.executable()).canonicalize().unwrap();
@@ -781,11 +829,7 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
         if std::fs::hard_link(&binary, &target).is_err() {
             std::fs::copy(&binary, &target).unwrap();
         }
-        let options = wb_sandbox_fakes::e2b::FakeOptions {
-            read_only: vec![(image_bin, "/opt/wb/bin".to_owned())],
-            ..wb_sandbox_fakes::e2b::FakeOptions::default()
-        };
-        wb_sandbox_fakes::e2b::E2bFake::start(options).unwrap()
+        FakeService::start(place, image_bin)
     });
 
     let mut command = fixture.command(
@@ -794,8 +838,8 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
         &model.url(),
         &["run", "--json", "--task", "Write the release notes for 1.4.", &fixture.source],
     );
-    if let Some(e2b) = &e2b {
-        command.envs(e2b.env());
+    if let Some(service) = &service {
+        command.envs(service.env());
     }
     let timing_dir = fixture.root.join("timing");
     if timed {
@@ -899,9 +943,9 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
         let id = available["data"]["outcome_id"].as_str().unwrap();
         let applied = fixture.json(bin, runner, &model.url(), &["outcome", id, "--apply", "--json"]);
         assert_eq!((applied["applied"].as_u64(), applied["unchanged"].as_u64()), (Some(3), Some(0)), "{applied}");
-        let e2b = e2b.as_ref().unwrap();
-        assert!(e2b.sandboxes().is_empty(), "the run left its sandbox");
-        for request in e2b.requests() {
+        let service = service.as_ref().unwrap();
+        assert_eq!(service.live(), 0, "the run left its sandbox");
+        for request in service.requests() {
             let text = format!("{:?}{}", request.headers, String::from_utf8_lossy(&request.body));
             assert!(
                 !text.contains(OPENAI_KEY) && !text.contains(OPENROUTER_KEY),
@@ -962,6 +1006,14 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
 fn opencode_does_the_scripted_work_in_an_e2b_sandbox() {
     let Some(bin) = runners_bin() else { return };
     full_run_in(&bin, Runner::OpenCode, Place::E2b, false);
+}
+
+/// OpenCode on the `daytona` runtime: the same in a fake Daytona sandbox (its environment through the 0600
+/// file, its output polled from the session's logs).
+#[test]
+fn opencode_does_the_scripted_work_in_a_daytona_sandbox() {
+    let Some(bin) = runners_bin() else { return };
+    full_run_in(&bin, Runner::OpenCode, Place::Daytona, false);
 }
 
 #[test]

@@ -655,7 +655,9 @@ impl Runtime for RemoteRuntime {
             BTreeMap::from([("HOME".to_owned(), paths::STATE.to_owned()), ("TMPDIR".to_owned(), "/tmp".to_owned())]);
         env.extend(translation.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let cwd = translation.cwd.display().to_string();
-        let command = format!("cd {} && exec {}", quote(&cwd), shell::command_line(&translation.command));
+        // Stdin is empty and closed: a runner that reads piped stdin (OpenCode appends it to the prompt) must not
+        // wait on a service's session input, which Daytona never closes.
+        let command = format!("cd {} && exec {} < /dev/null", quote(&cwd), shell::command_line(&translation.command));
         let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None };
         let process = self.sandbox()?.start(&command, &options)?;
         Ok(Launched {
