@@ -37,12 +37,18 @@ tools:
   - sed
 requirements:
   cpu: 1
-  memory_gb: 1
+  memory_gb: 0.5
   disk_gb: 1
 workspaces:
   docs:
     required: false
     access: read-only
+env:
+  # A package naming the services' keys still never gets them into a sandbox.
+  E2B_API_KEY:
+    required: false
+  DAYTONA_API_KEY:
+    required: false
 runtimes:
   e2b:
     image: ghcr.io/acme/agent:1
@@ -66,6 +72,7 @@ case "$task" in
     fi
     printf '# New title\n\nThe ledger service.\n' > README.md
     rm obsolete.txt
+    echo "second line" >> build.log
     mkdir -p notes && echo "from the sandbox" > notes/new.md
     echo "artifact" > "$WORKBENCH_OUTPUT_DIR/result.txt"
     emit "done"
@@ -198,6 +205,12 @@ fn setup(kind: Kind) -> Setup {
     world.package("remote-demo", MANIFEST);
     // The workspace: a git repository with a secret file that must never leave the host.
     std::fs::write(world.work.join(".env"), format!("OPENAI_API_KEY={OPENAI_KEY}\n")).unwrap();
+    // A file the workspace's .gitignore matches still crosses (it is not a Git workspace) and comes back.
+    std::fs::write(world.work.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(world.work.join("build.log"), "first line\n").unwrap();
+    // Modes other than 0644 survive the round trip (apply compares them).
+    std::fs::set_permissions(world.work.join("README.md"), std::fs::Permissions::from_mode(0o664)).unwrap();
+    std::fs::set_permissions(world.work.join("obsolete.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
     let image_bin = world.root.join("image-bin");
     std::fs::create_dir_all(&image_bin).unwrap();
     let opencode = image_bin.join("opencode");
@@ -358,7 +371,8 @@ fn lifecycle(kind: Kind) {
         })
         .collect();
     entries.sort_by(|a, b| a.1.cmp(&b.1));
-    let expected = [("modify", "README.md"), ("add", "notes/new.md"), ("delete", "obsolete.txt")];
+    let expected =
+        [("modify", "README.md"), ("modify", "build.log"), ("add", "notes/new.md"), ("delete", "obsolete.txt")];
     assert_eq!(entries, expected.map(|(op, path)| (op.to_owned(), path.to_owned())), "{outcome}");
     assert_eq!(outcome["outcome"]["artifacts"][0]["path"], "result.txt", "{outcome}");
 
@@ -375,7 +389,10 @@ fn lifecycle(kind: Kind) {
     let output = setup.wb(&["outcome", &id, "--apply", "--json"]);
     assert_eq!(output.code, 0, "{output:?}");
     let applied: Value = serde_json::from_str(&output.stdout).unwrap();
-    assert_eq!((applied["applied"].as_u64(), applied["unchanged"].as_u64()), (Some(3), Some(0)), "{applied}");
+    assert_eq!((applied["applied"].as_u64(), applied["unchanged"].as_u64()), (Some(4), Some(0)), "{applied}");
+    assert_eq!(std::fs::read_to_string(setup.world.work.join("build.log")).unwrap(), "first line\nsecond line\n");
+    let mode = std::fs::metadata(setup.world.work.join("README.md")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o664, "the file's mode changed on the way");
     assert_eq!(
         std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(),
         "# New title\n\nThe ledger service.\n"
@@ -758,6 +775,17 @@ fn preflight_and_daytona_refusals() {
         "{report}"
     );
     assert!(e2b.service.live().is_empty(), "a failed preflight left its sandbox");
+    // Requirements are compared exactly with what the service reports (512 MiB is not 1 GiB).
+    e2b.world
+        .package("big", &MANIFEST.replace("name: remote-demo", "name: big").replace("memory_gb: 0.5", "memory_gb: 1"));
+    let output = e2b.wb(&["smoke", ".workbenches/big", "--runtime", "e2b", "--json"]);
+    let report: Value = serde_json::from_str(output.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        report["error"]["message"],
+        "Workbench big cannot run on the e2b runtime: requires 1 GiB of memory but the sandbox has 0.5 GiB",
+        "{report}"
+    );
+    assert!(e2b.service.live().is_empty(), "a failed requirement left its sandbox");
 
     let daytona = setup(Kind::Daytona);
     for (name, runtime, expected) in [

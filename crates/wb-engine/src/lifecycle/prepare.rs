@@ -208,6 +208,10 @@ pub(super) fn prepare_package(
         enabled.iter().map(|m| m.name.value.clone()).filter(|name| !translation.disabled_mcps.contains(name)).collect();
     disabled.extend(translation.disabled_mcps.iter().cloned());
     runtime.prepare(&package)?;
+    // A remote runtime's sandbox is billed: a run that cannot authenticate never creates one.
+    if purpose == Purpose::Run && runtime.is_remote() && !authentication.ready {
+        return Err(needs_authentication(&authentication));
+    }
     let mut requirements = requirements;
     if purpose != Purpose::DryRun {
         runtime.provision(&run_id)?;
@@ -235,11 +239,7 @@ pub(super) fn prepare_package(
         warnings.push(format!("requirement not checked: {unchecked}"));
     }
     if purpose == Purpose::Run && !authentication.ready {
-        return Err(EngineError::NeedsAuthentication(format!(
-            "No authenticated route is available for {}. {}",
-            authentication.model,
-            authentication.instruction.clone().unwrap_or_default()
-        )));
+        return Err(needs_authentication(&authentication));
     }
     remove_repeated(&mut warnings);
     Ok(Prepared {
@@ -261,6 +261,14 @@ pub(super) fn prepare_package(
         preflight_problems,
         stage: Some(stage),
     })
+}
+
+fn needs_authentication(authentication: &Authentication) -> EngineError {
+    EngineError::NeedsAuthentication(format!(
+        "No authenticated route is available for {}. {}",
+        authentication.model,
+        authentication.instruction.clone().unwrap_or_default()
+    ))
 }
 
 /// Resolves one package and prepares it (dry run and run work on exactly one package).

@@ -53,7 +53,7 @@ const sbx = await step('Sandbox.create', () => client.Sandbox.create(built.templ
   timeoutMs: 3_600_000,
   allowInternetAccess: true,
   secure: true,
-  lifecycle: { onTimeout: { action: 'pause', keepMemory: false }, autoResume: false },
+  lifecycle: { onTimeout: 'kill' },
 }));
 
 const hello = await step('commands.run echo', () => sbx.commands.run('echo hello', { timeoutMs: 0 }));

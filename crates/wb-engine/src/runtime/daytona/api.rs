@@ -321,7 +321,12 @@ pub(crate) fn with_query(url: &str, pairs: &[(&str, &str)]) -> String {
 
 fn retry_after(response: &Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(3600.0)))
 }
 
 /// A reqwest error and its causes, without the URL (it carries nothing secret, but is noise).

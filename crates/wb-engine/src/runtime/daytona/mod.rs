@@ -86,7 +86,7 @@ impl Daytona {
     /// [`SandboxProvider::check_credentials`] (and by every call that needs it), not here.
     pub fn new(env: &ProviderEnv, handle: Handle) -> Result<Daytona> {
         let value = |name: &str| env.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let key = env.get("DAYTONA_API_KEY").filter(|v| !v.trim().is_empty()).cloned();
+        let key = value("DAYTONA_API_KEY");
         let api_url = value("DAYTONA_API_URL").unwrap_or_else(|| DEFAULT_API_URL.to_owned());
         if url::Url::parse(&api_url).is_err() {
             return Err(EngineError::message(format!("DAYTONA_API_URL is not a URL: {api_url}")));

@@ -197,16 +197,16 @@ impl Api {
     }
 }
 
-/// The create body (recorded from the SDK with the reference engine's options).
+/// The create body, as the SDK sends it for `lifecycle: {onTimeout: 'kill'}` (recorded): a sandbox the engine
+/// never destroyed is killed at the end of its lease, not paused with a snapshot of the workspace (this engine
+/// keeps no recovery checkpoint, so a paused sandbox would only keep the copy and the staged configuration).
 pub fn create_body(template: &str, metadata: &BTreeMap<String, String>, lease: Duration) -> Value {
     json!({
         "templateID": template,
         "metadata": metadata,
         "timeout": lease.as_secs().max(1),
         "allow_internet_access": true,
-        "autoPause": true,
-        "autoPauseMemory": false,
-        "autoResume": {"enabled": false},
+        "autoPause": false,
     })
 }
 

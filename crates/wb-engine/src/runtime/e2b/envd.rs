@@ -32,6 +32,9 @@ use crate::runtime::remote::provider::{
     CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, User,
 };
 
+/// How long envd may take to answer a Start and report the process started.
+const START_LIMIT: Duration = Duration::from_secs(60);
+
 /// The envd port.
 pub const ENVD_PORT: u16 = 49983;
 /// Domains whose sandboxes are reached through `sandbox.{domain}`.
@@ -120,10 +123,11 @@ impl Envd {
             request = request.header("Connect-Timeout-Ms", timeout.as_millis().to_string());
         }
         let path = "/process.Process/Start";
-        let response = request
-            .body(connect::encode(connect::DATA, body.to_string().as_bytes()))
-            .send()
+        let send = request.body(connect::encode(connect::DATA, body.to_string().as_bytes())).send();
+        // The reply's headers and the start event come quickly or not at all (the stream itself has no limit).
+        let response = tokio::time::timeout(START_LIMIT, send)
             .await
+            .map_err(|_| envd_error(&self.id, path, "no answer within 60 seconds"))?
             .map_err(|error| envd_error(&self.id, path, &super::api::without_url(&error)))?;
         let status = response.status();
         if !status.is_success() {
@@ -131,8 +135,12 @@ impl Envd {
             return Err(envd_status_error(&self.id, "POST", path, status.as_u16(), &bytes));
         }
         let mut stream = ServerStream::new(response);
+        let deadline = tokio::time::Instant::now() + START_LIMIT;
         loop {
-            let message = stream.next().await.map_err(|error| envd_error(&self.id, path, &error))?;
+            let message = tokio::time::timeout_at(deadline, stream.next())
+                .await
+                .map_err(|_| envd_error(&self.id, path, "the process did not start within 60 seconds"))?
+                .map_err(|error| envd_error(&self.id, path, &error))?;
             let Some(message) = message else {
                 return Err(envd_error(&self.id, path, "the stream ended before the process started"));
             };

@@ -29,6 +29,9 @@ use super::api::{Api, segment};
 use crate::error::{EngineError, Result};
 use crate::runtime::remote::provider::{PreparedTemplate, TemplateRequest, TemplateSource};
 
+/// How long a template build may take.
+const BUILD_LIMIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// The readiness command the SDK gives a Dockerfile's CMD/ENTRYPOINT (`waitForTimeout(20_000)`).
 const READY_AFTER_START: &str = "sleep 20";
 
@@ -415,6 +418,11 @@ fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf)>) -> Result<
         let entry = entry.map_err(|error| EngineError::message(format!("Cannot read {}: {error}", dir.display())))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let rel = if relative.is_empty() { name } else { format!("{relative}/{name}") };
+        // What never leaves the host for a sandbox never leaves it for an image either: VCS metadata, dependency
+        // trees, credential files, the engine's state.
+        if wb_outcomes::is_excluded(&rel) || crate::runtime::remote::staging::staging_excludes(&rel) {
+            continue;
+        }
         let path = entry.path();
         let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
         out.push((rel.clone(), path.clone()));
@@ -537,7 +545,15 @@ pub async fn prepare(
     api.call(Method::POST, &build_path, Some(&plan.body())).await?;
     let status_path = format!("/templates/{}/builds/{}/status", segment(&template_id), segment(&build_id));
     let mut offset = 0usize;
+    // A build that never ends is given up on (the service keeps the template; the next run polls a new build).
+    let deadline = tokio::time::Instant::now() + BUILD_LIMIT;
     loop {
+        if tokio::time::Instant::now() > deadline {
+            return Err(EngineError::message(format!(
+                "E2B template {name} did not finish building within {} minutes",
+                BUILD_LIMIT.as_secs() / 60
+            )));
+        }
         let status = api.call(Method::GET, &format!("{status_path}?logsOffset={offset}"), None).await?;
         let entries = status.get("logEntries").and_then(Value::as_array).cloned().unwrap_or_default();
         for entry in &entries {

@@ -16,7 +16,8 @@ pub fn pack(root: &Path, paths: &[String]) -> Result<Vec<u8>> {
     let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut builder = tar::Builder::new(encoder);
     builder.follow_symlinks(false);
-    builder.mode(tar::HeaderMode::Deterministic);
+    // Real permission bits: a changeset's `before` must match the host file's mode for apply to accept it.
+    builder.mode(tar::HeaderMode::Complete);
     for path in paths {
         let full = root.join(path);
         builder
@@ -49,10 +50,12 @@ pub fn list_all(root: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// A relative path that names something inside the destination: no `..`, no root, not empty.
-pub fn safe_relative(path: &str) -> Option<PathBuf> {
-    let trimmed = path.strip_prefix("./").unwrap_or(path);
-    let candidate = Path::new(trimmed);
+/// A relative path (raw bytes: names need not be UTF-8) that names something inside the destination: no
+/// `..`, no root, not empty.
+pub fn safe_relative(path: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let trimmed = path.strip_prefix(b"./").unwrap_or(path);
+    let candidate = Path::new(std::ffi::OsStr::from_bytes(trimmed));
     let mut out = PathBuf::new();
     for component in candidate.components() {
         match component {
@@ -111,18 +114,36 @@ pub struct Unpacked {
     pub files: Vec<String>,
 }
 
+/// The most bytes an archive from a sandbox may unpack to (a small download can expand enormously).
+pub const UNPACKED_LIMIT: u64 = super::provider::TRANSFER_LIMIT;
+/// The most entries an archive from a sandbox may hold.
+pub const ENTRY_LIMIT: usize = 200_000;
+
 /// Unpacks a gzip tar into `root` (which must exist), replacing what is there at each entry's path.
-/// `replace_parents`: a file in the way of a directory is replaced (workspace changes), else refused.
+/// `replace_parents`: a file in the way of a directory is replaced (workspace changes), else refused. More
+/// than [`UNPACKED_LIMIT`] bytes or [`ENTRY_LIMIT`] entries is refused.
 pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpacked> {
     let decoder = flate2::read::GzDecoder::new(bytes);
     let mut archive = tar::Archive::new(decoder);
     let mut unpacked = Unpacked::default();
+    let mut total = 0u64;
+    let mut count = 0usize;
+    let too_large = || {
+        EngineError::message(format!(
+            "The archive from the sandbox unpacks to more than {} MiB or {ENTRY_LIMIT} entries",
+            UNPACKED_LIMIT / (1024 * 1024)
+        ))
+    };
     let entries = archive.entries().map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
+        count += 1;
+        if count > ENTRY_LIMIT {
+            return Err(too_large());
+        }
         let raw = entry.path_bytes().into_owned();
         let name = String::from_utf8_lossy(&raw).into_owned();
-        let Some(relative) = safe_relative(&name) else {
+        let Some(relative) = safe_relative(&raw) else {
             return Err(EngineError::message(format!("Refused archive entry with an unsafe path: {name}")));
         };
         real_parents(root, &relative, replace_parents)?;
@@ -156,6 +177,12 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
                         .map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
                     if n == 0 {
                         break;
+                    }
+                    total += n as u64;
+                    if total > UNPACKED_LIMIT {
+                        drop(file);
+                        let _ = fs::remove_file(&target);
+                        return Err(too_large());
                     }
                     file.write_all(&buffer[..n])
                         .map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;

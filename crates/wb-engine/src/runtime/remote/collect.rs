@@ -39,7 +39,7 @@ fn workspace_changes(runtime: &RemoteRuntime, index: usize, target: &str, baseli
         "set -e; cd {t}; {GIT} add -A; \
          {GIT} diff --cached --no-renames --name-only -z --diff-filter=ACMRTUXB {b} > {c}; \
          {GIT} diff --cached --no-renames --name-only -z --diff-filter=D {b} > {d}; \
-         tar -C {t} --null --no-recursion --files-from={c} -czf {a}",
+         tar -C {t} --null --no-recursion --hard-dereference --files-from={c} -czf {a} || [ $? -eq 1 ]",
         t = quote(target),
         b = quote(baseline),
         c = quote(&changed),
@@ -53,7 +53,7 @@ fn workspace_changes(runtime: &RemoteRuntime, index: usize, target: &str, baseli
     // Deletions first: a file replaced by a directory is a delete of the file and an add below it.
     for raw in deleted_list.split(|b| *b == 0).filter(|p| !p.is_empty()) {
         let name = String::from_utf8_lossy(raw);
-        let relative = safe_relative(&name)
+        let relative = safe_relative(raw)
             .ok_or_else(|| EngineError::message(format!("Refused a deleted path with an unsafe name: {name}")))?;
         if !parents_are_directories(copy, &relative) {
             continue;
@@ -89,7 +89,7 @@ fn outbox_files(runtime: &RemoteRuntime, outbox: &Path) -> Result<()> {
     let archive_path = "/tmp/workbench-outbox.tar.gz";
     let script = format!(
         "set -e; cd {o}; find . -mindepth 1 \\( -type f -o -type l \\) -print0 > {l}; \
-         tar -C {o} --null --no-recursion --files-from={l} -czf {a}",
+         tar -C {o} --null --no-recursion --hard-dereference --files-from={l} -czf {a} || [ $? -eq 1 ]",
         o = quote(paths::OUTBOX),
         l = quote(list),
         a = quote(archive_path),

@@ -48,6 +48,8 @@ pub const RUN_LABEL: &str = "dev.wb-lsp.run";
 pub const SCOPE_LABEL: &str = "dev.wb-lsp.scope";
 /// How long a service keeps a sandbox the engine never destroyed (the reference's 60 minutes).
 pub const LEASE: Duration = Duration::from_secs(60 * 60);
+/// The services' API keys: read from the engine's environment, never passed into a sandbox.
+pub const SERVICE_KEYS: &[&str] = &["E2B_API_KEY", "DAYTONA_API_KEY"];
 /// Commands the engine runs itself (staging, preflight, collection) give up after this.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
@@ -105,6 +107,8 @@ pub struct RemoteRuntime {
     checked_report: Option<RequirementReport>,
     /// Sandbox paths preflight checks are readable (the package's instructions and skills).
     assets: Vec<String>,
+    /// The runner executable preflight found, `(name, absolute path)`: the launch runs that very file.
+    runner_path: std::sync::Mutex<Option<(String, String)>>,
 }
 
 impl RemoteRuntime {
@@ -139,6 +143,7 @@ impl RemoteRuntime {
             report: RequirementReport::default(),
             checked_report: None,
             assets: Vec::new(),
+            runner_path: std::sync::Mutex::new(None),
         })
     }
 
@@ -240,8 +245,8 @@ impl RemoteRuntime {
                 Deferred::MemoryGb(gb) => match resources.memory_mib {
                     #[allow(clippy::cast_precision_loss)]
                     Some(mib) => {
-                        let have = (mib as f64 / 1024.0).round();
-                        if have < gb {
+                        let have = (mib as f64 / 102.4).round() / 10.0;
+                        if (mib as f64) < gb * 1024.0 {
                             return Err(fail(format!(
                                 "requires {} GiB of memory but the sandbox has {} GiB",
                                 text(gb),
@@ -255,8 +260,8 @@ impl RemoteRuntime {
                 Deferred::DiskGb(gb) => match resources.disk_mib {
                     #[allow(clippy::cast_precision_loss)]
                     Some(mib) => {
-                        let have = (mib as f64 / 1024.0).round();
-                        if have < gb {
+                        let have = (mib as f64 / 102.4).round() / 10.0;
+                        if (mib as f64) < gb * 1024.0 {
                             return Err(fail(format!(
                                 "requires {} GiB of disk but the sandbox has {} GiB",
                                 text(gb),
@@ -344,7 +349,7 @@ impl RemoteRuntime {
     fn baseline_commit(&self, target: &str) -> Result<String> {
         let git = shell::GIT;
         let script = format!(
-            "set -e; cd {t}; rm -rf .git; {git} init -q; {git} add -A; {git} commit -q --no-verify --allow-empty -m baseline; {git} rev-parse HEAD",
+            "set -e; cd {t}; rm -rf .git; {git} init -q; {git} add -A -f; {git} commit -q --no-verify --allow-empty -m baseline; {git} rev-parse HEAD",
             t = quote(target)
         );
         let output = self.run_checked(&format!("Cannot record the baseline of {target}"), &script, User::Default)?;
@@ -647,6 +652,9 @@ impl Runtime for RemoteRuntime {
         if let Some(path) = unreadable.first() {
             return Err(EngineError::message(format!("Required runtime asset is unreadable: {path}")));
         }
+        if let Ok(mut found) = self.runner_path.lock() {
+            *found = Some((executable.to_owned(), runner_path.display().to_string()));
+        }
         Ok(Preflight { runner: Some(runner_path), tools: located })
     }
 
@@ -654,10 +662,25 @@ impl Runtime for RemoteRuntime {
         let mut env =
             BTreeMap::from([("HOME".to_owned(), paths::STATE.to_owned()), ("TMPDIR".to_owned(), "/tmp".to_owned())]);
         env.extend(translation.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // The services' keys never enter a sandbox, even when a package declares their names.
+        let keys: Vec<&str> = SERVICE_KEYS
+            .iter()
+            .filter_map(|name| self.inherited.get(*name))
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+            .collect();
+        env.retain(|name, value| !SERVICE_KEYS.contains(&name.as_str()) && !keys.contains(&value.trim()));
+        let mut words = translation.command.clone();
+        if let (Some(first), Ok(found)) = (words.first_mut(), self.runner_path.lock()) {
+            if let Some((name, path)) = found.as_ref().filter(|(name, _)| name == first) {
+                let _ = name;
+                *first = path.clone();
+            }
+        }
         let cwd = translation.cwd.display().to_string();
         // Stdin is empty and closed: a runner that reads piped stdin (OpenCode appends it to the prompt) must not
         // wait on a service's session input, which Daytona never closes.
-        let command = format!("cd {} && exec {} < /dev/null", quote(&cwd), shell::command_line(&translation.command));
+        let command = format!("cd {} && exec {} < /dev/null", quote(&cwd), shell::command_line(&words));
         let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None };
         let process = self.sandbox()?.start(&command, &options)?;
         Ok(Launched {
