@@ -31,7 +31,7 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
     stub.reset();
     stub.workspaceFolders = ['/work/repo'];
     stub.files = ['/work/repo/.workbenches/demo/workbench.yml'];
-    stub.configuration = { 'workbench.server.path': '' };
+    stub.configuration = { 'wb-lsp.server.path': '' };
     const subscriptions: unknown[] = [];
     await extension.activate({ subscriptions } as unknown as vscode.ExtensionContext);
     assert.deepEqual([...stub.commands.keys()].sort(), [
