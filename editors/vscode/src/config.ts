@@ -1,5 +1,5 @@
 /**
- * Reading the extension's settings. They live under `wb-lsp.*` (the extension's own namespace); until 0.2 they
+ * Reading the extension's settings. They live under `wb-lsp.*` (the extension's own namespace); in 0.1.0 they
  * were `workbench.*`, the namespace VS Code uses for its own window settings. The old keys are no longer
  * contributed, but VS Code still returns what users wrote for them, so each setting is read as: the new key when
  * it is set in any scope (folder, workspace, user), else the old key when it is, else the new key's default.
