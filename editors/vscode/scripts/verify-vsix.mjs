@@ -207,7 +207,7 @@ if (server !== undefined) {
     // Extracted as VS Code does (the mode from the zip entry), and run with a PATH that has no wb-lsp.
     const directory = mkdtempSync(join(tmpdir(), 'wb-vsix-'));
     try {
-      const binary = join(directory, 'wb-lsp');
+      const binary = join(directory, serverEntry.slice('extension/server/'.length));
       writeFileSync(binary, content(zip, server), { mode: server.mode & 0o7777 });
       const path = (process.env.PATH ?? '')
         .split(delimiter)
