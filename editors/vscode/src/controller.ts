@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  allNames,
   BUTTON_OPEN_SETTINGS,
   legacyLines,
   legacyUsage,
@@ -15,7 +16,6 @@ import {
   movedNotice,
   readSetting,
   SETTING_KEYS,
-  allNames,
 } from './config';
 import {
   BUNDLED_SERVER_DIRECTORY,
