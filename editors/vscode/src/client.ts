@@ -1,8 +1,10 @@
 /** The real language client (vscode-languageclient over stdio) behind the controller's ServerClient. */
 
+import * as vscode from 'vscode';
 import {
   ExecuteCommandRequest,
   LanguageClient,
+  Trace,
   WorkDoneProgress,
   WorkDoneProgressCancelNotification,
   type ExecuteCommandParams,
@@ -21,8 +23,21 @@ export function createLanguageClient(setup: ClientSetup): ServerClient {
     { run: executable, debug: executable },
     clientOptions({ outputChannel: setup.outputChannel, settings: setup.settings }),
   );
+  // vscode-languageclient traces as `wb-lsp.trace.server` says (its id is `wb-lsp`), at start and on every
+  // configuration change. When only the old `workbench.trace.server` is set, it is applied after the client's own.
+  const applyLegacyTrace = (): void => {
+    const legacy = setup.legacyTrace();
+    if (legacy !== undefined && client.isRunning()) {
+      client.setTrace(Trace.fromString(legacy)).catch(() => undefined);
+    }
+  };
+  let traceListener: vscode.Disposable | undefined;
   return {
-    start: () => client.start(),
+    start: async () => {
+      await client.start();
+      applyLegacyTrace();
+      traceListener ??= vscode.workspace.onDidChangeConfiguration(applyLegacyTrace);
+    },
     stop: () => client.stop(),
     executeCommand: (command, args, options) => {
       const params: ExecuteCommandParams = { command, arguments: args };
@@ -48,6 +63,10 @@ export function createLanguageClient(setup: ClientSetup): ServerClient {
       client.onDidChangeState((event) =>
         listener(statusFromClientState(event.newState, client.initializeResult?.serverInfo?.version)),
       ),
-    dispose: () => client.dispose(),
+    dispose: () => {
+      traceListener?.dispose();
+      traceListener = undefined;
+      return client.dispose();
+    },
   };
 }

@@ -1,13 +1,24 @@
 /** Names shared by the extension's modules, its tests and package.json. */
 
-/** The server's configuration section (`workspace/configuration`) and the prefix of every setting. */
-export const CONFIGURATION_SECTION = 'workbench';
+/**
+ * The section the server asks for with `workspace/configuration` (every editor's client answers it: Neovim and
+ * Emacs send `{workbench = {...}}`). In VS Code the settings are `wb-lsp.*` (src/config.ts); the client's
+ * middleware answers the server's `workbench` requests from them.
+ */
+export const SERVER_CONFIGURATION_SECTION = 'workbench';
+
+/** The extension's configuration section: every contributed setting is `wb-lsp.<key>`. */
+export const SETTINGS_SECTION = 'wb-lsp';
+/** The section of the settings before 0.2, still read when the new key is not set (src/config.ts). */
+export const LEGACY_SETTINGS_SECTION = 'workbench';
+/** The extension's id (`publisher.name`): the Settings UI filter `@ext:wb-lsp.workbench` shows its settings. */
+export const EXTENSION_ID = 'wb-lsp.workbench';
 
 /**
  * The language client's id. vscode-languageclient reads `<id>.trace.server`, so this id makes the
- * `workbench.trace.server` setting work.
+ * `wb-lsp.trace.server` setting work (the old `workbench.trace.server` is applied by src/client.ts).
  */
-export const CLIENT_ID = 'workbench';
+export const CLIENT_ID = 'wb-lsp';
 export const CLIENT_NAME = 'Workbench Language Server';
 export const OUTPUT_CHANNEL_NAME = 'Workbench';
 /** The output channel the run events, smoke reports and run endings are written to. */
@@ -15,8 +26,10 @@ export const RUN_OUTPUT_CHANNEL_NAME = 'Workbench Run';
 /** The button of a message that opens its output channel (the server's or the run's). */
 export const BUTTON_OUTPUT = 'Show Output';
 
-/** The server executable's name, looked up on PATH when `workbench.server.path` is empty. */
+/** The server executable's name, looked up on PATH when `wb-lsp.server.path` is empty and none is bundled. */
 export const SERVER_EXECUTABLE = 'wb-lsp';
+/** Where a platform-specific package carries the server: `<extension>/server/wb-lsp` (`wb-lsp.exe` on Windows). */
+export const BUNDLED_SERVER_DIRECTORY = 'server';
 
 /** Commands the server implements (`workspace/executeCommand`). */
 export const SERVER_COMMAND_CHECK_WORKSPACE = 'workbench.checkWorkspace';

@@ -5,26 +5,45 @@
  * the tests), so everything here runs under the tests' stand-in for the `vscode` module.
  */
 
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  allNames,
+  BUTTON_OPEN_SETTINGS,
+  legacyLines,
+  legacyUsage,
+  MOVED_NOTICE_STATE,
+  movedNotice,
+  readSetting,
+  SETTING_KEYS,
+} from './config';
+import {
+  BUNDLED_SERVER_DIRECTORY,
   BUTTON_OUTPUT,
   COMMAND_CHECK_WORKSPACE,
   COMMAND_MIGRATE,
   COMMAND_RESTART_SERVER,
   COMMAND_SHOW_OUTPUT,
-  CONFIGURATION_SECTION,
+  EXTENSION_ID,
   INSTALL_URL,
   MANIFEST_GLOB,
   OUTPUT_CHANNEL_NAME,
   RUN_OUTPUT_CHANNEL_NAME,
   SERVER_COMMAND_CHECK_WORKSPACE,
   SERVER_COMMAND_MIGRATE,
+  SERVER_EXECUTABLE,
 } from './constants';
 import { ExecutionCommands } from './executionCommands';
 import { OutcomeCommands } from './outcomeCommands';
 import { isManifestPath, isWorkbenchFile } from './paths';
 import { errorMessage, type RunEventParams } from './run';
-import { missingServerMessage, resolveServerPath, type ResolveContext } from './serverPath';
+import {
+  describeResolution,
+  missingServerMessage,
+  resolveServerPath,
+  SERVER_PATH_SETTING,
+  type ResolveContext,
+} from './serverPath';
 import { RESTART_SETTINGS, toServerSettings, type ServerSettings } from './settings';
 import { presentStatus, type ServerStatus } from './status';
 
@@ -65,12 +84,17 @@ export interface ClientSetup {
   outputChannel: vscode.OutputChannel;
   /** The current settings for the server, read when asked. */
   settings(): ServerSettings;
+  /**
+   * The old `workbench.trace.server`, when only it is set (vscode-languageclient reads `wb-lsp.trace.server`
+   * itself); undefined otherwise.
+   */
+  legacyTrace(): string | undefined;
 }
 
 export type ClientFactory = (setup: ClientSetup) => ServerClient;
 
-/** The machine: for finding the executable and expanding paths. */
-export type MachineContext = Omit<ResolveContext, 'workspaceFolders'>;
+/** The machine: for finding the executable and expanding paths (the bundled server comes from activate()). */
+export type MachineContext = Omit<ResolveContext, 'workspaceFolders' | 'bundled'>;
 
 export const BUTTON_INSTALL = 'Install Instructions';
 export const BUTTON_SETTINGS = 'Open Settings';
@@ -92,6 +116,12 @@ export class WorkbenchController implements vscode.Disposable {
   private wanted = false;
   /** Start, stop and restart run one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** `<extension>/server/wb-lsp`, where a platform-specific package carries the server. */
+  private bundledServer: string | undefined;
+  private extensionVersion: string | undefined;
+  private globalState: vscode.Memento | undefined;
+  /** The notice about the moved settings was shown (or found remembered) in this session. */
+  private movedNoticeDone = false;
 
   constructor(
     private readonly createClient: ClientFactory,
@@ -118,6 +148,14 @@ export class WorkbenchController implements vscode.Disposable {
   /** Registers the commands and listeners, and starts the server when the workspace has a package. */
   async activate(context: vscode.ExtensionContext): Promise<void> {
     context.subscriptions.push(this);
+    this.globalState = context.globalState;
+    if (typeof context.extensionPath === 'string' && context.extensionPath.length > 0) {
+      const p = this.machine.platform === 'win32' ? path.win32 : path.posix;
+      const name = this.machine.platform === 'win32' ? `${SERVER_EXECUTABLE}.exe` : SERVER_EXECUTABLE;
+      this.bundledServer = p.join(context.extensionPath, BUNDLED_SERVER_DIRECTORY, name);
+    }
+    const version: unknown = (context.extension?.packageJSON as { version?: unknown } | undefined)?.version;
+    this.extensionVersion = typeof version === 'string' ? version : undefined;
     this.disposables.push(
       vscode.commands.registerCommand(COMMAND_CHECK_WORKSPACE, () => this.checkWorkspace()),
       vscode.commands.registerCommand(COMMAND_MIGRATE, (uri?: unknown) => this.migrate(uri)),
@@ -128,18 +166,18 @@ export class WorkbenchController implements vscode.Disposable {
       vscode.workspace.onDidChangeConfiguration((event) => this.onDidChangeConfiguration(event)),
       vscode.workspace.onDidOpenTextDocument((document) => this.onDidOpenTextDocument(document)),
     );
+    this.noticeMovedSettings();
     if (await this.workspaceHasPackages()) {
       await this.start();
     }
   }
 
-  /** The settings the server gets, from the `workbench` section. */
+  /** The settings the server gets, from `wb-lsp.*` (or the old `workbench.*` keys; src/config.ts). */
   serverSettings(): ServerSettings {
-    const section = vscode.workspace.getConfiguration(CONFIGURATION_SECTION);
     const raw = {
-      modelCatalog: section.get<unknown>('modelCatalog'),
-      severity: section.get<unknown>('severity'),
-      runTimeWarnings: section.get<unknown>('runTimeWarnings'),
+      modelCatalog: readSetting('modelCatalog').value,
+      severity: readSetting('severity').value,
+      runTimeWarnings: readSetting('runTimeWarnings').value,
     };
     return toServerSettings(raw, {
       homedir: this.machine.homedir,
@@ -287,10 +325,42 @@ export class WorkbenchController implements vscode.Disposable {
   }
 
   private onDidChangeConfiguration(event: vscode.ConfigurationChangeEvent): void {
-    if (this.wanted && RESTART_SETTINGS.some((setting) => event.affectsConfiguration(setting))) {
-      this.output.appendLine('workbench.server.path changed: restarting the server.');
+    const restart = RESTART_SETTINGS.filter((setting) => event.affectsConfiguration(setting));
+    if (this.wanted && restart.length > 0) {
+      this.output.appendLine(`${restart.join(' and ')} changed: restarting the server.`);
       void this.restart();
     }
+    if (allNames(SETTING_KEYS).some((name) => event.affectsConfiguration(name))) {
+      this.noticeMovedSettings();
+    }
+  }
+
+  /**
+   * Once per machine (remembered in globalState), when an old `workbench.*` key is in use: a notice naming the
+   * new keys, with a button opening the Settings UI on the extension's settings.
+   */
+  private noticeMovedSettings(): void {
+    if (this.movedNoticeDone || this.globalState?.get<boolean>(MOVED_NOTICE_STATE) === true) {
+      this.movedNoticeDone = true;
+      return;
+    }
+    const { used } = legacyUsage();
+    if (used.length === 0) {
+      return;
+    }
+    this.movedNoticeDone = true;
+    void this.globalState?.update(MOVED_NOTICE_STATE, true);
+    void vscode.window.showInformationMessage(movedNotice(used), BUTTON_OPEN_SETTINGS).then(async (choice) => {
+      if (choice === BUTTON_OPEN_SETTINGS) {
+        await vscode.commands.executeCommand('workbench.action.openSettings', `@ext:${EXTENSION_ID}`);
+      }
+    });
+  }
+
+  /** The old `workbench.trace.server`, when the new key is not set anywhere. */
+  private legacyTrace(): string | undefined {
+    const trace = readSetting<unknown>('trace.server');
+    return trace.origin === 'legacy' && typeof trace.value === 'string' ? trace.value : undefined;
   }
 
   /** The client, started first if needed; undefined (after telling the user) when the server cannot run. */
@@ -310,11 +380,14 @@ export class WorkbenchController implements vscode.Disposable {
     if (this.client !== undefined) {
       return true;
     }
-    const section = vscode.workspace.getConfiguration(CONFIGURATION_SECTION);
-    const resolution = resolveServerPath(section.get<string>('server.path'), {
-      ...this.machine,
-      workspaceFolders: this.workspaceFolders(),
-    });
+    for (const line of legacyLines(legacyUsage())) {
+      this.output.appendLine(line);
+    }
+    const setting = readSetting<unknown>('server.path');
+    const resolution = resolveServerPath(
+      { value: typeof setting.value === 'string' ? setting.value : undefined, name: setting.name },
+      { ...this.machine, workspaceFolders: this.workspaceFolders(), bundled: this.bundledServer },
+    );
     if (resolution.kind === 'missing') {
       const { message, details } = missingServerMessage(resolution);
       this.output.appendLine(details);
@@ -323,12 +396,13 @@ export class WorkbenchController implements vscode.Disposable {
       return false;
     }
 
-    this.output.appendLine(`Starting ${resolution.path} (${resolution.source === 'setting' ? 'workbench.server.path' : 'found on PATH'})`);
+    this.output.appendLine(describeResolution(resolution, this.extensionVersion));
     this.setStatus({ state: 'starting' });
     const client = this.createClient({
       serverPath: resolution.path,
       outputChannel: this.output,
       settings: () => this.serverSettings(),
+      legacyTrace: () => this.legacyTrace(),
     });
     this.client = client;
     this.clientListeners = [
@@ -388,7 +462,7 @@ export class WorkbenchController implements vscode.Disposable {
       this.showOutput();
       await vscode.env.openExternal(vscode.Uri.parse(INSTALL_URL));
     } else if (choice === BUTTON_SETTINGS) {
-      await vscode.commands.executeCommand('workbench.action.openSettings', 'workbench.server.path');
+      await vscode.commands.executeCommand('workbench.action.openSettings', SERVER_PATH_SETTING);
     }
   }
 }

@@ -5,7 +5,14 @@
 
 import type { DocumentFilter, Executable, LanguageClientOptions, Middleware } from 'vscode-languageclient/node';
 import type { OutputChannel } from 'vscode';
-import { CONFIGURATION_SECTION, LENS_COMMANDS, MANIFEST_GLOB, SKILL_GLOB } from './constants';
+import {
+  LEGACY_SETTINGS_SECTION,
+  LENS_COMMANDS,
+  MANIFEST_GLOB,
+  SERVER_CONFIGURATION_SECTION,
+  SETTINGS_SECTION,
+  SKILL_GLOB,
+} from './constants';
 import type { ServerSettings } from './settings';
 
 /** The manifests (YAML, by pattern) and the skill files of every package. */
@@ -27,8 +34,9 @@ export interface ClientOptionsInput {
 }
 
 /**
- * Maps the answers to the server's `workspace/configuration` requests: for the `workbench` section, the
- * server's settings (paths expanded, VS Code's own `workbench.*` settings left out) instead of the raw section.
+ * Maps the answers to the server's `workspace/configuration` requests: for the `workbench` section (the one
+ * wb-lsp asks for, in every editor) and for `wb-lsp`, the server's settings read from `wb-lsp.*` (or the old
+ * `workbench.*` keys), paths expanded, instead of the raw section (which would be VS Code's own `workbench.*`).
  */
 export function configurationMiddleware(settings: () => ServerSettings): NonNullable<Middleware['workspace']> {
   return {
@@ -38,7 +46,9 @@ export function configurationMiddleware(settings: () => ServerSettings): NonNull
         return answer as Awaited<ReturnType<typeof next>>;
       }
       return params.items.map((item, index): unknown =>
-        item.section === CONFIGURATION_SECTION ? settings() : answer[index],
+        item.section === SERVER_CONFIGURATION_SECTION || item.section === SETTINGS_SECTION
+          ? settings()
+          : answer[index],
       );
     },
   };
@@ -84,9 +94,9 @@ export function clientOptions(input: ClientOptionsInput): LanguageClientOptions 
   return {
     documentSelector: DOCUMENT_SELECTOR,
     outputChannel: input.outputChannel,
-    // `workspace/didChangeConfiguration` on any change under `workbench`; the server then asks again with
-    // `workspace/configuration`, answered through the middleware below.
-    synchronize: { configurationSection: CONFIGURATION_SECTION },
+    // `workspace/didChangeConfiguration` on any change under `wb-lsp` or the old `workbench` keys; the server
+    // then asks again with `workspace/configuration`, answered through the middleware below.
+    synchronize: { configurationSection: [SETTINGS_SECTION, LEGACY_SETTINGS_SECTION] },
     initializationOptions: input.settings(),
     middleware: { workspace: configurationMiddleware(input.settings), ...codeLensMiddleware() },
   };

@@ -1,4 +1,4 @@
-/** The `workbench.*` settings as VS Code holds them, and as the server reads them. */
+/** The settings as VS Code holds them (`wb-lsp.*`, or the old `workbench.*`; src/config.ts), and as the server reads them. */
 
 import * as path from 'node:path';
 
@@ -49,10 +49,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Maps the `workbench` configuration section (as `workspace.getConfiguration('workbench')` or the language
- * client's default `workspace/configuration` answer gives it, with VS Code's own `workbench.*` settings mixed in)
- * to what the server reads. Only the server's keys are sent, always all three, so the server never mistakes the
- * answer for "nothing configured" (it then keeps its initialization options). Values of the wrong type fall back
+ * Maps the settings (read by src/config.ts from `wb-lsp.*` or the old `workbench.*` keys; a raw section may
+ * have other keys, such as VS Code's own `workbench.*` settings) to what the server reads. Only the server's
+ * keys are sent, always all three, so the server never mistakes the answer for "nothing configured" (it then
+ * keeps its initialization options). Values of the wrong type fall back
  * to the defaults; severity levels are passed through as written, so the server can report the unknown ones.
  */
 export function toServerSettings(raw: unknown, context: PathContext): ServerSettings {
@@ -82,5 +82,5 @@ export function toServerSettings(raw: unknown, context: PathContext): ServerSett
   return { modelCatalog, severity, runTimeWarnings };
 }
 
-/** Settings whose change needs a new server process (the rest reach the running server). */
-export const RESTART_SETTINGS: readonly string[] = ['workbench.server.path'];
+/** Settings whose change needs a new server process (the rest reach the running server), new and old names. */
+export const RESTART_SETTINGS: readonly string[] = ['wb-lsp.server.path', 'workbench.server.path'];

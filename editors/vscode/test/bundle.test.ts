@@ -4,7 +4,7 @@
  */
 import './register';
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -31,7 +31,7 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
     stub.reset();
     stub.workspaceFolders = ['/work/repo'];
     stub.files = ['/work/repo/.workbenches/demo/workbench.yml'];
-    stub.configuration = { 'workbench.server.path': '' };
+    stub.configuration = { 'wb-lsp.server.path': '' };
     const subscriptions: unknown[] = [];
     await extension.activate({ subscriptions } as unknown as vscode.ExtensionContext);
     assert.deepEqual([...stub.commands.keys()].sort(), [
@@ -59,5 +59,41 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
   } finally {
     process.env.PATH = savedPath;
     rmSync(empty, { recursive: true, force: true });
+  }
+});
+
+test('the bundle prefers the server bundled in the extension, with no wb-lsp on PATH', { skip: process.platform === 'win32' }, async () => {
+  const extension = require(bundle) as Extension;
+  const empty = mkdtempSync(join(tmpdir(), 'wb-vscode-path-'));
+  const extensionPath = mkdtempSync(join(tmpdir(), 'wb-vscode-extension-'));
+  const server = join(extensionPath, 'server', 'wb-lsp');
+  mkdirSync(join(extensionPath, 'server'));
+  // Not a language server: the test is about which file is chosen, before the client runs it.
+  writeFileSync(server, '#!/bin/sh\nexit 3\n');
+  chmodSync(server, 0o755);
+  const savedPath = process.env.PATH;
+  process.env.PATH = empty;
+  try {
+    stub.reset();
+    stub.workspaceFolders = ['/work/repo'];
+    stub.files = ['/work/repo/.workbenches/demo/workbench.yml'];
+    await extension
+      .activate({
+        subscriptions: [],
+        extensionPath,
+        extension: { packageJSON: { version: '0.1.0' } },
+      } as unknown as vscode.ExtensionContext)
+      .catch(() => undefined); // the stub cannot run vscode-languageclient itself
+    const lines = stub.outputs.find((channel) => channel.name === 'Workbench')?.lines ?? [];
+    assert.ok(
+      lines.includes(`Using the bundled wb-lsp: ${server} (extension 0.1.0; wb-lsp.server.path is empty)`),
+      lines.join('\n'),
+    );
+    assert.ok(!stub.messages.some((message) => /was not found/.test(message.message)));
+    await extension.deactivate().catch(() => undefined);
+  } finally {
+    process.env.PATH = savedPath;
+    rmSync(empty, { recursive: true, force: true });
+    rmSync(extensionPath, { recursive: true, force: true });
   }
 });

@@ -61,13 +61,8 @@ beforeEach(() => {
   subscriptions = [];
   stub.workspaceFolders = [REPO];
   stub.files = [MANIFEST];
-  stub.configuration = {
-    'workbench.server.path': '',
-    'workbench.trace.server': 'off',
-    'workbench.modelCatalog': '',
-    'workbench.severity': {},
-    'workbench.runTimeWarnings': true,
-  };
+  // Nothing set: the contributed defaults (the stub reads them from package.json).
+  stub.configuration = {};
   controller = newController();
 });
 
@@ -100,7 +95,12 @@ test('in a workspace with a package, the server starts from PATH and the command
   assert.deepEqual(stub.messages, []);
   assert.ok(subscriptions.includes(controller), 'the controller is disposed with the extension');
   assert.equal(stub.outputs[0]?.name, 'Workbench');
-  assert.match(stub.outputs[0]?.lines.join('\n') ?? '', /Starting \/home\/me\/\.cargo\/bin\/wb-lsp \(found on PATH\)/);
+  assert.ok(
+    stub.outputs[0]?.lines.includes(
+      'Using wb-lsp from PATH: /home/me/.cargo/bin/wb-lsp (wb-lsp.server.path is empty and there is no bundled server)',
+    ),
+    stub.outputs[0]?.lines.join('\n'),
+  );
 });
 
 test('the server gets the mapped settings, read afresh each time', async () => {
@@ -108,9 +108,9 @@ test('the server gets the mapped settings, read afresh each time', async () => {
   const setup = clients[0]?.setup;
   assert.ok(setup);
   assert.deepEqual(setup.settings(), { modelCatalog: null, severity: {}, runTimeWarnings: true });
-  stub.configuration['workbench.modelCatalog'] = 'ci/models.json';
-  stub.configuration['workbench.severity'] = { 'unknown-model': 'hint' };
-  stub.configuration['workbench.runTimeWarnings'] = false;
+  stub.configuration['wb-lsp.modelCatalog'] = 'ci/models.json';
+  stub.configuration['wb-lsp.severity'] = { 'unknown-model': 'hint' };
+  stub.configuration['wb-lsp.runTimeWarnings'] = false;
   assert.deepEqual(setup.settings(), {
     modelCatalog: '/work/repo/ci/models.json',
     severity: { 'unknown-model': 'hint' },
@@ -166,19 +166,19 @@ test('a missing wb-lsp is reported with install instructions, and the buttons wo
   await settle();
   assert.deepEqual(
     stub.executed.find((call) => call.command === 'workbench.action.openSettings'),
-    { command: 'workbench.action.openSettings', args: ['workbench.server.path'] },
+    { command: 'workbench.action.openSettings', args: ['wb-lsp.server.path'] },
   );
 });
 
-test('a wrong workbench.server.path is reported, and fixing it starts the server', async () => {
-  stub.configuration['workbench.server.path'] = '~/bin/wb-lsp';
+test('a wrong wb-lsp.server.path is reported, and fixing it starts the server', async () => {
+  stub.configuration['wb-lsp.server.path'] = '~/bin/wb-lsp';
   await activate();
   await settle();
   assert.equal(clients.length, 0);
-  assert.match(stub.messages[0]?.message ?? '', /workbench\.server\.path is "~\/bin\/wb-lsp", but no executable wb-lsp/);
+  assert.match(stub.messages[0]?.message ?? '', /wb-lsp\.server\.path is "~\/bin\/wb-lsp", but no executable wb-lsp/);
 
   executables.add('/opt/wb-lsp/bin/wb-lsp');
-  stub.changeConfiguration({ 'workbench.server.path': '/opt/wb-lsp/bin/wb-lsp' });
+  stub.changeConfiguration({ 'wb-lsp.server.path': '/opt/wb-lsp/bin/wb-lsp' });
   await settle();
   await settle();
   assert.equal(clients.length, 1);
@@ -189,11 +189,11 @@ test('a wrong workbench.server.path is reported, and fixing it starts the server
 test('changing the server path restarts the server; other settings do not', async () => {
   executables.add('/opt/other/wb-lsp');
   await activate();
-  stub.changeConfiguration({ 'workbench.severity': { 'unknown-model': 'off' } });
-  stub.changeConfiguration({ 'workbench.trace.server': 'verbose' });
+  stub.changeConfiguration({ 'wb-lsp.severity': { 'unknown-model': 'off' } });
+  stub.changeConfiguration({ 'wb-lsp.trace.server': 'verbose' });
   await settle();
   assert.equal(clients.length, 1);
-  stub.changeConfiguration({ 'workbench.server.path': '/opt/other/wb-lsp' });
+  stub.changeConfiguration({ 'wb-lsp.server.path': '/opt/other/wb-lsp' });
   await settle();
   await settle();
   assert.equal(clients.length, 2);

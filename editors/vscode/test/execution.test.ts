@@ -113,7 +113,7 @@ beforeEach(() => {
   behaviour = { answers: {} };
   stub.workspaceFolders = [REPO];
   stub.files = [MANIFEST];
-  stub.configuration = { 'workbench.server.path': '' };
+  stub.configuration = { 'wb-lsp.server.path': '' };
   stub.texts.set(MANIFEST, 'spec: 1\nname: demo\nruntimes:\n  local: {}\n');
   controller = new WorkbenchController(
     (setup) => {

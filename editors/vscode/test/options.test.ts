@@ -29,11 +29,12 @@ test('the document selector covers manifests (YAML) and skill files', () => {
   ]);
 });
 
-test('the client options synchronize the workbench section and send the settings at initialization', () => {
+test('the client options synchronize the wb-lsp and the old workbench sections and send the settings at initialization', () => {
   const output = window.createOutputChannel('Workbench') as unknown as OutputChannel;
   const options = clientOptions({ outputChannel: output, settings: () => settings });
   assert.equal(options.outputChannel, output);
-  assert.deepEqual(options.synchronize, { configurationSection: 'workbench' });
+  // A change under either notifies the server, which asks again for its `workbench` section.
+  assert.deepEqual(options.synchronize, { configurationSection: ['wb-lsp', 'workbench'] });
   assert.deepEqual(options.initializationOptions, settings);
   assert.equal(options.documentSelector, DOCUMENT_SELECTOR);
   assert.equal(typeof options.middleware?.workspace?.configuration, 'function');
@@ -71,16 +72,21 @@ test("the server's lenses run the extension's commands, with their {uri} argumen
   assert.equal(resolved.command.command, 'wb-lsp.run');
 });
 
-test('workspace/configuration answers carry the mapped settings for the workbench section only', async () => {
+test('workspace/configuration answers carry the mapped settings for the workbench and wb-lsp sections only', async () => {
   const middleware = configurationMiddleware(() => settings);
   const params: ConfigurationParams = {
-    items: [{ section: 'workbench' }, { section: 'editor' }, { scopeUri: 'file:///r', section: 'workbench' }],
+    items: [
+      { section: 'workbench' },
+      { section: 'editor' },
+      { scopeUri: 'file:///r', section: 'workbench' },
+      { section: 'wb-lsp' },
+    ],
   };
-  const raw = [{ colorTheme: 'Dark', server: { path: '/x' } }, { tabSize: 2 }, { modelCatalog: 'm.json' }];
+  const raw = [{ colorTheme: 'Dark', server: { path: '/x' } }, { tabSize: 2 }, { modelCatalog: 'm.json' }, {}];
   const configuration = middleware.configuration;
   assert.ok(configuration);
   const answer = await configuration(params, {} as never, () => raw);
-  assert.deepEqual(answer, [settings, { tabSize: 2 }, settings]);
+  assert.deepEqual(answer, [settings, { tabSize: 2 }, settings, settings]);
 });
 
 test('an error answer passes through the configuration middleware unchanged', async () => {

@@ -124,7 +124,7 @@ beforeEach(() => {
   };
   stub.workspaceFolders = [REPO];
   stub.files = [MANIFEST];
-  stub.configuration = { 'workbench.server.path': '' };
+  stub.configuration = { 'wb-lsp.server.path': '' };
   stub.texts.set(MANIFEST, 'spec: 1\nname: demo\nruntimes:\n  local: {}\n');
   controller = new WorkbenchController(
     (setup) => {

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as constants from '../src/constants';
+import { settingName, SETTING_KEYS } from '../src/config';
 import { SEVERITY_LEVELS } from '../src/settings';
 
 const root = join(__dirname, '..', '..');
@@ -160,24 +161,44 @@ test('the manifest menus (migrate, dry run, smoke, run) show on manifests only',
   }
 });
 
-test('the settings mirror the server\'s, with its defaults', () => {
+test('the settings mirror the server\'s, with its defaults, all under wb-lsp.*', () => {
   const properties = manifest.contributes.configuration.properties;
   assert.deepEqual(Object.keys(properties).sort(), [
-    'workbench.modelCatalog',
-    'workbench.runTimeWarnings',
-    'workbench.server.path',
-    'workbench.severity',
-    'workbench.trace.server',
+    'wb-lsp.modelCatalog',
+    'wb-lsp.runTimeWarnings',
+    'wb-lsp.server.path',
+    'wb-lsp.severity',
+    'wb-lsp.trace.server',
   ]);
-  assert.equal(properties['workbench.runTimeWarnings']?.default, true);
-  assert.deepEqual(properties['workbench.severity']?.default, {});
-  assert.deepEqual(properties['workbench.severity']?.additionalProperties?.enum, [...SEVERITY_LEVELS]);
-  assert.equal(properties['workbench.modelCatalog']?.default, '');
-  assert.equal(properties['workbench.server.path']?.default, '');
-  assert.deepEqual(properties['workbench.trace.server']?.enum, ['off', 'messages', 'verbose']);
+  // Nothing under VS Code's own `workbench.*` namespace any more; every key is one the extension reads.
+  for (const key of Object.keys(properties)) {
+    assert.ok(key.startsWith(`${constants.SETTINGS_SECTION}.`), key);
+    assert.ok(!key.startsWith('workbench.'), key);
+  }
+  assert.deepEqual(Object.keys(properties).sort(), SETTING_KEYS.map(settingName).sort());
+  assert.equal(properties['wb-lsp.runTimeWarnings']?.default, true);
+  assert.deepEqual(properties['wb-lsp.severity']?.default, {});
+  assert.deepEqual(properties['wb-lsp.severity']?.additionalProperties?.enum, [...SEVERITY_LEVELS]);
+  assert.equal(properties['wb-lsp.modelCatalog']?.default, '');
+  assert.equal(properties['wb-lsp.server.path']?.default, '');
+  assert.deepEqual(properties['wb-lsp.trace.server']?.enum, ['off', 'messages', 'verbose']);
   // vscode-languageclient reads `<client id>.trace.server`.
   assert.ok(`${constants.CLIENT_ID}.trace.server` in properties);
-  assert.equal(constants.CONFIGURATION_SECTION, 'workbench');
+  // The server still asks for its `workbench` section (Neovim and Emacs send that); the middleware answers it.
+  assert.equal(constants.SERVER_CONFIGURATION_SECTION, 'workbench');
+  assert.equal(constants.LEGACY_SETTINGS_SECTION, 'workbench');
+  // The notice's Settings UI filter names this extension.
+  assert.equal(constants.EXTENSION_ID, `${manifest.publisher}.${manifest.name}`);
+});
+
+test('the platform packages: a script per target, server/ shipped only by them', () => {
+  assert.match(manifest.scripts['package:linux-x64'] ?? '', /package-platform\.mjs --target linux-x64 --server \S+wb-lsp/);
+  const ignore = readFileSync(join(root, '.vscodeignore'), 'utf8').split('\n');
+  assert.ok(ignore.includes('!server/wb-lsp'));
+  assert.ok(ignore.includes('!server/wb-lsp.exe'));
+  const gitignore = readFileSync(join(root, '.gitignore'), 'utf8').split('\n');
+  assert.ok(gitignore.includes('/server/'), 'the copied binary is not committed');
+  assert.ok(!existsSync(join(root, 'server')), 'no server/ left behind for the plain package');
 });
 
 test('the severity levels are the server\'s', () => {

@@ -5,6 +5,42 @@
  * `vscode` by test/register.ts.
  */
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The defaults of the settings package.json contributes (full keys); other keys have none, as in VS Code. */
+const contributedDefaults: Record<string, unknown> = Object.fromEntries(
+  Object.entries(
+    (
+      JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+        contributes: { configuration: { properties: Record<string, { default?: unknown }> } };
+      }
+    ).contributes.configuration.properties,
+  ).map(([key, property]) => [key, property.default]),
+);
+
+/** An ExtensionContext's globalState or workspaceState. */
+export class Memento {
+  readonly values = new Map<string, unknown>();
+  readonly updates: Array<{ key: string; value: unknown }> = [];
+  get<T>(key: string, fallback?: T): T | undefined {
+    return this.values.has(key) ? (this.values.get(key) as T) : fallback;
+  }
+  update(key: string, value: unknown): Promise<void> {
+    this.updates.push({ key, value });
+    if (value === undefined) {
+      this.values.delete(key);
+    } else {
+      this.values.set(key, value);
+    }
+    return Promise.resolve();
+  }
+  keys(): readonly string[] {
+    return [...this.values.keys()];
+  }
+  setKeysForSync(): void {}
+}
+
 export class Disposable {
   private readonly callback: () => void;
   constructor(callback: () => void) {
@@ -218,7 +254,14 @@ export const stub = {
   external: [] as string[],
   statusItems: [] as StubStatusBarItem[],
   outputs: [] as StubOutputChannel[],
+  /** User settings (full keys: `wb-lsp.server.path`). */
   configuration: {} as Record<string, unknown>,
+  /** Workspace settings (`.vscode/settings.json`, or the .code-workspace file). */
+  workspaceConfiguration: {} as Record<string, unknown>,
+  /** Folder settings, for a read scoped to a workspace folder (every folder: one map). */
+  folderConfiguration: {} as Record<string, unknown>,
+  /** The scopes each getConfiguration call was made for (the section and the scope URI's path). */
+  configurationReads: [] as Array<{ section: string; scope: string | undefined }>,
   workspaceFolders: [] as string[],
   /** What findFiles returns (paths). */
   files: [] as string[],
@@ -256,6 +299,9 @@ export const stub = {
     this.statusItems = [];
     this.outputs = [];
     this.configuration = {};
+    this.workspaceConfiguration = {};
+    this.folderConfiguration = {};
+    this.configurationReads = [];
     this.workspaceFolders = [];
     this.files = [];
     this.documents = [];
@@ -275,9 +321,17 @@ export const stub = {
     this.onDidOpenTextDocument = new EventEmitter();
   },
 
-  /** Changes settings (full keys: `workbench.server.path`) and fires onDidChangeConfiguration. */
-  changeConfiguration(values: Record<string, unknown>): void {
-    Object.assign(this.configuration, values);
+  /** Changes settings (full keys: `wb-lsp.server.path`) in a scope and fires onDidChangeConfiguration. */
+  changeConfiguration(values: Record<string, unknown>, scope: 'user' | 'workspace' | 'folder' = 'user'): void {
+    const target =
+      scope === 'user' ? this.configuration : scope === 'workspace' ? this.workspaceConfiguration : this.folderConfiguration;
+    for (const [key, value] of Object.entries(values)) {
+      if (value === undefined) {
+        delete target[key];
+      } else {
+        target[key] = value;
+      }
+    }
     const changed = Object.keys(values);
     this.onDidChangeConfiguration.fire({
       affectsConfiguration: (section: string) =>
@@ -399,19 +453,43 @@ export const window = {
   },
 };
 
-function getSetting(section: string, key: string): unknown {
-  return stub.configuration[section.length > 0 ? `${section}.${key}` : key];
+/** What VS Code's inspect() returns: a folder value only for a read scoped to a resource. */
+function inspectSetting(section: string, key: string, scope: Uri | undefined) {
+  const full = section.length > 0 ? `${section}.${key}` : key;
+  return {
+    key: full,
+    defaultValue: contributedDefaults[full],
+    globalValue: stub.configuration[full],
+    workspaceValue: stub.workspaceConfiguration[full],
+    workspaceFolderValue: scope === undefined ? undefined : stub.folderConfiguration[full],
+  };
+}
+
+function getSetting(section: string, key: string, scope: Uri | undefined): unknown {
+  const inspected = inspectSetting(section, key, scope);
+  return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue ?? inspected.defaultValue;
 }
 
 export const workspace = {
-  getConfiguration(section = '') {
+  getConfiguration(section = '', scope?: Uri | null) {
+    const uri = scope ?? undefined;
+    stub.configurationReads.push({ section, scope: uri?.path });
     return {
       get<T>(key: string, fallback?: T): T | undefined {
-        const value = getSetting(section, key);
+        const value = getSetting(section, key, uri);
         return value === undefined ? fallback : (value as T);
       },
       has(key: string): boolean {
-        return getSetting(section, key) !== undefined;
+        return getSetting(section, key, uri) !== undefined;
+      },
+      inspect<T>(key: string) {
+        return inspectSetting(section, key, uri) as {
+          key: string;
+          defaultValue?: T;
+          globalValue?: T;
+          workspaceValue?: T;
+          workspaceFolderValue?: T;
+        };
       },
     };
   },
