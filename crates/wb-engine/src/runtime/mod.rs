@@ -5,6 +5,7 @@
 //! `remote/` for what they share (the `RemoteRuntime`: staging, preflight, launch, collection, destroy; the
 //! provider interface), `e2b/` and `daytona/` for each service's transport.
 
+mod channel;
 pub mod daytona;
 pub mod docker;
 pub mod e2b;

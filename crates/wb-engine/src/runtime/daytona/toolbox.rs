@@ -9,8 +9,8 @@
 //! `set -a` and removes before anything else runs; a trap and the client remove it on every other path.
 //! `User::Root` runs through `sudo -n` only when the toolbox user is not already root.
 
+use crate::runtime::channel::ChannelReader;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
@@ -476,40 +476,6 @@ impl Killer for SessionKiller {
     }
 }
 
-/// A stream's bytes as they arrive (a blocking reader over the poller's channel; not for async contexts).
-struct ChannelReader {
-    rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
-    pending: Vec<u8>,
-    position: usize,
-}
-
-impl ChannelReader {
-    fn new(rx: tokio::sync::mpsc::Receiver<Vec<u8>>) -> ChannelReader {
-        ChannelReader { rx, pending: Vec::new(), position: 0 }
-    }
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        while self.position >= self.pending.len() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => {
-                    self.pending = chunk;
-                    self.position = 0;
-                }
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.pending.len() - self.position);
-        buf[..n].copy_from_slice(&self.pending[self.position..self.position + n]);
-        self.position += n;
-        Ok(n)
-    }
-}
-
 /// The shell text around a command: the environment sourced (and its file removed) first, then `cd`, then
 /// the command, as root through `sudo -n` unless the toolbox user already is root. The outer shell's trap
 /// removes the environment directory on every other path (sudo refused, the command never started).
@@ -572,28 +538,11 @@ fn is_shell_name(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// `'…'` shell quoting.
-pub(crate) fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
+pub(crate) use crate::runtime::remote::shell::quote;
 
-/// 32 random hex digits (the standard library's per-process random hash keys, a clock and a counter).
+/// 32 random hex digits.
 pub(crate) fn random_hex() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::AtomicU64;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let mut parts = [0u64; 2];
-    for (i, part) in parts.iter_mut().enumerate() {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(count);
-        hasher.write_u128(nanos);
-        hasher.write_usize(i);
-        hasher.write_u32(std::process::id());
-        *part = hasher.finish();
-    }
-    format!("{:016x}{:016x}", parts[0], parts[1])
+    wb_outcomes::random_hex(16)
 }
 
 #[cfg(test)]
@@ -604,7 +553,8 @@ mod tests {
     fn scripts_source_the_environment_first_and_escalate_only_when_needed() {
         let env = EnvFile { dir: "/tmp/wb-env-x".into(), file: "/tmp/wb-env-x/env".into() };
         let text = script("echo hi", Some("/work space"), Some(&env), User::Root);
-        assert!(text.starts_with("trap 'rm -rf '\\''/tmp/wb-env-x'\\''' EXIT\n"), "{text}");
+        let trap = format!("trap {} EXIT\n", quote(&format!("rm -rf {}", quote("/tmp/wb-env-x"))));
+        assert!(text.starts_with(&trap), "{text}");
         assert!(text.contains("if [ \"$(id -u)\" = 0 ]; then sh -c "), "{text}");
         assert!(text.contains("else sudo -n sh -c "), "{text}");
         assert_eq!(script("echo hi", None, None, User::Default), "echo hi");

@@ -2,7 +2,6 @@
 //! and removal, the launch with attached output, and a `Read` over the demultiplexed output.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::sync::mpsc;
 
 use bollard::models::{ContainerCreateBody, HostConfig, MountType};
@@ -12,6 +11,7 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
+use super::super::channel::ChannelReader;
 use super::super::{Handle, Launched, paths};
 use super::{Docker, SOCKET, engine_error};
 use crate::adapters::Translation;
@@ -195,35 +195,3 @@ impl Docker {
 
 /// Chunks of the container's output read ahead of the engine, per stream.
 const OUTPUT_CHUNKS_AHEAD: usize = 64;
-
-/// A `Read` over chunks arriving on a channel (the container's demultiplexed output). Read it outside the
-/// async runtime (the engine's reader threads do).
-struct ChannelReader {
-    rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
-    buffer: Vec<u8>,
-    position: usize,
-}
-
-impl ChannelReader {
-    fn new(rx: tokio::sync::mpsc::Receiver<Vec<u8>>) -> ChannelReader {
-        ChannelReader { rx, buffer: Vec::new(), position: 0 }
-    }
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.position >= self.buffer.len() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => {
-                    self.buffer = chunk;
-                    self.position = 0;
-                }
-                None => return Ok(0),
-            }
-        }
-        let n = out.len().min(self.buffer.len() - self.position);
-        out[..n].copy_from_slice(&self.buffer[self.position..self.position + n]);
-        self.position += n;
-        Ok(n)
-    }
-}

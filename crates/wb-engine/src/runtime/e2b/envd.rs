@@ -28,6 +28,7 @@ use tokio::runtime::Handle;
 use super::api::Api;
 use super::connect::{self, ServerStream};
 use crate::error::{EngineError, Result};
+use crate::runtime::channel::ChannelReader;
 use crate::runtime::remote::provider::{
     CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, User,
 };
@@ -435,32 +436,6 @@ impl Killer for E2bKiller {
         let _ = self
             .handle
             .block_on(async move { tokio::time::timeout(Duration::from_secs(10), envd.kill_pid(pid)).await });
-    }
-}
-
-/// A blocking reader over a channel of chunks.
-struct ChannelReader {
-    rx: tokio::sync::mpsc::Receiver<Bytes>,
-    current: Bytes,
-}
-
-impl ChannelReader {
-    fn new(rx: tokio::sync::mpsc::Receiver<Bytes>) -> ChannelReader {
-        ChannelReader { rx, current: Bytes::new() }
-    }
-}
-
-impl std::io::Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => self.current = chunk,
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
-        Ok(n)
     }
 }
 

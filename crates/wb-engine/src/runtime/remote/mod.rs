@@ -17,7 +17,9 @@
 
 pub mod archive;
 mod collect;
+mod preflight;
 pub mod provider;
+mod requirements;
 pub mod shell;
 pub mod staging;
 
@@ -26,9 +28,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use provider::{
-    CommandOptions, CommandOutput, PreparedTemplate, ProviderEnv, ResourceRequest, Resources, Sandbox, SandboxProvider,
+    CommandOptions, CommandOutput, PreparedTemplate, ProviderEnv, ResourceRequest, Sandbox, SandboxProvider,
     SandboxSpec, TemplateRequest, TemplateSource, User,
 };
+use requirements::Deferred;
 use serde::Serialize;
 use shell::quote;
 use staging::WorkingCopy;
@@ -73,14 +76,6 @@ pub fn labels(run_id: &str, workbench: &str) -> BTreeMap<String, String> {
         (RUN_LABEL.to_owned(), run_id.to_owned()),
         (SCOPE_LABEL.to_owned(), workbench.to_owned()),
     ])
-}
-
-/// A requirement checked only once the sandbox exists (against what the service reports).
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Deferred {
-    Cpu(u64),
-    MemoryGb(f64),
-    DiskGb(f64),
 }
 
 pub struct RemoteRuntime {
@@ -223,143 +218,6 @@ impl RemoteRuntime {
         Ok(TemplateRequest { workbench: package.name.clone(), version: package.version.clone(), source, setup: None })
     }
 
-    /// Checks the requirements deferred until the sandbox exists, against what the service reports.
-    fn check_deferred(&mut self, resources: Resources) -> Result<()> {
-        let mut report = self.report.clone();
-        let fail = |detail: String| {
-            EngineError::message(format!(
-                "Workbench {} cannot run on the {} runtime: {detail}",
-                self.workbench, self.name
-            ))
-        };
-        let text = wb_syntax::js_number_to_string;
-        for requirement in &self.deferred {
-            match *requirement {
-                Deferred::Cpu(cpu) => match resources.cpu {
-                    Some(have) if have < cpu => {
-                        return Err(fail(format!("requires {cpu} CPUs but the sandbox has {have}")));
-                    }
-                    Some(have) => report.checked.push(format!("cpu {have}")),
-                    None => report.unchecked.push(format!("cpu is not checked on the {} runtime", self.name)),
-                },
-                Deferred::MemoryGb(gb) => match resources.memory_mib {
-                    #[allow(clippy::cast_precision_loss)]
-                    Some(mib) => {
-                        let have = (mib as f64 / 102.4).round() / 10.0;
-                        if (mib as f64) < gb * 1024.0 {
-                            return Err(fail(format!(
-                                "requires {} GiB of memory but the sandbox has {} GiB",
-                                text(gb),
-                                text(have)
-                            )));
-                        }
-                        report.checked.push(format!("memory {} GiB", text(have)));
-                    }
-                    None => report.unchecked.push(format!("memory_gb is not checked on the {} runtime", self.name)),
-                },
-                Deferred::DiskGb(gb) => match resources.disk_mib {
-                    #[allow(clippy::cast_precision_loss)]
-                    Some(mib) => {
-                        let have = (mib as f64 / 102.4).round() / 10.0;
-                        if (mib as f64) < gb * 1024.0 {
-                            return Err(fail(format!(
-                                "requires {} GiB of disk but the sandbox has {} GiB",
-                                text(gb),
-                                text(have)
-                            )));
-                        }
-                        report.checked.push(format!("disk {} GiB", text(have)));
-                    }
-                    None => report.unchecked.push(format!("disk_gb is not checked on the {} runtime", self.name)),
-                },
-            }
-        }
-        self.checked_report = Some(report);
-        Ok(())
-    }
-
-    /// Uploads one archive and unpacks it at `target` (created, owned by the sandbox's default user).
-    fn stage_archive(&self, index: usize, bytes: &[u8], target: &str, read_only: bool) -> Result<()> {
-        let upload = format!("/tmp/workbench-input-{index}.tar.gz");
-        self.sandbox()?.upload(&upload, bytes).map_err(|e| {
-            EngineError::message(format!("Failed to stage {} runtime asset: {target}: {e}", self.title))
-        })?;
-        let mut script = format!(
-            "set -e; mkdir -p {t}; tar -xzf {u} -C {t} --no-same-owner; rm -f {u}",
-            t = quote(target),
-            u = quote(&upload)
-        );
-        if read_only {
-            script.push_str(&format!("; chmod -R a-w {}", quote(target)));
-        }
-        self.run_checked(&format!("Failed to stage {} runtime asset: {target}", self.title), &script, User::Default)
-            .map(|_| ())
-    }
-
-    /// Creates the sandbox's directories as root and gives them to the default user (the reference falls back
-    /// to root only for this).
-    fn make_directories(&self) -> Result<()> {
-        let owner = self.run_checked(
-            "Cannot read the sandbox user",
-            "printf '%s:%s' \"$(id -u)\" \"$(id -g)\"",
-            User::Default,
-        )?;
-        let owner = owner.text();
-        let dirs = [paths::WORKSPACE, paths::WORKSPACES, "/workbench", paths::STAGE, paths::STATE, paths::OUTBOX];
-        let list: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
-        let script = format!("set -e; mkdir -p {0}; chown {1} {0}", list.join(" "), quote(&owner));
-        self.run_checked("Cannot create the sandbox's directories", &script, User::Root).map(|_| ())
-    }
-
-    /// Stages every mount; writable workspaces get a working copy and a baseline commit.
-    fn stage(&mut self) -> Result<()> {
-        self.make_directories()?;
-        let home = self.home.clone().unwrap_or_else(|| PathBuf::from("/nonexistent"));
-        let mounts = self.mounts.clone();
-        let mut copies = Vec::new();
-        let mut files = 0;
-        for (index, mount) in mounts.iter().enumerate() {
-            let target = mount.target.display().to_string();
-            let is_workspace = target == paths::WORKSPACE || target.starts_with(&format!("{}/", paths::WORKSPACES));
-            let is_outbox = target == paths::OUTBOX;
-            if is_outbox {
-                continue;
-            }
-            let paths = if is_workspace || target == paths::PACKAGE {
-                staging::staged_paths(&mount.host, &home)?
-            } else {
-                archive::list_all(&mount.host)?
-            };
-            let staged = staging::pack(self.title, &mount.host, &paths)?;
-            files += staged.files;
-            self.stage_archive(index, &staged.archive, &target, mount.read_only)?;
-            if is_workspace && !mount.read_only {
-                let mut copy = WorkingCopy::create(&mount.host, &target, &staged)?;
-                copy.baseline = Some(self.baseline_commit(&target)?);
-                copies.push(copy);
-            }
-        }
-        self.copies = copies;
-        let id = self.sandbox()?.id().to_owned();
-        self.report_progress(&format!("Staged {files} files into {} sandbox {id}", self.title));
-        Ok(())
-    }
-
-    /// `git init` and a baseline commit of everything staged in a writable workspace; returns its revision.
-    fn baseline_commit(&self, target: &str) -> Result<String> {
-        let git = shell::GIT;
-        let script = format!(
-            "set -e; cd {t}; rm -rf .git; {git} init -q; {git} add -A -f; {git} commit -q --no-verify --allow-empty -m baseline; {git} rev-parse HEAD",
-            t = quote(target)
-        );
-        let output = self.run_checked(&format!("Cannot record the baseline of {target}"), &script, User::Default)?;
-        let revision = output.text().lines().last().unwrap_or_default().trim().to_owned();
-        if revision.len() < 40 || !revision.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(EngineError::message(format!("Cannot record the baseline of {target}: git gave no revision")));
-        }
-        Ok(revision)
-    }
-
     /// The sandbox this runtime created (reports show it), or `None` before `provision`.
     pub fn sandbox_info(&self) -> Option<SandboxInfo> {
         self.info.clone()
@@ -410,64 +268,7 @@ impl Runtime for RemoteRuntime {
     }
 
     fn check_requirements(&self, package: &Package, _allow_unchecked_gpu: bool) -> Result<RequirementReport> {
-        let requirements = &package.manifest.requirements;
-        let fail = |detail: String| {
-            EngineError::message(format!(
-                "Workbench {} cannot run on the {} runtime: {detail}",
-                package.name, self.name
-            ))
-        };
-        let mut report = RequirementReport::default();
-        if self.name == "daytona" {
-            let config = package.manifest.runtime("daytona");
-            let class = config.and_then(|c| c.class.as_ref()).map(|c| c.value.clone());
-            let Some(class) = class else {
-                return Err(fail("the daytona runtime declares no class".to_owned()));
-            };
-            let os = match class.as_str() {
-                "windows" => "windows",
-                "macos" => "macos",
-                _ => "linux",
-            };
-            if let Some(wanted) = &requirements.os {
-                if !wanted.iter().any(|o| o == os) {
-                    return Err(fail(format!(
-                        "the {class} class provides {os} but the Workbench requires {}",
-                        wanted.join(" or ")
-                    )));
-                }
-            }
-            if class == "gpu" && !requirements.gpu {
-                return Err(fail("the gpu class requires gpu: true in requirements".to_owned()));
-            }
-            if requirements.gpu && class != "gpu" {
-                return Err(fail(format!(
-                    "requirements.gpu is true but the {class} class has no GPU. Use the gpu class."
-                )));
-            }
-            if class != "linux" {
-                return Err(fail(format!("class {class} is not available yet")));
-            }
-            report.checked.push(format!("class {class} provides {os}"));
-        } else {
-            if requirements.gpu {
-                return Err(fail(format!("GPU requirements are not supported on the {} runtime", self.name)));
-            }
-            if let Some(os) = &requirements.os {
-                if !os.iter().any(|o| o == "linux") {
-                    return Err(fail(format!(
-                        "requires os {} but the {} runtime provides linux",
-                        os.join(" or "),
-                        self.name
-                    )));
-                }
-                report.checked.push("os linux".to_owned());
-            }
-        }
-        if requirements.arch.is_some() {
-            report.unchecked.push(format!("arch is not checked on the {} runtime", self.name));
-        }
-        Ok(report)
+        self.requirements_before(package)
     }
 
     fn prepare(&mut self, package: &Package) -> Result<()> {
@@ -597,65 +398,7 @@ impl Runtime for RemoteRuntime {
         tools: &[String],
         _path_variable: Option<&str>,
     ) -> Result<Preflight> {
-        if self.sandbox.is_none() && self.plan_only {
-            return Ok(Preflight::default());
-        }
-        let mut names = vec!["git".to_owned(), "tar".to_owned(), executable.to_owned()];
-        names.extend(tools.iter().cloned());
-        let quoted: Vec<String> = names.iter().map(|n| quote(n)).collect();
-        let assets: Vec<String> = self.assets.iter().map(|a| quote(a)).collect();
-        let script = format!(
-            "for n in {}; do p=$(command -v \"$n\" 2>/dev/null) && printf 'found\\t%s\\t%s\\n' \"$n\" \"$p\"; done; \
-             if tar --help 2>&1 | grep -q -- --null; then echo tar-null; fi; \
-             for f in {}; do test -r \"$f\" || printf 'unreadable\\t%s\\n' \"$f\"; done; true",
-            quoted.join(" "),
-            if assets.is_empty() { "''".to_owned() } else { assets.join(" ") }
-        );
-        let output = self.run_checked("Runtime preflight failed", &script, User::Default)?;
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
-        let mut tar_null = false;
-        let mut unreadable = Vec::new();
-        for line in text.lines() {
-            let parts: Vec<&str> = line.split('\t').collect();
-            match parts.as_slice() {
-                ["found", name, path] => {
-                    found.entry((*name).to_owned()).or_insert_with(|| PathBuf::from(path));
-                }
-                ["unreadable", path] if !path.is_empty() => unreadable.push((*path).to_owned()),
-                ["tar-null"] => tar_null = true,
-                _ => {}
-            }
-        }
-        let image = self.image_name();
-        let title = self.title;
-        if !found.contains_key("git") {
-            return Err(EngineError::message(format!(
-                "Git is unavailable in {title} image {image}; {title} workspace outcome collection requires git"
-            )));
-        }
-        if !found.contains_key("tar") || !tar_null {
-            return Err(EngineError::message(format!(
-                "GNU tar is unavailable in {title} image {image}; {title} workspace outcome collection requires tar --null support"
-            )));
-        }
-        let runner_path = found.get(executable).cloned().ok_or_else(|| {
-            EngineError::message(format!("Runner CLI is unavailable in {title} image {image}: {runner}"))
-        })?;
-        let mut located = Vec::new();
-        for tool in tools {
-            let path = found.get(tool).cloned().ok_or_else(|| {
-                EngineError::message(format!("Required CLI tool is unavailable in {title} image {image}: {tool}"))
-            })?;
-            located.push((tool.clone(), path));
-        }
-        if let Some(path) = unreadable.first() {
-            return Err(EngineError::message(format!("Required runtime asset is unreadable: {path}")));
-        }
-        if let Ok(mut found) = self.runner_path.lock() {
-            *found = Some((executable.to_owned(), runner_path.display().to_string()));
-        }
-        Ok(Preflight { runner: Some(runner_path), tools: located })
+        self.preflight_in_sandbox(runner, executable, tools)
     }
 
     fn launch(&mut self, translation: &Translation) -> Result<Launched> {

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use wb_outcomes::Snapshot;
 
-use super::archive;
-use super::provider::TRANSFER_LIMIT;
+use super::provider::{TRANSFER_LIMIT, User};
+use super::shell::{self, quote};
+use super::{RemoteRuntime, archive, paths};
 use crate::error::{EngineError, Result};
 
 /// Settings a project `.npmrc` may hold to cross (each `=true` or `=false`).
@@ -108,6 +109,90 @@ impl WorkingCopy {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+impl RemoteRuntime {
+    /// Uploads one archive and unpacks it at `target` (created, owned by the sandbox's default user).
+    fn stage_archive(&self, index: usize, bytes: &[u8], target: &str, read_only: bool) -> Result<()> {
+        let upload = format!("/tmp/workbench-input-{index}.tar.gz");
+        self.sandbox()?.upload(&upload, bytes).map_err(|e| {
+            EngineError::message(format!("Failed to stage {} runtime asset: {target}: {e}", self.title))
+        })?;
+        let mut script = format!(
+            "set -e; mkdir -p {t}; tar -xzf {u} -C {t} --no-same-owner; rm -f {u}",
+            t = quote(target),
+            u = quote(&upload)
+        );
+        if read_only {
+            script.push_str(&format!("; chmod -R a-w {}", quote(target)));
+        }
+        self.run_checked(&format!("Failed to stage {} runtime asset: {target}", self.title), &script, User::Default)
+            .map(|_| ())
+    }
+
+    /// Creates the sandbox's directories as root and gives them to the default user (the reference falls back
+    /// to root only for this).
+    fn make_directories(&self) -> Result<()> {
+        let owner = self.run_checked(
+            "Cannot read the sandbox user",
+            "printf '%s:%s' \"$(id -u)\" \"$(id -g)\"",
+            User::Default,
+        )?;
+        let owner = owner.text();
+        let dirs = [paths::WORKSPACE, paths::WORKSPACES, "/workbench", paths::STAGE, paths::STATE, paths::OUTBOX];
+        let list: Vec<String> = dirs.iter().map(|d| quote(d)).collect();
+        let script = format!("set -e; mkdir -p {0}; chown {1} {0}", list.join(" "), quote(&owner));
+        self.run_checked("Cannot create the sandbox's directories", &script, User::Root).map(|_| ())
+    }
+
+    /// Stages every mount; writable workspaces get a working copy and a baseline commit.
+    pub(super) fn stage(&mut self) -> Result<()> {
+        self.make_directories()?;
+        let home = self.home.clone().unwrap_or_else(|| PathBuf::from("/nonexistent"));
+        let mounts = self.mounts.clone();
+        let mut copies = Vec::new();
+        let mut files = 0;
+        for (index, mount) in mounts.iter().enumerate() {
+            let target = mount.target.display().to_string();
+            let is_workspace = target == paths::WORKSPACE || target.starts_with(&format!("{}/", paths::WORKSPACES));
+            let is_outbox = target == paths::OUTBOX;
+            if is_outbox {
+                continue;
+            }
+            let paths = if is_workspace || target == paths::PACKAGE {
+                staged_paths(&mount.host, &home)?
+            } else {
+                archive::list_all(&mount.host)?
+            };
+            let staged = pack(self.title, &mount.host, &paths)?;
+            files += staged.files;
+            self.stage_archive(index, &staged.archive, &target, mount.read_only)?;
+            if is_workspace && !mount.read_only {
+                let mut copy = WorkingCopy::create(&mount.host, &target, &staged)?;
+                copy.baseline = Some(self.baseline_commit(&target)?);
+                copies.push(copy);
+            }
+        }
+        self.copies = copies;
+        let id = self.sandbox()?.id().to_owned();
+        self.report_progress(&format!("Staged {files} files into {} sandbox {id}", self.title));
+        Ok(())
+    }
+
+    /// `git init` and a baseline commit of everything staged in a writable workspace; returns its revision.
+    fn baseline_commit(&self, target: &str) -> Result<String> {
+        let git = shell::GIT;
+        let script = format!(
+            "set -e; cd {t}; rm -rf .git; {git} init -q; {git} add -A -f; {git} commit -q --no-verify --allow-empty -m baseline; {git} rev-parse HEAD",
+            t = quote(target)
+        );
+        let output = self.run_checked(&format!("Cannot record the baseline of {target}"), &script, User::Default)?;
+        let revision = output.text().lines().last().unwrap_or_default().trim().to_owned();
+        if revision.len() < 40 || !revision.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(EngineError::message(format!("Cannot record the baseline of {target}: git gave no revision")));
+        }
+        Ok(revision)
     }
 }
 
