@@ -178,15 +178,17 @@ function buildVsix(work) {
   fs.copyFileSync(path.join(REPO, 'schemas', 'v1', 'workbench.schema.json'), path.join(root, 'schemas', 'v1', 'workbench.schema.json'));
   fs.copyFileSync(path.join(REPO, 'LICENSE'), path.join(root, 'LICENSE'));
   fs.symlinkSync(path.join(deps, 'node_modules'), path.join(copy, 'node_modules'));
-  const vsix = path.join(work, 'workbench.vsix');
-  log('packaging the extension (vsce package --no-dependencies)');
+  // The name `npm run package` gives it (scripts/verify-vsix.mjs reads that name).
+  const { name, version } = JSON.parse(fs.readFileSync(path.join(copy, 'package.json'), 'utf8'));
+  const vsix = path.join(copy, `${name}-${version}.vsix`);
+  log('packaging the extension (vsce package --no-dependencies, then scripts/verify-vsix.mjs)');
   // vsce runs `vscode:prepublish` (the production bundle) first.
-  run(process.execPath, [path.join(copy, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '-o', vsix], {
+  run(process.execPath, [path.join(copy, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies'], {
     cwd: copy,
     env,
   });
   if (fs.existsSync(path.join(copy, 'scripts', 'verify-vsix.mjs'))) {
-    run(process.execPath, [path.join(copy, 'scripts', 'verify-vsix.mjs'), vsix], { cwd: copy, env });
+    run(process.execPath, [path.join(copy, 'scripts', 'verify-vsix.mjs')], { cwd: copy, env });
   }
   return vsix;
 }
@@ -266,6 +268,7 @@ instructions: ./instructions.md
 runtime: local
 `,
 };
+MANIFESTS['legacy-fix'] = MANIFESTS.legacy.replace('name: legacy', 'name: legacy-fix');
 
 function writeFile(file, text, mode) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -291,7 +294,7 @@ function makeRepository(work) {
 }
 
 /** A private profile for one code-server: user data, extensions, HOME, the settings. */
-function makeProfile(work, name, serverPath) {
+function makeProfile(work, name, serverPath, extraPath = []) {
   const profile = path.join(work, name);
   const home = path.join(profile, 'home');
   for (const dir of ['.config', '.local/share', '.local/state', '.cache']) {
@@ -319,7 +322,16 @@ function makeProfile(work, name, serverPath) {
     'workbench.server.path': serverPath,
     'wb-lsp.server.path': serverPath,
   };
+  // VS Code's server takes its environment from a login shell, whose /etc/profile resets PATH: the shell profile
+  // puts the extra directories back, as a person's ~/.profile does.
+  if (extraPath.length > 0) {
+    writeFile(path.join(home, '.profile'), `export PATH="${extraPath.join(':')}:$PATH"\n`);
+  }
   writeFile(path.join(profile, 'user-data', 'User', 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
+  // code-server is a remote window: machine-scoped settings (the server path) are read from the remote's
+  // settings, not the user's.
+  const machine = { 'workbench.server.path': serverPath, 'wb-lsp.server.path': serverPath };
+  writeFile(path.join(profile, 'user-data', 'Machine', 'settings.json'), `${JSON.stringify(machine, null, 2)}\n`);
   return { dir: profile, home, userData: path.join(profile, 'user-data'), extensions: path.join(profile, 'extensions') };
 }
 
@@ -444,7 +456,13 @@ class Window {
 
   /** The text of every notification toast on screen. */
   async toasts() {
-    return (await this.page.locator('.notifications-toasts .notification-toast').allTextContents()).map(clean);
+    return (await this.page.locator('.notifications-toasts .notification-toast').evaluateAll((toasts) =>
+      toasts.map((toast) => {
+        const icon = toast.querySelector('.notification-list-item-icon')?.className ?? '';
+        const level = /codicon-error/.test(icon) ? 'error' : /codicon-warning/.test(icon) ? 'warning' : /codicon-info/.test(icon) ? 'info' : '';
+        return `${level ? `[${level}] ` : ''}${toast.innerText}`;
+      }),
+    )).map((text) => clean(text).replace(/\s*\n\s*/g, ' '));
   }
 
   async waitForToast(what, pattern, timeout) {
@@ -506,11 +524,21 @@ class Window {
       return rows.some((text) => clean(text).includes(base) && clean(text).includes(dir)) || undefined;
     });
     await this.page.locator('.quick-input-list .monaco-list-row', { hasText: dir }).first().click();
-    await waitFor(`the editor of ${relative}`, async () => {
-      const title = await this.page.locator('.tabs-container .tab.active').getAttribute('title');
-      return (title ?? '').endsWith(relative) || undefined;
-    });
+    await waitFor(`the editor of ${relative}`, async () => (await this.activeEditorPath()).endsWith(relative) || undefined)
+      .catch(async (error) => {
+        throw new Failure(`${error.message} (the active editor is "${await this.activeEditorPath()}")`);
+      });
     await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor();
+  }
+
+  /** The active editor's resource, as its tab's label says (a path, `Untitled-1`, ...). */
+  async activeEditorPath() {
+    const label = await this.page
+      .locator('.editor-group-container.active .tabs-container .tab.active .monaco-icon-label')
+      .first()
+      .getAttribute('aria-label', { timeout: 2000 })
+      .catch(() => '');
+    return clean(label).split(' • ')[0];
   }
 
   /** The active editor's lines as shown (the visible ones, in order). */
@@ -537,7 +565,10 @@ class Window {
   }
 
   async focusEditor() {
-    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click({ position: { x: 5, y: 5 } });
+    await this.command('View: Focus Active Editor Group');
+    await waitFor('the editor to have focus', async () =>
+      (await this.page.evaluate(() => Boolean(document.activeElement?.closest('.editor-group-container.active .monaco-editor')))) || undefined,
+    );
   }
 
   async gotoLine(line, column = 1) {
@@ -552,9 +583,11 @@ class Window {
     return this.page.locator('.editor-group-container.active .monaco-editor .squiggly-error').count();
   }
 
-  async problemsStatus() {
-    return clean(await this.page.locator('#status\\.problems').first().getAttribute('aria-label').catch(() => ''))
-      || clean(await this.page.locator('#status\\.problems').first().textContent().catch(() => ''));
+  /** The status bar's problem counts, as its text shows them: [errors, warnings]. */
+  async problemCounts() {
+    const text = clean(await this.page.locator('#status\\.problems').first().innerText({ timeout: 2000 }).catch(() => ''));
+    const numbers = text.match(/\d+/g) ?? [];
+    return numbers.length >= 2 ? { errors: Number(numbers[0]), warnings: Number(numbers[1]), text: text.replace(/\s+/g, ' ') } : undefined;
   }
 
   async openProblems() {
@@ -595,11 +628,11 @@ class Window {
 
   /** The code lenses above the active editor's lines. */
   async codeLenses() {
-    return (await this.page.locator('.editor-group-container.active .monaco-editor .codelens-decoration a').allTextContents()).map(clean);
+    return (await this.page.locator('.editor-group-container.active .monaco-editor .codelens-decoration a').allTextContents()).map((text) => clean(text).replace(/^[^A-Za-z]+/, ''));
   }
 
   async clickCodeLens(label) {
-    await this.page.locator('.editor-group-container.active .monaco-editor .codelens-decoration a', { hasText: new RegExp(`^${label}$`) }).first().click();
+    await this.page.locator('.editor-group-container.active .monaco-editor .codelens-decoration a', { hasText: new RegExp(`(^|\\W)${label}$`) }).first().click();
   }
 
   async closeAllEditors() {
@@ -675,22 +708,25 @@ async function diagnosticsScenarios(window) {
     });
     see(`the squiggle is on the line "${squiggled}"`);
     check(squiggled?.startsWith('descripton:'), `the squiggle is not on the misspelled key's line: ${squiggled}`);
-    const status = await waitFor('the status bar to count 1 error', async () => {
-      const text = await window.problemsStatus();
-      return /\b1 error/i.test(text) ? text : undefined;
+    const status = await waitFor('the status bar to count errors', async () => {
+      const counts = await window.problemCounts();
+      return counts !== undefined && counts.errors > 0 ? counts : undefined;
     });
-    see(`status bar problems: "${status}"`);
+    see(`status bar problems (the workspace's): "${status.text}"`);
     await window.openProblems();
     const row = await waitFor('the Problems entry', async () =>
       (await window.problems()).find((text) => text.includes('Unknown manifest field: descripton')),
     );
     see(`Problems: "${row}"`);
+    see(`all Problems rows: ${(await window.problems()).join(' ## ')}`);
     check(row.includes('wb-lsp') && row.includes('unknown-field'), `the entry lacks source and code: ${row}`);
     check(/\[Ln 4, Col 1\]/.test(row) || /line 4.*column 1|4:1/i.test(row), `the entry is not at Ln 4, Col 1: ${row}`);
   });
 
   await scenario(window, '02-diagnostics-update-on-typing', async (see) => {
+    await window.openProblems();
     await window.openFile(MANIFEST('typo'));
+    const before = await waitFor('the problem counts', () => window.problemCounts());
     await window.focusEditor();
     await window.gotoLine(10, 12); // the end of `  local: {}`
     await window.page.keyboard.press('End');
@@ -703,16 +739,20 @@ async function diagnosticsScenarios(window) {
     );
     see(`after typing "timeout: 30m" on line 11: "${row}"`);
     check(/\[Ln 11, Col 1\]/.test(row), `the new entry is not at Ln 11, Col 1: ${row}`);
-    const status = await waitFor('the status bar to count 2 errors', async () => {
-      const text = await window.problemsStatus();
-      return /\b2 errors/i.test(text) ? text : undefined;
+    const status = await waitFor('the status bar to count one error more', async () => {
+      const counts = await window.problemCounts();
+      return counts !== undefined && counts.errors === before.errors + 1 ? counts : undefined;
     });
-    see(`status bar problems: "${status}"`);
-    await window.page.keyboard.press('Control+Z');
-    await waitFor('the typed problem to go after undo', async () =>
+    see(`status bar problems: "${before.text}" before, "${status.text}" after typing`);
+    await window.page.keyboard.press('Control+Shift+K'); // delete the line again
+    await waitFor('the typed problem to go with its line', async () =>
       (await window.problems()).every((text) => !text.includes('Unknown manifest field: timeout')) || undefined,
     );
-    see('after undo the timeout entry is gone');
+    const after = await waitFor('the status bar to count as before', async () => {
+      const counts = await window.problemCounts();
+      return counts !== undefined && counts.errors === before.errors ? counts : undefined;
+    });
+    see(`after deleting the line the timeout entry is gone; status bar "${after.text}"`);
   });
 
   await scenario(window, '03-quick-fix', async (see) => {
@@ -720,7 +760,7 @@ async function diagnosticsScenarios(window) {
     await window.focusEditor();
     await window.gotoLine(4, 3);
     await window.page.keyboard.press('Control+.');
-    const menu = window.page.locator('.action-widget');
+    const menu = window.page.locator('.action-widget').first();
     await menu.waitFor({ state: 'visible', timeout: TIMEOUT });
     const items = (await menu.locator('.monaco-list-row').allTextContents()).map(clean);
     see(`the quick fix menu offers: ${items.join(' | ')}`);
@@ -752,12 +792,12 @@ async function acceptSuggestion(window, label, see) {
     return shown.includes(label) ? shown : undefined;
   });
   see(`the suggest widget offers: ${offered.join(', ')}`);
-  await widget.locator('.monaco-list-row', { has: window.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first().click();
-  // A click focuses the row; Enter accepts it (a second click would too, but Enter is what a person presses).
-  await waitFor('the suggestion to be focused', async () => {
-    const focused = clean(await widget.locator('.monaco-list-row.focused .label-name').first().textContent().catch(() => ''));
-    return focused === label || undefined;
-  });
+  // Down until the wanted suggestion is the focused one, as a person would.
+  const focused = async () => clean(await widget.locator('.monaco-list-row.focused .label-name').first().textContent({ timeout: 2000 }).catch(() => ''));
+  for (let step = 0; step < offered.length && (await focused()) !== label; step += 1) {
+    await window.page.keyboard.press('ArrowDown');
+  }
+  check((await focused()) === label, `could not focus the suggestion ${label} (focused: ${await focused()})`);
   await window.page.keyboard.press('Enter');
   await widget.waitFor({ state: 'hidden', timeout: TIMEOUT });
 }
@@ -803,27 +843,48 @@ async function editingScenarios(window) {
     await window.page.keyboard.press('Escape');
   });
 
-  await scenario(window, '06-migrate-spec-0', async (see) => {
+  // What `wb-lsp migrate` makes of MANIFESTS.legacy (and of legacy-fix, the same but for its name).
+  const migrated = (name) => [
+    'spec: 1', 'version: 0.2.1', `name: ${name}`, 'description: Cut a release.', 'runner: opencode', 'model:',
+    '  id: openai/gpt-5.6-terra', 'instructions: ./instructions.md', 'runtimes:', '  local: {}',
+  ];
+  const spec0Hint = async () =>
+    window.page.locator('.editor-group-container.active .monaco-editor :is(.squiggly-hint, .squiggly-inline-deprecated, .squiggly-info)').count();
+
+  await scenario(window, '06-migrate-spec-0-palette', async (see) => {
     await window.openFile(MANIFEST('legacy'));
-    const row = await waitFor('the spec 0 problem', async () => {
-      await window.openProblems();
-      return (await window.problems()).find((text) => /spec-0/.test(text) && text.includes('legacy'));
-    }).catch(async () => window.problems().then((rows) => rows.find((text) => /spec 0|spec-0/i.test(text))));
-    see(`Problems: "${row}"`);
-    check(row !== undefined, 'no spec 0 problem is shown for the legacy manifest');
+    await waitFor('the spec 0 hint (the 0 struck through)', async () => (await spec0Hint()) > 0 || undefined, 60000);
+    see(`${await spec0Hint()} hint decoration(s) on the spec 0 manifest`);
     await window.focusEditor();
     await window.command('Workbench: Migrate to Spec 1');
     const toast = await window.waitForToast('about the migration', /migrated to spec 1/);
     see(`notification: "${toast}"`);
-    const lines = await window.waitForEditorLines('the manifest to be on spec 1', (shown) => shown.includes('spec: 1'));
+    check(/Workbench: migrated to spec 1\. Review the changes and save the file\./.test(toast), `not the documented message: ${toast}`);
+    const lines = await window.waitForEditorLines('the manifest to be on spec 1', (shown) => shown[0] === 'spec: 1');
     see(`the migrated manifest: ${lines.join(' / ')}`);
-    check(lines.some((line) => /^runtimes:/.test(line)), `the migration did not write runtimes: ${lines.join(' / ')}`);
-    check(!lines.some((line) => /^runtime: local/.test(line)), `the spec 0 runtime is still there: ${lines.join(' / ')}`);
+    check(JSON.stringify(lines.slice(0, 10)) === JSON.stringify(migrated('legacy')), `not what wb-lsp migrate writes: ${lines.join(' / ')}`);
     await window.page.keyboard.press('Control+S');
-    await waitFor('the spec 0 problem to go', async () =>
-      (await window.problems()).every((text) => !/spec-0-manifest/.test(text)) || undefined,
-    );
-    see('no spec-0-manifest problem after the migration');
+    await waitFor('the hint to go', async () => (await spec0Hint()) === 0 || undefined);
+    see('no spec 0 hint after the migration');
+  });
+
+  await scenario(window, '07-migrate-spec-0-quick-fix', async (see) => {
+    await window.openFile(MANIFEST('legacy-fix'));
+    await waitFor('the spec 0 hint', async () => (await spec0Hint()) > 0 || undefined, 60000);
+    await window.focusEditor();
+    await window.gotoLine(1, 7);
+    await window.page.keyboard.press('Control+.');
+    const menu = window.page.locator('.action-widget').first();
+    await menu.waitFor({ state: 'visible', timeout: TIMEOUT });
+    const items = (await menu.locator('.monaco-list-row').allTextContents()).map(clean);
+    see(`the quick fix menu offers: ${items.join(' | ')}`);
+    const fix = menu.locator('.monaco-list-row', { hasText: 'Migrate to spec 1' }).first();
+    check(await fix.count() > 0, `no "Migrate to spec 1" fix: ${items.join(' | ')}`);
+    await fix.click();
+    const lines = await window.waitForEditorLines('the manifest to be on spec 1', (shown) => shown[0] === 'spec: 1');
+    see(`the migrated manifest: ${lines.join(' / ')}`);
+    check(JSON.stringify(lines.slice(0, 10)) === JSON.stringify(migrated('legacy-fix')), `not what wb-lsp migrate writes: ${lines.join(' / ')}`);
+    await window.page.keyboard.press('Control+S');
   });
 }
 
@@ -839,7 +900,7 @@ function readOutcomeIdFrom(lines) {
 
 async function executionScenarios(window, repo, workbenchHome) {
   let outcomeId;
-  await scenario(window, '07-code-lenses-dry-run', async (see) => {
+  await scenario(window, '08-code-lenses-dry-run', async (see) => {
     await window.closeAllEditors();
     await window.openFile(MANIFEST('demo'));
     const lenses = await waitFor('the code lenses Dry run | Smoke | Run', async () => {
@@ -851,32 +912,36 @@ async function executionScenarios(window, repo, workbenchHome) {
     const input = await window.waitForQuickInput();
     await input.fill('List the findings');
     await window.page.keyboard.press('Enter');
-    const lines = await window.waitForEditorLines('the dry run translation', (shown) => shown.some((line) => line.includes('"opencode"') || line.includes('opencode')));
-    const title = await window.page.locator('.tabs-container .tab.active').getAttribute('title');
+    const title = await waitFor('an untitled editor with the dry run', async () => {
+      const name = await window.activeEditorPath();
+      return name.startsWith('Untitled') ? name : undefined;
+    });
+    const lines = await window.waitForEditorLines('the dry run translation', (shown) => shown[0] === '{' && shown.length > 3);
     see(`the dry run opened "${title}": ${lines.slice(0, 12).join(' ')}`);
     check(lines[0] === '{', `the dry run is not JSON: ${lines[0]}`);
     check(lines.some((line) => line.includes('List the findings')), `the translation lacks the task: ${lines.join(' ')}`);
   });
 
-  await scenario(window, '08-smoke-palette-and-lens', async (see) => {
+  await scenario(window, '09-smoke-palette-and-lens', async (see) => {
     await window.clearNotifications();
     await window.openFile(MANIFEST('demo'));
     await window.command('Workbench: Smoke');
-    const toast = await window.waitForToast('with the smoke status', /smoke|ready/i, 60000);
+    const toast = await window.waitForToast('with the smoke status', /Workbench: /, 60000);
     see(`palette Smoke: notification "${toast}"`);
-    check(/ready/.test(toast), `the smoke is not ready: ${toast}`);
-    await window.clickToastButton(/ready/, 'Show Output');
+    check(/^\[info\]/.test(toast) && /ready/.test(toast), `the smoke is not ready: ${toast}`);
+    await window.clickToastButton(/Workbench: /, 'Show Output');
     const lines = await window.waitForOutput('the smoke report in the output', (shown) => shown.some((line) => /opencode/.test(line)));
     see(`Workbench Run output: ${lines.join(' / ')}`);
     await window.clearNotifications();
     await window.openFile(MANIFEST('demo'));
     await waitFor('the code lenses', async () => (await window.codeLenses()).includes('Smoke') || undefined);
     await window.clickCodeLens('Smoke');
-    const again = await window.waitForToast('with the smoke status (lens)', /ready/, 60000);
+    const again = await window.waitForToast('with the smoke status (lens)', /Workbench: /, 60000);
+    check(/^\[info\]/.test(again) && /ready/.test(again), `the smoke is not ready: ${again}`);
     see(`code lens Smoke: notification "${again}"`);
   });
 
-  await scenario(window, '09-run-from-lens', async (see) => {
+  await scenario(window, '10-run-from-lens', async (see) => {
     await window.clearNotifications();
     await window.openFile(MANIFEST('demo'));
     await waitFor('the code lenses', async () => (await window.codeLenses()).includes('Run') || undefined);
@@ -915,16 +980,16 @@ async function executionScenarios(window, repo, workbenchHome) {
     check(diff.includes('-# Old title'), 'the diff lacks -# Old title');
   });
 
-  await scenario(window, '10-open-artifact', async (see) => {
+  await scenario(window, '11-open-artifact', async (see) => {
     check(outcomeId !== undefined, 'no outcome from the run scenario');
     await window.command('Workbench: Open Outcome Artifact');
     const lines = await window.waitForEditorLines('the artifact', (shown) => shown.includes('<h1>Findings</h1>'));
-    const title = await window.page.locator('.tabs-container .tab.active').getAttribute('title');
+    const title = await window.activeEditorPath();
     see(`artifact editor "${title}": ${lines.join(' / ')}`);
     check(/Findings\.html/.test(title ?? ''), `the artifact's editor is titled ${title}`);
   });
 
-  await scenario(window, '11-apply-outcome', async (see) => {
+  await scenario(window, '12-apply-outcome', async (see) => {
     check(outcomeId !== undefined, 'no outcome from the run scenario');
     // As an isolated runtime leaves it: the receipt pending and the workspace as before the run.
     const receipt = path.join(workbenchHome, 'outcomes', outcomeId, 'application.json');
@@ -956,7 +1021,7 @@ async function executionScenarios(window, repo, workbenchHome) {
     see('README.md has the new title, notes/hello.txt is back, obsolete.txt is gone');
   });
 
-  await scenario(window, '12-run-from-palette', async (see) => {
+  await scenario(window, '13-run-from-palette', async (see) => {
     await window.clearNotifications();
     await window.openFile(MANIFEST('demo'));
     await window.command('Workbench: Run Workbench');
@@ -971,7 +1036,7 @@ async function executionScenarios(window, repo, workbenchHome) {
 }
 
 async function missingServerScenario(window) {
-  await scenario(window, '13-missing-server', async (see) => {
+  await scenario(window, '14-missing-server', async (see) => {
     const toast = await window.waitForToast(
       'about the missing server',
       /server\.path is "[^"]*", but no executable wb-lsp is there|wb-lsp was not found on PATH/,
@@ -1002,10 +1067,10 @@ async function main() {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
   try {
     // The main window: the server under test.
-    const main = makeProfile(work, 'main', WB_LSP_BIN);
+    const main = makeProfile(work, 'main', WB_LSP_BIN, [path.join(work, 'bin')]);
     const env = profileEnv(main, { PATH: basePath, WORKBENCH_HOME: workbenchHome, OPENAI_API_KEY: 'sk-test' });
     log(`installed: ${installExtension(main, vsix, env)}`);
-    if (ONLY.length === 0 || ONLY.some((name) => !name.startsWith('13'))) {
+    if (ONLY.length === 0 || ONLY.some((name) => !name.startsWith('14'))) {
       const server = await startCodeServer(main, repo, env, 'main');
       log(`code-server at ${server.url}`);
       const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
@@ -1019,7 +1084,7 @@ async function main() {
       stopCodeServer(server);
     }
     // A second window whose server path names nothing and whose PATH has no wb-lsp.
-    if (ONLY.length === 0 || ONLY.some((name) => name.startsWith('13'))) {
+    if (ONLY.length === 0 || ONLY.some((name) => name.startsWith('14'))) {
       const missing = makeProfile(work, 'missing', '/nonexistent/wb-lsp');
       const missingEnv = profileEnv(missing, { PATH: basePath });
       installExtension(missing, vsix, missingEnv);
