@@ -473,11 +473,20 @@ class Window {
     );
   }
 
-  /** Clicks the button `label` of the (last) notification whose text matches `pattern`. */
+  /** Clicks the button `label` of the (last) notification whose text matches `pattern`: its toast, or in the
+   * notification center once the toast has gone. */
   async clickToastButton(pattern, label) {
     const toast = this.page.locator('.notifications-toasts .notification-toast').filter({ hasText: pattern }).last();
-    await toast.hover();
-    await toast.locator('.monaco-button', { hasText: label }).first().click();
+    if (await toast.isVisible().catch(() => false)) {
+      await toast.hover();
+      await toast.locator('.monaco-button', { hasText: label }).first().click();
+      return;
+    }
+    await this.command('Notifications: Show Notifications');
+    const item = this.page.locator('.notifications-center .notification-list-item').filter({ hasText: pattern }).last();
+    await item.waitFor({ state: 'visible', timeout: TIMEOUT });
+    await item.hover();
+    await item.locator('.monaco-button', { hasText: label }).first().click();
   }
 
   async clearNotifications() {
@@ -919,7 +928,7 @@ async function executionScenarios(window, repo, workbenchHome) {
     const lines = await window.waitForEditorLines('the dry run translation', (shown) => shown[0] === '{' && shown.length > 3);
     see(`the dry run opened "${title}": ${lines.slice(0, 12).join(' ')}`);
     check(lines[0] === '{', `the dry run is not JSON: ${lines[0]}`);
-    check(lines.some((line) => line.includes('List the findings')), `the translation lacks the task: ${lines.join(' ')}`);
+    check(lines.includes('  "workbench": "demo",') && lines.includes('  "runner": "opencode",'), `the translation is not demo's on opencode: ${lines.join(' ')}`);
   });
 
   await scenario(window, '09-smoke-palette-and-lens', async (see) => {
@@ -962,21 +971,25 @@ async function executionScenarios(window, repo, workbenchHome) {
     for (const button of ['Show Outcome', 'View Diff', 'Show Output']) {
       check(ending.includes(button), `the ending has no ${button} button: ${ending}`);
     }
-    await window.command('View: Toggle Maximized Panel').catch(() => undefined);
-    const lines = await window.waitForOutput('the run events and the outcome summary', (shown) =>
-      shown.some((line) => line.includes('Wrote the findings report')) && shown.some((line) => /Outcome wbo_/.test(line)),
-    );
-    see(`Workbench Run output:\n    ${lines.join('\n    ')}`);
-    check(lines.some((line) => line.includes('Reading the repository')), 'the first text event is not in the output');
-    check(lines.some((line) => /■ Run completed/.test(line)), 'no "■ Run completed" line');
-    check(lines.some((line) => /M README\.md/.test(line)) && lines.some((line) => /A notes\/hello\.txt/.test(line)), 'the changeset is not in the summary');
-    check(lines.some((line) => /Findings\.html/.test(line)), 'the artifact is not in the summary');
-    outcomeId = readOutcomeIdFrom(lines);
-    check(outcomeId !== undefined, 'no outcome id in the output');
-    await window.command('View: Toggle Maximized Panel').catch(() => undefined);
+    // View Diff first: a person clicks the notification's button while it is there.
     await window.clickToastButton(/Outcome: /, 'View Diff');
     const diff = await window.waitForEditorLines('the review diff', (shown) => shown.some((line) => line === '+# New title'));
-    see(`View Diff: ${diff.filter((line) => /^[+-]/.test(line)).join(' / ')}`);
+    see(`View Diff opened "${await window.activeEditorPath()}": ${diff.filter((line) => /^[+-]/.test(line)).join(' / ')}`);
+    await window.command('Workbench: Show Run Output');
+    await window.command('View: Toggle Maximized Panel');
+    const lines = await window.waitForOutput('the run events and the outcome summary', (shown) =>
+      shown.some((line) => line.includes('Wrote the findings report')) && shown.some((line) => /^Outcome wbo_/.test(line)),
+    );
+    see(`Workbench Run output:\n    ${lines.join('\n    ')}`);
+    check(lines.some((line) => /▶ Run wb_\w+ started: demo 0\.1\.0 on local \(opencode\)/.test(line)), 'no "▶ Run … started" line');
+    check(lines.some((line) => line.includes('Reading the repository')), 'the first text event is not in the output');
+    check(lines.some((line) => line.includes('✓ bash (ls) completed')), 'the tool event is not in the output');
+    check(lines.some((line) => /■ Run completed/.test(line)), 'no "■ Run completed" line');
+    check(lines.some((line) => /M README\.md/.test(line)) && lines.some((line) => /A notes\/hello\.txt/.test(line)) && lines.some((line) => /D obsolete\.txt/.test(line)), 'the changeset is not in the summary');
+    check(lines.some((line) => /Findings\.html \(reports\/findings\.html\): text\/html, 18 bytes/.test(line)), 'the artifact is not in the summary');
+    outcomeId = readOutcomeIdFrom(lines.filter((line) => /^Outcome wbo_/.test(line)));
+    check(outcomeId !== undefined, 'no outcome id in the output');
+    await window.command('View: Toggle Maximized Panel');
     check(diff.includes('-# Old title'), 'the diff lacks -# Old title');
   });
 
@@ -1001,6 +1014,8 @@ async function executionScenarios(window, repo, workbenchHome) {
     await window.clearNotifications();
     await window.command('Workbench: Show Outcome');
     await window.waitForQuickInput();
+    // Which outcome: this window's, the latest first.
+    await window.page.locator('.quick-input-list .monaco-list-row', { hasText: outcomeId }).first().click();
     const title = await waitFor('the outcome quick pick', async () => {
       const text = clean(await window.page.locator('.quick-input-widget .quick-input-title').textContent().catch(() => ''));
       return /pending/.test(text) ? text : undefined;
@@ -1018,6 +1033,7 @@ async function executionScenarios(window, repo, workbenchHome) {
     const readme = fs.readFileSync(path.join(repo, 'README.md'), 'utf8');
     check(readme.startsWith('# New title'), `README.md was not applied: ${readme}`);
     check(!fs.existsSync(path.join(repo, 'obsolete.txt')), 'obsolete.txt was not deleted');
+    check(fs.readFileSync(path.join(repo, 'notes', 'hello.txt'), 'utf8') === 'hello from the fake runner\n', 'notes/hello.txt was not added');
     see('README.md has the new title, notes/hello.txt is back, obsolete.txt is gone');
   });
 
@@ -1030,8 +1046,11 @@ async function executionScenarios(window, repo, workbenchHome) {
     await window.page.keyboard.press('Enter');
     const ending = await window.waitForToast('with the run ending', /Run completed|Outcome: /, 90000);
     see(`ending notification: "${ending}"`);
-    await window.waitForOutput('the second run in the output', (shown) => shown.some((line) => line.includes('Check the findings again')));
-    see('the output names the second task');
+    check(/^\[info\].*the run completed\./.test(ending), `the second run did not complete: ${ending}`);
+    const lines = await window.waitForOutput('the second run\'s outcome in the output', (shown) =>
+      shown.some((line) => /^Outcome wbo_/.test(line) && !line.includes(outcomeId)),
+    );
+    see(`the output ends with a new outcome: ${lines.find((line) => /^Outcome wbo_/.test(line))}`);
   });
 }
 
