@@ -43,7 +43,10 @@ fn setup() -> Result<HashMap<String, String>, String> {
         }
         let value = values.get(name).ok_or_else(|| format!("{} does not set {name}", file.display()))?;
         if !Path::new(value).exists() {
-            return Err(format!("{name}={value} (from {}) does not exist: run scripts/install-vscode-e2e.sh", file.display()));
+            return Err(format!(
+                "{name}={value} (from {}) does not exist: run scripts/install-vscode-e2e.sh",
+                file.display()
+            ));
         }
     }
     values.insert("WB_VSCODE_E2E_DIR".to_owned(), dir.display().to_string());
@@ -68,9 +71,8 @@ fn vscode_shows_diagnostics_completion_hover_fixes_runs_and_outcomes() {
         }
     };
     let root = repository_root();
-    let artifacts = std::env::var_os("WB_VSCODE_ARTIFACTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/vscode-e2e"));
+    let artifacts =
+        std::env::var_os("WB_VSCODE_ARTIFACTS").map(PathBuf::from).unwrap_or_else(|| root.join("target/vscode-e2e"));
     let mut command = Command::new("timeout");
     command
         .args(["--kill-after=15", "600"])
