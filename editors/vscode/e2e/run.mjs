@@ -849,7 +849,6 @@ async function editingScenarios(window) {
     });
     see(`hover on runner: "${hover.slice(0, 300)}"`);
     check(/runner/i.test(hover) && /opencode/.test(hover) && /claude-code/.test(hover), `the hover is not the runner field's docs: ${hover}`);
-    await window.page.keyboard.press('Escape');
   });
 
   // What `wb-lsp migrate` makes of MANIFESTS.legacy (and of legacy-fix, the same but for its name).
@@ -966,7 +965,7 @@ async function executionScenarios(window, repo, workbenchHome) {
     }, 10000).catch(() => undefined);
     see(`status bar: "${running ?? '(gone already)'}"`);
     const ending = await window.waitForToast('with the run ending', /Outcome: /, 90000);
-    see(`ending notification: "${ending}"`);
+    see(`ending notification: "${ending}" (${await window.screenshot('10-run-from-lens-ending')})`);
     check(/1 added, 1 modified, 1 deleted; 1 artifact; 1 link/.test(ending), `the ending lacks the outcome brief: ${ending}`);
     for (const button of ['Show Outcome', 'View Diff', 'Show Output']) {
       check(ending.includes(button), `the ending has no ${button} button: ${ending}`);
