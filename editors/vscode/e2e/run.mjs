@@ -1077,13 +1077,14 @@ async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const work = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'wb-vscode-e2e-')));
   log(`work directory ${work}, artifacts ${ARTIFACTS}`);
-  const vsix = buildVsix(work);
-  const repo = makeRepository(work);
-  const workbenchHome = path.join(work, 'workbench-home');
-  // No wb-lsp on code-server's PATH: the server is found through the setting only.
-  const basePath = [path.join(work, 'bin'), NODE_BIN_DIR, '/usr/local/bin', '/usr/bin', '/bin'].join(':');
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  let browser;
   try {
+    const vsix = buildVsix(work);
+    const repo = makeRepository(work);
+    const workbenchHome = path.join(work, 'workbench-home');
+    // No wb-lsp on code-server's PATH: the server is found through the setting only.
+    const basePath = [path.join(work, 'bin'), NODE_BIN_DIR, '/usr/local/bin', '/usr/bin', '/bin'].join(':');
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
     // The main window: the server under test.
     const main = makeProfile(work, 'main', WB_LSP_BIN, [path.join(work, 'bin')]);
     const env = profileEnv(main, { PATH: basePath, WORKBENCH_HOME: workbenchHome, OPENAI_API_KEY: 'sk-test' });
@@ -1115,7 +1116,7 @@ async function main() {
       stopCodeServer(server);
     }
   } finally {
-    await browser.close().catch(() => undefined);
+    await browser?.close().catch(() => undefined);
     killAll();
     if (process.env.WB_KEEP_TEMP !== '1') {
       fs.rmSync(work, { recursive: true, force: true });
