@@ -149,6 +149,24 @@ function copyTree(from, to, skip) {
   }
 }
 
+/** The scratch copy the plain package was built in (the platform package is built there too). */
+let lastBuild;
+
+/** The linux-x64 package bundling `server` (scripts/package-platform.mjs, which verifies it). */
+function buildPlatformVsix(work, server) {
+  if (process.env.WB_VSCODE_PLATFORM_VSIX) {
+    return path.resolve(process.env.WB_VSCODE_PLATFORM_VSIX);
+  }
+  check(lastBuild !== undefined, 'the plain package was not built here (WB_VSCODE_VSIX): set WB_VSCODE_PLATFORM_VSIX too');
+  const out = path.join(work, 'workbench-linux-x64.vsix');
+  log('packaging the linux-x64 extension with the server bundled (scripts/package-platform.mjs)');
+  run(process.execPath, [path.join(lastBuild.copy, 'scripts', 'package-platform.mjs'), '--target', 'linux-x64', '--server', server, '--out', out], {
+    cwd: lastBuild.copy,
+    env: lastBuild.env,
+  });
+  return out;
+}
+
 function buildVsix(work) {
   if (process.env.WB_VSCODE_VSIX) {
     const given = path.resolve(process.env.WB_VSCODE_VSIX);
@@ -190,6 +208,7 @@ function buildVsix(work) {
   if (fs.existsSync(path.join(copy, 'scripts', 'verify-vsix.mjs'))) {
     run(process.execPath, [path.join(copy, 'scripts', 'verify-vsix.mjs')], { cwd: copy, env });
   }
+  lastBuild = { copy, env };
   return vsix;
 }
 
@@ -294,7 +313,7 @@ function makeRepository(work) {
 }
 
 /** A private profile for one code-server: user data, extensions, HOME, the settings. */
-function makeProfile(work, name, serverPath, extraPath = []) {
+function makeProfile(work, name, serverPath, extraPath = [], oldSettings = {}) {
   const profile = path.join(work, name);
   const home = path.join(profile, 'home');
   for (const dir of ['.config', '.local/share', '.local/state', '.cache']) {
@@ -318,9 +337,9 @@ function makeProfile(work, name, serverPath, extraPath = []) {
     'window.restoreWindows': 'none',
     'workbench.editor.enablePreview': false,
     'chat.disableAIFeatures': true,
-    // The server path, under the setting's current name and the name it is being renamed to.
-    'workbench.server.path': serverPath,
-    'wb-lsp.server.path': serverPath,
+    ...(serverPath === undefined ? {} : { 'wb-lsp.server.path': serverPath }),
+    // Settings under their old names (the moved-settings notice).
+    ...oldSettings,
   };
   // VS Code's server takes its environment from a login shell, whose /etc/profile resets PATH: the shell profile
   // puts the extra directories back, as a person's ~/.profile does.
@@ -330,7 +349,7 @@ function makeProfile(work, name, serverPath, extraPath = []) {
   writeFile(path.join(profile, 'user-data', 'User', 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
   // code-server is a remote window: machine-scoped settings (the server path) are read from the remote's
   // settings, not the user's.
-  const machine = { 'workbench.server.path': serverPath, 'wb-lsp.server.path': serverPath };
+  const machine = serverPath === undefined ? {} : { 'wb-lsp.server.path': serverPath };
   writeFile(path.join(profile, 'user-data', 'Machine', 'settings.json'), `${JSON.stringify(machine, null, 2)}\n`);
   return { dir: profile, home, userData: path.join(profile, 'user-data'), extensions: path.join(profile, 'extensions') };
 }
@@ -1084,6 +1103,36 @@ async function missingServerScenario(window) {
   });
 }
 
+async function bundledServerScenarios(window) {
+  await scenario(window, '15-settings-moved-notice', async (see) => {
+    const toast = await window.waitForToast('about the moved settings', /settings moved to wb-lsp/, 60000);
+    see(`notification: "${toast}"`);
+    check(
+      toast.includes('Workbench settings moved to wb-lsp.*: workbench.runTimeWarnings → wb-lsp.runTimeWarnings. The old keys still work.'),
+      `not the documented notice: ${toast}`,
+    );
+    check(toast.includes('Open Settings'), `no Open Settings button: ${toast}`);
+  });
+  await scenario(window, '16-bundled-server', async (see) => {
+    await window.openFile(MANIFEST('typo'));
+    await window.openProblems();
+    const row = await waitFor('the Problems entry from the bundled server', async () =>
+      (await window.problems()).find((text) => text.includes('Unknown manifest field: descripton')),
+    90000);
+    see(`Problems: "${row}"`);
+    check(row.includes('wb-lsp') && row.includes('unknown-field'), `the entry lacks source and code: ${row}`);
+    await window.command('Workbench: Show Output');
+    const lines = await window.waitForOutput('the output saying which wb-lsp runs', (shown) =>
+      shown.some((line) => line.includes('Using the bundled wb-lsp:')),
+    );
+    const using = lines.find((line) => line.includes('Using the bundled wb-lsp:'));
+    see(`output: "${using}"`);
+    // The path is the installed extension's folder (`…/extensions/wb-lsp.workbench-<version>-linux-x64/server/wb-lsp`;
+    // the panel may cut a long line): never a wb-lsp from PATH, which has none.
+    check(using.includes(`${path.sep}extensions${path.sep}wb-lsp.`), `not the extension's own server: ${using}`);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Main
 // ---------------------------------------------------------------------------------------------------------
@@ -1104,7 +1153,7 @@ async function main() {
     const main = makeProfile(work, 'main', WB_LSP_BIN, [path.join(work, 'bin')]);
     const env = profileEnv(main, { PATH: basePath, WORKBENCH_HOME: workbenchHome, OPENAI_API_KEY: 'sk-test' });
     log(`installed: ${installExtension(main, vsix, env)}`);
-    if (ONLY.length === 0 || ONLY.some((name) => !name.startsWith('14'))) {
+    if (ONLY.length === 0 || ONLY.some((name) => !['14', '15', '16'].some((n) => name.startsWith(n)))) {
       const server = await startCodeServer(main, repo, env, 'main');
       log(`code-server at ${server.url}`);
       const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
@@ -1114,6 +1163,23 @@ async function main() {
       await diagnosticsScenarios(window);
       await editingScenarios(window);
       await executionScenarios(window, repo, workbenchHome);
+      await context.close();
+      stopCodeServer(server);
+    }
+    // A window with the linux-x64 package: no server path setting, no wb-lsp on PATH, and a setting under its
+    // old name.
+    if (ONLY.length === 0 || ONLY.some((name) => name.startsWith('15') || name.startsWith('16'))) {
+      const bundledVsix = buildPlatformVsix(work, WB_LSP_BIN);
+      const bundled = makeProfile(work, 'bundled', undefined, [], { 'workbench.runTimeWarnings': true });
+      const bundledEnv = profileEnv(bundled, { PATH: basePath });
+      log(`installed: ${installExtension(bundled, bundledVsix, bundledEnv)}`);
+      // A repository of its own: the main window's scenarios edited the first one.
+      const bundledRepo = makeRepository(path.join(work, 'bundled-work'));
+      const server = await startCodeServer(bundled, bundledRepo, bundledEnv, 'bundled');
+      const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+      const window = new Window(await context.newPage());
+      await window.open(server.url);
+      await bundledServerScenarios(window);
       await context.close();
       stopCodeServer(server);
     }
