@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use wb_testkit::{Exchange, McpServer, ModelServer, ToolCall, Turn};
-use wb_testsupport::{event_validator, outcomes_validator, temp_dir, write_file};
+use wb_testsupport::{event_validator, outcomes_validator, read_message, temp_dir, write_file};
 
 const OPENAI_KEY: &str = "sk-openai-canary-5a1e";
 const OPENROUTER_KEY: &str = "sk-or-canary-77c3";
@@ -1310,24 +1310,6 @@ fn the_editor_streams_a_real_runner() {
     assert!(events.iter().any(|e| e["type"] == "output.text" && e["data"]["text"] == "Written from the editor."));
     assert_no_secret(&transcript, "the editor session");
     assert!(std::fs::read_to_string(fixture.workspace.join("CHANGELOG.md")).unwrap().contains("From the editor."));
-}
-
-fn read_message(reader: &mut impl BufRead) -> Value {
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "the server closed stdout");
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(value) = line.strip_prefix("Content-Length: ") {
-            length = value.parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    std::io::Read::read_exact(reader, &mut body).unwrap();
-    serde_json::from_slice(&body).unwrap()
 }
 
 /// The engine's overhead around real runs (figures for the notes, not a pass/fail measurement):

@@ -18,7 +18,7 @@ use serde_json::Value;
 use wb_sandbox_fakes::Recorded;
 use wb_sandbox_fakes::daytona::{self, DaytonaFake};
 use wb_sandbox_fakes::e2b::{self, E2bFake};
-use wb_testsupport::{Output, World, finish};
+use wb_testsupport::{Output, World, finish, frame, read_message};
 
 /// The model key bound to the runner: it must reach the runner, and no output.
 const OPENAI_KEY: &str = "sk-remote-test-5d1c9e7a3b";
@@ -564,28 +564,6 @@ fn missing_keys_get_the_reference_texts() {
         assert_ne!(output.code, 0);
         assert!(output.stderr.contains(text), "{output:?}");
     }
-}
-
-fn frame(body: &str) -> Vec<u8> {
-    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
-}
-
-fn read_message(reader: &mut impl BufRead) -> Value {
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "the server closed stdout");
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(value) = line.strip_prefix("Content-Length: ") {
-            length = value.parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    std::io::Read::read_exact(reader, &mut body).unwrap();
-    serde_json::from_slice(&body).unwrap()
 }
 
 /// The editor's path: the server's `workbench.smoke` and `workbench.run` with `runtime: e2b|daytona`, the

@@ -6,28 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-
-fn frame(body: &str) -> Vec<u8> {
-    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
-}
-
-fn read_message(reader: &mut impl BufRead) -> Value {
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "the server closed stdout");
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(value) = line.strip_prefix("Content-Length: ") {
-            length = value.parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    serde_json::from_slice(&body).unwrap()
-}
+use wb_testsupport::{frame, read_message};
 
 #[test]
 fn malformed_messages_are_answered_and_the_session_continues() {

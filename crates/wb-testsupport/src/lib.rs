@@ -11,6 +11,7 @@
 pub mod docker;
 pub mod events;
 pub mod git;
+pub mod lsp;
 pub mod packages;
 pub mod process;
 pub mod schemas;
@@ -20,6 +21,7 @@ pub mod world;
 
 pub use events::{check_events, check_outcome_event, success_native_types, success_types, types};
 pub use git::git;
+pub use lsp::{frame, read_message};
 pub use packages::{CLAUDE, CLAUDE_CONFIG, OPENCODE, PI, claude_world, minimal, opencode_world, pi_world};
 pub use process::{Output, finish, process_is_gone, wait_for};
 pub use schemas::{assert_outcomes_schema, event_validator, outcomes_validator};

@@ -88,7 +88,6 @@ impl RemoteRuntime {
                 self.workbench, self.name
             ))
         };
-        let text = wb_syntax::js_number_to_string;
         for requirement in &self.deferred {
             match *requirement {
                 Deferred::Cpu(cpu) => match resources.cpu {
@@ -98,39 +97,40 @@ impl RemoteRuntime {
                     Some(have) => report.checked.push(format!("cpu {have}")),
                     None => report.unchecked.push(format!("cpu is not checked on the {} runtime", self.name)),
                 },
-                Deferred::MemoryGb(gb) => match resources.memory_mib {
-                    #[allow(clippy::cast_precision_loss)]
-                    Some(mib) => {
-                        let have = (mib as f64 / 102.4).round() / 10.0;
-                        if (mib as f64) < gb * 1024.0 {
-                            return Err(fail(format!(
-                                "requires {} GiB of memory but the sandbox has {} GiB",
-                                text(gb),
-                                text(have)
-                            )));
-                        }
-                        report.checked.push(format!("memory {} GiB", text(have)));
-                    }
-                    None => report.unchecked.push(format!("memory_gb is not checked on the {} runtime", self.name)),
-                },
-                Deferred::DiskGb(gb) => match resources.disk_mib {
-                    #[allow(clippy::cast_precision_loss)]
-                    Some(mib) => {
-                        let have = (mib as f64 / 102.4).round() / 10.0;
-                        if (mib as f64) < gb * 1024.0 {
-                            return Err(fail(format!(
-                                "requires {} GiB of disk but the sandbox has {} GiB",
-                                text(gb),
-                                text(have)
-                            )));
-                        }
-                        report.checked.push(format!("disk {} GiB", text(have)));
-                    }
-                    None => report.unchecked.push(format!("disk_gb is not checked on the {} runtime", self.name)),
-                },
+                Deferred::MemoryGb(gb) => {
+                    self.check_size("memory", "memory_gb", gb, resources.memory_mib, &mut report).map_err(fail)?;
+                }
+                Deferred::DiskGb(gb) => {
+                    self.check_size("disk", "disk_gb", gb, resources.disk_mib, &mut report).map_err(fail)?;
+                }
             }
         }
         self.checked_report = Some(report);
+        Ok(())
+    }
+
+    /// A size requirement (`gb` GiB of `what`) against what the sandbox reports (MiB), compared exactly; the
+    /// report shows it in GiB to one decimal. `Err`: the detail of the refusal.
+    fn check_size(
+        &self,
+        what: &str,
+        field: &str,
+        gb: f64,
+        reported_mib: Option<u64>,
+        report: &mut RequirementReport,
+    ) -> std::result::Result<(), String> {
+        let text = wb_syntax::js_number_to_string;
+        let Some(mib) = reported_mib else {
+            report.unchecked.push(format!("{field} is not checked on the {} runtime", self.name));
+            return Ok(());
+        };
+        #[allow(clippy::cast_precision_loss)]
+        let mib = mib as f64;
+        let have = (mib / 102.4).round() / 10.0;
+        if mib < gb * 1024.0 {
+            return Err(format!("requires {} GiB of {what} but the sandbox has {} GiB", text(gb), text(have)));
+        }
+        report.checked.push(format!("{what} {} GiB", text(have)));
         Ok(())
     }
 }
