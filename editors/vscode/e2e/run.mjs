@@ -1127,7 +1127,7 @@ async function bundledServerScenarios(window) {
     );
     const using = lines.find((line) => line.includes('Using the bundled wb-lsp:'));
     see(`output: "${using}"`);
-    // The path is the installed extension's folder (`…/extensions/wb-lsp.workbench-<version>-linux-x64/server/wb-lsp`;
+    // The path is the installed extension's folder (`…/extensions/wb-lsp.workbench-<version>/server/wb-lsp` in code-server;
     // the panel may cut a long line): never a wb-lsp from PATH, which has none.
     check(using.includes(`${path.sep}extensions${path.sep}wb-lsp.`), `not the extension's own server: ${using}`);
   });
