@@ -13,10 +13,7 @@ use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
 
-/// How many times a 429 is retried before its error is returned.
-const RETRIES_ON_429: u32 = 3;
-/// The longest `Retry-After` honoured (a longer one is clamped).
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+use crate::runtime::remote::http::{MAX_RETRY_WAIT, RATE_LIMIT_RETRIES, retry_after};
 /// The longest error body quoted in an error text.
 const BODY_LIMIT: usize = 500;
 
@@ -116,10 +113,11 @@ impl Transport {
                 };
                 CallError { text, uncertain: e.is_timeout() }
             })?;
-            if response.status() == StatusCode::TOO_MANY_REQUESTS && attempt < RETRIES_ON_429 {
+            if response.status() == StatusCode::TOO_MANY_REQUESTS && attempt < RATE_LIMIT_RETRIES {
                 attempt += 1;
-                let wait = retry_after(&response).unwrap_or(Duration::from_millis(500 * u64::from(attempt)));
-                tokio::time::sleep(wait.min(MAX_RETRY_AFTER)).await;
+                let wait = retry_after(response.headers()).unwrap_or(Duration::from_millis(500 * u64::from(attempt)));
+                // A longer wait is clamped (E2B gives up instead: the SDK's behaviour there).
+                tokio::time::sleep(wait.min(MAX_RETRY_WAIT)).await;
                 continue;
             }
             return Ok(response);
@@ -317,16 +315,6 @@ pub(crate) fn segment(text: &str) -> String {
 pub(crate) fn with_query(url: &str, pairs: &[(&str, &str)]) -> String {
     let query: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
     format!("{url}?{query}")
-}
-
-fn retry_after(response: &Response) -> Option<Duration> {
-    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| Duration::from_secs_f64(s.min(3600.0)))
 }
 
 /// A reqwest error and its causes, without the URL (it carries nothing secret, but is noise).

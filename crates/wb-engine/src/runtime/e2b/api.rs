@@ -16,10 +16,7 @@ use crate::error::{EngineError, Result};
 
 /// Per-request timeout of control-plane calls (the SDK's default).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// How many times a 429 is retried.
-pub const RATE_LIMIT_RETRIES: usize = 3;
-/// Waits longer than this are not worth retrying (the request deadline).
-const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+use crate::runtime::remote::http::{MAX_RETRY_WAIT, RATE_LIMIT_RETRIES, retry_after};
 
 /// A control-plane client.
 #[derive(Clone)]
@@ -84,12 +81,7 @@ impl Api {
                 EngineError::message(format!("E2B API {method} {path} failed: {}", self.redact(&without_url(&error))))
             })?;
             let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+            let retry_after = retry_after(response.headers());
             let next_token = response
                 .headers()
                 .get("x-next-token")

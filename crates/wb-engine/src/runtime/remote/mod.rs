@@ -17,6 +17,7 @@
 
 pub mod archive;
 mod collect;
+pub mod http;
 mod preflight;
 pub mod provider;
 mod requirements;
