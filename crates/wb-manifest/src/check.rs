@@ -126,8 +126,14 @@ pub fn check_path(fs: &dyn FileSystem, path: &Path, catalog: &ModelCatalog) -> V
             )]
         }
         Target::Manifest(manifest) => vec![check_package(fs, &manifest, catalog)],
-        Target::Packages(manifests) => manifests.iter().map(|manifest| check_package(fs, manifest, catalog)).collect(),
+        Target::Packages(manifests) => check_manifests(fs, &manifests, catalog),
     }
+}
+
+/// Checks packages on every core (a work-stealing pool); the reports keep the order of `manifests`.
+pub fn check_manifests(fs: &dyn FileSystem, manifests: &[PathBuf], catalog: &ModelCatalog) -> Vec<PackageReport> {
+    use rayon::prelude::*;
+    manifests.par_iter().map(|manifest| check_package(fs, manifest, catalog)).collect()
 }
 
 /// Checks one package from its (absolute) manifest path, reading through `fs`.

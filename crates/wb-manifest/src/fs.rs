@@ -53,7 +53,7 @@ pub trait FileSystem: Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OsFileSystem;
 
-fn kind_of(file_type: std::fs::FileType) -> FileKind {
+pub(crate) fn kind_of(file_type: std::fs::FileType) -> FileKind {
     if file_type.is_symlink() {
         FileKind::Symlink
     } else if file_type.is_dir() {
@@ -87,7 +87,8 @@ impl FileSystem for OsFileSystem {
             return Err(ReadLimitError::TooLarge(meta.len()));
         }
         // Files in pseudo file systems report a size of 0 whatever they hold: the read itself is bounded.
-        let mut bytes = Vec::new();
+        let expected = usize::try_from(meta.len()).unwrap_or(limit).min(limit);
+        let mut bytes = Vec::with_capacity(expected.saturating_add(1));
         file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
         if bytes.len() > limit {
             return Err(ReadLimitError::TooLarge(meta.len().max(bytes.len() as u64)));

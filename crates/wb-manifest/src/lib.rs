@@ -7,6 +7,7 @@
 pub mod boundary;
 mod check;
 mod diagnostic;
+mod disk_cache;
 pub mod env_refs;
 pub mod fields;
 mod fs;
@@ -24,9 +25,10 @@ pub mod selector;
 pub mod skill;
 
 pub use check::{
-    MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_package, check_path, discover,
+    MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests, check_package, check_path, discover,
     sort_diagnostics,
 };
+pub use disk_cache::DiskCache;
 pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
 pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::check::{PackageReport, Target, absolute, check_package, check_path, discover};
+use crate::check::{PackageReport, Target, absolute, check_manifests, check_path, discover};
 use crate::diagnostic::Code;
 use crate::fs::FileSystem;
 use crate::models::ModelCatalog;
@@ -45,11 +45,8 @@ pub fn check_source(fs: &dyn FileSystem, source: &str, cwd: &Path, catalog: &Mod
         Target::Manifest(manifest) => vec![manifest],
         Target::Packages(manifests) => manifests,
     };
-    let selected: Vec<PackageReport> = manifests
-        .iter()
-        .map(|manifest| check_package(fs, manifest, catalog))
-        .filter(|report| selects(selector, report))
-        .collect();
+    let selected: Vec<PackageReport> =
+        check_manifests(fs, &manifests, catalog).into_iter().filter(|report| selects(selector, report)).collect();
     if selected.is_empty() {
         return vec![PackageReport::problem(&path, Code::NoWorkbenches, NO_MATCH.to_owned())];
     }
