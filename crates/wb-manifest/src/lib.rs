@@ -25,11 +25,11 @@ pub mod selector;
 pub mod skill;
 
 pub use check::{
-    MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests, check_package, check_path, discover,
-    sort_diagnostics,
+    MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests, check_package,
+    check_path, discover, sort_diagnostics,
 };
-pub use disk_cache::DiskCache;
 pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
+pub use disk_cache::DiskCache;
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
 pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
 pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};

@@ -270,7 +270,10 @@ impl<'a> Builder<'a> {
 
     fn close(&mut self, frame: Frame, end: Option<usize>) -> (Node, usize) {
         match frame {
-            Frame::Sequence { start, anchor, flow, items } => {
+            Frame::Sequence { start, anchor, flow, mut items } => {
+                // A finished collection keeps no spare capacity: most are one or two entries long, and a
+                // vector grows to four at its first push.
+                items.shrink_to_fit();
                 let last = items.last().map_or(start, |item| item.range.end);
                 let end = if flow { end.unwrap_or(last).max(last) } else { last };
                 let style = if flow { Style::Flow } else { Style::Block };
@@ -295,6 +298,7 @@ impl<'a> Builder<'a> {
                         }
                     }
                 }
+                entries.shrink_to_fit();
                 let last = entries.iter().map(|entry| entry.range().end).max().unwrap_or(start);
                 let end = if flow { end.unwrap_or(last).max(last) } else { last };
                 let style = if flow { Style::Flow } else { Style::Block };

@@ -1,0 +1,234 @@
+//! A language client over stdio for any server process (wb-lsp or a peer): framing, requests with their
+//! round-trip time, notifications, server requests answered, and the server's memory from `/proc`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, unbounded};
+use lsp_types::Url;
+use serde_json::{Value, json};
+use wb_testsupport::lsp::frame;
+
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+pub fn uri(path: &Path) -> Url {
+    Url::from_file_path(path).expect("absolute path")
+}
+
+/// One framed message, or `None` once the server closed its stdout (or sent something unreadable).
+fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(value) = line.strip_prefix("Content-Length: ") {
+            length = value.parse().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+pub struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    messages: Receiver<Value>,
+    next_id: i64,
+    /// Answer for `workspace/configuration` items, by section.
+    settings: Value,
+    /// `$/progress` notifications seen (their `value.kind`).
+    pub progress: Vec<String>,
+}
+
+impl Client {
+    /// Starts `command`, sends `initialize` (with `capabilities`) and `initialized`.
+    pub fn start(mut command: Command, root: &Path, capabilities: Value, settings: Value) -> (Client, Instant) {
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = command.spawn().expect("start the server");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (sender, messages) = unbounded();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let Some(message) = read_message(&mut reader) else { return };
+                if sender.send(message).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut client = Client { child, stdin, messages, next_id: 0, settings, progress: Vec::new() };
+        let params = json!({
+            "processId": std::process::id(),
+            "rootUri": uri(root),
+            "capabilities": capabilities,
+            "workspaceFolders": [{"uri": uri(root), "name": "bench"}],
+        });
+        client.request("initialize", params);
+        let initialized = Instant::now();
+        client.notify("initialized", json!({}));
+        let settings = client.settings.clone();
+        client.notify("workspace/didChangeConfiguration", json!({"settings": settings}));
+        (client, initialized)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn send(&mut self, message: &Value) {
+        let body = message.to_string();
+        self.stdin.write_all(&frame(&body)).expect("write to the server");
+        self.stdin.flush().expect("flush");
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and waits for its answer (handling what arrives meanwhile); returns the result and the
+    /// round trip.
+    pub fn request(&mut self, method: &str, params: Value) -> (Value, Duration) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let started = Instant::now();
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self.next(TIMEOUT).unwrap_or_else(|| panic!("no answer to {method}"));
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                let elapsed = started.elapsed();
+                assert!(message.get("error").is_none(), "{method} failed: {message}");
+                return (message.get("result").cloned().unwrap_or(Value::Null), elapsed);
+            }
+        }
+    }
+
+    /// The next message from the server, answering its requests on the way (they are returned too).
+    pub fn next(&mut self, wait: Duration) -> Option<Value> {
+        let message = match self.messages.recv_timeout(wait) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => return None,
+            Err(RecvTimeoutError::Disconnected) => panic!("the server exited"),
+        };
+        if let (Some(id), Some(method)) = (message.get("id").cloned(), message.get("method").and_then(Value::as_str)) {
+            let result = match method {
+                "workspace/configuration" => {
+                    let items = message["params"]["items"].as_array().cloned().unwrap_or_default();
+                    Value::Array(
+                        items
+                            .iter()
+                            .map(|item| {
+                                let section = item["section"].as_str().unwrap_or_default();
+                                self.settings.get(section).cloned().unwrap_or(Value::Null)
+                            })
+                            .collect(),
+                    )
+                }
+                _ => Value::Null,
+            };
+            self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        }
+        if message.get("method").and_then(Value::as_str) == Some("$/progress") {
+            if let Some(kind) = message["params"]["value"]["kind"].as_str() {
+                self.progress.push(kind.to_owned());
+            }
+        }
+        Some(message)
+    }
+
+    /// Waits until the server sent nothing for `quiet`; returns how many `publishDiagnostics` came meanwhile.
+    pub fn settle(&mut self, quiet: Duration) -> usize {
+        let mut published = 0;
+        while let Some(message) = self.next(quiet) {
+            if message.get("method").and_then(Value::as_str) == Some("textDocument/publishDiagnostics") {
+                published += 1;
+            }
+        }
+        published
+    }
+
+    /// Waits for diagnostics of every `(uri, version)`; a `None` version takes the first publication for the
+    /// file (servers that do not send versions). Returns how many diagnostics they held.
+    pub fn diagnostics(&mut self, wanted: &[(Url, Option<i64>)]) -> usize {
+        let mut missing: Vec<(String, Option<i64>)> =
+            wanted.iter().map(|(uri, version)| (uri.to_string(), *version)).collect();
+        let mut count = 0;
+        let deadline = Instant::now() + TIMEOUT;
+        while !missing.is_empty() {
+            assert!(Instant::now() < deadline, "no diagnostics for {} files, e.g. {:?}", missing.len(), missing[0]);
+            let Some(message) = self.next(TIMEOUT) else { continue };
+            if message.get("method").and_then(Value::as_str) != Some("textDocument/publishDiagnostics") {
+                continue;
+            }
+            let params = &message["params"];
+            let uri = params["uri"].as_str().unwrap_or_default();
+            let version = params["version"].as_i64();
+            let before = missing.len();
+            missing.retain(|(wanted, wanted_version)| {
+                !(wanted == uri && (wanted_version.is_none() || version.is_none() || *wanted_version == version))
+            });
+            if missing.len() < before {
+                count += params["diagnostics"].as_array().map_or(0, Vec::len);
+            }
+        }
+        count
+    }
+
+    pub fn open(&mut self, path: &Path, text: &str) {
+        self.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri(path), "languageId": "yaml", "version": 1, "text": text}}),
+        );
+    }
+
+    /// Replaces `text` (same length) at `line`:`start` in document version `version`.
+    pub fn change(&mut self, path: &Path, version: i64, line: u32, start: u32, text: &str) {
+        let end = start + text.len() as u32;
+        self.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": uri(path), "version": version},
+                "contentChanges": [{
+                    "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+                    "text": text,
+                }],
+            }),
+        );
+    }
+
+    /// `VmHWM` (peak) and `VmRSS` (now) of the server process, in KiB.
+    pub fn memory_kib(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmHWM:"), field("VmRSS:"))
+    }
+
+    pub fn shutdown(mut self) {
+        self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

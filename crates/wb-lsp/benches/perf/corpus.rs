@@ -1,0 +1,74 @@
+//! The inputs every scenario measures: generated packages and repositories, written once per run.
+
+use std::path::{Path, PathBuf};
+
+use wb_testsupport::write_file;
+
+/// Lines of the large manifest: 5,000 `env` entries of two lines each, plus the header.
+pub const LARGE_VARS: usize = 5_000;
+
+/// A package like the example's `migrations`: instructions, two skills, a Dockerfile build, an MCP server
+/// whose header references an env variable, two runtimes. Returns its manifest.
+pub fn normal_package(root: &Path, i: usize) -> PathBuf {
+    let dir = root.join(".workbenches").join(format!("pkg-{i:04}"));
+    write_file(&dir.join("instructions.md"), format!("Package {i}: do the work.\n"));
+    write_file(&dir.join("Dockerfile"), "FROM node:22\n");
+    for skill in ["review", "release"] {
+        write_file(
+            &dir.join("skills").join(skill).join("SKILL.md"),
+            format!("---\nname: {skill}\ndescription: The {skill} skill of package {i}.\n---\n"),
+        );
+    }
+    let manifest = format!(
+        "spec: 1\nversion: 1.{i}.0\nname: pkg-{i:04}\ndescription: Generated package {i}.\nrunner: opencode\n\
+         model:\n  id: openai/gpt-5.6-terra\n  routes:\n    - provider: openai\ninstructions: ./instructions.md\n\
+         skills:\n  - ./skills/review\n  - ./skills/release\ntools: [node, npm]\nmcps:\n  - name: db\n    \
+         transport: http\n    url: https://db.example.com/mcp/{i}\n    headers:\n      Authorization: Bearer \
+         ${{DB_TOKEN}}\nenv:\n  DB_TOKEN:\n    required: true\n  DATABASE_URL:\n    required: false\n\
+         runtimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      context: ../..\n  local: {{}}\n"
+    );
+    let path = dir.join("workbench.yml");
+    write_file(&path, &manifest);
+    path
+}
+
+/// The text of the large manifest: 10,000+ lines, 5,000 `env` entries.
+pub fn large_manifest_text(name: &str) -> String {
+    let mut text = format!(
+        "spec: 1\nversion: 1.0.0\nname: {name}\ndescription: Generated large manifest.\nrunner: opencode\n\
+         model:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nenv:\n"
+    );
+    for i in 0..LARGE_VARS {
+        text.push_str(&format!("  VAR_{i}:\n    required: {}\n", i % 2 == 0));
+    }
+    text.push_str("runtimes:\n  local: {}\n");
+    text
+}
+
+/// Line (0-based) of `VAR_{i}:` in the large manifest.
+pub fn large_var_line(i: usize) -> u32 {
+    (9 + 2 * i) as u32
+}
+
+/// A package with the large manifest. Returns its manifest.
+pub fn large_package(root: &Path, name: &str) -> PathBuf {
+    let dir = root.join(".workbenches").join(name);
+    write_file(&dir.join("instructions.md"), "Large.\n");
+    let path = dir.join("workbench.yml");
+    write_file(&path, large_manifest_text(name));
+    path
+}
+
+/// A repository (a `.git` directory marks it) with `normal` generated packages and the named large ones.
+pub struct Repository {
+    pub normal: Vec<PathBuf>,
+    pub large: Vec<PathBuf>,
+}
+
+pub fn repository(root: &Path, normal: usize, large: &[&str]) -> Repository {
+    std::fs::create_dir_all(root.join(".git")).expect("repository");
+    Repository {
+        normal: (0..normal).map(|i| normal_package(root, i)).collect(),
+        large: large.iter().map(|name| large_package(root, name)).collect(),
+    }
+}

@@ -1,0 +1,282 @@
+//! The scenarios: memory, large-file latency, `check` throughput, workspace scale.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::client::{Client, uri};
+use crate::corpus::{self, LARGE_VARS};
+use crate::stats::{Samples, measure_process, mib, ms, row};
+
+/// The peers, found through their variables (`scripts/install-peers.sh` prints them).
+pub struct Peers {
+    pub yaml_ls: Option<PathBuf>,
+    pub check_jsonschema: Option<PathBuf>,
+}
+
+impl Peers {
+    pub fn from_env() -> Peers {
+        let var = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.exists());
+        Peers { yaml_ls: var("WB_PEER_YAML_LS"), check_jsonschema: var("WB_PEER_CHECK_JSONSCHEMA") }
+    }
+}
+
+fn wb_lsp() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_wb-lsp"))
+}
+
+/// Our generated spec 1 schema, which yaml-language-server and check-jsonschema validate against.
+fn schema() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/v1/workbench.schema.json").canonicalize().expect("schema")
+}
+
+/// A server under measurement.
+#[derive(Clone, Copy, PartialEq)]
+enum Server<'a> {
+    Wb,
+    YamlLs(&'a Path),
+}
+
+impl Server<'_> {
+    fn start(self, root: &Path, pull: bool) -> (Client, Instant) {
+        let mut capabilities = json!({
+            "workspace": {
+                "configuration": true,
+                "workspaceFolders": true,
+                "didChangeWatchedFiles": {"dynamicRegistration": true},
+            },
+            "window": {"workDoneProgress": true},
+            "textDocument": {
+                "publishDiagnostics": {"relatedInformation": true, "versionSupport": true},
+                "completion": {"completionItem": {"snippetSupport": true, "documentationFormat": ["markdown"]}},
+                "hover": {"contentFormat": ["markdown"]},
+                "synchronization": {"didSave": true},
+            },
+        });
+        if pull {
+            capabilities["textDocument"]["diagnostic"] = json!({});
+            capabilities["workspace"]["diagnostic"] = json!({"refreshSupport": true});
+        }
+        match self {
+            Server::Wb => {
+                let mut command = Command::new(wb_lsp());
+                command.arg("--stdio");
+                Client::start(command, root, capabilities, json!({"workbench": {}}))
+            }
+            Server::YamlLs(path) => {
+                let mut command = Command::new(path);
+                command.arg("--stdio");
+                let schemas = json!({ uri(&schema()).to_string(): ["workbench.yml", "**/workbench.yml"] });
+                let yaml = json!({
+                    "schemas": schemas, "validate": true, "hover": true, "completion": true,
+                    "format": {"enable": false}, "schemaStore": {"enable": false},
+                });
+                Client::start(command, root, capabilities, json!({"yaml": yaml}))
+            }
+        }
+    }
+
+    /// The version a publication is matched on (yaml-language-server sends none).
+    fn version(self, version: i64) -> Option<i64> {
+        match self {
+            Server::Wb => Some(version),
+            Server::YamlLs(_) => None,
+        }
+    }
+}
+
+fn servers(peers: &Peers) -> Vec<Server<'_>> {
+    let mut servers = vec![Server::Wb];
+    servers.extend(peers.yaml_ls.as_deref().map(Server::YamlLs));
+    servers
+}
+
+fn text(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("manifest")
+}
+
+/// Opens every manifest and waits for its diagnostics; returns how many there were.
+fn open_all(client: &mut Client, server: Server, manifests: &[PathBuf]) -> usize {
+    for path in manifests {
+        client.open(path, &text(path));
+    }
+    let wanted: Vec<_> = manifests.iter().map(|path| (uri(path), server.version(1))).collect();
+    client.diagnostics(&wanted)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+/// Peak RSS with 10 normal and 2 large manifests open, then the same with 1,000 packages in the workspace.
+pub fn memory(scratch: &Path, peers: &Peers) {
+    println!("\nmemory: peak RSS of the server process (VmHWM)");
+    for (label, normal) in
+        [("10 normal + 2 large manifests open", 10), ("the same, 1,000 packages in the workspace", 1_000)]
+    {
+        let root = scratch.join(format!("memory-{normal}"));
+        let repo = corpus::repository(&root, normal, &["large-a", "large-b"]);
+        let open: Vec<PathBuf> = repo.normal.iter().take(10).chain(repo.large.iter()).cloned().collect();
+        let mut figures = Vec::new();
+        for server in servers(peers) {
+            let (mut client, _) = server.start(&root, false);
+            client.settle(Duration::from_millis(300));
+            let (_, after_initialize) = client.memory_kib();
+            let count = open_all(&mut client, server, &open);
+            if server == Server::Wb {
+                assert_eq!(count, 0, "the generated packages are clean");
+            }
+            client.settle(Duration::from_millis(500));
+            let (peak, now) = client.memory_kib();
+            figures.push(format!("{} (now {}, after initialize {})", mib(peak), mib(now), mib(after_initialize)));
+            client.shutdown();
+        }
+        figures.resize(2, "skipped".to_owned());
+        row(label, &figures[0], &figures[1]);
+    }
+}
+
+/// Edit → diagnostics, completion and hover on the 10,000-line manifest.
+pub fn large(scratch: &Path, peers: &Peers, samples: usize) {
+    let root = scratch.join("large");
+    let repo = corpus::repository(&root, 0, &["large"]);
+    let path = repo.large[0].clone();
+    let lines = text(&path).lines().count();
+    println!("\nlarge file: {lines} lines, {LARGE_VARS} env entries; each figure from send to answer");
+    let middle = LARGE_VARS / 2;
+    let key_line = corpus::large_var_line(middle);
+    let value_line = key_line + 1;
+    let mut results: Vec<Vec<String>> = Vec::new();
+    for server in servers(peers) {
+        let (mut client, _) = server.start(&root, false);
+        client.settle(Duration::from_millis(300));
+        let started = Instant::now();
+        let count = open_all(&mut client, server, std::slice::from_ref(&path));
+        let open = started.elapsed();
+        if server == Server::Wb {
+            assert_eq!(count, 0, "the large manifest is clean");
+        }
+        client.settle(Duration::from_millis(300));
+        // `description: Generated …`: the word flips case, one incremental change per edit.
+        let mut edits = Vec::new();
+        for edit in 0..samples {
+            let version = edit as i64 + 2;
+            let word = if edit % 2 == 0 { "GENERATED" } else { "Generated" };
+            let started = Instant::now();
+            client.change(&path, version, 3, 13, word);
+            let count = client.diagnostics(&[(uri(&path), server.version(version))]);
+            edits.push(started.elapsed());
+            if server == Server::Wb {
+                assert_eq!(count, 0, "the edited manifest stays clean");
+            }
+            client.settle(Duration::from_millis(if server == Server::Wb { 30 } else { 100 }));
+        }
+        let mut request = |method: &str, line: u32, character: u32, check: &dyn Fn(&Value) -> bool| {
+            let mut times = Vec::new();
+            for _ in 0..samples {
+                let params =
+                    json!({"textDocument": {"uri": uri(&path)}, "position": {"line": line, "character": character}});
+                let (result, elapsed) = client.request(method, params);
+                if server == Server::Wb {
+                    assert!(check(&result), "{method} at {line}:{character}: {result}");
+                }
+                times.push(elapsed);
+            }
+            Samples::new(times).summary()
+        };
+        let has_items = |labels: &'static [&'static str]| {
+            move |result: &Value| {
+                let items = result.get("items").or(Some(result)).and_then(Value::as_array).cloned().unwrap_or_default();
+                labels.iter().all(|label| items.iter().any(|item| item["label"] == *label))
+            }
+        };
+        let value = request("textDocument/completion", value_line, 14, &has_items(&["true", "false"]));
+        let key = request("textDocument/completion", value_line, 4, &has_items(&["required"]));
+        let hover_key = request("textDocument/hover", value_line, 6, &|r: &Value| r.get("contents").is_some());
+        let hover_var = request("textDocument/hover", key_line, 4, &|r: &Value| r.get("contents").is_some());
+        results.push(vec![ms(open), Samples::new(edits).summary(), value, key, hover_key, hover_var]);
+        client.shutdown();
+    }
+    let labels = [
+        "open → diagnostics".to_owned(),
+        "edit → diagnostics (description, line 4)".to_owned(),
+        format!("completion of a value (`required: `, line {})", value_line + 1),
+        format!("completion of a key (line {})", value_line + 1),
+        format!("hover on a key (`required`, line {})", value_line + 1),
+        format!("hover on an env name (`VAR_{middle}`, line {})", key_line + 1),
+    ];
+    for (i, label) in labels.iter().enumerate() {
+        let peer = results.get(1).map_or("skipped".to_owned(), |r| r[i].clone());
+        row(label, &results[0][i], &peer);
+    }
+}
+
+/// `wb-lsp check` on 300 and 3,000 packages, whole processes; check-jsonschema on the same manifests.
+pub fn check(scratch: &Path, peers: &Peers) {
+    println!("\ncheck: whole processes, spawn to exit; peak RSS from getrusage");
+    for (count, runs, peer_runs) in [(300, 30, 3), (3_000, 10, 1)] {
+        let root = scratch.join(format!("check-{count}"));
+        let repo = corpus::repository(&root, count, &[]);
+        let (ours, rss, code) = measure_process(&wb_lsp(), &["check".to_owned(), root.display().to_string()], runs);
+        assert_eq!(code, 0, "the generated packages are clean");
+        let peer = match &peers.check_jsonschema {
+            Some(peer) => {
+                let mut args = vec!["--schemafile".to_owned(), schema().display().to_string()];
+                args.extend(repo.normal.iter().map(|p| p.display().to_string()));
+                let (theirs, rss, code) = measure_process(peer, &args, peer_runs);
+                assert_eq!(code, 0, "check-jsonschema accepts the generated manifests");
+                let ratio = theirs.median().as_secs_f64() / ours.median().as_secs_f64();
+                format!("{} {} ({ratio:.0}x wb-lsp's time)", theirs.summary(), mib(rss))
+            }
+            None => "skipped".to_owned(),
+        };
+        row(&format!("check {count} packages"), &format!("{} {}", ours.summary(), mib(rss)), &peer);
+    }
+}
+
+/// Opening a folder of 1,000 packages (push and pull), and what one change rechecks.
+pub fn workspace(scratch: &Path) {
+    println!("\nworkspace: a folder with 1,000 packages (wb-lsp only: the peer checks open files only)");
+    let root = scratch.join("workspace");
+    let repo = corpus::repository(&root, 1_000, &[]);
+    let all: Vec<_> = repo.normal.iter().map(|path| (uri(path), None)).collect();
+
+    let (mut client, initialized) = Server::Wb.start(&root, false);
+    let count = client.diagnostics(&all);
+    let elapsed = initialized.elapsed();
+    assert_eq!(count, 0, "the generated packages are clean");
+    client.settle(Duration::from_millis(300));
+    let progress = client.progress.join(",");
+    row("initialized → diagnostics of 1,000 packages (push)", &format!("{} (progress: {progress})", ms(elapsed)), "");
+
+    // One package's instructions change on disk: only that package depends on them.
+    let changed = repo.normal[500].parent().expect("package").join("instructions.md");
+    for (label, path) in
+        [("instructions.md of one package changes", changed), ("one closed manifest changes", repo.normal[501].clone())]
+    {
+        let mut bytes = std::fs::read(&path).expect("file");
+        bytes.extend_from_slice(b"\n");
+        std::fs::write(&path, bytes).expect("write");
+        let started = Instant::now();
+        client.notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": uri(&path), "type": 2}]}));
+        let mut first = None;
+        let mut published = 0;
+        while let Some(message) = client.next(Duration::from_millis(300)) {
+            if message.get("method").and_then(Value::as_str) == Some("textDocument/publishDiagnostics") {
+                published += 1;
+                first.get_or_insert_with(|| started.elapsed());
+            }
+        }
+        let first = first.map_or("none".to_owned(), ms);
+        row(label, &format!("{published} package(s) republished, first after {first}"), "");
+    }
+    client.shutdown();
+
+    let (mut client, initialized) = Server::Wb.start(&root, true);
+    let (result, _) = client.request("workspace/diagnostic", json!({"previousResultIds": []}));
+    let elapsed = initialized.elapsed();
+    let items = result["items"].as_array().map_or(0, Vec::len);
+    assert!(items >= 1_000, "a report per package: {items}");
+    row("initialized → workspace/diagnostic answered (pull)", &format!("{} ({items} reports)", ms(elapsed)), "");
+    client.shutdown();
+}
