@@ -11,7 +11,7 @@ mod markdown;
 mod navigation;
 mod symbols;
 
-pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completions};
+pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completions, completions_parsed};
 pub use context::{Located, YamlPath, locate};
 pub use hover::{Hover, hover};
 pub use markdown::to_plain_text;

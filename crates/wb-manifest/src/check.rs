@@ -206,7 +206,7 @@ pub(crate) fn check_bytes(
     if bytes.len() > MAX_MANIFEST_BYTES {
         return PackageReport::problem(manifest_path, Code::FileTooLarge, too_large_message(bytes.len() as u64));
     }
-    let parse = wb_syntax::parse(bytes);
+    let parse = fs.cached_parse(manifest_path, bytes).unwrap_or_else(|| Arc::new(wb_syntax::parse(bytes)));
     let mut diagnostics: Vec<Diagnostic> =
         parse.errors.iter().map(|error| syntax_diagnostic(manifest_path, &parse.text, error)).collect();
     let fatal_syntax = parse.errors.iter().any(|e| e.kind != SyntaxErrorKind::ByteOrderMark);

@@ -47,6 +47,12 @@ pub trait FileSystem: Send + Sync {
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind>;
     /// The entries of a directory (full paths), sorted.
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+    /// A parse of `bytes`, just read from `path`, that this file system keeps (an editor's buffer, parsed once
+    /// for its diagnostics, hover and completion); `None` lets the checks parse.
+    fn cached_parse(&self, path: &Path, bytes: &[u8]) -> Option<std::sync::Arc<wb_syntax::Parse>> {
+        let _ = (path, bytes);
+        None
+    }
 }
 
 /// The real file system.

@@ -18,6 +18,7 @@ mod models;
 mod nearest_path;
 pub mod outbox;
 mod package;
+mod recording;
 mod rules;
 pub mod safe_fixes;
 pub mod schema;
@@ -34,3 +35,4 @@ pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, norm
 pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
 pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
 pub use package::{claude_config_problem, is_credential_file, repository_root};
+pub use recording::{Dependencies, Recording};

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use wb_manifest::fields::{self, Field, Lookup, Segment};
 use wb_manifest::{FileSystem, ModelCatalog};
-use wb_syntax::TextRange;
+use wb_syntax::{Parse, TextRange};
 
 use crate::context::{spec_of, spec_of_text};
 use context::{Place, context, indentation, line_bounds};
@@ -71,8 +71,25 @@ pub fn completions(
     if !text.is_char_boundary(offset) {
         return Vec::new();
     }
-    let Some(context) = context(text, offset) else { return Vec::new() };
     let parsed = wb_syntax::parse_str(text);
+    completions_parsed(fs, manifest_path, text, &parsed, offset, catalog, options)
+}
+
+/// [`completions`] with the document's parse already at hand (`parsed` must be the parse of `text`).
+pub fn completions_parsed(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    text: &str,
+    parsed: &Parse,
+    offset: usize,
+    catalog: &ModelCatalog,
+    options: CompletionOptions,
+) -> Vec<CompletionItem> {
+    let offset = offset.min(text.len());
+    if !text.is_char_boundary(offset) {
+        return Vec::new();
+    }
+    let Some(context) = context(text, offset) else { return Vec::new() };
     let spec = if parsed.root.is_some() { spec_of(parsed.root.as_ref()) } else { spec_of_text(text) };
     let replace = context.replace;
     match context.place {

@@ -48,16 +48,18 @@ pub fn diagnostic(
     diagnostic: &Diagnostic,
     index: &LineIndex,
     encoding: PositionEncoding,
-    index_of: &dyn Fn(&Path) -> Option<LineIndex>,
+    index_of: &dyn Fn(&Path) -> Option<std::sync::Arc<LineIndex>>,
 ) -> lsp::Diagnostic {
     let related: Vec<lsp::DiagnosticRelatedInformation> = diagnostic
         .related
         .iter()
         .filter_map(|related| {
             let uri = path_to_url(&related.path)?;
-            let related_index =
-                if related.path == diagnostic.path { Some(index.clone()) } else { index_of(&related.path) };
-            let range = related_index.map_or_else(lsp::Range::default, |i| range(&i, related.range, encoding));
+            let range = if related.path == diagnostic.path {
+                range(index, related.range, encoding)
+            } else {
+                index_of(&related.path).map_or_else(lsp::Range::default, |i| range(&i, related.range, encoding))
+            };
             Some(lsp::DiagnosticRelatedInformation {
                 location: lsp::Location { uri, range },
                 message: related.message.clone(),

@@ -14,13 +14,14 @@ use anyhow::Context;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use lsp_server::{Message, Notification, ReqQueue, RequestId, Response};
 use lsp_types as lsp;
-use wb_manifest::ModelCatalog;
+use wb_manifest::{Dependencies, ModelCatalog};
 use wb_syntax::PositionEncoding;
 
 use super::capabilities::{ClientFeatures, Negotiated};
 use super::convert;
-use super::handlers::diagnostics;
-use super::state::{self, Config, Document, Overlay, Snapshot};
+use super::handlers::diagnostics::{self, Computed};
+use super::progress::{self, CheckProgress};
+use super::state::{self, Config, Document, Overlay, ParseCache, Snapshot};
 
 /// Work for the worker pool.
 pub type Job = Box<dyn FnOnce() + Send>;
@@ -28,7 +29,7 @@ pub type Job = Box<dyn FnOnce() + Send>;
 /// Work finished off the loop thread.
 pub enum Task {
     Response(Response),
-    Diagnostics { generation: u64, files: Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)>, owner: PathBuf },
+    Diagnostics { generation: u64, files: Computed, owner: PathBuf, dependencies: Option<Dependencies> },
 }
 
 /// What an outgoing request to the client is waiting for.
@@ -36,6 +37,8 @@ pub enum Outgoing {
     Configuration,
     /// The `workspace/applyEdit` of a `workbench.migrate` request, which is answered with the client's reply.
     Migration(RequestId),
+    /// The `window/workDoneProgress/create` of the diagnostics batch shown as progress.
+    Progress,
     Other,
 }
 
@@ -54,6 +57,10 @@ pub struct DiagnosticsSchedule {
     generations: HashMap<PathBuf, u64>,
     next_generation: u64,
     published: HashMap<PathBuf, HashSet<PathBuf>>,
+    /// What each manifest's last check read: a change elsewhere does not recheck it.
+    dependencies: HashMap<PathBuf, Dependencies>,
+    /// The large batch in flight, shown as progress.
+    progress: Option<CheckProgress>,
 }
 
 pub struct GlobalState {
@@ -64,6 +71,7 @@ pub struct GlobalState {
     pub task_sender: Sender<Task>,
     pub tasks: Receiver<Task>,
     pub documents: Arc<HashMap<PathBuf, Document>>,
+    parses: Arc<ParseCache>,
     encoding: PositionEncoding,
     pub roots: Vec<PathBuf>,
     config: Arc<Config>,
@@ -110,6 +118,7 @@ impl GlobalState {
             task_sender,
             tasks,
             documents: Arc::new(HashMap::new()),
+            parses: Arc::new(ParseCache::default()),
             encoding,
             roots,
             config: Arc::new(Config::default()),
@@ -131,7 +140,11 @@ impl GlobalState {
 
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            overlay: Overlay { documents: Arc::clone(&self.documents) },
+            overlay: Overlay {
+                documents: Arc::clone(&self.documents),
+                parses: Arc::clone(&self.parses),
+                disk: Arc::new(wb_manifest::DiskCache::new()),
+            },
             encoding: self.encoding,
             catalog: Arc::clone(&self.catalog),
             config: Arc::clone(&self.config),
@@ -222,14 +235,18 @@ impl GlobalState {
             (Some(options), true) => options.clone(),
             _ => value,
         };
-        self.apply_settings(&value);
-        self.mark_all_dirty();
+        // The same settings change no diagnostics: the workspace scan that started at `initialized` stands.
+        if self.apply_settings(&value) {
+            self.mark_all_dirty();
+        }
     }
 
     /// Takes new settings (and the model catalog they name); their problems are shown unless they are the ones
-    /// shown last.
-    pub fn apply_settings(&mut self, value: &serde_json::Value) {
+    /// shown last. Returns whether they may change diagnostics (a catalog file is read again, so naming one
+    /// always counts as a change).
+    pub fn apply_settings(&mut self, value: &serde_json::Value) -> bool {
         let (config, problems) = Config::from_json(value);
+        let changed = config != *self.config || config.model_catalog.is_some();
         let mut problems: Vec<(lsp::MessageType, String)> =
             problems.into_iter().map(|problem| (lsp::MessageType::WARNING, problem)).collect();
         let catalog = match &config.model_catalog {
@@ -248,6 +265,7 @@ impl GlobalState {
         }
         self.catalog = Arc::new(catalog);
         self.config = Arc::new(config);
+        changed
     }
 
     /// Adds the manifests under `root` and schedules their check.
@@ -325,15 +343,19 @@ impl GlobalState {
             return;
         }
         let repository = wb_manifest::repository_root(path).or_else(|| path.parent().map(Path::to_path_buf));
+        let dependencies = &self.diagnostics.dependencies;
         let affected: Vec<PathBuf> = self
             .manifests
             .iter()
             .filter(|manifest| {
                 let root = wb_manifest::repository_root(manifest).or_else(|| manifest.parent().map(Path::to_path_buf));
-                match (&root, &repository) {
+                let same_repository = match (&root, &repository) {
                     (Some(root), Some(repository)) => root == repository || path.starts_with(root),
                     _ => false,
-                }
+                };
+                // A package checked before is rechecked only when its check read the path (or listed the
+                // directory it is in); one not checked yet is rechecked.
+                same_repository && dependencies.get(*manifest).is_none_or(|read| read.depends_on(path))
             })
             .cloned()
             .collect();
@@ -380,17 +402,78 @@ impl GlobalState {
             return;
         }
         let snapshot = self.snapshot();
+        let mut scheduled = Vec::new();
         for owner in std::mem::take(&mut self.diagnostics.dirty) {
             self.diagnostics.next_generation += 1;
             let generation = self.diagnostics.next_generation;
+            scheduled.push(generation);
             self.diagnostics.generations.insert(owner.clone(), generation);
             let tasks = self.task_sender.clone();
             let snapshot = snapshot.clone();
             let _ = self.jobs.send(Box::new(move || {
-                let computed = std::panic::catch_unwind(AssertUnwindSafe(|| diagnostics::compute(&snapshot, &owner)));
-                let files = computed.unwrap_or_default();
-                let _ = tasks.send(Task::Diagnostics { generation, files, owner });
+                let computed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    diagnostics::compute_with_dependencies(&snapshot, &owner)
+                }));
+                let (files, dependencies) = computed.unwrap_or_default();
+                let _ = tasks.send(Task::Diagnostics { generation, files, owner, dependencies });
             }));
+        }
+        self.track_progress(scheduled);
+    }
+
+    /// Shows a batch of at least [`progress::MIN_OWNERS`] checks as progress (when the client shows it); a
+    /// batch scheduled while one runs joins it.
+    fn track_progress(&mut self, scheduled: Vec<u64>) {
+        let supported = self.client.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
+        if let Some(running) = self.diagnostics.progress.as_mut() {
+            running.add(scheduled);
+            return;
+        }
+        if !supported || scheduled.len() < progress::MIN_OWNERS {
+            return;
+        }
+        self.diagnostics.next_generation += 1;
+        let token = lsp::ProgressToken::String(format!("wb-lsp/check/{}", self.diagnostics.next_generation));
+        let create = lsp::WorkDoneProgressCreateParams { token: token.clone() };
+        if self.request_client::<lsp::request::WorkDoneProgressCreate>(create, Outgoing::Progress).is_err() {
+            return;
+        }
+        let mut batch = CheckProgress::new(token);
+        batch.add(scheduled);
+        self.diagnostics.progress = Some(batch);
+    }
+
+    /// The client answered the batch's `window/workDoneProgress/create`: progress begins (and ends at once if
+    /// the batch finished meanwhile); a refused token shows none.
+    pub fn progress_created(&mut self, accepted: bool) {
+        let Some(mut batch) = self.diagnostics.progress.take() else { return };
+        if !accepted {
+            return;
+        }
+        let begin = batch.begin();
+        self.send_progress(&batch.token, begin);
+        if batch.is_done() {
+            self.send_progress(&batch.token, batch.end());
+        } else {
+            self.diagnostics.progress = Some(batch);
+        }
+    }
+
+    fn send_progress(&self, token: &lsp::ProgressToken, value: lsp::WorkDoneProgress) {
+        let params = lsp::ProgressParams { token: token.clone(), value: lsp::ProgressParamsValue::WorkDone(value) };
+        let _ = self.notify::<lsp::notification::Progress>(params);
+    }
+
+    /// Counts a finished check in the batch shown as progress.
+    fn progress_finished(&mut self, generation: u64) {
+        let Some(batch) = self.diagnostics.progress.as_mut() else { return };
+        let value = batch.finished(generation);
+        let token = batch.token.clone();
+        if batch.is_done() && batch.started {
+            self.diagnostics.progress = None;
+        }
+        if let Some(value) = value {
+            self.send_progress(&token, value);
         }
     }
 
@@ -399,12 +482,18 @@ impl GlobalState {
     pub fn diagnostics_computed(
         &mut self,
         generation: u64,
-        files: Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)>,
+        files: Computed,
         owner: PathBuf,
+        dependencies: Option<Dependencies>,
     ) -> anyhow::Result<()> {
+        self.progress_finished(generation);
         if self.diagnostics.generations.get(&owner).is_some_and(|latest| *latest != generation) {
             return Ok(());
         }
+        match dependencies {
+            Some(dependencies) => self.diagnostics.dependencies.insert(owner.clone(), dependencies),
+            None => self.diagnostics.dependencies.remove(&owner),
+        };
         let mut now: HashSet<PathBuf> = HashSet::new();
         for (path, version, diagnostics) in files {
             let current = self.documents.get(&path).map(|d| d.version);

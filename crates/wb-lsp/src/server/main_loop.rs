@@ -71,8 +71,8 @@ fn main_loop(state: &mut GlobalState, receiver: &Receiver<Message>) -> anyhow::R
             recv(state.tasks) -> task => {
                 match task {
                     Ok(Task::Response(response)) => state.respond(response)?,
-                    Ok(Task::Diagnostics { generation, files, owner }) => {
-                        state.diagnostics_computed(generation, files, owner)?;
+                    Ok(Task::Diagnostics { generation, files, owner, dependencies }) => {
+                        state.diagnostics_computed(generation, files, owner, dependencies)?;
                     }
                     Err(_) => {}
                 }
@@ -266,6 +266,10 @@ fn on_response(state: &mut GlobalState, response: Response) -> anyhow::Result<()
             Ok(())
         }
         Some(Outgoing::Migration(request)) => handlers::commands::migration_answered(state, request, response),
+        Some(Outgoing::Progress) => {
+            state.progress_created(response.error.is_none());
+            Ok(())
+        }
         Some(Outgoing::Other) | None => Ok(()),
     }
 }

@@ -6,7 +6,8 @@
 //! the latest scheduled one is never published. A panic in a handler answers its request with an error.
 //!
 //! The rooms: `capabilities` (the `initialize` handshake), `main_loop` (the loop, request routing, workers),
-//! `global_state` (the state, snapshots, sending, diagnostics scheduling), `handlers` (one module per request,
+//! `global_state` (the state, snapshots, sending, diagnostics scheduling and what each package depends on),
+//! `progress` (the progress of a large batch of diagnostics), `handlers` (one module per request,
 //! `handlers/notifications` one per notification, `handlers/commands` the `workbench.*` commands), `ext` (the
 //! protocol extensions' types), `state` (documents, settings, snapshots), `transport` (stdio framing).
 
@@ -16,6 +17,7 @@ pub mod ext;
 mod global_state;
 mod handlers;
 mod main_loop;
+mod progress;
 mod state;
 pub mod transport;
 

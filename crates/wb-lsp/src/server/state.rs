@@ -4,10 +4,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use wb_manifest::{Code, FileKind, FileSystem, ModelCatalog, OsFileSystem, PackageReport, ReadLimitError, Severity};
-use wb_syntax::{LineIndex, PositionEncoding};
+use wb_manifest::{Code, DiskCache, FileKind, FileSystem, ModelCatalog, PackageReport, ReadLimitError, Severity};
+use wb_syntax::{LineIndex, Parse, PositionEncoding};
 
 use super::capabilities::ClientFeatures;
 
@@ -96,17 +96,47 @@ impl Config {
     }
 }
 
-/// The file system the checks see: open documents win over the disk.
+/// The parse of the open document used last, shared by every snapshot: an edit's diagnostics parse it once,
+/// and the hover and completion requests that follow answer from that tree. One is kept (the tree of a
+/// 10,000-line manifest is about 2 MB); a document is matched by path and version, so a stale tree is never
+/// used.
+#[derive(Default)]
+pub struct ParseCache {
+    latest: Mutex<Option<(PathBuf, i32, Arc<Parse>)>>,
+}
+
+impl ParseCache {
+    /// The parse of `document` at `path`: the kept one, or a new one (then kept).
+    pub fn get(&self, path: &Path, document: &Document) -> Arc<Parse> {
+        if let Ok(latest) = self.latest.lock() {
+            if let Some((kept, version, parse)) = latest.as_ref() {
+                if kept == path && *version == document.version {
+                    return Arc::clone(parse);
+                }
+            }
+        }
+        let parse = Arc::new(wb_syntax::parse_str(&document.text));
+        if let Ok(mut latest) = self.latest.lock() {
+            *latest = Some((path.to_owned(), document.version, Arc::clone(&parse)));
+        }
+        parse
+    }
+}
+
+/// The file system the checks see: open documents win over the disk. Each snapshot has its own
+/// [`DiskCache`], so a batch of checks asks the disk each question once and a later batch asks again.
 #[derive(Clone)]
 pub struct Overlay {
     pub documents: Arc<HashMap<PathBuf, Document>>,
+    pub parses: Arc<ParseCache>,
+    pub disk: Arc<DiskCache>,
 }
 
 impl FileSystem for Overlay {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         match self.documents.get(path) {
             Some(document) => Ok(document.text.as_bytes().to_vec()),
-            None => OsFileSystem.read(path),
+            None => self.disk.read(path),
         }
     }
 
@@ -114,32 +144,32 @@ impl FileSystem for Overlay {
         if self.documents.contains_key(path) {
             return Ok(FileKind::File);
         }
-        OsFileSystem.kind(path)
+        self.disk.kind(path)
     }
 
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
         if self.documents.contains_key(path) {
             return Ok(FileKind::File);
         }
-        OsFileSystem.kind_followed(path)
+        self.disk.kind_followed(path)
     }
 
     /// Always the disk's answer: a buffer never changes where a path leads, so a link out of the package is
     /// seen even while the file it names is open.
     fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
-        OsFileSystem.real_path(path)
+        self.disk.real_path(path)
     }
 
     fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
         match self.documents.get(path) {
             Some(document) if document.text.len() > limit => Err(ReadLimitError::TooLarge(document.text.len() as u64)),
             Some(document) => Ok(document.text.as_bytes().to_vec()),
-            None => OsFileSystem.read_limited(path, limit),
+            None => self.disk.read_limited(path, limit),
         }
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        let mut entries = OsFileSystem.read_dir(path).or_else(|error| {
+        let mut entries = self.disk.read_dir(path).or_else(|error| {
             if self.documents.keys().any(|doc| doc.parent() == Some(path)) { Ok(Vec::new()) } else { Err(error) }
         })?;
         for doc in self.documents.keys() {
@@ -149,6 +179,11 @@ impl FileSystem for Overlay {
         }
         entries.sort();
         Ok(entries)
+    }
+
+    fn cached_parse(&self, path: &Path, bytes: &[u8]) -> Option<Arc<Parse>> {
+        let document = self.documents.get(path)?;
+        (document.text.as_bytes() == bytes).then(|| self.parses.get(path, document))
     }
 }
 
@@ -176,11 +211,27 @@ impl Snapshot {
         self.overlay.read(path).ok().map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// The line index of a file: the open buffer's, or one built from the disk.
-    pub fn index(&self, path: &Path) -> Option<LineIndex> {
+    /// The text, line index and parse of a file: the open buffer's (its parse shared, see [`ParseCache`]), or
+    /// the disk's.
+    pub fn file(&self, path: &Path) -> Option<(Arc<str>, Arc<LineIndex>, Arc<Parse>)> {
         match self.document(path) {
-            Some(document) => Some((*document.index).clone()),
-            None => self.text(path).map(|text| LineIndex::new(&text)),
+            Some(document) => {
+                Some((Arc::clone(&document.text), Arc::clone(&document.index), self.overlay.parses.get(path, document)))
+            }
+            None => {
+                let text = self.text(path)?;
+                let index = Arc::new(LineIndex::new(&text));
+                let parse = Arc::new(wb_syntax::parse_str(&text));
+                Some((Arc::from(text), index, parse))
+            }
+        }
+    }
+
+    /// The line index of a file: the open buffer's, or one built from the disk.
+    pub fn index(&self, path: &Path) -> Option<Arc<LineIndex>> {
+        match self.document(path) {
+            Some(document) => Some(Arc::clone(&document.index)),
+            None => self.text(path).map(|text| Arc::new(LineIndex::new(&text))),
         }
     }
 

@@ -88,7 +88,7 @@ pub fn handle(snapshot: &Snapshot, params: lsp::CodeActionParams) -> anyhow::Res
     };
     let mut actions = Vec::new();
     let report = snapshot.check(&path);
-    let index = snapshot.index(&path).unwrap_or_else(|| wb_syntax::LineIndex::new(""));
+    let index = snapshot.index(&path).unwrap_or_else(|| std::sync::Arc::new(wb_syntax::LineIndex::new("")));
     if wants(&lsp::CodeActionKind::QUICKFIX) {
         for diagnostic in report.diagnostics.iter().filter(|d| d.path == path) {
             let converted = convert::diagnostic(diagnostic, &index, snapshot.encoding, &|other| snapshot.index(other));

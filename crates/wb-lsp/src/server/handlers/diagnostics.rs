@@ -5,14 +5,30 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use lsp_types as lsp;
+use wb_manifest::{Dependencies, Recording};
 use wb_syntax::LineIndex;
 
 use super::super::convert;
 use super::super::state::{Snapshot, is_manifest, is_outbox_declaration, is_skill};
 
+/// Diagnostics of one owner per file they are in, each with the version of the open document it was
+/// computed from.
+pub type Computed = Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)>;
+
+/// [`compute`], plus what a manifest's check read (which changes can alter its diagnostics).
+pub fn compute_with_dependencies(snapshot: &Snapshot, owner: &Path) -> (Computed, Option<Dependencies>) {
+    if !is_manifest(owner) {
+        return (compute(snapshot, owner), None);
+    }
+    let recording = Recording::new(&snapshot.overlay);
+    let mut report = wb_manifest::check_package(&recording, owner, &snapshot.catalog);
+    snapshot.config.apply(&mut report);
+    (convert_all(snapshot, owner, report.diagnostics), Some(recording.dependencies()))
+}
+
 /// Diagnostics of one owner (a manifest, or an open `SKILL.md`), grouped by the file they are in, each with
 /// the version of the open document they were computed from.
-pub fn compute(snapshot: &Snapshot, owner: &Path) -> Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)> {
+pub fn compute(snapshot: &Snapshot, owner: &Path) -> Computed {
     let diagnostics = if is_manifest(owner) {
         snapshot.check(owner).diagnostics
     } else if is_outbox_declaration(owner) {
@@ -28,6 +44,10 @@ pub fn compute(snapshot: &Snapshot, owner: &Path) -> Vec<(PathBuf, Option<i32>, 
     } else {
         Vec::new()
     };
+    convert_all(snapshot, owner, diagnostics)
+}
+
+fn convert_all(snapshot: &Snapshot, owner: &Path, diagnostics: Vec<wb_manifest::Diagnostic>) -> Computed {
     let mut by_file: BTreeMap<PathBuf, Vec<wb_manifest::Diagnostic>> = BTreeMap::new();
     by_file.entry(owner.to_owned()).or_default();
     for diagnostic in diagnostics {
@@ -37,7 +57,7 @@ pub fn compute(snapshot: &Snapshot, owner: &Path) -> Vec<(PathBuf, Option<i32>, 
         .into_iter()
         .map(|(path, diagnostics)| {
             let version = snapshot.document(&path).map(|d| d.version);
-            let index = snapshot.index(&path).unwrap_or_else(|| LineIndex::new(""));
+            let index = snapshot.index(&path).unwrap_or_else(|| std::sync::Arc::new(LineIndex::new("")));
             let converted = diagnostics
                 .iter()
                 .map(|d| convert::diagnostic(d, &index, snapshot.encoding, &|other| snapshot.index(other)))
@@ -71,9 +91,13 @@ pub fn workspace(
     snapshot: &Snapshot,
     _params: lsp::WorkspaceDiagnosticParams,
 ) -> anyhow::Result<lsp::WorkspaceDiagnosticReportResult> {
+    use rayon::prelude::*;
+    let manifests: Vec<&PathBuf> = snapshot.manifests.iter().collect();
+    // Every core checks; the reports keep the manifests' order.
+    let computed: Vec<Computed> = manifests.par_iter().map(|manifest| compute(snapshot, manifest)).collect();
     let mut items = Vec::new();
-    for manifest in snapshot.manifests.iter() {
-        for (path, version, diagnostics) in compute(snapshot, manifest) {
+    for files in computed {
+        for (path, version, diagnostics) in files {
             let Some(uri) = convert::path_to_url(&path) else { continue };
             items.push(lsp::WorkspaceDocumentDiagnosticReport::Full(lsp::WorkspaceFullDocumentDiagnosticReport {
                 uri,

@@ -17,6 +17,7 @@ pub mod rename;
 pub mod symbols;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use lsp_types::Url;
 use wb_syntax::{LineIndex, Parse};
@@ -24,26 +25,19 @@ use wb_syntax::{LineIndex, Parse};
 use super::convert;
 use super::state::Snapshot;
 
-/// A file as the handlers see it: its path, text (the open buffer wins), line index and parse.
+/// A file as the handlers see it: its path, text (the open buffer wins), line index and parse, shared with
+/// the snapshot (an open document's parse is the one its diagnostics used).
 pub struct File {
     pub path: PathBuf,
-    pub text: String,
-    pub index: LineIndex,
-    pub parse: Parse,
+    pub text: Arc<str>,
+    pub index: Arc<LineIndex>,
+    pub parse: Arc<Parse>,
 }
 
 impl File {
     pub fn open(snapshot: &Snapshot, uri: &Url) -> Option<File> {
         let path = convert::url_to_path(uri)?;
-        let (text, index) = match snapshot.document(&path) {
-            Some(document) => (document.text.to_string(), (*document.index).clone()),
-            None => {
-                let text = snapshot.text(&path)?;
-                let index = LineIndex::new(&text);
-                (text, index)
-            }
-        };
-        let parse = wb_syntax::parse_str(&text);
+        let (text, index, parse) = snapshot.file(&path)?;
         Some(File { path, text, index, parse })
     }
 

@@ -25,12 +25,17 @@ fn apply_changes(
 ) {
     let Some(document) = state.documents.get(path) else { return };
     let mut text = document.text.to_string();
+    // The document's own index serves the first change; a later one needs the index of the text as changed.
+    let mut index = Some(Arc::clone(&document.index));
     for change in changes {
         match change.range {
-            None => text = change.text,
+            None => {
+                text = change.text;
+                index = None;
+            }
             Some(range) => {
-                let index = wb_syntax::LineIndex::new(&text);
-                let range = convert::text_range(&index, range, state.encoding());
+                let current = index.take().unwrap_or_else(|| Arc::new(wb_syntax::LineIndex::new(&text)));
+                let range = convert::text_range(&current, range, state.encoding());
                 if range.end <= text.len() && text.is_char_boundary(range.start) && text.is_char_boundary(range.end) {
                     text.replace_range(range.as_range(), &change.text);
                 }

@@ -12,8 +12,9 @@ pub fn handle(state: &mut GlobalState, params: serde_json::Value) -> anyhow::Res
         return state.request_configuration();
     }
     if let Ok(params) = serde_json::from_value::<lsp::DidChangeConfigurationParams>(params) {
-        state.apply_settings(&params.settings);
-        state.mark_all_dirty();
+        if state.apply_settings(&params.settings) {
+            state.mark_all_dirty();
+        }
     }
     Ok(())
 }

@@ -1,0 +1,121 @@
+//! [`Recording`]: a file system that notes every question a check asks, so the language server knows which
+//! files a package's diagnostics depend on (a change elsewhere does not recheck it), and tests can count reads.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::fs::{FileKind, FileSystem, ReadLimitError, normalize};
+
+/// What one check asked of the file system.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dependencies {
+    /// Every path asked about: read, resolved, or asked for its kind (including the ones that did not exist).
+    pub asked: HashSet<PathBuf>,
+    /// Directories whose entries were listed: a file appearing or vanishing in one can change the result.
+    pub listed: HashSet<PathBuf>,
+    /// How many times each file's content was read.
+    pub reads: HashMap<PathBuf, usize>,
+    /// A symbolic link was met: where it leads can change without any event for the paths asked.
+    pub saw_link: bool,
+}
+
+impl Dependencies {
+    /// Whether a change to `path` (created, changed or deleted) can change what the check found.
+    pub fn depends_on(&self, path: &Path) -> bool {
+        self.saw_link || self.asked.contains(path) || path.parent().is_some_and(|dir| self.listed.contains(dir))
+    }
+}
+
+/// `inner`, with every question noted (see the module docs).
+pub struct Recording<'a> {
+    inner: &'a dyn FileSystem,
+    noted: Mutex<Dependencies>,
+}
+
+impl<'a> Recording<'a> {
+    pub fn new(inner: &'a dyn FileSystem) -> Recording<'a> {
+        Recording { inner, noted: Mutex::new(Dependencies::default()) }
+    }
+
+    /// What was asked so far.
+    pub fn dependencies(&self) -> Dependencies {
+        self.noted.lock().map(|noted| noted.clone()).unwrap_or_default()
+    }
+
+    fn note(&self, update: impl FnOnce(&mut Dependencies)) {
+        if let Ok(mut noted) = self.noted.lock() {
+            update(&mut noted);
+        }
+    }
+
+    fn asked(&self, path: &Path) {
+        self.note(|noted| {
+            noted.asked.insert(path.to_owned());
+        });
+    }
+
+    fn read_noted(&self, path: &Path) {
+        self.note(|noted| {
+            noted.asked.insert(path.to_owned());
+            *noted.reads.entry(path.to_owned()).or_default() += 1;
+        });
+    }
+
+    fn kind_noted(&self, path: &Path, kind: io::Result<FileKind>) -> io::Result<FileKind> {
+        self.note(|noted| {
+            noted.asked.insert(path.to_owned());
+            noted.saw_link |= matches!(kind, Ok(FileKind::Symlink));
+        });
+        kind
+    }
+}
+
+impl FileSystem for Recording<'_> {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.read_noted(path);
+        self.inner.read(path)
+    }
+
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        self.read_noted(path);
+        self.inner.read_limited(path, limit)
+    }
+
+    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        let real = self.inner.real_path(path);
+        self.note(|noted| {
+            noted.asked.insert(path.to_owned());
+            if let Ok(real) = &real {
+                // A path that resolves elsewhere went through a link.
+                noted.saw_link |= *real != normalize(path);
+                noted.asked.insert(real.clone());
+            }
+        });
+        real
+    }
+
+    fn kind(&self, path: &Path) -> io::Result<FileKind> {
+        let kind = self.inner.kind(path);
+        self.kind_noted(path, kind)
+    }
+
+    fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
+        let kind = self.inner.kind_followed(path);
+        self.asked(path);
+        kind
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.note(|noted| {
+            noted.asked.insert(path.to_owned());
+            noted.listed.insert(path.to_owned());
+        });
+        self.inner.read_dir(path)
+    }
+
+    fn cached_parse(&self, path: &Path, bytes: &[u8]) -> Option<Arc<wb_syntax::Parse>> {
+        self.inner.cached_parse(path, bytes)
+    }
+}
