@@ -5,6 +5,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use lsp_types::{self as lsp, request as r};
 use serde_json::json;
@@ -417,6 +418,81 @@ fn watched_files_and_skill_documents() {
     let own = client.diagnostics(&skill, |p| !p.diagnostics.is_empty());
     assert_eq!(own.diagnostics[0].message, "Skill name must match its directory: reviewer");
     client.drain();
+}
+
+/// Opening a folder of many packages shows progress; a change on disk rechecks only the package that read
+/// the file, and a file appearing in a directory a package listed rechecks that package.
+#[test]
+fn a_change_rechecks_only_what_read_it_and_a_large_scan_shows_progress() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+    let manifests: Vec<PathBuf> = (0..12)
+        .map(|i| {
+            let package = root.join(format!(".workbenches/pkg-{i:02}"));
+            std::fs::create_dir_all(package.join("skills/review")).expect("mkdir");
+            let manifest = MINIMAL.replace("name: demo", &format!("name: pkg-{i:02}")).replace(
+                "instructions: ./instructions.md\n",
+                "instructions: ./instructions.md\nskills:\n  - ./skills/review\n",
+            );
+            std::fs::write(package.join("workbench.yml"), manifest).expect("write");
+            std::fs::write(package.join("instructions.md"), "# Demo\n").expect("write");
+            std::fs::write(package.join("skills/review/SKILL.md"), "---\nname: review\ndescription: Reviews.\n---\n")
+                .expect("write");
+            package.join("workbench.yml")
+        })
+        .collect();
+    let mut client = Client::start(Options { roots: vec![root.clone()], progress: true, ..Options::default() });
+    for manifest in &manifests {
+        let published = client.diagnostics(manifest, |_| true);
+        assert!(published.diagnostics.is_empty(), "{manifest:?}: {:?}", published.diagnostics);
+    }
+    let progress: Vec<String> = client
+        .collect(Duration::from_millis(300))
+        .into_iter()
+        .filter(|n| n.method == "$/progress")
+        .filter_map(|n| n.params["value"]["kind"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(progress.first().map(String::as_str), Some("begin"), "{progress:?}");
+    assert_eq!(progress.last().map(String::as_str), Some("end"), "{progress:?}");
+
+    let republished = |client: &mut Client| -> Vec<String> {
+        let mut uris: Vec<String> = client
+            .collect(Duration::from_millis(400))
+            .into_iter()
+            .filter(|n| n.method == "textDocument/publishDiagnostics")
+            .filter_map(|n| n.params["uri"].as_str().map(str::to_owned))
+            .collect();
+        uris.sort();
+        uris.dedup();
+        uris
+    };
+    // Package 3 loses its instructions: only package 3 is rechecked.
+    let instructions = manifests[3].with_file_name("instructions.md");
+    std::fs::remove_file(&instructions).expect("remove");
+    client.notify::<lsp::notification::DidChangeWatchedFiles>(lsp::DidChangeWatchedFilesParams {
+        changes: vec![lsp::FileEvent { uri: uri(&instructions), typ: lsp::FileChangeType::DELETED }],
+    });
+    let published = client.diagnostics(&manifests[3], |p| !p.diagnostics.is_empty());
+    assert!(published.diagnostics.iter().any(|d| d.message.starts_with("Instructions file does not exist")));
+    assert_eq!(republished(&mut client), Vec::<String>::new(), "only package 3 is rechecked");
+
+    // A file appears in package 5's skill directory (which its check listed): package 5 alone is rechecked.
+    let extra = manifests[5].with_file_name("skills/review/notes.md");
+    std::fs::write(&extra, "notes\n").expect("write");
+    client.notify::<lsp::notification::DidChangeWatchedFiles>(lsp::DidChangeWatchedFilesParams {
+        changes: vec![lsp::FileEvent { uri: uri(&extra), typ: lsp::FileChangeType::CREATED }],
+    });
+    assert_eq!(republished(&mut client), vec![uri(&manifests[5]).to_string()]);
+
+    // A file no package read: nothing is rechecked.
+    let unrelated = root.join("README.md");
+    std::fs::write(&unrelated, "readme\n").expect("write");
+    client.notify::<lsp::notification::DidChangeWatchedFiles>(lsp::DidChangeWatchedFilesParams {
+        changes: vec![lsp::FileEvent { uri: uri(&unrelated), typ: lsp::FileChangeType::CREATED }],
+    });
+    assert_eq!(republished(&mut client), Vec::<String>::new());
+    client.shutdown();
 }
 
 #[test]

@@ -119,3 +119,62 @@ impl FileSystem for Recording<'_> {
         self.inner.cached_parse(path, bytes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DiskCache, ModelCatalog, check_path};
+
+    /// `check` reads every file once: the manifest, the instructions and each `SKILL.md`; what a package
+    /// asked about is what its diagnostics depend on.
+    #[test]
+    fn a_check_reads_each_file_once() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        for name in ["alpha", "beta"] {
+            let package = root.join(".workbenches").join(name);
+            std::fs::create_dir_all(package.join("skills/review")).unwrap();
+            std::fs::write(
+                package.join("workbench.yml"),
+                format!(
+                    "spec: 1\nversion: 1.0.0\nname: {name}\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+                     instructions: ./instructions.md\nskills:\n  - ./skills/review\nruntimes:\n  local: {{}}\n"
+                ),
+            )
+            .unwrap();
+            std::fs::write(package.join("instructions.md"), "Do it.\n").unwrap();
+            std::fs::write(package.join("skills/review/SKILL.md"), "---\nname: review\ndescription: Reviews.\n---\n")
+                .unwrap();
+        }
+        let disk = DiskCache::new();
+        let recording = Recording::new(&disk);
+        let reports = check_path(&recording, &root, ModelCatalog::embedded());
+        assert_eq!(reports.len(), 2);
+        assert!(
+            reports.iter().all(|r| r.is_valid()),
+            "{:?}",
+            reports.iter().map(|r| &r.diagnostics).collect::<Vec<_>>()
+        );
+        let dependencies = recording.dependencies();
+        let mut reads: Vec<(String, usize)> = dependencies
+            .reads
+            .iter()
+            .map(|(path, count)| (path.strip_prefix(&root).unwrap().display().to_string(), *count))
+            .collect();
+        reads.sort();
+        let expected: Vec<(String, usize)> = ["alpha", "beta"]
+            .iter()
+            .flat_map(|name| {
+                ["instructions.md", "skills/review/SKILL.md", "workbench.yml"]
+                    .map(|file| (format!(".workbenches/{name}/{file}"), 1))
+            })
+            .collect();
+        assert_eq!(reads, expected);
+        assert!(!dependencies.saw_link);
+        let skill_dir = root.join(".workbenches/alpha/skills/review");
+        assert!(dependencies.depends_on(&skill_dir.join("new-file.md")), "a listed directory gains a file");
+        assert!(dependencies.depends_on(&root.join(".workbenches/beta/instructions.md")));
+        assert!(!dependencies.depends_on(&root.join("README.md")));
+    }
+}

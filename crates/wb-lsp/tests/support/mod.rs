@@ -41,6 +41,8 @@ pub struct Options {
     /// Replaces these members of the `textDocument` capabilities (by default the client takes snippets and
     /// Markdown): see `neovim_0_7` and `eglot_1_9`.
     pub text_document: Value,
+    /// The client shows `window/workDoneProgress`.
+    pub progress: bool,
 }
 
 /// The completion and hover capabilities of Neovim 0.7's `vim.lsp.protocol.make_client_capabilities()`.
@@ -84,6 +86,7 @@ impl Default for Options {
             configuration: true,
             initialization_options: json!({}),
             text_document: json!({}),
+            progress: false,
         }
     }
 }
@@ -129,6 +132,9 @@ impl Client {
             for (key, value) in members {
                 capabilities["textDocument"][key] = value.clone();
             }
+        }
+        if options.progress {
+            capabilities["window"] = json!({"workDoneProgress": true});
         }
         if options.pull {
             capabilities["textDocument"]["diagnostic"] = json!({"dynamicRegistration": false});
@@ -291,6 +297,20 @@ impl Client {
             let params: lsp::PublishDiagnosticsParams = serde_json::from_value(notification.params.clone()).ok()?;
             (params.uri == uri && accept(&params)).then_some(params)
         })
+    }
+
+    /// Every notification that arrives within `quiet` of the last one (server requests answered), plus the
+    /// unread ones.
+    pub fn collect(&mut self, quiet: Duration) -> Vec<Notification> {
+        let mut collected: Vec<Notification> = self.unread.drain(..).collect();
+        while let Ok(message) = self.connection.receiver.recv_timeout(quiet) {
+            match message {
+                Message::Request(request) => self.answer_server_request(&request),
+                Message::Notification(notification) => collected.push(notification),
+                Message::Response(response) => panic!("unexpected response {response:?}"),
+            }
+        }
+        collected
     }
 
     /// Marks every notification received so far as read (for tests that do not care about them).

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
 use saphyr_parser::{Event, Marker, ScalarStyle, Span, Tag};
 
 use super::scalar::resolve_plain;
@@ -25,8 +26,9 @@ enum Frame {
         entries: Vec<Entry>,
         merges: Vec<Node>,
         key: Option<Node>,
-        /// Key → position in `entries`, so duplicate detection stays linear in the mapping's size.
-        index: HashMap<String, usize>,
+        /// Key → position in `entries` once the mapping is large, so duplicate detection stays linear in the
+        /// mapping's size (empty, never allocated, for small mappings).
+        index: FxHashMap<String, usize>,
     },
 }
 
@@ -152,7 +154,7 @@ impl<'a> Builder<'a> {
                     entries: Vec::new(),
                     merges: Vec::new(),
                     key: None,
-                    index: HashMap::new(),
+                    index: FxHashMap::default(),
                 });
             }
             Event::SequenceEnd | Event::MappingEnd => {
@@ -323,52 +325,12 @@ impl<'a> Builder<'a> {
             },
         }
         if let Some((key, value)) = pending_entry {
-            let mut frame = self.stack.pop();
-            if let Some(Frame::Mapping { entries, merges, index, .. }) = frame.as_mut() {
-                self.add_entry(entries, merges, index, key, value);
-            }
-            if let Some(frame) = frame {
-                self.stack.push(frame);
+            if let Some(Frame::Mapping { entries, merges, index, .. }) = self.stack.last_mut() {
+                if let Some(error) = add_entry(self.text, entries, merges, index, key, value) {
+                    self.errors.push(error);
+                }
             }
         }
-    }
-
-    fn add_entry(
-        &mut self,
-        entries: &mut Vec<Entry>,
-        merges: &mut Vec<Node>,
-        index: &mut HashMap<String, usize>,
-        key: Node,
-        value: Node,
-    ) {
-        let key_text = match &key.value {
-            Value::Sequence(_) | Value::Mapping(_) => {
-                self.error(
-                    SyntaxErrorKind::ComplexKey,
-                    key.range,
-                    "Mapping keys must be plain strings, not sequences or mappings".to_owned(),
-                );
-                return;
-            }
-            Value::String(text) => text.clone(),
-            _ => self.text.get(key.range.as_range()).unwrap_or_default().to_owned(),
-        };
-        if key_text == "<<" && key.style == Style::Plain {
-            merges.push(value);
-            return;
-        }
-        if let Some(first) = index.get(&key_text).and_then(|at| entries.get(*at)) {
-            let related = Some((first.key_range, format!("`{key_text}` is first defined here")));
-            self.errors.push(SyntaxError {
-                kind: SyntaxErrorKind::DuplicateKey,
-                range: key.range,
-                message: format!("Duplicate key: {key_text}"),
-                related,
-            });
-            return;
-        }
-        index.insert(key_text.clone(), entries.len());
-        entries.push(Entry { key: key_text, key_range: key.range, value });
     }
 
     /// After a parse error, the last entry with an implicit empty value most likely had its real value on the
@@ -390,4 +352,58 @@ impl<'a> Builder<'a> {
         }
         Parse { text: self.text.to_owned(), root: self.root, errors: self.errors }
     }
+}
+
+/// Mappings up to this size find a duplicate key by looking at their entries; larger ones keep an index.
+const INDEXED_FROM: usize = 8;
+
+/// Adds an entry to a mapping (a `<<` key to its merges); returns the problem when the key is not a plain
+/// string or is already there.
+fn add_entry(
+    text: &str,
+    entries: &mut Vec<Entry>,
+    merges: &mut Vec<Node>,
+    index: &mut FxHashMap<String, usize>,
+    key: Node,
+    value: Node,
+) -> Option<SyntaxError> {
+    let Node { value: key_value, range: key_range, style: key_style } = key;
+    let key_text = match key_value {
+        Value::Sequence(_) | Value::Mapping(_) => {
+            return Some(SyntaxError {
+                kind: SyntaxErrorKind::ComplexKey,
+                range: key_range,
+                message: "Mapping keys must be plain strings, not sequences or mappings".to_owned(),
+                related: None,
+            });
+        }
+        Value::String(text) => text,
+        _ => text.get(key_range.as_range()).unwrap_or_default().to_owned(),
+    };
+    if key_text == "<<" && key_style == Style::Plain {
+        merges.push(value);
+        return None;
+    }
+    let first = if entries.len() < INDEXED_FROM {
+        entries.iter().find(|entry| entry.key == key_text)
+    } else {
+        if index.is_empty() {
+            index.extend(entries.iter().enumerate().map(|(at, entry)| (entry.key.clone(), at)));
+        }
+        index.get(&key_text).and_then(|at| entries.get(*at))
+    };
+    if let Some(first) = first {
+        let related = Some((first.key_range, format!("`{key_text}` is first defined here")));
+        return Some(SyntaxError {
+            kind: SyntaxErrorKind::DuplicateKey,
+            range: key_range,
+            message: format!("Duplicate key: {key_text}"),
+            related,
+        });
+    }
+    if !index.is_empty() {
+        index.insert(key_text.clone(), entries.len());
+    }
+    entries.push(Entry { key: key_text, key_range, value });
+    None
 }
