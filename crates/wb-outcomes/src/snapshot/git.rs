@@ -2,9 +2,10 @@
 //! names is run), and which files a Git workspace holds and its `HEAD`.
 
 use std::io::{Read, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::Snapshot;
@@ -90,8 +91,14 @@ pub(super) fn git_with_input(root: &Path, args: &[&str], input: Vec<u8>) -> Opti
     run(workspace_git(root).args(args), Some(input))
 }
 
+/// How often a Git command whose output is still open is checked for having exited (something it started may
+/// hold the pipe) or for being past the deadline.
+const CHECK_EVERY: Duration = Duration::from_millis(50);
+
 /// Runs a Git command to completion within the deadline and returns its standard output when it succeeded.
 /// Input is written and output read from threads, so neither can deadlock against the other or the deadline.
+/// The end of the output wakes the wait at once (Git exits right after closing it), so a quick command is not
+/// held up by polling.
 fn run(command: &mut Command, input: Option<Vec<u8>>) -> Option<Vec<u8>> {
     let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
     let mut child = command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
@@ -101,27 +108,25 @@ fn run(command: &mut Command, input: Option<Vec<u8>>) -> Option<Vec<u8>> {
         })),
         _ => None,
     };
+    let (closed, output_closed) = mpsc::channel();
     let reader = child.stdout.take().map(|mut stdout| {
         std::thread::spawn(move || {
             let mut out = Vec::new();
             let _ = stdout.read_to_end(&mut out);
+            let _ = closed.send(());
             out
         })
     });
     let deadline = Instant::now() + Duration::from_millis(DEADLINE_MS.load(Ordering::Relaxed));
-    let mut pause = Duration::from_millis(1);
     let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match output_closed.recv_timeout(left.min(CHECK_EVERY)) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break wait_until(&mut child, deadline),
+            Err(RecvTimeoutError::Timeout) => match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {}
+                _ => break kill(&mut child),
+            },
         }
     };
     let out = reader.and_then(|reader| reader.join().ok()).unwrap_or_default();
@@ -131,11 +136,32 @@ fn run(command: &mut Command, input: Option<Vec<u8>>) -> Option<Vec<u8>> {
     status.filter(|status| status.success()).map(|_| out)
 }
 
+/// Waits for a child that closed its output to exit, until the deadline (then it is killed).
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    let mut pause = Duration::from_micros(50);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(5));
+            }
+            _ => return kill(child),
+        }
+    }
+}
+
+fn kill(child: &mut Child) -> Option<ExitStatus> {
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
 impl Snapshot {
     /// Lists a Git workspace's tracked and unignored files (`git ls-files -co --exclude-standard -z`) and its
     /// `HEAD`; `with_index`: also the index blobs of clean tracked files (Git runs concurrently with the
-    /// metadata scan).
-    pub(super) fn list_from_git(&mut self, with_index: bool) -> Result<()> {
+    /// metadata scan), `index_file` being where `git rev-parse --git-path index` says the index is.
+    pub(super) fn list_from_git(&mut self, with_index: bool, index_file: Option<PathBuf>) -> Result<()> {
         // Owned: `self` is borrowed mutably below while the Git threads run.
         let root = self.root.clone();
         let spawn = |args: &'static [&'static str]| {
@@ -144,14 +170,13 @@ impl Snapshot {
         };
         let index = with_index.then(|| {
             let root = root.to_path_buf();
-            std::thread::spawn(move || read_index(&root))
+            std::thread::spawn(move || read_index(&root, index_file.as_deref()))
         });
         let head = spawn(&["rev-parse", "--verify", "-q", "HEAD"]);
         let listing = git(&root, &["ls-files", "-co", "--exclude-standard", "-z"])
             .ok_or_else(|| Error::Snapshot(format!("git ls-files failed in {}", root.display())))?;
-        for raw in listing.split(|b| *b == 0).filter(|s| !s.is_empty()) {
-            self.add(raw);
-        }
+        let names: Vec<&[u8]> = listing.split(|b| *b == 0).filter(|s| !s.is_empty()).collect();
+        self.add_all(&names);
         self.git_revision = head
             .join()
             .ok()

@@ -86,11 +86,10 @@ fn parse_listing(bytes: &[u8]) -> Option<Vec<IndexEntry>> {
     Some(entries)
 }
 
-/// The index file's mtime as (seconds, nanoseconds).
-fn index_written(root: &Path) -> Option<(i64, i64)> {
-    let out = git(root, &["rev-parse", "--git-path", "index"])?;
-    let path = root.join(String::from_utf8(out).ok()?.trim_end_matches('\n'));
-    let meta = std::fs::metadata(path).ok()?;
+/// The index file's mtime as (seconds, nanoseconds); `index_file` is what `git rev-parse --git-path index` printed
+/// (relative to the workspace, or absolute).
+fn index_written(root: &Path, index_file: &Path) -> Option<(i64, i64)> {
+    let meta = std::fs::metadata(root.join(index_file)).ok()?;
     Some((meta.mtime(), meta.mtime_nsec()))
 }
 
@@ -101,9 +100,41 @@ fn index_written(root: &Path) -> Option<(i64, i64)> {
 /// `core.autocrlf`), `ident` or a filter (Git LFS) they differ from the bytes in the workspace, and the previous
 /// content must not be taken from the blob. Such a conversion changes the size, so only a blob with the file's
 /// size is trusted; the other files are hashed and kept like dirty ones. Without sizes, no blob is trusted.
-pub(super) fn read_index(root: &Path) -> Option<GitIndex> {
-    let written = index_written(root);
-    let entries = parse_listing(&git(root, &["ls-files", "-s", "-v", "--debug", "-z"])?)?;
+///
+/// The sizes come from a second Git listing the index at the same time (`ls-files --format=%(objectsize)`);
+/// when it cannot (a Git that does not know that placeholder, a blob missing from a partial clone), the
+/// candidates' sizes are asked of `git cat-file --batch-check` after the listing. Sizes are keyed by object id,
+/// so the two listings need not agree: an entry whose blob has no size is never trusted.
+pub(super) fn read_index(root: &Path, index_file: Option<&Path>) -> Option<GitIndex> {
+    let listed_sizes = {
+        let root = root.to_path_buf();
+        std::thread::spawn(move || {
+            let out = git(&root, &["ls-files", "-z", "--format=%(objectname) %(objectsize)"])?;
+            let mut sizes = BTreeMap::new();
+            for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+                // `<oid> <size>`; a gitlink's size is `-`.
+                let text = std::str::from_utf8(record).ok()?;
+                let (oid, size) = text.split_once(' ')?;
+                if let Ok(size) = size.parse() {
+                    sizes.insert(oid.to_owned(), size);
+                }
+            }
+            Some(sizes)
+        })
+    };
+    let written = index_file.and_then(|file| index_written(root, file));
+    let listing = git(root, &["ls-files", "-s", "-v", "--debug", "-z"]);
+    let listed_sizes = listed_sizes.join().ok().flatten();
+    let entries = parse_listing(&listing?)?;
+    let sizes = match listed_sizes {
+        Some(sizes) => sizes,
+        None => batch_sizes(root, &entries),
+    };
+    Some(GitIndex { entries, sizes, written })
+}
+
+/// Each candidate blob's size, from `git cat-file --batch-check`.
+fn batch_sizes(root: &Path, entries: &[IndexEntry]) -> BTreeMap<String, u64> {
     let oids: BTreeSet<&str> = entries.iter().filter(|e| e.candidate).map(|e| e.oid.as_str()).collect();
     let mut sizes = BTreeMap::new();
     if !oids.is_empty() {
@@ -118,7 +149,7 @@ pub(super) fn read_index(root: &Path) -> Option<GitIndex> {
             }
         }
     }
-    Some(GitIndex { entries, sizes, written })
+    sizes
 }
 
 /// Whether the index's stat data proves the file unchanged since the index recorded it: every field Git

@@ -153,8 +153,12 @@ impl Snapshot {
         if !meta.is_dir() {
             return Err(Error::Snapshot(format!("not a directory: {}", root.display())));
         }
-        let is_git =
-            git::git(root, &["rev-parse", "--is-inside-work-tree"]).is_some_and(|out| out.starts_with(b"true"));
+        // One Git says whether this is a work tree and where its index is (`true\n<path>\n`).
+        let probe = git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index"]);
+        let probe = probe.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let mut lines = probe.lines();
+        let is_git = lines.next() == Some("true");
+        let index_file = lines.next().filter(|path| !path.is_empty()).map(PathBuf::from);
         let mut snapshot = Snapshot {
             root: root.to_path_buf(),
             files: BTreeMap::new(),
@@ -165,7 +169,7 @@ impl Snapshot {
             home: home.and_then(|home| walk::home_within(root, home)),
         };
         if is_git {
-            snapshot.list_from_git(with_index)?;
+            snapshot.list_from_git(with_index, index_file)?;
         } else {
             snapshot.walk()?;
         }

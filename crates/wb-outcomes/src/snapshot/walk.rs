@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::names::{RawStat, name_problem};
-use super::{Snapshot, metadata_entry};
+use super::{Snapshot, SnapshotFile, metadata_entry};
 use crate::error::{Error, Result};
 
 /// Whether a workspace-relative path is left out of snapshots (engine facts (f): VCS metadata, dependency
@@ -29,6 +29,20 @@ pub fn is_excluded(path: &str) -> bool {
     }
     // The manifest crate's credential-file policy (auth.json, credentials.json, other key names).
     wb_manifest::is_credential_file(&name) && name != ".env.example" && name != ".env.sample"
+}
+
+/// A listing this long is examined on several threads ([`Snapshot::add_all`]), at most this many.
+const PARALLEL_FROM: usize = 2048;
+const MAX_THREADS: usize = 4;
+
+/// What one listed name turned out to be.
+enum Listed {
+    /// A file or symlink, by its workspace-relative path.
+    Entry(String, SnapshotFile),
+    /// A name a changeset cannot carry, with its metadata when it could be read.
+    Unrepresentable(Vec<u8>, Option<RawStat>),
+    /// Excluded, in the Workbench home, missing, or neither a file nor a symlink.
+    Skipped,
 }
 
 /// The top-level entries a Workbench home holds, left out when the home is the workspace itself.
@@ -66,9 +80,40 @@ impl Snapshot {
     /// Records a file or symlink (a workspace-relative raw name); other kinds and missing paths are skipped.
     /// A name a changeset cannot carry is kept apart with its metadata (see [`Snapshot::unrepresentable_warnings`]).
     pub(super) fn add(&mut self, raw: &[u8]) {
+        let listed = self.examine(raw);
+        self.record(listed);
+    }
+
+    /// [`Snapshot::add`] of every name, in order; a long listing is examined on several threads (the metadata
+    /// reads are most of a large workspace's snapshot), then recorded in listing order.
+    pub(super) fn add_all(&mut self, names: &[&[u8]]) {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+        if threads < 2 || names.len() < PARALLEL_FROM {
+            for raw in names {
+                self.add(raw);
+            }
+            return;
+        }
+        let chunk = names.len().div_ceil(threads);
+        let this = &*self;
+        let examined: Vec<Vec<Listed>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = names
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || part.iter().map(|raw| this.examine(raw)).collect::<Vec<_>>()))
+                .collect();
+            // A worker that panicked leaves its names out, as an unreadable file would be.
+            workers.into_iter().map(|worker| worker.join().unwrap_or_default()).collect()
+        });
+        for listed in examined.into_iter().flatten() {
+            self.record(listed);
+        }
+    }
+
+    /// What a workspace-relative raw name is (the reads of [`Snapshot::add`], without recording it).
+    fn examine(&self, raw: &[u8]) -> Listed {
         let lossy = String::from_utf8_lossy(raw);
         if is_excluded(&lossy) || self.in_home(&lossy) {
-            return;
+            return Listed::Skipped;
         }
         let full = self.root.join(OsStr::from_bytes(raw));
         let meta = fs::symlink_metadata(&full);
@@ -77,22 +122,35 @@ impl Snapshot {
                 Ok(meta) if meta.file_type().is_symlink() || meta.file_type().is_file() => {
                     Some(RawStat::of(&meta, &full))
                 }
-                Ok(_) => return,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+                Ok(_) => return Listed::Skipped,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Listed::Skipped,
                 // It exists but cannot be examined (a path too long for the system): its presence is still known.
                 Err(_) => None,
             };
-            self.unrepresentable.insert(raw.to_vec(), stat);
-            return;
+            return Listed::Unrepresentable(raw.to_vec(), stat);
         }
-        let Ok(meta) = meta else { return };
+        let Ok(meta) = meta else { return Listed::Skipped };
         let path = lossy.into_owned();
         let file_type = meta.file_type();
         if file_type.is_symlink() {
             let target = fs::read_link(&full).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
-            self.files.insert(path, metadata_entry(&meta, Some(target)));
+            Listed::Entry(path, metadata_entry(&meta, Some(target)))
         } else if file_type.is_file() {
-            self.files.insert(path, metadata_entry(&meta, None));
+            Listed::Entry(path, metadata_entry(&meta, None))
+        } else {
+            Listed::Skipped
+        }
+    }
+
+    fn record(&mut self, listed: Listed) {
+        match listed {
+            Listed::Entry(path, file) => {
+                self.files.insert(path, file);
+            }
+            Listed::Unrepresentable(raw, stat) => {
+                self.unrepresentable.insert(raw, stat);
+            }
+            Listed::Skipped => {}
         }
     }
 
