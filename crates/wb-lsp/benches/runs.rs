@@ -39,10 +39,6 @@ use wb_testsupport::{git, minimal, temp_dir};
 /// Files in the workspace: 20 × 10 directories of 50 files.
 const FILES: usize = 10_000;
 
-/// The binary's allocator, so the in-process figures are the engine's.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// What the fake runner changes, as the changeset must list it (by path).
 const EXPECTED: &[(&str, &str)] = &[
     ("add", "notes/bench.md"),
