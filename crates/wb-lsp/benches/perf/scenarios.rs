@@ -139,8 +139,9 @@ pub fn memory(scratch: &Path, peers: &Peers) {
 /// Edit → diagnostics, completion and hover on the 10,000-line manifest.
 pub fn large(scratch: &Path, peers: &Peers, samples: usize) {
     let root = scratch.join("large");
-    let repo = corpus::repository(&root, 0, &["large"]);
+    let repo = corpus::repository(&root, 1, &["large"]);
     let path = repo.large[0].clone();
+    let normal = repo.normal[0].clone();
     let lines = text(&path).lines().count();
     println!("\nlarge file: {lines} lines, {LARGE_VARS} env entries; each figure from send to answer");
     let middle = LARGE_VARS / 2;
@@ -157,20 +158,12 @@ pub fn large(scratch: &Path, peers: &Peers, samples: usize) {
             assert_eq!(count, 0, "the large manifest is clean");
         }
         client.settle(Duration::from_millis(300));
-        // `description: Generated …`: the word flips case, one incremental change per edit.
-        let mut edits = Vec::new();
-        for edit in 0..samples {
-            let version = edit as i64 + 2;
-            let word = if edit % 2 == 0 { "GENERATED" } else { "Generated" };
-            let started = Instant::now();
-            client.change(&path, version, 3, 13, word);
-            let count = client.diagnostics(&[(uri(&path), server.version(version))]);
-            edits.push(started.elapsed());
-            if server == Server::Wb {
-                assert_eq!(count, 0, "the edited manifest stays clean");
-            }
-            client.settle(Duration::from_millis(if server == Server::Wb { 30 } else { 100 }));
-        }
+        let edits = edit_latency(&mut client, server, &path, samples);
+        // A normal manifest of the same workspace, for comparison.
+        client.open(&normal, &text(&normal));
+        client.diagnostics(&[(uri(&normal), server.version(1))]);
+        client.settle(Duration::from_millis(300));
+        let normal_edits = edit_latency(&mut client, server, &normal, samples);
         let mut request = |method: &str, line: u32, character: u32, check: &dyn Fn(&Value) -> bool| {
             let mut times = Vec::new();
             for _ in 0..samples {
@@ -194,10 +187,11 @@ pub fn large(scratch: &Path, peers: &Peers, samples: usize) {
         let key = request("textDocument/completion", value_line, 4, &has_items(&["required"]));
         let hover_key = request("textDocument/hover", value_line, 6, &|r: &Value| r.get("contents").is_some());
         let hover_var = request("textDocument/hover", key_line, 4, &|r: &Value| r.get("contents").is_some());
-        results.push(vec![ms(open), Samples::new(edits).summary(), value, key, hover_key, hover_var]);
+        results.push(vec![normal_edits.summary(), ms(open), edits.summary(), value, key, hover_key, hover_var]);
         client.shutdown();
     }
     let labels = [
+        "edit → diagnostics, a normal manifest (30 lines)".to_owned(),
         "open → diagnostics".to_owned(),
         "edit → diagnostics (description, line 4)".to_owned(),
         format!("completion of a value (`required: `, line {})", value_line + 1),
@@ -209,6 +203,25 @@ pub fn large(scratch: &Path, peers: &Peers, samples: usize) {
         let peer = results.get(1).map_or("skipped".to_owned(), |r| r[i].clone());
         row(label, &results[0][i], &peer);
     }
+}
+
+/// Edits `description: Generated …` (line 4) `samples` times, each one incremental change flipping the
+/// word's case, and times each from sending it to its diagnostics.
+fn edit_latency(client: &mut Client, server: Server, path: &Path, samples: usize) -> Samples {
+    let mut edits = Vec::new();
+    for edit in 0..samples {
+        let version = edit as i64 + 2;
+        let word = if edit % 2 == 0 { "GENERATED" } else { "Generated" };
+        let started = Instant::now();
+        client.change(path, version, 3, 13, word);
+        let count = client.diagnostics(&[(uri(path), server.version(version))]);
+        edits.push(started.elapsed());
+        if server == Server::Wb {
+            assert_eq!(count, 0, "the edited manifest stays clean");
+        }
+        client.settle(Duration::from_millis(if server == Server::Wb { 30 } else { 100 }));
+    }
+    Samples::new(edits)
 }
 
 /// `wb-lsp check` on 300 and 3,000 packages, whole processes; check-jsonschema on the same manifests.
