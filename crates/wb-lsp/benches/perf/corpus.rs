@@ -20,12 +20,13 @@ pub fn normal_package(root: &Path, i: usize) -> PathBuf {
         );
     }
     let manifest = format!(
-        "spec: 1\nversion: 1.{i}.0\nname: pkg-{i:04}\ndescription: Generated package {i}.\nrunner: opencode\n\
+        "{}spec: 1\nversion: 1.{i}.0\nname: pkg-{i:04}\ndescription: Generated package {i}.\nrunner: opencode\n\
          model:\n  id: openai/gpt-5.6-terra\n  routes:\n    - provider: openai\ninstructions: ./instructions.md\n\
          skills:\n  - ./skills/review\n  - ./skills/release\ntools: [node, npm]\nmcps:\n  - name: db\n    \
          transport: http\n    url: https://db.example.com/mcp/{i}\n    headers:\n      Authorization: Bearer \
          ${{DB_TOKEN}}\nenv:\n  DB_TOKEN:\n    required: true\n  DATABASE_URL:\n    required: false\n\
-         runtimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      context: ../..\n  local: {{}}\n"
+         runtimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      context: ../..\n  local: {{}}\n",
+        modeline()
     );
     let path = dir.join("workbench.yml");
     write_file(&path, &manifest);
@@ -35,8 +36,9 @@ pub fn normal_package(root: &Path, i: usize) -> PathBuf {
 /// The text of the large manifest: 10,000+ lines, 5,000 `env` entries.
 pub fn large_manifest_text(name: &str) -> String {
     let mut text = format!(
-        "spec: 1\nversion: 1.0.0\nname: {name}\ndescription: Generated large manifest.\nrunner: opencode\n\
-         model:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nenv:\n"
+        "{}spec: 1\nversion: 1.0.0\nname: {name}\ndescription: Generated large manifest.\nrunner: opencode\n\
+         model:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nenv:\n",
+        modeline()
     );
     for i in 0..LARGE_VARS {
         text.push_str(&format!("  VAR_{i}:\n    required: {}\n", i % 2 == 0));
@@ -47,7 +49,19 @@ pub fn large_manifest_text(name: &str) -> String {
 
 /// Line (0-based) of `VAR_{i}:` in the large manifest.
 pub fn large_var_line(i: usize) -> u32 {
-    (9 + 2 * i) as u32
+    (10 + 2 * i) as u32
+}
+
+/// Line (0-based) of `description:` in every generated manifest.
+pub const DESCRIPTION_LINE: u32 = 4;
+
+/// The first line of every generated manifest: the modeline `wb-lsp init` writes, naming our spec 1 schema by
+/// its path here, so yaml-language-server validates with it (it ignored the same schema associated through
+/// `yaml.schemas` in this setup). wb-lsp reads it as a comment.
+fn modeline() -> String {
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schemas/v1/workbench.schema.json");
+    let schema = schema.canonicalize().expect("schema");
+    format!("# yaml-language-server: $schema={}\n", schema.display())
 }
 
 /// A package with the large manifest. Returns its manifest.
