@@ -15,6 +15,9 @@ pub struct Dependencies {
     pub asked: HashSet<PathBuf>,
     /// Directories whose entries were listed: a file appearing or vanishing in one can change the result.
     pub listed: HashSet<PathBuf>,
+    /// Paths asked about that did not exist: anything created beneath one (a skill directory and its
+    /// `SKILL.md`) can change the result.
+    pub missing: HashSet<PathBuf>,
     /// How many times each file's content was read.
     pub reads: HashMap<PathBuf, usize>,
     /// A symbolic link was met: where it leads can change without any event for the paths asked.
@@ -24,8 +27,15 @@ pub struct Dependencies {
 impl Dependencies {
     /// Whether a change to `path` (created, changed or deleted) can change what the check found.
     pub fn depends_on(&self, path: &Path) -> bool {
-        self.saw_link || self.asked.contains(path) || path.parent().is_some_and(|dir| self.listed.contains(dir))
+        self.saw_link
+            || self.asked.contains(path)
+            || path.parent().is_some_and(|dir| self.listed.contains(dir))
+            || path.ancestors().skip(1).any(|ancestor| self.missing.contains(ancestor))
     }
+}
+
+fn is_missing<T>(answer: &io::Result<T>) -> bool {
+    matches!(answer, Err(error) if error.kind() == io::ErrorKind::NotFound)
 }
 
 /// `inner`, with every question noted (see the module docs).
@@ -50,12 +60,6 @@ impl<'a> Recording<'a> {
         }
     }
 
-    fn asked(&self, path: &Path) {
-        self.note(|noted| {
-            noted.asked.insert(path.to_owned());
-        });
-    }
-
     fn read_noted(&self, path: &Path) {
         self.note(|noted| {
             noted.asked.insert(path.to_owned());
@@ -67,6 +71,9 @@ impl<'a> Recording<'a> {
         self.note(|noted| {
             noted.asked.insert(path.to_owned());
             noted.saw_link |= matches!(kind, Ok(FileKind::Symlink));
+            if is_missing(&kind) {
+                noted.missing.insert(path.to_owned());
+            }
         });
         kind
     }
@@ -87,6 +94,9 @@ impl FileSystem for Recording<'_> {
         let real = self.inner.real_path(path);
         self.note(|noted| {
             noted.asked.insert(path.to_owned());
+            if is_missing(&real) {
+                noted.missing.insert(path.to_owned());
+            }
             if let Ok(real) = &real {
                 // A path that resolves elsewhere went through a link.
                 noted.saw_link |= *real != normalize(path);
@@ -103,8 +113,7 @@ impl FileSystem for Recording<'_> {
 
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
         let kind = self.inner.kind_followed(path);
-        self.asked(path);
-        kind
+        self.kind_noted(path, kind)
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
@@ -176,5 +185,21 @@ mod tests {
         assert!(dependencies.depends_on(&skill_dir.join("new-file.md")), "a listed directory gains a file");
         assert!(dependencies.depends_on(&root.join(".workbenches/beta/instructions.md")));
         assert!(!dependencies.depends_on(&root.join("README.md")));
+
+        // A skill that does not exist yet: creating its directory and `SKILL.md` rechecks the package.
+        let gamma = root.join(".workbenches/gamma");
+        std::fs::create_dir_all(&gamma).unwrap();
+        std::fs::write(
+            gamma.join("workbench.yml"),
+            "spec: 1\nversion: 1.0.0\nname: gamma\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+             skills:\n  - ./skills/later\nruntimes:\n  local: {}\n",
+        )
+        .unwrap();
+        let recording = Recording::new(&disk);
+        let report = crate::check_package(&recording, &gamma.join("workbench.yml"), ModelCatalog::embedded());
+        assert!(!report.is_valid(), "the skill is missing");
+        let dependencies = recording.dependencies();
+        assert!(dependencies.depends_on(&gamma.join("skills/later/SKILL.md")), "{:?}", dependencies.missing);
+        assert!(!dependencies.depends_on(&root.join(".workbenches/alpha/instructions.md")));
     }
 }
