@@ -49,7 +49,7 @@ pub struct Resolved {
 /// Resolves `path` (absolute, lexically normalised) and requires its real path inside `boundary`'s.
 pub fn resolve_within(fs: &dyn FileSystem, path: &Path, boundary: &Path) -> Result<Resolved, Escape> {
     let boundary = fs.real_path(boundary).unwrap_or_else(|_| normalize(boundary));
-    let path = normalize(path);
+    let path = crate::fs::normalized(path);
     let (real, exists) = match fs.real_path(&path) {
         Ok(real) => (real, true),
         Err(_) => (real_ancestor(fs, &path), false),

@@ -46,6 +46,24 @@ impl PackageReport {
         self.errors() == 0
     }
 
+    /// Drops what `detail` does not keep.
+    pub fn keep(&mut self, detail: Detail) {
+        if detail == Detail::Full {
+            return;
+        }
+        if let Some(manifest) = &mut self.manifest {
+            *manifest = Manifest::default();
+        }
+        let diagnostics = &self.diagnostics;
+        self.sources.retain(|path, _| {
+            diagnostics.iter().any(|d| {
+                d.path == *path
+                    || d.related.iter().any(|related| related.path == *path)
+                    || d.fixes.iter().any(|fix| fix.edits.iter().any(|edit| edit.path == *path))
+            })
+        });
+    }
+
     pub(crate) fn problem(path: &Path, code: Code, message: String) -> PackageReport {
         PackageReport {
             manifest_path: path.to_owned(),
@@ -56,6 +74,17 @@ impl PackageReport {
             sources: BTreeMap::new(),
         }
     }
+}
+
+/// How much of each report a pass keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything: the manifest model (what the engine runs) and the text of every file the check read.
+    Full,
+    /// What `check`'s output shows: the diagnostics, the texts they point into, the name. The manifest model
+    /// is emptied (its presence still says a manifest was read). A pass over thousands of packages then holds
+    /// a few hundred bytes per clean package instead of its model and file texts.
+    Output,
 }
 
 /// Makes a path absolute against `cwd` and normalises it lexically.
@@ -110,6 +139,16 @@ pub fn discover(fs: &dyn FileSystem, path: &Path) -> Target {
 
 /// Checks everything under one absolute path.
 pub fn check_path(fs: &dyn FileSystem, path: &Path, catalog: &ModelCatalog) -> Vec<PackageReport> {
+    check_path_keeping(fs, path, catalog, Detail::Full)
+}
+
+/// [`check_path`], keeping `detail` of each report.
+pub fn check_path_keeping(
+    fs: &dyn FileSystem,
+    path: &Path,
+    catalog: &ModelCatalog,
+    detail: Detail,
+) -> Vec<PackageReport> {
     match discover(fs, path) {
         Target::Missing(path) => {
             vec![PackageReport::problem(
@@ -125,15 +164,33 @@ pub fn check_path(fs: &dyn FileSystem, path: &Path, catalog: &ModelCatalog) -> V
                 format!("No Workbenches found in {}", path.display()),
             )]
         }
-        Target::Manifest(manifest) => vec![check_package(fs, &manifest, catalog)],
-        Target::Packages(manifests) => check_manifests(fs, &manifests, catalog),
+        Target::Manifest(manifest) => check_manifests_keeping(fs, &[manifest], catalog, detail),
+        Target::Packages(manifests) => check_manifests_keeping(fs, &manifests, catalog, detail),
     }
 }
 
 /// Checks packages on every core (a work-stealing pool); the reports keep the order of `manifests`.
 pub fn check_manifests(fs: &dyn FileSystem, manifests: &[PathBuf], catalog: &ModelCatalog) -> Vec<PackageReport> {
+    check_manifests_keeping(fs, manifests, catalog, Detail::Full)
+}
+
+/// [`check_manifests`], keeping `detail` of each report (dropped as each package is done, so a pass never
+/// holds more).
+pub fn check_manifests_keeping(
+    fs: &dyn FileSystem,
+    manifests: &[PathBuf],
+    catalog: &ModelCatalog,
+    detail: Detail,
+) -> Vec<PackageReport> {
     use rayon::prelude::*;
-    manifests.par_iter().map(|manifest| check_package(fs, manifest, catalog)).collect()
+    manifests
+        .par_iter()
+        .map(|manifest| {
+            let mut report = check_package(fs, manifest, catalog);
+            report.keep(detail);
+            report
+        })
+        .collect()
 }
 
 /// Checks one package from its (absolute) manifest path, reading through `fs`.

@@ -94,8 +94,25 @@ impl FileSystem for OsFileSystem {
         }
         // Files in pseudo file systems report a size of 0 whatever they hold: the read itself is bounded.
         let expected = usize::try_from(meta.len()).unwrap_or(limit).min(limit);
-        let mut bytes = Vec::with_capacity(expected.saturating_add(1));
-        file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+        let mut bytes = Vec::new();
+        let mut handle = file.take(cap.saturating_add(1));
+        if expected > 0 {
+            // One read with room for a byte more than the file's size: getting exactly that size back, short
+            // of the room, is the end of a regular file, so the read that would return nothing is not made.
+            bytes.resize(expected.saturating_add(1), 0);
+            let got = loop {
+                match handle.read(&mut bytes) {
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    other => break other?,
+                }
+            };
+            bytes.truncate(got);
+            if got == expected {
+                return Ok(bytes);
+            }
+        }
+        // A file that changed size since `fstat`, or whose size says nothing: read to the end, still bounded.
+        handle.read_to_end(&mut bytes)?;
         if bytes.len() > limit {
             return Err(ReadLimitError::TooLarge(meta.len().max(bytes.len() as u64)));
         }
@@ -124,6 +141,26 @@ impl FileSystem for OsFileSystem {
 
 /// Lexically normalises an absolute path: removes `.` and resolves `..` without touching the disk.
 pub fn normalize(path: &Path) -> PathBuf {
+    normalized(path).into_owned()
+}
+
+/// [`normalize`] without a copy for a path that is already normal (what the checks ask about most).
+pub fn normalized(path: &Path) -> std::borrow::Cow<'_, Path> {
+    if is_normal(path) { std::borrow::Cow::Borrowed(path) } else { std::borrow::Cow::Owned(lexical(path)) }
+}
+
+/// True when [`normalize`] would return the path unchanged: a root, then names separated by single slashes,
+/// none of them `.` or `..`, and no slash at the end.
+fn is_normal(path: &Path) -> bool {
+    if !cfg!(unix) {
+        return false;
+    }
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let body = bytes.strip_prefix(b"/").unwrap_or(bytes);
+    body.is_empty() || body.split(|byte| *byte == b'/').all(|name| !name.is_empty() && name != b"." && name != b"..")
+}
+
+fn lexical(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for component in path.components() {
@@ -142,5 +179,58 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// True when `path` is `root` or beneath it (both normalised).
 pub fn is_inside(path: &Path, root: &Path) -> bool {
-    normalize(path).starts_with(normalize(root))
+    normalized(path).starts_with(normalized(root))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The copy-free answer is the lexical normalisation whenever it is taken.
+    #[test]
+    fn a_normal_path_is_its_own_normalisation() {
+        for path in [
+            "",
+            "/",
+            "//",
+            "/a",
+            "/a/b",
+            "/a/b/",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/..",
+            "/a/.",
+            "a",
+            "a/b",
+            "./a",
+            "../a",
+            "a/..",
+            ".",
+            "..",
+            "/a/b.c/.d/..e",
+            "/a/.../b",
+        ] {
+            let path = Path::new(path);
+            assert_eq!(normalized(path).as_ref(), lexical(path).as_path(), "{path:?}");
+        }
+        assert!(matches!(normalized(Path::new("/a/b.c")), std::borrow::Cow::Borrowed(_)));
+    }
+
+    /// A read gets the whole file whatever its size says: exactly its size, empty, or grown past it.
+    #[test]
+    fn a_limited_read_gets_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for size in [0usize, 1, 100, 4096, 70_000] {
+            let path = dir.path().join(format!("f{size}"));
+            let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            std::fs::write(&path, &bytes).unwrap();
+            assert_eq!(OsFileSystem.read_limited(&path, 100_000).unwrap(), bytes, "{size} bytes");
+        }
+        let path = dir.path().join("big");
+        std::fs::write(&path, vec![b'x'; 11]).unwrap();
+        assert!(matches!(OsFileSystem.read_limited(&path, 10), Err(ReadLimitError::TooLarge(11))));
+    }
 }

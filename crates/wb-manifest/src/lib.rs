@@ -26,8 +26,8 @@ pub mod selector;
 pub mod skill;
 
 pub use check::{
-    MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests, check_package,
-    check_path, discover, sort_diagnostics,
+    Detail, MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests,
+    check_manifests_keeping, check_package, check_path, check_path_keeping, discover, sort_diagnostics,
 };
 pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
 pub use disk_cache::DiskCache;

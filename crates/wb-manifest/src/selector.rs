@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::check::{PackageReport, Target, absolute, check_manifests, check_path, discover};
+use crate::check::{Detail, PackageReport, Target, absolute, check_manifests_keeping, check_path_keeping, discover};
 use crate::diagnostic::Code;
 use crate::fs::FileSystem;
 use crate::models::ModelCatalog;
@@ -36,17 +36,30 @@ pub fn selects(selector: &str, report: &PackageReport) -> bool {
 /// Checks what a source names, as `check` does: every package under its path, or with `#selector` only the
 /// ones it picks; a selector picking none is one [`NO_MATCH`] problem of the path.
 pub fn check_source(fs: &dyn FileSystem, source: &str, cwd: &Path, catalog: &ModelCatalog) -> Vec<PackageReport> {
+    check_source_keeping(fs, source, cwd, catalog, Detail::Full)
+}
+
+/// [`check_source`], keeping `detail` of each report.
+pub fn check_source_keeping(
+    fs: &dyn FileSystem,
+    source: &str,
+    cwd: &Path,
+    catalog: &ModelCatalog,
+    detail: Detail,
+) -> Vec<PackageReport> {
     let (path_text, selector) = split_source(source);
     let path = source_path(path_text, cwd);
-    let Some(selector) = selector else { return check_path(fs, &path, catalog) };
+    let Some(selector) = selector else { return check_path_keeping(fs, &path, catalog, detail) };
     let manifests = match discover(fs, &path) {
         // A path that does not exist or holds no package keeps its own problem.
-        Target::Missing(_) | Target::Empty(_) => return check_path(fs, &path, catalog),
+        Target::Missing(_) | Target::Empty(_) => return check_path_keeping(fs, &path, catalog, detail),
         Target::Manifest(manifest) => vec![manifest],
         Target::Packages(manifests) => manifests,
     };
-    let selected: Vec<PackageReport> =
-        check_manifests(fs, &manifests, catalog).into_iter().filter(|report| selects(selector, report)).collect();
+    let selected: Vec<PackageReport> = check_manifests_keeping(fs, &manifests, catalog, detail)
+        .into_iter()
+        .filter(|report| selects(selector, report))
+        .collect();
     if selected.is_empty() {
         return vec![PackageReport::problem(&path, Code::NoWorkbenches, NO_MATCH.to_owned())];
     }

@@ -4,8 +4,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use wb_manifest::selector::check_source;
-use wb_manifest::{DiskCache, ModelCatalog, OsFileSystem, PackageReport, absolute, check_path};
+use wb_manifest::selector::check_source_keeping;
+use wb_manifest::{Detail, DiskCache, ModelCatalog, OsFileSystem, PackageReport, absolute, check_path_keeping};
 
 use crate::cli::{CheckArgs, ColorChoice, Format};
 use crate::output;
@@ -14,14 +14,15 @@ pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
     let cwd = super::current_dir()?;
     let paths: Vec<PathBuf> = if args.paths.is_empty() { vec![cwd.clone()] } else { args.paths.clone() };
     let check = || -> Vec<PackageReport> {
-        // One pass: where each path leads is asked of the disk once (a fix round starts a new pass).
+        // One pass: where each path leads is asked of the disk once (a fix round starts a new pass). Each
+        // report keeps only what the output shows.
         let disk = DiskCache::new();
         paths
             .iter()
             .flat_map(|path| match path.to_str() {
                 // `SOURCE#selector` picks packages as `run` does.
-                Some(source) => check_source(&disk, source, &cwd, catalog),
-                None => check_path(&disk, &absolute(path, &cwd), catalog),
+                Some(source) => check_source_keeping(&disk, source, &cwd, catalog, Detail::Output),
+                None => check_path_keeping(&disk, &absolute(path, &cwd), catalog, Detail::Output),
             })
             .collect()
     };

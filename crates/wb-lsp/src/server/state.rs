@@ -99,7 +99,8 @@ impl Config {
 /// The parse of the open document used last, shared by every snapshot: an edit's diagnostics parse it once,
 /// and the hover and completion requests that follow answer from that tree. One is kept (the tree of a
 /// 10,000-line manifest is about 2 MB); a document is matched by path and version, so a stale tree is never
-/// used.
+/// used. A new version of the kept document is parsed from the kept tree ([`wb_syntax::reparse`]: only the
+/// top-level entry an edit changed is parsed again).
 #[derive(Default)]
 pub struct ParseCache {
     latest: Mutex<Option<(PathBuf, i32, Arc<Parse>)>>,
@@ -108,14 +109,28 @@ pub struct ParseCache {
 impl ParseCache {
     /// The parse of `document` at `path`: the kept one, or a new one (then kept).
     pub fn get(&self, path: &Path, document: &Document) -> Arc<Parse> {
-        if let Ok(latest) = self.latest.lock() {
-            if let Some((kept, version, parse)) = latest.as_ref() {
-                if kept == path && *version == document.version {
-                    return Arc::clone(parse);
+        let mut previous = None;
+        if let Ok(mut latest) = self.latest.lock() {
+            match latest.take() {
+                Some((kept, version, parse)) if kept == path && version == document.version => {
+                    let found = Arc::clone(&parse);
+                    *latest = Some((kept, version, parse));
+                    return found;
                 }
+                Some((kept, _, parse)) if kept == path => previous = Some(parse),
+                other => *latest = other,
             }
         }
-        let parse = Arc::new(wb_syntax::parse_str(&document.text));
+        let parse = match previous {
+            // The kept tree is taken over when nothing else holds it (a request still reading an older
+            // version may); otherwise it is copied.
+            Some(previous) => {
+                let previous = Arc::try_unwrap(previous).unwrap_or_else(|shared| Parse::clone(&shared));
+                wb_syntax::reparse(previous, &document.text)
+            }
+            None => wb_syntax::parse_str(&document.text),
+        };
+        let parse = Arc::new(parse);
         if let Ok(mut latest) = self.latest.lock() {
             *latest = Some((path.to_owned(), document.version, Arc::clone(&parse)));
         }

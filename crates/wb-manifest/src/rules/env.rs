@@ -11,6 +11,10 @@ use crate::model::{EnvVar, Spanned};
 impl Rules<'_> {
     pub(super) fn env(&mut self, entry: &Entry) {
         let Some(env) = self.record(Slot::of_entry(entry), "env") else { return };
+        // The labels messages name (`env.NAME`, `env.NAME.required`), built in two buffers reused for every
+        // variable: a large manifest declares thousands.
+        let mut label = String::new();
+        let mut required_label = String::new();
         for var in &env.entries {
             if !is_env_name(&var.key) {
                 let upper = var.key.to_ascii_uppercase().replace('-', "_");
@@ -25,10 +29,15 @@ impl Rules<'_> {
                 }
                 continue;
             }
-            let label = format!("env.{}", var.key);
+            label.clear();
+            label.push_str("env.");
+            label.push_str(&var.key);
             let Some(declaration) = self.record(Slot::of_entry(var), &label) else { continue };
             self.check_keys(declaration, fields::ENV_FIELDS, &label);
-            let required = self.boolean(declaration, "required", &format!("{label}.required"), true);
+            required_label.clear();
+            required_label.push_str(&label);
+            required_label.push_str(".required");
+            let required = self.boolean(declaration, "required", &required_label, true);
             self.manifest.env.push(EnvVar { name: Spanned::new(var.key.clone(), var.key_range), required });
         }
     }

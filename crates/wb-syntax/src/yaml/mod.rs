@@ -3,9 +3,11 @@
 //! The builder resolves plain scalars with the YAML 1.2 core schema (what the reference engine's parser
 //! does), expands aliases under a budget, applies `<<` merge keys, and records every problem it meets as a
 //! [`SyntaxError`] instead of failing. `tree` holds the tree's types, `builder` turns parser events into it,
-//! `scalar` resolves plain scalars.
+//! `scalar` resolves plain scalars, `reparse` parses a
+//! new version of a text again only where it changed.
 
 mod builder;
+mod reparse;
 mod scalar;
 mod tree;
 
@@ -14,6 +16,7 @@ use saphyr_parser::Parser;
 use crate::TextRange;
 use builder::Builder;
 
+pub use reparse::reparse;
 pub use tree::{Entry, Mapping, Node, Parse, Style, SyntaxError, SyntaxErrorKind, Value, js_number_to_string};
 
 /// The most nodes alias expansion may create in one document. An "alias bomb" (aliases of aliases, each

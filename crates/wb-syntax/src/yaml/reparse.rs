@@ -1,0 +1,361 @@
+//! Parsing a new version of a text from the parse of the old one.
+//!
+//! An editor sends one small change at a time, and a manifest is a block mapping whose keys sit at column 0.
+//! When a change stays inside one top-level entry (from its key to the next top-level key), only that entry's
+//! text is parsed again: standalone, it is a one-entry document that the scanner reads exactly as it reads
+//! that part of the whole text, since a key at column 0 starts with no scanner state carried over (block
+//! context, indentation 0, no open flow collection or quote). The entries after it keep their trees with
+//! their ranges shifted by the change in length.
+//!
+//! Whatever could make the parts depend on each other falls back to a full parse: a previous parse with
+//! problems, anchors and aliases (`&`, `*`) or merge keys (`<<`) in the old or new entry, directives, document
+//! markers, a key not at the start of its line, a new key equal to another top-level key, or an entry whose
+//! new text does not parse cleanly on its own. The result is always the tree [`parse_str`] builds; the tests
+//! compare the two over random edits of every manifest in the repository.
+
+use super::parse_str;
+use super::tree::{Entry, Node, Parse, Style, Value};
+use crate::TextRange;
+
+/// Parses `text`, a new version of `previous.text`, reusing `previous`'s tree for the top-level entries the
+/// change did not touch. Equal to `parse_str(text)`.
+pub fn reparse(previous: Parse, text: &str) -> Parse {
+    splice(previous, text).unwrap_or_else(|| parse_str(text))
+}
+
+/// The parse of `text` built from `previous` with one top-level entry parsed again, or `None` when the change
+/// needs a full parse.
+fn splice(mut previous: Parse, text: &str) -> Option<Parse> {
+    if !previous.errors.is_empty() {
+        return None;
+    }
+    let old = previous.text.as_str();
+    if old == text {
+        return Some(previous);
+    }
+    let (prefix, suffix) = common_ends(old.as_bytes(), text.as_bytes());
+    let old_end = old.len() - suffix;
+    let delta = text.len() as isize - old.len() as isize;
+
+    let root = previous.root.as_mut()?;
+    if root.style != Style::Block {
+        return None;
+    }
+    let Value::Mapping(mapping) = &mut root.value else { return None };
+    let entries = &mut mapping.entries;
+    let first = entries.first()?.key_range.start;
+    // Keys in text order, each at the start of a line (merged entries, explicit `? ` keys and a mapping that
+    // starts on the `---` line are not), and no directive before them (a `%TAG` changes how tags resolve).
+    let ordered = entries.windows(2).all(|pair| pair[0].key_range.start < pair[1].key_range.start);
+    if !ordered || !entries.iter().all(|entry| at_line_start(old, entry.key_range.start)) {
+        return None;
+    }
+    if old[..first].split(['\n', '\r']).any(|line| line.starts_with('%')) {
+        return None;
+    }
+
+    // The entry the change starts in; the change must end before the next top-level key.
+    let index = entries.partition_point(|entry| entry.key_range.start <= prefix).checked_sub(1)?;
+    let start = entries[index].key_range.start;
+    let old_next = entries.get(index + 1).map_or(old.len(), |entry| entry.key_range.start);
+    if old_end > old_next {
+        return None;
+    }
+    let new_next = old_next.checked_add_signed(delta)?;
+    let segment = text.get(start..new_next)?;
+    if !self_contained(&old[start..old_next]) || !self_contained(segment) {
+        return None;
+    }
+    // The next key must still start a line of its own (an entry removed whole leaves the line start before it).
+    if new_next < text.len() && !segment.is_empty() && !segment.ends_with('\n') {
+        return None;
+    }
+
+    let parsed = parse_str(segment);
+    if !parsed.errors.is_empty() {
+        return None;
+    }
+    let mut replacement = match parsed.root {
+        // An entry removed whole. (A blank or comment-only remainder could join the entry before: a block
+        // scalar's range runs over the blank lines after it.)
+        None if segment.is_empty() => Vec::new(),
+        None => return None,
+        Some(Node { value: Value::Mapping(mapping), style: Style::Block, .. }) => mapping.entries,
+        Some(_) => return None,
+    };
+    if replacement.first().is_some_and(|entry| entry.key_range.start != 0) {
+        return None;
+    }
+    // A key the new text introduces must not repeat another top-level key (the full parse would report it).
+    let others = entries.iter().enumerate().filter(|(at, _)| *at != index).map(|(_, entry)| entry.key.as_str());
+    let others: Vec<&str> = others.collect();
+    if replacement.iter().any(|entry| others.contains(&entry.key.as_str())) {
+        return None;
+    }
+    if replacement.is_empty() && entries.len() == 1 {
+        return None;
+    }
+    // The mapping starts at its first key; when that may change, nothing (a tag, an anchor) may stand before it.
+    if index == 0 && root.range.start != first {
+        return None;
+    }
+
+    for entry in &mut replacement {
+        shift_entry(entry, 0, start as isize);
+    }
+    // Only what lies after the change moves: a value copied from an anchor before it (an alias) keeps the
+    // anchor's ranges.
+    if delta != 0 {
+        for entry in &mut entries[index + 1..] {
+            shift_entry(entry, old_next, delta);
+        }
+    }
+    entries.splice(index..=index, replacement);
+    entries.shrink_to_fit();
+    let start = if index == 0 {
+        entries.first().map_or(root.range.start, |entry| entry.key_range.start)
+    } else {
+        root.range.start
+    };
+    let end = entries.iter().map(|entry| entry.range().end).max().unwrap_or(start);
+    root.range = TextRange::new(start, end);
+    previous.text.clear();
+    previous.text.push_str(text);
+    Some(previous)
+}
+
+/// The lengths of the longest common prefix and, in what remains, the longest common suffix.
+fn common_ends(old: &[u8], new: &[u8]) -> (usize, usize) {
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let room = old.len().min(new.len()) - prefix;
+    let suffix = old.iter().rev().zip(new.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
+    (prefix, suffix)
+}
+
+fn at_line_start(text: &str, offset: usize) -> bool {
+    offset == 0 || text.as_bytes().get(offset - 1) == Some(&b'\n')
+}
+
+/// True when a top-level entry's text parses the same on its own as inside the document: no anchor, alias or
+/// merge key ties it to other entries, and no directive or document marker starts a line.
+fn self_contained(segment: &str) -> bool {
+    if segment.contains(['&', '*']) || segment.contains("<<") {
+        return false;
+    }
+    !segment.split(['\n', '\r']).any(|line| line.starts_with('%') || line.starts_with("---") || line.starts_with("..."))
+}
+
+fn shift(range: &mut TextRange, from: usize, by: isize) {
+    if range.start >= from {
+        // A range at or after `from` lies after the change, so the shifted values stay in bounds.
+        range.start = range.start.saturating_add_signed(by);
+        range.end = range.end.saturating_add_signed(by);
+    }
+}
+
+fn shift_entry(entry: &mut Entry, from: usize, by: isize) {
+    shift(&mut entry.key_range, from, by);
+    shift_node(&mut entry.value, from, by);
+}
+
+fn shift_node(node: &mut Node, from: usize, by: isize) {
+    shift(&mut node.range, from, by);
+    match &mut node.value {
+        Value::Sequence(items) => items.iter_mut().for_each(|item| shift_node(item, from, by)),
+        Value::Mapping(mapping) => mapping.entries.iter_mut().for_each(|entry| shift_entry(entry, from, by)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Every manifest under `fixtures/`, and texts that exercise what the splice must refuse or handle.
+    fn corpus() -> Vec<String> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else { return };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                // Links are not followed: the fixtures hold links that lead out of their package, and loops.
+                let Ok(kind) = entry.file_type() else { continue };
+                if kind.is_dir() {
+                    walk(&path, out);
+                } else if kind.is_file() && path.extension().is_some_and(|ext| ext == "yml" || ext == "yaml") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut paths = Vec::new();
+        walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut paths);
+        paths.sort();
+        let mut texts: Vec<String> = paths.iter().filter_map(|path| std::fs::read_to_string(path).ok()).collect();
+        assert!(texts.len() >= 20, "the fixtures hold the manifests the test edits ({} found)", texts.len());
+        texts.extend(
+            [
+                "# modeline\nspec: 1\nname: a\ndescription: >\n  folded\n  text\n\nskills:\n- ./a\n- ./b\nenv:\n  A:\n    required: true\n",
+                "spec: 1\r\nname: crlf\r\ndescription: |+\r\n  kept\r\n\r\nruntimes:\r\n  local: {}\r\n",
+                "base: &b {x: 1}\nname: anchors\nother: *b\nmerged:\n  <<: *b\n  y: 2\n",
+                "name: \"quoted\nacross\"\nlist: [a,\n  b]\n'single': 'x'\n# trailing comment\n",
+                "---\nname: marker\nversion: 1.0.0\n...\n",
+                "%YAML 1.2\n---\nname: directive\ntags: !!str 1\n",
+                "name: ünïcödé\ndescription: \"日本語\"\nkey: é\n",
+                "a: 1\nb: 2\nc:\n  - x: 1\n    y: 2\n  - z\nd: null\n",
+                "name: no newline at end",
+            ]
+            .map(str::to_owned),
+        );
+        texts.push(large());
+        texts
+    }
+
+    fn large() -> String {
+        let mut text = String::from("spec: 1\nname: large\ndescription: A large manifest.\nenv:\n");
+        for i in 0..300 {
+            text.push_str(&format!("  VAR_{i}:\n    required: {}\n", i % 2 == 0));
+        }
+        text.push_str("runtimes:\n  local: {}\n");
+        text
+    }
+
+    /// What an edit inserts: YAML's indicators, line breaks, indentation and plain words.
+    const SNIPPETS: &[&str] = &[
+        "",
+        "\n",
+        "\r\n",
+        " ",
+        "  ",
+        ":",
+        ": ",
+        "- ",
+        "#",
+        "# c\n",
+        "x",
+        "key: value\n",
+        "name: dup\n",
+        "\"",
+        "'",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "&a ",
+        "*a",
+        "<<: ",
+        "|\n",
+        ">-\n",
+        "---\n",
+        "...\n",
+        "%TAG ! x\n",
+        "\t",
+        "?",
+        "!",
+        "!!str ",
+        "é",
+        "日",
+        "\u{feff}",
+        "  nested: 1\n",
+        "\nnew: key\n",
+        "true",
+        "1.0",
+        "~",
+    ];
+
+    fn check(old: &str, new: &str) -> bool {
+        check_from(parse_str(old), new, &parse_str(new))
+    }
+
+    /// Reparses `new` from `previous` and compares with `expected` (its full parse); true when it spliced.
+    fn check_from(previous: Parse, new: &str, expected: &Parse) -> bool {
+        let old = previous.text.clone();
+        let spliced = splice(previous, new);
+        let used = spliced.is_some();
+        let actual = spliced.unwrap_or_else(|| parse_str(new));
+        assert_eq!(actual.text, expected.text);
+        assert_eq!(actual.root, expected.root, "tree after editing {old:?} into {new:?}");
+        assert_eq!(actual.errors, expected.errors, "errors after editing {old:?} into {new:?}");
+        used
+    }
+
+    /// `old` with `remove` bytes at `at` replaced by `insert`, moved to character boundaries.
+    fn edit(old: &str, at: usize, remove: usize, insert: &str) -> String {
+        let mut start = at.min(old.len());
+        while !old.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = (start + remove).min(old.len());
+        while !old.is_char_boundary(end) {
+            end += 1;
+        }
+        format!("{}{insert}{}", &old[..start], &old[end..])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+        /// A random edit of a manifest: the reparse equals the full parse.
+        #[test]
+        fn a_reparse_equals_the_full_parse(
+            text in 0usize..1000,
+            at in 0.0f64..1.0,
+            remove in prop_oneof![Just(0usize), 0usize..4, 0usize..40],
+            snippet in 0..SNIPPETS.len(),
+            word in "[a-zA-Z0-9_ ]{0,6}",
+        ) {
+            let corpus = corpus_cached();
+            let old = &corpus[text % corpus.len()];
+            let insert = format!("{}{word}", SNIPPETS[snippet]);
+            let new = edit(old, (at * old.len() as f64) as usize, remove, &insert);
+            check(old, &new);
+        }
+    }
+
+    fn corpus_cached() -> &'static [String] {
+        static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        CORPUS.get_or_init(corpus)
+    }
+
+    /// Every single-character change at every position of small manifests, in both directions (a typed and a
+    /// deleted character): the edits an editor sends most.
+    #[test]
+    fn every_typed_or_deleted_character_reparses_like_a_full_parse() {
+        let mut spliced = 0;
+        let mut total = 0;
+        for old in corpus_cached().iter().filter(|text| text.len() < 600) {
+            let old_parse = parse_str(old);
+            for at in (0..=old.len()).filter(|at| old.is_char_boundary(*at)) {
+                for insert in ["x", " ", "\n", ":", "-", "#"] {
+                    let new = edit(old, at, 0, insert);
+                    let new_parse = parse_str(&new);
+                    total += 2;
+                    spliced += usize::from(check_from(old_parse.clone(), &new, &new_parse));
+                    spliced += usize::from(check_from(new_parse, old, &old_parse));
+                }
+            }
+        }
+        // The point of the splice: most edits of a clean manifest do not parse the whole text.
+        assert!(spliced * 2 > total, "{spliced} of {total} edits spliced");
+    }
+
+    #[test]
+    fn an_edit_inside_one_entry_reuses_the_rest() {
+        let old = large();
+        let new = old.replace("A large manifest.", "A Large manifest, edited.");
+        assert!(check(&old, &new), "a description edit splices");
+        let new = old.replace("  VAR_7:\n", "  VAR_7:\n    default: x\n");
+        assert!(check(&old, &new), "an edit inside env splices");
+        let new = old.replace("name: large\n", "name: large\nname: again\n");
+        assert!(!check(&old, &new), "a duplicate top-level key parses in full");
+        let new = old.replace("name: large\n", "name: &a large\n");
+        assert!(!check(&old, &new), "an anchor parses in full");
+        let new = old.replace("description: A large manifest.\n", "");
+        assert!(check(&old, &new), "a removed entry splices");
+        let new = old.replace("description: A large manifest.", "description: A large manifest.\n  broken: [");
+        assert!(!check(&old, &new), "a syntax error parses in full");
+    }
+}
