@@ -284,4 +284,36 @@ mod tests {
         assert_eq!(config, Config::default());
         assert!(Config::default().run_time_warnings, "run-time warnings are on unless switched off");
     }
+
+    /// Each version's parse is the full parse of its text, whether it came from the kept tree of the previous
+    /// version (held elsewhere or not), from a version kept for another path, or back from a newer version.
+    #[test]
+    fn the_parse_cache_answers_each_version_as_a_full_parse() {
+        let cache = ParseCache::default();
+        let path = Path::new("/repo/.workbenches/a/workbench.yml");
+        let other = Path::new("/repo/.workbenches/b/workbench.yml");
+        let texts = [
+            "spec: 1\nname: a\ndescription: one\nenv:\n  A:\n    required: true\n",
+            "spec: 1\nname: a\ndescription: one, edited\nenv:\n  A:\n    required: true\n",
+            "spec: 1\nname: a\ndescription: one, edited\nenv:\n  A:\n    required: [\n",
+            "spec: 1\nname: a\ndescription: two\nenv:\n  A:\n    required: false\n  B: {}\n",
+        ];
+        let mut held = Vec::new();
+        for (version, text) in texts.iter().enumerate() {
+            let document = Document::new((*text).to_owned(), version as i32);
+            let parse = cache.get(path, &document);
+            let full = wb_syntax::parse_str(text);
+            assert_eq!((&parse.text, &parse.root, &parse.errors), (&full.text, &full.root, &full.errors), "v{version}");
+            assert!(Arc::ptr_eq(&parse, &cache.get(path, &document)), "the same version answers from the kept tree");
+            if version == 1 {
+                held.push(parse);
+            }
+        }
+        let document = Document::new(texts[0].to_owned(), 0);
+        let back = cache.get(path, &document);
+        assert_eq!(back.root, wb_syntax::parse_str(texts[0]).root, "an older version");
+        let elsewhere = Document::new(texts[3].replace("name: a", "name: b"), 7);
+        assert_eq!(cache.get(other, &elsewhere).root, wb_syntax::parse_str(&elsewhere.text).root);
+        assert_eq!(held[0].root, wb_syntax::parse_str(texts[1]).root, "a tree a request still holds is left as it was");
+    }
 }
