@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 use saphyr_parser::{Event, Marker, ScalarStyle, Span, Tag};
 
-use super::scalar::{resolve_plain, resolve_plain_cow};
+use super::scalar::resolve_plain;
 use super::tree::{Entry, Mapping, Node, Parse, Style, SyntaxError, SyntaxErrorKind, Value};
 use super::{ALIAS_EXPANSION_BUDGET, MAX_DEPTH};
 use crate::TextRange;
@@ -215,7 +215,7 @@ impl<'a> Builder<'a> {
                 self.error(SyntaxErrorKind::Tag, range, format!("Unsupported YAML tag !!{other} on a scalar"));
                 Value::String(value.into_owned())
             }
-            None if style == Style::Plain && tag.is_none() => resolve_plain_cow(value),
+            None if style == Style::Plain && tag.is_none() => resolve_plain(&value),
             None => Value::String(value.into_owned()),
         };
         Node { value: resolved, range, style }

@@ -1,18 +1,13 @@
 //! Plain scalars resolved with the YAML 1.2 core schema: null, booleans, numbers (decimal, `0o`, `0x`,
 //! infinities, NaN), else strings.
 
-use std::borrow::Cow;
-
 use super::tree::Value;
 
 /// Resolves a plain scalar with the YAML 1.2 core schema.
 pub(super) fn resolve_plain(text: &str) -> Value {
+    // A new string of exactly the text's length: the parser's own buffer can be larger, and the tree keeps
+    // every string for as long as the document is open.
     resolve_non_string(text).unwrap_or_else(|| Value::String(text.to_owned()))
-}
-
-/// [`resolve_plain`] for the parser's text, which becomes the string without a copy when it is already owned.
-pub(super) fn resolve_plain_cow(text: Cow<'_, str>) -> Value {
-    resolve_non_string(&text).unwrap_or_else(|| Value::String(text.into_owned()))
 }
 
 /// The null, boolean or number a plain scalar stands for, if any.
