@@ -5,42 +5,31 @@ use super::tree::Value;
 
 /// Resolves a plain scalar with the YAML 1.2 core schema.
 pub(super) fn resolve_plain(text: &str) -> Value {
-    // A new string of exactly the text's length: the parser's own buffer can be larger, and the tree keeps
-    // every string for as long as the document is open.
-    resolve_non_string(text).unwrap_or_else(|| Value::String(text.to_owned()))
-}
-
-/// The null, boolean or number a plain scalar stands for, if any.
-fn resolve_non_string(text: &str) -> Option<Value> {
-    let value = match text {
-        "" | "~" | "null" | "Null" | "NULL" => Value::Null,
-        "true" | "True" | "TRUE" => Value::Bool(true),
-        "false" | "False" | "FALSE" => Value::Bool(false),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Value::Number(f64::INFINITY),
-        "-.inf" | "-.Inf" | "-.INF" => Value::Number(f64::NEG_INFINITY),
-        ".nan" | ".NaN" | ".NAN" => Value::Number(f64::NAN),
-        _ => return resolve_number(text),
-    };
-    Some(value)
-}
-
-fn resolve_number(text: &str) -> Option<Value> {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Value::Number(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Number(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Value::Number(f64::NAN),
+        _ => {}
+    }
     if let Some(octal) = text.strip_prefix("0o") {
         if !octal.is_empty() && octal.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-            return Some(Value::Number(digits_value(octal, 8)));
+            return Value::Number(digits_value(octal, 8));
         }
     }
     if let Some(hex) = text.strip_prefix("0x") {
         if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Some(Value::Number(digits_value(hex, 16)));
+            return Value::Number(digits_value(hex, 16));
         }
     }
     if is_core_number(text) {
         if let Ok(number) = text.parse::<f64>() {
-            return Some(Value::Number(number));
+            return Value::Number(number);
         }
     }
-    None
+    Value::String(text.to_owned())
 }
 
 fn digits_value(digits: &str, radix: u32) -> f64 {
