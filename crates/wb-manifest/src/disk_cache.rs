@@ -47,12 +47,20 @@ type Answer<T> = Result<T, Failure>;
 /// Answers by path, keyed by the path's bytes (the paths asked are plain, so equal paths have equal bytes).
 type Answers<T> = Mutex<HashMap<OsString, Answer<T>, FxBuildHasher>>;
 
+/// What `lstat` told of a path: its kind and, for a regular file, its size (a listing tells the kind only).
+#[derive(Clone, Copy)]
+struct Stat {
+    kind: FileKind,
+    len: Option<u64>,
+}
+
 /// The disk, with what a pass already asked remembered (see the module docs).
 #[derive(Default)]
 pub struct DiskCache {
     real: Answers<PathBuf>,
-    kinds: Answers<FileKind>,
+    kinds: Answers<Stat>,
     followed: Answers<FileKind>,
+    sizes: Answers<u64>,
     listings: Answers<Vec<PathBuf>>,
 }
 
@@ -110,7 +118,15 @@ impl FileSystem for DiskCache {
     }
 
     fn kind(&self, path: &Path) -> io::Result<FileKind> {
-        remembered(&self.kinds, path, || OsFileSystem.kind(path))
+        self.stat(path).map(|stat| stat.kind)
+    }
+
+    fn size(&self, path: &Path) -> io::Result<u64> {
+        match self.stat(path)? {
+            Stat { kind: FileKind::File, len: Some(len) } => Ok(len),
+            // A link (its target's size), or a kind a listing told.
+            _ => remembered(&self.sizes, path, || OsFileSystem.size(path)),
+        }
     }
 
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
@@ -127,6 +143,14 @@ impl FileSystem for DiskCache {
 }
 
 impl DiskCache {
+    fn stat(&self, path: &Path) -> io::Result<Stat> {
+        remembered(&self.kinds, path, || {
+            let meta = std::fs::symlink_metadata(path)?;
+            let kind = crate::fs::kind_of(meta.file_type());
+            Ok(Stat { kind, len: (kind == FileKind::File).then_some(meta.len()) })
+        })
+    }
+
     /// A directory's entries, sorted; the kind of each (which the listing tells without following a link) is
     /// remembered as its `lstat` would have answered.
     fn list(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
@@ -136,7 +160,8 @@ impl DiskCache {
             let entry = entry?;
             let full = entry.path();
             if let Ok(file_type) = entry.file_type() {
-                kinds.push((full.as_os_str().to_owned(), Ok(crate::fs::kind_of(file_type))));
+                let kind = crate::fs::kind_of(file_type);
+                kinds.push((full.as_os_str().to_owned(), Ok(Stat { kind, len: None })));
             }
             entries.push(full);
         }

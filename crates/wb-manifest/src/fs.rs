@@ -45,6 +45,11 @@ pub trait FileSystem: Send + Sync {
     fn kind(&self, path: &Path) -> io::Result<FileKind>;
     /// The kind of a path after following symlinks.
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind>;
+    /// The size in bytes of the file a path leads to (links followed), without reading it where the file system
+    /// can tell.
+    fn size(&self, path: &Path) -> io::Result<u64> {
+        self.read(path).map(|bytes| bytes.len() as u64)
+    }
     /// The entries of a directory (full paths), sorted.
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
     /// A parse of `bytes`, just read from `path`, that this file system keeps (an editor's buffer, parsed once
@@ -129,6 +134,10 @@ impl FileSystem for OsFileSystem {
 
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
         std::fs::metadata(path).map(|meta| kind_of(meta.file_type()))
+    }
+
+    fn size(&self, path: &Path) -> io::Result<u64> {
+        std::fs::metadata(path).map(|meta| meta.len())
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {

@@ -111,16 +111,17 @@ impl PackageChecks<'_> {
         match self.fs.read_limited(path, MAX_PACKAGE_FILE_BYTES) {
             Ok(bytes) => Ok(bytes),
             Err(ReadLimitError::TooLarge(size)) => {
-                let message = format!(
-                    "{what} is too large: {size} bytes (the limit is {} MiB): {}",
-                    MAX_PACKAGE_FILE_BYTES / (1024 * 1024),
-                    path.display()
-                );
-                self.report(Code::FileTooLarge, range, message);
+                self.too_large(path, size, range, what);
                 Err(None)
             }
             Err(ReadLimitError::Io(error)) => Err(Some(error)),
         }
+    }
+
+    fn too_large(&mut self, path: &Path, size: u64, range: TextRange, what: &str) {
+        let limit = MAX_PACKAGE_FILE_BYTES / (1024 * 1024);
+        let message = format!("{what} is too large: {size} bytes (the limit is {limit} MiB): {}", path.display());
+        self.report(Code::FileTooLarge, range, message);
     }
 
     pub fn run(&mut self, manifest: &Manifest) {
@@ -162,8 +163,13 @@ impl PackageChecks<'_> {
                 if !self.within(instructions, "instructions", &path, false) {
                     // Refused: nothing of it is read.
                 } else if matches!(self.fs.kind_followed(&path), Ok(FileKind::File)) {
-                    // Only its size matters here; the engine reads it into the system prompt.
-                    let _ = self.read_bounded(&path, instructions.range, "Instructions file");
+                    // Only its size matters here (the engine reads it into the system prompt), so it is not read.
+                    match self.fs.size(&path) {
+                        Ok(size) if size > MAX_PACKAGE_FILE_BYTES as u64 => {
+                            self.too_large(&path, size, instructions.range, "Instructions file");
+                        }
+                        _ => {}
+                    }
                 } else {
                     let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
                     let rename = self.nearest_fix(instructions, &path, FileKind::File);
@@ -196,7 +202,13 @@ impl PackageChecks<'_> {
             let Some(dir) = self.resolve(skill, "skills", root) else { continue };
             let skill_file = dir.join("SKILL.md");
             let file_value = Spanned::new(format!("{}/SKILL.md", skill.value.trim_end_matches('/')), skill.range);
-            if !self.within(skill, "skills", &dir, false) || !self.within(&file_value, "skills", &skill_file, false) {
+            if !self.within(skill, "skills", &dir, false) {
+                continue;
+            }
+            // The directory's listing (which the link walk below needs anyway) tells the kind of `SKILL.md`, so
+            // resolving it asks the disk nothing more.
+            let _ = self.fs.read_dir(&dir);
+            if !self.within(&file_value, "skills", &skill_file, false) {
                 continue;
             }
             self.skill_links(skill, &dir);

@@ -238,6 +238,34 @@ fn an_oversized_skill_manifest_is_reported_without_being_read() {
     assert_eq!(report.sources.len(), 1, "the skill's text is not carried");
 }
 
+/// The instructions are sized, never read, by the check: one over the limit is reported at the value, for the
+/// file itself and for a link to it inside the repository (whose target's size counts), on the disk and
+/// through the pass cache.
+#[test]
+fn oversized_instructions_are_reported_by_their_size() {
+    let repo = Repo::new("instructions: ./docs/long.md\n");
+    let docs = repo.package.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let file = std::fs::File::create(repo.root.join("long.md")).unwrap();
+    file.set_len(20 * 1024 * 1024).unwrap();
+    symlink(repo.root.join("long.md"), docs.join("long.md")).unwrap();
+    let expected = format!(
+        "Instructions file is too large: 20971520 bytes (the limit is 4 MiB): {}",
+        docs.join("long.md").display()
+    );
+    let too_large = |report: &PackageReport| -> Vec<String> {
+        report.diagnostics.iter().filter(|d| d.code == Code::FileTooLarge).map(|d| d.message.clone()).collect()
+    };
+    assert_eq!(too_large(&repo.check()), std::slice::from_ref(&expected));
+    let cached = check_path(&wb_manifest::DiskCache::new(), &repo.root, ModelCatalog::embedded());
+    assert_eq!(too_large(&cached[0]), [expected]);
+
+    // At the limit it is accepted.
+    file.set_len(4 * 1024 * 1024).unwrap();
+    assert!(repo.check().is_valid(), "{:?}", repo.check().diagnostics);
+    assert!(cached[0].sources.len() == 1, "the instructions' text is not carried");
+}
+
 #[test]
 fn image_build_paths_linked_out_of_the_repository_are_refused() {
     let repo = Repo::new("");

@@ -183,6 +183,13 @@ impl FileSystem for Overlay {
         }
     }
 
+    fn size(&self, path: &Path) -> io::Result<u64> {
+        match self.documents.get(path) {
+            Some(document) => Ok(document.text.len() as u64),
+            None => self.disk.size(path),
+        }
+    }
+
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         let mut entries = self.disk.read_dir(path).or_else(|error| {
             if self.documents.keys().any(|doc| doc.parent() == Some(path)) { Ok(Vec::new()) } else { Err(error) }
