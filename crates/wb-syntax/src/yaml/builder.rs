@@ -34,8 +34,9 @@ enum Frame {
 
 pub(super) struct Builder<'a> {
     text: &'a str,
-    /// Computed once: for ASCII text, saphyr's character indexes are byte offsets.
-    ascii: bool,
+    /// Whether the markers of the events are byte offsets: saphyr's count characters, which are bytes in ASCII
+    /// text; the fast scanner's are bytes.
+    byte_markers: bool,
     /// Incremental char-index to byte-offset conversion (saphyr markers count characters).
     cursor_chars: usize,
     cursor_bytes: usize,
@@ -49,10 +50,15 @@ pub(super) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
+    /// A builder for `saphyr-parser`'s events.
     pub(super) fn new(text: &'a str) -> Builder<'a> {
+        Builder::with_byte_markers(text, text.is_ascii())
+    }
+
+    pub(super) fn with_byte_markers(text: &'a str, byte_markers: bool) -> Builder<'a> {
         Builder {
             text,
-            ascii: text.is_ascii(),
+            byte_markers,
             cursor_chars: 0,
             cursor_bytes: 0,
             stack: Vec::new(),
@@ -67,7 +73,7 @@ impl<'a> Builder<'a> {
 
     pub(super) fn offset(&mut self, marker: Marker) -> usize {
         let target = marker.index();
-        if self.ascii {
+        if self.byte_markers {
             return target.min(self.text.len());
         }
         while self.cursor_chars < target {

@@ -7,6 +7,9 @@
 //! new version of a text again only where it changed.
 
 mod builder;
+#[cfg(test)]
+mod corpus;
+mod fast;
 mod reparse;
 mod scalar;
 mod tree;
@@ -52,6 +55,15 @@ pub fn parse(bytes: &[u8]) -> Parse {
 
 /// Parses a string.
 pub fn parse_str(text: &str) -> Parse {
+    let mut builder = Builder::with_byte_markers(text, true);
+    if fast::scan(text, &mut builder).is_some() {
+        return builder.finish();
+    }
+    parse_with_saphyr(text)
+}
+
+/// Parses a string with `saphyr-parser` (what [`parse_str`] does for a text outside the fast scanner's subset).
+fn parse_with_saphyr(text: &str) -> Parse {
     let mut builder = Builder::new(text);
     if text.starts_with('\u{feff}') {
         builder.error(

@@ -169,102 +169,10 @@ fn shift_node(node: &mut Node, from: usize, by: isize) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
-
     use proptest::prelude::*;
 
     use super::*;
-
-    /// Every manifest under `fixtures/`, and texts that exercise what the splice must refuse or handle.
-    fn corpus() -> Vec<String> {
-        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-            let Ok(entries) = std::fs::read_dir(dir) else { return };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                // Links are not followed: the fixtures hold links that lead out of their package, and loops.
-                let Ok(kind) = entry.file_type() else { continue };
-                if kind.is_dir() {
-                    walk(&path, out);
-                } else if kind.is_file() && path.extension().is_some_and(|ext| ext == "yml" || ext == "yaml") {
-                    out.push(path);
-                }
-            }
-        }
-        let mut paths = Vec::new();
-        walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"), &mut paths);
-        paths.sort();
-        let mut texts: Vec<String> = paths.iter().filter_map(|path| std::fs::read_to_string(path).ok()).collect();
-        assert!(texts.len() >= 20, "the fixtures hold the manifests the test edits ({} found)", texts.len());
-        texts.extend(
-            [
-                "# modeline\nspec: 1\nname: a\ndescription: >\n  folded\n  text\n\nskills:\n- ./a\n- ./b\nenv:\n  A:\n    required: true\n",
-                "spec: 1\r\nname: crlf\r\ndescription: |+\r\n  kept\r\n\r\nruntimes:\r\n  local: {}\r\n",
-                "base: &b {x: 1}\nname: anchors\nother: *b\nmerged:\n  <<: *b\n  y: 2\n",
-                "name: \"quoted\nacross\"\nlist: [a,\n  b]\n'single': 'x'\n# trailing comment\n",
-                "---\nname: marker\nversion: 1.0.0\n...\n",
-                "%YAML 1.2\n---\nname: directive\ntags: !!str 1\n",
-                "name: ünïcödé\ndescription: \"日本語\"\nkey: é\n",
-                "a: 1\nb: 2\nc:\n  - x: 1\n    y: 2\n  - z\nd: null\n",
-                "name: no newline at end",
-            ]
-            .map(str::to_owned),
-        );
-        texts.push(large());
-        texts
-    }
-
-    fn large() -> String {
-        let mut text = String::from("spec: 1\nname: large\ndescription: A large manifest.\nenv:\n");
-        for i in 0..300 {
-            text.push_str(&format!("  VAR_{i}:\n    required: {}\n", i % 2 == 0));
-        }
-        text.push_str("runtimes:\n  local: {}\n");
-        text
-    }
-
-    /// What an edit inserts: YAML's indicators, line breaks, indentation and plain words.
-    const SNIPPETS: &[&str] = &[
-        "",
-        "\n",
-        "\r\n",
-        " ",
-        "  ",
-        ":",
-        ": ",
-        "- ",
-        "#",
-        "# c\n",
-        "x",
-        "key: value\n",
-        "name: dup\n",
-        "\"",
-        "'",
-        "[",
-        "]",
-        "{",
-        "}",
-        ",",
-        "&a ",
-        "*a",
-        "<<: ",
-        "|\n",
-        ">-\n",
-        "---\n",
-        "...\n",
-        "%TAG ! x\n",
-        "\t",
-        "?",
-        "!",
-        "!!str ",
-        "é",
-        "日",
-        "\u{feff}",
-        "  nested: 1\n",
-        "\nnew: key\n",
-        "true",
-        "1.0",
-        "~",
-    ];
+    use crate::yaml::corpus::{SNIPPETS, corpus_cached, edit, large};
 
     fn check(old: &str, new: &str) -> bool {
         check_from(parse_str(old), new, &parse_str(new))
@@ -280,19 +188,6 @@ mod tests {
         assert_eq!(actual.root, expected.root, "tree after editing {old:?} into {new:?}");
         assert_eq!(actual.errors, expected.errors, "errors after editing {old:?} into {new:?}");
         used
-    }
-
-    /// `old` with `remove` bytes at `at` replaced by `insert`, moved to character boundaries.
-    fn edit(old: &str, at: usize, remove: usize, insert: &str) -> String {
-        let mut start = at.min(old.len());
-        while !old.is_char_boundary(start) {
-            start -= 1;
-        }
-        let mut end = (start + remove).min(old.len());
-        while !old.is_char_boundary(end) {
-            end += 1;
-        }
-        format!("{}{insert}{}", &old[..start], &old[end..])
     }
 
     proptest! {
@@ -313,11 +208,6 @@ mod tests {
             let new = edit(old, (at * old.len() as f64) as usize, remove, &insert);
             check(old, &new);
         }
-    }
-
-    fn corpus_cached() -> &'static [String] {
-        static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-        CORPUS.get_or_init(corpus)
     }
 
     /// Every single-character change at every position of small manifests, in both directions (a typed and a
