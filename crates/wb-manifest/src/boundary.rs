@@ -48,7 +48,16 @@ pub struct Resolved {
 
 /// Resolves `path` (absolute, lexically normalised) and requires its real path inside `boundary`'s.
 pub fn resolve_within(fs: &dyn FileSystem, path: &Path, boundary: &Path) -> Result<Resolved, Escape> {
-    let boundary = fs.real_path(boundary).unwrap_or_else(|_| normalize(boundary));
+    resolve_within_real(fs, path, &real_boundary(fs, boundary))
+}
+
+/// The real path of a boundary, as [`resolve_within_real`] takes it.
+pub fn real_boundary(fs: &dyn FileSystem, boundary: &Path) -> PathBuf {
+    fs.real_path(boundary).unwrap_or_else(|_| normalize(boundary))
+}
+
+/// [`resolve_within`] for a boundary whose real path is known (a package's checks resolve many paths in one).
+pub fn resolve_within_real(fs: &dyn FileSystem, path: &Path, boundary: &Path) -> Result<Resolved, Escape> {
     let path = crate::fs::normalized(path);
     let (real, exists) = match fs.real_path(&path) {
         Ok(real) => (real, true),
@@ -57,7 +66,7 @@ pub fn resolve_within(fs: &dyn FileSystem, path: &Path, boundary: &Path) -> Resu
     if is_pseudo(&real) {
         return Err(Escape::Pseudo);
     }
-    if !real.starts_with(&boundary) {
+    if !crate::fs::is_beneath(&real, boundary) {
         return Err(Escape::Outside);
     }
     if exists && fs.kind_followed(&real).is_ok_and(|kind| kind == FileKind::Other) {
@@ -68,7 +77,7 @@ pub fn resolve_within(fs: &dyn FileSystem, path: &Path, boundary: &Path) -> Resu
 
 /// True for a path in `/proc`, `/sys` or `/dev`.
 pub fn is_pseudo(path: &Path) -> bool {
-    PSEUDO_ROOTS.iter().any(|root| path.starts_with(root))
+    PSEUDO_ROOTS.iter().any(|root| crate::fs::is_beneath(path, Path::new(root)))
 }
 
 /// The real path of the deepest ancestor that resolves, joined with the components below it. A path that

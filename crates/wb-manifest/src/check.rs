@@ -296,6 +296,7 @@ pub(crate) fn check_bytes(
         root: root.as_deref(),
         diagnostics: Vec::new(),
         sources: Vec::new(),
+        real_boundaries: Default::default(),
     };
     checks.run(&manifest);
     diagnostics.extend(checks.diagnostics);

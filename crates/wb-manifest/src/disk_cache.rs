@@ -12,10 +12,11 @@
 //! again without following links when it copies files at run time, so an answer that went stale within a pass
 //! can never make it read outside the boundary.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rustc_hash::FxBuildHasher;
@@ -54,10 +55,24 @@ struct Stat {
     len: Option<u64>,
 }
 
+/// Where a plain path leads: to itself (no link on the way, what nearly every path asked does: remembered
+/// without a copy of it), or elsewhere.
+#[derive(Clone)]
+enum Real {
+    Itself,
+    Elsewhere(PathBuf),
+}
+
+impl Real {
+    fn of(real: PathBuf, path: &Path) -> Real {
+        if real == path { Real::Itself } else { Real::Elsewhere(real) }
+    }
+}
+
 /// The disk, with what a pass already asked remembered (see the module docs).
 #[derive(Default)]
 pub struct DiskCache {
-    real: Answers<PathBuf>,
+    real: Answers<Real>,
     kinds: Answers<Stat>,
     followed: Answers<FileKind>,
     sizes: Answers<u64>,
@@ -77,10 +92,10 @@ fn remembered<T: Clone>(map: &Answers<T>, path: &Path, ask: impl FnOnce() -> io:
     answer.map_err(Failure::error)
 }
 
-/// True for an absolute path of plain names only (no `.`, no `..`): its parent is its real parent's lexical
-/// parent once the parent is resolved.
+/// True for an absolute path of plain names only (no `.`, no `..`, no empty name): its parent is its real
+/// parent's lexical parent once the parent is resolved.
 fn is_plain(path: &Path) -> bool {
-    path.is_absolute() && path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+    path.is_absolute() && crate::fs::is_normal(path)
 }
 
 impl DiskCache {
@@ -88,15 +103,26 @@ impl DiskCache {
         DiskCache::default()
     }
 
-    fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+    /// Where a plain path leads.
+    fn real_of(&self, path: &Path) -> io::Result<Real> {
+        remembered(&self.real, path, || self.resolve(path))
+    }
+
+    fn resolve(&self, path: &Path) -> io::Result<Real> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return OsFileSystem.real_path(path);
+            return OsFileSystem.real_path(path).map(|real| Real::of(real, path));
         };
-        let candidate = self.real_path(parent)?.join(name);
+        let candidate = match self.real_of(parent)? {
+            Real::Itself => Cow::Borrowed(path),
+            Real::Elsewhere(real) => Cow::Owned(real.join(name)),
+        };
         match self.kind(&candidate)? {
             // Links (and whatever they lead to) are resolved by the system.
-            FileKind::Symlink => OsFileSystem.real_path(&candidate),
-            _ => Ok(candidate),
+            FileKind::Symlink => OsFileSystem.real_path(&candidate).map(|real| Real::of(real, path)),
+            _ => Ok(match candidate {
+                Cow::Borrowed(_) => Real::Itself,
+                Cow::Owned(real) => Real::Elsewhere(real),
+            }),
         }
     }
 }
@@ -107,6 +133,15 @@ impl FileSystem for DiskCache {
     }
 
     fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        // A regular file this pass saw with `lstat` (no link) is read by the size seen, without asking `fstat`
+        // again, and opened without following a link: one swapped in since fails to open.
+        if let Some(Stat { kind: FileKind::File, len: Some(len) }) = self.seen(path) {
+            if len > u64::try_from(limit).unwrap_or(u64::MAX) {
+                return Err(ReadLimitError::TooLarge(len));
+            }
+            let file = crate::fs::open_for_reading(path, true)?;
+            return crate::fs::read_open_file(file, len, limit);
+        }
         OsFileSystem.read_limited(path, limit)
     }
 
@@ -114,7 +149,10 @@ impl FileSystem for DiskCache {
         if !is_plain(path) {
             return OsFileSystem.real_path(path);
         }
-        remembered(&self.real, path, || self.resolve(path))
+        Ok(match self.real_of(path)? {
+            Real::Itself => path.to_path_buf(),
+            Real::Elsewhere(real) => real,
+        })
     }
 
     fn kind(&self, path: &Path) -> io::Result<FileKind> {
@@ -143,6 +181,12 @@ impl FileSystem for DiskCache {
 }
 
 impl DiskCache {
+    /// What `lstat` told of `path` earlier in the pass, if it was asked.
+    fn seen(&self, path: &Path) -> Option<Stat> {
+        let map = self.kinds.lock().ok()?;
+        map.get(path.as_os_str())?.as_ref().ok().copied()
+    }
+
     fn stat(&self, path: &Path) -> io::Result<Stat> {
         remembered(&self.kinds, path, || {
             let meta = std::fs::symlink_metadata(path)?;
@@ -156,15 +200,7 @@ impl DiskCache {
     fn list(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         let mut entries = Vec::new();
         let mut kinds = Vec::new();
-        for entry in std::fs::read_dir(path)? {
-            let entry = entry?;
-            let full = entry.path();
-            if let Ok(file_type) = entry.file_type() {
-                let kind = crate::fs::kind_of(file_type);
-                kinds.push((full.as_os_str().to_owned(), Ok(Stat { kind, len: None })));
-            }
-            entries.push(full);
-        }
+        list_into(path, &mut entries, &mut kinds)?;
         if let Ok(mut map) = self.kinds.lock() {
             for (path, kind) in kinds {
                 map.entry(path).or_insert(kind);
@@ -173,6 +209,58 @@ impl DiskCache {
         entries.sort();
         Ok(entries)
     }
+}
+
+type Kinds = Vec<(OsString, Answer<Stat>)>;
+
+/// The entries of a directory, and the kinds the listing tells (none for an entry whose kind it does not).
+/// On Linux the entries are read with `getdents64` into a buffer on the stack: `opendir(3)` would also `fstat`
+/// the directory and allocate a 32 KiB buffer, for directories that hold one `SKILL.md`.
+#[cfg(target_os = "linux")]
+fn list_into(path: &Path, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
+    use std::mem::MaybeUninit;
+    use std::os::unix::ffi::OsStrExt;
+
+    use rustix::fs::{FileType, Mode, OFlags, RawDir};
+
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let mut buffer = [MaybeUninit::<u8>::uninit(); 8192];
+    let mut dir = RawDir::new(&fd, &mut buffer);
+    while let Some(entry) = dir.next() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let full = path.join(std::ffi::OsStr::from_bytes(name));
+        let kind = match entry.file_type() {
+            FileType::RegularFile => Some(FileKind::File),
+            FileType::Directory => Some(FileKind::Directory),
+            FileType::Symlink => Some(FileKind::Symlink),
+            FileType::Unknown => None,
+            _ => Some(FileKind::Other),
+        };
+        if let Some(kind) = kind {
+            kinds.push((full.as_os_str().to_owned(), Ok(Stat { kind, len: None })));
+        }
+        entries.push(full);
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn list_into(path: &Path, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let full = entry.path();
+        if let Ok(file_type) = entry.file_type() {
+            let kind = crate::fs::kind_of(file_type);
+            kinds.push((full.as_os_str().to_owned(), Ok(Stat { kind, len: None })));
+        }
+        entries.push(full);
+    }
+    Ok(())
 }
 
 #[cfg(all(test, unix))]
@@ -229,6 +317,55 @@ mod tests {
                 assert_eq!(cache.read_dir(&path).map_err(|e| e.to_string()), want, "read_dir {relative}");
             }
         }
+    }
+
+    /// The kinds a listing tells are the ones `lstat` gives, for every kind of entry.
+    #[test]
+    fn a_listing_tells_kinds_as_lstat_does() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("dir")).unwrap();
+        std::fs::write(root.join("file"), "x").unwrap();
+        symlink(root.join("file"), root.join("link")).unwrap();
+        symlink(root.join("nowhere"), root.join("dangling")).unwrap();
+        nix::unistd::mkfifo(&root.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let cache = DiskCache::new();
+        let entries = cache.read_dir(&root).unwrap();
+        assert_eq!(entries, OsFileSystem.read_dir(&root).unwrap());
+        assert_eq!(entries.len(), 5);
+        for entry in &entries {
+            assert_eq!(cache.kind(entry).unwrap(), OsFileSystem.kind(entry).unwrap(), "{entry:?}");
+            assert_eq!(cache.size(entry).ok(), OsFileSystem.size(entry).ok(), "{entry:?}");
+        }
+    }
+
+    /// A file seen by `lstat` is read by that size: whole when it grew or shrank since, refused over the
+    /// limit, and not read at all when a link has taken its place (it would be read through the link).
+    #[test]
+    fn a_file_seen_is_read_whole_and_never_through_a_link_swapped_in() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        let path = root.join("file");
+        for (before, after) in [(10usize, 10usize), (10, 5000), (5000, 3), (0, 7), (7, 0)] {
+            std::fs::write(&path, vec![b'a'; before]).unwrap();
+            let cache = DiskCache::new();
+            assert_eq!(cache.kind(&path).unwrap(), FileKind::File);
+            std::fs::write(&path, vec![b'b'; after]).unwrap();
+            assert_eq!(cache.read_limited(&path, 100_000).unwrap(), vec![b'b'; after], "{before} then {after}");
+        }
+        std::fs::write(&path, vec![b'a'; 11]).unwrap();
+        let cache = DiskCache::new();
+        cache.kind(&path).unwrap();
+        assert!(matches!(cache.read_limited(&path, 10), Err(ReadLimitError::TooLarge(11))));
+
+        std::fs::write(root.join("secret"), "secret").unwrap();
+        std::fs::write(&path, "plain").unwrap();
+        let cache = DiskCache::new();
+        cache.kind(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        symlink(root.join("secret"), &path).unwrap();
+        assert!(matches!(cache.read_limited(&path, 100), Err(ReadLimitError::Io(_))), "the link is not followed");
+        assert_eq!(DiskCache::new().read_limited(&path, 100).unwrap(), b"secret", "a new pass sees the link");
     }
 
     /// The system's `realpath` is asked only for links: the repository and everything in it resolve from

@@ -82,46 +82,12 @@ impl FileSystem for OsFileSystem {
     }
 
     fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
-        use std::io::Read;
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        // A FIFO swapped in after the checks must not block the open; the kind is checked on the handle.
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, nix::fcntl::OFlag::O_NONBLOCK.bits());
-        let file = options.open(path)?;
+        let file = open_for_reading(path, false)?;
         let meta = file.metadata()?;
         if !meta.is_file() {
             return Err(ReadLimitError::Io(io::Error::other("not a regular file")));
         }
-        let cap = u64::try_from(limit).unwrap_or(u64::MAX);
-        if meta.len() > cap {
-            return Err(ReadLimitError::TooLarge(meta.len()));
-        }
-        // Files in pseudo file systems report a size of 0 whatever they hold: the read itself is bounded.
-        let expected = usize::try_from(meta.len()).unwrap_or(limit).min(limit);
-        let mut bytes = Vec::new();
-        let mut handle = file.take(cap.saturating_add(1));
-        if expected > 0 {
-            // One read with room for a byte more than the file's size: getting exactly that size back, short
-            // of the room, is the end of a regular file, so the read that would return nothing is not made.
-            bytes.resize(expected.saturating_add(1), 0);
-            let got = loop {
-                match handle.read(&mut bytes) {
-                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                    other => break other?,
-                }
-            };
-            bytes.truncate(got);
-            if got == expected {
-                return Ok(bytes);
-            }
-        }
-        // A file that changed size since `fstat`, or whose size says nothing: read to the end, still bounded.
-        handle.read_to_end(&mut bytes)?;
-        if bytes.len() > limit {
-            return Err(ReadLimitError::TooLarge(meta.len().max(bytes.len() as u64)));
-        }
-        Ok(bytes)
+        read_open_file(file, meta.len(), limit)
     }
 
     fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
@@ -148,6 +114,59 @@ impl FileSystem for OsFileSystem {
     }
 }
 
+/// Opens a file to read it: never blocking on a FIFO swapped in after the checks (the kind is checked on the
+/// handle, or the read is bounded), and with `no_follow`, failing on a link where a file was seen.
+pub(crate) fn open_for_reading(path: &Path, no_follow: bool) -> io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        let mut flags = nix::fcntl::OFlag::O_NONBLOCK;
+        if no_follow {
+            flags |= nix::fcntl::OFlag::O_NOFOLLOW;
+        }
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, flags.bits());
+    }
+    #[cfg(not(unix))]
+    let _ = no_follow;
+    options.open(path)
+}
+
+/// Reads an open regular file whose size was `size` (by `fstat`, or by the `lstat` just before it was opened),
+/// holding at most `limit + 1` bytes whatever it holds by now.
+pub(crate) fn read_open_file(file: std::fs::File, size: u64, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+    use std::io::Read;
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX);
+    if size > cap {
+        return Err(ReadLimitError::TooLarge(size));
+    }
+    // Files in pseudo file systems report a size of 0 whatever they hold: the read itself is bounded.
+    let expected = usize::try_from(size).unwrap_or(limit).min(limit);
+    let mut bytes = Vec::new();
+    let mut handle = file.take(cap.saturating_add(1));
+    if expected > 0 {
+        // One read with room for a byte more than the file's size: getting exactly that size back, short
+        // of the room, is the end of a regular file, so the read that would return nothing is not made.
+        bytes.resize(expected.saturating_add(1), 0);
+        let got = loop {
+            match handle.read(&mut bytes) {
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        bytes.truncate(got);
+        if got == expected {
+            return Ok(bytes);
+        }
+    }
+    // A file that changed size since `fstat`, or whose size says nothing: read to the end, still bounded.
+    handle.read_to_end(&mut bytes)?;
+    if bytes.len() > limit {
+        return Err(ReadLimitError::TooLarge(size.max(bytes.len() as u64)));
+    }
+    Ok(bytes)
+}
+
 /// Lexically normalises an absolute path: removes `.` and resolves `..` without touching the disk.
 pub fn normalize(path: &Path) -> PathBuf {
     normalized(path).into_owned()
@@ -160,7 +179,7 @@ pub fn normalized(path: &Path) -> std::borrow::Cow<'_, Path> {
 
 /// True when [`normalize`] would return the path unchanged: a root, then names separated by single slashes,
 /// none of them `.` or `..`, and no slash at the end.
-fn is_normal(path: &Path) -> bool {
+pub(crate) fn is_normal(path: &Path) -> bool {
     if !cfg!(unix) {
         return false;
     }
@@ -171,7 +190,7 @@ fn is_normal(path: &Path) -> bool {
 
 fn lexical(path: &Path) -> PathBuf {
     use std::path::Component;
-    let mut out = PathBuf::new();
+    let mut out = PathBuf::with_capacity(path.as_os_str().len());
     for component in path.components() {
         match component {
             Component::CurDir => {}
@@ -188,7 +207,20 @@ fn lexical(path: &Path) -> PathBuf {
 
 /// True when `path` is `root` or beneath it (both normalised).
 pub fn is_inside(path: &Path, root: &Path) -> bool {
-    normalized(path).starts_with(normalized(root))
+    is_beneath(&normalized(path), &normalized(root))
+}
+
+/// `path.starts_with(root)` for normal paths, compared as bytes (what the checks ask for every path a package
+/// names); other paths are compared component by component.
+pub(crate) fn is_beneath(path: &Path, root: &Path) -> bool {
+    if !(cfg!(unix) && is_normal(path) && is_normal(root)) {
+        return path.starts_with(root);
+    }
+    let (path, root) = (path.as_os_str().as_encoded_bytes(), root.as_os_str().as_encoded_bytes());
+    match path.strip_prefix(root) {
+        Some(rest) => rest.is_empty() || rest[0] == b'/' || root == b"/" || root.is_empty(),
+        None => false,
+    }
 }
 
 #[cfg(test)]

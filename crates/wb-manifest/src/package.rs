@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use wb_syntax::TextRange;
 
-use crate::boundary::{MAX_PACKAGE_FILE_BYTES, first_escaping_link, resolve_within};
+use crate::boundary::{MAX_PACKAGE_FILE_BYTES, first_escaping_link, real_boundary, resolve_within_real};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
 use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside, normalize};
 use crate::model::{Image, Manifest, Spanned};
@@ -31,6 +31,8 @@ pub(crate) struct PackageChecks<'a> {
     pub diagnostics: Vec<Diagnostic>,
     /// Texts of other files that diagnostics point into (skill manifests, runner_config JSON).
     pub sources: Vec<(PathBuf, String)>,
+    /// The real paths of the repository and the package, resolved once for all the paths checked in them.
+    pub real_boundaries: [std::cell::OnceCell<PathBuf>; 2],
 }
 
 impl PackageChecks<'_> {
@@ -66,7 +68,9 @@ impl PackageChecks<'_> {
     /// `package_only`, the package; reports `path-outside-boundary` at the value otherwise.
     fn within(&mut self, value: &Spanned<String>, label: &str, path: &Path, package_only: bool) -> bool {
         let (boundary, name) = self.boundary(package_only);
-        match resolve_within(self.fs, path, boundary) {
+        let real =
+            self.real_boundaries[usize::from(name == "package")].get_or_init(|| real_boundary(self.fs, boundary));
+        match resolve_within_real(self.fs, path, real) {
             Ok(_) => true,
             Err(escape) => {
                 let message = escape.message(label, &value.value, name);
