@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -45,8 +45,35 @@ impl Failure {
 
 type Answer<T> = Result<T, Failure>;
 
-/// Answers by path, keyed by the path's bytes (the paths asked are plain, so equal paths have equal bytes).
-type Answers<T> = Mutex<HashMap<OsString, Answer<T>, FxBuildHasher>>;
+type Shard<T> = Mutex<HashMap<OsString, Answer<T>, FxBuildHasher>>;
+
+/// Answers by path, keyed by the path's bytes (the paths asked are plain, so equal paths have equal bytes), in
+/// shards chosen by the path's hash: the checks of a pass ask from every core at once, and a thread that waits
+/// for a lock another holds sleeps, which on a virtual machine can cost more than the question.
+struct Answers<T> {
+    shards: [Shard<T>; SHARDS],
+}
+
+const SHARDS: usize = 16;
+
+impl<T> Default for Answers<T> {
+    fn default() -> Self {
+        Answers { shards: std::array::from_fn(|_| Mutex::default()) }
+    }
+}
+
+impl<T> Answers<T> {
+    fn shard(&self, path: &OsStr) -> &Shard<T> {
+        use std::hash::BuildHasher;
+        let hash = FxBuildHasher.hash_one(path);
+        // The high bits: FxHash mixes its last input into them.
+        &self.shards[(hash >> 60) as usize % SHARDS]
+    }
+
+    fn lock(&self, path: &OsStr) -> Option<std::sync::MutexGuard<'_, HashMap<OsString, Answer<T>, FxBuildHasher>>> {
+        self.shard(path).lock().ok()
+    }
+}
 
 /// What `lstat` told of a path: its kind and, for a regular file, its size (a listing tells the kind only).
 #[derive(Clone, Copy)]
@@ -82,11 +109,11 @@ pub struct DiskCache {
 /// The remembered answer, or the one `ask` gives (then remembered). The lock is not held while asking, so two
 /// threads may ask the same question once each; both get the same answer.
 fn remembered<T: Clone>(map: &Answers<T>, path: &Path, ask: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
-    if let Some(answer) = map.lock().ok().and_then(|map| map.get(path.as_os_str()).cloned()) {
+    if let Some(answer) = map.lock(path.as_os_str()).and_then(|map| map.get(path.as_os_str()).cloned()) {
         return answer.map_err(Failure::error);
     }
     let answer = ask().map_err(|error| Failure::of(&error));
-    if let Ok(mut map) = map.lock() {
+    if let Some(mut map) = map.lock(path.as_os_str()) {
         map.insert(path.as_os_str().to_owned(), answer.clone());
     }
     answer.map_err(Failure::error)
@@ -183,7 +210,7 @@ impl FileSystem for DiskCache {
 impl DiskCache {
     /// What `lstat` told of `path` earlier in the pass, if it was asked.
     fn seen(&self, path: &Path) -> Option<Stat> {
-        let map = self.kinds.lock().ok()?;
+        let map = self.kinds.lock(path.as_os_str())?;
         map.get(path.as_os_str())?.as_ref().ok().copied()
     }
 
@@ -201,8 +228,8 @@ impl DiskCache {
         let mut entries = Vec::new();
         let mut kinds = Vec::new();
         list_into(path, &mut entries, &mut kinds)?;
-        if let Ok(mut map) = self.kinds.lock() {
-            for (path, kind) in kinds {
+        for (path, kind) in kinds {
+            if let Some(mut map) = self.kinds.lock(&path) {
                 map.entry(path).or_insert(kind);
             }
         }
