@@ -53,6 +53,19 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic(path, bytes, FileMode::Exactly(0o600)).map_err(io(format!("Cannot write {}", path.display())))
 }
 
+/// Replaces a cache file (0600) atomically, without waiting for the disk: after a crash a cache may be lost or
+/// empty, which every reader takes as no cache.
+pub(crate) fn write_cache(path: &Path, bytes: &[u8]) -> Result<()> {
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()))
+        .suffix(".tmp")
+        .permissions(fs::Permissions::from_mode(0o600))
+        .tempfile_in(path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new(".")))
+        .and_then(|mut temp| temp.write_all(bytes).map(|()| temp));
+    temp.and_then(|temp| temp.persist(path).map(drop).map_err(|e| e.error))
+        .map_err(io(format!("Cannot write {}", path.display())))
+}
+
 /// Writes bytes to a new file (0600) that must not exist yet, atomically: it appears whole or not at all, and
 /// an existing file is never replaced.
 pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {

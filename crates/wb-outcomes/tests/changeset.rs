@@ -590,3 +590,75 @@ fn git_environment_of_a_hook_is_ignored() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Clean tracked files: their blob sizes are remembered in the home (one Git per home, not per baseline), a
+/// damaged record of them only makes a baseline read the files itself, and the previous bytes of several
+/// changed files come from their blobs (read in one batch) exactly.
+#[test]
+fn blob_sizes_are_remembered_and_previous_bytes_come_from_the_blobs() {
+    let home = tempfile::tempdir().unwrap();
+    let store = ContentStore::open(home.path()).unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    git(root, &["init", "-q"]);
+    let committed = |i: usize| format!("committed {i}\n").repeat(i + 1);
+    for i in 0..6 {
+        write(root, &format!("f{i}.txt"), committed(i));
+    }
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "init"]);
+    let sizes = home.path().join("cache/blob-sizes");
+
+    let before = Snapshot::baseline(root, &store).unwrap();
+    assert!(before.hashed_paths().is_empty(), "{:?}", before.hashed_paths());
+    let recorded = fs::read_to_string(&sizes).unwrap();
+    assert_eq!(recorded.lines().count(), 6, "{recorded}");
+    for i in 0..6 {
+        let oid = String::from_utf8(git_output(root, &["rev-parse", &format!("HEAD:f{i}.txt")]).stdout).unwrap();
+        assert!(recorded.contains(&format!("{} {}\n", oid.trim(), committed(i).len())), "{recorded}");
+    }
+    // Remembered: a second baseline learns nothing new, and still reads no file.
+    let again = Snapshot::baseline(root, &store).unwrap();
+    assert!(again.hashed_paths().is_empty());
+    assert_eq!(fs::read_to_string(&sizes).unwrap(), recorded);
+
+    for i in 0..3 {
+        write(root, &format!("f{i}.txt"), "changed\n");
+    }
+    fs::remove_file(root.join("f3.txt")).unwrap();
+    let after = Snapshot::capture(root).unwrap();
+    let changeset = between(&store, &again, &after).unwrap();
+    let before_digests: Vec<(String, String)> = changeset
+        .entries
+        .iter()
+        .filter_map(|entry| match entry {
+            Entry::Modify { path, before: Fingerprint::File { digest, .. }, .. }
+            | Entry::Delete { path, before: Fingerprint::File { digest, .. } } => Some((path.clone(), digest.clone())),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(String, String)> = (0..4)
+        .map(|i| (format!("f{i}.txt"), format!("sha256:{}", wb_outcomes::sha256_hex(committed(i).as_bytes()))))
+        .collect();
+    assert_eq!(before_digests, expected);
+    git(root, &["checkout", "-q", "--", "."]);
+
+    // Every size recorded wrong: no blob is trusted, each file is read and kept instead.
+    let wrong: String = recorded
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(oid, size)| format!("{oid} {}\n", size.parse::<u64>().unwrap() + 1))
+        .collect();
+    fs::write(&sizes, wrong).unwrap();
+    let distrusted = Snapshot::baseline(root, &store).unwrap();
+    assert_eq!(distrusted.hashed_paths().len(), 6, "{:?}", distrusted.hashed_paths());
+    write(root, "f5.txt", "changed\n");
+    let after = Snapshot::capture(root).unwrap();
+    let changeset = between(&store, &distrusted, &after).unwrap();
+    match &changeset.entries[..] {
+        [Entry::Modify { before: Fingerprint::File { digest, .. }, .. }] => {
+            assert_eq!(digest, &format!("sha256:{}", wb_outcomes::sha256_hex(committed(5).as_bytes())));
+        }
+        other => panic!("{other:?}"),
+    }
+}

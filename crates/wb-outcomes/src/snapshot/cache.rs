@@ -32,7 +32,7 @@ impl Snapshot {
     fn baseline_with(root: &Path, store: &ContentStore, cached: bool) -> Result<Snapshot> {
         let snapshot = Snapshot::capture_with(root, true, Some(store.home()))?;
         let cache_path = baseline_cache_path(store, root);
-        let cache = if cached { read_baseline_cache(&cache_path) } else { BTreeMap::new() };
+        let (cache, cache_text) = if cached { read_baseline_cache(&cache_path) } else { (BTreeMap::new(), None) };
         let mut budget = OutcomeBudget::new();
         for (path, file) in &snapshot.files {
             if file.kind != Kind::File || file.git_blob.is_some() {
@@ -57,7 +57,7 @@ impl Snapshot {
             let _ = file.digest.set(digest);
         }
         if cached {
-            write_baseline_cache(&cache_path, &snapshot);
+            write_baseline_cache(&cache_path, &snapshot, cache_text.as_deref());
         }
         Ok(snapshot)
     }
@@ -90,10 +90,11 @@ fn baseline_cache_path(store: &ContentStore, root: &Path) -> PathBuf {
     store.home().join("cache").join("baselines").join(name)
 }
 
-/// Lines of `path\0size\0mtime_ns\0ctime_ns\0ino\0digest`; a damaged cache is ignored.
-fn read_baseline_cache(path: &Path) -> BTreeMap<String, CachedDigest> {
+/// Lines of `path\0size\0mtime_ns\0ctime_ns\0ino\0digest`, and the text they were read from; a damaged cache
+/// is ignored.
+fn read_baseline_cache(path: &Path) -> (BTreeMap<String, CachedDigest>, Option<String>) {
     let mut cache = BTreeMap::new();
-    let Ok(text) = fs::read_to_string(path) else { return cache };
+    let Ok(text) = fs::read_to_string(path) else { return (cache, None) };
     for line in text.lines() {
         let fields: Vec<&str> = line.split('\0').collect();
         let [path, size, mtime, ctime, ino, digest] = fields[..] else { continue };
@@ -105,10 +106,11 @@ fn read_baseline_cache(path: &Path) -> BTreeMap<String, CachedDigest> {
             cache.insert(path.to_owned(), CachedDigest { size, mtime_ns, ctime_ns, ino, digest: digest.to_owned() });
         }
     }
-    cache
+    (cache, Some(text))
 }
 
-fn write_baseline_cache(path: &Path, snapshot: &Snapshot) {
+/// Writes the cache, unless it would say what it says (a clean Git workspace's is empty every time).
+fn write_baseline_cache(path: &Path, snapshot: &Snapshot, previous: Option<&str>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i128::try_from(d.as_nanos()).unwrap_or(0))
@@ -125,9 +127,12 @@ fn write_baseline_cache(path: &Path, snapshot: &Snapshot) {
             file.size, file.mtime_ns, file.ctime_ns, file.ino
         ));
     }
+    if previous == Some(text.as_str()) {
+        return;
+    }
     if let Some(parent) = path.parent() {
         if crate::files::private_dir(parent).is_ok() {
-            let _ = crate::files::write_private(path, text.as_bytes());
+            let _ = crate::files::write_cache(path, text.as_bytes());
         }
     }
 }

@@ -53,17 +53,20 @@ pub fn build_changeset(
     let mut paths: BTreeSet<&String> = before.files.keys().collect();
     paths.extend(after.files.keys());
     paths.retain(|path| !home.as_deref().is_some_and(|home| super::walk::is_in_home(home, path)));
+    let changed: Vec<&String> = paths
+        .into_iter()
+        .filter(|path| match (before.files.get(*path), after.files.get(*path)) {
+            (Some(old), Some(new)) => !old.same_metadata(new),
+            _ => true,
+        })
+        .collect();
+    let mut blobs = before.read_blobs(changed.iter().map(|path| path.as_str()), store);
     let mut entries = Vec::new();
     let mut stats = Stats::default();
     let mut diff = String::new();
-    for path in paths {
+    for path in changed {
         let old = before.files.get(path);
         let new = after.files.get(path);
-        if let (Some(old), Some(new)) = (old, new) {
-            if old.same_metadata(new) {
-                continue;
-            }
-        }
         let (before_fp, before_side) = match old {
             None => (None, Side::Absent),
             Some(file) if file.kind == Kind::Symlink => {
@@ -71,7 +74,7 @@ pub fn build_changeset(
                 (Some(Fingerprint::Symlink { mode: file.mode, target: target.clone() }), Side::Link(target))
             }
             Some(file) => {
-                let (bytes, digest) = before.previous_bytes(path, file, store)?;
+                let (bytes, digest) = before.previous_bytes(path, file, store, &mut blobs)?;
                 let fp = Fingerprint::File { digest, mode: file.mode, size_bytes: bytes.len() as u64 };
                 (Some(fp), Side::Bytes(bytes))
             }

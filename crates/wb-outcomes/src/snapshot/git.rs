@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Snapshot;
@@ -157,24 +158,46 @@ fn kill(child: &mut Child) -> Option<ExitStatus> {
     None
 }
 
-impl Snapshot {
-    /// Lists a Git workspace's tracked and unignored files (`git ls-files -co --exclude-standard -z`) and its
-    /// `HEAD`; `with_index`: also the index blobs of clean tracked files (Git runs concurrently with the
-    /// metadata scan), `index_file` being where `git rev-parse --git-path index` says the index is.
-    pub(super) fn list_from_git(&mut self, with_index: bool, index_file: Option<PathBuf>) -> Result<()> {
-        // Owned: `self` is borrowed mutably below while the Git threads run.
-        let root = self.root.clone();
+/// `git ls-files -co --exclude-standard -z` and `git rev-parse HEAD` on a workspace, started.
+pub(super) struct GitListing {
+    listing: JoinHandle<Option<Vec<u8>>>,
+    head: JoinHandle<Option<Vec<u8>>>,
+}
+
+impl GitListing {
+    pub(super) fn start(root: &Path) -> GitListing {
         let spawn = |args: &'static [&'static str]| {
             let root = root.to_path_buf();
             std::thread::spawn(move || git(&root, args))
         };
+        GitListing {
+            listing: spawn(&["ls-files", "-co", "--exclude-standard", "-z"]),
+            head: spawn(&["rev-parse", "--verify", "-q", "HEAD"]),
+        }
+    }
+}
+
+impl Snapshot {
+    /// Lists a Git workspace's tracked and unignored files (`git ls-files -co --exclude-standard -z`) and its
+    /// `HEAD`; `with_index`: also the index blobs of clean tracked files (Git runs concurrently with the
+    /// metadata scan), `index_file` being where `git rev-parse --git-path index` says the index is.
+    pub(super) fn list_from_git(
+        &mut self,
+        started: GitListing,
+        with_index: bool,
+        index_file: Option<PathBuf>,
+        sizes_cache: Option<PathBuf>,
+    ) -> Result<()> {
+        let GitListing { listing, head } = started;
         let index = with_index.then(|| {
-            let root = root.to_path_buf();
-            std::thread::spawn(move || read_index(&root, index_file.as_deref()))
+            let root = self.root.clone();
+            std::thread::spawn(move || read_index(&root, index_file.as_deref(), sizes_cache.as_deref()))
         });
-        let head = spawn(&["rev-parse", "--verify", "-q", "HEAD"]);
-        let listing = git(&root, &["ls-files", "-co", "--exclude-standard", "-z"])
-            .ok_or_else(|| Error::Snapshot(format!("git ls-files failed in {}", root.display())))?;
+        let listing = listing
+            .join()
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error::Snapshot(format!("git ls-files failed in {}", self.root.display())))?;
         let names: Vec<&[u8]> = listing.split(|b| *b == 0).filter(|s| !s.is_empty()).collect();
         self.add_all(&names);
         self.git_revision = head

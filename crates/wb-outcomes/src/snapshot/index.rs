@@ -3,7 +3,7 @@
 //! single file: the index's stat data (`git ls-files -s -v --debug -z`) against the snapshot's, and for the
 //! files whose stat data cannot settle it, `git hash-object --no-filters` of the raw bytes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -28,13 +28,13 @@ pub(super) struct IndexEntry {
     /// in a partial clone, from the object store, nor assume-unchanged `h`, whose edits Git does not look for).
     candidate: bool,
     stat: Option<IndexStat>,
+    /// The blob's size, when known (candidates only).
+    size: Option<u64>,
 }
 
 /// What a baseline learns from the index, gathered concurrently with the metadata scan.
 pub(super) struct GitIndex {
     entries: Vec<IndexEntry>,
-    /// Each candidate blob's size (`git cat-file --batch-check`).
-    sizes: BTreeMap<String, u64>,
     /// The index file's mtime (s, ns) taken before it was listed: an entry changed at or after it is racily
     /// clean, its stat data proves nothing (Git's racy-git rule).
     written: Option<(i64, i64)>,
@@ -48,14 +48,14 @@ fn time_pair(text: &str) -> Option<(u32, u32)> {
 
 /// The five `--debug` lines after an entry: `ctime: s:ns`, `mtime: s:ns`, `dev: d\tino: i`, `uid: u\tgid: g`,
 /// `size: s\tflags: f` (each indented by two spaces).
-fn parse_stat(lines: &[&str]) -> Option<IndexStat> {
-    let field = |line: &str, name: &str| -> Option<String> {
-        line.split('\t').find_map(|part| part.trim().strip_prefix(name).map(|v| v.trim().to_owned()))
-    };
-    let [ctime, mtime, dev_ino, _, size_flags] = lines else { return None };
+fn parse_stat(lines: &[&str; 5]) -> Option<IndexStat> {
+    fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+        line.split('\t').find_map(|part| part.trim().strip_prefix(name).map(str::trim))
+    }
+    let [ctime, mtime, dev_ino, _, size_flags] = lines;
     Some(IndexStat {
-        ctime: time_pair(&field(ctime, "ctime:")?)?,
-        mtime: time_pair(&field(mtime, "mtime:")?)?,
+        ctime: time_pair(field(ctime, "ctime:")?)?,
+        mtime: time_pair(field(mtime, "mtime:")?)?,
         ino: field(dev_ino, "ino:")?.parse().ok()?,
         size: field(size_flags, "size:")?.parse().ok()?,
     })
@@ -71,17 +71,23 @@ fn parse_listing(bytes: &[u8]) -> Option<Vec<IndexEntry>> {
         let nul = rest.iter().position(|b| *b == 0)?;
         let header = std::str::from_utf8(&rest[..nul]).ok();
         rest = &rest[nul + 1..];
-        let mut lines = Vec::with_capacity(5);
-        for _ in 0..5 {
+        let mut lines = [""; 5];
+        for line in &mut lines {
             let newline = rest.iter().position(|b| *b == b'\n')?;
-            lines.push(std::str::from_utf8(&rest[..newline]).unwrap_or(""));
+            *line = std::str::from_utf8(&rest[..newline]).unwrap_or("");
             rest = &rest[newline + 1..];
         }
         // A path that is not UTF-8 cannot be a snapshot file: skipped, the listing goes on.
         let Some((info, path)) = header.and_then(|h| h.split_once('\t')) else { continue };
-        let [tag, mode, oid, stage] = info.split(' ').collect::<Vec<_>>()[..] else { return None };
+        let mut fields = info.split(' ');
+        let (Some(tag), Some(mode), Some(oid), Some(stage), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return None;
+        };
         let candidate = tag == "H" && stage == "0" && (mode == "100644" || mode == "100755");
-        entries.push(IndexEntry { path: path.to_owned(), oid: oid.to_owned(), candidate, stat: parse_stat(&lines) });
+        let stat = parse_stat(&lines);
+        entries.push(IndexEntry { path: path.to_owned(), oid: oid.to_owned(), candidate, stat, size: None });
     }
     Some(entries)
 }
@@ -101,41 +107,85 @@ fn index_written(root: &Path, index_file: &Path) -> Option<(i64, i64)> {
 /// content must not be taken from the blob. Such a conversion changes the size, so only a blob with the file's
 /// size is trusted; the other files are hashed and kept like dirty ones. Without sizes, no blob is trusted.
 ///
-/// The sizes come from a second Git listing the index at the same time (`ls-files --format=%(objectsize)`);
-/// when it cannot (a Git that does not know that placeholder, a blob missing from a partial clone), the
-/// candidates' sizes are asked of `git cat-file --batch-check` after the listing. Sizes are keyed by object id,
-/// so the two listings need not agree: an entry whose blob has no size is never trusted.
-pub(super) fn read_index(root: &Path, index_file: Option<&Path>) -> Option<GitIndex> {
-    let listed_sizes = {
-        let root = root.to_path_buf();
-        std::thread::spawn(move || {
-            let out = git(&root, &["ls-files", "-z", "--format=%(objectname) %(objectsize)"])?;
-            let mut sizes = BTreeMap::new();
-            for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-                // `<oid> <size>`; a gitlink's size is `-`.
-                let text = std::str::from_utf8(record).ok()?;
-                let (oid, size) = text.split_once(' ')?;
-                if let Ok(size) = size.parse() {
-                    sizes.insert(oid.to_owned(), size);
-                }
-            }
-            Some(sizes)
-        })
-    };
+/// A blob's size is asked of Git once per Workbench home (`git cat-file --batch-check`, which for loose objects
+/// opens and inflates every one: 80 ms for 10,000 files) and remembered in `sizes_cache`: an object id names
+/// its content, so the size it was once seen with is its size for ever. A wrong entry (the home damaged) cannot
+/// make a baseline give back wrong bytes: a blob is read back only when it has the size the file had
+/// ([`Snapshot::previous_bytes`](super::Snapshot)), else the previous content is reported lost. An entry whose
+/// blob has no size is never trusted.
+pub(super) fn read_index(root: &Path, index_file: Option<&Path>, sizes_cache: Option<&Path>) -> Option<GitIndex> {
     let written = index_file.and_then(|file| index_written(root, file));
-    let listing = git(root, &["ls-files", "-s", "-v", "--debug", "-z"]);
-    let listed_sizes = listed_sizes.join().ok().flatten();
-    let entries = parse_listing(&listing?)?;
-    let sizes = match listed_sizes {
-        Some(sizes) => sizes,
-        None => batch_sizes(root, &entries),
-    };
-    Some(GitIndex { entries, sizes, written })
+    let (listing, cache_text) = std::thread::scope(|scope| {
+        let cache_text = scope.spawn(|| sizes_cache.and_then(|path| crate::files::read_regular(path).ok()));
+        let listing = git(root, &["ls-files", "-s", "-v", "--debug", "-z"]);
+        (listing, cache_text.join().ok().flatten())
+    });
+    let mut entries = parse_listing(&listing?)?;
+    let cache_text = cache_text.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+    let known = size_cache_entries(&cache_text);
+    let mut missing = BTreeSet::new();
+    for entry in entries.iter_mut().filter(|entry| entry.candidate) {
+        entry.size = known.get(entry.oid.as_str()).copied();
+        if entry.size.is_none() {
+            missing.insert(entry.oid.clone());
+        }
+    }
+    if !missing.is_empty() {
+        let learned = batch_sizes(root, &missing);
+        for entry in entries.iter_mut().filter(|entry| entry.candidate && entry.size.is_none()) {
+            entry.size = learned.get(entry.oid.as_str()).copied();
+        }
+        if let Some(cache) = sizes_cache.filter(|_| !learned.is_empty()) {
+            write_size_cache(cache, &known, &learned, &entries);
+        }
+    }
+    Some(GitIndex { entries, written })
 }
 
-/// Each candidate blob's size, from `git cat-file --batch-check`.
-fn batch_sizes(root: &Path, entries: &[IndexEntry]) -> BTreeMap<String, u64> {
-    let oids: BTreeSet<&str> = entries.iter().filter(|e| e.candidate).map(|e| e.oid.as_str()).collect();
+/// The most blob sizes the cache keeps (about 50 bytes each); past it, only the current index's are kept.
+const MAX_CACHED_SIZES: usize = 500_000;
+
+/// The cache's `<oid> <size>` lines; anything else (a damaged cache) is skipped.
+fn size_cache_entries(text: &str) -> HashMap<&str, u64> {
+    let mut sizes = HashMap::with_capacity(text.len() / 48);
+    for line in text.lines() {
+        let Some((oid, size)) = line.split_once(' ') else { continue };
+        if is_object_id(oid) {
+            if let Ok(size) = size.parse() {
+                sizes.insert(oid, size);
+            }
+        }
+    }
+    sizes
+}
+
+fn is_object_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Rewrites the cache with what it held and what was learned (or, past [`MAX_CACHED_SIZES`], with this index's
+/// sizes only). A cache that cannot be written is not kept: the next baseline asks Git again.
+fn write_size_cache(path: &Path, known: &HashMap<&str, u64>, learned: &BTreeMap<String, u64>, current: &[IndexEntry]) {
+    use std::fmt::Write;
+    let mut text = String::new();
+    let mut line = |oid: &str, size: u64| {
+        let _ = writeln!(text, "{oid} {size}");
+    };
+    if known.len() + learned.len() <= MAX_CACHED_SIZES {
+        known.iter().for_each(|(oid, size)| line(oid, *size));
+    } else {
+        current.iter().filter_map(|e| Some((e.oid.as_str(), e.size?))).for_each(|(oid, size)| line(oid, size));
+    }
+    learned.iter().for_each(|(oid, size)| line(oid, *size));
+    if let Some(parent) = path.parent() {
+        if crate::files::private_dir(parent).is_ok() {
+            let _ = crate::files::write_cache(path, text.as_bytes());
+        }
+    }
+}
+
+/// The sizes of blobs, from `git cat-file --batch-check`.
+fn batch_sizes(root: &Path, oids: &BTreeSet<String>) -> BTreeMap<String, u64> {
     let mut sizes = BTreeMap::new();
     if !oids.is_empty() {
         let input: String = oids.iter().map(|oid| format!("{oid}\n")).collect();
@@ -173,21 +223,31 @@ impl Snapshot {
     /// (`git hash-object --no-filters`, which runs no filter; it reads only files of the blob's size, as
     /// `git ls-files -m` would).
     pub(super) fn attach_git_blobs(&mut self, index: &GitIndex) {
-        let mut blobs: BTreeMap<&str, Option<&IndexEntry>> = BTreeMap::new();
-        for entry in &index.entries {
-            // Unmerged paths appear several times: never trust them.
-            blobs.entry(&entry.path).and_modify(|v| *v = None).or_insert(entry.candidate.then_some(entry));
-        }
+        // The entries in path order (the index keeps them so; sorting a sorted list is one pass), each path once:
+        // unmerged paths appear several times and are never trusted.
+        let mut blobs: Vec<(&str, Option<&IndexEntry>)> =
+            index.entries.iter().map(|entry| (entry.path.as_str(), entry.candidate.then_some(entry))).collect();
+        blobs.sort_by(|a, b| a.0.cmp(b.0));
+        blobs.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = None;
+            }
+            same
+        });
         let mut proven = BTreeMap::new();
         let mut to_hash = Vec::new();
-        for (path, file) in &self.files {
-            let Some(Some(entry)) = blobs.get(path.as_str()) else { continue };
-            if file.kind != Kind::File || index.sizes.get(&entry.oid) != Some(&file.size) {
+        // Both in path order: one walk over the two.
+        let mut blobs = blobs.into_iter().peekable();
+        for (path, file) in &mut self.files {
+            while blobs.next_if(|(blob, _)| *blob < path.as_str()).is_some() {}
+            let Some((_, Some(entry))) = blobs.next_if(|(blob, _)| *blob == path.as_str()) else { continue };
+            if file.kind != Kind::File || entry.size != Some(file.size) {
                 continue;
             }
             // `--stdin-paths` reads lines, and unquotes one that starts with a quote: such names stay unproven.
             if entry.stat.as_ref().is_some_and(|stat| stat_proves_clean(stat, file, index.written)) {
-                proven.insert(path.clone(), entry.oid.clone());
+                file.git_blob = Some(entry.oid.clone());
             } else if !path.contains('\n') && !path.starts_with('"') {
                 to_hash.push((path.clone(), entry.oid.clone()));
             }

@@ -23,7 +23,7 @@ mod names;
 mod review;
 mod walk;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -153,7 +153,9 @@ impl Snapshot {
         if !meta.is_dir() {
             return Err(Error::Snapshot(format!("not a directory: {}", root.display())));
         }
-        // One Git says whether this is a work tree and where its index is (`true\n<path>\n`).
+        // The listing and `HEAD` of a Git workspace are asked at once, while one Git says whether this is a work
+        // tree and where its index is (`true\n<path>\n`); outside a work tree they fail and are not used.
+        let started = git::GitListing::start(root);
         let probe = git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index"]);
         let probe = probe.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let mut lines = probe.lines();
@@ -169,7 +171,9 @@ impl Snapshot {
             home: home.and_then(|home| walk::home_within(root, home)),
         };
         if is_git {
-            snapshot.list_from_git(with_index, index_file)?;
+            // Blob sizes are remembered in the Workbench home (see `index::read_index`).
+            let sizes_cache = home.map(|home| home.join("cache").join("blob-sizes"));
+            snapshot.list_from_git(started, with_index, index_file, sizes_cache)?;
         } else {
             snapshot.walk()?;
         }
@@ -213,15 +217,24 @@ impl Snapshot {
 
     /// The stable snapshot digest ([`SNAPSHOT_DIGEST_METHOD`]). Hashes only files without a digest or blob.
     pub fn digest(&self) -> Result<String> {
+        use std::io::Write;
         let mut hasher = Sha256::new();
+        // One line per file, written into the hasher piece by piece (10,000 files, no string each).
+        let mut line = Vec::with_capacity(256);
         for (path, file) in &self.files {
-            let id = match (&file.target, &file.git_blob) {
-                (Some(target), _) => target.clone(),
-                (None, Some(oid)) => format!("git-blob:{oid}"),
-                (None, None) => self.file_digest(path, file)?,
-            };
+            line.clear();
             let kind = if file.kind == Kind::Symlink { "symlink" } else { "file" };
-            hasher.update(format!("{path}\0{kind}\0{:o}\0{id}\n", file.mode).as_bytes());
+            let _ = write!(line, "{path}\0{kind}\0{:o}\0", file.mode);
+            match (&file.target, &file.git_blob) {
+                (Some(target), _) => line.extend_from_slice(target.as_bytes()),
+                (None, Some(oid)) => {
+                    line.extend_from_slice(b"git-blob:");
+                    line.extend_from_slice(oid.as_bytes());
+                }
+                (None, None) => line.extend_from_slice(self.file_digest(path, file)?.as_bytes()),
+            }
+            line.push(b'\n');
+            hasher.update(&line);
         }
         Ok(format!("sha256:{}", hex(&hasher.finalize())))
     }
@@ -243,14 +256,23 @@ impl Snapshot {
     }
 
     /// The bytes a file had when this snapshot was taken (from the store or Git), with their digest.
-    fn previous_bytes(&self, path: &str, file: &SnapshotFile, store: &ContentStore) -> Result<(Vec<u8>, String)> {
+    /// `blobs`: Git blobs already read by object id ([`Snapshot::read_blobs`]).
+    fn previous_bytes(
+        &self,
+        path: &str,
+        file: &SnapshotFile,
+        store: &ContentStore,
+        blobs: &mut HashMap<String, Vec<u8>>,
+    ) -> Result<(Vec<u8>, String)> {
         if let Some(digest) = file.digest.get() {
             if let Ok(bytes) = store.read(digest) {
                 return Ok((bytes, digest.clone()));
             }
         }
         if let Some(oid) = &file.git_blob {
-            let bytes = git::git(&self.root, &["cat-file", "blob", oid])
+            let bytes = blobs
+                .remove(oid)
+                .or_else(|| git::git(&self.root, &["cat-file", "blob", oid]))
                 .filter(|bytes| bytes.len() as u64 == file.size)
                 .ok_or_else(|| Error::Snapshot(format!("cannot read the Git blob of {path}")))?;
             self.note_hashed(path);
@@ -258,6 +280,45 @@ impl Snapshot {
             return Ok((bytes, digest));
         }
         Err(Error::Snapshot(format!("the previous content of {path} was not retained")))
+    }
+}
+
+impl Snapshot {
+    /// The Git blobs of the files at `paths` whose previous bytes only Git holds, read by one `git cat-file
+    /// --batch` (one Git per file would cost a process each), by object id. A blob the batch does not give whole
+    /// is left out: it is asked for alone later.
+    pub(crate) fn read_blobs<'p>(
+        &self,
+        paths: impl Iterator<Item = &'p str>,
+        store: &ContentStore,
+    ) -> HashMap<String, Vec<u8>> {
+        let oids: BTreeSet<&str> = paths
+            .filter_map(|path| self.files.get(path))
+            .filter(|file| file.digest.get().is_none_or(|digest| !store.contains(digest)))
+            .filter_map(|file| file.git_blob.as_deref())
+            .collect();
+        let mut blobs = HashMap::new();
+        if oids.len() < 2 {
+            return blobs;
+        }
+        let input: String = oids.iter().map(|oid| format!("{oid}\n")).collect();
+        let Some(output) = git::git_with_input(&self.root, &["cat-file", "--batch"], input.into_bytes()) else {
+            return blobs;
+        };
+        // `<oid> blob <size>\n<bytes>\n` for each, or `<oid> missing\n`.
+        let mut rest = output.as_slice();
+        while let Some(newline) = rest.iter().position(|b| *b == b'\n') {
+            let header = String::from_utf8_lossy(&rest[..newline]).into_owned();
+            rest = &rest[newline + 1..];
+            let mut fields = header.split(' ');
+            let (Some(oid), Some(kind), Some(size)) = (fields.next(), fields.next(), fields.next()) else { continue };
+            let Some(size) = size.parse::<usize>().ok().filter(|size| *size < rest.len()) else { break };
+            if kind == "blob" && oids.contains(oid) {
+                blobs.insert(oid.to_owned(), rest[..size].to_vec());
+            }
+            rest = &rest[size + 1..];
+        }
+        blobs
     }
 }
 

@@ -104,8 +104,18 @@ impl Snapshot {
             // A worker that panicked leaves its names out, as an unreadable file would be.
             workers.into_iter().map(|worker| worker.join().unwrap_or_default()).collect()
         });
+        let mut entries = Vec::with_capacity(names.len());
         for listed in examined.into_iter().flatten() {
-            self.record(listed);
+            match listed {
+                Listed::Entry(path, file) => entries.push((path, file)),
+                other => self.record(other),
+            }
+        }
+        if self.files.is_empty() {
+            // Built at once from the listing (Git's is sorted already), not entry by entry.
+            self.files = entries.into_iter().collect();
+        } else {
+            self.files.extend(entries);
         }
     }
 
