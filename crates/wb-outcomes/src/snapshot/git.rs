@@ -10,7 +10,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Snapshot;
-use super::index::read_index;
+use super::index::{GitIndex, read_index};
+
+/// Where `git rev-parse --git-path` output leads from the workspace (it is relative to it, or absolute).
+fn root_relative(root: &Path, path: Option<&Path>) -> Option<PathBuf> {
+    path.map(|path| root.join(path))
+}
 use crate::error::{Error, Result};
 
 /// Configuration that makes Git run a command, overridden on every invocation (a `-c` setting wins over every
@@ -158,40 +163,62 @@ fn kill(child: &mut Child) -> Option<ExitStatus> {
     None
 }
 
-/// `git ls-files -co --exclude-standard -z` and `git rev-parse HEAD` on a workspace, started.
+/// `git ls-files -co --exclude-standard -z`, `git rev-parse HEAD` and, for a baseline, the index of a workspace,
+/// started before Git has said whether the workspace is a work tree (outside one they fail and are not used).
 pub(super) struct GitListing {
     listing: JoinHandle<Option<Vec<u8>>>,
     head: JoinHandle<Option<Vec<u8>>>,
+    index: Option<IndexRead>,
 }
 
+/// The index being read, and where from: `.git/index`, what a work tree with its own `.git` directory has;
+/// used only when Git then names that file as the index.
+struct IndexRead {
+    file: PathBuf,
+    thread: JoinHandle<Option<GitIndex>>,
+    sizes_cache: Option<PathBuf>,
+}
+
+const USUAL_INDEX: &str = ".git/index";
+
 impl GitListing {
-    pub(super) fn start(root: &Path) -> GitListing {
+    pub(super) fn start(root: &Path, with_index: bool, sizes_cache: Option<PathBuf>) -> GitListing {
         let spawn = |args: &'static [&'static str]| {
             let root = root.to_path_buf();
             std::thread::spawn(move || git(&root, args))
         };
+        let index = with_index.then(|| {
+            let file = PathBuf::from(USUAL_INDEX);
+            let thread = if root.join(".git").is_dir() {
+                let (root, file, cache) = (root.to_path_buf(), file.clone(), sizes_cache.clone());
+                std::thread::spawn(move || read_index(&root, Some(&file), cache.as_deref()))
+            } else {
+                std::thread::spawn(|| None)
+            };
+            IndexRead { file, thread, sizes_cache }
+        });
         GitListing {
             listing: spawn(&["ls-files", "-co", "--exclude-standard", "-z"]),
             head: spawn(&["rev-parse", "--verify", "-q", "HEAD"]),
+            index,
         }
     }
 }
 
 impl Snapshot {
     /// Lists a Git workspace's tracked and unignored files (`git ls-files -co --exclude-standard -z`) and its
-    /// `HEAD`; `with_index`: also the index blobs of clean tracked files (Git runs concurrently with the
-    /// metadata scan), `index_file` being where `git rev-parse --git-path index` says the index is.
-    pub(super) fn list_from_git(
-        &mut self,
-        started: GitListing,
-        with_index: bool,
-        index_file: Option<PathBuf>,
-        sizes_cache: Option<PathBuf>,
-    ) -> Result<()> {
-        let GitListing { listing, head } = started;
-        let index = with_index.then(|| {
+    /// `HEAD` (from `started`) and, when `started` reads the index, the index blobs of clean tracked files (Git
+    /// runs concurrently with the metadata scan), `index_file` being where `git rev-parse --git-path index` says
+    /// the index is.
+    pub(super) fn list_from_git(&mut self, started: GitListing, index_file: Option<PathBuf>) -> Result<()> {
+        let GitListing { listing, head, index } = started;
+        let index = index.map(|read| {
+            if root_relative(&self.root, index_file.as_deref()) == Some(self.root.join(&read.file)) {
+                return read.thread;
+            }
+            // The index is elsewhere (a linked work tree, a workspace inside a repository): read from there.
             let root = self.root.clone();
-            std::thread::spawn(move || read_index(&root, index_file.as_deref(), sizes_cache.as_deref()))
+            std::thread::spawn(move || read_index(&root, index_file.as_deref(), read.sizes_cache.as_deref()))
         });
         let listing = listing
             .join()

@@ -155,7 +155,9 @@ impl Snapshot {
         }
         // The listing and `HEAD` of a Git workspace are asked at once, while one Git says whether this is a work
         // tree and where its index is (`true\n<path>\n`); outside a work tree they fail and are not used.
-        let started = git::GitListing::start(root);
+        // Blob sizes are remembered in the Workbench home (see `index::read_index`).
+        let sizes_cache = home.filter(|_| with_index).map(|home| home.join("cache").join("blob-sizes"));
+        let started = git::GitListing::start(root, with_index, sizes_cache);
         let probe = git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index"]);
         let probe = probe.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let mut lines = probe.lines();
@@ -171,9 +173,7 @@ impl Snapshot {
             home: home.and_then(|home| walk::home_within(root, home)),
         };
         if is_git {
-            // Blob sizes are remembered in the Workbench home (see `index::read_index`).
-            let sizes_cache = home.map(|home| home.join("cache").join("blob-sizes"));
-            snapshot.list_from_git(started, with_index, index_file, sizes_cache)?;
+            snapshot.list_from_git(started, index_file)?;
         } else {
             snapshot.walk()?;
         }
