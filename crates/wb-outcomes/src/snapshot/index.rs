@@ -12,24 +12,24 @@ use super::{Kind, Snapshot, SnapshotFile};
 
 /// The stat data Git keeps for an index entry (32-bit fields, as the index stores them).
 #[derive(Debug, PartialEq, Eq)]
-struct IndexStat {
-    ctime: (u32, u32),
-    mtime: (u32, u32),
-    ino: u32,
-    size: u32,
+pub(super) struct IndexStat {
+    pub(super) ctime: (u32, u32),
+    pub(super) mtime: (u32, u32),
+    pub(super) ino: u32,
+    pub(super) size: u32,
 }
 
 /// One entry of the index listing.
 #[derive(Debug)]
 pub(super) struct IndexEntry {
-    path: String,
-    oid: String,
+    pub(super) path: String,
+    pub(super) oid: String,
     /// A stage-0 regular file tagged `H` (cached: neither skip-worktree `S`, so possibly absent from the disk and,
     /// in a partial clone, from the object store, nor assume-unchanged `h`, whose edits Git does not look for).
-    candidate: bool,
-    stat: Option<IndexStat>,
+    pub(super) candidate: bool,
+    pub(super) stat: Option<IndexStat>,
     /// The blob's size, when known (candidates only).
-    size: Option<u64>,
+    pub(super) size: Option<u64>,
 }
 
 /// What a baseline learns from the index, gathered concurrently with the metadata scan.
@@ -64,7 +64,7 @@ fn parse_stat(lines: &[&str; 5]) -> Option<IndexStat> {
 /// Parses `git ls-files -s -v --debug -z`: each entry is `<tag> <mode> <oid> <stage>\t<path>\0` followed by
 /// five newline-terminated `--debug` lines. `None` when the listing does not have that shape (then no blob is
 /// trusted).
-fn parse_listing(bytes: &[u8]) -> Option<Vec<IndexEntry>> {
+pub(super) fn parse_listing(bytes: &[u8]) -> Option<Vec<IndexEntry>> {
     let mut entries = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
@@ -113,14 +113,25 @@ fn index_written(root: &Path, index_file: &Path) -> Option<(i64, i64)> {
 /// make a baseline give back wrong bytes: a blob is read back only when it has the size the file had
 /// ([`Snapshot::previous_bytes`](super::Snapshot)), else the previous content is reported lost. An entry whose
 /// blob has no size is never trusted.
-pub(super) fn read_index(root: &Path, index_file: Option<&Path>, sizes_cache: Option<&Path>) -> Option<GitIndex> {
+///
+/// The index file is read directly ([`super::index_file`]) when its object ids are `hash_len` bytes long and it
+/// has a layout the reader knows; otherwise Git lists it.
+pub(super) fn read_index(
+    root: &Path,
+    index_file: Option<&Path>,
+    sizes_cache: Option<&Path>,
+    hash_len: Option<usize>,
+) -> Option<GitIndex> {
     let written = index_file.and_then(|file| index_written(root, file));
-    let (listing, cache_text) = std::thread::scope(|scope| {
+    let read = index_file
+        .zip(hash_len)
+        .and_then(|(file, len)| super::index_file::parse(&read_index_file(&root.join(file))?, len));
+    let (entries, cache_text) = std::thread::scope(|scope| {
         let cache_text = scope.spawn(|| sizes_cache.and_then(|path| crate::files::read_regular(path).ok()));
-        let listing = git(root, &["ls-files", "-s", "-v", "--debug", "-z"]);
-        (listing, cache_text.join().ok().flatten())
+        let entries = read.or_else(|| parse_listing(&git(root, &["ls-files", "-s", "-v", "--debug", "-z"])?));
+        (entries, cache_text.join().ok().flatten())
     });
-    let mut entries = parse_listing(&listing?)?;
+    let mut entries = entries?;
     let cache_text = cache_text.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
     let known = size_cache_entries(&cache_text);
     let mut missing = BTreeSet::new();
@@ -182,6 +193,18 @@ fn write_size_cache(path: &Path, known: &HashMap<&str, u64>, learned: &BTreeMap<
             let _ = crate::files::write_cache(path, text.as_bytes());
         }
     }
+}
+
+/// An index file larger than this is left to Git (a million entries take about 100 MB).
+const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+
+/// The bytes of a regular index file (never through a link, never a FIFO), at most [`MAX_INDEX_BYTES`].
+fn read_index_file(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = crate::files::open_regular(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INDEX_BYTES + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= MAX_INDEX_BYTES).then_some(bytes)
 }
 
 /// The sizes of blobs, from `git cat-file --batch-check`.
