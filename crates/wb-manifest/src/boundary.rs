@@ -77,7 +77,14 @@ pub fn resolve_within_real(fs: &dyn FileSystem, path: &Path, boundary: &Path) ->
 
 /// True for a path in `/proc`, `/sys` or `/dev`.
 pub fn is_pseudo(path: &Path) -> bool {
-    PSEUDO_ROOTS.iter().any(|root| crate::fs::is_beneath(path, Path::new(root)))
+    use std::path::Component;
+    // Only the first name can make it so (asked of every path a package names: one name looked at).
+    let mut components = path.components();
+    let first = match (components.next(), components.next()) {
+        (Some(Component::RootDir), Some(Component::Normal(first))) => first,
+        _ => return false,
+    };
+    PSEUDO_ROOTS.iter().any(|root| Path::new(root).file_name() == Some(first))
 }
 
 /// The real path of the deepest ancestor that resolves, joined with the components below it. A path that
@@ -132,4 +139,19 @@ pub fn first_escaping_link(fs: &dyn FileSystem, dir: &Path, boundary: &Path) -> 
         }
     }
     None
+}
+
+#[cfg(test)]
+mod pseudo_tests {
+    use super::*;
+
+    #[test]
+    fn pseudo_paths_are_the_kernel_roots_and_what_is_beneath_them() {
+        for path in ["/proc", "/proc/self/environ", "/sys/kernel", "/dev/null", "//proc/1", "/dev/"] {
+            assert!(is_pseudo(Path::new(path)), "{path}");
+        }
+        for path in ["/", "/procs", "/home/proc", "proc/1", "/devices", "/tmp/dev/null", ""] {
+            assert!(!is_pseudo(Path::new(path)), "{path}");
+        }
+    }
 }
