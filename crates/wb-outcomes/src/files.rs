@@ -56,13 +56,8 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Replaces a cache file (0600) atomically, without waiting for the disk: after a crash a cache may be lost or
 /// empty, which every reader takes as no cache.
 pub(crate) fn write_cache(path: &Path, bytes: &[u8]) -> Result<()> {
-    let temp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()))
-        .suffix(".tmp")
-        .permissions(fs::Permissions::from_mode(0o600))
-        .tempfile_in(path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new(".")))
-        .and_then(|mut temp| temp.write_all(bytes).map(|()| temp));
-    temp.and_then(|temp| temp.persist(path).map(drop).map_err(|e| e.error))
+    temp_sibling(path, bytes, 0o600, None, false)
+        .and_then(|temp| temp.persist(path).map(drop).map_err(|e| e.error))
         .map_err(io(format!("Cannot write {}", path.display())))
 }
 
@@ -82,6 +77,17 @@ fn complete_temp(
     create_mode: u32,
     final_mode: Option<u32>,
 ) -> std::io::Result<NamedTempFile> {
+    temp_sibling(path, bytes, create_mode, final_mode, true)
+}
+
+/// [`complete_temp`], synced to the disk only when `durable`.
+fn temp_sibling(
+    path: &Path,
+    bytes: &[u8],
+    create_mode: u32,
+    final_mode: Option<u32>,
+    durable: bool,
+) -> std::io::Result<NamedTempFile> {
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path has no file name"))?
@@ -96,7 +102,9 @@ fn complete_temp(
     if let Some(mode) = final_mode {
         temp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
     }
-    temp.as_file().sync_all()?;
+    if durable {
+        temp.as_file().sync_all()?;
+    }
     Ok(temp)
 }
 

@@ -72,7 +72,7 @@ pub(super) fn parse(bytes: &[u8], hash_len: usize) -> Option<Vec<IndexEntry>> {
         let Ok(path) = String::from_utf8(name) else { continue };
         let candidate = stage == 0 && !skip_worktree && !assume_valid && matches!(mode, 0o100644 | 0o100755);
         let stat = Some(IndexStat { ctime, mtime, ino, size });
-        entries.push(IndexEntry { path, oid: hex(oid), candidate, stat, size: None });
+        entries.push(IndexEntry { path, oid: crate::digest::hex(oid), candidate, stat, size: None });
     }
     // Extensions: a split index (`link`) keeps entries elsewhere, and one Git must understand (lower case) may
     // change what they mean; optional ones (upper case) and sparse directories (`sdir`) do not.
@@ -105,16 +105,6 @@ fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
         used += 1;
     }
     Some((value, used))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-    }
-    out
 }
 
 #[cfg(test)]
