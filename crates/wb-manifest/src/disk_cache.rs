@@ -205,6 +205,29 @@ impl FileSystem for DiskCache {
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         remembered(&self.listings, path, || self.list(path))
     }
+
+    fn expect_directory(&self, path: &Path) {
+        // Only a path whose parent leads to itself (no link on the way) and whose kind this pass has not asked:
+        // the directory is opened without following a final link, so what is listed is the path itself, and
+        // its `lstat` would have said "directory". Anything else is left to the questions that follow.
+        let Some(parent) = path.parent() else { return };
+        if !cfg!(target_os = "linux")
+            || !is_plain(path)
+            || self.kinds.lock(path.as_os_str()).is_none_or(|map| map.contains_key(path.as_os_str()))
+        {
+            return;
+        }
+        if !matches!(self.real_of(parent), Ok(Real::Itself)) {
+            return;
+        }
+        let Ok(entries) = self.list_opened(path, true) else { return };
+        if let Some(mut map) = self.kinds.lock(path.as_os_str()) {
+            map.entry(path.as_os_str().to_owned()).or_insert(Ok(Stat { kind: FileKind::Directory, len: None }));
+        }
+        if let Some(mut map) = self.listings.lock(path.as_os_str()) {
+            map.entry(path.as_os_str().to_owned()).or_insert(Ok(entries));
+        }
+    }
 }
 
 impl DiskCache {
@@ -225,9 +248,14 @@ impl DiskCache {
     /// A directory's entries, sorted; the kind of each (which the listing tells without following a link) is
     /// remembered as its `lstat` would have answered.
     fn list(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.list_opened(path, false)
+    }
+
+    /// [`Self::list`], opening the directory without following a final link when `no_follow`.
+    fn list_opened(&self, path: &Path, no_follow: bool) -> io::Result<Vec<PathBuf>> {
         let mut entries = Vec::new();
         let mut kinds = Vec::new();
-        list_into(path, &mut entries, &mut kinds)?;
+        list_into(path, no_follow, &mut entries, &mut kinds)?;
         for (path, kind) in kinds {
             if let Some(mut map) = self.kinds.lock(&path) {
                 map.entry(path).or_insert(kind);
@@ -244,13 +272,16 @@ type Kinds = Vec<(OsString, Answer<Stat>)>;
 /// On Linux the entries are read with `getdents64` into a buffer on the stack: `opendir(3)` would also `fstat`
 /// the directory and allocate a 32 KiB buffer, for directories that hold one `SKILL.md`.
 #[cfg(target_os = "linux")]
-fn list_into(path: &Path, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
+fn list_into(path: &Path, no_follow: bool, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
     use std::mem::MaybeUninit;
     use std::os::unix::ffi::OsStrExt;
 
     use rustix::fs::{FileType, Mode, OFlags, RawDir};
 
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    if no_follow {
+        flags |= OFlags::NOFOLLOW;
+    }
     let fd = rustix::fs::open(path, flags, Mode::empty())?;
     let mut buffer = [MaybeUninit::<u8>::uninit(); 8192];
     let mut dir = RawDir::new(&fd, &mut buffer);
@@ -277,7 +308,9 @@ fn list_into(path: &Path, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::
 }
 
 #[cfg(not(target_os = "linux"))]
-fn list_into(path: &Path, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
+fn list_into(path: &Path, no_follow: bool, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
+    // Never asked to: `expect_directory` lists ahead on Linux only.
+    let _ = no_follow;
     for entry in std::fs::read_dir(path)? {
         let entry = entry?;
         let full = entry.path();
@@ -393,6 +426,45 @@ mod tests {
         symlink(root.join("secret"), &path).unwrap();
         assert!(matches!(cache.read_limited(&path, 100), Err(ReadLimitError::Io(_))), "the link is not followed");
         assert_eq!(DiskCache::new().read_limited(&path, 100).unwrap(), b"secret", "a new pass sees the link");
+    }
+
+    /// A directory listed ahead (`expect_directory`) answers as the system does, and nothing is listed through
+    /// a link: not a link itself, nor a directory beneath one.
+    #[test]
+    fn a_directory_listed_ahead_answers_as_the_system_does_and_never_through_a_link() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("pkg/skills/review")).unwrap();
+        std::fs::write(root.join("pkg/skills/review/SKILL.md"), "x").unwrap();
+        std::fs::create_dir_all(root.join("outside/deep")).unwrap();
+        std::fs::write(root.join("outside/secret"), "s").unwrap();
+        symlink(root.join("outside"), root.join("pkg/skills/out")).unwrap();
+        symlink(root.join("outside"), root.join("pkg/linked")).unwrap();
+        std::fs::write(root.join("pkg/file"), "f").unwrap();
+        let paths = ["pkg/skills/review", "pkg/skills/out", "pkg/linked/deep", "pkg/file", "pkg/missing", "pkg"];
+        for relative in paths {
+            let path = root.join(relative);
+            let cache = DiskCache::new();
+            cache.expect_directory(&path);
+            let listed = cache.listings.lock(path.as_os_str()).is_some_and(|map| map.contains_key(path.as_os_str()));
+            let plain_dir = ["pkg/skills/review", "pkg"].contains(&relative);
+            assert_eq!(listed, plain_dir, "listed ahead: {relative}");
+            let want = OsFileSystem.kind(&path).map_err(|e| e.kind());
+            assert_eq!(cache.kind(&path).map_err(|e| e.kind()), want, "kind {relative}");
+            let want = OsFileSystem.real_path(&path).map_err(|e| e.kind());
+            assert_eq!(cache.real_path(&path).map_err(|e| e.kind()), want, "real_path {relative}");
+            let want = OsFileSystem.read_dir(&path).map_err(|e| e.kind());
+            assert_eq!(cache.read_dir(&path).map_err(|e| e.kind()), want, "read_dir {relative}");
+            for entry in cache.read_dir(&path).unwrap_or_default() {
+                assert_eq!(cache.kind(&entry).unwrap(), OsFileSystem.kind(&entry).unwrap(), "{entry:?}");
+            }
+        }
+        // A path already asked is not listed again.
+        let path = root.join("pkg/skills/review");
+        let cache = DiskCache::new();
+        assert_eq!(cache.kind(&path).unwrap(), FileKind::Directory);
+        cache.expect_directory(&path);
+        assert!(cache.listings.lock(path.as_os_str()).is_some_and(|map| !map.contains_key(path.as_os_str())));
     }
 
     /// The system's `realpath` is asked only for links: the repository and everything in it resolve from

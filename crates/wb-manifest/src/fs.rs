@@ -52,6 +52,11 @@ pub trait FileSystem: Send + Sync {
     }
     /// The entries of a directory (full paths), sorted.
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+    /// A hint that `path` (absolute and normal) is about to be resolved and listed as a directory: a file system
+    /// that remembers answers may list it now, when no link leads to it, and answer its kind from that.
+    fn expect_directory(&self, path: &Path) {
+        let _ = path;
+    }
     /// A parse of `bytes`, just read from `path`, that this file system keeps (an editor's buffer, parsed once
     /// for its diagnostics, hover and completion); `None` lets the checks parse.
     fn cached_parse(&self, path: &Path, bytes: &[u8]) -> Option<std::sync::Arc<wb_syntax::Parse>> {

@@ -36,3 +36,4 @@ pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements,
 pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
 pub use package::{claude_config_problem, is_credential_file, repository_root};
 pub use recording::{Dependencies, Recording};
+pub use rules::prepare;

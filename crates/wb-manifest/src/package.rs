@@ -206,11 +206,12 @@ impl PackageChecks<'_> {
             let Some(dir) = self.resolve(skill, "skills", root) else { continue };
             let skill_file = dir.join("SKILL.md");
             let file_value = Spanned::new(format!("{}/SKILL.md", skill.value.trim_end_matches('/')), skill.range);
+            // The directory is listed (the link walk below needs its entries) as it is resolved: the listing
+            // tells the kind of `SKILL.md`, and opening it without following a link tells its own.
+            self.fs.expect_directory(&dir);
             if !self.within(skill, "skills", &dir, false) {
                 continue;
             }
-            // The directory's listing (which the link walk below needs anyway) tells the kind of `SKILL.md`, so
-            // resolving it asks the disk nothing more.
             let _ = self.fs.read_dir(&dir);
             if !self.within(&file_value, "skills", &skill_file, false) {
                 continue;

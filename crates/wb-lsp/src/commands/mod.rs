@@ -20,20 +20,26 @@ use crate::cli::{Cli, Command};
 pub(crate) use crate::text::{printable, printable_text};
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if matches!(cli.command, Some(Command::Check(_))) {
+        // The pool that checks the packages starts its threads, and compiles the rules' patterns, while the
+        // catalog loads and the packages are found, instead of after.
+        rayon::spawn(wb_manifest::prepare);
+    }
     let catalog = load_catalog(cli.model_catalog.as_deref())?;
+    let catalog: &ModelCatalog = &catalog;
     match cli.command {
-        Some(Command::Check(args)) => check::run(&args, &catalog),
-        Some(Command::Migrate(args)) => migrate::run(&args, &catalog),
-        Some(Command::Init(args)) => init::run(&args, &catalog),
-        Some(Command::Models(args)) => models::run(&args, &catalog),
-        Some(Command::DryRun(args)) => execute::dry_run(&args, &catalog),
-        Some(Command::Smoke(args)) => execute::smoke(&args, &catalog),
-        Some(Command::Build(args)) => execute::build(&args, &catalog),
-        Some(Command::Run(args)) => execute::run(&args, &catalog),
+        Some(Command::Check(args)) => check::run(&args, catalog),
+        Some(Command::Migrate(args)) => migrate::run(&args, catalog),
+        Some(Command::Init(args)) => init::run(&args, catalog),
+        Some(Command::Models(args)) => models::run(&args, catalog),
+        Some(Command::DryRun(args)) => execute::dry_run(&args, catalog),
+        Some(Command::Smoke(args)) => execute::smoke(&args, catalog),
+        Some(Command::Build(args)) => execute::build(&args, catalog),
+        Some(Command::Run(args)) => execute::run(&args, catalog),
         Some(Command::Outcome(args)) => outcome::run(&args),
         Some(Command::Outcomes(args)) => outcome::list(&args),
         Some(Command::Clean(args)) => clean::run(&args),
-        Some(Command::Doctor(args)) => doctor::run(&args, &catalog),
+        Some(Command::Doctor(args)) => doctor::run(&args, catalog),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;
@@ -48,11 +54,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn load_catalog(path: Option<&Path>) -> anyhow::Result<ModelCatalog> {
+fn load_catalog(path: Option<&Path>) -> anyhow::Result<std::borrow::Cow<'static, ModelCatalog>> {
     match path {
         // The error's message already names its cause; keeping it as a source too would print the cause twice.
-        Some(path) => ModelCatalog::from_file(path).map_err(|error| anyhow::anyhow!("{error}")),
-        None => Ok(ModelCatalog::embedded().clone()),
+        Some(path) => {
+            ModelCatalog::from_file(path).map(std::borrow::Cow::Owned).map_err(|error| anyhow::anyhow!("{error}"))
+        }
+        None => Ok(std::borrow::Cow::Borrowed(ModelCatalog::embedded())),
     }
 }
 

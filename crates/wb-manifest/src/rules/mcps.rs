@@ -2,7 +2,7 @@
 
 use wb_syntax::{Entry, Node, Value};
 
-use super::{Rules, Slot, matches, slug};
+use super::{Label, Rules, Slot, matches, slug};
 use crate::diagnostic::Code;
 use crate::fields;
 use crate::model::{Mcp, Spanned};
@@ -22,12 +22,12 @@ impl Rules<'_> {
     }
 
     pub(super) fn mcp(&mut self, item: &Node, index: usize) -> Option<Mcp> {
-        let label = format!("mcps[{index}]");
-        let mcp = self.record(Slot::of_item(item), &label)?;
-        self.check_keys(mcp, fields::MCP_FIELDS, &label);
+        let label = Label::Index("mcps", index);
+        let mcp = self.record(Slot::of_item(item), label)?;
+        self.check_keys(mcp, fields::MCP_FIELDS, label);
         let anchor = mcp.entries.first().map_or(item.range, |e| e.key_range);
         let mut ok = true;
-        let name = self.text_in(mcp, "name", &format!("{label}.name"), anchor).and_then(|name| {
+        let name = self.text_in(mcp, "name", format_args!("{label}.name"), anchor).and_then(|name| {
             if !matches(slug(), &name.value) {
                 self.report(Code::InvalidName, name.range, format!("Invalid MCP name: {}", name.value));
                 return None;
@@ -54,7 +54,7 @@ impl Rules<'_> {
                 ok = false;
             }
         }
-        let url = self.text_in(mcp, "url", &format!("{label}.url"), anchor).and_then(|url| {
+        let url = self.text_in(mcp, "url", format_args!("{label}.url"), anchor).and_then(|url| {
             match url::Url::parse(&url.value) {
                 Err(_) => {
                     self.report(Code::InvalidUrl, url.range, format!("{label}.url must be an absolute URL"));
@@ -69,9 +69,9 @@ impl Rules<'_> {
         });
         let mut headers = Vec::new();
         if let Some(entry) = mcp.entry("headers") {
-            if let Some(map) = self.record(Slot::of_entry(entry), &format!("{label}.headers")) {
+            if let Some(map) = self.record(Slot::of_entry(entry), format_args!("{label}.headers")) {
                 for header in &map.entries {
-                    let value = self.text(Slot::of_entry(header), &format!("{label}.headers.{}", header.key));
+                    let value = self.text(Slot::of_entry(header), format_args!("{label}.headers.{}", header.key));
                     match value {
                         Some(value) => headers.push((Spanned::new(header.key.clone(), header.key_range), value)),
                         None => ok = false,

@@ -47,10 +47,35 @@ pub(crate) fn matches(pattern: Option<&Regex>, text: &str) -> bool {
     pattern.is_some_and(|regex| regex.is_match(text))
 }
 
+/// Compiles the patterns every manifest's check matches against (a pass calls it on a thread of its pool while
+/// it finds the packages, so no check waits for the compile).
+pub fn prepare() {
+    for pattern in [semver, model_id, provider_name, slug] {
+        let _ = pattern();
+    }
+}
+
 pattern!(semver, fields::SEMVER_PATTERN);
 pattern!(model_id, fields::MODEL_ID_PATTERN);
 pattern!(provider_name, fields::PROVIDER_PATTERN);
 pattern!(slug, fields::SLUG_PATTERN);
+
+/// A field's label in messages (`mcps[0]`, `runtimes.docker`), written out only when a message needs it: a
+/// manifest without problems never spells its labels.
+#[derive(Clone, Copy)]
+pub(super) enum Label<'a> {
+    Index(&'a str, usize),
+    Key(&'a str, &'a str),
+}
+
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Label::Index(list, index) => write!(f, "{list}[{index}]"),
+            Label::Key(parent, key) => write!(f, "{parent}.{key}"),
+        }
+    }
+}
 
 /// A value together with the key it was written under, so an empty value (`local:`) still has a place to point.
 #[derive(Clone, Copy)]

@@ -2,7 +2,7 @@
 
 use wb_syntax::{Entry, Node, TextRange, Value};
 
-use super::{Rules, Slot, matches, model_id, provider_name};
+use super::{Label, Rules, Slot, matches, model_id, provider_name};
 use crate::diagnostic::Code;
 use crate::fields;
 use crate::model::{ModelPolicy, Route};
@@ -49,13 +49,13 @@ impl Rules<'_> {
     }
 
     pub(super) fn route(&mut self, item: &Node, index: usize, previous: &[Route]) -> Option<Route> {
-        let label = format!("model.routes[{index}]");
-        let route = self.record(Slot::of_item(item), &label)?;
-        self.check_keys(route, fields::ROUTE_FIELDS, &label);
+        let label = Label::Index("model.routes", index);
+        let route = self.record(Slot::of_item(item), label)?;
+        self.check_keys(route, fields::ROUTE_FIELDS, label);
         let anchor = route.entries.first().map_or(item.range, |e| e.key_range);
-        let provider = self.text_in(route, "provider", &format!("{label}.provider"), anchor);
+        let provider = self.text_in(route, "provider", format_args!("{label}.provider"), anchor);
         let model = match route.entry("model") {
-            Some(entry) => self.text(Slot::of_entry(entry), &format!("{label}.model")),
+            Some(entry) => self.text(Slot::of_entry(entry), format_args!("{label}.model")),
             None => None,
         };
         let provider = provider?;
@@ -77,7 +77,8 @@ impl Rules<'_> {
     }
 
     pub(super) fn model_routes(&mut self) {
-        let Some(model) = self.manifest.model.clone() else { return };
+        // Taken out while reporting needs `self`, and put back below.
+        let Some(model) = self.manifest.model.take() else { return };
         let catalog = self.catalog;
         for route in &model.routes {
             // A route that names its own native model needs no catalog entry for its provider.
@@ -133,5 +134,6 @@ impl Rules<'_> {
                 }
             }
         }
+        self.manifest.model = Some(model);
     }
 }

@@ -46,7 +46,12 @@ impl Rules<'_> {
         self.manifest.requirements = result;
     }
 
-    pub(super) fn enum_list(&mut self, entry: &Entry, label: &str, allowed: &[&str]) -> Option<Vec<String>> {
+    pub(super) fn enum_list(
+        &mut self,
+        entry: &Entry,
+        label: impl std::fmt::Display + Copy,
+        allowed: &[&str],
+    ) -> Option<Vec<String>> {
         let items = match &entry.value.value {
             Value::Sequence(items) if !items.is_empty() => items,
             Value::Sequence(_) => {

@@ -25,7 +25,8 @@ impl Rules<'_> {
         let runner_name = runner.as_ref().map(|r| r.value.as_str());
         // MCP header references.
         let env_declared = top.entry("env").is_some_and(|e| matches!(e.value.value, Value::Mapping(_)));
-        let mcps = self.manifest.mcps.clone();
+        // Taken out while reporting needs `self`, and put back: no copy of the servers.
+        let mcps = std::mem::take(&mut self.manifest.mcps);
         for mcp in &mcps {
             let mut claude_disabled = None;
             for (_, value) in &mcp.headers {
@@ -68,6 +69,7 @@ impl Rules<'_> {
                 );
             }
         }
+        self.manifest.mcps = mcps;
         if runner_name == Some("pi") {
             if let Some(entry) = top.entry("mcps") {
                 if entry.value.as_sequence().is_some_and(|items| !items.is_empty()) {
@@ -79,7 +81,7 @@ impl Rules<'_> {
                 }
             }
         }
-        let runtimes = self.manifest.runtimes.clone();
+        let runtimes = std::mem::take(&mut self.manifest.runtimes);
         for runtime in &runtimes {
             match runtime.provider.value.as_str() {
                 "daytona" => {
@@ -134,6 +136,7 @@ impl Rules<'_> {
                 }
             }
         }
+        self.manifest.runtimes = runtimes;
         self.model_routes();
     }
 

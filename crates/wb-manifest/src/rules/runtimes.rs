@@ -2,7 +2,7 @@
 
 use wb_syntax::{Entry, Mapping, TextRange, Value};
 
-use super::{Rules, Slot, closest};
+use super::{Label, Rules, Slot, closest};
 use crate::diagnostic::Code;
 use crate::fields;
 use crate::model::{Image, Runtime, Spanned};
@@ -57,7 +57,7 @@ impl Rules<'_> {
                 }
             };
             let fields::Shape::Object { fields: allowed, .. } = &field.shape else { continue };
-            self.check_keys(config, allowed, &format!("runtimes.{key}"));
+            self.check_keys(config, allowed, Label::Key("runtimes", key));
             let image_label = format!("runtimes.{key}.image");
             let mut result = Runtime {
                 provider: Spanned::new(key.to_owned(), runtime.key_range),
@@ -117,13 +117,13 @@ impl Rules<'_> {
 
     /// An image: a published reference or a build object. `label` is `image` in both specs (the reference
     /// uses un-prefixed labels for value checks).
-    pub(super) fn image(&mut self, entry: &Entry, label: &str) -> Option<Image> {
+    pub(super) fn image(&mut self, entry: &Entry, label: impl std::fmt::Display + Copy) -> Option<Image> {
         match &entry.value.value {
             Value::Mapping(build) => {
                 self.check_keys(build, fields::IMAGE_BUILD_FIELDS, label);
-                let dockerfile = self.text_in(build, "build", &format!("{label}.build"), entry.key_range);
+                let dockerfile = self.text_in(build, "build", format_args!("{label}.build"), entry.key_range);
                 let context = match build.entry("context") {
-                    Some(context) => match self.text(Slot::of_entry(context), &format!("{label}.context")) {
+                    Some(context) => match self.text(Slot::of_entry(context), format_args!("{label}.context")) {
                         Some(context) => Some(context),
                         None => return None,
                     },
@@ -142,7 +142,7 @@ impl Rules<'_> {
     }
 
     /// `docker: {engine: {mode: host}}`. Returns whether host mode is declared, or `None` when invalid.
-    pub(super) fn docker(&mut self, entry: &Entry, label: &str) -> Option<bool> {
+    pub(super) fn docker(&mut self, entry: &Entry, label: impl std::fmt::Display + Copy) -> Option<bool> {
         let docker = self.record(Slot::of_entry(entry), label)?;
         self.check_keys(docker, fields::DOCKER_FIELDS, label);
         let Some(engine) = docker.entry("engine") else { return Some(false) };

@@ -8,7 +8,7 @@ use crate::fields::{self, Field};
 use crate::model::Spanned;
 
 impl Rules<'_> {
-    pub(super) fn unknown_field(&mut self, entry: &Entry, label: &str, absent: &[&str]) {
+    pub(super) fn unknown_field(&mut self, entry: &Entry, label: impl std::fmt::Display + Copy, absent: &[&str]) {
         let suggestion = closest(&entry.key, absent);
         let mut fixes: Vec<Fix> = suggestion.map(|name| self.rename_fix(entry.key_range, name)).into_iter().collect();
         fixes.extend(self.remove_entry_fix(entry));
@@ -17,7 +17,12 @@ impl Rules<'_> {
         diagnostic.fixes.extend(fixes);
     }
 
-    pub(super) fn check_keys(&mut self, mapping: &Mapping, fields: &'static [Field], label: &str) {
+    pub(super) fn check_keys(
+        &mut self,
+        mapping: &Mapping,
+        fields: &'static [Field],
+        label: impl std::fmt::Display + Copy,
+    ) {
         let spec = self.spec;
         let known = |key: &str| fields.iter().any(|field| field.name == key && field.specs.includes(spec));
         // Most mappings hold only known keys: the names a rename could suggest are listed only when one is not.
@@ -34,7 +39,7 @@ impl Rules<'_> {
     }
 
     /// A required or optional non-empty string, trimmed.
-    pub(super) fn text(&mut self, slot: Slot<'_>, label: &str) -> Option<Spanned<String>> {
+    pub(super) fn text(&mut self, slot: Slot<'_>, label: impl std::fmt::Display + Copy) -> Option<Spanned<String>> {
         match &slot.node.value {
             Value::String(text) if !js_trim(text).is_empty() => {
                 Some(Spanned::new(js_trim(text).to_owned(), slot.range()))
@@ -58,7 +63,7 @@ impl Rules<'_> {
         &mut self,
         mapping: &Mapping,
         key: &str,
-        label: &str,
+        label: impl std::fmt::Display + Copy,
         anchor: TextRange,
     ) -> Option<Spanned<String>> {
         match mapping.entry(key) {
@@ -70,7 +75,7 @@ impl Rules<'_> {
         }
     }
 
-    pub(super) fn record<'n>(&mut self, slot: Slot<'n>, label: &str) -> Option<&'n Mapping> {
+    pub(super) fn record<'n>(&mut self, slot: Slot<'n>, label: impl std::fmt::Display + Copy) -> Option<&'n Mapping> {
         match &slot.node.value {
             Value::Mapping(mapping) => Some(mapping),
             _ => {
@@ -80,7 +85,13 @@ impl Rules<'_> {
         }
     }
 
-    pub(super) fn boolean(&mut self, mapping: &Mapping, key: &str, label: &str, default: bool) -> bool {
+    pub(super) fn boolean(
+        &mut self,
+        mapping: &Mapping,
+        key: &str,
+        label: impl std::fmt::Display + Copy,
+        default: bool,
+    ) -> bool {
         match mapping.entry(key) {
             None => default,
             Some(entry) => match entry.value.value {
@@ -94,7 +105,11 @@ impl Rules<'_> {
         }
     }
 
-    pub(super) fn string_array(&mut self, entry: Option<&Entry>, label: &str) -> Vec<Spanned<String>> {
+    pub(super) fn string_array(
+        &mut self,
+        entry: Option<&Entry>,
+        label: impl std::fmt::Display + Copy,
+    ) -> Vec<Spanned<String>> {
         let Some(entry) = entry else { return Vec::new() };
         let Value::Sequence(items) = &entry.value.value else {
             let range = Slot::of_entry(entry).range();

@@ -2,7 +2,7 @@
 
 use wb_syntax::Entry;
 
-use super::{Rules, Slot, closest, matches, slug};
+use super::{Label, Rules, Slot, closest, matches, slug};
 use crate::diagnostic::Code;
 use crate::fields;
 use crate::model::{Access, Spanned, Workspace};
@@ -19,10 +19,10 @@ impl Rules<'_> {
                 );
                 continue;
             }
-            let label = format!("workspaces.{}", workspace.key);
-            let Some(declaration) = self.record(Slot::of_entry(workspace), &label) else { continue };
-            self.check_keys(declaration, fields::WORKSPACE_FIELDS, &label);
-            let required = self.boolean(declaration, "required", &format!("{label}.required"), true);
+            let label = Label::Key("workspaces", &workspace.key);
+            let Some(declaration) = self.record(Slot::of_entry(workspace), label) else { continue };
+            self.check_keys(declaration, fields::WORKSPACE_FIELDS, label);
+            let required = self.boolean(declaration, "required", format_args!("{label}.required"), true);
             let access = match declaration.entry("access") {
                 None => Access::ReadOnly,
                 Some(access) if access.value.is_null() => Access::ReadOnly,
