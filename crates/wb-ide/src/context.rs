@@ -32,7 +32,7 @@ pub fn locate(root: &Node, offset: usize) -> Option<Located<'_>> {
                     entry.key_range.contains_inclusive(offset)
                         || (!entry.value.range.is_empty() && entry.value.range.contains_inclusive(offset))
                 })?;
-                path.push(Segment::Key(entry.key.clone()));
+                path.push(Segment::Key(entry.key.to_string()));
                 if entry.key_range.contains_inclusive(offset) {
                     return Some(Located { path, on_key: true, range: entry.key_range, node: &entry.value });
                 }

@@ -57,7 +57,7 @@ fn children(node: &Node) -> Vec<Symbol> {
             .entries
             .iter()
             .map(|entry| Symbol {
-                name: entry.key.clone(),
+                name: entry.key.to_string(),
                 detail: detail_of(&entry.value),
                 kind: kind_of(&entry.value),
                 range: entry.range(),

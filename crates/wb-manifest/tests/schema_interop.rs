@@ -681,13 +681,13 @@ fn to_json(node: &Node) -> Result<Json, String> {
         Value::Null => Json::Null,
         Value::Bool(value) => Json::Bool(*value),
         Value::Number(number) => json_number(*number)?,
-        Value::String(text) => Json::String(text.clone()),
+        Value::String(text) => Json::String(text.to_string()),
         Value::Sequence(items) => Json::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
         Value::Mapping(mapping) => Json::Object(
             mapping
                 .entries
                 .iter()
-                .map(|entry| Ok((entry.key.clone(), to_json(&entry.value)?)))
+                .map(|entry| Ok((entry.key.to_string(), to_json(&entry.value)?)))
                 .collect::<Result<serde_json::Map<String, Json>, String>>()?,
         ),
     })

@@ -13,6 +13,6 @@ mod yaml;
 pub use line_index::{LineCol, LineIndex, PositionEncoding};
 pub use text::TextRange;
 pub use yaml::{
-    ALIAS_EXPANSION_BUDGET, Entry, Mapping, Node, Parse, Style, SyntaxError, SyntaxErrorKind, Value,
+    ALIAS_EXPANSION_BUDGET, Entry, Mapping, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind, Value,
     js_number_to_string, parse, parse_str, reparse,
 };

@@ -11,7 +11,7 @@ use super::{CompletionItem, CompletionKind, value_item};
 /// Environment names declared in `env` (from the tree, else from the text).
 pub(super) fn declared_env(root: Option<&Node>, text: &str) -> Vec<String> {
     if let Some(env) = root.and_then(Node::as_mapping).and_then(|m| m.get("env")).and_then(Node::as_mapping) {
-        return env.entries.iter().map(|e| e.key.clone()).collect();
+        return env.entries.iter().map(|e| e.key.to_string()).collect();
     }
     let mut names = Vec::new();
     let mut inside = false;

@@ -38,7 +38,7 @@ impl Rules<'_> {
             required_label.push_str(&label);
             required_label.push_str(".required");
             let required = self.boolean(declaration, "required", &required_label, true);
-            self.manifest.env.push(EnvVar { name: Spanned::new(var.key.clone(), var.key_range), required });
+            self.manifest.env.push(EnvVar { name: Spanned::new(var.key.to_string(), var.key_range), required });
         }
     }
 }

@@ -73,7 +73,7 @@ impl Rules<'_> {
                 for header in &map.entries {
                     let value = self.text(Slot::of_entry(header), format_args!("{label}.headers.{}", header.key));
                     match value {
-                        Some(value) => headers.push((Spanned::new(header.key.clone(), header.key_range), value)),
+                        Some(value) => headers.push((Spanned::new(header.key.to_string(), header.key_range), value)),
                         None => ok = false,
                     }
                 }

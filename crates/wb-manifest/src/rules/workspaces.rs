@@ -46,7 +46,7 @@ impl Rules<'_> {
                     }
                 },
             };
-            let name = Spanned::new(workspace.key.clone(), workspace.key_range);
+            let name = Spanned::new(workspace.key.to_string(), workspace.key_range);
             self.manifest.workspaces.push(Workspace { name, required, access });
         }
     }

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use saphyr_parser::{Event, Marker, ScalarStyle, Span, Tag};
 
 use super::scalar::resolve_plain;
-use super::tree::{Entry, Mapping, Node, Parse, Style, SyntaxError, SyntaxErrorKind, Value};
+use super::tree::{Entry, Mapping, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind, Value};
 use super::{ALIAS_EXPANSION_BUDGET, MAX_DEPTH};
 use crate::TextRange;
 
@@ -28,7 +28,7 @@ enum Frame {
         key: Option<Node>,
         /// Key → position in `entries` once the mapping is large, so duplicate detection stays linear in the
         /// mapping's size (empty, never allocated, for small mappings).
-        index: FxHashMap<String, usize>,
+        index: FxHashMap<SmolStr, usize>,
     },
 }
 
@@ -205,7 +205,7 @@ impl<'a> Builder<'a> {
             }
         }
         let resolved = match core_tag {
-            Some("str") => Value::String(value.into_owned()),
+            Some("str") => Value::String(SmolStr::new(&value)),
             Some(kind @ ("int" | "float" | "bool" | "null")) => {
                 let resolved = resolve_plain(&value);
                 let matches = matches!(
@@ -219,10 +219,10 @@ impl<'a> Builder<'a> {
             }
             Some(other) => {
                 self.error(SyntaxErrorKind::Tag, range, format!("Unsupported YAML tag !!{other} on a scalar"));
-                Value::String(value.into_owned())
+                Value::String(SmolStr::new(&value))
             }
             None if style == Style::Plain && tag.is_none() => resolve_plain(&value),
-            None => Value::String(value.into_owned()),
+            None => Value::String(SmolStr::new(&value)),
         };
         Node { value: resolved, range, style }
     }
@@ -369,7 +369,7 @@ fn add_entry(
     text: &str,
     entries: &mut Vec<Entry>,
     merges: &mut Vec<Node>,
-    index: &mut FxHashMap<String, usize>,
+    index: &mut FxHashMap<SmolStr, usize>,
     key: Node,
     value: Node,
 ) -> Option<SyntaxError> {
@@ -384,7 +384,7 @@ fn add_entry(
             });
         }
         Value::String(text) => text,
-        _ => text.get(key_range.as_range()).unwrap_or_default().to_owned(),
+        _ => SmolStr::new(text.get(key_range.as_range()).unwrap_or_default()),
     };
     if key_text == "<<" && key_style == Style::Plain {
         merges.push(value);

@@ -20,7 +20,7 @@ use crate::TextRange;
 use builder::Builder;
 
 pub use reparse::reparse;
-pub use tree::{Entry, Mapping, Node, Parse, Style, SyntaxError, SyntaxErrorKind, Value, js_number_to_string};
+pub use tree::{Entry, Mapping, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind, Value, js_number_to_string};
 
 /// The most nodes alias expansion may create in one document. An "alias bomb" (aliases of aliases, each
 /// doubling the size) hits this limit after a few levels instead of exhausting memory.

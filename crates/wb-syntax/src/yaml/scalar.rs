@@ -1,7 +1,7 @@
 //! Plain scalars resolved with the YAML 1.2 core schema: null, booleans, numbers (decimal, `0o`, `0x`,
 //! infinities, NaN), else strings.
 
-use super::tree::Value;
+use super::tree::{SmolStr, Value};
 
 /// Resolves a plain scalar with the YAML 1.2 core schema.
 pub(super) fn resolve_plain(text: &str) -> Value {
@@ -29,7 +29,7 @@ pub(super) fn resolve_plain(text: &str) -> Value {
             return Value::Number(number);
         }
     }
-    Value::String(text.to_owned())
+    Value::String(SmolStr::new(text))
 }
 
 fn digits_value(digits: &str, radix: u32) -> f64 {

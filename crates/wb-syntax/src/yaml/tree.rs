@@ -1,6 +1,8 @@
 //! The spanned tree: nodes with their byte ranges, scalar values, mappings with their entries, and the
 //! syntax problems a parse reports.
 
+pub use smol_str::SmolStr;
+
 use crate::TextRange;
 
 /// The result of parsing: the text that positions refer to, the first document's root (if any) and every
@@ -39,7 +41,8 @@ pub enum Value {
     Null,
     Bool(bool),
     Number(f64),
-    String(String),
+    /// Short strings (nearly every key and value of a manifest) are held inline, without an allocation.
+    String(SmolStr),
     Sequence(Vec<Node>),
     Mapping(Mapping),
 }
@@ -53,7 +56,7 @@ pub struct Mapping {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
     /// The key as a string (YAML keys of a manifest are plain strings; `1:` has the key `"1"`).
-    pub key: String,
+    pub key: SmolStr,
     pub key_range: TextRange,
     pub value: Node,
 }
@@ -107,7 +110,7 @@ impl Node {
             Value::Null => "null".to_owned(),
             Value::Bool(value) => value.to_string(),
             Value::Number(number) => js_number_to_string(*number),
-            Value::String(text) => text.clone(),
+            Value::String(text) => text.to_string(),
             Value::Sequence(items) => items
                 .iter()
                 .map(|item| if item.is_null() { String::new() } else { item.js_string() })
