@@ -47,6 +47,10 @@ pub(super) struct Builder<'a> {
     documents: usize,
     errors: Vec<SyntaxError>,
     budget_reported: bool,
+    /// Emptied vectors of closed collections, reused by the next ones that open: a collection grows in one of
+    /// these and is copied out at its exact size when it closes, so each costs one allocation.
+    spare_items: Vec<Vec<Node>>,
+    spare_entries: Vec<Vec<Entry>>,
 }
 
 impl<'a> Builder<'a> {
@@ -68,6 +72,8 @@ impl<'a> Builder<'a> {
             documents: 0,
             errors: Vec::new(),
             budget_reported: false,
+            spare_items: Vec::new(),
+            spare_entries: Vec::new(),
         }
     }
 
@@ -147,17 +153,19 @@ impl<'a> Builder<'a> {
                 let range = self.range(span);
                 self.collection_tag(tag.as_deref(), "seq", range);
                 let flow = self.opens_flow(range);
-                self.stack.push(Frame::Sequence { start: range.start, anchor, flow, items: Vec::new() });
+                let items = self.spare_items.pop().unwrap_or_default();
+                self.stack.push(Frame::Sequence { start: range.start, anchor, flow, items });
             }
             Event::MappingStart(anchor, tag) => {
                 let range = self.range(span);
                 self.collection_tag(tag.as_deref(), "map", range);
                 let flow = self.opens_flow(range);
+                let entries = self.spare_entries.pop().unwrap_or_default();
                 self.stack.push(Frame::Mapping {
                     start: range.start,
                     anchor,
                     flow,
-                    entries: Vec::new(),
+                    entries,
                     merges: Vec::new(),
                     key: None,
                     index: FxHashMap::default(),
@@ -279,9 +287,9 @@ impl<'a> Builder<'a> {
     fn close(&mut self, frame: Frame, end: Option<usize>) -> (Node, usize) {
         match frame {
             Frame::Sequence { start, anchor, flow, mut items } => {
-                // A finished collection keeps no spare capacity: most are one or two entries long, and a
-                // vector grows to four at its first push.
-                items.shrink_to_fit();
+                // A finished collection keeps no spare capacity (most are one or two entries long): it is moved
+                // out at its size, and the vector it grew in serves the next collection.
+                let items: Vec<Node> = self.recycle_items(&mut items);
                 let last = items.last().map_or(start, |item| item.range.end);
                 let end = if flow { end.unwrap_or(last).max(last) } else { last };
                 let style = if flow { Style::Flow } else { Style::Block };
@@ -306,7 +314,7 @@ impl<'a> Builder<'a> {
                         }
                     }
                 }
-                entries.shrink_to_fit();
+                let entries: Vec<Entry> = self.recycle_entries(&mut entries);
                 let last = entries.iter().map(|entry| entry.range().end).max().unwrap_or(start);
                 let end = if flow { end.unwrap_or(last).max(last) } else { last };
                 let style = if flow { Style::Flow } else { Style::Block };
@@ -314,6 +322,19 @@ impl<'a> Builder<'a> {
                 (Node { value, range: TextRange::new(start, end), style }, anchor)
             }
         }
+    }
+
+    /// The items, moved out at their size; the emptied vector is kept for the next collection.
+    fn recycle_items(&mut self, items: &mut Vec<Node>) -> Vec<Node> {
+        let exact = items.drain(..).collect();
+        self.spare_items.push(std::mem::take(items));
+        exact
+    }
+
+    fn recycle_entries(&mut self, entries: &mut Vec<Entry>) -> Vec<Entry> {
+        let exact = entries.drain(..).collect();
+        self.spare_entries.push(std::mem::take(entries));
+        exact
     }
 
     fn push(&mut self, node: Node) {
