@@ -326,13 +326,15 @@ impl<'a> Builder<'a> {
 
     /// The items, moved out at their size; the emptied vector is kept for the next collection.
     fn recycle_items(&mut self, items: &mut Vec<Node>) -> Vec<Node> {
-        let exact = items.drain(..).collect();
+        let mut exact = Vec::with_capacity(items.len());
+        exact.append(items);
         self.spare_items.push(std::mem::take(items));
         exact
     }
 
     fn recycle_entries(&mut self, entries: &mut Vec<Entry>) -> Vec<Entry> {
-        let exact = entries.drain(..).collect();
+        let mut exact = Vec::with_capacity(entries.len());
+        exact.append(entries);
         self.spare_entries.push(std::mem::take(entries));
         exact
     }
