@@ -84,7 +84,7 @@ pub fn is_pseudo(path: &Path) -> bool {
         (Some(Component::RootDir), Some(Component::Normal(first))) => first,
         _ => return false,
     };
-    PSEUDO_ROOTS.iter().any(|root| Path::new(root).file_name() == Some(first))
+    PSEUDO_ROOTS.iter().any(|root| root.strip_prefix('/').is_some_and(|name| first == name))
 }
 
 /// The real path of the deepest ancestor that resolves, joined with the components below it. A path that

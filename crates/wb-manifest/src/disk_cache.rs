@@ -125,6 +125,24 @@ fn is_plain(path: &Path) -> bool {
     path.is_absolute() && crate::fs::is_normal(path)
 }
 
+/// The parent and last name of a plain path, found at its last slash: what `Path::parent` and
+/// `Path::file_name` answer for it, without parsing its components (asked for every path a pass resolves).
+fn split_plain(path: &Path) -> Option<(&Path, &OsStr)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        let slash = bytes.iter().rposition(|byte| *byte == b'/')?;
+        let name = bytes.get(slash + 1..).filter(|name| !name.is_empty())?;
+        let parent = if slash == 0 { bytes.get(..1)? } else { bytes.get(..slash)? };
+        Some((Path::new(OsStr::from_bytes(parent)), OsStr::from_bytes(name)))
+    }
+    #[cfg(not(unix))]
+    {
+        Some((path.parent()?, path.file_name()?))
+    }
+}
+
 impl DiskCache {
     pub fn new() -> DiskCache {
         DiskCache::default()
@@ -136,7 +154,7 @@ impl DiskCache {
     }
 
     fn resolve(&self, path: &Path) -> io::Result<Real> {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        let Some((parent, name)) = split_plain(path) else {
             return OsFileSystem.real_path(path).map(|real| Real::of(real, path));
         };
         let candidate = match self.real_of(parent)? {
@@ -210,7 +228,7 @@ impl FileSystem for DiskCache {
         // Only a path whose parent leads to itself (no link on the way) and whose kind this pass has not asked:
         // the directory is opened without following a final link, so what is listed is the path itself, and
         // its `lstat` would have said "directory". Anything else is left to the questions that follow.
-        let Some(parent) = path.parent() else { return };
+        let Some((parent, _)) = split_plain(path) else { return };
         if !cfg!(target_os = "linux")
             || !is_plain(path)
             || self.kinds.lock(path.as_os_str()).is_none_or(|map| map.contains_key(path.as_os_str()))
@@ -465,6 +483,16 @@ mod tests {
         assert_eq!(cache.kind(&path).unwrap(), FileKind::Directory);
         cache.expect_directory(&path);
         assert!(cache.listings.lock(path.as_os_str()).is_some_and(|map| !map.contains_key(path.as_os_str())));
+    }
+
+    /// Plain paths split at their last slash as `Path::parent` and `Path::file_name` split them.
+    #[test]
+    fn plain_paths_split_as_the_standard_library_splits_them() {
+        for text in ["/", "/a", "/a/b", "/tmp/c300/.workbenches/pkg-0001/skills/review", "/a b/ü/c.d"] {
+            let path = Path::new(text);
+            let std = path.parent().zip(path.file_name());
+            assert_eq!(split_plain(path), std, "{text}");
+        }
     }
 
     /// The system's `realpath` is asked only for links: the repository and everything in it resolve from
