@@ -200,6 +200,16 @@ impl FileSystem for DiskCache {
         })
     }
 
+    fn real_path_of<'p>(&self, path: &'p Path) -> io::Result<Cow<'p, Path>> {
+        if !is_plain(path) {
+            return OsFileSystem.real_path(path).map(Cow::Owned);
+        }
+        Ok(match self.real_of(path)? {
+            Real::Itself => Cow::Borrowed(path),
+            Real::Elsewhere(real) => Cow::Owned(real),
+        })
+    }
+
     fn kind(&self, path: &Path) -> io::Result<FileKind> {
         self.stat(path).map(|stat| stat.kind)
     }
@@ -387,6 +397,13 @@ mod tests {
                 let want = OsFileSystem.real_path(&path).map_err(|e| e.kind());
                 let got = cache.real_path(&path).map_err(|e| e.kind());
                 assert_eq!(got, want, "real_path {relative} (round {round})");
+                let got = cache.real_path_of(&path).map(Cow::into_owned).map_err(|e| e.kind());
+                assert_eq!(got, want, "real_path_of {relative} (round {round})");
+                for boundary in [root.as_path(), &root.join("a")] {
+                    let verdict = crate::boundary::resolve_within_real(&cache, &path, boundary).map(|_| ());
+                    let stays = crate::boundary::stays_within_real(&cache, &path, boundary);
+                    assert_eq!(stays, verdict, "stays_within_real {relative} in {boundary:?}");
+                }
                 let want = OsFileSystem.kind(&path).map_err(|e| e.kind());
                 assert_eq!(cache.kind(&path).map_err(|e| e.kind()), want, "kind {relative}");
                 let want = OsFileSystem.kind_followed(&path).map_err(|e| e.kind());

@@ -52,6 +52,10 @@ pub trait FileSystem: Send + Sync {
     }
     /// The entries of a directory (full paths), sorted.
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+    /// [`Self::real_path`], borrowing `path` when a file system knows it leads to itself.
+    fn real_path_of<'p>(&self, path: &'p Path) -> io::Result<std::borrow::Cow<'p, Path>> {
+        self.real_path(path).map(std::borrow::Cow::Owned)
+    }
     /// A hint that `path` (absolute and normal) is about to be resolved and listed as a directory: a file system
     /// that remembers answers may list it now, when no link leads to it, and answer its kind from that.
     fn expect_directory(&self, path: &Path) {

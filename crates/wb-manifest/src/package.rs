@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use wb_syntax::TextRange;
 
-use crate::boundary::{MAX_PACKAGE_FILE_BYTES, first_escaping_link, real_boundary, resolve_within_real};
+use crate::boundary::{MAX_PACKAGE_FILE_BYTES, first_escaping_link, real_boundary, stays_within_real};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
 use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside, normalize};
 use crate::model::{Image, Manifest, Spanned};
@@ -70,7 +70,7 @@ impl PackageChecks<'_> {
         let (boundary, name) = self.boundary(package_only);
         let real =
             self.real_boundaries[usize::from(name == "package")].get_or_init(|| real_boundary(self.fs, boundary));
-        match resolve_within_real(self.fs, path, real) {
+        match stays_within_real(self.fs, path, real) {
             Ok(_) => true,
             Err(escape) => {
                 let message = escape.message(label, &value.value, name);
