@@ -191,13 +191,7 @@ impl FileSystem for DiskCache {
     }
 
     fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
-        if !is_plain(path) {
-            return OsFileSystem.real_path(path);
-        }
-        Ok(match self.real_of(path)? {
-            Real::Itself => path.to_path_buf(),
-            Real::Elsewhere(real) => real,
-        })
+        self.real_path_of(path).map(Cow::into_owned)
     }
 
     fn real_path_of<'p>(&self, path: &'p Path) -> io::Result<Cow<'p, Path>> {
@@ -353,16 +347,24 @@ fn list_into(path: &Path, no_follow: bool, entries: &mut Vec<PathBuf>, kinds: &m
 
 #[cfg(all(test, unix))]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use std::os::unix::fs::symlink;
 
     use super::*;
+
+    /// A temporary directory (removed when the first half is dropped) and its real path.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().canonicalize().unwrap();
+        (temp, root)
+    }
 
     /// Every answer equals the system's, for plain paths, links, links to links, dangling links, loops, missing
     /// paths, paths through a file, and `..`.
     #[test]
     fn answers_as_the_system_does() {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().canonicalize().unwrap();
+        let (_temp, root) = scratch();
         std::fs::create_dir_all(root.join("a/b")).unwrap();
         std::fs::write(root.join("a/b/file"), "x").unwrap();
         std::fs::create_dir_all(root.join("outside/deep")).unwrap();
@@ -417,8 +419,7 @@ mod tests {
     /// The kinds a listing tells are the ones `lstat` gives, for every kind of entry.
     #[test]
     fn a_listing_tells_kinds_as_lstat_does() {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().canonicalize().unwrap();
+        let (_temp, root) = scratch();
         std::fs::create_dir(root.join("dir")).unwrap();
         std::fs::write(root.join("file"), "x").unwrap();
         symlink(root.join("file"), root.join("link")).unwrap();
@@ -438,8 +439,7 @@ mod tests {
     /// limit, and not read at all when a link has taken its place (it would be read through the link).
     #[test]
     fn a_file_seen_is_read_whole_and_never_through_a_link_swapped_in() {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().canonicalize().unwrap();
+        let (_temp, root) = scratch();
         let path = root.join("file");
         for (before, after) in [(10usize, 10usize), (10, 5000), (5000, 3), (0, 7), (7, 0)] {
             std::fs::write(&path, vec![b'a'; before]).unwrap();
@@ -467,8 +467,7 @@ mod tests {
     /// a link: not a link itself, nor a directory beneath one.
     #[test]
     fn a_directory_listed_ahead_answers_as_the_system_does_and_never_through_a_link() {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().canonicalize().unwrap();
+        let (_temp, root) = scratch();
         std::fs::create_dir_all(root.join("pkg/skills/review")).unwrap();
         std::fs::write(root.join("pkg/skills/review/SKILL.md"), "x").unwrap();
         std::fs::create_dir_all(root.join("outside/deep")).unwrap();
@@ -516,8 +515,7 @@ mod tests {
     /// remembered parents.
     #[test]
     fn a_pass_remembers_directories() {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().canonicalize().unwrap();
+        let (_temp, root) = scratch();
         std::fs::create_dir_all(root.join("repo/.workbenches/p")).unwrap();
         std::fs::write(root.join("repo/.workbenches/p/workbench.yml"), "").unwrap();
         let cache = DiskCache::new();
