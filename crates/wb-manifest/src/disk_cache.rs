@@ -51,27 +51,26 @@ type Shard<T> = Mutex<HashMap<OsString, Answer<T>, FxBuildHasher>>;
 /// shards chosen by the path's hash: the checks of a pass ask from every core at once, and a thread that waits
 /// for a lock another holds sleeps, which on a virtual machine can cost more than the question.
 struct Answers<T> {
-    shards: [Shard<T>; SHARDS],
-}
-
-const SHARDS: usize = 16;
-
-impl<T> Default for Answers<T> {
-    fn default() -> Self {
-        Answers { shards: std::array::from_fn(|_| Mutex::default()) }
-    }
+    shards: Box<[Shard<T>]>,
 }
 
 impl<T> Answers<T> {
-    fn shard(&self, path: &OsStr) -> &Shard<T> {
+    fn new(shards: usize) -> Self {
+        Answers { shards: (0..shards.max(1)).map(|_| Mutex::default()).collect() }
+    }
+
+    fn shard(&self, path: &OsStr) -> Option<&Shard<T>> {
         use std::hash::BuildHasher;
-        let hash = FxBuildHasher.hash_one(path);
+        if let [only] = &*self.shards {
+            return Some(only);
+        }
         // The high bits: FxHash mixes its last input into them.
-        &self.shards[(hash >> 60) as usize % SHARDS]
+        let hash = FxBuildHasher.hash_one(path);
+        self.shards.get((hash >> 60) as usize % self.shards.len())
     }
 
     fn lock(&self, path: &OsStr) -> Option<std::sync::MutexGuard<'_, HashMap<OsString, Answer<T>, FxBuildHasher>>> {
-        self.shard(path).lock().ok()
+        self.shard(path)?.lock().ok()
     }
 }
 
@@ -96,14 +95,50 @@ impl Real {
     }
 }
 
-/// The disk, with what a pass already asked remembered (see the module docs).
-#[derive(Default)]
-pub struct DiskCache {
+/// What a pass remembered, by path.
+struct Store {
     real: Answers<Real>,
     kinds: Answers<Stat>,
     followed: Answers<FileKind>,
     sizes: Answers<u64>,
     listings: Answers<Vec<PathBuf>>,
+}
+
+impl Store {
+    fn new(shards: usize) -> Store {
+        Store {
+            real: Answers::new(shards),
+            kinds: Answers::new(shards),
+            followed: Answers::new(shards),
+            sizes: Answers::new(shards),
+            listings: Answers::new(shards),
+        }
+    }
+}
+
+/// Shards of a pass's store: enough that the threads of a pool rarely ask the same one at once.
+const SHARDS: usize = 16;
+
+/// The disk, with what a pass already asked remembered (see the module docs).
+pub struct DiskCache {
+    store: Store,
+}
+
+impl Default for DiskCache {
+    fn default() -> Self {
+        DiskCache { store: Store::new(SHARDS) }
+    }
+}
+
+/// What one package's checks ask, within a pass: its own paths (the ones beneath its directory, which no other
+/// package's checks ask) are remembered apart, and forgotten when the package is done; the rest (the repository,
+/// the package directory itself, whatever a path leads to outside it) in the pass's store. A pass over thousands
+/// of packages then holds what they share, not every file of every package, and each package asks a small map
+/// that its thread keeps warm.
+struct PackageCache<'a> {
+    shared: &'a Store,
+    dir: PathBuf,
+    own: Store,
 }
 
 /// The remembered answer, or the one `ask` gives (then remembered). The lock is not held while asking, so two
@@ -143,14 +178,100 @@ fn split_plain(path: &Path) -> Option<(&Path, &OsStr)> {
     }
 }
 
+/// True when `path`'s bytes continue `dir`'s past a separator: beneath it as written. (Which store remembers a
+/// path only decides how long it is kept; every store answers as the disk did.)
+fn written_beneath(path: &Path, dir: &Path) -> bool {
+    let (path, dir) = (path.as_os_str().as_encoded_bytes(), dir.as_os_str().as_encoded_bytes());
+    path.strip_prefix(dir).is_some_and(|rest| rest.len() > 1 && rest.first() == Some(&b'/'))
+}
+
 impl DiskCache {
     pub fn new() -> DiskCache {
         DiskCache::default()
     }
 
+    fn view(&self) -> View<'_> {
+        View { shared: &self.store, package: None }
+    }
+}
+
+impl PackageCache<'_> {
+    fn view(&self) -> View<'_> {
+        View { shared: self.shared, package: Some((&self.dir, &self.own)) }
+    }
+}
+
+/// The stores a question is answered from: the pass's, and while a package is checked, the package's own.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    shared: &'a Store,
+    package: Option<(&'a Path, &'a Store)>,
+}
+
+/// [`FileSystem`] for a type whose answers come from a [`View`].
+macro_rules! file_system_from_view {
+    ($type:ty) => {
+        impl FileSystem for $type {
+            fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+                OsFileSystem.read(path)
+            }
+
+            fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+                self.view().read_limited(path, limit)
+            }
+
+            fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+                self.view().real_path_of(path).map(Cow::into_owned)
+            }
+
+            fn real_path_of<'p>(&self, path: &'p Path) -> io::Result<Cow<'p, Path>> {
+                self.view().real_path_of(path)
+            }
+
+            fn kind(&self, path: &Path) -> io::Result<FileKind> {
+                self.view().stat(path).map(|stat| stat.kind)
+            }
+
+            fn size(&self, path: &Path) -> io::Result<u64> {
+                self.view().size(path)
+            }
+
+            fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
+                self.view().kind_followed(path)
+            }
+
+            fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+                let view = self.view();
+                remembered(&view.store(path).listings, path, || view.list_opened(path, false))
+            }
+
+            fn expect_directory(&self, path: &Path) {
+                self.view().expect_directory(path)
+            }
+
+            fn for_package(&self, dir: &Path) -> Option<Box<dyn FileSystem + '_>> {
+                let shared = self.view().shared;
+                Some(Box::new(PackageCache { shared, dir: dir.to_owned(), own: Store::new(1) }))
+            }
+        }
+    };
+}
+
+file_system_from_view!(DiskCache);
+file_system_from_view!(PackageCache<'_>);
+
+impl<'a> View<'a> {
+    /// The store that remembers `path`.
+    fn store(&self, path: &Path) -> &'a Store {
+        match self.package {
+            Some((dir, own)) if written_beneath(path, dir) => own,
+            _ => self.shared,
+        }
+    }
+
     /// Where a plain path leads.
     fn real_of(&self, path: &Path) -> io::Result<Real> {
-        remembered(&self.real, path, || self.resolve(path))
+        remembered(&self.store(path).real, path, || self.resolve(path))
     }
 
     fn resolve(&self, path: &Path) -> io::Result<Real> {
@@ -161,7 +282,7 @@ impl DiskCache {
             Real::Itself => Cow::Borrowed(path),
             Real::Elsewhere(real) => Cow::Owned(real.join(name)),
         };
-        match self.kind(&candidate)? {
+        match self.stat(&candidate)?.kind {
             // Links (and whatever they lead to) are resolved by the system.
             FileKind::Symlink => OsFileSystem.real_path(&candidate).map(|real| Real::of(real, path)),
             _ => Ok(match candidate {
@@ -169,12 +290,6 @@ impl DiskCache {
                 Cow::Owned(real) => Real::Elsewhere(real),
             }),
         }
-    }
-}
-
-impl FileSystem for DiskCache {
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        OsFileSystem.read(path)
     }
 
     fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
@@ -190,10 +305,6 @@ impl FileSystem for DiskCache {
         OsFileSystem.read_limited(path, limit)
     }
 
-    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
-        self.real_path_of(path).map(Cow::into_owned)
-    }
-
     fn real_path_of<'p>(&self, path: &'p Path) -> io::Result<Cow<'p, Path>> {
         if !is_plain(path) {
             return OsFileSystem.real_path(path).map(Cow::Owned);
@@ -204,28 +315,20 @@ impl FileSystem for DiskCache {
         })
     }
 
-    fn kind(&self, path: &Path) -> io::Result<FileKind> {
-        self.stat(path).map(|stat| stat.kind)
-    }
-
     fn size(&self, path: &Path) -> io::Result<u64> {
         match self.stat(path)? {
             Stat { kind: FileKind::File, len: Some(len) } => Ok(len),
             // A link (its target's size), or a kind a listing told.
-            _ => remembered(&self.sizes, path, || OsFileSystem.size(path)),
+            _ => remembered(&self.store(path).sizes, path, || OsFileSystem.size(path)),
         }
     }
 
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
         // A path that is not a link is its own target.
-        match self.kind(path) {
-            Ok(FileKind::Symlink) => remembered(&self.followed, path, || OsFileSystem.kind_followed(path)),
+        match self.stat(path).map(|stat| stat.kind) {
+            Ok(FileKind::Symlink) => remembered(&self.store(path).followed, path, || OsFileSystem.kind_followed(path)),
             other => other,
         }
-    }
-
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        remembered(&self.listings, path, || self.list(path))
     }
 
     fn expect_directory(&self, path: &Path) {
@@ -233,9 +336,10 @@ impl FileSystem for DiskCache {
         // the directory is opened without following a final link, so what is listed is the path itself, and
         // its `lstat` would have said "directory". Anything else is left to the questions that follow.
         let Some((parent, _)) = split_plain(path) else { return };
+        let store = self.store(path);
         if !cfg!(target_os = "linux")
             || !is_plain(path)
-            || self.kinds.lock(path.as_os_str()).is_none_or(|map| map.contains_key(path.as_os_str()))
+            || store.kinds.lock(path.as_os_str()).is_none_or(|map| map.contains_key(path.as_os_str()))
         {
             return;
         }
@@ -243,24 +347,22 @@ impl FileSystem for DiskCache {
             return;
         }
         let Ok(entries) = self.list_opened(path, true) else { return };
-        if let Some(mut map) = self.kinds.lock(path.as_os_str()) {
+        if let Some(mut map) = store.kinds.lock(path.as_os_str()) {
             map.entry(path.as_os_str().to_owned()).or_insert(Ok(Stat { kind: FileKind::Directory, len: None }));
         }
-        if let Some(mut map) = self.listings.lock(path.as_os_str()) {
+        if let Some(mut map) = store.listings.lock(path.as_os_str()) {
             map.entry(path.as_os_str().to_owned()).or_insert(Ok(entries));
         }
     }
-}
 
-impl DiskCache {
     /// What `lstat` told of `path` earlier in the pass, if it was asked.
     fn seen(&self, path: &Path) -> Option<Stat> {
-        let map = self.kinds.lock(path.as_os_str())?;
+        let map = self.store(path).kinds.lock(path.as_os_str())?;
         map.get(path.as_os_str())?.as_ref().ok().copied()
     }
 
     fn stat(&self, path: &Path) -> io::Result<Stat> {
-        remembered(&self.kinds, path, || {
+        remembered(&self.store(path).kinds, path, || {
             let meta = std::fs::symlink_metadata(path)?;
             let kind = crate::fs::kind_of(meta.file_type());
             Ok(Stat { kind, len: (kind == FileKind::File).then_some(meta.len()) })
@@ -268,19 +370,15 @@ impl DiskCache {
     }
 
     /// A directory's entries, sorted; the kind of each (which the listing tells without following a link) is
-    /// remembered as its `lstat` would have answered.
-    fn list(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        self.list_opened(path, false)
-    }
-
-    /// [`Self::list`], opening the directory without following a final link when `no_follow`.
+    /// remembered as its `lstat` would have answered. The directory is opened without following a final link
+    /// when `no_follow`.
     fn list_opened(&self, path: &Path, no_follow: bool) -> io::Result<Vec<PathBuf>> {
         let mut entries = Vec::new();
         let mut kinds = Vec::new();
         list_into(path, no_follow, &mut entries, &mut kinds)?;
-        for (path, kind) in kinds {
-            if let Some(mut map) = self.kinds.lock(&path) {
-                map.entry(path).or_insert(kind);
+        for (entry, kind) in kinds {
+            if let Some(mut map) = self.store(Path::new(&entry)).kinds.lock(&entry) {
+                map.entry(entry).or_insert(kind);
             }
         }
         entries.sort();
@@ -480,7 +578,8 @@ mod tests {
             let path = root.join(relative);
             let cache = DiskCache::new();
             cache.expect_directory(&path);
-            let listed = cache.listings.lock(path.as_os_str()).is_some_and(|map| map.contains_key(path.as_os_str()));
+            let listed =
+                cache.store.listings.lock(path.as_os_str()).is_some_and(|map| map.contains_key(path.as_os_str()));
             let plain_dir = ["pkg/skills/review", "pkg"].contains(&relative);
             assert_eq!(listed, plain_dir, "listed ahead: {relative}");
             let want = OsFileSystem.kind(&path).map_err(|e| e.kind());
@@ -498,7 +597,85 @@ mod tests {
         let cache = DiskCache::new();
         assert_eq!(cache.kind(&path).unwrap(), FileKind::Directory);
         cache.expect_directory(&path);
-        assert!(cache.listings.lock(path.as_os_str()).is_some_and(|map| !map.contains_key(path.as_os_str())));
+        assert!(cache.store.listings.lock(path.as_os_str()).is_some_and(|map| !map.contains_key(path.as_os_str())));
+    }
+
+    /// The paths a store remembers anything of.
+    fn remembered_paths(store: &Store) -> Vec<PathBuf> {
+        fn keys<T>(answers: &Answers<T>) -> Vec<PathBuf> {
+            answers
+                .shards
+                .iter()
+                .flat_map(|shard| shard.lock().unwrap().keys().map(PathBuf::from).collect::<Vec<_>>())
+                .collect()
+        }
+        let mut paths = keys(&store.real);
+        paths.extend(keys(&store.kinds));
+        paths.extend(keys(&store.followed));
+        paths.extend(keys(&store.sizes));
+        paths.extend(keys(&store.listings));
+        paths
+    }
+
+    /// A package's checks get answers as the system gives them, for its own paths, links in it, paths that
+    /// leave it and its directory itself; its own paths are remembered apart (gone with it), the rest in the
+    /// pass, where the next package finds them.
+    #[test]
+    fn a_package_remembers_its_own_paths_apart_and_answers_as_the_system_does() {
+        let (_temp, root) = scratch();
+        let package = root.join("repo/.workbenches/p");
+        std::fs::create_dir_all(package.join("skills/review")).unwrap();
+        std::fs::write(package.join("skills/review/SKILL.md"), "---\nname: review\n---\n").unwrap();
+        std::fs::write(package.join("instructions.md"), "Do it.\n").unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        std::fs::write(root.join("outside/secret"), "s").unwrap();
+        symlink(root.join("outside"), package.join("out")).unwrap();
+        symlink("..", package.join("skills/up")).unwrap();
+        let paths = [
+            "repo/.workbenches/p/instructions.md",
+            "repo/.workbenches/p/skills/review",
+            "repo/.workbenches/p/skills/review/SKILL.md",
+            "repo/.workbenches/p/out",
+            "repo/.workbenches/p/out/secret",
+            "repo/.workbenches/p/skills/up/instructions.md",
+            "repo/.workbenches/p/missing",
+            "repo/.workbenches/p",
+            "repo/.workbenches",
+            "repo",
+            "outside/secret",
+        ];
+        let cache = DiskCache::new();
+        assert!(cache.for_package(&package).is_some(), "a pass offers each package its own store");
+        let own = PackageCache { shared: &cache.store, dir: package.clone(), own: Store::new(1) };
+        own.expect_directory(&package.join("skills/review"));
+        for round in 0..2 {
+            for relative in paths {
+                let path = root.join(relative);
+                let want = OsFileSystem.real_path(&path).map_err(|e| e.kind());
+                assert_eq!(own.real_path(&path).map_err(|e| e.kind()), want, "real_path {relative} ({round})");
+                let got = own.real_path_of(&path).map(Cow::into_owned).map_err(|e| e.kind());
+                assert_eq!(got, want, "real_path_of {relative} ({round})");
+                let want = OsFileSystem.kind(&path).map_err(|e| e.kind());
+                assert_eq!(own.kind(&path).map_err(|e| e.kind()), want, "kind {relative} ({round})");
+                let want = OsFileSystem.kind_followed(&path).map_err(|e| e.kind());
+                assert_eq!(own.kind_followed(&path).map_err(|e| e.kind()), want, "kind_followed {relative}");
+                let want = OsFileSystem.size(&path).map_err(|e| e.kind());
+                assert_eq!(own.size(&path).map_err(|e| e.kind()), want, "size {relative} ({round})");
+                let want = OsFileSystem.read_dir(&path).map_err(|e| e.kind());
+                assert_eq!(own.read_dir(&path).map_err(|e| e.kind()), want, "read_dir {relative} ({round})");
+                let want = OsFileSystem.read_limited(&path, 100).map_err(|e| format!("{e:?}"));
+                assert_eq!(own.read_limited(&path, 100).map_err(|e| format!("{e:?}")), want, "read {relative}");
+            }
+        }
+        let shared = remembered_paths(&cache.store);
+        assert!(shared.contains(&package), "the package directory is the pass's: {shared:?}");
+        assert!(shared.contains(&root.join("repo")), "so is the repository: {shared:?}");
+        assert!(shared.contains(&root.join("outside/secret")), "and what lies outside: {shared:?}");
+        let beneath: Vec<_> = shared.iter().filter(|path| written_beneath(path, &package)).collect();
+        assert!(beneath.is_empty(), "the package's own paths stay out of the pass's store: {beneath:?}");
+        let kept = remembered_paths(&own.own);
+        assert!(kept.contains(&package.join("skills/review/SKILL.md")), "the package keeps its own: {kept:?}");
+        assert!(kept.iter().all(|path| written_beneath(path, &package)), "and only its own: {kept:?}");
     }
 
     /// Plain paths split at their last slash as `Path::parent` and `Path::file_name` split them.

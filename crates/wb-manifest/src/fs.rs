@@ -61,6 +61,13 @@ pub trait FileSystem: Send + Sync {
     fn expect_directory(&self, path: &Path) {
         let _ = path;
     }
+    /// The file system one package's checks ask, within a pass over many (`dir` is its directory, absolute and
+    /// normal, checked once in the pass): a file system that remembers answers may keep those for the package's
+    /// own paths apart and forget them when the package is done. `None`: this one answers.
+    fn for_package(&self, dir: &Path) -> Option<Box<dyn FileSystem + '_>> {
+        let _ = dir;
+        None
+    }
     /// A parse of `bytes`, just read from `path`, that this file system keeps (an editor's buffer, parsed once
     /// for its diagnostics, hover and completion); `None` lets the checks parse.
     fn cached_parse(&self, path: &Path, bytes: &[u8]) -> Option<std::sync::Arc<wb_syntax::Parse>> {
