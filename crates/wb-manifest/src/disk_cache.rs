@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxBuildHasher;
 
@@ -102,17 +102,42 @@ struct Store {
     followed: Answers<FileKind>,
     sizes: Answers<u64>,
     listings: Answers<Vec<PathBuf>>,
+    /// Directories opened once for the pass (see [`Anchor`]).
+    anchors: Mutex<Vec<Arc<Anchor>>>,
 }
 
 impl Store {
     fn new(shards: usize) -> Store {
         Store {
+            anchors: Mutex::default(),
             real: Answers::new(shards),
             kinds: Answers::new(shards),
             followed: Answers::new(shards),
             sizes: Answers::new(shards),
             listings: Answers::new(shards),
         }
+    }
+}
+
+/// A directory a pass opened once (the one its packages are in): the system calls for paths beneath it walk
+/// from it, instead of from `/` through every directory above it, for every file of every package. A link
+/// swapped in above it later in the pass changes nothing: like every answer here, the directory is the one the
+/// pass first found.
+struct Anchor {
+    dir: PathBuf,
+    fd: sys::Dir,
+}
+
+impl Store {
+    /// The anchor for `dir`, opened the first time a package in it asks.
+    fn anchor(&self, dir: &Path) -> Option<Arc<Anchor>> {
+        let mut anchors = self.anchors.lock().ok()?;
+        if let Some(anchor) = anchors.iter().find(|anchor| anchor.dir == dir) {
+            return Some(Arc::clone(anchor));
+        }
+        let anchor = Arc::new(Anchor { dir: dir.to_owned(), fd: sys::open_anchor(dir).ok()? });
+        anchors.push(Arc::clone(&anchor));
+        Some(anchor)
     }
 }
 
@@ -139,6 +164,7 @@ struct PackageCache<'a> {
     shared: &'a Store,
     dir: PathBuf,
     own: Store,
+    anchor: Option<Arc<Anchor>>,
 }
 
 /// The remembered answer, or the one `ask` gives (then remembered). The lock is not held while asking, so two
@@ -191,13 +217,13 @@ impl DiskCache {
     }
 
     fn view(&self) -> View<'_> {
-        View { shared: &self.store, package: None }
+        View { shared: &self.store, package: None, anchor: None }
     }
 }
 
 impl PackageCache<'_> {
     fn view(&self) -> View<'_> {
-        View { shared: self.shared, package: Some((&self.dir, &self.own)) }
+        View { shared: self.shared, package: Some((&self.dir, &self.own)), anchor: self.anchor.as_deref() }
     }
 }
 
@@ -206,6 +232,7 @@ impl PackageCache<'_> {
 struct View<'a> {
     shared: &'a Store,
     package: Option<(&'a Path, &'a Store)>,
+    anchor: Option<&'a Anchor>,
 }
 
 /// [`FileSystem`] for a type whose answers come from a [`View`].
@@ -251,7 +278,8 @@ macro_rules! file_system_from_view {
 
             fn for_package(&self, dir: &Path) -> Option<Box<dyn FileSystem + '_>> {
                 let shared = self.view().shared;
-                Some(Box::new(PackageCache { shared, dir: dir.to_owned(), own: Store::new(1) }))
+                let anchor = split_plain(dir).filter(|_| is_plain(dir)).and_then(|(parent, _)| shared.anchor(parent));
+                Some(Box::new(PackageCache { shared, dir: dir.to_owned(), own: Store::new(1), anchor }))
             }
         }
     };
@@ -261,6 +289,17 @@ file_system_from_view!(DiskCache);
 file_system_from_view!(PackageCache<'_>);
 
 impl<'a> View<'a> {
+    /// Where the system calls for `path` start: from the anchor, with the rest of the path, when it is plain and
+    /// beneath it.
+    fn at<'p>(&self, path: &'p Path) -> (sys::At<'a>, &'p Path) {
+        if let Some(anchor) = self.anchor {
+            if let Some(rest) = beneath_plain(path, &anchor.dir) {
+                return (sys::At::Dir(&anchor.fd), rest);
+            }
+        }
+        (sys::At::Cwd, path)
+    }
+
     /// The store that remembers `path`.
     fn store(&self, path: &Path) -> &'a Store {
         match self.package {
@@ -299,10 +338,17 @@ impl<'a> View<'a> {
             if len > u64::try_from(limit).unwrap_or(u64::MAX) {
                 return Err(ReadLimitError::TooLarge(len));
             }
-            let file = crate::fs::open_for_reading(path, true)?;
+            let (at, path) = self.at(path);
+            let file = sys::open_file(at, path, true)?;
             return crate::fs::read_open_file(file, len, limit);
         }
-        OsFileSystem.read_limited(path, limit)
+        let (at, path) = self.at(path);
+        let file = sys::open_file(at, path, false)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(ReadLimitError::Io(io::Error::other("not a regular file")));
+        }
+        crate::fs::read_open_file(file, meta.len(), limit)
     }
 
     fn real_path_of<'p>(&self, path: &'p Path) -> io::Result<Cow<'p, Path>> {
@@ -363,9 +409,8 @@ impl<'a> View<'a> {
 
     fn stat(&self, path: &Path) -> io::Result<Stat> {
         remembered(&self.store(path).kinds, path, || {
-            let meta = std::fs::symlink_metadata(path)?;
-            let kind = crate::fs::kind_of(meta.file_type());
-            Ok(Stat { kind, len: (kind == FileKind::File).then_some(meta.len()) })
+            let (at, relative) = self.at(path);
+            sys::lstat(at, relative)
         })
     }
 
@@ -375,7 +420,7 @@ impl<'a> View<'a> {
     fn list_opened(&self, path: &Path, no_follow: bool) -> io::Result<Vec<PathBuf>> {
         let mut entries = Vec::new();
         let mut kinds = Vec::new();
-        list_into(path, no_follow, &mut entries, &mut kinds)?;
+        list_into(self.at(path), path, no_follow, &mut entries, &mut kinds)?;
         for (entry, kind) in kinds {
             if let Some(mut map) = self.store(Path::new(&entry)).kinds.lock(&entry) {
                 map.entry(entry).or_insert(kind);
@@ -386,13 +431,126 @@ impl<'a> View<'a> {
     }
 }
 
+/// The rest of a plain `path` beneath `dir`, when it is beneath it.
+fn beneath_plain<'p>(path: &'p Path, dir: &Path) -> Option<&'p Path> {
+    if !written_beneath(path, dir) || !is_plain(path) {
+        return None;
+    }
+    let rest = path.as_os_str().as_encoded_bytes().get(dir.as_os_str().len() + 1..)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Some(Path::new(OsStr::from_bytes(rest)))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = rest;
+        None
+    }
+}
+
+/// The system calls a pass makes, from an anchor or from the current directory (an absolute path).
+#[cfg(target_os = "linux")]
+mod sys {
+    use std::io;
+    use std::path::Path;
+
+    use rustix::fd::OwnedFd;
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+    use super::Stat;
+    use crate::fs::FileKind;
+
+    pub(super) type Dir = OwnedFd;
+
+    #[derive(Clone, Copy)]
+    pub(super) enum At<'a> {
+        Dir(&'a Dir),
+        Cwd,
+    }
+
+    /// Opens a directory to walk from (not to read: `O_PATH`).
+    pub(super) fn open_anchor(dir: &Path) -> io::Result<Dir> {
+        Ok(rustix::fs::open(dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?)
+    }
+
+    /// `lstat`.
+    pub(super) fn lstat(at: At<'_>, path: &Path) -> io::Result<Stat> {
+        let stat = match at {
+            At::Dir(dir) => rustix::fs::statat(dir, path, AtFlags::SYMLINK_NOFOLLOW)?,
+            At::Cwd => rustix::fs::lstat(path)?,
+        };
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => FileKind::File,
+            FileType::Directory => FileKind::Directory,
+            FileType::Symlink => FileKind::Symlink,
+            _ => FileKind::Other,
+        };
+        // A size is never negative; `lstat` would have said 0 had the system one day said less.
+        let len = (kind == FileKind::File).then(|| u64::try_from(stat.st_size).unwrap_or(0));
+        Ok(Stat { kind, len })
+    }
+
+    /// [`crate::fs::open_for_reading`], from `at`.
+    pub(super) fn open_file(at: At<'_>, path: &Path, no_follow: bool) -> io::Result<std::fs::File> {
+        let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        if no_follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let fd = match at {
+            At::Dir(dir) => rustix::fs::openat(dir, path, flags, Mode::empty())?,
+            At::Cwd => rustix::fs::open(path, flags, Mode::empty())?,
+        };
+        Ok(std::fs::File::from(fd))
+    }
+}
+
+/// The system calls a pass makes: anchors are never opened here, so every path is asked as it is.
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    use std::io;
+    use std::path::Path;
+
+    use super::Stat;
+    use crate::fs::FileKind;
+
+    pub(super) enum Dir {}
+
+    #[derive(Clone, Copy)]
+    pub(super) enum At<'a> {
+        #[allow(dead_code)]
+        Dir(&'a Dir),
+        Cwd,
+    }
+
+    pub(super) fn open_anchor(_: &Path) -> io::Result<Dir> {
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+
+    pub(super) fn lstat(_: At<'_>, path: &Path) -> io::Result<Stat> {
+        let meta = std::fs::symlink_metadata(path)?;
+        let kind = crate::fs::kind_of(meta.file_type());
+        Ok(Stat { kind, len: (kind == FileKind::File).then_some(meta.len()) })
+    }
+
+    pub(super) fn open_file(_: At<'_>, path: &Path, no_follow: bool) -> io::Result<std::fs::File> {
+        crate::fs::open_for_reading(path, no_follow)
+    }
+}
+
 type Kinds = Vec<(OsString, Answer<Stat>)>;
 
 /// The entries of a directory, and the kinds the listing tells (none for an entry whose kind it does not).
 /// On Linux the entries are read with `getdents64` into a buffer on the stack: `opendir(3)` would also `fstat`
 /// the directory and allocate a 32 KiB buffer, for directories that hold one `SKILL.md`.
 #[cfg(target_os = "linux")]
-fn list_into(path: &Path, no_follow: bool, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
+fn list_into(
+    (at, relative): (sys::At<'_>, &Path),
+    path: &Path,
+    no_follow: bool,
+    entries: &mut Vec<PathBuf>,
+    kinds: &mut Kinds,
+) -> io::Result<()> {
     use std::mem::MaybeUninit;
     use std::os::unix::ffi::OsStrExt;
 
@@ -402,7 +560,10 @@ fn list_into(path: &Path, no_follow: bool, entries: &mut Vec<PathBuf>, kinds: &m
     if no_follow {
         flags |= OFlags::NOFOLLOW;
     }
-    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let fd = match at {
+        sys::At::Dir(dir) => rustix::fs::openat(dir, relative, flags, Mode::empty())?,
+        sys::At::Cwd => rustix::fs::open(relative, flags, Mode::empty())?,
+    };
     let mut buffer = [MaybeUninit::<u8>::uninit(); 8192];
     let mut dir = RawDir::new(&fd, &mut buffer);
     while let Some(entry) = dir.next() {
@@ -428,7 +589,13 @@ fn list_into(path: &Path, no_follow: bool, entries: &mut Vec<PathBuf>, kinds: &m
 }
 
 #[cfg(not(target_os = "linux"))]
-fn list_into(path: &Path, no_follow: bool, entries: &mut Vec<PathBuf>, kinds: &mut Kinds) -> io::Result<()> {
+fn list_into(
+    _: (sys::At<'_>, &Path),
+    path: &Path,
+    no_follow: bool,
+    entries: &mut Vec<PathBuf>,
+    kinds: &mut Kinds,
+) -> io::Result<()> {
     // Never asked to: `expect_directory` lists ahead on Linux only.
     let _ = no_follow;
     for entry in std::fs::read_dir(path)? {
@@ -646,7 +813,9 @@ mod tests {
         ];
         let cache = DiskCache::new();
         assert!(cache.for_package(&package).is_some(), "a pass offers each package its own store");
-        let own = PackageCache { shared: &cache.store, dir: package.clone(), own: Store::new(1) };
+        let anchor = cache.store.anchor(package.parent().unwrap());
+        assert!(anchor.is_some(), "the packages' directory is opened for the pass");
+        let own = PackageCache { shared: &cache.store, dir: package.clone(), own: Store::new(1), anchor };
         own.expect_directory(&package.join("skills/review"));
         for round in 0..2 {
             for relative in paths {
@@ -676,6 +845,12 @@ mod tests {
         let kept = remembered_paths(&own.own);
         assert!(kept.contains(&package.join("skills/review/SKILL.md")), "the package keeps its own: {kept:?}");
         assert!(kept.iter().all(|path| written_beneath(path, &package)), "and only its own: {kept:?}");
+
+        // Asked from the anchor, a file seen is still never read through a link swapped in for it.
+        let instructions = package.join("instructions.md");
+        std::fs::remove_file(&instructions).unwrap();
+        symlink(root.join("outside/secret"), &instructions).unwrap();
+        assert!(matches!(own.read_limited(&instructions, 100), Err(ReadLimitError::Io(_))), "not followed");
     }
 
     /// Plain paths split at their last slash as `Path::parent` and `Path::file_name` split them.
