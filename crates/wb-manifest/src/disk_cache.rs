@@ -50,23 +50,40 @@ type Shard<T> = Mutex<HashMap<OsString, Answer<T>, FxBuildHasher>>;
 /// Answers by path, keyed by the path's bytes (the paths asked are plain, so equal paths have equal bytes), in
 /// shards chosen by the path's hash: the checks of a pass ask from every core at once, and a thread that waits
 /// for a lock another holds sleeps, which on a virtual machine can cost more than the question.
-struct Answers<T> {
-    shards: Box<[Shard<T>]>,
+enum Answers<T> {
+    /// One map, for one package's checks (one thread).
+    One(Shard<T>),
+    Sharded(Box<[Shard<T>]>),
 }
 
 impl<T> Answers<T> {
-    fn new(shards: usize) -> Self {
-        Answers { shards: (0..shards.max(1)).map(|_| Mutex::default()).collect() }
+    fn sharded(shards: usize) -> Self {
+        Answers::Sharded((0..shards.max(1)).map(|_| Mutex::default()).collect())
+    }
+
+    /// One map with room for `capacity` answers.
+    fn one(capacity: usize) -> Self {
+        Answers::One(Mutex::new(HashMap::with_capacity_and_hasher(capacity, FxBuildHasher)))
+    }
+
+    #[cfg(test)]
+    fn shards(&self) -> &[Shard<T>] {
+        match self {
+            Answers::One(only) => std::slice::from_ref(only),
+            Answers::Sharded(shards) => shards,
+        }
     }
 
     fn shard(&self, path: &OsStr) -> Option<&Shard<T>> {
         use std::hash::BuildHasher;
-        if let [only] = &*self.shards {
-            return Some(only);
+        match self {
+            Answers::One(only) => Some(only),
+            Answers::Sharded(shards) => {
+                // The high bits: FxHash mixes its last input into them.
+                let hash = FxBuildHasher.hash_one(path);
+                shards.get((hash >> 60) as usize % shards.len())
+            }
         }
-        // The high bits: FxHash mixes its last input into them.
-        let hash = FxBuildHasher.hash_one(path);
-        self.shards.get((hash >> 60) as usize % self.shards.len())
     }
 
     fn lock(&self, path: &OsStr) -> Option<std::sync::MutexGuard<'_, HashMap<OsString, Answer<T>, FxBuildHasher>>> {
@@ -107,14 +124,27 @@ struct Store {
 }
 
 impl Store {
+    /// The store of a pass, in `shards`.
     fn new(shards: usize) -> Store {
         Store {
             anchors: Mutex::default(),
-            real: Answers::new(shards),
-            kinds: Answers::new(shards),
-            followed: Answers::new(shards),
-            sizes: Answers::new(shards),
-            listings: Answers::new(shards),
+            real: Answers::sharded(shards),
+            kinds: Answers::sharded(shards),
+            followed: Answers::sharded(shards),
+            sizes: Answers::sharded(shards),
+            listings: Answers::sharded(shards),
+        }
+    }
+
+    /// The store of one package's checks: room for the paths a package names, so it rarely grows.
+    fn for_package() -> Store {
+        Store {
+            anchors: Mutex::default(),
+            real: Answers::one(16),
+            kinds: Answers::one(16),
+            followed: Answers::one(0),
+            sizes: Answers::one(0),
+            listings: Answers::one(4),
         }
     }
 }
@@ -279,7 +309,7 @@ macro_rules! file_system_from_view {
             fn for_package(&self, dir: &Path) -> Option<Box<dyn FileSystem + '_>> {
                 let shared = self.view().shared;
                 let anchor = split_plain(dir).filter(|_| is_plain(dir)).and_then(|(parent, _)| shared.anchor(parent));
-                Some(Box::new(PackageCache { shared, dir: dir.to_owned(), own: Store::new(1), anchor }))
+                Some(Box::new(PackageCache { shared, dir: dir.to_owned(), own: Store::for_package(), anchor }))
             }
         }
     };
@@ -771,7 +801,7 @@ mod tests {
     fn remembered_paths(store: &Store) -> Vec<PathBuf> {
         fn keys<T>(answers: &Answers<T>) -> Vec<PathBuf> {
             answers
-                .shards
+                .shards()
                 .iter()
                 .flat_map(|shard| shard.lock().unwrap().keys().map(PathBuf::from).collect::<Vec<_>>())
                 .collect()
@@ -815,7 +845,7 @@ mod tests {
         assert!(cache.for_package(&package).is_some(), "a pass offers each package its own store");
         let anchor = cache.store.anchor(package.parent().unwrap());
         assert!(anchor.is_some(), "the packages' directory is opened for the pass");
-        let own = PackageCache { shared: &cache.store, dir: package.clone(), own: Store::new(1), anchor };
+        let own = PackageCache { shared: &cache.store, dir: package.clone(), own: Store::for_package(), anchor };
         own.expect_directory(&package.join("skills/review"));
         for round in 0..2 {
             for relative in paths {

@@ -204,6 +204,25 @@ pub(crate) fn is_normal(path: &Path) -> bool {
     body.is_empty() || body.split(|byte| *byte == b'/').all(|name| !name.is_empty() && name != b"." && name != b"..")
 }
 
+/// `normalize(&dir.join(relative))` for an absolute, normal `dir`, in one allocation when `relative` is plain
+/// names after any leading `./` (what a package's paths nearly always are: `./skills/review`).
+pub(crate) fn join_normalized(dir: &Path, relative: &str) -> PathBuf {
+    let mut names = relative;
+    while let Some(rest) = names.strip_prefix("./") {
+        names = rest.trim_start_matches('/');
+    }
+    let plain = !names.is_empty()
+        && !names.starts_with('/')
+        && names.split('/').all(|name| !name.is_empty() && name != "." && name != "..");
+    if !(plain && dir.is_absolute() && is_normal(dir)) {
+        return normalize(&dir.join(relative));
+    }
+    let mut joined = PathBuf::with_capacity(dir.as_os_str().len() + 1 + names.len());
+    joined.push(dir);
+    joined.push(names);
+    joined
+}
+
 fn lexical(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::with_capacity(path.as_os_str().len());
@@ -246,6 +265,35 @@ mod tests {
     use super::*;
 
     /// The copy-free answer is the lexical normalisation whenever it is taken.
+    #[test]
+    fn joining_normalized_equals_normalizing_the_join() {
+        let dirs = ["/repo/.workbenches/p", "/", "/a/./b", "/a/../b", "/a/b/"];
+        let values = [
+            "./skills/review",
+            "skills/review",
+            ".//skills",
+            "././x",
+            "./",
+            ".",
+            "",
+            "../..",
+            "./a/../b",
+            "a//b",
+            "a/",
+            "./.hidden/x",
+            "..x/y",
+            "a/./b",
+            "/abs",
+            "./ü/ß",
+        ];
+        for dir in dirs {
+            for value in values {
+                let want = normalize(&Path::new(dir).join(value));
+                assert_eq!(join_normalized(Path::new(dir), value), want, "{dir} + {value}");
+            }
+        }
+    }
+
     #[test]
     fn a_normal_path_is_its_own_normalisation() {
         for path in [

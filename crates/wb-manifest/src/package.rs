@@ -9,7 +9,7 @@ use wb_syntax::TextRange;
 
 use crate::boundary::{MAX_PACKAGE_FILE_BYTES, first_escaping_link, real_boundary, stays_within_real};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
-use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside, normalize};
+use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside};
 use crate::model::{Image, Manifest, Spanned};
 use crate::skill::check_skill_text;
 
@@ -50,7 +50,7 @@ impl PackageChecks<'_> {
             self.report(Code::PathNotRelative, value.range, format!("{label} must be a relative path"));
             return None;
         }
-        let resolved = normalize(&self.package_dir.join(raw));
+        let resolved = crate::fs::join_normalized(self.package_dir, &value.value);
         if let Some(boundary) = boundary {
             if !is_inside(&resolved, boundary) {
                 self.report(
@@ -219,7 +219,9 @@ impl PackageChecks<'_> {
             self.skill_links(skill, &dir);
             let text = match self.fs.kind_followed(&skill_file) {
                 Ok(FileKind::File) => match self.read_bounded(&skill_file, skill.range, "Skill manifest") {
-                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    // Text as read (no copy), or with what is not UTF-8 replaced.
+                    Ok(bytes) => String::from_utf8(bytes)
+                        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned()),
                     Err(None) => continue,
                     Err(Some(error)) => {
                         self.report(
