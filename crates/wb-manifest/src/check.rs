@@ -62,6 +62,10 @@ impl PackageReport {
                     || d.fixes.iter().any(|fix| fix.edits.iter().any(|edit| edit.path == *path))
             })
         });
+        if self.sources.is_empty() {
+            // A map emptied keeps its node; a clean package's report holds nothing.
+            self.sources = BTreeMap::new();
+        }
     }
 
     pub(crate) fn problem(path: &Path, code: Code, message: String) -> PackageReport {
