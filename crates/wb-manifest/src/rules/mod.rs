@@ -278,12 +278,17 @@ impl<'a> Rules<'a> {
             }
         }
         let allowed = fields::names(fields::TOP_LEVEL_FIELDS, self.spec);
+        let spec = self.spec;
+        let unknown = |entry: &&Entry| {
+            let legacy = spec == 1 && matches!(entry.key.as_str(), "runtime" | "image" | "docker");
+            !(legacy || allowed.contains(&entry.key.as_str()))
+        };
+        // The names a rename could suggest are listed only when a key is not known (rarely).
+        if !top.entries.iter().any(|entry| unknown(&entry)) {
+            return;
+        }
         let absent = absent_names(&allowed, top);
-        for entry in &top.entries {
-            let legacy = self.spec == 1 && matches!(entry.key.as_str(), "runtime" | "image" | "docker");
-            if legacy || allowed.contains(&entry.key.as_str()) {
-                continue;
-            }
+        for entry in top.entries.iter().filter(unknown) {
             self.unknown_field(entry, "manifest", &absent);
         }
     }

@@ -4,7 +4,7 @@ use wb_syntax::Mapping;
 
 /// The allowed names a mapping does not use yet (the candidates of "did you mean"), computed once per mapping.
 pub(super) fn absent_names<'n>(allowed: &[&'n str], mapping: &Mapping) -> Vec<&'n str> {
-    let present: std::collections::HashSet<&str> = mapping.entries.iter().map(|e| e.key.as_str()).collect();
+    let present: rustc_hash::FxHashSet<&str> = mapping.entries.iter().map(|e| e.key.as_str()).collect();
     allowed.iter().copied().filter(|name| !present.contains(name)).collect()
 }
 
