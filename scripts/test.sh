@@ -45,6 +45,15 @@ fi
 # Started in the background when none answers; WB_LSP_SKIP_DOCKER_TESTS=1 skips those tests instead.
 if [ "${WB_LSP_SKIP_DOCKER_TESTS:-}" != 1 ] && ! docker info >/dev/null 2>&1; then
   if command -v dockerd >/dev/null 2>&1; then
+    # A pid file left by an engine that is gone (a reboot, a killed daemon) stops dockerd from starting once
+    # its number belongs to another process: it is removed unless that process is the daemon it names.
+    for pair in /var/run/docker.pid:dockerd /var/run/docker/containerd/containerd.pid:containerd; do
+      file=${pair%%:*} name=${pair##*:}
+      pid=$(cat "$file" 2>/dev/null || true)
+      if [ -f "$file" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null || true)" != "$name" ]; then
+        rm -f "$file"
+      fi
+    done
     nohup dockerd >/tmp/wb-lsp-dockerd.log 2>&1 &
     for _ in $(seq 30); do
       [ -S /var/run/docker.sock ] && docker info >/dev/null 2>&1 && break
