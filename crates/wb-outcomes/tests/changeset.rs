@@ -3,7 +3,6 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::time::Instant;
 
 use wb_outcomes::{
     Changeset, ContentStore, Entry, Error, Fingerprint, OutcomeBudget, Snapshot, State, WorkspaceRef, is_excluded,
@@ -273,48 +272,6 @@ fn large_git_workspace_hashes_only_changed_files() {
     hashed.extend(after.hashed_paths());
     assert!(hashed.iter().all(|p| changed.contains(p)), "{hashed:?}");
     assert!(hashed.len() <= 4, "{hashed:?}");
-}
-
-/// Timing on 100,000 files (run with `--ignored --nocapture`).
-#[test]
-#[ignore]
-fn bench_100k() {
-    let home = tempfile::tempdir().unwrap();
-    let store = ContentStore::open(home.path()).unwrap();
-    for use_git in [true, false] {
-        let ws = tempfile::tempdir().unwrap();
-        let root = ws.path();
-        generate(root, 100_000);
-        if use_git {
-            git(root, &["init", "-q"]);
-            git(root, &["add", "-A"]);
-            git(root, &["commit", "-q", "-m", "init"]);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2100));
-        let started = Instant::now();
-        let cold = Snapshot::baseline(root, &store).unwrap();
-        let cold_baseline = started.elapsed();
-        drop(cold);
-        let started = Instant::now();
-        let before = Snapshot::baseline(root, &store).unwrap();
-        let baseline = started.elapsed();
-        for i in 0..5 {
-            write(root, &format!("d{:03}/f{i}.txt", i % 200), "changed\n");
-        }
-        let started = Instant::now();
-        let after = Snapshot::capture(root).unwrap();
-        let changeset = between(&store, &before, &after).unwrap();
-        let diff = started.elapsed();
-        let started = Instant::now();
-        if use_git {
-            git(root, &["status", "--porcelain"]);
-        }
-        let status = started.elapsed();
-        println!(
-            "git={use_git} files=100000 cold-baseline={cold_baseline:?} warm-baseline={baseline:?} capture+changeset={diff:?} entries={} git-status={status:?}",
-            changeset.entries.len()
-        );
-    }
 }
 
 /// Non-Git baselines reuse the digests of files whose metadata is unchanged since an earlier baseline.
