@@ -8,9 +8,10 @@
 //! declarations (so every package check reads files). The library's `check_path` is timed over the whole
 //! repository (5 runs, first one cold); with `--binary`, `wb-lsp check --format json` is timed as a process too.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use wb_manifest::{ModelCatalog, OsFileSystem, check_path};
@@ -47,7 +48,17 @@ fn median(times: &mut [Duration]) -> Duration {
     times[times.len() / 2]
 }
 
-fn main() {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("repo_check: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
     let mut packages = 1_000;
     let mut binary: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
@@ -55,10 +66,12 @@ fn main() {
         match arg.as_str() {
             "--binary" => binary = args.next().map(PathBuf::from),
             "--bench" => {}
-            other => packages = other.parse().expect("PACKAGES must be a number"),
+            other => {
+                packages = other.parse().map_err(|_| format!("PACKAGES must be a number, not {other:?}"))?;
+            }
         }
     }
-    let temp = tempfile::tempdir().expect("temp dir");
+    let temp = tempfile::tempdir().map_err(|error| format!("cannot create a temporary directory: {error}"))?;
     let root = temp.path().join("repo");
     let started = Instant::now();
     generate(&root, packages);
@@ -76,7 +89,7 @@ fn main() {
         println!("library check_path run {run}: {elapsed:?}");
         times.push(elapsed);
     }
-    let best = *times.iter().min().expect("runs");
+    let best = times.iter().min().copied().unwrap_or_default();
     let med = median(&mut times);
     let rate = |d: Duration| packages as f64 / d.as_secs_f64();
     println!(
@@ -93,13 +106,16 @@ fn main() {
                 .args(["check", "--format", "json"])
                 .arg(&root)
                 .output()
-                .expect("run wb-lsp");
+                .map_err(|error| format!("cannot run {}: {error}", binary.display()))?;
             let elapsed = started.elapsed();
-            assert!(output.status.success(), "wb-lsp check failed: {}", String::from_utf8_lossy(&output.stderr));
+            if !output.status.success() {
+                return Err(format!("wb-lsp check failed: {}", String::from_utf8_lossy(&output.stderr)));
+            }
             println!("{} check run {run}: {elapsed:?} ({} bytes of JSON)", binary.display(), output.stdout.len());
             times.push(elapsed);
         }
         let med = median(&mut times);
         println!("binary `wb-lsp check --format json`: median {med:?} ({:.0} packages/s)", rate(med));
     }
+    Ok(())
 }
