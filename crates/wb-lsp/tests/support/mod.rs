@@ -283,20 +283,21 @@ impl Client {
         }
     }
 
-    /// Waits for diagnostics of `path` that satisfy `accept`.
+    /// Waits for diagnostics of `path` that satisfy `accept`. The publishes of `path` that came before the
+    /// accepted one count as read: each publish replaces the previous one, and how many intermediate versions a
+    /// server publishes during a burst of edits depends on timing.
     pub fn diagnostics(
         &mut self,
         path: &Path,
         mut accept: impl FnMut(&lsp::PublishDiagnosticsParams) -> bool,
     ) -> lsp::PublishDiagnosticsParams {
         let uri = uri(path);
-        self.wait_for("diagnostics", |notification| {
-            if notification.method != lsp::notification::PublishDiagnostics::METHOD {
-                return None;
-            }
-            let params: lsp::PublishDiagnosticsParams = serde_json::from_value(notification.params.clone()).ok()?;
+        let published = self.wait_for("diagnostics", |notification| {
+            let params = publish_params(notification)?;
             (params.uri == uri && accept(&params)).then_some(params)
-        })
+        });
+        self.unread.retain(|notification| publish_params(notification).is_none_or(|params| params.uri != uri));
+        published
     }
 
     /// Every notification that arrives within `quiet` of the last one (server requests answered), plus the
@@ -353,6 +354,13 @@ impl Drop for Client {
             self.finish();
         }
     }
+}
+
+fn publish_params(notification: &Notification) -> Option<lsp::PublishDiagnosticsParams> {
+    if notification.method != lsp::notification::PublishDiagnostics::METHOD {
+        return None;
+    }
+    serde_json::from_value(notification.params.clone()).ok()
 }
 
 pub fn fixtures() -> std::path::PathBuf {
