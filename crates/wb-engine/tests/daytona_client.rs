@@ -180,7 +180,7 @@ fn environment_reaches_commands_but_never_command_text() {
 
     let started = sandbox.start("printf '%s' \"$SECRET_TOKEN\"", &options).expect("start");
     let stdout = read_all(started.stdout);
-    assert_eq!(started.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Some(0));
+    assert_eq!(started.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
     assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), secret);
     assert!(env_dirs_left(&setup, sandbox.id()).is_empty());
 
@@ -206,7 +206,7 @@ fn start_streams_stdout_and_stderr_separately_then_exits() {
         sandbox.start("echo out1; echo err1 >&2; sleep 0.3; pwd; echo err2 >&2; exit 7", &options).expect("start");
     let stdout = read_all(process.stdout);
     let stderr = read_all(process.stderr);
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Some(7));
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(7));
     assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "out1\n/workspace\n");
     assert_eq!(String::from_utf8_lossy(&stderr.join().expect("stderr")), "err1\nerr2\n");
     assert!(setup.fake.session_ids(sandbox.id()).is_empty(), "the session is deleted after the exit");
@@ -229,7 +229,7 @@ fn kill_ends_a_started_command_with_143() {
     let began = Instant::now();
     process.killer.kill();
     process.killer.kill();
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)).expect("exit"), Some(143));
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)).expect("exit").code, Some(143));
     assert!(began.elapsed() < Duration::from_secs(5));
     assert!(setup.fake.session_ids(sandbox.id()).is_empty(), "kill deletes the session");
     let mut rest = Vec::new();
@@ -356,7 +356,9 @@ fn a_sandbox_dying_mid_run_ends_with_an_unknown_exit() {
     let stdout = read_all(process.stdout);
     std::thread::sleep(Duration::from_millis(200));
     setup.fake.kill_sandbox(sandbox.id());
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("an end"), None);
+    let end = process.exit.recv_timeout(Duration::from_secs(10)).expect("an end");
+    assert_eq!(end.code, None);
+    assert!(end.cause.is_some_and(|cause| cause.contains("did not answer")), "the end says what happened");
     assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "up\n");
     let text = error_text(sandbox.run("true", &CommandOptions::default()));
     assert!(text.starts_with("Daytona toolbox POST process/execute failed with 404"), "{text}");
@@ -382,7 +384,7 @@ fn a_few_failed_polls_are_tolerated() {
     let process = sandbox.start("echo one; sleep 0.5; echo two", &CommandOptions::default()).expect("start");
     setup.fake.faults(|f| f.toolbox_failures = 4);
     let stdout = read_all(process.stdout);
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Some(0));
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
     assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "one\ntwo\n");
 }
 
@@ -396,7 +398,7 @@ fn a_hung_command_is_stopped_by_kill() {
     process.stdout.read_exact(&mut first).expect("output");
     assert!(process.exit.recv_timeout(Duration::from_millis(500)).is_err(), "no exit is ever reported");
     process.killer.kill();
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)).expect("exit"), Some(143));
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)).expect("exit").code, Some(143));
 }
 
 #[test]
@@ -509,7 +511,7 @@ fn requests_match_the_official_sdk_fixture() {
     };
     assert_eq!(sandbox.run("echo hello", &cwd).expect("run").text(), "hello");
     let process = sandbox.start("echo out; echo err >&2", &CommandOptions::default()).expect("start");
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Some(0));
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
     sandbox.upload("/tmp/wb/x.bin", b"TARBYTES").expect("upload");
     setup.provider.reclaim(&labels("wb_0123456789abcdef0123")).expect("reclaim");
 

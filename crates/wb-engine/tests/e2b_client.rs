@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use wb_engine::runtime::Exit;
 use wb_engine::runtime::e2b::{E2b, MISSING_KEY};
 use wb_engine::runtime::remote::provider::{
     CommandOptions, ResourceRequest, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource, User,
@@ -220,7 +221,7 @@ fn started_commands_stream_output_and_are_killed() {
     let mut stderr = String::new();
     process.stderr.read_to_string(&mut stderr).expect("read");
     assert_eq!((stdout.as_str(), stderr.as_str()), ("one\ntwo\n", "err\n"));
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)), Ok(Some(0)));
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)).map(|e| e.code), Ok(Some(0)));
 
     let mut process = sandbox.start("echo started; sleep 30", &options()).expect("start");
     let mut reader = std::io::BufReader::new(process.stdout);
@@ -230,7 +231,7 @@ fn started_commands_stream_output_and_are_killed() {
     let begun = Instant::now();
     process.killer.kill();
     process.killer.kill();
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)), Ok(None), "a signal has no exit code");
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)), Ok(Exit::code(None)), "a signal has no exit code");
     assert!(begun.elapsed() < Duration::from_secs(5));
     let signals = s.fake.requests().into_iter().filter(|r| r.path == "/process.Process/SendSignal").count();
     assert_eq!(signals, 1, "kill is idempotent");
@@ -307,7 +308,9 @@ fn a_sandbox_that_dies_mid_run_ends_without_an_exit_code() {
     let mut line = String::new();
     reader.read_line(&mut line).expect("line");
     s.fake.kill_sandbox(sandbox.id());
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)), Ok(None));
+    let end = process.exit.recv_timeout(Duration::from_secs(10)).expect("an end");
+    assert_eq!(end.code, None);
+    assert!(end.cause.is_some_and(|cause| cause.contains("process stream")), "the end says what happened");
     let mut rest = String::new();
     reader.read_to_string(&mut rest).expect("EOF after the break");
     assert!(sandbox.run("true", &options()).is_err(), "a gone sandbox runs nothing");
@@ -333,7 +336,7 @@ fn a_hung_stream_is_stopped_by_kill() {
     reader.read_line(&mut line).expect("line");
     let begun = Instant::now();
     process.killer.kill();
-    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)), Ok(None));
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).map(|e| e.code), Ok(None));
     assert!(begun.elapsed() < Duration::from_secs(8), "{:?}", begun.elapsed());
 }
 

@@ -16,6 +16,7 @@ use crate::adapters::TranslateState;
 use crate::error::{EngineError, Result};
 use crate::events::{Event, Stream, Translated};
 use crate::outcome;
+use crate::runtime::Exit;
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,18 +136,18 @@ pub fn run(
     let (ending, terminal) = if cancelled {
         (Ending::Cancelled, Translated::new("run.cancelled", duration))
     } else {
-        let success = status.is_some_and(|s| s.success());
+        let success = status.as_ref().is_some_and(|s| s.success());
         match (&state.failed, success) {
             (None, true) => (Ending::Completed, Translated::new("run.completed", duration)),
             (failure, _) => {
                 let detail = failure.clone().unwrap_or_else(|| {
                     let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
-                    let code = status.and_then(|s| s.code).map_or("a signal".to_owned(), |c| format!("status {c}"));
-                    if tail.is_empty() {
-                        format!("The runner exited with {code}")
-                    } else {
-                        format!("The runner exited with {code}: {tail}")
-                    }
+                    let ended = match &status {
+                        Some(Exit { code: Some(code), .. }) => format!("The runner exited with status {code}"),
+                        Some(Exit { cause: Some(cause), .. }) => format!("The runner's end is unknown: {cause}"),
+                        _ => "The runner exited with a signal".to_owned(),
+                    };
+                    if tail.is_empty() { ended } else { format!("{ended}: {tail}") }
                 });
                 let message = redactor.text(&detail);
                 let data = json!({"message": message, "duration_ms": elapsed(started)});

@@ -43,20 +43,34 @@ pub(crate) enum Handle {
     /// A process on the host (local).
     Child(std::process::Child),
     /// A container: its id and where its exit code arrives.
-    Container { id: String, exit: std::sync::mpsc::Receiver<Option<i64>> },
+    Container { id: String, exit: std::sync::mpsc::Receiver<Exit> },
     /// A process in a remote sandbox: where its exit code arrives and how to stop it.
-    Remote { exit: std::sync::mpsc::Receiver<Option<i64>>, killer: Box<dyn remote::provider::Killer> },
+    Remote { exit: std::sync::mpsc::Receiver<Exit>, killer: Box<dyn remote::provider::Killer> },
 }
 
 /// How a launched runner ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Exit {
     /// The exit code; `None` when a signal ended it (or it could not be known).
     pub code: Option<i64>,
+    /// What ended the runner when there is no exit code and it was not a signal the runtime saw: the process
+    /// stream was cut, the stream stayed silent past its keepalive, the sandbox went away. Said to the user
+    /// instead of "a signal".
+    pub cause: Option<String>,
 }
 
 impl Exit {
-    pub fn success(self) -> bool {
+    /// An end with an exit code (or a signal, `None`).
+    pub fn code(code: Option<i64>) -> Exit {
+        Exit { code, cause: None }
+    }
+
+    /// An end whose code cannot be known, and why.
+    pub fn unknown(cause: impl Into<String>) -> Exit {
+        Exit { code: None, cause: Some(cause.into()) }
+    }
+
+    pub fn success(&self) -> bool {
         self.code == Some(0)
     }
 }
@@ -72,14 +86,16 @@ impl Launched {
     pub fn try_wait(&mut self) -> Option<Exit> {
         match &mut self.handle {
             Handle::Child(child) => match child.try_wait() {
-                Ok(Some(status)) => Some(Exit { code: status.code().map(i64::from) }),
+                Ok(Some(status)) => Some(Exit::code(status.code().map(i64::from))),
                 Ok(None) => None,
-                Err(_) => Some(Exit { code: None }),
+                Err(error) => Some(Exit::unknown(format!("waiting for the runner failed: {error}"))),
             },
             Handle::Container { exit, .. } | Handle::Remote { exit, .. } => match exit.try_recv() {
-                Ok(code) => Some(Exit { code }),
+                Ok(exit) => Some(exit),
                 Err(std::sync::mpsc::TryRecvError::Empty) => None,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(Exit { code: None }),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    Some(Exit::unknown("the runtime stopped reporting on the runner"))
+                }
             },
         }
     }

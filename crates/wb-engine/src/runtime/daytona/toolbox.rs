@@ -370,29 +370,31 @@ struct Poller {
 type Chunks = tokio::sync::mpsc::Sender<Vec<u8>>;
 
 impl Poller {
-    async fn run(self, stdout: Chunks, stderr: Chunks, exit: mpsc::Sender<Option<i64>>) {
+    async fn run(self, stdout: Chunks, stderr: Chunks, exit: mpsc::Sender<crate::runtime::Exit>) {
         let timing = &self.sandbox.shared.timing;
         let (mut sent_out, mut sent_err) = (0usize, 0usize);
         let mut interval = timing.stream_first;
         let mut failures = 0u32;
         let code = loop {
             if self.killed() {
-                break Some(143);
+                break Ok(143);
             }
             let status = self.sandbox.command_status(&self.session, &self.cmd_id).await;
             if self.killed() {
-                break Some(143);
+                break Ok(143);
             }
             let logs = self.sandbox.command_logs(&self.session, &self.cmd_id).await;
             if self.killed() {
-                break Some(143);
+                break Ok(143);
             }
             let (status, logs) = match (status, logs) {
                 (Ok(status), Ok(logs)) => (status, logs),
                 _ => {
                     failures += 1;
                     if failures >= TOLERATED_POLL_FAILURES {
-                        break None;
+                        break Err(format!(
+                            "the Daytona toolbox did not answer about the runner {TOLERATED_POLL_FAILURES} times in a row"
+                        ));
                     }
                     self.pause(interval).await;
                     interval = (interval * 2).min(timing.stream_max);
@@ -403,7 +405,7 @@ impl Poller {
             let fresh_out = forward(&stdout, logs.stdout.as_deref(), &mut sent_out).await;
             let fresh_err = forward(&stderr, logs.stderr.as_deref(), &mut sent_err).await;
             if let Some(code) = status {
-                break Some(code);
+                break Ok(code);
             }
             interval = if fresh_out || fresh_err { timing.stream_first } else { (interval * 2).min(timing.stream_max) };
             self.pause(interval).await;
@@ -411,10 +413,13 @@ impl Poller {
         drop(stdout);
         drop(stderr);
         self.sandbox.delete_session(&self.session).await;
-        if let (true, Some(dir)) = (code != Some(0), &self.env_dir) {
+        if let (true, Some(dir)) = (code != Ok(0), &self.env_dir) {
             self.sandbox.remove_env(dir).await;
         }
-        let _ = exit.send(code);
+        let _ = exit.send(match code {
+            Ok(code) => crate::runtime::Exit::code(Some(code)),
+            Err(cause) => crate::runtime::Exit::unknown(cause),
+        });
     }
 
     fn killed(&self) -> bool {

@@ -148,7 +148,7 @@ impl Docker {
         // Bounded: a runner that writes faster than the engine reads waits, instead of filling the engine's memory.
         let (out_tx, out_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(OUTPUT_CHUNKS_AHEAD);
         let (err_tx, err_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(OUTPUT_CHUNKS_AHEAD);
-        let (exit_tx, exit_rx) = mpsc::channel::<Option<i64>>();
+        let (exit_tx, exit_rx) = mpsc::channel::<super::super::Exit>();
         let client = self.client.clone();
         let container = id.clone();
         self.tokio.spawn(async move {
@@ -169,12 +169,17 @@ impl Docker {
             drop(out_tx);
             drop(err_tx);
             let mut wait = client.wait_container(&container, Some(WaitContainerOptionsBuilder::default().build()));
-            let code = match wait.next().await {
-                Some(Ok(response)) => Some(response.status_code),
-                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Some(code),
-                _ => None,
+            let exit = match wait.next().await {
+                Some(Ok(response)) => super::super::Exit::code(Some(response.status_code)),
+                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => {
+                    super::super::Exit::code(Some(code))
+                }
+                Some(Err(error)) => {
+                    super::super::Exit::unknown(format!("the Docker engine stopped answering: {error}"))
+                }
+                None => super::super::Exit::unknown("the Docker engine ended the wait without an exit status"),
             };
-            let _ = exit_tx.send(code);
+            let _ = exit_tx.send(exit);
         });
         Ok(Launched {
             stdout: Some(Box::new(ChannelReader::new(out_rx))),

@@ -326,7 +326,7 @@ impl Sandbox for E2bSandbox {
         let (pid, mut stream) = self.handle.block_on(self.envd.start(command, options))?;
         let (stdout_tx, stdout_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
         let (stderr_tx, stderr_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
-        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<Option<i64>>();
+        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<crate::runtime::Exit>();
         let (killed_tx, mut killed_rx) = tokio::sync::watch::channel(false);
         self.handle.spawn(async move {
             let killed = async {
@@ -341,7 +341,7 @@ impl Sandbox for E2bSandbox {
             let code = loop {
                 let message = tokio::select! {
                     message = stream.next() => message,
-                    () = &mut killed => break None,
+                    () = &mut killed => break crate::runtime::Exit::code(None),
                 };
                 match message {
                     Ok(Some(message)) => match event(&message) {
@@ -351,10 +351,17 @@ impl Sandbox for E2bSandbox {
                         Event::Stderr(bytes) => {
                             let _ = stderr_tx.send(Bytes::from(bytes)).await;
                         }
-                        Event::End(code) => break code,
+                        Event::End(code) => break crate::runtime::Exit::code(code),
                         _ => {}
                     },
-                    Ok(None) | Err(_) => break None,
+                    Ok(None) => {
+                        break crate::runtime::Exit::unknown(
+                            "the sandbox's process stream ended without an exit status",
+                        );
+                    }
+                    Err(error) => {
+                        break crate::runtime::Exit::unknown(format!("the sandbox's process stream broke: {error}"));
+                    }
                 }
             };
             drop(stdout_tx);

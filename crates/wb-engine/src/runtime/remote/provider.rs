@@ -132,9 +132,9 @@ pub trait Killer: Send {
 pub struct RemoteProcess {
     pub stdout: Box<dyn Read + Send>,
     pub stderr: Box<dyn Read + Send>,
-    /// Receives the exit code once the command has ended; `None` when the end cannot be known (the stream
-    /// broke, the sandbox died). A dropped sender also means the end cannot be known.
-    pub exit: mpsc::Receiver<Option<i64>>,
+    /// Receives how the command ended: its exit code, or why the end cannot be known (the stream broke, the
+    /// sandbox died). A dropped sender also means the end cannot be known.
+    pub exit: mpsc::Receiver<crate::runtime::Exit>,
     pub killer: Box<dyn Killer>,
 }
 
