@@ -44,8 +44,10 @@ pub fn new_run_id() -> String {
 }
 
 /// Stamps events with the envelope: run id, monotonic sequence, time, runner. Redacts every string, and
-/// streamed text as a whole: an `output.text` whose end could begin a bound value waits for the next text, or
-/// goes out before any other event.
+/// streamed text as a whole: an `output.text` whose end could begin a bound value waits for the text that
+/// follows, whatever other events (thinking, tools, usage, a new message) come between, until that text shows
+/// it does not begin one, or [`Stream::flush_text`] or the terminal event release it. The events between go out
+/// meanwhile, so held text may follow them.
 pub struct Stream {
     run_id: String,
     runner: String,
@@ -70,27 +72,33 @@ impl Stream {
     }
 
     /// Envelopes a translated event, with the held text it releases: none when it is text held back, several
-    /// when held text goes out with it. After the terminal event nothing more is emitted.
+    /// when held text goes out with it (a text that completes it, or the terminal event). After the terminal
+    /// event nothing more is emitted.
     pub fn stamp(&mut self, event: Translated) -> Vec<Event> {
         if self.terminal {
             return Vec::new();
         }
         let text = (event.kind == "output.text").then(|| event.data.get("text").and_then(Value::as_str)).flatten();
-        let released = match text {
-            Some(text) => {
-                let data = self.redactor.value(&event.data);
-                let released = self.text.push(&self.redactor, data, text);
-                return self.text_events(released);
-            }
-            None => self.text.finish(&self.redactor),
-        };
-        let mut out = self.text_events(released);
-        if matches!(event.kind, "run.completed" | "run.failed" | "run.cancelled") {
-            self.terminal = true;
+        if let Some(text) = text {
+            let data = self.redactor.value(&event.data);
+            let released = self.text.push(&self.redactor, data, text);
+            return self.text_events(released);
         }
+        let terminal = matches!(event.kind, "run.completed" | "run.failed" | "run.cancelled");
+        let mut out = if terminal { self.flush_text() } else { Vec::new() };
+        self.terminal = terminal;
         let data = self.redactor.value(&event.data);
         out.push(self.envelope(event.kind, data));
         out
+    }
+
+    /// Every held text, redacted as it stands: the runner will write no more.
+    pub fn flush_text(&mut self) -> Vec<Event> {
+        if self.terminal {
+            return Vec::new();
+        }
+        let released = self.text.finish(&self.redactor);
+        self.text_events(released)
     }
 
     fn text_events(&mut self, released: Vec<(Value, String)>) -> Vec<Event> {
@@ -142,8 +150,52 @@ mod tests {
         assert!(stream.stamp(Translated::new("run.failed", json!({"message": "x"}))).is_empty());
     }
 
+    /// The halves of a value in two texts, with every other kind of event between them, and across messages.
     #[test]
-    fn held_text_goes_out_before_the_next_event_with_its_own_data() {
+    fn a_value_split_across_other_events_is_redacted() {
+        let between = [
+            Translated::native("reasoning"),
+            Translated::new("tool.started", json!({"id": "t1", "name": "bash", "title": "ls"})),
+            Translated::new("tool.completed", json!({"id": "t1", "name": "bash", "status": "completed"})),
+            Translated::new("usage.updated", json!({"kind": "delta", "input_tokens": 3})),
+        ];
+        for (index, event) in between.into_iter().enumerate() {
+            let redactor = Redactor::new(["hunter2-Pa55-w0rd"].into_iter());
+            let mut stream = Stream::new("wb_x".into(), "opencode".into(), redactor);
+            let mut events = Vec::new();
+            events.extend(
+                stream.stamp(Translated::new("output.text", json!({"text": "password: hunter2-", "id": "m1"}))),
+            );
+            events.extend(stream.stamp(event.clone()));
+            events.extend(stream.stamp(Translated::new("output.text", json!({"text": "Pa55-w0rd", "id": "m2"}))));
+            events.extend(stream.stamp(Translated::new("run.completed", json!({}))));
+            let all = serde_json::to_string(&events).unwrap_or_default();
+            assert!(!all.contains("hunter2-") && !all.contains("Pa55"), "case {index}: {all}");
+            let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+            assert_eq!(kinds, [event.kind, "output.text", "output.text", "run.completed"], "case {index}");
+            assert_eq!(events[1].data, json!({"text": "password: [redacted]", "id": "m1"}));
+            assert_eq!(events[2].data, json!({"text": "", "id": "m2"}));
+            let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+            assert_eq!(sequences, [1, 2, 3, 4]);
+        }
+    }
+
+    #[test]
+    fn held_text_goes_out_when_flushed_or_before_the_terminal_event() {
+        let mut stream = Stream::new("wb_x".into(), "pi".into(), Redactor::new(["hunter22"].into_iter()));
+        assert!(stream.stamp(Translated::new("output.text", json!({"text": "a hunt"}))).is_empty());
+        let flushed = stream.flush_text();
+        assert_eq!(flushed.len(), 1);
+        assert_eq!(flushed[0].data, json!({"text": "a hunt"}));
+        assert!(stream.stamp(Translated::new("output.text", json!({"text": "hun"}))).is_empty());
+        let end = stream.stamp(Translated::new("run.failed", json!({"message": "x"})));
+        let kinds: Vec<&str> = end.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["output.text", "run.failed"]);
+        assert!(stream.flush_text().is_empty());
+    }
+
+    #[test]
+    fn held_text_waits_for_the_text_after_other_events() {
         let mut stream = Stream::new("wb_x".into(), "pi".into(), Redactor::new(["hunter22"].into_iter()));
         let mut events = Vec::new();
         for event in [
@@ -172,8 +224,8 @@ mod tests {
                 text("", Some("p1")),
                 text(". a hu", Some("p1")),
                 text("Next part", Some("p2")),
-                text(" ends with hu", None),
                 ("runner.event".to_owned(), json!({"native_type": "x"})),
+                text(" ends with hu", None),
                 ("run.completed".to_owned(), json!({})),
             ]
         );

@@ -54,6 +54,17 @@ case "$task" in
     emit "hanging"
     sleep 300
     ;;
+  git-attack)
+    cd /workspace
+    if printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' >> .git/config 2>/dev/null; then emit "config=written"; else emit "config=refused"; fi
+    if printf '#!/bin/sh\ntouch /tmp/pwned\n' > .git/hooks/post-checkout 2>/dev/null; then emit "hook=written"; else emit "hook=refused"; fi
+    if mv .git .git-moved 2>/dev/null; then emit "move=done"; else emit "move=refused"; fi
+    rm -rf .git 2>/dev/null
+    if [ -f .git/config ]; then emit "remove=refused"; else emit "remove=done"; fi
+    if printf 'gitdir: /workspace/evil\n' > sub/.git 2>/dev/null; then emit "gitfile=written"; else emit "gitfile=refused"; fi
+    if mkdir -p nested/.GIT && printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > nested/.GIT/config; then emit "nested=created"; fi
+    echo "changed by the agent" >> README.md
+    ;;
   *)
     emit "done"
     ;;
@@ -104,7 +115,8 @@ fn image_context(package_dir: &Path, nonce: &str) -> PathBuf {
     let busybox = Path::new("/bin/busybox");
     assert!(busybox.is_file(), "these tests need Debian's busybox-static (/bin/busybox); scripts/test.sh installs it");
     std::fs::copy(busybox, bin.join("busybox")).unwrap();
-    for applet in ["sh", "cat", "ls", "env", "id", "touch", "sleep", "echo", "printf", "pwd", "mkdir"] {
+    for applet in ["sh", "cat", "ls", "env", "id", "touch", "sleep", "echo", "printf", "pwd", "mkdir", "mv", "rm", "["]
+    {
         std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
     }
     let runner = local.join("opencode");
@@ -417,6 +429,44 @@ fn run_in_the_container_with_mounts_uid_and_private_env() {
     );
     support::check_events(&events, "opencode");
     assert!(containers_of(&engine, &image.id).is_empty(), "no container is left after a failure");
+}
+
+/// The container's agent attacks the workspace's Git metadata: `core.fsmonitor` in `.git/config` and a hook
+/// would run on the host at the user's next `git status` or checkout, a rewritten submodule `gitdir:` file or a
+/// new `.GIT` directory would point Git at the agent's own configuration.
+#[test]
+fn the_container_cannot_change_the_workspace_git() {
+    let Some(_engine) = engine() else { return };
+    let world = World::new();
+    docker_package(&world, "dk-git", "");
+    std::fs::write(world.work.join("README.md"), "hello\n").unwrap();
+    support::git(&world.work, &["init", "-q"]);
+    support::git(&world.work, &["add", "README.md"]);
+    support::git(&world.work, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first"]);
+    std::fs::create_dir_all(world.work.join("sub")).unwrap();
+    std::fs::write(world.work.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+    let config_before = std::fs::read(world.work.join(".git/config")).unwrap();
+    let options = options(&world, "dk-git", "git-attack");
+    let (result, events, _) = run_collect(&options, None);
+    assert_eq!(
+        texts(&events),
+        ["config=refused", "hook=refused", "move=refused", "remove=refused", "gitfile=refused", "nested=created"],
+        "{events:#?}"
+    );
+    assert_eq!(std::fs::read(world.work.join(".git/config")).unwrap(), config_before);
+    assert!(!world.work.join(".git/hooks/post-checkout").exists());
+    assert_eq!(std::fs::read_to_string(world.work.join("sub/.git")).unwrap(), "gitdir: ../.git/modules/sub\n");
+    assert!(!world.work.join("nested/.GIT").exists(), "the Git directory the agent made is removed");
+    // The run says what happened: the outcome fails naming the directory (and the CLI exits non-zero).
+    let failed = events.iter().find(|e| e["type"] == "outcome.failed").expect("outcome.failed");
+    let message = failed["data"]["message"].as_str().unwrap();
+    assert!(message.contains("nested/.GIT (removed)"), "{message}");
+    assert_eq!(result.outcome_error.as_deref(), Some(message));
+    assert_eq!(result.ending, Ending::Completed, "the runner's own ending stays the authority");
+    support::check_events(&events, "opencode");
+    // The user's own Git still works on the workspace and runs nothing the agent wrote.
+    let status = support::git(&world.work, &["status", "--porcelain"]);
+    assert!(status.contains(" M README.md"), "{status}");
 }
 
 #[test]

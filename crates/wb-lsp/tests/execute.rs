@@ -471,6 +471,21 @@ fn run_failures_exit_1_with_run_failed() {
     }
 }
 
+/// A runner that succeeds but whose outcome cannot be collected (here an artifact it declared and never wrote;
+/// for a sandbox, a refused archive) ends `run.completed`, as the runner's ending is the authority, yet its work
+/// never reached the user: the command says so and exits 1.
+#[test]
+fn a_failed_outcome_exits_1() {
+    let demo = Demo::new("opencode");
+    let script = support::outcome_stream(&demo.world, "missing", "reports/missing.html");
+    let mut command = demo.command("run", &["--task", TASK]);
+    command.env("FAKE_RUNNER_SCRIPT", &script);
+    let output = finish(&mut command);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stderr.contains("error: Outcome collection failed: "), "{output:?}");
+    assert!(!output.stderr.contains("outcome: wbo_"), "{output:?}");
+}
+
 #[test]
 fn ctrl_c_cancels_the_run() {
     for runner in RUNNERS {

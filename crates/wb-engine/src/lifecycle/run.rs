@@ -9,14 +9,14 @@ use serde_json::{Value, json};
 use wb_manifest::{FileSystem, ModelCatalog};
 use wb_outcomes::Completeness;
 
-use super::prepare::prepare_one;
+use super::prepare::{Prepared, prepare_one};
 use super::runner_output::{Line, MAX_STDOUT_LINE_BYTES, keep_tail, read_lines};
 use super::{Options, Purpose, require_task};
 use crate::adapters::TranslateState;
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 use crate::events::{Event, Stream, Translated};
 use crate::outcome;
-use crate::runtime::Exit;
+use crate::runtime::{Exit, Launched};
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,10 +34,64 @@ pub struct RunResult {
     pub final_text: String,
     /// The committed final outcome (`wbo_…`); `None` when collection failed or the runner never started.
     pub outcome_id: Option<String>,
+    /// Why the final outcome could not be collected (`outcome.failed`): the run's terminal event stays the
+    /// authority on whether the runner's work succeeded, but the work did not reach the user, so the CLI exits
+    /// non-zero.
+    pub outcome_error: Option<String>,
+    /// What went wrong after the run had ended (its cleanup); never the run's result, said beside it.
+    pub warnings: Vec<String>,
+}
+
+/// The run's events on their way out: stamped, redacted and emitted in order. It owns the run's ending: should
+/// it be dropped before a terminal event went out (an early return, a panic), it emits `run.failed`, so every
+/// run that emitted `run.started` ends with exactly one terminal event.
+struct Events<'a> {
+    stream: Stream,
+    emit: &'a mut dyn FnMut(&Event),
+    started: Instant,
+}
+
+impl Events<'_> {
+    fn send(&mut self, event: Translated) {
+        for event in self.stream.stamp(event) {
+            (self.emit)(&event);
+        }
+    }
+
+    /// Text held back because it could begin a bound value goes out (the runner has stopped writing).
+    fn flush_text(&mut self) {
+        for event in self.stream.flush_text() {
+            (self.emit)(&event);
+        }
+    }
+
+    fn failed(&mut self, message: &str) -> Translated {
+        Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(self.started)}))
+    }
+}
+
+impl Drop for Events<'_> {
+    fn drop(&mut self) {
+        if self.stream.is_finished() {
+            return;
+        }
+        let message = if std::thread::panicking() {
+            "The engine failed unexpectedly during the run"
+        } else {
+            "The run ended without a result"
+        };
+        // Emitting may itself fail while a panic unwinds; that must not abort the process.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.flush_text();
+            let failed = self.failed(message);
+            self.send(failed);
+        }));
+    }
 }
 
 /// Launches the runner one-shot and streams canonical events to `emit` until exactly one terminal event.
-/// Setting `cancel` stops the runner and ends the run with `run.cancelled`.
+/// Setting `cancel` stops the runner and ends the run with `run.cancelled`. An error is returned only before
+/// `run.started`; after it, every failure is the run's `run.failed`.
 pub fn run(
     fs: &dyn FileSystem,
     options: &Options,
@@ -49,42 +103,118 @@ pub fn run(
     let started = Instant::now();
     let mut prepared = prepare_one(fs, options, catalog, Purpose::Run)?;
     let redactor = super::redactor(&prepared);
-    let mut stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
-    let mut send = |stream: &mut Stream, event: Translated| {
-        for event in stream.stamp(event) {
-            emit(&event);
-        }
+    let stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
+    let mut events = Events { stream, emit, started };
+    events.send(Translated::new(
+        "run.started",
+        json!({"workbench": prepared.package.name, "version": prepared.package.version, "runtime": prepared.runtime.name()}),
+    ));
+    let Executed { ending, final_text, outcome_id, outcome_error } =
+        execute(&mut prepared, options, &cancel, &mut events);
+    drop(events);
+    let warnings = match prepared.cleanup() {
+        Ok(()) => Vec::new(),
+        Err(error) => vec![redactor.text(&format!("Cleaning up after the run failed: {error}"))],
     };
-    send(
-        &mut stream,
-        Translated::new(
-            "run.started",
-            json!({"workbench": prepared.package.name, "version": prepared.package.version, "runtime": prepared.runtime.name()}),
-        ),
-    );
+    let ending = match ending {
+        Ending::Failed(message) => Ending::Failed(redactor.text(&message)),
+        other => other,
+    };
+    Ok(RunResult {
+        run_id: prepared.run_id.clone(),
+        ending,
+        final_text: redactor.text(&final_text),
+        outcome_id,
+        outcome_error: outcome_error.map(|e| redactor.text(&e)),
+        warnings,
+    })
+}
+
+/// What [`execute`] found.
+struct Executed {
+    ending: Ending,
+    final_text: String,
+    outcome_id: Option<String>,
+    outcome_error: Option<String>,
+}
+
+/// Everything after `run.started`, through the terminal event: how the run ended, its final text and outcome.
+fn execute(prepared: &mut Prepared, options: &Options, cancel: &AtomicBool, events: &mut Events<'_>) -> Executed {
+    let fail = |events: &mut Events<'_>, message: String| {
+        let failed = events.failed(&message);
+        events.send(failed);
+        Executed { ending: Ending::Failed(message), final_text: String::new(), outcome_id: None, outcome_error: None }
+    };
     // `runs/<id>/outbox` under the Workbench home: private, like everything the engine keeps there.
-    wb_outcomes::create_private_dir(&prepared.outbox).map_err(|e| EngineError::io("cannot create the outbox", e))?;
+    if let Err(error) = wb_outcomes::create_private_dir(&prepared.outbox) {
+        return fail(events, format!("Cannot create the outbox {}: {error}", prepared.outbox.display()));
+    }
     // The baseline of every writable workspace, before the runner can touch it.
     let baselines =
         outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.runtime.working_copies());
     let mut launched = match prepared.runtime.launch(&prepared.translation) {
         Ok(launched) => launched,
-        Err(error) => {
-            let message = redactor.text(&error.to_string());
-            send(
-                &mut stream,
-                Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(started)})),
-            );
-            prepared.cleanup()?;
-            return Ok(RunResult {
-                run_id: prepared.run_id.clone(),
-                ending: Ending::Failed(message),
-                final_text: String::new(),
-                outcome_id: None,
-            });
+        Err(error) => return fail(events, error.to_string()),
+    };
+    events.send(Translated::new("run.ready", json!({})));
+    let (status, state, cancelled, stderr_tail) = follow(prepared, &mut launched, cancel, events);
+    let (ending, terminal) = if cancelled {
+        (Ending::Cancelled, Translated::new("run.cancelled", json!({"duration_ms": elapsed(events.started)})))
+    } else {
+        let success = status.as_ref().is_some_and(Exit::success);
+        match (&state.failed, success) {
+            (None, true) => {
+                (Ending::Completed, Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)})))
+            }
+            (failure, _) => {
+                let message = failure.clone().unwrap_or_else(|| {
+                    let ended = match &status {
+                        Some(Exit { code: Some(code), .. }) => format!("The runner exited with status {code}"),
+                        Some(Exit { cause: Some(cause), .. }) => format!("The runner's end is unknown: {cause}"),
+                        _ => "The runner exited with a signal".to_owned(),
+                    };
+                    if stderr_tail.is_empty() { ended } else { format!("{ended}: {stderr_tail}") }
+                });
+                let failed = events.failed(&message);
+                (Ending::Failed(message), failed)
+            }
         }
     };
-    send(&mut stream, Translated::new("run.ready", json!({})));
+    events.flush_text();
+    // Execution has stopped: collect and commit the final outcome, then announce it before the terminal event.
+    // An orderly stop (the runner exited by itself, successfully or not) gives a complete collection; a
+    // cancelled runner may have left work half-written, so its outcome is partial.
+    let completeness = if cancelled { Completeness::Partial } else { Completeness::Complete };
+    // A remote runtime brings the sandbox's changes and outbox back first (the sandbox still exists); Docker
+    // checks that the container left no Git metadata behind.
+    let collected = match prepared.runtime.retrieve(&prepared.outbox) {
+        Ok(()) => {
+            outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name())
+        }
+        Err(error) => Err(error.to_string()),
+    };
+    let (outcome_id, outcome_error) = match collected {
+        Ok((outcome, receipt)) => {
+            events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
+            (Some(outcome.id), None)
+        }
+        Err(message) => {
+            events.send(Translated::new("outcome.failed", json!({"message": message})));
+            (None, Some(message))
+        }
+    };
+    events.send(terminal);
+    Executed { ending, final_text: state.final_text, outcome_id, outcome_error }
+}
+
+/// Follows the launched runner until it has exited (or was cancelled): its stdout translated into events.
+/// Returns how it ended, the translation state, whether it was cancelled, and the last line of its stderr.
+fn follow(
+    prepared: &mut Prepared,
+    launched: &mut Launched,
+    cancel: &AtomicBool,
+    events: &mut Events<'_>,
+) -> (Option<Exit>, TranslateState, bool, String) {
     let lines_rx = read_lines(launched.stdout.take());
     let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
     let mut state = TranslateState::default();
@@ -93,7 +223,7 @@ pub fn run(
     // Until the runner has exited: a runner that closed its stdout may live on, and still obeys the cancel flag.
     let status = loop {
         if cancel.load(Ordering::SeqCst) {
-            prepared.runtime.cancel(&mut launched);
+            prepared.runtime.cancel(launched);
             cancelled = true;
             break None;
         }
@@ -105,7 +235,7 @@ pub fn run(
             continue;
         }
         match lines_rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Line::Out(line)) if line.dropped > 0 => send(&mut stream, oversized_line(&line)),
+            Ok(Line::Out(line)) if line.dropped > 0 => events.send(oversized_line(&line)),
             Ok(Line::Out(line)) => {
                 let trimmed = line.text.trim();
                 if trimmed.is_empty() {
@@ -114,10 +244,10 @@ pub fn run(
                 match serde_json::from_str::<Value>(trimmed) {
                     Ok(value) => {
                         for event in prepared.adapter.translate_event(&value, &mut state) {
-                            send(&mut stream, event);
+                            events.send(event);
                         }
                     }
-                    Err(_) => send(&mut stream, Translated::native("stdout")),
+                    Err(_) => events.send(Translated::native("stdout")),
                 }
             }
             Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => stdout_open = false,
@@ -132,54 +262,8 @@ pub fn run(
             std::thread::sleep(Duration::from_millis(5));
         }
     }
-    let duration = json!({"duration_ms": elapsed(started)});
-    let (ending, terminal) = if cancelled {
-        (Ending::Cancelled, Translated::new("run.cancelled", duration))
-    } else {
-        let success = status.as_ref().is_some_and(|s| s.success());
-        match (&state.failed, success) {
-            (None, true) => (Ending::Completed, Translated::new("run.completed", duration)),
-            (failure, _) => {
-                let detail = failure.clone().unwrap_or_else(|| {
-                    let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
-                    let ended = match &status {
-                        Some(Exit { code: Some(code), .. }) => format!("The runner exited with status {code}"),
-                        Some(Exit { cause: Some(cause), .. }) => format!("The runner's end is unknown: {cause}"),
-                        _ => "The runner exited with a signal".to_owned(),
-                    };
-                    if tail.is_empty() { ended } else { format!("{ended}: {tail}") }
-                });
-                let message = redactor.text(&detail);
-                let data = json!({"message": message, "duration_ms": elapsed(started)});
-                (Ending::Failed(message), Translated::new("run.failed", data))
-            }
-        }
-    };
-    // Execution has stopped: collect and commit the final outcome, then announce it before the terminal event.
-    // An orderly stop (the runner exited by itself, successfully or not) gives a complete collection; a
-    // cancelled runner may have left work half-written, so its outcome is partial.
-    let completeness = if cancelled { Completeness::Partial } else { Completeness::Complete };
-    // A remote runtime brings the sandbox's changes and outbox back first (the sandbox still exists).
-    let collected = match prepared.runtime.retrieve(&prepared.outbox) {
-        Ok(()) => {
-            outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name())
-        }
-        Err(error) => Err(error.to_string()),
-    };
-    let outcome_id = match collected {
-        Ok((outcome, receipt)) => {
-            send(&mut stream, Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
-            Some(outcome.id)
-        }
-        Err(message) => {
-            send(&mut stream, Translated::new("outcome.failed", json!({"message": redactor.text(&message)})));
-            None
-        }
-    };
-    send(&mut stream, terminal);
-    let run_id = prepared.run_id.clone();
-    prepared.cleanup()?;
-    Ok(RunResult { run_id, ending, final_text: redactor.text(&state.final_text), outcome_id })
+    let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
+    (status, state, cancelled, tail)
 }
 
 fn elapsed(started: Instant) -> u64 {

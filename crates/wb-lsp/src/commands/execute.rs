@@ -229,9 +229,10 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
                 let id = event.data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
                 eprintln!("outcome: {id} (wb-lsp outcome {id})");
             }
+            // The run's work did not reach the user: the command exits 1 even when the runner succeeded.
             "outcome.failed" => {
                 let message = event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
-                eprintln!("warning: {}", super::printable(message));
+                eprintln!("error: {}", super::printable(message));
             }
             "run.failed" => {
                 let message = event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
@@ -254,6 +255,9 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
+    for warning in &result.warnings {
+        eprintln!("warning: {}", super::printable(warning));
+    }
     if final_only {
         // Raw for a pipe (the answer is data there); printable on a terminal.
         let text = if std::io::stdout().is_terminal() {
@@ -264,6 +268,8 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
         write_stdout(&format!("{text}\n"))?;
     }
     Ok(match result.ending {
+        // The runner succeeded but its work could not be collected (outcome.failed says why): not a success.
+        Ending::Completed if result.outcome_error.is_some() => ExitCode::from(1),
         Ending::Completed => ExitCode::SUCCESS,
         Ending::Failed(_) => ExitCode::from(1),
         Ending::Cancelled => ExitCode::from(130),

@@ -19,9 +19,15 @@ use crate::error::{EngineError, Result};
 
 impl Docker {
     pub(super) fn mounts_model(&self) -> Result<Vec<bollard::models::Mount>> {
+        let git = match &self.git_guard {
+            Ok(guard) => guard.mounts(),
+            Err(error) => return Err(EngineError::message(error.to_string())),
+        };
+        // The engine mounts parents before children, so each read-only `.git` lands over its writable workspace.
         let mut mounts: Vec<bollard::models::Mount> = self
             .mounts
             .iter()
+            .chain(git.iter())
             .map(|mount| bollard::models::Mount {
                 target: Some(mount.target.display().to_string()),
                 source: Some(mount.host.display().to_string()),

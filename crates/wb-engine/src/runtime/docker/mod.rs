@@ -7,7 +7,9 @@
 //! - Containers: the run's directories are bind-mounted with their declared access (see
 //!   [`super::container_layout`]), the runner runs as the host user's uid:gid on a read-only root file system
 //!   with a writable `/tmp` and a writable temporary `HOME`; environment values go through the API, never into
-//!   arguments. Preflight containers have no network. Every container carries [`LABEL`] and is removed on
+//!   arguments. Every `.git` entry of a writable workspace is mounted again read-only over itself, and a
+//!   `.git` the agent creates is removed after the run and fails its outcome (`git_guard`): nothing the
+//!   container writes makes the user's next `git` command run anything. Preflight containers have no network. Every container carries [`LABEL`] and is removed on
 //!   every path (cleanup is idempotent and runs on drop).
 //!
 //! Files: `image` (published images and builds), `context` (the build context archive), `container` (the
@@ -16,6 +18,7 @@
 
 mod container;
 mod context;
+mod git_guard;
 mod image;
 mod preflight;
 
@@ -53,6 +56,8 @@ pub struct Docker {
     inherited: BTreeMap<String, String>,
     image: Option<ImageInfo>,
     mounts: Vec<Mount>,
+    /// The Git metadata of the writable mounts, found when they were set (or why it could not be guarded).
+    git_guard: Result<git_guard::GitGuard>,
     host_engine: bool,
     limits: Limits,
     /// Containers created and not yet removed.
@@ -91,6 +96,7 @@ impl Docker {
             inherited: BTreeMap::new(),
             image: None,
             mounts: Vec::new(),
+            git_guard: Ok(git_guard::GitGuard::default()),
             host_engine: false,
             limits: Limits::default(),
             containers: Vec::new(),
@@ -180,7 +186,15 @@ impl Runtime for Docker {
     }
 
     fn set_mounts(&mut self, mounts: Vec<Mount>) {
+        self.git_guard = git_guard::GitGuard::new(&mounts);
         self.mounts = mounts;
+    }
+
+    fn retrieve(&mut self, _outbox: &std::path::Path) -> Result<()> {
+        match &self.git_guard {
+            Ok(guard) => guard.verify(),
+            Err(error) => Err(EngineError::message(error.to_string())),
+        }
     }
 
     fn image(&self) -> Option<ImageInfo> {
