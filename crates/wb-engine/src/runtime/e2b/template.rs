@@ -386,6 +386,14 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
         }
     }
     let relative = parts.join("/");
+    // What never leaves the host (credential files, VCS metadata, the engine's state) is refused when a COPY
+    // names it directly, as it is left out when a COPY finds it in a directory.
+    if !relative.is_empty() && never_copied(&relative) {
+        return Err(EngineError::message(format!(
+            "COPY source \"{src}\" names a credential, version-control or engine-state file, which never leaves \
+             the host for an E2B template: remove it from the Dockerfile and pass secrets with env at run time"
+        )));
+    }
     let root = context.canonicalize().map_err(|error| {
         EngineError::message(format!("Cannot read the build context {}: {error}", context.display()))
     })?;
@@ -420,7 +428,7 @@ fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf)>) -> Result<
         let rel = if relative.is_empty() { name } else { format!("{relative}/{name}") };
         // What never leaves the host for a sandbox never leaves it for an image either: VCS metadata, dependency
         // trees, credential files, the engine's state.
-        if wb_outcomes::is_excluded(&rel) || crate::runtime::remote::staging::staging_excludes(&rel) {
+        if never_copied(&rel) {
             continue;
         }
         let path = entry.path();
@@ -431,6 +439,11 @@ fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf)>) -> Result<
         }
     }
     Ok(())
+}
+
+/// Whether a context path (relative, `/`-separated) must never be copied into an image.
+fn never_copied(relative: &str) -> bool {
+    wb_outcomes::is_excluded(relative) || crate::runtime::remote::staging::staging_excludes(relative)
 }
 
 /// The SDK's `calculateFilesHash` for `COPY src dest` (links not followed).
@@ -632,6 +645,36 @@ mod tests {
         assert_eq!(kinds, ["USER", "WORKDIR", "USER", "ENV", "ENV", "WORKDIR"]);
         assert_eq!(plan.steps[3].args, ["V", ""]);
         assert_eq!(plan.steps[4].args, ["A", "1", "B", "two words"]);
+        Ok(())
+    }
+
+    /// `COPY .env /app/.env` and its kind upload nothing: a credential named directly is refused like one found
+    /// in a copied directory is left out.
+    #[test]
+    fn a_copy_that_names_a_credential_is_refused() -> Result<()> {
+        let context = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        for (path, text) in [
+            (".env", "KEY=secret"),
+            ("id_rsa", "key"),
+            ("certs/server.pem", "pem"),
+            (".git/config", "[core]"),
+            ("config/.npmrc", "//r/:_authToken=t"),
+            ("app/main.js", "ok"),
+            ("app/.env", "KEY=secret"),
+        ] {
+            let full = context.path().join(path);
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| EngineError::io("mkdir", e))?;
+            }
+            std::fs::write(full, text).map_err(|e| EngineError::io("write", e))?;
+        }
+        for source in [".env", "./id_rsa", "certs/server.pem", ".git/config", "config/.npmrc", ".git"] {
+            let error = copy_entries(context.path(), source).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(error.contains("never leaves the host"), "{source}: {error}");
+            assert!(pack(context.path(), source).is_err(), "{source} is never packed");
+        }
+        let entries: Vec<String> = copy_entries(context.path(), "app")?.into_iter().map(|(p, _)| p).collect();
+        assert_eq!(entries, ["app", "app/main.js"]);
         Ok(())
     }
 

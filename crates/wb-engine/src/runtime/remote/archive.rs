@@ -6,6 +6,7 @@
 
 use std::fs;
 use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
@@ -16,6 +17,8 @@ pub fn pack(root: &Path, paths: &[String]) -> Result<Vec<u8>> {
     let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut builder = tar::Builder::new(encoder);
     builder.follow_symlinks(false);
+    // A sparse file goes as plain data (its holes as zeros): every sandbox's tar reads that.
+    builder.sparse(false);
     // Real permission bits: a changeset's `before` must match the host file's mode for apply to accept it.
     builder.mode(tar::HeaderMode::Complete);
     for path in paths {
@@ -53,7 +56,6 @@ pub fn list_all(root: &Path) -> Result<Vec<String>> {
 /// A relative path (raw bytes: names need not be UTF-8) that names something inside the destination: no
 /// `..`, no root, not empty.
 pub fn safe_relative(path: &[u8]) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
     let trimmed = path.strip_prefix(b"./").unwrap_or(path);
     let candidate = Path::new(std::ffi::OsStr::from_bytes(trimmed));
     let mut out = PathBuf::new();
@@ -116,15 +118,68 @@ pub struct Unpacked {
 
 /// The most bytes an archive from a sandbox may unpack to (a small download can expand enormously).
 pub const UNPACKED_LIMIT: u64 = super::provider::TRANSFER_LIMIT;
-/// The most entries an archive from a sandbox may hold.
+/// The most entries an archive from a sandbox may hold, counting every header (long names, PAX records).
 pub const ENTRY_LIMIT: usize = 200_000;
+/// The most bytes the tar reader may take between two entries' data: the headers, a long name or link
+/// target, PAX records and sparse maps of one entry (a real one needs a few KiB), and the data an entry
+/// declared but the reader skipped.
+pub const METADATA_LIMIT: u64 = 1024 * 1024;
+/// The longest path or link target an entry may name, in bytes (Linux's `PATH_MAX`).
+pub const PATH_LIMIT: usize = 4096;
+
+/// Whether a path segment names Git's directory as some file system would read it: `.git` in any letter case,
+/// with the trailing dots and spaces Windows drops, with the characters macOS ignores in names, or as the
+/// short name `git~1`. Git itself refuses such paths in its index for the same reason.
+pub fn is_git_alias(segment: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(segment);
+    let kept: String = text.chars().filter(|c| !is_ignorable(*c)).collect();
+    let trimmed = kept.trim_end_matches(['.', ' ']);
+    trimmed.eq_ignore_ascii_case(".git") || trimmed.eq_ignore_ascii_case("git~1")
+}
+
+/// Code points HFS+ ignores when it compares names (the list Git checks in `is_hfs_dotgit`).
+fn is_ignorable(c: char) -> bool {
+    matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}')
+}
+
+/// The archive's bytes as the tar reader takes them, within a budget the caller sets before each step, so
+/// no header, name or record can make the host read (or allocate) more than it allows.
+struct Budgeted<R> {
+    inner: R,
+    budget: std::rc::Rc<Budget>,
+}
+
+#[derive(Default)]
+struct Budget {
+    /// Bytes the reader may still take in this step.
+    left: std::cell::Cell<u64>,
+    /// Set once the budget ran out: the error the unpack reports.
+    exceeded: std::cell::Cell<bool>,
+}
+
+impl<R: Read> Read for Budgeted<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.budget.left.get();
+        if left == 0 {
+            self.budget.exceeded.set(true);
+            return Err(std::io::Error::other("the archive is over its limit"));
+        }
+        let want = buffer.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let read = self.inner.read(&mut buffer[..want])?;
+        self.budget.left.set(left - read as u64);
+        Ok(read)
+    }
+}
 
 /// Unpacks a gzip tar into `root` (which must exist), replacing what is there at each entry's path.
 /// `replace_parents`: a file in the way of a directory is replaced (workspace changes), else refused. More
-/// than [`UNPACKED_LIMIT`] bytes or [`ENTRY_LIMIT`] entries is refused.
+/// than [`UNPACKED_LIMIT`] bytes of data, [`ENTRY_LIMIT`] entries, [`METADATA_LIMIT`] bytes of headers and
+/// records for one entry, a path over [`PATH_LIMIT`], or any path with a segment that is Git's directory on
+/// some file system ([`is_git_alias`]) is refused. A sparse file is written whole (its holes as zeros, counted).
 pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpacked> {
-    let decoder = flate2::read::GzDecoder::new(bytes);
-    let mut archive = tar::Archive::new(decoder);
+    let budget = std::rc::Rc::new(Budget::default());
+    let reader = Budgeted { inner: flate2::read::GzDecoder::new(bytes), budget: budget.clone() };
+    let mut archive = tar::Archive::new(reader);
     let mut unpacked = Unpacked::default();
     let mut total = 0u64;
     let mut count = 0usize;
@@ -134,18 +189,43 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
             UNPACKED_LIMIT / (1024 * 1024)
         ))
     };
-    let entries = archive.entries().map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
+    let unreadable = |error: std::io::Error, budget: &Budget| {
+        if budget.exceeded.get() {
+            EngineError::message(format!(
+                "Refused the archive from the sandbox: an entry's headers, names or records take more than {} KiB, \
+                 or its data more than {} MiB",
+                METADATA_LIMIT / 1024,
+                UNPACKED_LIMIT / (1024 * 1024)
+            ))
+        } else {
+            EngineError::io("cannot read the archive from the sandbox", error)
+        }
+    };
+    budget.left.set(METADATA_LIMIT);
+    let mut entries = archive.entries().map_err(|e| unreadable(e, &budget))?;
+    loop {
+        budget.left.set(METADATA_LIMIT);
+        let Some(entry) = entries.next() else { break };
+        let mut entry = entry.map_err(|e| unreadable(e, &budget))?;
         count += 1;
         if count > ENTRY_LIMIT {
             return Err(too_large());
         }
         let raw = entry.path_bytes().into_owned();
-        let name = String::from_utf8_lossy(&raw).into_owned();
+        let name = String::from_utf8_lossy(&raw[..raw.len().min(200)]).into_owned();
+        if raw.len() > PATH_LIMIT {
+            return Err(EngineError::message(format!(
+                "Refused archive entry {name}…: its path is longer than {PATH_LIMIT} bytes"
+            )));
+        }
         let Some(relative) = safe_relative(&raw) else {
             return Err(EngineError::message(format!("Refused archive entry with an unsafe path: {name}")));
         };
+        if relative.components().any(|c| is_git_alias(c.as_os_str().as_encoded_bytes())) {
+            return Err(EngineError::message(format!(
+                "Refused archive entry {name}: Git's own directory never crosses from a sandbox"
+            )));
+        }
         real_parents(root, &relative, replace_parents)?;
         let target = root.join(&relative);
         let kind = entry.header().entry_type();
@@ -160,7 +240,9 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
                         .map_err(|e| EngineError::io(format!("cannot create {}", target.display()), e))?;
                 }
             },
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
+            tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => {
+                // The data is read within what is left of the whole archive's allowance.
+                budget.left.set(UNPACKED_LIMIT.saturating_sub(total).saturating_add(1));
                 remove_entry(&target)
                     .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
                 let mut file = fs::OpenOptions::new()
@@ -172,9 +254,14 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
                     .map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
                 let mut buffer = [0u8; 64 * 1024];
                 loop {
-                    let n = entry
-                        .read(&mut buffer)
-                        .map_err(|e| EngineError::io("cannot read the archive from the sandbox", e))?;
+                    let n = match entry.read(&mut buffer) {
+                        Ok(n) => n,
+                        Err(error) => {
+                            drop(file);
+                            let _ = fs::remove_file(&target);
+                            return Err(unreadable(error, &budget));
+                        }
+                    };
                     if n == 0 {
                         break;
                     }
@@ -192,9 +279,15 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
                 unpacked.files.push(relative.to_string_lossy().into_owned());
             }
             tar::EntryType::Symlink => {
-                let link = entry.link_name().ok().flatten().ok_or_else(|| {
+                let link = entry.link_name_bytes().filter(|link| !link.is_empty()).ok_or_else(|| {
                     EngineError::message(format!("Refused archive entry {name}: a symlink without a target"))
                 })?;
+                if link.len() > PATH_LIMIT {
+                    return Err(EngineError::message(format!(
+                        "Refused archive entry {name}: its link target is longer than {PATH_LIMIT} bytes"
+                    )));
+                }
+                let link = std::ffi::OsStr::from_bytes(&link).to_owned();
                 remove_entry(&target)
                     .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
                 std::os::unix::fs::symlink(&link, &target)
@@ -283,6 +376,99 @@ mod tests {
         unpack(&through, &dest, true)?;
         assert!(dest.join("out/escaped").is_file());
         assert!(!outer.path().join("escaped").exists());
+        Ok(())
+    }
+
+    /// A GNU long-name entry declaring gigabytes of name, in a small download: refused after reading at most
+    /// the metadata allowance (the reader is counted: it never takes more).
+    #[test]
+    fn a_long_name_or_pax_record_is_bounded() -> Result<()> {
+        for kind in [b'L', b'K', b'x'] {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::new(kind));
+            header.set_size(6_400_000_000);
+            header.set_mode(0o644);
+            header.set_cksum();
+            // Only the start of the claimed body: the gzip of gigabytes of zeros would be the same few bytes.
+            let mut tar = header.as_bytes().to_vec();
+            tar.extend(std::iter::repeat_n(b'a', 3 * 1024 * 1024));
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(&tar).map_err(|e| EngineError::io("gzip", e))?;
+            let bytes = encoder.finish().map_err(|e| EngineError::io("gzip", e))?;
+            let dest = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+            let error = unpack(&bytes, dest.path(), false).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(error.contains("take more than 1024 KiB"), "{}: {error}", kind as char);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_path_longer_than_path_max_is_refused() -> Result<()> {
+        let long = "d/".repeat(2100) + "f";
+        let bytes = archive(|b| {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(1);
+            let _ = b.append_data(&mut header, &long, &b"x"[..]);
+        });
+        let dest = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        let error = unpack(&bytes, dest.path(), false).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("longer than 4096 bytes"), "{error}");
+        Ok(())
+    }
+
+    #[test]
+    fn git_directories_in_any_spelling_are_refused() -> Result<()> {
+        for path in [
+            ".git/hooks/post-checkout",
+            ".GIT/hooks/post-checkout",
+            "sub/.Git/config",
+            ".git./config",
+            ".git /config",
+            "GIT~1/config",
+            ".g\u{200c}it/config",
+        ] {
+            let bytes = archive(|b| {
+                let mut header = tar::Header::new_gnu();
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_size(1);
+                let _ = b.append_data(&mut header, path, &b"x"[..]);
+            });
+            let dest = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+            let error = unpack(&bytes, dest.path(), true).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(error.contains("Git's own directory"), "{path}: {error}");
+            assert_eq!(fs::read_dir(dest.path()).map(Iterator::count).unwrap_or(1), 0, "{path}: nothing written");
+        }
+        assert!(!is_git_alias(b".github") && !is_git_alias(b".gitignore") && !is_git_alias(b"git"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_sparse_file_crosses_as_data_and_a_sparse_entry_is_read() -> Result<()> {
+        let source = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        let path = source.path().join("sparse.img");
+        let file = fs::File::create(&path).map_err(|e| EngineError::io("create", e))?;
+        file.set_len(8 * 1024 * 1024).map_err(|e| EngineError::io("truncate", e))?;
+        {
+            use std::os::unix::fs::FileExt;
+            file.write_all_at(b"data in the middle", 4 * 1024 * 1024).map_err(|e| EngineError::io("write", e))?;
+        }
+        drop(file);
+        let bytes = pack(source.path(), &["sparse.img".to_owned()])?;
+        let dest = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        unpack(&bytes, dest.path(), false)?;
+        let before = fs::read(&path).map_err(|e| EngineError::io("read", e))?;
+        assert_eq!(fs::read(dest.path().join("sparse.img")).ok(), Some(before.clone()));
+        // A GNU sparse entry, as another tar makes it, is read too.
+        let mut builder = tar::Builder::new(Vec::new());
+        builder.sparse(true);
+        builder.append_path_with_name(&path, "again.img").map_err(|e| EngineError::io("append", e))?;
+        let tar = builder.into_inner().map_err(|e| EngineError::io("tar", e))?;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&tar).map_err(|e| EngineError::io("gzip", e))?;
+        let bytes = encoder.finish().map_err(|e| EngineError::io("gzip", e))?;
+        unpack(&bytes, dest.path(), false)?;
+        assert_eq!(fs::read(dest.path().join("again.img")).ok(), Some(before));
         Ok(())
     }
 

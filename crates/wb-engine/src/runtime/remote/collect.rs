@@ -54,6 +54,7 @@ fn workspace_changes(runtime: &RemoteRuntime, index: usize, target: &str, baseli
     for raw in deleted_list.split(|b| *b == 0).filter(|p| !p.is_empty()) {
         let name = String::from_utf8_lossy(raw);
         let relative = safe_relative(raw)
+            .filter(|r| !r.components().any(|c| archive::is_git_alias(c.as_os_str().as_encoded_bytes())))
             .ok_or_else(|| EngineError::message(format!("Refused a deleted path with an unsafe name: {name}")))?;
         if !parents_are_directories(copy, &relative) {
             continue;

@@ -96,12 +96,24 @@ pub struct WorkingCopy {
     pub baseline: Option<String>,
 }
 
+/// Where working copies live under the Workbench home: private, and swept of the copies of runs that were
+/// killed before they could remove their own.
+pub const COPIES_DIR: &str = "working-copies";
+
 impl WorkingCopy {
-    /// Unpacks the staged archive into a new private directory.
-    pub fn create(host: &Path, target: &str, staged: &Staged) -> Result<WorkingCopy> {
+    /// Unpacks the staged archive into a new private (0700) directory under `home`'s [`COPIES_DIR`], named
+    /// after this process, and first removes the copies left there by processes that no longer exist.
+    pub fn create(home: &Path, host: &Path, target: &str, staged: &Staged) -> Result<WorkingCopy> {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = home.join(COPIES_DIR);
+        wb_outcomes::create_private_dir(&parent)
+            .and_then(|()| std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| EngineError::io(format!("cannot create {}", parent.display()), e))?;
+        sweep_abandoned(&parent);
         let dir = tempfile::Builder::new()
-            .prefix("wb-lsp-copy-")
-            .tempdir()
+            .prefix(&format!("copy-{}-", std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(&parent)
             .map_err(|e| EngineError::io("cannot create a working copy", e))?;
         archive::unpack(&staged.archive, dir.path(), false)?;
         Ok(WorkingCopy { host: host.to_path_buf(), target: target.to_owned(), dir, baseline: None })
@@ -109,6 +121,24 @@ impl WorkingCopy {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+/// Removes the working copies in `parent` whose process (the number in `copy-<pid>-…`) is gone: a run that
+/// was killed could not remove its own. A copy whose number was reused stays until that process is gone too.
+pub fn sweep_abandoned(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.filter_map(std::result::Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("copy-")).and_then(|n| n.split('-').next()) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<i32>() else { continue };
+        let gone =
+            matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH));
+        if gone && pid > 0 {
+            let _ = archive::remove_entry(&entry.path());
+        }
     }
 }
 
@@ -149,7 +179,10 @@ impl RemoteRuntime {
     /// Stages every mount; writable workspaces get a working copy and a baseline commit.
     pub(super) fn stage(&mut self) -> Result<()> {
         self.make_directories()?;
-        let home = self.home.clone().unwrap_or_else(|| PathBuf::from("/nonexistent"));
+        let home = self
+            .home
+            .clone()
+            .ok_or_else(|| EngineError::message("The Workbench home is not set: nothing can be staged"))?;
         let mounts = self.mounts.clone();
         let mut copies = Vec::new();
         let mut files = 0;
@@ -169,7 +202,7 @@ impl RemoteRuntime {
             files += staged.files;
             self.stage_archive(index, &staged.archive, &target, mount.read_only)?;
             if is_workspace && !mount.read_only {
-                let mut copy = WorkingCopy::create(&mount.host, &target, &staged)?;
+                let mut copy = WorkingCopy::create(&home, &mount.host, &target, &staged)?;
                 copy.baseline = Some(self.baseline_commit(&target)?);
                 copies.push(copy);
             }
@@ -207,6 +240,32 @@ mod tests {
         assert!(staging_excludes("config/Runtime.Secrets.json"));
         assert!(!staging_excludes("src/workbench.rs"));
         assert!(!staging_excludes(".workbenches/review/workbench.yml"));
+    }
+
+    #[test]
+    fn working_copies_are_private_and_a_killed_run_s_copies_are_swept() -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        let source = tempfile::tempdir().map_err(|e| EngineError::io("tempdir", e))?;
+        std::fs::write(source.path().join("a.txt"), "x").map_err(|e| EngineError::io("write", e))?;
+        let staged = pack("test", source.path(), &["a.txt".to_owned()])?;
+        // A copy left by a process that is gone (a number no live process has), and one of a live process.
+        let parent = home.path().join(COPIES_DIR);
+        let dead = parent.join("copy-2147483646-abc");
+        let live = parent.join("copy-1-abc");
+        std::fs::create_dir_all(&dead).map_err(|e| EngineError::io("mkdir", e))?;
+        std::fs::create_dir_all(&live).map_err(|e| EngineError::io("mkdir", e))?;
+        let copy = WorkingCopy::create(home.path(), source.path(), "/workspace", &staged)?;
+        let mode = |path: &Path| std::fs::metadata(path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode(copy.path()), 0o700);
+        assert_eq!(mode(&parent), 0o700);
+        assert!(copy.path().join("a.txt").is_file());
+        assert!(!dead.exists(), "the copy of a process that is gone is removed");
+        assert!(live.exists(), "the copy of a live process stays");
+        let path = copy.path().to_path_buf();
+        drop(copy);
+        assert!(!path.exists(), "a copy is removed with its run");
+        Ok(())
     }
 
     #[test]
