@@ -349,3 +349,24 @@ fn the_stderr_a_failure_quotes_is_bounded_too() {
     assert!(message.starts_with("The runner exited with status 3: xxxx"), "{}", &message[..80.min(message.len())]);
     assert!(message.len() < 8 * 1024, "the failure quotes {} bytes", message.len());
 }
+
+/// A run whose outbox cannot be created (here `runs` under the home is a file) has already announced itself:
+/// it ends with exactly one terminal event that says why, not with an error after `run.started`.
+#[test]
+fn a_run_whose_outbox_cannot_be_created_still_ends_with_one_terminal_event() {
+    let _lock = one_at_a_time();
+    let world = pi_world();
+    let mut options = pi_options(&world);
+    script(&world, &mut options, "hello", &pi_message(&["hello"]));
+    let home = world.home.join(".workbench");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("runs"), "not a directory").unwrap();
+    let (result, events) = run_within(&world, &options, Duration::from_secs(60), |_| {});
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types, ["run.started", "run.failed"], "{events:#?}");
+    let message = events[1]["data"]["message"].as_str().unwrap();
+    assert!(message.starts_with("Cannot create the outbox "), "{message}");
+    assert!(matches!(result.ending, Ending::Failed(ref m) if m == message));
+    support::check_events(&events, "pi");
+    assert!(world.leftover_stages().is_empty(), "{:?}", world.leftover_stages());
+}
