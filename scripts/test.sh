@@ -12,7 +12,8 @@ fi
 # System packages the tests use. Installed only when missing, so repeated runs stay fast.
 # ripgrep: OpenCode's skill, grep and glob tools run `rg` (without it OpenCode downloads one from GitHub);
 # bubblewrap: Claude Code isolates its tools' subprocesses with it (crates/wb-lsp/tests/real_runners.rs).
-packages=(neovim emacs-nox elpa-eglot docker.io busybox-static ripgrep bubblewrap)
+# python3: the fake runners and the integration scripts (Debian's minbase root has none).
+packages=(neovim emacs-nox elpa-eglot docker.io busybox-static ripgrep bubblewrap python3)
 # npm installs the real runners (scripts/install-runners.sh). Debian's nodejs and npm are added only when no npm
 # is on PATH at all: a Node from elsewhere (NodeSource's nodejs package, which bundles npm, or one in
 # /usr/local) is left alone, as Debian's npm package conflicts with NodeSource's nodejs. Debian 12's Node is 18,
@@ -36,9 +37,25 @@ if [ ${#packages[@]} -gt 0 ]; then
   fi
 fi
 
-# Python tools the integration tests use (tests/integrations): pre-commit and PyYAML, from PyPI, when missing.
-if ! python3 -c 'import pre_commit, yaml' >/dev/null 2>&1; then
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore pre-commit pyyaml
+# Python tools the integration tests use (tests/integrations): pre-commit and PyYAML for the python3 on PATH,
+# when missing. A Python whose pip may install (a pyenv or venv Python) gets them from PyPI; Debian's own
+# Python (no pip, and PEP 668 marks it externally managed) gets Debian's pre-commit and python3-yaml.
+python_tools() { python3 -c 'import pre_commit, yaml' >/dev/null 2>&1; }
+pip_may_install() {
+  python3 -m pip --version >/dev/null 2>&1 && python3 -c 'import os, sys, sysconfig
+sys.exit(os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'
+}
+if ! python_tools; then
+  if pip_may_install; then
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore pre-commit pyyaml
+  else
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pre-commit python3-yaml
+  fi
+  if ! python_tools; then
+    echo "error: python3 ($(command -v python3)) cannot import pre_commit and yaml: install pre-commit and PyYAML" \
+      "for it (pip, or Debian's pre-commit and python3-yaml for /usr/bin/python3)" >&2
+    exit 1
+  fi
 fi
 
 # A real Docker engine for crates/wb-engine/tests/docker.rs (its images are built locally: no registry needed).
