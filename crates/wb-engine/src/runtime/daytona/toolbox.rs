@@ -20,8 +20,9 @@ use serde::Deserialize;
 use tokio::sync::Notify;
 
 use super::Shared;
-use super::api::{CallError, SandboxDto, redact};
+use super::api::{CallError, SandboxDto};
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http;
 use crate::runtime::remote::provider::{
     CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, TRANSFER_LIMIT, User,
 };
@@ -64,12 +65,63 @@ struct CommandReply {
     exit_code: Option<i64>,
 }
 
-#[derive(Deserialize, Default)]
+/// A command's log so far.
+#[derive(Default, Debug, PartialEq)]
 struct LogsReply {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+#[derive(Deserialize)]
+struct LogsJson {
     #[serde(default)]
     stdout: Option<String>,
     #[serde(default)]
     stderr: Option<String>,
+}
+
+/// What the daemon writes before each chunk of its log file (`libs/common-go/pkg/log/read_multiplex_log.go`).
+const STDOUT_PREFIX: &[u8] = &[1, 1, 1];
+const STDERR_PREFIX: &[u8] = &[2, 2, 2];
+
+/// A logs reply in either format the daemon answers (`apps/daemon/pkg/toolbox/process/session/log.go`,
+/// v0.190.0): JSON `{output, stdout, stderr}` (`application/json`) to a client whose SDK version is 0.167.0
+/// or later, and otherwise the log as plain text (`text/plain`), stdout and stderr combined with their
+/// prefixes removed (or, to a client asking `X-Daytona-Split-Output` without a version, kept: split here).
+fn parse_logs(content_type: Option<&str>, body: &[u8]) -> Option<LogsReply> {
+    let media = content_type.and_then(|c| c.split(';').next()).map(|m| m.trim().to_ascii_lowercase());
+    if media.as_deref() == Some("application/json") {
+        let json: LogsJson = serde_json::from_slice(body).ok()?;
+        return Some(LogsReply {
+            stdout: json.stdout.unwrap_or_default().into_bytes(),
+            stderr: json.stderr.unwrap_or_default().into_bytes(),
+        });
+    }
+    Some(demux(body))
+}
+
+/// Splits a log by its stream prefixes; text before any prefix is stdout.
+fn demux(body: &[u8]) -> LogsReply {
+    let mut reply = LogsReply::default();
+    let mut to_stderr = false;
+    let mut rest = body;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix(STDOUT_PREFIX) {
+            (to_stderr, rest) = (false, after);
+            continue;
+        }
+        if let Some(after) = rest.strip_prefix(STDERR_PREFIX) {
+            (to_stderr, rest) = (true, after);
+            continue;
+        }
+        let next = (1..rest.len())
+            .find(|&i| rest[i..].starts_with(STDOUT_PREFIX) || rest[i..].starts_with(STDERR_PREFIX))
+            .unwrap_or(rest.len());
+        let target = if to_stderr { &mut reply.stderr } else { &mut reply.stdout };
+        target.extend_from_slice(&rest[..next]);
+        rest = &rest[next..];
+    }
+    reply
 }
 
 /// Where a command's environment file lives: a fresh `0700` directory and the file in it.
@@ -112,9 +164,18 @@ impl DaytonaSandbox {
         let http_timeout = Duration::from_secs(seconds) + self.timeout();
         let response =
             transport.send_ok(PLANE, Method::POST, &self.url(shown), shown, http_timeout, &|r| r.json(&body)).await?;
-        let reply: serde_json::Value =
-            transport.json(PLANE, &Method::POST, shown, response).await.map_err(unexpected)?;
-        let reply: ExecuteReply = serde_json::from_value(reply).map_err(|_| unexpected_text())?;
+        // The merged output comes back in one JSON reply: bounded by the output limit (and some room for JSON).
+        let limit = transport.http().limits().output + 64 * 1024;
+        let bytes = transport.bytes(PLANE, &Method::POST, shown, response, limit).await.map_err(|error| match error
+            .failure
+        {
+            http::Failure::TooLarge => EngineError::message(format!(
+                "{PLANE} POST {shown}: the command's output exceeds the {} limit",
+                http::size(transport.http().limits().output)
+            )),
+            _ => error.into(),
+        })?;
+        let reply: ExecuteReply = serde_json::from_slice(&bytes).map_err(|_| unexpected_text())?;
         let code = reply.exit_code.as_ref().and_then(exit_code_of).ok_or_else(unexpected_text)?;
         Ok((code, reply.result.unwrap_or_default()))
     }
@@ -155,28 +216,12 @@ impl DaytonaSandbox {
             || EngineError::message(format!("Daytona output exceeds the {} transfer safety limit", limit_text(limit)));
         let timeout = self.timeout() + transfer_allowance(limit.min(TRANSFER_LIMIT));
         let url = super::api::with_query(&self.url(shown), &[("path", path)]);
-        let mut response = transport.send_ok(PLANE, Method::GET, &url, shown, timeout, &|r| r).await?;
-        if response.content_length().is_some_and(|length| length > limit) {
-            return Err(too_big());
-        }
-        let mut out = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if out.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(too_big());
-                    }
-                    out.extend_from_slice(&chunk);
-                }
-                Ok(None) => return Ok(out),
-                Err(e) => {
-                    return Err(EngineError::message(format!(
-                        "{PLANE} GET {shown} failed while reading: {}",
-                        redact(&e.without_url().to_string(), transport.key())
-                    )));
-                }
-            }
-        }
+        let response = transport.send_ok(PLANE, Method::GET, &url, shown, timeout, &|r| r).await?;
+        let call = http::Call { service: PLANE, method: Method::GET, url: &url, shown, deadline: timeout };
+        transport.http().read(&call, response, limit).await.map_err(|error| match error.failure {
+            http::Failure::TooLarge => too_big(),
+            _ => error.into(),
+        })
     }
 
     /// Creates the environment file for `env` (nothing when empty): `mkdir -m 700` a fresh directory, then
@@ -309,7 +354,19 @@ impl DaytonaSandbox {
         let transport = &self.shared.api.transport;
         let shown = format!("process/session/{session}/command/{cmd_id}/logs");
         let response = transport.send_ok(PLANE, Method::GET, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
-        transport.json(PLANE, &Method::GET, &shown, response).await
+        let content_type =
+            response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let limit = transport.http().limits().logs;
+        let body = transport.bytes(PLANE, &Method::GET, &shown, response, limit).await?;
+        parse_logs(content_type.as_deref(), &body).ok_or_else(|| {
+            let call =
+                http::Call { service: PLANE, method: Method::GET, url: "", shown: &shown, deadline: self.timeout() };
+            transport.http().error(
+                &call,
+                "the logs reply is JSON without the expected fields",
+                http::Failure::Connection,
+            )
+        })
     }
 
     fn clone_handle(&self) -> DaytonaSandbox {
@@ -389,6 +446,7 @@ impl Poller {
             }
             let (status, logs) = match (status, logs) {
                 (Ok(status), Ok(logs)) => (status, logs),
+                (_, Err(error)) if error.failure == http::Failure::TooLarge => break Err(error.text),
                 _ => {
                     failures += 1;
                     if failures >= TOLERATED_POLL_FAILURES {
@@ -402,8 +460,8 @@ impl Poller {
                 }
             };
             failures = 0;
-            let fresh_out = forward(&stdout, logs.stdout.as_deref(), &mut sent_out).await;
-            let fresh_err = forward(&stderr, logs.stderr.as_deref(), &mut sent_err).await;
+            let fresh_out = forward(&stdout, &logs.stdout, &mut sent_out).await;
+            let fresh_err = forward(&stderr, &logs.stderr, &mut sent_err).await;
             if let Some(code) = status {
                 break Ok(code);
             }
@@ -435,8 +493,7 @@ impl Poller {
 }
 
 /// Sends the part of `text` beyond `sent` bytes; true when there was any.
-async fn forward(channel: &Chunks, text: Option<&str>, sent: &mut usize) -> bool {
-    let bytes = text.unwrap_or_default().as_bytes();
+async fn forward(channel: &Chunks, bytes: &[u8], sent: &mut usize) -> bool {
     if bytes.len() < *sent {
         // The service restarted its log (should not happen): follow it from here.
         *sent = bytes.len();
@@ -516,10 +573,6 @@ fn unexpected_text() -> EngineError {
     )
 }
 
-fn unexpected(_: CallError) -> EngineError {
-    unexpected_text()
-}
-
 /// How long a transfer of `bytes` may take beyond the request timeout (at least 1 MiB/s).
 fn transfer_allowance(bytes: u64) -> Duration {
     Duration::from_secs(bytes / (1024 * 1024))
@@ -527,14 +580,7 @@ fn transfer_allowance(bytes: u64) -> Duration {
 
 /// `512 MiB`, `4 KiB`, `1000 bytes`.
 pub(crate) fn limit_text(limit: u64) -> String {
-    const MIB: u64 = 1024 * 1024;
-    if limit >= MIB && limit % MIB == 0 {
-        format!("{} MiB", limit / MIB)
-    } else if limit >= 1024 && limit % 1024 == 0 {
-        format!("{} KiB", limit / 1024)
-    } else {
-        format!("{limit} bytes")
-    }
+    http::size(limit)
 }
 
 fn is_shell_name(name: &str) -> bool {
@@ -567,5 +613,17 @@ mod tests {
         assert_eq!(limit_text(1000), "1000 bytes");
         assert!(is_shell_name("A_1") && !is_shell_name("1A") && !is_shell_name("A-B"));
         assert_ne!(random_hex(), random_hex());
+    }
+
+    #[test]
+    fn logs_read_in_both_formats_the_daemon_answers() {
+        let json = br#"{"output":"x","stdout":"out\n","stderr":"err\n"}"#;
+        let parsed = parse_logs(Some("application/json; charset=utf-8"), json);
+        assert_eq!(parsed, Some(LogsReply { stdout: b"out\n".to_vec(), stderr: b"err\n".to_vec() }));
+        let plain = parse_logs(Some("text/plain; charset=utf-8"), b"{\"stdout\":1}\nerr\n");
+        assert_eq!(plain, Some(LogsReply { stdout: b"{\"stdout\":1}\nerr\n".to_vec(), stderr: Vec::new() }));
+        let raw = parse_logs(None, b"\x01\x01\x01out1\x02\x02\x02err1\x01\x01\x01out2");
+        assert_eq!(raw, Some(LogsReply { stdout: b"out1out2".to_vec(), stderr: b"err1".to_vec() }));
+        assert_eq!(parse_logs(Some("application/json"), b"not json"), None);
     }
 }

@@ -161,6 +161,11 @@ pub trait SandboxProvider: Send {
     fn name(&self) -> &'static str;
     /// How texts name the service (`E2B`, `Daytona`).
     fn title(&self) -> &'static str;
+    /// From now on every call of this provider and its sandboxes (staging, provisioning, uploads, commands)
+    /// stops promptly once `flag` is set (the run's cancel flag: Ctrl-C, `$/cancelRequest`).
+    fn watch_cancel(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        let _ = flag;
+    }
     /// Fails with the reference's text when the service's key is missing.
     fn check_credentials(&self) -> Result<()>;
     /// The calls [`SandboxProvider::prepare_template`] and a run would make, one line each, for a dry run
