@@ -61,6 +61,7 @@ struct ToolboxUrl {
 pub(crate) type CallError = HttpError;
 
 /// The shared transport with the key: base URLs are given per call.
+#[derive(Clone)]
 pub(crate) struct Transport {
     http: http::Transport,
     key: Option<String>,
@@ -78,6 +79,11 @@ impl Transport {
 
     pub fn has_key(&self) -> bool {
         self.key.as_deref().is_some_and(|k| !k.is_empty())
+    }
+
+    /// The same transport, not stopped by cancellation (deleting sandboxes and sessions after Ctrl-C).
+    pub fn for_cleanup(&self) -> Transport {
+        Transport { http: self.http.without_cancel(), ..self.clone() }
     }
 
     pub fn http(&self) -> &http::Transport {
@@ -202,12 +208,12 @@ impl Api {
     /// `DELETE /sandbox/{id}`; a 404 means it is already gone (Ok).
     pub async fn delete(&self, id: &str) -> std::result::Result<(), CallError> {
         let shown = format!("/sandbox/{}", segment(id));
-        let response =
-            self.transport.send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
+        let transport = self.transport.for_cleanup();
+        let response = transport.send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
         if response.status().is_success() || response.status() == StatusCode::NOT_FOUND {
             return Ok(());
         }
-        Err(self.transport.status_error(PLANE, &Method::DELETE, &shown, response).await)
+        Err(transport.status_error(PLANE, &Method::DELETE, &shown, response).await)
     }
 
     /// `GET /sandbox?labels=<JSON>`, following `nextCursor`.
@@ -223,8 +229,9 @@ impl Api {
                 None => vec![("labels", labels.as_str())],
             };
             let url = with_query(&self.url(shown), &query);
-            let response = self.transport.send_ok(PLANE, Method::GET, &url, shown, self.timeout(), &|r| r).await?;
-            let page: SandboxPage = self.transport.json(PLANE, &Method::GET, shown, response).await?;
+            let transport = self.transport.for_cleanup();
+            let response = transport.send_ok(PLANE, Method::GET, &url, shown, self.timeout(), &|r| r).await?;
+            let page: SandboxPage = transport.json(PLANE, &Method::GET, shown, response).await?;
             out.extend(page.items);
             match page.next_cursor {
                 Some(next) if !next.is_empty() => cursor = Some(next),

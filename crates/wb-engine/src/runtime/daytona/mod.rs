@@ -8,6 +8,7 @@
 //! `WB_DAYTONA_POLL_MS` (tests: the first poll interval in milliseconds).
 
 mod api;
+mod logs;
 mod toolbox;
 
 use std::collections::BTreeMap;

@@ -22,6 +22,8 @@ pub const SERVICE: &str = "E2B API";
 #[derive(Clone)]
 pub struct Api {
     transport: Transport,
+    /// The same, not stopped by cancellation: kill and reclaim still run after Ctrl-C.
+    cleanup: Transport,
     base: String,
     key: String,
 }
@@ -50,7 +52,9 @@ pub struct Created {
 
 impl Api {
     pub fn new(transport: &Transport, base: &str, key: &str) -> Api {
-        Api { transport: transport.with_secret(key), base: base.trim_end_matches('/').to_owned(), key: key.to_owned() }
+        let transport = transport.with_secret(key);
+        let cleanup = transport.without_cancel();
+        Api { transport, cleanup, base: base.trim_end_matches('/').to_owned(), key: key.to_owned() }
     }
 
     pub fn base(&self) -> &str {
@@ -68,15 +72,20 @@ impl Api {
 
     /// One call under the transport's retry policy; any status is returned (callers decide which are errors).
     pub async fn send(&self, method: Method, path_and_query: &str, body: Option<&Value>) -> Result<Reply> {
+        self.send_on(&self.transport, method, path_and_query, body).await
+    }
+
+    async fn send_on(
+        &self,
+        transport: &Transport,
+        method: Method,
+        path_and_query: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply> {
         let shown = path_and_query.split('?').next().unwrap_or(path_and_query);
         let url = format!("{}{}", self.base, path_and_query);
-        let call = Call {
-            service: SERVICE,
-            method: method.clone(),
-            url: &url,
-            shown,
-            deadline: self.transport.limits().request,
-        };
+        let call =
+            Call { service: SERVICE, method: method.clone(), url: &url, shown, deadline: transport.limits().request };
         let build = |request: reqwest::RequestBuilder| {
             let request = request.header("X-API-KEY", &self.key);
             match body {
@@ -84,7 +93,7 @@ impl Api {
                 None => request,
             }
         };
-        let response = self.transport.send(&call, &build).await?;
+        let response = transport.send(&call, &build).await?;
         let status = response.status();
         let next_token = response
             .headers()
@@ -93,10 +102,10 @@ impl Api {
             .map(str::to_owned)
             .filter(|t| !t.is_empty());
         let body = if status.is_success() {
-            self.transport.read(&call, response, self.transport.limits().reply).await?
+            transport.read(&call, response, transport.limits().reply).await?
         } else {
             // Only the start of an error reply is read (and quoted).
-            self.transport.read_at_most(&call, response, ERROR_BODY_LIMIT).await
+            transport.read_at_most(&call, response, ERROR_BODY_LIMIT).await
         };
         Ok(Reply { status, body, next_token })
     }
@@ -151,7 +160,7 @@ impl Api {
     /// `DELETE /sandboxes/{id}`: true when it was killed, false when it was already gone.
     pub async fn kill(&self, id: &str) -> Result<bool> {
         let path = format!("/sandboxes/{}", segment(id));
-        let reply = self.send(Method::DELETE, &path, None).await?;
+        let reply = self.send_on(&self.cleanup, Method::DELETE, &path, None).await?;
         match reply.status {
             status if status.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
@@ -165,7 +174,7 @@ impl Api {
         let mut token: Option<String> = None;
         for _ in 0..1000 {
             let path = format!("/v2/sandboxes?{}", list_query(metadata, token.as_deref()));
-            let reply = self.send(Method::GET, &path, None).await?;
+            let reply = self.send_on(&self.cleanup, Method::GET, &path, None).await?;
             if !reply.status.is_success() {
                 return Err(self.failure(&Method::GET, "/v2/sandboxes", &reply));
             }

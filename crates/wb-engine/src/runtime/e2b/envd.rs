@@ -62,6 +62,7 @@ pub fn envd_url(sandbox_url: Option<&str>, domain: &str, id: &str) -> String {
 }
 
 /// What envd calls of one sandbox share.
+#[derive(Clone)]
 pub(crate) struct Envd {
     pub id: String,
     pub base: String,
@@ -188,7 +189,8 @@ impl Envd {
     }
 
     async fn kill_pid(&self, pid: u64) -> Result<()> {
-        self.unary("process.Process/SendSignal", &json!({"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}))
+        Envd { transport: self.transport.without_cancel(), ..self.clone() }
+            .unary("process.Process/SendSignal", &json!({"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}))
             .await
             .map(|_| ())
     }

@@ -135,9 +135,11 @@ pub struct HttpError {
 }
 
 impl HttpError {
-    /// The service may have done what was asked (a deadline passed, or it failed on its side).
+    /// The service may have done what was asked (a deadline passed, the call was cancelled in flight, or the
+    /// service failed on its side).
     pub fn uncertain(&self) -> bool {
-        matches!(self.failure, Failure::Deadline) || matches!(self.failure, Failure::Status(s) if s >= 500)
+        matches!(self.failure, Failure::Deadline | Failure::Cancelled)
+            || matches!(self.failure, Failure::Status(s) if s >= 500)
     }
 }
 
@@ -203,6 +205,12 @@ impl Transport {
             secrets.push(secret.to_owned());
         }
         Transport { secrets: Arc::new(secrets), ..self.clone() }
+    }
+
+    /// The same transport without the cancel flag: for cleanup (destroying a sandbox, killing a process,
+    /// reclaiming by label), which must still run after a run was cancelled.
+    pub fn without_cancel(&self) -> Transport {
+        Transport { options: Options { cancel: Cancel::default(), ..self.options.clone() }, ..self.clone() }
     }
 
     pub fn limits(&self) -> Limits {
