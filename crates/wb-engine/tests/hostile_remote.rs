@@ -281,7 +281,7 @@ fn no_credential_follows_a_redirect_to_another_origin() {
     let api = control_plane(String::new(), |_| Answer::Json(404, "{}".to_owned()));
     let mut provider = e2b(&api, &envd, &runtime, Options::default());
     let sandbox = provider.create(&spec()).unwrap();
-    let error = sandbox.upload("/tmp/x", b"hello").err().expect("a redirect is refused").to_string();
+    let error = sandbox.upload("/tmp/x", b"hello").expect_err("a redirect is refused").to_string();
     assert!(error.contains("envd POST /files failed") && error.contains("307"), "{error}");
     // Daytona's control plane redirects create.
     let to = other.url.clone();
@@ -355,7 +355,7 @@ fn the_output_of_an_engine_command_is_bounded() {
     });
     let api = control_plane(String::new(), |_| Answer::Json(404, "{}".to_owned()));
     let sandbox = e2b(&api, &envd, &runtime, options(limits())).create(&spec()).unwrap();
-    let error = sandbox.run("yes", &CommandOptions::default()).err().expect("bounded").to_string();
+    let error = sandbox.run("yes", &CommandOptions::default()).expect_err("bounded").to_string();
     assert!(error.contains("E2B sandbox sbx1: envd: the command's output exceeds the 1 MiB limit"), "{error}");
     assert!(envd.written() < LIMIT + BUFFERED, "{} bytes were taken", envd.written());
     assert!(envd.seen().iter().any(|s| s.path == "/process.Process/SendSignal"), "the command was killed");
@@ -368,7 +368,7 @@ fn the_output_of_an_engine_command_is_bounded() {
     });
     let api = control_plane(format!("{}/toolbox", toolbox.url), |_| Answer::Json(200, "{}".to_owned()));
     let sandbox = daytona(&api, &runtime, options(limits())).create(&spec()).unwrap();
-    let error = sandbox.run("yes", &CommandOptions::default()).err().expect("bounded").to_string();
+    let error = sandbox.run("yes", &CommandOptions::default()).expect_err("bounded").to_string();
     assert!(
         error.contains("Daytona toolbox POST process/execute: the command's output exceeds the 1 MiB limit"),
         "{error}"
@@ -383,7 +383,7 @@ fn a_stalled_upload_hits_its_deadline_and_stops_when_cancelled() {
     let api = control_plane(String::new(), |_| Answer::Json(404, "{}".to_owned()));
     let short = Limits { request: Duration::from_millis(300), ..Limits::default() };
     let sandbox = e2b(&api, &envd, &runtime, options(short)).create(&spec()).unwrap();
-    let error = sandbox.upload("/tmp/archive.tar", &[7u8; 4096]).err().expect("deadline").to_string();
+    let error = sandbox.upload("/tmp/archive.tar", &[7u8; 4096]).expect_err("deadline").to_string();
     assert!(error.contains("envd POST /files failed: no answer within 0.3 seconds"), "{error}");
 
     // With the default deadline (a minute and more), the run's cancel flag ends it.
@@ -401,7 +401,7 @@ fn a_stalled_upload_hits_its_deadline_and_stops_when_cancelled() {
         }
         flag.store(true, Ordering::SeqCst);
     });
-    let error = sandbox.upload("/tmp/archive.tar", &[7u8; 4096]).err().expect("cancelled").to_string();
+    let error = sandbox.upload("/tmp/archive.tar", &[7u8; 4096]).expect_err("cancelled").to_string();
     canceller.join().unwrap();
     assert!(error.contains("envd POST /files was cancelled"), "{error}");
 
