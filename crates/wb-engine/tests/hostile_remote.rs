@@ -389,7 +389,7 @@ fn a_stalled_upload_hits_its_deadline_and_stops_when_cancelled() {
     // With the default deadline (a minute and more), the run's cancel flag ends it.
     let cancel = Arc::new(AtomicBool::new(false));
     let mut provider = e2b(&api, &envd, &runtime, Options::default());
-    provider.watch_cancel(cancel.clone());
+    provider.watch_cancel(Some(cancel.clone()));
     let sandbox = provider.create(&spec()).unwrap();
     let before = envd.seen().len();
     let flag = cancel.clone();
@@ -404,6 +404,14 @@ fn a_stalled_upload_hits_its_deadline_and_stops_when_cancelled() {
     let error = sandbox.upload("/tmp/archive.tar", &[7u8; 4096]).expect_err("cancelled").to_string();
     canceller.join().unwrap();
     assert!(error.contains("envd POST /files was cancelled"), "{error}");
+    // Cleanup still runs while the flag is set; once no longer watched, calls go out again.
+    let error = sandbox.resources().expect_err("cancelled").to_string();
+    assert!(error.contains("E2B API GET /sandboxes/sbx1 was cancelled"), "{error}");
+    sandbox.destroy().expect("destroy is never cancelled");
+    assert!(api.seen().iter().any(|s| s.method == "DELETE" && s.path == "/sandboxes/sbx1"));
+    provider.watch_cancel(None);
+    let error = sandbox.resources().expect_err("the hostile API has no such sandbox").to_string();
+    assert!(error.contains("E2B API GET /sandboxes/sbx1 failed with 404"), "{error}");
 
     // A create stuck at Daytona's control plane during provisioning stops as well (the reclaim by label that
     // follows a create that may have happened is cleanup, and still runs).
@@ -413,7 +421,7 @@ fn a_stalled_upload_hits_its_deadline_and_stops_when_cancelled() {
     });
     let cancel = Arc::new(AtomicBool::new(true));
     let mut provider = daytona(&api, &runtime, Options::default());
-    provider.watch_cancel(cancel);
+    provider.watch_cancel(Some(cancel));
     let error = provider.create(&spec()).err().expect("cancelled").to_string();
     assert!(error.contains("Daytona API POST /sandbox was cancelled"), "{error}");
     assert!(api.seen().iter().any(|s| s.method == "GET" && s.path.starts_with("/api/sandbox?labels=")), "reclaimed");

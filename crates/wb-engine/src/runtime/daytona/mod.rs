@@ -226,7 +226,7 @@ impl SandboxProvider for Daytona {
         "Daytona"
     }
 
-    fn watch_cancel(&mut self, flag: Arc<std::sync::atomic::AtomicBool>) {
+    fn watch_cancel(&mut self, flag: Option<Arc<std::sync::atomic::AtomicBool>>) {
         self.shared.api.transport.http().cancel().watch(flag);
     }
 

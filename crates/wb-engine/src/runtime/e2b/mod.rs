@@ -113,7 +113,7 @@ impl SandboxProvider for E2b {
         "E2B"
     }
 
-    fn watch_cancel(&mut self, flag: Arc<AtomicBool>) {
+    fn watch_cancel(&mut self, flag: Option<Arc<AtomicBool>>) {
         self.transport.cancel().watch(flag);
     }
 

@@ -80,10 +80,10 @@ impl Limits {
 pub struct Cancel(Arc<Mutex<Option<Arc<AtomicBool>>>>);
 
 impl Cancel {
-    /// Watches `flag` from now on (every clone of this transport).
-    pub fn watch(&self, flag: Arc<AtomicBool>) {
+    /// Watches `flag` from now on (every clone of this transport); `None` stops watching.
+    pub fn watch(&self, flag: Option<Arc<AtomicBool>>) {
         if let Ok(mut slot) = self.0.lock() {
-            *slot = Some(flag);
+            *slot = flag;
         }
     }
 
