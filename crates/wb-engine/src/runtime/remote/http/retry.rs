@@ -83,8 +83,10 @@ mod tests {
         assert_eq!(retry_after(&with("NaN"), now), None);
         assert_eq!(retry_after(&with("Wed, 21 Oct 2015 07:28:09 GMT"), now), Some(Duration::from_secs(9)));
         assert_eq!(retry_after(&with("Wed, 21 Oct 2015 07:27:00 GMT"), now), Some(Duration::ZERO));
-        assert_eq!(retry_after(&with("Wed, 21 Oct 2115 07:27:00 GMT"), now), Some(Duration::from_secs(86_400)));
+        assert_eq!(retry_after(&with("Mon, 21 Oct 2115 07:27:00 GMT"), now), Some(Duration::from_secs(86_400)));
         assert_eq!(retry_after(&with("soon"), now), None);
+        // A date whose weekday is wrong is not a date: the backoff applies.
+        assert_eq!(retry_after(&with("Fri, 21 Oct 2115 07:27:00 GMT"), now), None);
         assert_eq!(retry_after(&reqwest::header::HeaderMap::new(), now), None);
     }
 
