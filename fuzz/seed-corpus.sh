@@ -17,4 +17,9 @@ mkdir -p corpus/transport
 frame() { printf 'Content-Length: %d\r\n\r\n%s' "${#1}" "$1"; }
 { printf '\x07'; frame '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'; frame '{"jsonrpc":"2.0","method":"initialized","params":{}}'; } > corpus/transport/seed-1
 { printf '\x00'; frame '{not json'; printf 'Content-Type: x\r\n\r\n'; frame '[1]'; frame '{"jsonrpc":"2.0","id":"a","method":"shutdown"}'; } > corpus/transport/seed-2
-echo "seeded $i manifests into corpus/check and corpus/ide, and 2 client streams into corpus/transport"
+# The connect seeds: a chunk-size byte, then envd's Start stream (start, data, keepalive, end, end-of-stream).
+mkdir -p corpus/connect
+envelope() { printf "\\x$(printf %02x "$1")"; printf '%08x' "${#2}" | sed 's/../\\x&/g' | xargs -0 printf; printf '%s' "$2"; }
+{ printf '\x02'; envelope 0 '{"event":{"start":{"pid":7}}}'; envelope 0 '{"event":{"data":{"stdout":"aGk="}}}'; envelope 0 '{"event":{"keepalive":{}}}'; envelope 0 '{"event":{"end":{"exitCode":3}}}'; envelope 2 '{}'; } > corpus/connect/seed-1
+{ printf '\x00'; envelope 2 '{"error":{"code":"deadline_exceeded","message":"late"}}'; } > corpus/connect/seed-2
+echo "seeded $i manifests into corpus/check and corpus/ide, 2 client streams into corpus/transport and 2 envd streams into corpus/connect"

@@ -10,19 +10,23 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use wb_engine::runtime::daytona::{Daytona, MISSING_KEY, NO_DOCKERFILE, Timing};
+use wb_engine::runtime::remote::http::{self, RecordingClock};
 use wb_engine::runtime::remote::provider::{
     CommandOptions, ResourceRequest, Resources, SandboxProvider, SandboxSpec, TRANSFER_LIMIT, TemplateRequest,
     TemplateSource, User,
 };
-use wb_sandbox_fakes::daytona::{DaytonaFake, Options, wire_entry};
+use wb_sandbox_fakes::daytona::{DaytonaFake, LogReplies, Options, wire_entry};
 
 struct Setup {
     provider: Daytona,
     fake: DaytonaFake,
     _runtime: tokio::runtime::Runtime,
+    /// Every retry waits on it (and returns at once).
+    clock: Arc<RecordingClock>,
 }
 
 fn timing() -> Timing {
@@ -37,7 +41,11 @@ fn timing() -> Timing {
 }
 
 fn setup_with(timing: Timing) -> Setup {
-    let fake = DaytonaFake::start(Options::default()).expect("fake");
+    setup_with_fake(timing, Options::default())
+}
+
+fn setup_with_fake(timing: Timing, options: Options) -> Setup {
+    let fake = DaytonaFake::start(options).expect("fake");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let env: BTreeMap<String, String> = [
         ("DAYTONA_API_KEY".to_owned(), fake.api_key()),
@@ -45,8 +53,15 @@ fn setup_with(timing: Timing) -> Setup {
         ("DAYTONA_TARGET".to_owned(), "us".to_owned()),
     ]
     .into();
-    let provider = Daytona::new(&env, runtime.handle().clone()).expect("provider").with_timing(timing).expect("timing");
-    Setup { provider, fake, _runtime: runtime }
+    let clock = Arc::new(RecordingClock::at(SystemTime::now()));
+    let transport = http::Options { clock: clock.clone(), ..http::Options::default() };
+    let provider = Daytona::new(&env, runtime.handle().clone())
+        .expect("provider")
+        .with_timing(timing)
+        .expect("timing")
+        .with_options(transport)
+        .expect("transport");
+    Setup { provider, fake, _runtime: runtime, clock }
 }
 
 fn setup() -> Setup {
@@ -219,6 +234,23 @@ fn start_streams_stdout_and_stderr_separately_then_exits() {
 }
 
 #[test]
+fn logs_in_plain_text_as_the_daemon_answers_clients_without_the_sdk_header_are_followed() {
+    let mut setup = setup_with_fake(timing(), Options { logs: LogReplies::PlainText, ..Options::default() });
+    let sandbox = setup.provider.create(&spec("wb_run_plain")).expect("create");
+    let process = sandbox
+        .start("echo out1; echo err1 >&2; sleep 0.3; echo '{\"stdout\":1}'; exit 0", &CommandOptions::default())
+        .expect("start");
+    let stdout = read_all(process.stdout);
+    let stderr = read_all(process.stderr);
+    assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
+    // Plain text combines the streams: everything arrives as stdout, a JSON-looking line included.
+    assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "out1\nerr1\n{\"stdout\":1}\n");
+    assert_eq!(stderr.join().expect("stderr"), b"");
+    let logs = setup.fake.requests().into_iter().find(|r| r.path.ends_with("/logs")).expect("logs polled");
+    assert_eq!(logs.headers.get("x-daytona-sdk-version").map(String::as_str), Some("0.190.0"));
+}
+
+#[test]
 fn kill_ends_a_started_command_with_143() {
     let mut setup = setup();
     let sandbox = setup.provider.create(&spec("wb_run_kill")).expect("create");
@@ -335,9 +367,8 @@ fn too_many_requests_are_retried_honouring_retry_after() {
         f.too_many_requests = 2;
         f.retry_after_secs = 1;
     });
-    let began = Instant::now();
     let sandbox = setup.provider.create(&spec("wb_run_429")).expect("create after retries");
-    assert!(began.elapsed() >= Duration::from_millis(1900), "waited as told: {:?}", began.elapsed());
+    assert_eq!(setup.clock.waits(), vec![Duration::from_secs(1); 2], "waited as told");
     assert_eq!(setup.fake.recorder().matching("POST", "/api/sandbox").len(), 3);
     setup.fake.faults(|f| {
         f.too_many_requests = 4;

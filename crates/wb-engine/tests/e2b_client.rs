@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use wb_engine::runtime::Exit;
 use wb_engine::runtime::e2b::{E2b, MISSING_KEY};
+use wb_engine::runtime::remote::http::{self, RecordingClock};
 use wb_engine::runtime::remote::provider::{
     CommandOptions, ResourceRequest, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource, User,
 };
@@ -26,14 +27,18 @@ struct Setup {
     e2b: E2b,
     fake: E2bFake,
     runtime: tokio::runtime::Runtime,
+    /// Every retry waits on it (and returns at once).
+    clock: Arc<RecordingClock>,
 }
 
 fn setup_with(options: FakeOptions) -> Setup {
     let fake = E2bFake::start(options).expect("fake");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let mut e2b = E2b::new(&fake.env(), runtime.handle().clone()).expect("client");
+    let clock = Arc::new(RecordingClock::at(SystemTime::now()));
+    let transport = http::Options { clock: clock.clone(), ..http::Options::default() };
+    let mut e2b = E2b::with_options(&fake.env(), runtime.handle().clone(), transport).expect("client");
     e2b.set_poll_interval(Duration::from_millis(20));
-    Setup { e2b, fake, runtime }
+    Setup { e2b, fake, runtime, clock }
 }
 
 fn setup() -> Setup {
@@ -289,14 +294,30 @@ fn a_failed_create_names_provider_operation_and_status() {
 fn rate_limits_are_retried_after_retry_after() {
     let mut s = setup();
     s.fake.set_faults(Faults { rate_limited: 2, retry_after: 1, ..Faults::default() });
-    let begun = Instant::now();
     let sandbox = s.e2b.create(&spec("base", "x")).expect("create after 429s");
-    assert!(begun.elapsed() >= Duration::from_secs(2), "Retry-After is honoured");
+    assert_eq!(s.clock.waits(), vec![Duration::from_secs(1); 2], "Retry-After is honoured");
     assert_eq!(s.fake.requests().iter().filter(|r| r.path == "/v2/sandboxes").count(), 3);
     sandbox.destroy().expect("destroy");
     s.fake.set_faults(Faults { rate_limited: 4, retry_after: 0, ..Faults::default() });
     let error = s.e2b.create(&spec("base", "x")).err().expect("gives up").to_string();
     assert!(error.contains("failed with 429"), "{error}");
+    assert_eq!(s.clock.waits().len(), 2 + 3, "three retries, then the 429 is the error");
+}
+
+#[test]
+fn uploads_use_octet_stream_from_envd_0_5_7_and_multipart_before() {
+    for (version, media) in
+        [("0.5.7", "application/octet-stream"), ("0.5.6", "multipart/form-data"), ("0.1.0", "multipart/form-data")]
+    {
+        let mut s = setup_with(FakeOptions { envd_version: version.to_owned(), ..FakeOptions::default() });
+        let sandbox = s.e2b.create(&spec("base", "u")).expect("create");
+        let bytes: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+        sandbox.upload("/tmp/up/data.bin", &bytes).unwrap_or_else(|e| panic!("envd {version}: {e}"));
+        assert_eq!(sandbox.download("/tmp/up/data.bin", 1 << 20).expect("download"), bytes, "envd {version}");
+        let upload = s.fake.requests().into_iter().find(|r| r.method == "POST" && r.path == "/files").expect("upload");
+        let content_type = upload.headers.get("content-type").cloned().unwrap_or_default();
+        assert!(content_type.starts_with(media), "envd {version}: {content_type}");
+    }
 }
 
 #[test]

@@ -101,14 +101,14 @@ enum Service {
 }
 
 impl Service {
-    fn start(kind: Kind, bin: &Path) -> Service {
+    fn start(kind: Kind, bin: &Path, logs: daytona::LogReplies) -> Service {
         let read_only = vec![(bin.to_path_buf(), "/opt/wb/bin".to_owned())];
         match kind {
             Kind::E2b => {
                 Service::E2b(E2bFake::start(e2b::FakeOptions { read_only, ..e2b::FakeOptions::default() }).unwrap())
             }
             Kind::Daytona => Service::Daytona(
-                DaytonaFake::start(daytona::Options { read_only, ..daytona::Options::default() }).unwrap(),
+                DaytonaFake::start(daytona::Options { read_only, logs, ..daytona::Options::default() }).unwrap(),
             ),
         }
     }
@@ -201,6 +201,10 @@ struct Setup {
 }
 
 fn setup(kind: Kind) -> Setup {
+    setup_with(kind, daytona::LogReplies::Daemon)
+}
+
+fn setup_with(kind: Kind, logs: daytona::LogReplies) -> Setup {
     let world = World::new();
     world.package("remote-demo", MANIFEST);
     // The workspace: a git repository with a secret file that must never leave the host.
@@ -216,7 +220,7 @@ fn setup(kind: Kind) -> Setup {
     let opencode = image_bin.join("opencode");
     std::fs::write(&opencode, FAKE_OPENCODE).unwrap();
     std::fs::set_permissions(&opencode, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let service = Service::start(kind, &image_bin);
+    let service = Service::start(kind, &image_bin, logs);
     let docs = world.root.join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("guide.md"), "# Guide\n").unwrap();
@@ -416,6 +420,22 @@ fn e2b_dry_run_smoke_run_and_apply() {
 #[test]
 fn daytona_dry_run_smoke_run_and_apply() {
     lifecycle(Kind::Daytona);
+}
+
+/// Daytona's daemon answers session logs as plain text to a client that sends no SDK version (daemon
+/// v0.190.0, `apps/daemon/pkg/session/common.go`); a run against a daemon answering so completes.
+#[test]
+fn daytona_a_daemon_answering_logs_in_plain_text_completes_the_run() {
+    let setup = setup_with(Kind::Daytona, daytona::LogReplies::PlainText);
+    let (output, events) = setup.run("edit");
+    assert_eq!(output.code, 0, "{output:?}");
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types.last(), Some(&"run.completed"), "{types:?}");
+    let texts: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "output.text").filter_map(|e| e["data"]["text"].as_str()).collect();
+    assert!(texts.contains(&"pwd=/workspace") && texts.contains(&"done"), "{texts:?}");
+    assert!(setup.service.live().is_empty(), "the sandbox was left: {:?}", setup.service.live());
+    setup.assert_quiet(&output);
 }
 
 fn create_fails(kind: Kind) {

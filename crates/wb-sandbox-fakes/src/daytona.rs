@@ -32,12 +32,26 @@ pub struct Options {
     pub api_key: String,
     /// Host directories bound read-only into every sandbox (host path, sandbox path).
     pub read_only: Vec<(PathBuf, String)>,
+    /// How session logs are answered.
+    pub logs: LogReplies,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { api_key: "dtn_fake_key_0123456789".to_owned(), read_only: Vec::new() }
+        Options { api_key: "dtn_fake_key_0123456789".to_owned(), read_only: Vec::new(), logs: LogReplies::Daemon }
     }
+}
+
+/// How `GET …/process/session/{sid}/command/{cid}/logs` answers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogReplies {
+    /// As the daemon does (v0.190.0, `apps/daemon/pkg/toolbox/process/session/log.go` with
+    /// `apps/daemon/pkg/session/common.go`): JSON `{output, stdout, stderr}` to a client whose
+    /// `X-Daytona-SDK-Version` is 0.167.0 or later (or a dev version), otherwise plain text.
+    #[default]
+    Daemon,
+    /// Plain text whatever the client sends: what the daemon answers a client without the SDK header.
+    PlainText,
 }
 
 /// Behaviour to inject; change it with [`DaytonaFake::faults`].
@@ -77,6 +91,7 @@ pub struct DaytonaFake {
 
 struct FakeState {
     key: String,
+    logs: LogReplies,
     toolbox_url: String,
     read_only: Vec<(PathBuf, String)>,
     sandboxes: Mutex<BTreeMap<String, FakeSandbox>>,
@@ -105,6 +120,9 @@ struct FakeCommand {
     stdout: Mutex<Vec<u8>>,
     stderr: Mutex<Vec<u8>>,
     output: Mutex<Vec<u8>>,
+    /// The daemon's log file: each chunk after its stream's prefix (`\x01\x01\x01` stdout, `\x02\x02\x02`
+    /// stderr; `libs/common-go/pkg/log/read_multiplex_log.go`).
+    log: Mutex<Vec<u8>>,
     exit: Mutex<Option<i32>>,
     pid: Option<u32>,
     stdin: tokio::sync::Mutex<Option<tokio::process::ChildStdin>>,
@@ -140,6 +158,7 @@ impl DaytonaFake {
                 };
                 let state = Arc::new(FakeState {
                     key: options.api_key.clone(),
+                    logs: options.logs,
                     toolbox_url: format!("http://{address}/toolbox"),
                     read_only: options.read_only.clone(),
                     sandboxes: Mutex::new(BTreeMap::new()),
@@ -368,15 +387,7 @@ async fn handle(State(state): State<Arc<FakeState>>, request: Request) -> Respon
                 },
                 (Method::GET, ["process", "session", sid, "command", cid, "logs"]) => {
                     match state.command_of(&id, sid, cid) {
-                        Some(command) => {
-                            let text = |m: &Mutex<Vec<u8>>| {
-                                m.lock().map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
-                            };
-                            reply(
-                                StatusCode::OK,
-                                json!({ "output": text(&command.output), "stdout": text(&command.stdout), "stderr": text(&command.stderr) }),
-                            )
-                        }
+                        Some(command) => logs_reply(&command, &parts.headers, state.logs),
                         None => error(StatusCode::NOT_FOUND, "command not found"),
                     }
                 }
@@ -549,6 +560,7 @@ async fn exec(state: &Arc<FakeState>, id: &str, root: &SandboxRoot, session: &st
         stdout: Mutex::new(Vec::new()),
         stderr: Mutex::new(Vec::new()),
         output: Mutex::new(Vec::new()),
+        log: Mutex::new(Vec::new()),
         exit: Mutex::new(None),
         pid: spawned.child.id(),
         stdin: tokio::sync::Mutex::new(spawned.child.stdin.take()),
@@ -587,6 +599,70 @@ async fn exec(state: &Arc<FakeState>, id: &str, root: &SandboxRoot, session: &st
     reply(StatusCode::OK, json!({ "cmdId": command.id, "output": output, "exitCode": code }))
 }
 
+const STDOUT_PREFIX: &[u8] = &[1, 1, 1];
+const STDERR_PREFIX: &[u8] = &[2, 2, 2];
+
+/// A command's logs as the daemon answers them (v0.190.0): `GetSessionCommandLogs` in
+/// `apps/daemon/pkg/toolbox/process/session/log.go`, deciding by `IsCombinedOutput` and `SkipServerDemux` of
+/// `apps/daemon/pkg/session/common.go`, the prefixes removed from a combined log as `GetSessionCommandLogs` of
+/// `apps/daemon/pkg/session/log.go` does, plain text written by gin's `c.String` (`text/plain`).
+fn logs_reply(command: &FakeCommand, headers: &axum::http::HeaderMap, replies: LogReplies) -> Response {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let sdk = if replies == LogReplies::PlainText { String::new() } else { header("X-Daytona-SDK-Version") };
+    let dev = sdk.contains("dev");
+    // `util.CompareVersions` failing counts as newer (`versionComparison = 1`) for the combined check.
+    let older_than = |minimum: (u64, u64, u64)| version(&sdk).map(|v| v < minimum);
+    let combined = (older_than((0, 27, 0)) == Some(true) && !dev)
+        || (sdk.is_empty() && header("X-Daytona-Split-Output") != "true");
+    let skip_demux = sdk.is_empty() || (!dev && older_than((0, 167, 0)).unwrap_or(true));
+    let log = command.log.lock().map(|l| l.clone()).unwrap_or_default();
+    let (stdout, stderr) = demux(&log);
+    if !skip_demux && !combined {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        return reply(
+            StatusCode::OK,
+            json!({ "output": text(&log), "stdout": text(&stdout), "stderr": text(&stderr) }),
+        );
+    }
+    let body = if combined { strip_prefixes(&log) } else { log };
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+}
+
+/// `major.minor.patch` of a version (a suffix ignored), `None` when it does not read as one.
+fn version(text: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = text.split(['.', '-', '+']);
+    let mut next = || parts.next()?.parse::<u64>().ok();
+    Some((next()?, next()?, next()?))
+}
+
+fn strip_prefixes(log: &[u8]) -> Vec<u8> {
+    let (mut out, mut rest) = (Vec::with_capacity(log.len()), log);
+    while !rest.is_empty() {
+        if rest.starts_with(STDOUT_PREFIX) || rest.starts_with(STDERR_PREFIX) {
+            rest = &rest[3..];
+        } else {
+            out.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    out
+}
+
+/// The log's stdout and stderr (`DemuxLogBytes`).
+fn demux(log: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let (mut stdout, mut stderr, mut to_stderr, mut rest) = (Vec::new(), Vec::new(), false, log);
+    while !rest.is_empty() {
+        if rest.starts_with(STDOUT_PREFIX) || rest.starts_with(STDERR_PREFIX) {
+            to_stderr = rest.starts_with(STDERR_PREFIX);
+            rest = &rest[3..];
+        } else {
+            if to_stderr { &mut stderr } else { &mut stdout }.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    (stdout, stderr)
+}
+
 async fn capture<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>, command: Arc<FakeCommand>, stdout: bool) {
     let Some(mut pipe) = pipe else { return };
     let mut buffer = vec![0u8; 8192];
@@ -600,6 +676,10 @@ async fn capture<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>, command: Arc<
         }
         if let Ok(mut bytes) = command.output.lock() {
             bytes.extend_from_slice(&buffer[..n]);
+        }
+        if let Ok(mut log) = command.log.lock() {
+            log.extend_from_slice(if stdout { STDOUT_PREFIX } else { STDERR_PREFIX });
+            log.extend_from_slice(&buffer[..n]);
         }
     }
 }

@@ -43,6 +43,9 @@ pub struct Faults {
     pub upload_status: Option<u16>,
     /// `Start` streams never send their end (the process still runs; its output still streams).
     pub hang_start: bool,
+    /// `Start` streams fall silent after the start event: no output, no keepalive, no end, the connection
+    /// left open (a half-open connection as the client sees it).
+    pub silent_stream: bool,
     /// A template build ends in `error` with this reason.
     pub build_error: Option<String>,
 }
@@ -600,7 +603,7 @@ async fn envd(
     };
     match (method, path) {
         ("GET", "/health") => empty(204),
-        ("POST", "/process.Process/Start") => start(shared, sandbox, &body).await,
+        ("POST", "/process.Process/Start") => start(shared, sandbox, headers, &body).await,
         ("POST", "/process.Process/SendSignal") => {
             let Some(pid) = pid_of(&json_body) else {
                 return connect_error(400, "invalid_argument", "pid is required");
@@ -668,13 +671,28 @@ async fn envd(
             }
             let Some(target) = query_map(uri).get("path").cloned() else { return error(400, "path is required") };
             let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
-            let bytes = if let Some(boundary) = content_type.split("boundary=").nth(1) {
+            let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let multipart = media.starts_with("multipart/");
+            // envd 0.5.7 added raw bodies (`handleRawUpload`, infra 92011c8a); before, `PostFiles` called
+            // `r.MultipartReader()` on every upload and answered its failure 500.
+            let raw_uploads = version_at_least(&shared.options.envd_version, (0, 5, 7));
+            let bytes = if multipart {
+                let boundary = content_type.split("boundary=").nth(1).unwrap_or("");
                 match multipart_file(&body, boundary.trim_matches('"')) {
                     Some(bytes) => bytes,
                     None => return error(400, "no file part"),
                 }
-            } else {
+            } else if !raw_uploads {
+                return error(500, "error parsing multipart form: request Content-Type isn't multipart/form-data");
+            } else if media == "application/octet-stream" {
                 body.to_vec()
+            } else {
+                return error(
+                    400,
+                    &format!(
+                        "unsupported content type: {content_type}, expected multipart/form-data or application/octet-stream"
+                    ),
+                );
             };
             match sandbox.root.write_file(&target, &bytes).await {
                 Ok(()) => {
@@ -695,6 +713,15 @@ async fn envd(
     }
 }
 
+/// `major.minor.patch` at least `minimum` (a suffix ignored; unreadable is older).
+fn version_at_least(version: &str, minimum: (u64, u64, u64)) -> bool {
+    let mut parts = version.trim_start_matches('v').split(['.', '-', '+']).map(|p| p.parse::<u64>().ok());
+    match (parts.next().flatten(), parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor), Some(patch)) => (major, minor, patch) >= minimum,
+        _ => false,
+    }
+}
+
 /// The first part's content of a `multipart/form-data` body.
 fn multipart_file(body: &[u8], boundary: &str) -> Option<Vec<u8>> {
     let marker = format!("--{boundary}");
@@ -708,7 +735,14 @@ fn multipart_file(body: &[u8], boundary: &str) -> Option<Vec<u8>> {
     Some(text[headers_end..end].to_vec())
 }
 
-async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, body: &[u8]) -> Response {
+async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, headers: &HeaderMap, body: &[u8]) -> Response {
+    // envd ticks a keepalive at the client's `Keepalive-Ping-Interval` seconds, 90 by default
+    // (`packages/envd/internal/permissions/keepalive.go`).
+    let keepalive_every = headers
+        .get("keepalive-ping-interval")
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .map_or(Duration::from_secs(90), Duration::from_secs);
+    let silent = shared.faults().silent_stream;
     let Some(request) = first_envelope(body) else {
         return connect_error(400, "invalid_argument", "no request envelope");
     };
@@ -747,6 +781,11 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, body: &[u8]) -> Respo
     let mut child = spawned.child;
     tokio::spawn(async move {
         let _ = tx.send(Ok(envelope(0, &json!({"event": {"start": {"pid": pid}}})))).await;
+        if silent {
+            tx.closed().await;
+            let _ = child.kill().await;
+            return;
+        }
         let _ = tx.send(Ok(envelope(0, &json!({"event": {"keepalive": {}}})))).await;
         let pump = |reader: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>,
                     key: &'static str,
@@ -765,7 +804,7 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, body: &[u8]) -> Respo
             let tx = tx.clone();
             tokio::spawn(async move {
                 loop {
-                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    tokio::time::sleep(keepalive_every).await;
                     if tx.send(Ok(envelope(0, &json!({"event": {"keepalive": {}}})))).await.is_err() {
                         break;
                     }

@@ -1,7 +1,8 @@
 //! The Daytona control plane (`DAYTONA_API_URL`, REST + JSON, `Authorization: Bearer <key>`): create a
 //! sandbox, poll it until `started`, delete it, list sandboxes by labels, look up the toolbox URL. The same
-//! transport ([`Transport`]) also carries the toolbox calls: one request timeout on every call, 429s retried
-//! up to three times honouring `Retry-After`, and errors in the reference's words
+//! [`Transport`] also carries the toolbox calls: the shared transport (`remote::http`: a deadline on every
+//! call, bounded replies, cancellation, no redirect, one retry policy) with the Bearer header and the SDK
+//! version header the daemon dispatches on, and errors in the reference's words
 //! (`Daytona API <METHOD> <path> failed with <status>: <body ≤ 500 chars>`). The key is only ever put in
 //! the `Authorization` header; it is never part of a URL, an error or a log line.
 
@@ -12,10 +13,14 @@ use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http::{self, Call, HttpError};
 
-use crate::runtime::remote::http::{MAX_RETRY_WAIT, RATE_LIMIT_RETRIES, retry_after};
-/// The longest error body quoted in an error text.
-const BODY_LIMIT: usize = 500;
+/// The SDK version this client speaks as (`X-Daytona-SDK-Version`). The daemon answers session logs as
+/// JSON with separate stdout and stderr only to clients at 0.167.0 or later, and plain text to every other
+/// (`apps/daemon/pkg/session/common.go` `IsCombinedOutput`/`SkipServerDemux`,
+/// `apps/daemon/pkg/toolbox/process/session/log.go`, v0.190.0); this is the version whose daemon sources the
+/// client was checked against. The official SDK sends its own version on every call (`Daytona.ts`).
+pub(crate) const SDK_VERSION: &str = "0.190.0";
 
 /// A sandbox as the API describes it (`Sandbox` DTO); unknown fields are ignored.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -52,44 +57,42 @@ struct ToolboxUrl {
     url: String,
 }
 
-/// A failed call: the text, and whether the call timed out or the service answered 5xx (a create that fails
-/// so may still have made a sandbox).
-#[derive(Debug)]
-pub(crate) struct CallError {
-    pub text: String,
-    pub uncertain: bool,
-}
+/// A failed call (its text, and whether the service may still have acted: `uncertain()`).
+pub(crate) type CallError = HttpError;
 
-impl From<CallError> for EngineError {
-    fn from(error: CallError) -> EngineError {
-        EngineError::message(error.text)
-    }
-}
-
-/// The HTTP client both planes share: base URLs are given per call.
+/// The shared transport with the key: base URLs are given per call.
+#[derive(Clone)]
 pub(crate) struct Transport {
-    client: reqwest::Client,
+    http: http::Transport,
     key: Option<String>,
     pub request_timeout: Duration,
 }
 
 impl Transport {
-    pub fn new(key: Option<String>, request_timeout: Duration) -> Result<Transport> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("wb-lsp/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| EngineError::message(format!("Cannot build the Daytona HTTP client: {}", e.without_url())))?;
-        Ok(Transport { client, key, request_timeout })
+    pub fn new(key: Option<String>, request_timeout: Duration, options: http::Options) -> Result<Transport> {
+        let mut http = http::Transport::new("Daytona", options)?;
+        if let Some(key) = &key {
+            http = http.with_secret(key);
+        }
+        Ok(Transport { http, key, request_timeout })
     }
 
     pub fn has_key(&self) -> bool {
         self.key.as_deref().is_some_and(|k| !k.is_empty())
     }
 
-    /// Sends a request built by `build` (called again for each retry) with the Bearer header and `timeout`,
-    /// retrying 429s. `plane` and `shown` name the call in errors (`Daytona API`, `POST /sandbox`). Any
-    /// status other than 429 is returned to the caller as is.
+    /// The same transport, not stopped by cancellation (deleting sandboxes and sessions after Ctrl-C).
+    pub fn for_cleanup(&self) -> Transport {
+        Transport { http: self.http.without_cancel(), ..self.clone() }
+    }
+
+    pub fn http(&self) -> &http::Transport {
+        &self.http
+    }
+
+    /// Sends a request built by `build` (called again for each retry) with the Bearer and SDK version headers,
+    /// within `timeout`, under the shared retry policy. `plane` and `shown` name the call in errors
+    /// (`Daytona API`, `POST /sandbox`). Any status but a redirect is returned to the caller as is.
     pub async fn send(
         &self,
         plane: &str,
@@ -99,29 +102,15 @@ impl Transport {
         timeout: Duration,
         build: &(dyn Fn(RequestBuilder) -> RequestBuilder + Sync),
     ) -> std::result::Result<Response, CallError> {
-        let mut attempt = 0;
-        loop {
-            let mut request = self.client.request(method.clone(), url).timeout(timeout);
+        let call = Call { service: plane, method, url, shown, deadline: timeout };
+        let build = |request: RequestBuilder| {
+            let mut request = request.header("X-Daytona-SDK-Version", SDK_VERSION);
             if let Some(key) = &self.key {
                 request = request.bearer_auth(key);
             }
-            let response = build(request).send().await.map_err(|e| {
-                let text = if e.is_timeout() {
-                    format!("{plane} {method} {shown} failed: no answer within {} seconds", timeout.as_secs_f64())
-                } else {
-                    format!("{plane} {method} {shown} failed: {}", redact(&error_chain(&e), self.key.as_deref()))
-                };
-                CallError { text, uncertain: e.is_timeout() }
-            })?;
-            if response.status() == StatusCode::TOO_MANY_REQUESTS && attempt < RATE_LIMIT_RETRIES {
-                attempt += 1;
-                let wait = retry_after(response.headers()).unwrap_or(Duration::from_millis(500 * u64::from(attempt)));
-                // A longer wait is clamped (E2B gives up instead: the SDK's behaviour there).
-                tokio::time::sleep(wait.min(MAX_RETRY_WAIT)).await;
-                continue;
-            }
-            return Ok(response);
-        }
+            build(request)
+        };
+        self.http.send(&call, &build).await
     }
 
     /// [`Transport::send`], then a non-2xx status becomes the reference's error text.
@@ -142,16 +131,24 @@ impl Transport {
     }
 
     pub async fn status_error(&self, plane: &str, method: &Method, shown: &str, response: Response) -> CallError {
-        let status = response.status();
-        let body = response.text().await.unwrap_or_default();
-        let body: String = redact(body.trim(), self.key.as_deref()).chars().take(BODY_LIMIT).collect();
-        CallError {
-            text: format!("{plane} {method} {shown} failed with {}: {body}", status.as_u16()),
-            uncertain: status.is_server_error(),
-        }
+        let call = Call { service: plane, method: method.clone(), url: "", shown, deadline: self.request_timeout };
+        self.http.status_error(&call, response).await
     }
 
-    /// Reads a JSON reply.
+    /// Reads a reply of at most `limit` bytes (more is an error naming the limit).
+    pub async fn bytes(
+        &self,
+        plane: &str,
+        method: &Method,
+        shown: &str,
+        response: Response,
+        limit: u64,
+    ) -> std::result::Result<Vec<u8>, CallError> {
+        let call = Call { service: plane, method: method.clone(), url: "", shown, deadline: self.request_timeout };
+        self.http.read(&call, response, limit).await
+    }
+
+    /// Reads a JSON reply (at most the reply limit).
     pub async fn json<T: serde::de::DeserializeOwned>(
         &self,
         plane: &str,
@@ -159,18 +156,13 @@ impl Transport {
         shown: &str,
         response: Response,
     ) -> std::result::Result<T, CallError> {
-        let bytes = response.bytes().await.map_err(|e| CallError {
-            text: format!("{plane} {method} {shown} failed: {}", redact(&error_chain(&e), self.key.as_deref())),
-            uncertain: false,
-        })?;
-        serde_json::from_slice(&bytes).map_err(|e| CallError {
-            text: format!("{plane} {method} {shown} returned an unexpected response: {e}"),
-            uncertain: false,
-        })
+        let call = Call { service: plane, method: method.clone(), url: "", shown, deadline: self.request_timeout };
+        self.http.json(&call, response).await
     }
 
-    pub fn key(&self) -> Option<&str> {
-        self.key.as_deref()
+    /// Removes the key (and any credential the transport carries) from a text.
+    pub fn redact(&self, text: &str) -> String {
+        self.http.redact(text)
     }
 }
 
@@ -216,12 +208,12 @@ impl Api {
     /// `DELETE /sandbox/{id}`; a 404 means it is already gone (Ok).
     pub async fn delete(&self, id: &str) -> std::result::Result<(), CallError> {
         let shown = format!("/sandbox/{}", segment(id));
-        let response =
-            self.transport.send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
+        let transport = self.transport.for_cleanup();
+        let response = transport.send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
         if response.status().is_success() || response.status() == StatusCode::NOT_FOUND {
             return Ok(());
         }
-        Err(self.transport.status_error(PLANE, &Method::DELETE, &shown, response).await)
+        Err(transport.status_error(PLANE, &Method::DELETE, &shown, response).await)
     }
 
     /// `GET /sandbox?labels=<JSON>`, following `nextCursor`.
@@ -237,8 +229,9 @@ impl Api {
                 None => vec![("labels", labels.as_str())],
             };
             let url = with_query(&self.url(shown), &query);
-            let response = self.transport.send_ok(PLANE, Method::GET, &url, shown, self.timeout(), &|r| r).await?;
-            let page: SandboxPage = self.transport.json(PLANE, &Method::GET, shown, response).await?;
+            let transport = self.transport.for_cleanup();
+            let response = transport.send_ok(PLANE, Method::GET, &url, shown, self.timeout(), &|r| r).await?;
+            let page: SandboxPage = transport.json(PLANE, &Method::GET, shown, response).await?;
             out.extend(page.items);
             match page.next_cursor {
                 Some(next) if !next.is_empty() => cursor = Some(next),
@@ -274,8 +267,7 @@ impl Api {
                 "started" => return Ok(dto),
                 "error" | "build_failed" | "destroyed" | "destroying" => {
                     let reason = dto.error_reason.as_deref().filter(|r| !r.trim().is_empty());
-                    let reason =
-                        reason.map(|r| redact(r, self.transport.key())).unwrap_or_else(|| "no reason given".into());
+                    let reason = reason.map(|r| self.transport.redact(r)).unwrap_or_else(|| "no reason given".into());
                     return Err(EngineError::message(format!(
                         "Daytona sandbox {} failed to start (state: {state}): {reason}",
                         dto.id
@@ -291,7 +283,13 @@ impl Api {
                     if state.is_empty() { "unknown" } else { &state }
                 )));
             }
-            tokio::time::sleep(interval.min(limit.saturating_sub(started.elapsed()))).await;
+            let pause = interval.min(limit.saturating_sub(started.elapsed()));
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = self.transport.http().cancel().cancelled() => {
+                    return Err(EngineError::message(format!("Waiting for Daytona sandbox {} to start was cancelled", dto.id)));
+                }
+            }
             interval = (interval * 2).min(max);
             dto = self.get(&dto.id).await?;
         }
@@ -315,29 +313,4 @@ pub(crate) fn segment(text: &str) -> String {
 pub(crate) fn with_query(url: &str, pairs: &[(&str, &str)]) -> String {
     let query: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish();
     format!("{url}?{query}")
-}
-
-/// A reqwest error and its causes, without the URL (it carries nothing secret, but is noise).
-fn error_chain(error: &reqwest::Error) -> String {
-    let mut text = String::new();
-    let mut current: Option<&dyn std::error::Error> = Some(error);
-    while let Some(e) = current {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&part);
-        }
-        current = e.source();
-    }
-    text
-}
-
-/// Replaces the key wherever a service echoed it.
-pub(crate) fn redact(text: &str, key: Option<&str>) -> String {
-    match key {
-        Some(key) if key.len() >= 4 => text.replace(key, "[redacted]"),
-        _ => text.to_owned(),
-    }
 }

@@ -8,6 +8,7 @@
 //! `WB_DAYTONA_POLL_MS` (tests: the first poll interval in milliseconds).
 
 mod api;
+mod logs;
 mod toolbox;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http;
 use crate::runtime::remote::provider::{
     PreparedTemplate, ProviderEnv, Sandbox, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource,
 };
@@ -79,6 +81,7 @@ pub struct Daytona {
     key: Option<String>,
     api_url: String,
     target: Option<String>,
+    options: http::Options,
 }
 
 impl Daytona {
@@ -95,15 +98,28 @@ impl Daytona {
         if let Some(ms) = value("WB_DAYTONA_POLL_MS").and_then(|v| v.parse::<u64>().ok()) {
             timing = timing.polling(Duration::from_millis(ms.max(1)));
         }
-        let shared = Arc::new(Shared { api: build_api(key.clone(), &api_url, timing)?, handle, timing });
-        Ok(Daytona { shared, key, api_url, target: value("DAYTONA_TARGET") })
+        let options = http::Options::default();
+        let api = build_api(key.clone(), &api_url, timing, options.clone())?;
+        let shared = Arc::new(Shared { api, handle, timing });
+        Ok(Daytona { shared, key, api_url, target: value("DAYTONA_TARGET"), options })
+    }
+
+    /// The same provider on a transport with these limits, clock and cancel flag (its request deadline stays
+    /// [`Timing::request_timeout`]).
+    pub fn with_options(self, options: http::Options) -> Result<Daytona> {
+        Daytona { options, ..self }.rebuilt()
     }
 
     /// The same provider with other intervals and limits (tests use short ones).
     pub fn with_timing(self, timing: Timing) -> Result<Daytona> {
         let handle = self.shared.handle.clone();
-        let shared = Arc::new(Shared { api: build_api(self.key.clone(), &self.api_url, timing)?, handle, timing });
-        Ok(Daytona { shared, ..self })
+        let api = build_api(self.key.clone(), &self.api_url, timing, self.options.clone())?;
+        Ok(Daytona { shared: Arc::new(Shared { api, handle, timing }), ..self })
+    }
+
+    fn rebuilt(self) -> Result<Daytona> {
+        let timing = self.shared.timing;
+        self.with_timing(timing)
     }
 
     pub fn timing(&self) -> Timing {
@@ -168,7 +184,7 @@ impl Daytona {
             Ok(dto) => dto,
             Err(error) => {
                 // A create that timed out or failed on the service's side may still have made a sandbox.
-                if error.uncertain {
+                if error.uncertain() {
                     let reclaimed = self.reclaim_async(&spec.labels).await;
                     let note = match reclaimed {
                         Ok(0) | Err(_) => String::new(),
@@ -208,6 +224,10 @@ impl SandboxProvider for Daytona {
 
     fn title(&self) -> &'static str {
         "Daytona"
+    }
+
+    fn watch_cancel(&mut self, flag: Option<Arc<std::sync::atomic::AtomicBool>>) {
+        self.shared.api.transport.http().cancel().watch(flag);
     }
 
     fn check_credentials(&self) -> Result<()> {
@@ -261,8 +281,9 @@ impl SandboxProvider for Daytona {
     }
 }
 
-fn build_api(key: Option<String>, url: &str, timing: Timing) -> Result<api::Api> {
-    Ok(api::Api::new(api::Transport::new(key, timing.request_timeout)?, url))
+fn build_api(key: Option<String>, url: &str, timing: Timing, mut options: http::Options) -> Result<api::Api> {
+    options.limits.request = timing.request_timeout;
+    Ok(api::Api::new(api::Transport::new(key, timing.request_timeout, options)?, url))
 }
 
 /// A GiB amount as JSON: an integer when it is one (`4`, as the SDK sends), else a decimal.

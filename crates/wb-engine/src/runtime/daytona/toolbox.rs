@@ -20,8 +20,10 @@ use serde::Deserialize;
 use tokio::sync::Notify;
 
 use super::Shared;
-use super::api::{CallError, SandboxDto, redact};
+use super::api::{CallError, SandboxDto};
+use super::logs::{LogsReply, parse_logs};
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http;
 use crate::runtime::remote::provider::{
     CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, TRANSFER_LIMIT, User,
 };
@@ -64,14 +66,6 @@ struct CommandReply {
     exit_code: Option<i64>,
 }
 
-#[derive(Deserialize, Default)]
-struct LogsReply {
-    #[serde(default)]
-    stdout: Option<String>,
-    #[serde(default)]
-    stderr: Option<String>,
-}
-
 /// Where a command's environment file lives: a fresh `0700` directory and the file in it.
 struct EnvFile {
     dir: String,
@@ -112,9 +106,18 @@ impl DaytonaSandbox {
         let http_timeout = Duration::from_secs(seconds) + self.timeout();
         let response =
             transport.send_ok(PLANE, Method::POST, &self.url(shown), shown, http_timeout, &|r| r.json(&body)).await?;
-        let reply: serde_json::Value =
-            transport.json(PLANE, &Method::POST, shown, response).await.map_err(unexpected)?;
-        let reply: ExecuteReply = serde_json::from_value(reply).map_err(|_| unexpected_text())?;
+        // The merged output comes back in one JSON reply: bounded by the output limit (and some room for JSON).
+        let limit = transport.http().limits().output + 64 * 1024;
+        let bytes = transport.bytes(PLANE, &Method::POST, shown, response, limit).await.map_err(|error| match error
+            .failure
+        {
+            http::Failure::TooLarge => EngineError::message(format!(
+                "{PLANE} POST {shown}: the command's output exceeds the {} limit",
+                http::size(transport.http().limits().output)
+            )),
+            _ => error.into(),
+        })?;
+        let reply: ExecuteReply = serde_json::from_slice(&bytes).map_err(|_| unexpected_text())?;
         let code = reply.exit_code.as_ref().and_then(exit_code_of).ok_or_else(unexpected_text)?;
         Ok((code, reply.result.unwrap_or_default()))
     }
@@ -155,28 +158,12 @@ impl DaytonaSandbox {
             || EngineError::message(format!("Daytona output exceeds the {} transfer safety limit", limit_text(limit)));
         let timeout = self.timeout() + transfer_allowance(limit.min(TRANSFER_LIMIT));
         let url = super::api::with_query(&self.url(shown), &[("path", path)]);
-        let mut response = transport.send_ok(PLANE, Method::GET, &url, shown, timeout, &|r| r).await?;
-        if response.content_length().is_some_and(|length| length > limit) {
-            return Err(too_big());
-        }
-        let mut out = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if out.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(too_big());
-                    }
-                    out.extend_from_slice(&chunk);
-                }
-                Ok(None) => return Ok(out),
-                Err(e) => {
-                    return Err(EngineError::message(format!(
-                        "{PLANE} GET {shown} failed while reading: {}",
-                        redact(&e.without_url().to_string(), transport.key())
-                    )));
-                }
-            }
-        }
+        let response = transport.send_ok(PLANE, Method::GET, &url, shown, timeout, &|r| r).await?;
+        let call = http::Call { service: PLANE, method: Method::GET, url: &url, shown, deadline: timeout };
+        transport.http().read(&call, response, limit).await.map_err(|error| match error.failure {
+            http::Failure::TooLarge => too_big(),
+            _ => error.into(),
+        })
     }
 
     /// Creates the environment file for `env` (nothing when empty): `mkdir -m 700` a fresh directory, then
@@ -289,12 +276,8 @@ impl DaytonaSandbox {
     /// Best effort: `DELETE process/session/{sid}` (ends its commands).
     async fn delete_session(&self, session: &str) {
         let shown = format!("process/session/{session}");
-        let _ = self
-            .shared
-            .api
-            .transport
-            .send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r)
-            .await;
+        let transport = self.shared.api.transport.for_cleanup();
+        let _ = transport.send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r).await;
     }
 
     async fn command_status(&self, session: &str, cmd_id: &str) -> std::result::Result<Option<i64>, CallError> {
@@ -309,7 +292,19 @@ impl DaytonaSandbox {
         let transport = &self.shared.api.transport;
         let shown = format!("process/session/{session}/command/{cmd_id}/logs");
         let response = transport.send_ok(PLANE, Method::GET, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
-        transport.json(PLANE, &Method::GET, &shown, response).await
+        let content_type =
+            response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let limit = transport.http().limits().logs;
+        let body = transport.bytes(PLANE, &Method::GET, &shown, response, limit).await?;
+        parse_logs(content_type.as_deref(), &body).ok_or_else(|| {
+            let call =
+                http::Call { service: PLANE, method: Method::GET, url: "", shown: &shown, deadline: self.timeout() };
+            transport.http().error(
+                &call,
+                "the logs reply is JSON without the expected fields",
+                http::Failure::Connection,
+            )
+        })
     }
 
     fn clone_handle(&self) -> DaytonaSandbox {
@@ -389,6 +384,7 @@ impl Poller {
             }
             let (status, logs) = match (status, logs) {
                 (Ok(status), Ok(logs)) => (status, logs),
+                (_, Err(error)) if error.failure == http::Failure::TooLarge => break Err(error.text),
                 _ => {
                     failures += 1;
                     if failures >= TOLERATED_POLL_FAILURES {
@@ -402,8 +398,8 @@ impl Poller {
                 }
             };
             failures = 0;
-            let fresh_out = forward(&stdout, logs.stdout.as_deref(), &mut sent_out).await;
-            let fresh_err = forward(&stderr, logs.stderr.as_deref(), &mut sent_err).await;
+            let fresh_out = forward(&stdout, &logs.stdout, &mut sent_out).await;
+            let fresh_err = forward(&stderr, &logs.stderr, &mut sent_err).await;
             if let Some(code) = status {
                 break Ok(code);
             }
@@ -435,8 +431,7 @@ impl Poller {
 }
 
 /// Sends the part of `text` beyond `sent` bytes; true when there was any.
-async fn forward(channel: &Chunks, text: Option<&str>, sent: &mut usize) -> bool {
-    let bytes = text.unwrap_or_default().as_bytes();
+async fn forward(channel: &Chunks, bytes: &[u8], sent: &mut usize) -> bool {
     if bytes.len() < *sent {
         // The service restarted its log (should not happen): follow it from here.
         *sent = bytes.len();
@@ -516,10 +511,6 @@ fn unexpected_text() -> EngineError {
     )
 }
 
-fn unexpected(_: CallError) -> EngineError {
-    unexpected_text()
-}
-
 /// How long a transfer of `bytes` may take beyond the request timeout (at least 1 MiB/s).
 fn transfer_allowance(bytes: u64) -> Duration {
     Duration::from_secs(bytes / (1024 * 1024))
@@ -527,14 +518,7 @@ fn transfer_allowance(bytes: u64) -> Duration {
 
 /// `512 MiB`, `4 KiB`, `1000 bytes`.
 pub(crate) fn limit_text(limit: u64) -> String {
-    const MIB: u64 = 1024 * 1024;
-    if limit >= MIB && limit % MIB == 0 {
-        format!("{} MiB", limit / MIB)
-    } else if limit >= 1024 && limit % 1024 == 0 {
-        format!("{} KiB", limit / 1024)
-    } else {
-        format!("{limit} bytes")
-    }
+    http::size(limit)
 }
 
 fn is_shell_name(name: &str) -> bool {

@@ -1,10 +1,10 @@
 //! The E2B control plane: REST + JSON at `https://api.{E2B_DOMAIN or e2b.app}` (or `E2B_API_URL`), the key in
 //! `X-API-KEY` and nowhere else. Create `POST /v2/sandboxes`, info `GET /sandboxes/{id}`, kill
 //! `DELETE /sandboxes/{id}` (404 = already gone), list `GET /v2/sandboxes?metadata=<urlencoded "k=v&k2=v2">`
-//! (paged by `X-Next-Token`), and the template calls `template.rs` makes. As the official SDK does, a 429 is
-//! retried up to 3 times after its `Retry-After`, each request times out after 60 s, and errors read
-//! `E2B API <METHOD> <path> failed with <status>: <body, at most 500 characters>` (the key redacted should a
-//! service ever echo it).
+//! (paged by `X-Next-Token`), and the template calls `template.rs` makes. Every call goes through the shared
+//! transport (`remote::http`: deadline, bounded reply, cancellation, no redirect, one retry policy), and
+//! errors read `E2B API <METHOD> <path> failed with <status>: <body, at most 500 characters>` (credentials
+//! redacted should a service ever echo them).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,23 +13,25 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http::{Call, ERROR_BODY_LIMIT, Transport};
 
-/// Per-request timeout of control-plane calls (the SDK's default).
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-use crate::runtime::remote::http::{MAX_RETRY_WAIT, RATE_LIMIT_RETRIES, retry_after};
+/// How errors name the control plane.
+pub const SERVICE: &str = "E2B API";
 
 /// A control-plane client.
 #[derive(Clone)]
 pub struct Api {
-    http: reqwest::Client,
+    transport: Transport,
+    /// The same, not stopped by cancellation: kill and reclaim still run after Ctrl-C.
+    cleanup: Transport,
     base: String,
     key: String,
 }
 
-/// A reply: status and body bytes.
+/// A reply: status and body bytes (at most the transport's reply limit).
 pub struct Reply {
     pub status: StatusCode,
-    pub body: bytes::Bytes,
+    pub body: Vec<u8>,
     pub next_token: Option<String>,
 }
 
@@ -49,69 +51,70 @@ pub struct Created {
 }
 
 impl Api {
-    pub fn new(base: &str, key: &str) -> Result<Api> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .map_err(|error| EngineError::message(format!("Cannot build the E2B API client: {error}")))?;
-        Ok(Api { http, base: base.trim_end_matches('/').to_owned(), key: key.to_owned() })
+    pub fn new(transport: &Transport, base: &str, key: &str) -> Api {
+        let transport = transport.with_secret(key);
+        let cleanup = transport.without_cancel();
+        Api { transport, cleanup, base: base.trim_end_matches('/').to_owned(), key: key.to_owned() }
     }
 
     pub fn base(&self) -> &str {
         &self.base
     }
 
-    /// Removes the key from a text (a reply body) before it becomes part of an error.
-    pub fn redact(&self, text: &str) -> String {
-        if self.key.is_empty() { text.to_owned() } else { text.replace(&self.key, "<E2B_API_KEY>") }
+    pub fn transport(&self) -> &Transport {
+        &self.transport
     }
 
-    /// One call with the 429 retries; any status is returned (callers decide which are errors).
+    /// Removes every credential from a text (a reply body) before it becomes part of an error.
+    pub fn redact(&self, text: &str) -> String {
+        self.transport.redact(text)
+    }
+
+    /// One call under the transport's retry policy; any status is returned (callers decide which are errors).
     pub async fn send(&self, method: Method, path_and_query: &str, body: Option<&Value>) -> Result<Reply> {
-        let path = path_and_query.split('?').next().unwrap_or(path_and_query);
+        self.send_on(&self.transport, method, path_and_query, body).await
+    }
+
+    async fn send_on(
+        &self,
+        transport: &Transport,
+        method: Method,
+        path_and_query: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply> {
+        let shown = path_and_query.split('?').next().unwrap_or(path_and_query);
         let url = format!("{}{}", self.base, path_and_query);
-        let mut attempt = 0;
-        loop {
-            let mut request = self.http.request(method.clone(), &url).header("X-API-KEY", &self.key);
-            if let Some(body) = body {
-                request = request.json(body);
+        let call =
+            Call { service: SERVICE, method: method.clone(), url: &url, shown, deadline: transport.limits().request };
+        let build = |request: reqwest::RequestBuilder| {
+            let request = request.header("X-API-KEY", &self.key);
+            match body {
+                Some(body) => request.json(body),
+                None => request,
             }
-            let response = request.send().await.map_err(|error| {
-                EngineError::message(format!("E2B API {method} {path} failed: {}", self.redact(&without_url(&error))))
-            })?;
-            let status = response.status();
-            let retry_after = retry_after(response.headers());
-            let next_token = response
-                .headers()
-                .get("x-next-token")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-                .filter(|t| !t.is_empty());
-            if status == StatusCode::TOO_MANY_REQUESTS && attempt < RATE_LIMIT_RETRIES {
-                let wait = retry_after.unwrap_or(Duration::from_secs(1));
-                if wait < MAX_RETRY_WAIT {
-                    attempt += 1;
-                    drop(response);
-                    tokio::time::sleep(wait).await;
-                    continue;
-                }
-            }
-            let body = response.bytes().await.map_err(|error| {
-                EngineError::message(format!(
-                    "E2B API {method} {path} failed reading its reply: {}",
-                    self.redact(&without_url(&error))
-                ))
-            })?;
-            return Ok(Reply { status, body, next_token });
-        }
+        };
+        let response = transport.send(&call, &build).await?;
+        let status = response.status();
+        let next_token = response
+            .headers()
+            .get("x-next-token")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .filter(|t| !t.is_empty());
+        let body = if status.is_success() {
+            transport.read(&call, response, transport.limits().reply).await?
+        } else {
+            // Only the start of an error reply is read (and quoted).
+            transport.read_at_most(&call, response, ERROR_BODY_LIMIT).await
+        };
+        Ok(Reply { status, body, next_token })
     }
 
     /// The error for an unexpected status.
     pub fn failure(&self, method: &Method, path: &str, reply: &Reply) -> EngineError {
         let text = String::from_utf8_lossy(&reply.body);
         let text: String = self.redact(text.trim()).chars().take(500).collect();
-        EngineError::message(format!("E2B API {method} {path} failed with {}: {text}", reply.status.as_u16()))
+        EngineError::message(format!("{SERVICE} {method} {path} failed with {}: {text}", reply.status.as_u16()))
     }
 
     /// A call whose success is a 2xx JSON reply (or an empty one, as `null`).
@@ -121,7 +124,7 @@ impl Api {
         if !reply.status.is_success() {
             return Err(self.failure(&method, &path, &reply));
         }
-        if reply.body.is_empty() {
+        if reply.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }
         reply
@@ -157,7 +160,7 @@ impl Api {
     /// `DELETE /sandboxes/{id}`: true when it was killed, false when it was already gone.
     pub async fn kill(&self, id: &str) -> Result<bool> {
         let path = format!("/sandboxes/{}", segment(id));
-        let reply = self.send(Method::DELETE, &path, None).await?;
+        let reply = self.send_on(&self.cleanup, Method::DELETE, &path, None).await?;
         match reply.status {
             status if status.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
@@ -171,7 +174,7 @@ impl Api {
         let mut token: Option<String> = None;
         for _ in 0..1000 {
             let path = format!("/v2/sandboxes?{}", list_query(metadata, token.as_deref()));
-            let reply = self.send(Method::GET, &path, None).await?;
+            let reply = self.send_on(&self.cleanup, Method::GET, &path, None).await?;
             if !reply.status.is_success() {
                 return Err(self.failure(&Method::GET, "/v2/sandboxes", &reply));
             }
@@ -219,20 +222,6 @@ pub fn list_query(metadata: &BTreeMap<String, String>, token: Option<&str>) -> S
 /// A path segment, percent-encoded.
 pub fn segment(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>().replace('+', "%20")
-}
-
-/// A reqwest error's text without its URL (which is ours anyway, but keeps texts short and stable).
-pub fn without_url(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    if let Some(url) = error.url() {
-        text = text.replace(&format!(" for url ({url})"), "");
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
 }
 
 /// `major.minor.patch` compared numerically; unparsable parts count as 0.

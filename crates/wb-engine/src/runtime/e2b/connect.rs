@@ -20,8 +20,9 @@ pub const COMPRESSED: u8 = 1;
 /// Flag bit of the end-of-stream envelope.
 pub const END_STREAM: u8 = 2;
 
-/// The largest envelope accepted (envd's messages are small; output chunks are a few KiB).
-const MAX_ENVELOPE: usize = 64 * 1024 * 1024;
+/// The largest envelope accepted (envd's messages are small; output chunks are a few KiB): a longer length
+/// prefix is an error before any of it is buffered.
+pub const MAX_ENVELOPE: usize = 16 * 1024 * 1024;
 
 /// One envelope: `[flags][len:u32be][payload]`.
 pub fn encode(flags: u8, payload: &[u8]) -> Vec<u8> {

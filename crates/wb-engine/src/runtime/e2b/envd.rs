@@ -1,19 +1,25 @@
 //! One E2B sandbox: commands and files through envd, the in-sandbox daemon on port 49983, and destruction
-//! through the control plane.
+//! through the control plane. Every call goes through the shared transport (`remote::http`).
 //!
 //! - Base URL: `E2B_SANDBOX_URL`, else `https://sandbox.{domain}` for `e2b.app`, `e2b.dev`, `e2b.pro` and
 //!   `e2b-staging.dev`, else `https://49983-{id}.{domain}` (`domain` = the create reply's, `E2B_DOMAIN`, or
 //!   `e2b.app`).
 //! - Every call carries `E2b-Sandbox-Id`, `E2b-Sandbox-Port: 49983` and `X-Access-Token` (when the sandbox
-//!   has one); root is `Authorization: Basic base64("root:")`. The API key is never sent here.
+//!   has one); root is `Authorization: Basic base64("root:")`. The API key is never sent here, and no
+//!   redirect is followed, so the token never reaches another origin.
 //! - Commands: `process.Process/Start` (a Connect server stream, `connect.rs`) with
 //!   `{"process":{"cmd":"/bin/bash","args":["-l","-c",cmd],"envs","cwd"},"stdin":false}`,
-//!   `Keepalive-Ping-Interval: 50`, and `Connect-Timeout-Ms` only when the command has a timeout. The stream
-//!   begins with `start{pid}`, then `data{stdout|stderr: base64}`, `keepalive{}`, `end{exitCode,…}` (proto3
-//!   JSON omits a zero `exitCode`); `exitCode -1` (a signal) and a broken stream end with no known code.
+//!   `Keepalive-Ping-Interval` (seconds; envd ticks a keepalive at that interval:
+//!   `packages/envd/internal/permissions/keepalive.go`), and `Connect-Timeout-Ms` only when the command has a
+//!   timeout. The stream begins with `start{pid}`, then `data{stdout|stderr: base64}`, `keepalive{}`,
+//!   `end{exitCode,…}` (proto3 JSON omits a zero `exitCode`); `exitCode -1` (a signal), a broken stream and a
+//!   stream silent past its keepalives end with no known code. An engine command's output is bounded.
 //!   Kill is the unary `process.Process/SendSignal {"process":{"pid"},"signal":"SIGNAL_SIGKILL"}`.
-//! - Files: `POST /files?path=` with an octet-stream body; `GET /files?path=`, each chunk within 60 s, the
-//!   size limit enforced while streaming.
+//! - Files: `POST /files?path=` with an octet-stream body from envd 0.5.7 (`handleRawUpload`, infra commit
+//!   92011c8a "Support raw body file uploads in envd"); older envd parses only `multipart/form-data` (a part
+//!   named `file`) and answers anything else 500, so for it the upload is multipart, as the SDK falls back
+//!   (`packages/js-sdk/src/sandbox/filesystem/index.ts`, `ENVD_OCTET_STREAM_UPLOAD`). `GET /files?path=`,
+//!   the size limit enforced while streaming.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +27,6 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
@@ -29,25 +34,23 @@ use super::api::Api;
 use super::connect::{self, ServerStream};
 use crate::error::{EngineError, Result};
 use crate::runtime::channel::ChannelReader;
+use crate::runtime::remote::http::{self, Call, Failure, HttpError, Transport};
 use crate::runtime::remote::provider::{
     CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, User,
 };
-
-/// How long envd may take to answer a Start and report the process started.
-const START_LIMIT: Duration = Duration::from_secs(60);
 
 /// The envd port.
 pub const ENVD_PORT: u16 = 49983;
 /// Domains whose sandboxes are reached through `sandbox.{domain}`.
 const SHARED_HOST_DOMAINS: [&str; 4] = ["e2b.app", "e2b.dev", "e2b.pro", "e2b-staging.dev"];
-/// A download chunk must arrive within this.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// Unary envd calls give up after this.
-const UNARY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The first envd that takes an `application/octet-stream` upload.
+pub const OCTET_STREAM_UPLOAD: (u64, u64, u64) = (0, 5, 7);
 /// How long a killed command's stream may take to end before it is abandoned.
 const KILL_GRACE: Duration = Duration::from_secs(3);
 /// Chunks buffered per output stream of a started command.
 const CHANNEL_CHUNKS: usize = 256;
+/// The stream path.
+const START: &str = "/process.Process/Start";
 
 /// The envd base URL of a sandbox.
 pub fn envd_url(sandbox_url: Option<&str>, domain: &str, id: &str) -> String {
@@ -59,20 +62,33 @@ pub fn envd_url(sandbox_url: Option<&str>, domain: &str, id: &str) -> String {
 }
 
 /// What envd calls of one sandbox share.
+#[derive(Clone)]
 pub(crate) struct Envd {
     pub id: String,
     pub base: String,
     pub token: Option<String>,
-    pub http: reqwest::Client,
+    /// The envd version the create reply named.
+    pub version: String,
+    /// The shared transport, redacting the access token.
+    pub transport: Transport,
 }
 
 impl Envd {
-    fn request(&self, method: reqwest::Method, path: &str, user: User) -> reqwest::RequestBuilder {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("E2b-Sandbox-Id", &self.id)
-            .header("E2b-Sandbox-Port", ENVD_PORT.to_string());
+    pub fn new(id: &str, base: String, token: Option<String>, version: &str, transport: &Transport) -> Envd {
+        let transport = match &token {
+            Some(token) => transport.with_secret(token),
+            None => transport.clone(),
+        };
+        Envd { id: id.to_owned(), base, token, version: version.to_owned(), transport }
+    }
+
+    /// `E2B sandbox <id>: envd`, how errors name this daemon.
+    fn service(&self) -> String {
+        format!("E2B sandbox {}: envd", self.id)
+    }
+
+    fn headers(&self, request: reqwest::RequestBuilder, user: User) -> reqwest::RequestBuilder {
+        let mut request = request.header("E2b-Sandbox-Id", &self.id).header("E2b-Sandbox-Port", ENVD_PORT.to_string());
         if let Some(token) = &self.token {
             request = request.header("X-Access-Token", token);
         }
@@ -86,24 +102,26 @@ impl Envd {
     /// A unary Connect call.
     async fn unary(&self, method: &str, body: &Value) -> Result<Value> {
         let path = format!("/{method}");
-        let response = self
-            .request(reqwest::Method::POST, &path, User::Default)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("Connect-Protocol-Version", "1")
-            .timeout(UNARY_TIMEOUT)
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|error| envd_error(&self.id, &path, &super::api::without_url(&error)))?;
-        let status = response.status();
-        let bytes = response.bytes().await.unwrap_or_default();
-        if !status.is_success() {
-            return Err(envd_status_error(&self.id, "POST", &path, status.as_u16(), &bytes));
-        }
-        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        let url = format!("{}{path}", self.base);
+        let service = self.service();
+        let call = Call {
+            service: &service,
+            method: reqwest::Method::POST,
+            url: &url,
+            shown: &path,
+            deadline: self.transport.limits().request,
+        };
+        let build = |request| {
+            self.headers(request, User::Default)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header("Connect-Protocol-Version", "1")
+                .body(body.to_string())
+        };
+        let response = self.transport.send_ok(&call, &build).await?;
+        Ok(self.transport.json(&call, response).await?)
     }
 
-    /// Opens a `process.Process/Start` stream and reads up to its `start{pid}`.
+    /// Opens a `process.Process/Start` stream and reads up to its `start{pid}` (within the request deadline).
     async fn start(&self, command: &str, options: &CommandOptions) -> Result<(u64, ServerStream)> {
         let mut process = json!({"cmd": "/bin/bash", "args": ["-l", "-c", command]});
         if let Some(map) = process.as_object_mut() {
@@ -114,59 +132,78 @@ impl Envd {
                 map.insert("cwd".to_owned(), json!(cwd));
             }
         }
-        let body = json!({"process": process, "stdin": false});
-        let mut request = self
-            .request(reqwest::Method::POST, "/process.Process/Start", options.user)
-            .header(reqwest::header::CONTENT_TYPE, "application/connect+json")
-            .header("Connect-Protocol-Version", "1")
-            .header("Keepalive-Ping-Interval", "50");
-        if let Some(timeout) = options.timeout {
-            request = request.header("Connect-Timeout-Ms", timeout.as_millis().to_string());
-        }
-        let path = "/process.Process/Start";
-        let send = request.body(connect::encode(connect::DATA, body.to_string().as_bytes())).send();
-        // The reply's headers and the start event come quickly or not at all (the stream itself has no limit).
-        let response = tokio::time::timeout(START_LIMIT, send)
-            .await
-            .map_err(|_| envd_error(&self.id, path, "no answer within 60 seconds"))?
-            .map_err(|error| envd_error(&self.id, path, &super::api::without_url(&error)))?;
-        let status = response.status();
-        if !status.is_success() {
-            let bytes = response.bytes().await.unwrap_or_default();
-            return Err(envd_status_error(&self.id, "POST", path, status.as_u16(), &bytes));
-        }
-        let mut stream = ServerStream::new(response);
-        let deadline = tokio::time::Instant::now() + START_LIMIT;
-        loop {
-            let message = tokio::time::timeout_at(deadline, stream.next())
-                .await
-                .map_err(|_| envd_error(&self.id, path, "the process did not start within 60 seconds"))?
-                .map_err(|error| envd_error(&self.id, path, &error))?;
-            let Some(message) = message else {
-                return Err(envd_error(&self.id, path, "the stream ended before the process started"));
-            };
-            match event(&message) {
-                Event::Keepalive => continue,
-                Event::Start(pid) => return Ok((pid, stream)),
-                _ => return Err(envd_error(&self.id, path, "the stream did not begin with the process start")),
+        let body = Bytes::from(connect::encode(
+            connect::DATA,
+            json!({"process": process, "stdin": false}).to_string().as_bytes(),
+        ));
+        let limits = self.transport.limits();
+        let keepalive = limits.keepalive.as_secs().max(1).to_string();
+        let url = format!("{}{START}", self.base);
+        let service = self.service();
+        let call = Call {
+            service: &service,
+            method: reqwest::Method::POST,
+            url: &url,
+            shown: START,
+            deadline: limits.request,
+        };
+        let build = |request| {
+            let mut request = self
+                .headers(request, options.user)
+                .header(reqwest::header::CONTENT_TYPE, "application/connect+json")
+                .header("Connect-Protocol-Version", "1")
+                .header("Keepalive-Ping-Interval", keepalive.as_str());
+            if let Some(timeout) = options.timeout {
+                request = request.header("Connect-Timeout-Ms", timeout.as_millis().to_string());
             }
-        }
+            request.body(body.clone())
+        };
+        let response = self.transport.send_ok(&call, &build).await?;
+        let mut stream = ServerStream::new(response);
+        let first = async {
+            loop {
+                let message =
+                    stream.next().await.map_err(|error| self.transport.error(&call, &error, Failure::Connection))?;
+                let Some(message) = message else {
+                    return Err(self.transport.error(
+                        &call,
+                        "the stream ended before the process started",
+                        Failure::Connection,
+                    ));
+                };
+                match event(&message) {
+                    Event::Keepalive => continue,
+                    Event::Start(pid) => return Ok(pid),
+                    _ => {
+                        return Err(self.transport.error(
+                            &call,
+                            "the stream did not begin with the process start",
+                            Failure::Connection,
+                        ));
+                    }
+                }
+            }
+        };
+        let pid = self.transport.guard(&call, limits.request, first).await??;
+        Ok((pid, stream))
     }
 
     async fn kill_pid(&self, pid: u64) -> Result<()> {
-        self.unary("process.Process/SendSignal", &json!({"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}))
+        Envd { transport: self.transport.without_cancel(), ..self.clone() }
+            .unary("process.Process/SendSignal", &json!({"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}))
             .await
             .map(|_| ())
     }
-}
 
-fn envd_error(id: &str, path: &str, detail: &str) -> EngineError {
-    EngineError::message(format!("E2B sandbox {id}: envd {path} failed: {detail}"))
-}
-
-fn envd_status_error(id: &str, method: &str, path: &str, status: u16, body: &[u8]) -> EngineError {
-    let text: String = String::from_utf8_lossy(body).trim().chars().take(500).collect();
-    EngineError::message(format!("E2B sandbox {id}: envd {method} {path} failed with {status}: {text}"))
+    /// Why a stream silent for the silence limit is dead.
+    fn silent(&self) -> String {
+        let limits = self.transport.limits();
+        format!(
+            "the sandbox's process stream was silent for {} although envd was asked for a keepalive every {}",
+            http::seconds(limits.silence),
+            http::seconds(limits.keepalive)
+        )
+    }
 }
 
 /// A process stream event.
@@ -216,19 +253,22 @@ pub struct E2bSandbox {
 }
 
 impl E2bSandbox {
+    /// Runs a command to completion; its output together is bounded by the output limit (the command is killed
+    /// and the run is an error past it), a silent stream is dead.
     async fn run_async(&self, command: &str, options: &CommandOptions) -> Result<CommandOutput> {
         let (pid, mut stream) = self.envd.start(command, options).await?;
+        let limits = self.envd.transport.limits();
+        let fail = |detail: String| {
+            EngineError::message(format!("{} {START} failed: {detail} (pid {pid})", self.envd.service()))
+        };
         let mut output = CommandOutput::default();
         loop {
-            let message = stream.next().await.map_err(|error| {
-                envd_error(&self.envd.id, "/process.Process/Start", &format!("{error} (pid {pid})"))
-            })?;
+            let message = tokio::time::timeout(limits.silence, stream.next())
+                .await
+                .map_err(|_| fail(self.envd.silent()))?
+                .map_err(fail)?;
             let Some(message) = message else {
-                return Err(envd_error(
-                    &self.envd.id,
-                    "/process.Process/Start",
-                    "the stream ended without the process end",
-                ));
+                return Err(fail("the stream ended without the process end".to_owned()));
             };
             match event(&message) {
                 Event::Stdout(bytes) => output.stdout.extend(bytes),
@@ -236,49 +276,80 @@ impl E2bSandbox {
                 Event::End(code) => {
                     output.exit_code = code.unwrap_or(-1);
                     // Read to the end-of-stream, which may carry an error.
-                    if let Err(error) = stream.next().await {
-                        return Err(envd_error(&self.envd.id, "/process.Process/Start", &error));
-                    }
+                    tokio::time::timeout(limits.silence, stream.next())
+                        .await
+                        .map_err(|_| fail(self.envd.silent()))?
+                        .map_err(fail)?;
                     return Ok(output);
                 }
                 _ => {}
             }
+            if (output.stdout.len() + output.stderr.len()) as u64 > limits.output {
+                drop(stream);
+                let _ = self.envd.kill_pid(pid).await;
+                return Err(EngineError::message(format!(
+                    "{}: the command's output exceeds the {} limit (it was killed)",
+                    self.envd.service(),
+                    http::size(limits.output)
+                )));
+            }
         }
+    }
+
+    fn files_call<'a>(
+        &'a self,
+        method: reqwest::Method,
+        url: &'a str,
+        service: &'a str,
+        deadline: Duration,
+    ) -> Call<'a> {
+        Call { service, method, url, shown: "/files", deadline }
     }
 
     async fn download_async(&self, path: &str, limit: u64) -> Result<Vec<u8>> {
         let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("path", path).finish();
-        let route = format!("/files?{query}");
-        let response =
-            tokio::time::timeout(IDLE_TIMEOUT, self.envd.request(reqwest::Method::GET, &route, User::Default).send())
-                .await
-                .map_err(|_| envd_error(&self.envd.id, "GET /files", "no reply within 60 s"))?
-                .map_err(|error| envd_error(&self.envd.id, "GET /files", &super::api::without_url(&error)))?;
-        let status = response.status();
-        if !status.is_success() {
-            let bytes = response.bytes().await.unwrap_or_default();
-            return Err(envd_status_error(&self.envd.id, "GET", "/files", status.as_u16(), &bytes));
+        let url = format!("{}/files?{query}", self.envd.base);
+        let service = self.envd.service();
+        let transport = &self.envd.transport;
+        let call = self.files_call(reqwest::Method::GET, &url, &service, transport.limits().transfer(limit));
+        let response = transport.send_ok(&call, &|request| self.envd.headers(request, User::Default)).await?;
+        transport.read(&call, response, limit).await.map_err(|error| match error.failure {
+            Failure::TooLarge => limit_error(limit),
+            _ => error.into(),
+        })
+    }
+
+    async fn upload_async(&self, path: &str, bytes: Bytes) -> Result<()> {
+        let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("path", path).finish();
+        let url = format!("{}/files?{query}", self.envd.base);
+        let service = self.envd.service();
+        let transport = &self.envd.transport;
+        let call =
+            self.files_call(reqwest::Method::POST, &url, &service, transport.limits().transfer(bytes.len() as u64));
+        let octet_stream = super::api::version_at_least(&self.envd.version, OCTET_STREAM_UPLOAD);
+        let build = |request| {
+            let request = self.envd.headers(request, User::Default);
+            if octet_stream {
+                return request.header(reqwest::header::CONTENT_TYPE, "application/octet-stream").body(bytes.clone());
+            }
+            let part = reqwest::multipart::Part::stream(bytes.clone()).file_name(path.to_owned());
+            request.multipart(reqwest::multipart::Form::new().part("file", part))
+        };
+        match transport.send_ok(&call, &build).await {
+            Ok(_) => Ok(()),
+            Err(HttpError { text, failure: Failure::Status(507) }) => {
+                Err(EngineError::message(format!("{text} (the sandbox is out of disk space)")))
+            }
+            Err(error) => Err(error.into()),
         }
-        if response.content_length().is_some_and(|length| length > limit) {
-            return Err(limit_error(limit));
-        }
-        let mut body = response.bytes_stream();
-        let mut out = Vec::new();
-        loop {
-            let chunk = tokio::time::timeout(IDLE_TIMEOUT, body.next())
-                .await
-                .map_err(|_| envd_error(&self.envd.id, "GET /files", "no data for 60 s"))?;
-            match chunk {
-                None => return Ok(out),
-                Some(Err(error)) => {
-                    return Err(envd_error(&self.envd.id, "GET /files", &super::api::without_url(&error)));
-                }
-                Some(Ok(chunk)) => {
-                    if out.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(limit_error(limit));
-                    }
-                    out.extend_from_slice(&chunk);
-                }
+    }
+
+    /// `future` stopped by the run's cancellation, naming the sandbox.
+    async fn cancellable<T>(&self, what: &str, future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            result = future => result,
+            () = self.envd.transport.cancel().cancelled() => {
+                Err(EngineError::message(format!("{}: {what} was cancelled", self.envd.service())))
             }
         }
     }
@@ -303,7 +374,7 @@ impl Sandbox for E2bSandbox {
     }
 
     fn run(&self, command: &str, options: &CommandOptions) -> Result<CommandOutput> {
-        self.handle.block_on(async {
+        self.handle.block_on(self.cancellable("the command", async {
             match options.timeout {
                 None => self.run_async(command, options).await,
                 // The service enforces the deadline (Connect-Timeout-Ms); this one is a backstop.
@@ -319,7 +390,7 @@ impl Sandbox for E2bSandbox {
                         })?
                 }
             }
-        })
+        }))
     }
 
     fn start(&self, command: &str, options: &CommandOptions) -> Result<RemoteProcess> {
@@ -328,6 +399,8 @@ impl Sandbox for E2bSandbox {
         let (stderr_tx, stderr_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
         let (exit_tx, exit_rx) = std::sync::mpsc::channel::<crate::runtime::Exit>();
         let (killed_tx, mut killed_rx) = tokio::sync::watch::channel(false);
+        let silence = self.envd.transport.limits().silence;
+        let silent = self.envd.silent();
         self.handle.spawn(async move {
             let killed = async {
                 while !*killed_rx.borrow_and_update() {
@@ -340,9 +413,11 @@ impl Sandbox for E2bSandbox {
             tokio::pin!(killed);
             let code = loop {
                 let message = tokio::select! {
-                    message = stream.next() => message,
+                    message = tokio::time::timeout(silence, stream.next()) => message,
                     () = &mut killed => break crate::runtime::Exit::code(None),
                 };
+                // A half-open connection delivers nothing, not even the keepalives asked for: it is dead.
+                let Ok(message) = message else { break crate::runtime::Exit::unknown(silent) };
                 match message {
                     Ok(Some(message)) => match event(&message) {
                         Event::Stdout(bytes) => {
@@ -383,29 +458,7 @@ impl Sandbox for E2bSandbox {
     }
 
     fn upload(&self, path: &str, bytes: &[u8]) -> Result<()> {
-        let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("path", path).finish();
-        let route = format!("/files?{query}");
-        let body = bytes.to_vec();
-        self.handle.block_on(async {
-            let response = self
-                .envd
-                .request(reqwest::Method::POST, &route, User::Default)
-                .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
-                .body(body)
-                .send()
-                .await
-                .map_err(|error| envd_error(&self.envd.id, "POST /files", &super::api::without_url(&error)))?;
-            let status = response.status();
-            if status.is_success() {
-                return Ok(());
-            }
-            let bytes = response.bytes().await.unwrap_or_default();
-            let mut error = envd_status_error(&self.envd.id, "POST", "/files", status.as_u16(), &bytes);
-            if status.as_u16() == 507 {
-                error = EngineError::message(format!("{error} (the sandbox is out of disk space)"));
-            }
-            Err(error)
-        })
+        self.handle.block_on(self.upload_async(path, Bytes::copy_from_slice(bytes)))
     }
 
     fn download(&self, path: &str, limit: u64) -> Result<Vec<u8>> {
@@ -464,6 +517,7 @@ mod tests {
         assert_eq!(event(&json!({"event":{"end":{"exited":true,"status":"exit status 0"}}})), Event::End(Some(0)));
         assert_eq!(event(&json!({"event":{"end":{"exitCode":-1,"status":"signal: killed"}}})), Event::End(None));
         assert_eq!(event(&json!({"event":{"keepalive":{}}})), Event::Keepalive);
+        assert!(!crate::runtime::e2b::api::version_at_least("0.5.6", OCTET_STREAM_UPLOAD));
         assert_eq!(limit_error(512 * 1024 * 1024).to_string(), "E2B output exceeds the 512 MiB transfer safety limit");
     }
 }

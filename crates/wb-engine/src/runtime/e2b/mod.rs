@@ -5,7 +5,8 @@
 //! override). Wire facts: `docs` of the reference (`sandboxes/README.md` §1, §3), checked against the official
 //! SDK `e2b@2.51.0` (`wb-sandbox-fakes/tests/official_sdks.rs`).
 //!
-//! - `api`: the REST control plane (create, info, kill, list; 429 retries; error texts).
+//! - `api`: the REST control plane (create, info, kill, list; error texts), on the shared transport
+//!   (`remote::http`: deadlines, bounded replies, cancellation, no redirects, one retry policy).
 //! - `template`: template names, the Dockerfile subset, files hashes, builds.
 //! - `connect`: the Connect JSON codec envd speaks.
 //! - `envd`: the [`Sandbox`] implementation (commands, files).
@@ -23,6 +24,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http::{self, Transport};
 use crate::runtime::remote::provider::{
     PreparedTemplate, ProviderEnv, Sandbox, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource,
 };
@@ -30,7 +32,8 @@ use crate::runtime::remote::provider::{
 /// The text when `E2B_API_KEY` is missing.
 pub const MISSING_KEY: &str =
     "E2B_API_KEY is required for the E2B runtime. Set E2B_API_KEY in the environment wb-lsp runs in.";
-/// The oldest envd this client talks to (the SDK refuses older ones too).
+/// The oldest envd this client talks to (the SDK refuses older ones too). Uploads to envd before 0.5.7 use
+/// multipart (`envd::OCTET_STREAM_UPLOAD`).
 const MIN_ENVD: (u64, u64, u64) = (0, 1, 0);
 /// The default domain.
 const DEFAULT_DOMAIN: &str = "e2b.app";
@@ -42,8 +45,7 @@ pub struct E2b {
     domain: String,
     sandbox_url: Option<String>,
     handle: Handle,
-    envd_http: reqwest::Client,
-    upload_http: reqwest::Client,
+    transport: Transport,
     poll: Duration,
 }
 
@@ -51,25 +53,24 @@ impl E2b {
     /// Reads `E2B_API_KEY`, `E2B_API_URL`, `E2B_DOMAIN` and `E2B_SANDBOX_URL` from `env` (a missing key is
     /// reported by [`SandboxProvider::check_credentials`], not here). `handle` drives the HTTP client.
     pub fn new(env: &ProviderEnv, handle: Handle) -> Result<E2b> {
+        E2b::with_options(env, handle, http::Options::default())
+    }
+
+    /// [`E2b::new`] with the transport's limits, clock and cancel flag given (tests shorten and record them).
+    pub fn with_options(env: &ProviderEnv, handle: Handle, options: http::Options) -> Result<E2b> {
         let value = |name: &str| env.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let key = value("E2B_API_KEY");
         let domain = value("E2B_DOMAIN").unwrap_or_else(|| DEFAULT_DOMAIN.to_owned());
         let base = value("E2B_API_URL").unwrap_or_else(|| format!("https://api.{domain}"));
-        let api = api::Api::new(&base, key.as_deref().unwrap_or(""))?;
-        let client = |builder: reqwest::ClientBuilder| {
-            builder
-                .connect_timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|error| EngineError::message(format!("Cannot build the E2B sandbox client: {error}")))
-        };
+        let transport = Transport::new("E2B", options)?;
+        let api = api::Api::new(&transport, &base, key.as_deref().unwrap_or(""));
         Ok(E2b {
             api,
             key_present: key.is_some(),
             domain,
             sandbox_url: value("E2B_SANDBOX_URL"),
             handle,
-            envd_http: client(reqwest::Client::builder())?,
-            upload_http: client(reqwest::Client::builder().timeout(Duration::from_secs(3600)))?,
+            transport,
             poll: Duration::from_millis(500),
         })
     }
@@ -89,12 +90,13 @@ impl E2b {
         let domain = created.domain.clone().unwrap_or_else(|| self.domain.clone());
         let base = envd::envd_url(self.sandbox_url.as_deref(), &domain, &created.sandbox_id);
         envd::E2bSandbox {
-            envd: Arc::new(envd::Envd {
-                id: created.sandbox_id.clone(),
+            envd: Arc::new(envd::Envd::new(
+                &created.sandbox_id,
                 base,
-                token: created.envd_access_token.clone(),
-                http: self.envd_http.clone(),
-            }),
+                created.envd_access_token.clone(),
+                &created.envd_version,
+                &self.transport,
+            )),
             api: self.api.clone(),
             handle: self.handle.clone(),
             destroyed: AtomicBool::new(false),
@@ -109,6 +111,10 @@ impl SandboxProvider for E2b {
 
     fn title(&self) -> &'static str {
         "E2B"
+    }
+
+    fn watch_cancel(&mut self, flag: Option<Arc<AtomicBool>>) {
+        self.transport.cancel().watch(flag);
     }
 
     fn check_credentials(&self) -> Result<()> {
@@ -143,7 +149,7 @@ impl SandboxProvider for E2b {
 
     fn prepare_template(&mut self, request: &TemplateRequest, progress: &dyn Fn(&str)) -> Result<PreparedTemplate> {
         self.check_credentials()?;
-        self.handle.block_on(template::prepare(&self.api, &self.upload_http, request, self.poll, progress))
+        self.handle.block_on(template::prepare(&self.api, request, self.poll, progress))
     }
 
     fn create(&mut self, spec: &SandboxSpec) -> Result<Box<dyn Sandbox>> {

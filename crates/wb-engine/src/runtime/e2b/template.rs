@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::api::{Api, segment};
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http::Call;
 use crate::runtime::remote::provider::{PreparedTemplate, TemplateRequest, TemplateSource};
 
 /// How long a template build may take.
@@ -487,7 +488,6 @@ pub fn pack(context: &Path, src: &str) -> Result<Vec<u8>> {
 /// Finds the template by name or builds it.
 pub async fn prepare(
     api: &Api,
-    upload: &reqwest::Client,
     request: &TemplateRequest,
     poll: Duration,
     progress: &dyn Fn(&str),
@@ -526,29 +526,8 @@ pub async fn prepare(
         let url = link.get("url").and_then(Value::as_str);
         match (present, url) {
             (false, Some(url)) => {
-                let archive = pack(context, &step.args[0])?;
-                let mut put = upload.put(url).header(reqwest::header::CONTENT_LENGTH, archive.len());
-                if let Some(headers) = link.get("headers").and_then(Value::as_object) {
-                    for (name, value) in headers {
-                        if let Some(value) = value.as_str() {
-                            put = put.header(name.as_str(), value);
-                        }
-                    }
-                }
-                let response = put.body(archive).send().await.map_err(|error| {
-                    EngineError::message(format!(
-                        "Uploading the E2B template files for COPY {} failed: {}",
-                        step.args[0],
-                        super::api::without_url(&error)
-                    ))
-                })?;
-                if !response.status().is_success() {
-                    return Err(EngineError::message(format!(
-                        "Uploading the E2B template files for COPY {} failed with {}",
-                        step.args[0],
-                        response.status().as_u16()
-                    )));
-                }
+                let archive = bytes::Bytes::from(pack(context, &step.args[0])?);
+                upload_files(api, url, link.get("headers"), archive, &step.args[0]).await?;
                 progress(&format!("Uploaded '{}'", step.args[0]));
             }
             _ => progress(&format!("Skipping upload of '{}', already cached", step.args[0])),
@@ -576,7 +555,15 @@ pub async fn prepare(
         }
         offset += entries.len();
         match status.get("status").and_then(Value::as_str).unwrap_or("") {
-            "building" | "waiting" => tokio::time::sleep(poll).await,
+            "building" | "waiting" => {
+                let transport = api.transport();
+                tokio::select! {
+                    () = tokio::time::sleep(poll) => {}
+                    () = transport.cancel().cancelled() => {
+                        return Err(EngineError::message(format!("The E2B template build of {name} was cancelled")));
+                    }
+                }
+            }
             "ready" => {
                 // Drain the logs written after the terminal status, as the SDK does.
                 if let Ok(rest) = api.call(Method::GET, &format!("{status_path}?logsOffset={offset}"), None).await {
@@ -607,6 +594,37 @@ pub async fn prepare(
             }
         }
     }
+}
+
+/// `PUT`s a COPY step's archive to the presigned `url` the control plane gave (another origin: it carries
+/// no credential of ours, only the headers the link names), within the transfer deadline.
+async fn upload_files(
+    api: &Api,
+    url: &str,
+    headers: Option<&Value>,
+    archive: bytes::Bytes,
+    source: &str,
+) -> Result<()> {
+    let transport = api.transport();
+    let service = format!("Uploading the E2B template files for COPY {source}:");
+    let call = Call {
+        service: &service,
+        method: Method::PUT,
+        url,
+        shown: "(presigned URL)",
+        deadline: transport.limits().transfer(archive.len() as u64),
+    };
+    let build = |request: reqwest::RequestBuilder| {
+        let mut put = request.header(reqwest::header::CONTENT_LENGTH, archive.len());
+        for (name, value) in headers.and_then(Value::as_object).into_iter().flatten() {
+            if let Some(value) = value.as_str() {
+                put = put.header(name.as_str(), value);
+            }
+        }
+        put.body(archive.clone())
+    };
+    transport.send_ok(&call, &build).await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -161,6 +161,13 @@ pub trait SandboxProvider: Send {
     fn name(&self) -> &'static str;
     /// How texts name the service (`E2B`, `Daytona`).
     fn title(&self) -> &'static str;
+    /// From now on every call of this provider and its sandboxes (template builds, creates, staging uploads,
+    /// engine commands) stops promptly once `flag` is set (the run's cancel flag: Ctrl-C, `$/cancelRequest`);
+    /// `None` stops watching (before collection, which must still run after a cancelled runner). Cleanup
+    /// (destroy, reclaim, kill) is never stopped.
+    fn watch_cancel(&mut self, flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+        let _ = flag;
+    }
     /// Fails with the reference's text when the service's key is missing.
     fn check_credentials(&self) -> Result<()>;
     /// The calls [`SandboxProvider::prepare_template`] and a run would make, one line each, for a dry run
