@@ -243,8 +243,13 @@ fn logs_in_plain_text_as_the_daemon_answers_clients_without_the_sdk_header_are_f
     let stdout = read_all(process.stdout);
     let stderr = read_all(process.stderr);
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
-    // Plain text combines the streams: everything arrives as stdout, a JSON-looking line included.
-    assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "out1\nerr1\n{\"stdout\":1}\n");
+    // Plain text combines the streams: everything arrives as stdout, a JSON-looking line included (the two
+    // pipes are read apart, so out1 and err1 may arrive in either order, as from the daemon).
+    let text = String::from_utf8_lossy(&stdout.join().expect("stdout")).into_owned();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.pop(), Some("{\"stdout\":1}"), "{text}");
+    lines.sort_unstable();
+    assert_eq!(lines, ["err1", "out1"], "{text}");
     assert_eq!(stderr.join().expect("stderr"), b"");
     let logs = setup.fake.requests().into_iter().find(|r| r.path.ends_with("/logs")).expect("logs polled");
     assert_eq!(logs.headers.get("x-daytona-sdk-version").map(String::as_str), Some("0.190.0"));

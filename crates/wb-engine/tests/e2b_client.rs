@@ -32,10 +32,14 @@ struct Setup {
 }
 
 fn setup_with(options: FakeOptions) -> Setup {
+    setup_limited(options, http::Limits::default())
+}
+
+fn setup_limited(options: FakeOptions, limits: http::Limits) -> Setup {
     let fake = E2bFake::start(options).expect("fake");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let clock = Arc::new(RecordingClock::at(SystemTime::now()));
-    let transport = http::Options { clock: clock.clone(), ..http::Options::default() };
+    let transport = http::Options { clock: clock.clone(), limits, ..http::Options::default() };
     let mut e2b = E2b::with_options(&fake.env(), runtime.handle().clone(), transport).expect("client");
     e2b.set_poll_interval(Duration::from_millis(20));
     Setup { e2b, fake, runtime, clock }
@@ -359,6 +363,27 @@ fn a_hung_stream_is_stopped_by_kill() {
     process.killer.kill();
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).map(|e| e.code), Ok(None));
     assert!(begun.elapsed() < Duration::from_secs(8), "{:?}", begun.elapsed());
+}
+
+/// envd sends keepalives at the interval the client asks (`Keepalive-Ping-Interval`); a stream that sends
+/// nothing at all past the silence limit is a dead connection, and the runner's end is unknown, saying why.
+#[test]
+fn a_stream_silent_past_its_keepalive_ends_the_process_with_an_unknown_exit() {
+    let limits = http::Limits {
+        keepalive: Duration::from_secs(1),
+        silence: Duration::from_millis(400),
+        ..http::Limits::default()
+    };
+    let mut s = setup_limited(FakeOptions::default(), limits);
+    let sandbox = s.e2b.create(&spec("base", "silent")).expect("create");
+    s.fake.set_faults(Faults { silent_stream: true, ..Faults::default() });
+    let process = sandbox.start("echo never-seen", &options()).expect("start");
+    let exit = process.exit.recv_timeout(Duration::from_secs(30)).expect("an end");
+    assert_eq!(exit.code, None);
+    let cause = exit.cause.unwrap_or_default();
+    assert!(cause.contains("silent for 0.4 seconds") && cause.contains("keepalive every 1 second"), "{cause}");
+    let start = s.fake.requests().into_iter().find(|r| r.path == "/process.Process/Start").expect("start");
+    assert_eq!(start.headers.get("keepalive-ping-interval").map(String::as_str), Some("1"));
 }
 
 /// The same operations as the SDK driver, by our client: its requests must appear, in order and equal on
