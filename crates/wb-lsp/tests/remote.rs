@@ -809,3 +809,55 @@ fn preflight_and_daytona_refusals() {
     }
     assert_eq!(daytona.service.created(), 0, "a refused package created a sandbox");
 }
+
+impl Service {
+    /// The next sandbox create waits this long before it answers (a stalled control plane).
+    fn stall_creates(&self, delay: Duration) {
+        match self {
+            Service::E2b(fake) => {
+                let mut faults = fake.faults();
+                faults.create_delay = Some(delay);
+                fake.set_faults(faults);
+            }
+            Service::Daytona(fake) => fake.faults(|f| f.create_delay = Some(delay)),
+        }
+    }
+}
+
+/// Ctrl-C while the sandbox is being created (the service stalls for five minutes): the command stops at once
+/// with 130, and whatever the create may have made is reclaimed, not left running for its lease.
+fn ctrl_c_while_creating(kind: Kind) {
+    let setup = setup(kind);
+    setup.service.stall_creates(Duration::from_secs(300));
+    let work = setup.world.work.display().to_string();
+    let mut child = setup
+        .command()
+        .args(setup.args("run", Some("edit"), &work))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while setup.service.created() == 0 {
+        assert!(Instant::now() < deadline, "the create never reached the service");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let code = wait_exit(&mut child);
+    assert_eq!(code, 130);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("cancelled"), "{stderr}");
+    assert!(setup.service.live().is_empty(), "a cancelled create left a sandbox");
+}
+
+#[test]
+fn e2b_ctrl_c_while_creating_stops_and_reclaims() {
+    ctrl_c_while_creating(Kind::E2b);
+}
+
+#[test]
+fn daytona_ctrl_c_while_creating_stops_and_reclaims() {
+    ctrl_c_while_creating(Kind::Daytona);
+}

@@ -63,6 +63,9 @@ pub struct Options {
     /// Dry run only: stage the runner's configuration in this new directory and keep it, so the printed
     /// command can be run by hand and the runner's own loaders can check what it would receive.
     pub stage_dir: Option<PathBuf>,
+    /// Set when the person cancels (Ctrl-C, `$/cancelRequest`) while the runtime prepares: a template build,
+    /// a sandbox being created or a stalled upload stops at its next step. [`run`] sets it from its own flag.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Options {

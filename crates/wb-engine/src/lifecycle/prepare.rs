@@ -109,6 +109,7 @@ pub(super) fn prepare_package(
     }
     let mut runtime = open_runtime(&runtime_name, options)?;
     runtime.set_home(&options.workbench_home());
+    runtime.watch_cancel(options.cancel.clone());
     if purpose == Purpose::DryRun {
         runtime.plan_only();
     }

@@ -101,6 +101,9 @@ pub fn run(
 ) -> Result<RunResult> {
     require_task(options)?;
     let started = Instant::now();
+    let mut options = options.clone();
+    options.cancel = Some(Arc::clone(&cancel));
+    let options = &options;
     let mut prepared = prepare_one(fs, options, catalog, Purpose::Run)?;
     let redactor = super::redactor(&prepared);
     let stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
@@ -185,6 +188,8 @@ fn execute(prepared: &mut Prepared, options: &Options, cancel: &AtomicBool, even
     // An orderly stop (the runner exited by itself, successfully or not) gives a complete collection; a
     // cancelled runner may have left work half-written, so its outcome is partial.
     let completeness = if cancelled { Completeness::Partial } else { Completeness::Complete };
+    // Collection runs even after a cancelled runner: the runtime stops watching the cancel flag.
+    prepared.runtime.watch_cancel(None);
     // A remote runtime brings the sandbox's changes and outbox back first (the sandbox still exists); Docker
     // checks that the container left no Git metadata behind.
     let collected = match prepared.runtime.retrieve(&prepared.outbox) {

@@ -134,6 +134,10 @@ pub trait Runtime: Send {
     }
     /// The Workbench home (a remote runtime never stages it).
     fn set_home(&mut self, _home: &std::path::Path) {}
+    /// The flag that cancels what the runtime is doing for the run (a remote runtime's template build,
+    /// create, staging and commands stop at their next step); `None` stops watching it, so collection still
+    /// runs after a cancelled runner. Cleanup is never cancelled. Runtimes with nothing long to stop ignore it.
+    fn watch_cancel(&mut self, _flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {}
     /// A dry run: `prepare` and `preflight` create nothing billable; [`Runtime::plan`] says what a run would.
     fn plan_only(&mut self) {}
     /// The calls a run would make (remote runtimes, in a dry run), one line each.

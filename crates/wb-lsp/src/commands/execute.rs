@@ -39,7 +39,24 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
             .then(|| wb_engine::lifecycle::Progress(std::sync::Arc::new(|message: &str| eprintln!("  {message}")))),
         home: None,
         stage_dir: None,
+        cancel: None,
     })
+}
+
+/// Ctrl-C sets the returned flag (also given to the runtime through `options`): a remote runtime preparing
+/// (a template build, a sandbox being created, a stalled upload) stops at its next step and cleans up, and a
+/// run stops its runner. `second_exits`: a second Ctrl-C ends the process at once, for commands whose other
+/// steps (a Docker build) do not watch the flag.
+fn cancel_on_ctrl_c(options: &mut Options, second_exits: bool) -> Arc<AtomicBool> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) && second_exits {
+            std::process::exit(130);
+        }
+    });
+    options.cancel = Some(Arc::clone(&cancel));
+    cancel
 }
 
 /// Prints an engine error as `error: <message>` (with the location for invalid packages).
@@ -107,12 +124,13 @@ pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Res
 }
 
 pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
-    let options = options(args)?;
+    let mut options = options(args)?;
+    let cancel = cancel_on_ctrl_c(&mut options, true);
     let reports = match wb_engine::smoke(&OsFileSystem, &options, catalog) {
         Ok(reports) => reports,
         Err(error) => {
             report_error(&error);
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(if cancel.load(Ordering::SeqCst) { 130 } else { 1 }));
         }
     };
     let failed = reports.iter().any(|r| r.status == SmokeStatus::Failed);
@@ -196,11 +214,10 @@ fn smoke_record(report: &Smoke) -> String {
 }
 
 pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
-    let options = options(args)?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    // Ctrl-C cancels the run: the runner is stopped and run.cancelled is the terminal event.
-    let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    let mut options = options(args)?;
+    // Ctrl-C cancels the run: the runner is stopped and run.cancelled is the terminal event; while the runtime
+    // prepares, what it is doing stops and the command exits 130.
+    let cancel = cancel_on_ctrl_c(&mut options, false);
     let json = args.json;
     let final_only = args.r#final;
     let mut emit = |event: &wb_engine::events::Event| {
@@ -247,11 +264,17 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
             _ => {}
         }
     };
-    let result = match wb_engine::run(&OsFileSystem, &options, catalog, cancel, &mut emit) {
+    let result = match wb_engine::run(&OsFileSystem, &options, catalog, Arc::clone(&cancel), &mut emit) {
         Ok(result) => result,
         Err(error) => {
             report_error(&error);
-            let code = if matches!(error, EngineError::NeedsAuthentication(_)) { 3 } else { 1 };
+            let code = if cancel.load(Ordering::SeqCst) {
+                130
+            } else if matches!(error, EngineError::NeedsAuthentication(_)) {
+                3
+            } else {
+                1
+            };
             return Ok(ExitCode::from(code));
         }
     };
@@ -292,7 +315,8 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         json: args.json,
         r#final: false,
     };
-    let options = options(&run_args)?;
+    let mut options = options(&run_args)?;
+    cancel_on_ctrl_c(&mut options, true);
     let reports = match wb_engine::build(&OsFileSystem, &options, catalog) {
         Ok(reports) => reports,
         Err(error) => {

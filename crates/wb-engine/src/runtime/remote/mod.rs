@@ -86,6 +86,8 @@ pub struct RemoteRuntime {
     tokio: tokio::runtime::Runtime,
     inherited: BTreeMap<String, String>,
     provider: Option<Box<dyn SandboxProvider>>,
+    /// The run's cancel flag, handed to the provider (see [`Runtime::watch_cancel`]).
+    cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     progress: Option<ProgressSink>,
     plan_only: bool,
     plan: Vec<String>,
@@ -123,6 +125,7 @@ impl RemoteRuntime {
             tokio,
             inherited: BTreeMap::new(),
             provider: None,
+            cancel: None,
             progress: None,
             plan_only: false,
             plan: Vec::new(),
@@ -151,7 +154,8 @@ impl RemoteRuntime {
 
     fn provider(&mut self) -> Result<&mut Box<dyn SandboxProvider>> {
         if self.provider.is_none() {
-            let provider = (self.factory)(&self.inherited, self.tokio.handle().clone())?;
+            let mut provider = (self.factory)(&self.inherited, self.tokio.handle().clone())?;
+            provider.watch_cancel(self.cancel.clone());
             self.provider = Some(provider);
         }
         self.provider.as_mut().ok_or_else(|| EngineError::message("The sandbox provider is not available"))
@@ -254,6 +258,13 @@ impl Runtime for RemoteRuntime {
 
     fn set_home(&mut self, home: &Path) {
         self.home = Some(home.to_path_buf());
+    }
+
+    fn watch_cancel(&mut self, flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+        if let Some(provider) = &mut self.provider {
+            provider.watch_cancel(flag.clone());
+        }
+        self.cancel = flag;
     }
 
     fn plan_only(&mut self) {

@@ -50,6 +50,7 @@ fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
         progress: None,
         home: None,
         stage_dir: None,
+        cancel: None,
     })
 }
 
