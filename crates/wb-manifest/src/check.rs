@@ -316,6 +316,7 @@ fn check_bytes_in_pass(
         real_boundaries: Default::default(),
         skill_files: Default::default(),
         siblings: Default::default(),
+        dockerfiles: Default::default(),
     };
     checks.run(&manifest);
     diagnostics.extend(checks.diagnostics);

@@ -1,6 +1,7 @@
 //! Package checks on the file system (engine facts b.2 and b.5): where the package lives, and the files its
 //! manifest names: image build paths, instructions, skills and `runner_config`.
 
+mod dockerfile;
 mod runner_config;
 mod skills;
 
@@ -43,6 +44,8 @@ pub(crate) struct PackageChecks<'a> {
     pub skill_files: SkillFiles,
     /// The names of the entries of each kind in a directory, listed once for every "did you mean" in it.
     pub siblings: HashMap<(PathBuf, FileKind), crate::rules::suggestions::Candidates>,
+    /// The real paths of the Dockerfiles looked into.
+    pub dockerfiles: std::collections::HashSet<PathBuf>,
 }
 
 impl PackageChecks<'_> {
@@ -143,9 +146,11 @@ impl PackageChecks<'_> {
                 let prefix = runtime.image_label.clone();
                 let label = format!("{prefix}.build");
                 if let Some(dockerfile) = self.resolve(build, &label, root) {
-                    if self.within(build, &label, &dockerfile, false)
-                        && !matches!(self.fs.kind_followed(&dockerfile), Ok(FileKind::File))
-                    {
+                    if !self.within(build, &label, &dockerfile, false) {
+                        // Refused: nothing of it is read.
+                    } else if matches!(self.fs.kind_followed(&dockerfile), Ok(FileKind::File)) {
+                        self.dockerfile_credentials(build, &dockerfile);
+                    } else {
                         self.report(
                             Code::MissingBuildFile,
                             build.range,
