@@ -86,6 +86,8 @@ pub struct GlobalState {
     pub shutdown_requested: bool,
     pub test_hooks: bool,
     pub runs: HashMap<RequestId, Run>,
+    /// Commands that write (`workbench.applyOutcome`) in flight, on their own threads: never cancelled.
+    pub mutations: HashMap<RequestId, JoinHandle<()>>,
     /// The settings problems last shown, so the same ones are not shown again on every settings change.
     shown_problems: Vec<(lsp::MessageType, String)>,
 }
@@ -131,6 +133,7 @@ impl GlobalState {
             shutdown_requested: false,
             test_hooks,
             runs: HashMap::new(),
+            mutations: HashMap::new(),
             shown_problems: Vec::new(),
         };
         let options = state.initialization_options.clone().unwrap_or(serde_json::Value::Null);
@@ -176,6 +179,7 @@ impl GlobalState {
     /// Answers an incoming request, unless it was answered already (cancelled).
     pub fn respond(&mut self, response: Response) -> anyhow::Result<()> {
         self.runs.remove(&response.id);
+        self.mutations.remove(&response.id);
         if self.req_queue.incoming.complete(&response.id).is_some() {
             self.send(response)?;
         }
@@ -286,12 +290,16 @@ impl GlobalState {
     }
 
     /// Stops every run in flight and waits, at most `limit`, for their threads to end (`exit`, or the client
-    /// went away): a runner must not outlive the server.
+    /// went away): a runner must not outlive the server. Commands that write are waited for too (they are not
+    /// cancelled: an apply finishes, or rolls back, rather than being cut off).
     pub fn stop_runs(&mut self, limit: Duration) {
         self.cancel_runs();
         let deadline = Instant::now() + limit;
-        for run in self.runs.values_mut() {
-            let Some(thread) = run.thread.take() else { continue };
+        let writes = self.mutations.drain().map(|(_, thread)| Some(thread));
+        let runs: Vec<Option<JoinHandle<()>>> =
+            self.runs.values_mut().map(|run| run.thread.take()).chain(writes).collect();
+        for thread in runs {
+            let Some(thread) = thread else { continue };
             while !thread.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
             }

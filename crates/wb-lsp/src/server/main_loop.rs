@@ -13,6 +13,7 @@ use lsp_types::{self as lsp, request as r, request::Request as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::SessionEnd;
 use super::capabilities::Negotiated;
 use super::ext::DebugPanic;
 use super::global_state::{GlobalState, Job, Outgoing, Run, Task};
@@ -23,7 +24,7 @@ use super::state::Snapshot;
 const RUN_STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves the client after `initialize` until `exit` (or until the client goes away).
-pub fn run(connection: Connection, negotiated: Negotiated) -> anyhow::Result<()> {
+pub fn run(connection: Connection, negotiated: Negotiated) -> anyhow::Result<SessionEnd> {
     let mut state = GlobalState::new(connection.sender, start_workers(), negotiated);
     let result = main_loop(&mut state, &connection.receiver);
     // Whatever ended the session, no runner outlives it.
@@ -53,18 +54,21 @@ enum Flow {
     Exit,
 }
 
-fn main_loop(state: &mut GlobalState, receiver: &Receiver<Message>) -> anyhow::Result<()> {
+fn main_loop(state: &mut GlobalState, receiver: &Receiver<Message>) -> anyhow::Result<SessionEnd> {
+    let exit = |state: &GlobalState| {
+        if state.shutdown_requested { SessionEnd::Clean } else { SessionEnd::ExitWithoutShutdown }
+    };
     loop {
         select! {
             recv(receiver) -> message => {
-                let Ok(message) = message else { return Ok(()) };
+                let Ok(message) = message else { return Ok(SessionEnd::Clean) };
                 if handle_message(state, message)? == Flow::Exit {
-                    return Ok(());
+                    return Ok(exit(state));
                 }
                 // Apply everything already queued before recomputing anything: a burst costs one check.
                 while let Ok(message) = receiver.try_recv() {
                     if handle_message(state, message)? == Flow::Exit {
-                        return Ok(());
+                        return Ok(exit(state));
                     }
                 }
             }
@@ -211,6 +215,38 @@ impl GlobalState {
             let _ = tasks.send(Task::Response(response_of(id, outcome)));
         });
         self.jobs.send(job).map_err(|_| anyhow::anyhow!("the worker pool stopped"))
+    }
+
+    /// Runs a command that writes (`workbench.applyOutcome`) on a thread of its own, outside the cancellable
+    /// worker pool: once started it finishes, and its answer always says what it did. A `$/cancelRequest` for
+    /// it is ignored; `exit` waits for it (see [`GlobalState::stop_runs`]).
+    pub fn spawn_mutation<P>(
+        &mut self,
+        id: RequestId,
+        params: P,
+        handler: fn(&Snapshot, P) -> anyhow::Result<Option<serde_json::Value>>,
+    ) -> anyhow::Result<()>
+    where
+        P: Send + 'static,
+    {
+        self.req_queue.incoming.register(id.clone(), ());
+        let snapshot = self.snapshot();
+        let tasks = self.task_sender.clone();
+        let request = id.clone();
+        let spawned = std::thread::Builder::new().name("wb-lsp-write".into()).spawn(move || {
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&snapshot, params)));
+            let _ = tasks.send(Task::Response(response_of(request, outcome)));
+        });
+        match spawned {
+            Ok(thread) => {
+                self.mutations.insert(id, thread);
+                Ok(())
+            }
+            Err(error) => {
+                let message = format!("cannot start the command: {error}");
+                self.respond(Response::new_err(id, ErrorCode::RequestFailed as i32, message))
+            }
+        }
     }
 
     /// Starts an execution command (`workbench.dryRun`, `smoke`, `run`) on its own thread: it reports
