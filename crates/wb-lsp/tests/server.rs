@@ -706,3 +706,37 @@ fn completion_and_hover_follow_the_client_capabilities() {
         client.drain();
     }
 }
+
+/// A `modelCatalog` setting that names a file without end (`/dev/zero`) or a FIFO that never sends anything is
+/// read bounded and off the loop: the server answers other requests meanwhile, and shows why the catalog is
+/// not used (before, the loop read `/dev/zero` into memory forever and answered nothing).
+#[test]
+fn a_model_catalog_without_end_is_read_bounded_off_the_loop() {
+    let (dir, manifest) = repository(MINIMAL);
+    let show_message = |n: &lsp_server::Notification| (n.method == "window/showMessage").then(|| n.params.clone());
+    let options = json!({"modelCatalog": "/dev/zero"});
+    let mut client =
+        Client::start(Options { configuration: false, initialization_options: options, ..Options::default() });
+    client.open(&manifest, MINIMAL);
+    let hover = client.request::<r::HoverRequest>(lsp::HoverParams {
+        text_document_position_params: at(&manifest, lsp::Position::new(3, 2)),
+        work_done_progress_params: Default::default(),
+    });
+    assert!(hover.is_some(), "the server answers while the catalog is read");
+    let limit = "Model catalog is too large: /dev/zero: 4194305 bytes or more (the limit is 4 MiB)";
+    assert_eq!(client.wait_for("the catalog error", show_message), json!({"type": 1, "message": limit}));
+
+    // A FIFO whose writer never writes: not waited for.
+    let fifo = dir.path().join("catalog.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let _writer = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).expect("the FIFO's writer");
+    client.notify::<lsp::notification::DidChangeConfiguration>(lsp::DidChangeConfigurationParams {
+        settings: json!({"modelCatalog": fifo}),
+    });
+    let symbols = client.request_raw("textDocument/documentSymbol", json!({"textDocument": {"uri": uri(&manifest)}}));
+    assert!(symbols.as_array().is_some_and(|symbols| !symbols.is_empty()), "{symbols}");
+    let shown = client.wait_for("the FIFO's catalog error", show_message);
+    let message = shown["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with(&format!("Model catalog is unreadable: {}: ", fifo.display())), "{shown}");
+    client.drain();
+}

@@ -35,7 +35,7 @@ pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, Te
 pub use disk_cache::DiskCache;
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
 pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
-pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
+pub use models::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, Provider};
 pub use package::{claude_config_problem, repository_root};
 pub use recording::{Dependencies, Recording};
 pub use rules::prepare;

@@ -29,7 +29,18 @@ pub type Job = Box<dyn FnOnce() + Send>;
 /// Work finished off the loop thread.
 pub enum Task {
     Response(Response),
-    Diagnostics { generation: u64, files: Computed, owner: PathBuf, dependencies: Option<Dependencies> },
+    Diagnostics {
+        generation: u64,
+        files: Computed,
+        owner: PathBuf,
+        dependencies: Option<Dependencies>,
+    },
+    /// The model catalog the settings name, read on a thread of its own (a slow or endless file never holds
+    /// the loop): the settings' generation it was read for, and the catalog or why there is none.
+    Catalog {
+        generation: u64,
+        catalog: Result<ModelCatalog, String>,
+    },
 }
 
 /// What an outgoing request to the client is waiting for.
@@ -90,6 +101,10 @@ pub struct GlobalState {
     pub mutations: HashMap<RequestId, JoinHandle<()>>,
     /// The settings problems last shown, so the same ones are not shown again on every settings change.
     shown_problems: Vec<(lsp::MessageType, String)>,
+    /// Counts the model catalogs asked for: only the latest one read is taken.
+    catalog_generation: u64,
+    /// The model catalog error last shown.
+    shown_catalog_error: Option<String>,
 }
 
 impl GlobalState {
@@ -135,6 +150,8 @@ impl GlobalState {
             runs: HashMap::new(),
             mutations: HashMap::new(),
             shown_problems: Vec::new(),
+            catalog_generation: 0,
+            shown_catalog_error: None,
         };
         let options = state.initialization_options.clone().unwrap_or(serde_json::Value::Null);
         state.apply_settings(&options);
@@ -245,21 +262,14 @@ impl GlobalState {
         }
     }
 
-    /// Takes new settings (and the model catalog they name); their problems are shown unless they are the ones
-    /// shown last. Returns whether they may change diagnostics (a catalog file is read again, so naming one
-    /// always counts as a change).
+    /// Takes new settings; their problems are shown unless they are the ones shown last. A model catalog they
+    /// name is read anew off the loop ([`Self::catalog_read`] takes it). Returns whether the settings may change
+    /// diagnostics.
     pub fn apply_settings(&mut self, value: &serde_json::Value) -> bool {
         let (config, problems) = Config::from_json(value);
-        let changed = config != *self.config || config.model_catalog.is_some();
-        let mut problems: Vec<(lsp::MessageType, String)> =
+        let changed = config != *self.config;
+        let problems: Vec<(lsp::MessageType, String)> =
             problems.into_iter().map(|problem| (lsp::MessageType::WARNING, problem)).collect();
-        let catalog = match &config.model_catalog {
-            Some(path) => ModelCatalog::from_file(path).unwrap_or_else(|error| {
-                problems.push((lsp::MessageType::ERROR, error.to_string()));
-                ModelCatalog::embedded().clone()
-            }),
-            None => ModelCatalog::embedded().clone(),
-        };
         if problems != self.shown_problems {
             for (typ, message) in &problems {
                 let params = lsp::ShowMessageParams { typ: *typ, message: message.clone() };
@@ -267,9 +277,56 @@ impl GlobalState {
             }
             self.shown_problems = problems;
         }
-        self.catalog = Arc::new(catalog);
+        self.catalog_generation += 1;
+        match &config.model_catalog {
+            Some(path) => self.read_catalog(path.clone()),
+            None => {
+                self.catalog = Arc::new(ModelCatalog::embedded().clone());
+                self.shown_catalog_error = None;
+            }
+        }
         self.config = Arc::new(config);
         changed
+    }
+
+    /// Reads the catalog file on a thread of its own, bounded like every file the checks read; until it
+    /// arrives the checks use the catalog they had.
+    fn read_catalog(&mut self, path: PathBuf) {
+        let generation = self.catalog_generation;
+        let tasks = self.task_sender.clone();
+        let read = move || {
+            let catalog = ModelCatalog::from_file(&path).map_err(|error| error.to_string());
+            let _ = tasks.send(Task::Catalog { generation, catalog });
+        };
+        if let Err(error) = std::thread::Builder::new().name("wb-lsp-catalog".into()).spawn(read) {
+            let message = format!("the model catalog cannot be read: {error}");
+            self.catalog_read(generation, Err(message));
+        }
+    }
+
+    /// A catalog read finished: the latest one asked for replaces the catalog (the embedded one when it failed,
+    /// with the error shown), and every package is checked again with it.
+    pub fn catalog_read(&mut self, generation: u64, catalog: Result<ModelCatalog, String>) {
+        if generation != self.catalog_generation {
+            return;
+        }
+        let catalog = match catalog {
+            Ok(catalog) => {
+                self.shown_catalog_error = None;
+                catalog
+            }
+            Err(message) => {
+                if self.shown_catalog_error.as_ref() != Some(&message) {
+                    let params = lsp::ShowMessageParams { typ: lsp::MessageType::ERROR, message: message.clone() };
+                    let _ = self.notify::<lsp::notification::ShowMessage>(params);
+                    eprintln!("wb-lsp: {message}");
+                    self.shown_catalog_error = Some(message);
+                }
+                ModelCatalog::embedded().clone()
+            }
+        };
+        self.catalog = Arc::new(catalog);
+        self.mark_all_dirty();
     }
 
     /// Adds the manifests under `root` and schedules their check.

@@ -78,6 +78,7 @@ fn main_loop(state: &mut GlobalState, receiver: &Receiver<Message>) -> anyhow::R
                     Ok(Task::Diagnostics { generation, files, owner, dependencies }) => {
                         state.diagnostics_computed(generation, files, owner, dependencies)?;
                     }
+                    Ok(Task::Catalog { generation, catalog }) => state.catalog_read(generation, catalog),
                     Err(_) => {}
                 }
             }
