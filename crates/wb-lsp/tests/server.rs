@@ -740,3 +740,45 @@ fn a_model_catalog_without_end_is_read_bounded_off_the_loop() {
     assert!(message.starts_with(&format!("Model catalog is unreadable: {}: ", fifo.display())), "{shown}");
     client.drain();
 }
+
+/// A check that panics (the `test-hooks` feature, on only in tests, makes one panic on a marker) publishes
+/// nothing: the file keeps the diagnostics last published for it, and the failure is logged (before, the
+/// panic was published as "no problems"). The next good check publishes again.
+#[test]
+fn a_panicking_check_keeps_the_last_diagnostics() {
+    let broken = MINIMAL.replace("runner: opencode", "runner: opencode\nrunnr: typo");
+    let (_dir, manifest) = repository(&broken);
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, &broken);
+    let first = client.diagnostics(&manifest, |params| !params.diagnostics.is_empty());
+    assert!(first.diagnostics.iter().any(|d| d.message.contains("runnr")), "{:?}", first.diagnostics);
+
+    let panicking = format!("{broken}# wb-lsp test hook: panic in the check\n");
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 2 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent { range: None, range_length: None, text: panicking }],
+    });
+    let logged = client.wait_for("the failure's log message", |n| {
+        (n.method == "window/logMessage").then(|| n.params["message"].as_str().unwrap_or_default().to_owned())
+    });
+    assert!(
+        logged.contains("failed (a check panicked on purpose (test hook)); its last diagnostics are kept"),
+        "{logged}"
+    );
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 3 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: MINIMAL.to_owned(),
+        }],
+    });
+    // Every publish of the file since the first, in order: version 2 (the panicking check's) has none.
+    let mut versions = Vec::new();
+    let fixed = client.diagnostics(&manifest, |params| {
+        versions.push(params.version);
+        params.version == Some(3)
+    });
+    assert_eq!(versions, [Some(3)], "the panicking check published nothing");
+    assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
+}

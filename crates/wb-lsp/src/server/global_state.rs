@@ -29,11 +29,11 @@ pub type Job = Box<dyn FnOnce() + Send>;
 /// Work finished off the loop thread.
 pub enum Task {
     Response(Response),
+    /// A check finished: its diagnostics and what it read, or the message of the panic that stopped it.
     Diagnostics {
         generation: u64,
-        files: Computed,
         owner: PathBuf,
-        dependencies: Option<Dependencies>,
+        result: Result<(Computed, Option<Dependencies>), String>,
     },
     /// The model catalog the settings name, read on a thread of its own (a slow or endless file never holds
     /// the loop): the settings' generation it was read for, and the catalog or why there is none.
@@ -85,14 +85,14 @@ pub struct GlobalState {
     parses: Arc<ParseCache>,
     encoding: PositionEncoding,
     pub roots: Vec<PathBuf>,
-    config: Arc<Config>,
-    catalog: Arc<ModelCatalog>,
+    pub(super) config: Arc<Config>,
+    pub(super) catalog: Arc<ModelCatalog>,
     /// Manifests found in the workspace or opened.
     pub manifests: BTreeSet<PathBuf>,
     pub diagnostics: DiagnosticsSchedule,
     pull_diagnostics: bool,
     client: lsp::ClientCapabilities,
-    initialization_options: Option<serde_json::Value>,
+    pub(super) initialization_options: Option<serde_json::Value>,
     /// `shutdown` was received: further requests are refused.
     pub shutdown_requested: bool,
     pub test_hooks: bool,
@@ -100,11 +100,11 @@ pub struct GlobalState {
     /// Commands that write (`workbench.applyOutcome`) in flight, on their own threads: never cancelled.
     pub mutations: HashMap<RequestId, JoinHandle<()>>,
     /// The settings problems last shown, so the same ones are not shown again on every settings change.
-    shown_problems: Vec<(lsp::MessageType, String)>,
+    pub(super) shown_problems: Vec<(lsp::MessageType, String)>,
     /// Counts the model catalogs asked for: only the latest one read is taken.
-    catalog_generation: u64,
+    pub(super) catalog_generation: u64,
     /// The model catalog error last shown.
-    shown_catalog_error: Option<String>,
+    pub(super) shown_catalog_error: Option<String>,
 }
 
 impl GlobalState {
@@ -232,101 +232,6 @@ impl GlobalState {
 
     pub fn initialization_options(&self) -> Option<&serde_json::Value> {
         self.initialization_options.as_ref()
-    }
-
-    pub fn request_configuration(&mut self) -> anyhow::Result<()> {
-        let params = lsp::ConfigurationParams {
-            items: vec![lsp::ConfigurationItem { scope_uri: None, section: Some("workbench".into()) }],
-        };
-        self.request_client::<lsp::request::WorkspaceConfiguration>(params, Outgoing::Configuration)
-    }
-
-    /// The client's answer to `workspace/configuration`.
-    pub fn configuration_received(&mut self, result: serde_json::Value) {
-        let value = result.as_array().and_then(|items| items.first().cloned()).unwrap_or(result);
-        // A client with nothing under `workbench` (Eglot answers null, Neovim `[]` or null) keeps the settings
-        // sent as initialization options instead of resetting them to the defaults.
-        let empty = match &value {
-            serde_json::Value::Null => true,
-            serde_json::Value::Object(map) => map.is_empty(),
-            serde_json::Value::Array(items) => items.is_empty(),
-            _ => false,
-        };
-        let value = match (&self.initialization_options, empty) {
-            (Some(options), true) => options.clone(),
-            _ => value,
-        };
-        // The same settings change no diagnostics: the workspace scan that started at `initialized` stands.
-        if self.apply_settings(&value) {
-            self.mark_all_dirty();
-        }
-    }
-
-    /// Takes new settings; their problems are shown unless they are the ones shown last. A model catalog they
-    /// name is read anew off the loop ([`Self::catalog_read`] takes it). Returns whether the settings may change
-    /// diagnostics.
-    pub fn apply_settings(&mut self, value: &serde_json::Value) -> bool {
-        let (config, problems) = Config::from_json(value);
-        let changed = config != *self.config;
-        let problems: Vec<(lsp::MessageType, String)> =
-            problems.into_iter().map(|problem| (lsp::MessageType::WARNING, problem)).collect();
-        if problems != self.shown_problems {
-            for (typ, message) in &problems {
-                let params = lsp::ShowMessageParams { typ: *typ, message: message.clone() };
-                let _ = self.notify::<lsp::notification::ShowMessage>(params);
-            }
-            self.shown_problems = problems;
-        }
-        self.catalog_generation += 1;
-        match &config.model_catalog {
-            Some(path) => self.read_catalog(path.clone()),
-            None => {
-                self.catalog = Arc::new(ModelCatalog::embedded().clone());
-                self.shown_catalog_error = None;
-            }
-        }
-        self.config = Arc::new(config);
-        changed
-    }
-
-    /// Reads the catalog file on a thread of its own, bounded like every file the checks read; until it
-    /// arrives the checks use the catalog they had.
-    fn read_catalog(&mut self, path: PathBuf) {
-        let generation = self.catalog_generation;
-        let tasks = self.task_sender.clone();
-        let read = move || {
-            let catalog = ModelCatalog::from_file(&path).map_err(|error| error.to_string());
-            let _ = tasks.send(Task::Catalog { generation, catalog });
-        };
-        if let Err(error) = std::thread::Builder::new().name("wb-lsp-catalog".into()).spawn(read) {
-            let message = format!("the model catalog cannot be read: {error}");
-            self.catalog_read(generation, Err(message));
-        }
-    }
-
-    /// A catalog read finished: the latest one asked for replaces the catalog (the embedded one when it failed,
-    /// with the error shown), and every package is checked again with it.
-    pub fn catalog_read(&mut self, generation: u64, catalog: Result<ModelCatalog, String>) {
-        if generation != self.catalog_generation {
-            return;
-        }
-        let catalog = match catalog {
-            Ok(catalog) => {
-                self.shown_catalog_error = None;
-                catalog
-            }
-            Err(message) => {
-                if self.shown_catalog_error.as_ref() != Some(&message) {
-                    let params = lsp::ShowMessageParams { typ: lsp::MessageType::ERROR, message: message.clone() };
-                    let _ = self.notify::<lsp::notification::ShowMessage>(params);
-                    eprintln!("wb-lsp: {message}");
-                    self.shown_catalog_error = Some(message);
-                }
-                ModelCatalog::embedded().clone()
-            }
-        };
-        self.catalog = Arc::new(catalog);
-        self.mark_all_dirty();
     }
 
     /// Adds the manifests under `root` and schedules their check.
@@ -479,8 +384,8 @@ impl GlobalState {
                 let computed = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     diagnostics::compute_with_dependencies(&snapshot, &owner)
                 }));
-                let (files, dependencies) = computed.unwrap_or_default();
-                let _ = tasks.send(Task::Diagnostics { generation, files, owner, dependencies });
+                let result = computed.map_err(|panic| panic_message(panic.as_ref()));
+                let _ = tasks.send(Task::Diagnostics { generation, owner, result });
             }));
         }
         self.track_progress(scheduled);
@@ -544,17 +449,28 @@ impl GlobalState {
 
     /// Publishes a computed result unless a newer one was scheduled for its owner, or a document changed since;
     /// files the owner no longer reports on are cleared (unless another owner still reports on them).
+    /// A check that panicked publishes nothing: the diagnostics last published for its files stay (a bug in a
+    /// check must not read as "no problems"), and the failure is logged.
     pub fn diagnostics_computed(
         &mut self,
         generation: u64,
-        files: Computed,
         owner: PathBuf,
-        dependencies: Option<Dependencies>,
+        result: Result<(Computed, Option<Dependencies>), String>,
     ) -> anyhow::Result<()> {
         self.progress_finished(generation);
         if self.diagnostics.generations.get(&owner).is_some_and(|latest| *latest != generation) {
             return Ok(());
         }
+        let (files, dependencies) = match result {
+            Ok(computed) => computed,
+            Err(panic) => {
+                let message =
+                    format!("wb-lsp: the check of {} failed ({panic}); its last diagnostics are kept", owner.display());
+                eprintln!("{message}");
+                let params = lsp::LogMessageParams { typ: lsp::MessageType::ERROR, message };
+                return self.notify::<lsp::notification::LogMessage>(params);
+            }
+        };
         match dependencies {
             Some(dependencies) => self.diagnostics.dependencies.insert(owner.clone(), dependencies),
             None => self.diagnostics.dependencies.remove(&owner),
@@ -578,4 +494,13 @@ impl GlobalState {
         }
         Ok(())
     }
+}
+
+/// The message a panic carried (`panic!` with a literal or a formatted string), or a placeholder.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }

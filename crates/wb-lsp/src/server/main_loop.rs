@@ -75,8 +75,8 @@ fn main_loop(state: &mut GlobalState, receiver: &Receiver<Message>) -> anyhow::R
             recv(state.tasks) -> task => {
                 match task {
                     Ok(Task::Response(response)) => state.respond(response)?,
-                    Ok(Task::Diagnostics { generation, files, owner, dependencies }) => {
-                        state.diagnostics_computed(generation, files, owner, dependencies)?;
+                    Ok(Task::Diagnostics { generation, owner, result }) => {
+                        state.diagnostics_computed(generation, owner, result)?;
                     }
                     Ok(Task::Catalog { generation, catalog }) => state.catalog_read(generation, catalog),
                     Err(_) => {}
@@ -283,11 +283,7 @@ fn response_of<T: Serialize>(id: RequestId, outcome: std::thread::Result<anyhow:
         Ok(Ok(result)) => Response::new_ok(id, result),
         Ok(Err(error)) => Response::new_err(id, ErrorCode::RequestFailed as i32, format!("{error:#}")),
         Err(panic) => {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let detail = super::global_state::panic_message(panic.as_ref());
             Response::new_err(id, ErrorCode::InternalError as i32, format!("the request handler failed: {detail}"))
         }
     }

@@ -7,9 +7,10 @@
 //!
 //! The rooms: `capabilities` (the `initialize` handshake), `main_loop` (the loop, request routing, workers),
 //! `global_state` (the state, snapshots, sending, diagnostics scheduling and what each package depends on),
-//! `progress` (the progress of a large batch of diagnostics), `handlers` (one module per request,
-//! `handlers/notifications` one per notification, `handlers/commands` the `workbench.*` commands), `ext` (the
-//! protocol extensions' types), `state` (documents, settings, snapshots), `transport` (stdio framing).
+//! `progress` (the progress of a large batch of diagnostics), `settings` (the settings, and the model catalog
+//! they name, read off the loop), `handlers` (one module per request, `handlers/notifications` one per
+//! notification, `handlers/commands` the `workbench.*` commands), `ext` (the protocol extensions' types),
+//! `state` (documents, settings, snapshots), `transport` (stdio framing).
 
 mod capabilities;
 pub mod convert;
@@ -18,6 +19,7 @@ mod global_state;
 mod handlers;
 mod main_loop;
 mod progress;
+mod settings;
 mod state;
 pub mod transport;
 

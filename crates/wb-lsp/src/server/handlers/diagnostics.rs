@@ -17,8 +17,16 @@ use super::super::state::{Snapshot, is_manifest, is_outbox_declaration, is_skill
 /// computed from.
 pub type Computed = Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)>;
 
+/// With the `test-hooks` feature (tests only), the check of an open document holding this text panics.
+#[cfg(feature = "test-hooks")]
+pub const PANIC_MARKER: &str = "# wb-lsp test hook: panic in the check";
+
 /// [`compute`], plus what a manifest's check read (which changes can alter its diagnostics).
 pub fn compute_with_dependencies(snapshot: &Snapshot, owner: &Path) -> (Computed, Option<Dependencies>) {
+    #[cfg(feature = "test-hooks")]
+    if snapshot.document(owner).is_some_and(|document| document.text.contains(PANIC_MARKER)) {
+        panic!("a check panicked on purpose (test hook)");
+    }
     if !is_manifest(owner) {
         return (compute(snapshot, owner), None);
     }
