@@ -21,12 +21,15 @@ fn level(severity: Severity) -> Level {
     }
 }
 
+/// One text and its line starts, shared by every path that leads to it.
+type SharedText = Arc<SimpleFile<&'static str, Arc<str>>>;
+
 /// The files the snippets come from, by name; a text several paths lead to (a `SKILL.md` named through many
 /// links) is held, and its lines indexed, once.
 #[derive(Default)]
 struct SharedFiles {
-    files: Vec<(String, Arc<SimpleFile<&'static str, Arc<str>>>)>,
-    by_text: HashMap<*const u8, Arc<SimpleFile<&'static str, Arc<str>>>>,
+    files: Vec<(String, SharedText)>,
+    by_text: HashMap<*const u8, SharedText>,
 }
 
 impl SharedFiles {
@@ -40,7 +43,7 @@ impl SharedFiles {
         self.files.len() - 1
     }
 
-    fn file(&self, id: usize) -> Result<&(String, Arc<SimpleFile<&'static str, Arc<str>>>), Error> {
+    fn file(&self, id: usize) -> Result<&(String, SharedText), Error> {
         self.files.get(id).ok_or(Error::FileMissing)
     }
 }
