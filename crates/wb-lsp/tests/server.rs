@@ -782,3 +782,32 @@ fn a_panicking_check_keeps_the_last_diagnostics() {
     assert_eq!(versions, [Some(3)], "the panicking check published nothing");
     assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
 }
+
+/// A Dockerfile that copies a credential file gets the warning in the Dockerfile itself, at the source, with
+/// the manifest's `build` as related location; fixing the Dockerfile on disk withdraws it.
+#[test]
+fn a_dockerfile_copying_a_credential_file_is_warned_about_in_the_dockerfile() {
+    let text =
+        MINIMAL.replace("runtimes:\n  local: {}\n", "runtimes:\n  docker:\n    image:\n      build: ./Dockerfile\n");
+    let (_dir, manifest) = repository(&text);
+    let dockerfile = manifest.with_file_name("Dockerfile");
+    std::fs::write(&dockerfile, "FROM node:22\nCOPY .env /app/.env\n").expect("write");
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, &text);
+    let published = client.diagnostics(&dockerfile, |params| !params.diagnostics.is_empty());
+    let warning = &published.diagnostics[0];
+    assert_eq!(warning.code, Some(lsp::NumberOrString::String("dockerfile-copies-credential".into())));
+    assert_eq!(warning.severity, Some(lsp::DiagnosticSeverity::WARNING));
+    assert_eq!(warning.message, "Dockerfile copies a credential file into the image: .env");
+    assert_eq!(warning.range, lsp::Range::new(lsp::Position::new(1, 5), lsp::Position::new(1, 9)));
+    let related = warning.related_information.clone().unwrap_or_default();
+    assert_eq!(related.len(), 1, "{related:?}");
+    assert_eq!(related[0].location.uri, uri(&manifest));
+
+    std::fs::write(&dockerfile, "FROM node:22\nCOPY package.json /app/\n").expect("write");
+    client.notify::<lsp::notification::DidChangeWatchedFiles>(lsp::DidChangeWatchedFilesParams {
+        changes: vec![lsp::FileEvent { uri: uri(&dockerfile), typ: lsp::FileChangeType::CHANGED }],
+    });
+    client.diagnostics(&dockerfile, |params| params.diagnostics.is_empty());
+    client.drain();
+}
