@@ -706,3 +706,108 @@ fn completion_and_hover_follow_the_client_capabilities() {
         client.drain();
     }
 }
+
+/// A `modelCatalog` setting that names a file without end (`/dev/zero`) or a FIFO that never sends anything is
+/// read bounded and off the loop: the server answers other requests meanwhile, and shows why the catalog is
+/// not used (before, the loop read `/dev/zero` into memory forever and answered nothing).
+#[test]
+fn a_model_catalog_without_end_is_read_bounded_off_the_loop() {
+    let (dir, manifest) = repository(MINIMAL);
+    let show_message = |n: &lsp_server::Notification| (n.method == "window/showMessage").then(|| n.params.clone());
+    let options = json!({"modelCatalog": "/dev/zero"});
+    let mut client =
+        Client::start(Options { configuration: false, initialization_options: options, ..Options::default() });
+    client.open(&manifest, MINIMAL);
+    let hover = client.request::<r::HoverRequest>(lsp::HoverParams {
+        text_document_position_params: at(&manifest, lsp::Position::new(3, 2)),
+        work_done_progress_params: Default::default(),
+    });
+    assert!(hover.is_some(), "the server answers while the catalog is read");
+    let limit = "Model catalog is too large: /dev/zero: 4194305 bytes or more (the limit is 4 MiB)";
+    assert_eq!(client.wait_for("the catalog error", show_message), json!({"type": 1, "message": limit}));
+
+    // A FIFO whose writer never writes: not waited for.
+    let fifo = dir.path().join("catalog.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let _writer = std::fs::OpenOptions::new().read(true).write(true).open(&fifo).expect("the FIFO's writer");
+    client.notify::<lsp::notification::DidChangeConfiguration>(lsp::DidChangeConfigurationParams {
+        settings: json!({"modelCatalog": fifo}),
+    });
+    let symbols = client.request_raw("textDocument/documentSymbol", json!({"textDocument": {"uri": uri(&manifest)}}));
+    assert!(symbols.as_array().is_some_and(|symbols| !symbols.is_empty()), "{symbols}");
+    let shown = client.wait_for("the FIFO's catalog error", show_message);
+    let message = shown["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with(&format!("Model catalog is unreadable: {}: ", fifo.display())), "{shown}");
+    client.drain();
+}
+
+/// A check that panics (the `test-hooks` feature, on only in tests, makes one panic on a marker) publishes
+/// nothing: the file keeps the diagnostics last published for it, and the failure is logged (before, the
+/// panic was published as "no problems"). The next good check publishes again.
+#[test]
+fn a_panicking_check_keeps_the_last_diagnostics() {
+    let broken = MINIMAL.replace("runner: opencode", "runner: opencode\nrunnr: typo");
+    let (_dir, manifest) = repository(&broken);
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, &broken);
+    let first = client.diagnostics(&manifest, |params| !params.diagnostics.is_empty());
+    assert!(first.diagnostics.iter().any(|d| d.message.contains("runnr")), "{:?}", first.diagnostics);
+
+    let panicking = format!("{broken}# wb-lsp test hook: panic in the check\n");
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 2 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent { range: None, range_length: None, text: panicking }],
+    });
+    let logged = client.wait_for("the failure's log message", |n| {
+        (n.method == "window/logMessage").then(|| n.params["message"].as_str().unwrap_or_default().to_owned())
+    });
+    assert!(
+        logged.contains("failed (a check panicked on purpose (test hook)); its last diagnostics are kept"),
+        "{logged}"
+    );
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 3 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: MINIMAL.to_owned(),
+        }],
+    });
+    // Every publish of the file since the first, in order: version 2 (the panicking check's) has none.
+    let mut versions = Vec::new();
+    let fixed = client.diagnostics(&manifest, |params| {
+        versions.push(params.version);
+        params.version == Some(3)
+    });
+    assert_eq!(versions, [Some(3)], "the panicking check published nothing");
+    assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
+}
+
+/// A Dockerfile that copies a credential file gets the warning in the Dockerfile itself, at the source, with
+/// the manifest's `build` as related location; fixing the Dockerfile on disk withdraws it.
+#[test]
+fn a_dockerfile_copying_a_credential_file_is_warned_about_in_the_dockerfile() {
+    let text =
+        MINIMAL.replace("runtimes:\n  local: {}\n", "runtimes:\n  docker:\n    image:\n      build: ./Dockerfile\n");
+    let (_dir, manifest) = repository(&text);
+    let dockerfile = manifest.with_file_name("Dockerfile");
+    std::fs::write(&dockerfile, "FROM node:22\nCOPY .env /app/.env\n").expect("write");
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, &text);
+    let published = client.diagnostics(&dockerfile, |params| !params.diagnostics.is_empty());
+    let warning = &published.diagnostics[0];
+    assert_eq!(warning.code, Some(lsp::NumberOrString::String("dockerfile-copies-credential".into())));
+    assert_eq!(warning.severity, Some(lsp::DiagnosticSeverity::WARNING));
+    assert_eq!(warning.message, "Dockerfile copies a credential file into the image: .env");
+    assert_eq!(warning.range, lsp::Range::new(lsp::Position::new(1, 5), lsp::Position::new(1, 9)));
+    let related = warning.related_information.clone().unwrap_or_default();
+    assert_eq!(related.len(), 1, "{related:?}");
+    assert_eq!(related[0].location.uri, uri(&manifest));
+
+    std::fs::write(&dockerfile, "FROM node:22\nCOPY package.json /app/\n").expect("write");
+    client.notify::<lsp::notification::DidChangeWatchedFiles>(lsp::DidChangeWatchedFilesParams {
+        changes: vec![lsp::FileEvent { uri: uri(&dockerfile), typ: lsp::FileChangeType::CHANGED }],
+    });
+    client.diagnostics(&dockerfile, |params| params.diagnostics.is_empty());
+    client.drain();
+}

@@ -687,3 +687,70 @@ fn the_end_of_the_session_stops_runs_in_flight() {
     stop_a_run_by(SessionEnd::ShutdownThenExit);
     stop_a_run_by(SessionEnd::ClientGone);
 }
+
+/// `exit` without `shutdown` ends the process with status 1, as the LSP specification asks (before and after
+/// `initialize`); with `shutdown` first, 0 (see the first test).
+#[test]
+fn exit_without_shutdown_ends_with_status_1() {
+    for initialized in [true, false] {
+        let mut session = Session::start(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")));
+        if initialized {
+            session.send(initialize(1));
+            session.response(1);
+            session.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+        }
+        session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+        let status = session.wait(std::time::Duration::from_secs(20)).expect("the server exits");
+        assert_eq!(status.code(), Some(1), "initialized: {initialized}: {status:?}");
+    }
+}
+
+/// `workbench.applyOutcome` writes the workspace, so a `$/cancelRequest` sent with it (in the same write, so
+/// the server reads both before the apply can finish) does not turn its answer into "cancelled": the answer
+/// is the apply's real result, and it agrees with the receipt (before, the server answered `RequestCancelled`
+/// while the receipt said `applied`).
+#[test]
+fn an_apply_cancelled_at_once_answers_with_what_it_did() {
+    let temp = tempfile::tempdir().unwrap();
+    let manifest = fake_repository(temp.path());
+    let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let home = temp.path().join("home");
+    let mut session = Session::start(
+        Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+            .env("PATH", path)
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("WORKBENCH_HOME", &home),
+    );
+    session.send(initialize(1));
+    session.response(1);
+    let uri = format!("file://{}", manifest.display());
+    session.send(json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "say done"}]}}));
+    let (run, _) = session.response(2);
+    let outcome = run["result"]["outcomeId"].as_str().expect("the run committed an outcome").to_owned();
+    // Treat it as an isolated result not yet accepted (what an E2B or Daytona run records).
+    let receipt = home.join("outcomes").join(&outcome).join("application.json");
+    let pending =
+        json!({"version": 1, "outcome_id": outcome, "state": "pending", "updated_at": "2026-01-01T00:00:00Z"});
+    std::fs::write(&receipt, pending.to_string()).unwrap();
+
+    let apply = json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.applyOutcome", "arguments": [{"id": outcome}]}});
+    let cancel = json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 3}});
+    let shutdown = json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"});
+    let bytes = [apply, cancel, shutdown].iter().flat_map(|message| frame(&message.to_string())).collect::<Vec<u8>>();
+    session.send_bytes(&bytes);
+    // `shutdown` may be answered first: the apply is not cancelled by it either.
+    let (answer, before) = session.response(3);
+    if !before.iter().any(|message| message["id"] == 4) {
+        session.response(4);
+    }
+    assert!(answer.get("error").is_none(), "the answer must say what was done, not `cancelled`: {answer}");
+    let state = serde_json::from_str::<Value>(&std::fs::read_to_string(&receipt).unwrap()).unwrap()["state"].clone();
+    assert_eq!(state, "applied", "the answer came once the apply was done");
+    assert_eq!(answer["result"]["outcomeId"], json!(outcome), "{answer}");
+    assert_eq!((answer["result"]["applied"].clone(), answer["result"]["unchanged"].clone()), (json!(0), json!(0)));
+    session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    let status = session.wait(std::time::Duration::from_secs(20)).expect("the server exits");
+    assert!(status.success(), "{status:?}");
+}

@@ -265,6 +265,17 @@ pub(crate) fn check_bytes(
     catalog: &ModelCatalog,
     migration: MigrationFix,
 ) -> PackageReport {
+    // Every "did you mean" of one check draws on one budget.
+    crate::rules::suggestions::in_pass(|| check_bytes_in_pass(fs, manifest_path, bytes, catalog, migration))
+}
+
+fn check_bytes_in_pass(
+    fs: &dyn FileSystem,
+    manifest_path: &Path,
+    bytes: &[u8],
+    catalog: &ModelCatalog,
+    migration: MigrationFix,
+) -> PackageReport {
     let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
     if bytes.len() > MAX_MANIFEST_BYTES {
         return PackageReport::problem(manifest_path, Code::FileTooLarge, too_large_message(bytes.len() as u64));
@@ -303,6 +314,9 @@ pub(crate) fn check_bytes(
         diagnostics: Vec::new(),
         sources: Vec::new(),
         real_boundaries: Default::default(),
+        skill_files: Default::default(),
+        siblings: Default::default(),
+        dockerfiles: Default::default(),
     };
     checks.run(&manifest);
     diagnostics.extend(checks.diagnostics);
@@ -311,9 +325,7 @@ pub(crate) fn check_bytes(
     }
     let mut sources = BTreeMap::new();
     sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
-    for (path, text) in checks.sources {
-        sources.insert(path, Arc::<str>::from(text));
-    }
+    sources.extend(checks.sources);
     sort_diagnostics(&mut diagnostics);
     let valid = !fatal_syntax && manifest.is_complete();
     let mut manifest = manifest;

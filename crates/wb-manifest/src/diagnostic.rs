@@ -112,6 +112,7 @@ codes! {
     RunnerConfigShape = "runner-config-shape", Error, "`runner_config` has the wrong shape for the runner.";
     RunnerConfigContent = "runner-config-content", Warning, "A Claude Code `runner_config` file that fails when it is staged.";
     MissingBuildFile = "missing-build-file", Warning, "An image build's Dockerfile or context does not exist (the build would fail).";
+    DockerfileCopiesCredential = "dockerfile-copies-credential", Warning, "An image build's Dockerfile copies a credential file into the image.";
     IoError = "io-error", Error, "A file could not be read.";
     // Run-time problems that are known statically
     UnsupportedRunner = "unsupported-runner", Warning, "The runner is not one of opencode, claude-code and pi.";

@@ -6,6 +6,7 @@
 
 pub mod boundary;
 mod check;
+mod credentials;
 mod diagnostic;
 mod disk_cache;
 pub mod env_refs;
@@ -29,11 +30,14 @@ pub use check::{
     Detail, MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests,
     check_manifests_keeping, check_package, check_path, check_path_keeping, discover, sort_diagnostics,
 };
+pub use credentials::is_credential_path;
 pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
 pub use disk_cache::DiskCache;
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
 pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
-pub use models::{CatalogError, CatalogModel, ModelCatalog, Provider};
-pub use package::{claude_config_problem, is_credential_file, repository_root};
+pub use models::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, Provider};
+pub use package::{claude_config_problem, repository_root};
 pub use recording::{Dependencies, Recording};
 pub use rules::prepare;
+#[doc(hidden)]
+pub use rules::suggestions::{PASS_BUDGET as SUGGESTION_BUDGET, suggestion_steps};

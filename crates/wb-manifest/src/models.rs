@@ -34,10 +34,16 @@ pub struct CatalogModel {
     pub providers: BTreeMap<String, String>,
 }
 
+/// A catalog file larger than this is refused unread, as the manifest is (the embedded one is a few dozen
+/// kilobytes).
+pub const MAX_CATALOG_BYTES: usize = crate::check::MAX_MANIFEST_BYTES;
+
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error("Model catalog is unreadable: {path}: {cause}")]
     Io { path: String, cause: std::io::Error },
+    #[error("Model catalog is too large: {path}: {size} bytes or more (the limit is {} MiB)", MAX_CATALOG_BYTES / (1024 * 1024))]
+    TooLarge { path: String, size: u64 },
     #[error("Model catalog is invalid: {path}: {cause}")]
     Json { path: String, cause: serde_json::Error },
 }
@@ -57,10 +63,20 @@ impl ModelCatalog {
         serde_json::from_str(text).map_err(|cause| CatalogError::Json { path: label.to_owned(), cause })
     }
 
+    /// Reads a catalog file with the bounded reader the checks use: at most [`MAX_CATALOG_BYTES`] are held
+    /// (`/dev/zero` is too large at once), and the file is opened without blocking (a FIFO without data is
+    /// unreadable, not a wait).
     pub fn from_file(path: &Path) -> Result<ModelCatalog, CatalogError> {
         let label = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|cause| CatalogError::Io { path: label.clone(), cause })?;
-        ModelCatalog::from_json(&text, &label)
+        let io = |cause| CatalogError::Io { path: label.clone(), cause };
+        let file = crate::fs::open_for_reading(path, false).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        let bytes = match crate::fs::read_open_file(file, size, MAX_CATALOG_BYTES) {
+            Ok(bytes) => bytes,
+            Err(crate::fs::ReadLimitError::TooLarge(size)) => return Err(CatalogError::TooLarge { path: label, size }),
+            Err(crate::fs::ReadLimitError::Io(cause)) => return Err(io(cause)),
+        };
+        serde_json::from_slice(&bytes).map_err(|cause| CatalogError::Json { path: label, cause })
     }
 
     pub fn model(&self, id: &str) -> Option<&CatalogModel> {
@@ -132,6 +148,25 @@ mod tests {
         assert!(!xai.is_empty() && xai.iter().all(|id| id.starts_with("xai/")), "{xai:?}");
         assert!(catalog.suggested_models("acme/nope").is_empty());
         assert_eq!(catalog.nearest_provider("opnai", &[]), Some("openai"));
+    }
+
+    /// A catalog file is read bounded and without blocking: `/dev/zero` is too large, a FIFO without a
+    /// writer is not valid JSON (it is empty), and neither is waited for.
+    #[test]
+    fn a_catalog_file_is_read_bounded() {
+        match ModelCatalog::from_file(Path::new("/dev/zero")) {
+            Err(CatalogError::TooLarge { size, .. }) => assert_eq!(size, MAX_CATALOG_BYTES as u64 + 1),
+            other => panic!("{other:?}"),
+        }
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let fifo = dir.path().join("catalog.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+        assert!(matches!(ModelCatalog::from_file(&fifo), Err(CatalogError::Json { .. })));
+        let message = ModelCatalog::from_file(Path::new("/dev/zero")).map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(
+            message,
+            Err("Model catalog is too large: /dev/zero: 4194305 bytes or more (the limit is 4 MiB)".to_owned())
+        );
     }
 
     #[test]

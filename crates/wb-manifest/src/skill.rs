@@ -45,87 +45,142 @@ pub fn frontmatter_range(text: &str) -> Option<TextRange> {
     None
 }
 
+/// What a `SKILL.md`'s frontmatter holds, parsed once whatever entries name the file (a package that names
+/// one file from many skill entries, through links or repeats, has it read and parsed once): what
+/// [`Frontmatter::judge`] needs to check it for each entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frontmatter {
+    /// The range of the first line (where problems without a better place are reported).
+    first_line: TextRange,
+    shape: Shape,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shape {
+    /// No `---` block at the start.
+    Missing,
+    /// The block is not valid YAML: the first error's range (in the file) and message.
+    Invalid(TextRange, String),
+    /// The block is not a mapping.
+    NotObject,
+    Fields {
+        name: Field,
+        description: Field,
+    },
+}
+
+/// One field of the frontmatter: its trimmed non-empty string value, and where to report on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Field {
+    value: Option<String>,
+    /// The value's range (the key's when the value is empty or the field is `description`).
+    problem_range: TextRange,
+    value_range: TextRange,
+}
+
+impl Frontmatter {
+    /// Parses the frontmatter of a `SKILL.md` text.
+    pub fn parse(text: &str) -> Frontmatter {
+        let first_line = TextRange::new(0, text.find(['\n', '\r']).unwrap_or(text.len()));
+        let Some(range) = frontmatter_range(text).filter(|range| !range.is_empty()) else {
+            return Frontmatter { first_line, shape: Shape::Missing };
+        };
+        // Ranges from parsing the slice are shifted back into the file.
+        let parsed = wb_syntax::parse_str(&text[range.as_range()]);
+        let shift = |r: TextRange| TextRange::new(r.start + range.start, r.end + range.start);
+        if let Some(error) = parsed.errors.first() {
+            return Frontmatter { first_line, shape: Shape::Invalid(shift(error.range), error.message.clone()) };
+        }
+        let Some(Value::Mapping(mapping)) = parsed.root.as_ref().map(|node| &node.value) else {
+            return Frontmatter { first_line, shape: Shape::NotObject };
+        };
+        let text_of = |node: Option<&Node>| -> Option<String> {
+            node.and_then(Node::as_str).map(crate::rules::js_trim).filter(|s| !s.is_empty()).map(str::to_owned)
+        };
+        let name_entry = mapping.entry("name");
+        let name_range = name_entry
+            .map_or(first_line, |e| shift(if e.value.range.is_empty() { e.key_range } else { e.value.range }));
+        let name =
+            Field { value: text_of(name_entry.map(|e| &e.value)), problem_range: name_range, value_range: name_range };
+        let description_entry = mapping.entry("description");
+        let description = Field {
+            value: text_of(description_entry.map(|e| &e.value)),
+            problem_range: description_entry.map_or(first_line, |e| shift(e.key_range)),
+            value_range: description_entry.map_or(first_line, |e| shift(e.value.range)),
+        };
+        Frontmatter { first_line, shape: Shape::Fields { name, description } }
+    }
+
+    /// Checks the frontmatter for one manifest entry: `value` is the entry as written (used in messages);
+    /// `directory` is the basename of the skill directory.
+    pub fn judge(&self, value: &str, directory: &str) -> SkillCheck {
+        let mut check = SkillCheck::default();
+        let first_line = self.first_line;
+        let (name, description) = match &self.shape {
+            Shape::Missing => {
+                check.problems.push(SkillProblem {
+                    code: Code::InvalidSkill,
+                    range: first_line,
+                    message: format!("Skill must begin with YAML frontmatter: {value}"),
+                });
+                return check;
+            }
+            Shape::Invalid(range, error) => {
+                check.problems.push(SkillProblem {
+                    code: Code::InvalidSkill,
+                    range: *range,
+                    message: format!("Skill {value} frontmatter is not valid YAML: {error}"),
+                });
+                return check;
+            }
+            Shape::NotObject => {
+                check.problems.push(SkillProblem {
+                    code: Code::InvalidSkill,
+                    range: first_line,
+                    message: format!("Skill {value} must be an object"),
+                });
+                return check;
+            }
+            Shape::Fields { name, description } => (name, description),
+        };
+        match &name.value {
+            None => check.problems.push(SkillProblem {
+                code: Code::InvalidSkill,
+                range: name.problem_range,
+                message: format!("Skill {value} name must be a non-empty string"),
+            }),
+            Some(text) if !crate::rules::matches(crate::rules::slug(), text) => check.problems.push(SkillProblem {
+                code: Code::InvalidName,
+                range: name.problem_range,
+                message: format!("Invalid skill name: {text}"),
+            }),
+            Some(text) => check.name = Some(Spanned::new(text.clone(), name.value_range)),
+        }
+        match &description.value {
+            None => check.problems.push(SkillProblem {
+                code: Code::InvalidSkill,
+                range: description.problem_range,
+                message: format!("Skill {value} description must be a non-empty string"),
+            }),
+            Some(text) => check.description = Some(Spanned::new(text.clone(), description.value_range)),
+        }
+        if let Some(name) = &check.name {
+            if name.value != directory {
+                check.problems.push(SkillProblem {
+                    code: Code::SkillNameMismatch,
+                    range: name.range,
+                    message: format!("Skill name must match its directory: {}", name.value),
+                });
+            }
+        }
+        check
+    }
+}
+
 /// Checks a `SKILL.md` text. `value` is the manifest entry as written (used in messages); `directory` is the
 /// basename of the skill directory.
 pub fn check_skill_text(text: &str, value: &str, directory: &str) -> SkillCheck {
-    let mut check = SkillCheck::default();
-    let first_line = TextRange::new(0, text.find(['\n', '\r']).unwrap_or(text.len()));
-    let Some(range) = frontmatter_range(text).filter(|range| !range.is_empty()) else {
-        check.problems.push(SkillProblem {
-            code: Code::InvalidSkill,
-            range: first_line,
-            message: format!("Skill must begin with YAML frontmatter: {value}"),
-        });
-        return check;
-    };
-    // Ranges from parsing the slice are shifted back into the file.
-    let parsed = wb_syntax::parse_str(&text[range.as_range()]);
-    let shift = |r: TextRange| TextRange::new(r.start + range.start, r.end + range.start);
-    if let Some(error) = parsed.errors.first() {
-        check.problems.push(SkillProblem {
-            code: Code::InvalidSkill,
-            range: shift(error.range),
-            message: format!("Skill {value} frontmatter is not valid YAML: {}", error.message),
-        });
-        return check;
-    }
-    let mapping = match parsed.root.as_ref().map(|node| &node.value) {
-        Some(Value::Mapping(mapping)) => mapping,
-        _ => {
-            check.problems.push(SkillProblem {
-                code: Code::InvalidSkill,
-                range: first_line,
-                message: format!("Skill {value} must be an object"),
-            });
-            return check;
-        }
-    };
-    let text_of = |node: Option<&Node>| -> Option<String> {
-        node.and_then(Node::as_str).map(crate::rules::js_trim).filter(|s| !s.is_empty()).map(str::to_owned)
-    };
-    let name_entry = mapping.entry("name");
-    let name_range =
-        name_entry.map_or(first_line, |e| shift(if e.value.range.is_empty() { e.key_range } else { e.value.range }));
-    match text_of(name_entry.map(|e| &e.value)) {
-        None => check.problems.push(SkillProblem {
-            code: Code::InvalidSkill,
-            range: name_range,
-            message: format!("Skill {value} name must be a non-empty string"),
-        }),
-        Some(name) => {
-            if !crate::rules::matches(crate::rules::slug(), &name) {
-                check.problems.push(SkillProblem {
-                    code: Code::InvalidName,
-                    range: name_range,
-                    message: format!("Invalid skill name: {name}"),
-                });
-            } else {
-                check.name = Some(Spanned::new(name, name_range));
-            }
-        }
-    }
-    let description_entry = mapping.entry("description");
-    match text_of(description_entry.map(|e| &e.value)) {
-        None => check.problems.push(SkillProblem {
-            code: Code::InvalidSkill,
-            range: description_entry.map_or(first_line, |e| shift(e.key_range)),
-            message: format!("Skill {value} description must be a non-empty string"),
-        }),
-        Some(description) => {
-            let range = description_entry.map_or(first_line, |e| shift(e.value.range));
-            check.description = Some(Spanned::new(description, range));
-        }
-    }
-    if let Some(name) = &check.name {
-        if name.value != directory {
-            check.problems.push(SkillProblem {
-                code: Code::SkillNameMismatch,
-                range: name.range,
-                message: format!("Skill name must match its directory: {}", name.value),
-            });
-        }
-    }
-    check
+    Frontmatter::parse(text).judge(value, directory)
 }
 
 /// Diagnostics for an open `SKILL.md`, located in that file (the language server shows them there).

@@ -28,6 +28,7 @@ const NOT_SELF_CONTAINED: &[Code] = &[
     Code::RunnerConfigLiteralCredential,
     Code::RunnerConfigShape,
     Code::RunnerConfigContent,
+    Code::DockerfileCopiesCredential,
     Code::IoError,
 ];
 

@@ -647,6 +647,7 @@ fn manifest_level(code: Code) -> bool {
         | Code::RunnerConfigShape
         | Code::RunnerConfigContent
         | Code::MissingBuildFile
+        | Code::DockerfileCopiesCredential
         | Code::IoError
         | Code::UnsupportedRunner
         | Code::UndeclaredEnvReference

@@ -3,6 +3,7 @@
  * were `workbench.*`, the namespace VS Code uses for its own window settings. The old keys are no longer
  * contributed, but VS Code still returns what users wrote for them, so each setting is read as: the new key when
  * it is set in any scope (folder, workspace, user), else the old key when it is, else the new key's default.
+ * The server path ([`MACHINE_KEYS`]) is read from the user's settings only, under either key.
  */
 
 import * as vscode from 'vscode';
@@ -30,12 +31,25 @@ export interface Inspection<T = unknown> {
   workspaceFolderValue?: T;
 }
 
-/** The value written in the most specific scope (folder, then workspace, then user), or undefined. */
-export function writtenValue<T>(inspection: Inspection<T> | undefined): T | undefined {
+/**
+ * Settings read from the user's settings only (`"scope": "machine"` in package.json): the program the extension
+ * starts must never come from a workspace's `.vscode/settings.json`, under the new key or the old one (which is
+ * no longer contributed, so VS Code would return a workspace's value for it).
+ */
+export const MACHINE_KEYS: readonly SettingKey[] = ['server.path'];
+
+/**
+ * The value written in the most specific scope (folder, then workspace, then user), or undefined; with
+ * `machine`, only the user's value.
+ */
+export function writtenValue<T>(inspection: Inspection<T> | undefined, machine = false): T | undefined {
   if (inspection === undefined) {
     return undefined;
   }
-  for (const value of [inspection.workspaceFolderValue, inspection.workspaceValue, inspection.globalValue]) {
+  const scopes = machine
+    ? [inspection.globalValue]
+    : [inspection.workspaceFolderValue, inspection.workspaceValue, inspection.globalValue];
+  for (const value of scopes) {
     if (value !== undefined) {
       return value;
     }
@@ -57,11 +71,12 @@ export function chooseSetting<T>(
   current: Inspection<T> | undefined,
   legacy: Inspection<T> | undefined,
 ): SettingValue<T> {
-  const written = writtenValue(current);
+  const machine = MACHINE_KEYS.includes(key);
+  const written = writtenValue(current, machine);
   if (written !== undefined) {
     return { value: written, name: settingName(key), origin: 'setting' };
   }
-  const old = writtenValue(legacy);
+  const old = writtenValue(legacy, machine);
   if (old !== undefined) {
     return { value: old, name: legacySettingName(key), origin: 'legacy' };
   }
@@ -97,10 +112,11 @@ export function legacyUsage(scope: vscode.Uri | undefined = defaultScope()): Leg
   const used: SettingKey[] = [];
   const ignored: SettingKey[] = [];
   for (const key of SETTING_KEYS) {
-    if (writtenValue(inspect(LEGACY_SETTINGS_SECTION, key, scope)) === undefined) {
+    const machine = MACHINE_KEYS.includes(key);
+    if (writtenValue(inspect(LEGACY_SETTINGS_SECTION, key, scope), machine) === undefined) {
       continue;
     }
-    (writtenValue(inspect(SETTINGS_SECTION, key, scope)) === undefined ? used : ignored).push(key);
+    (writtenValue(inspect(SETTINGS_SECTION, key, scope), machine) === undefined ? used : ignored).push(key);
   }
   return { used, ignored };
 }

@@ -100,6 +100,26 @@ test('chooseSetting: the new key in any scope, else the old key in any scope, el
   assert.equal(chooseSetting('runTimeWarnings', undefined, { globalValue: true, workspaceValue: false }).value, false);
 });
 
+test('the server path is read from the user settings only, under the new key and the old one', () => {
+  const workspace = { workspaceValue: '/repo/evil', workspaceFolderValue: '/repo/evil' };
+  assert.deepEqual(chooseSetting('server.path', { defaultValue: '', ...workspace }, workspace), {
+    value: '',
+    name: 'wb-lsp.server.path',
+    origin: 'default',
+  });
+  assert.deepEqual(chooseSetting('server.path', { defaultValue: '', ...workspace }, { globalValue: '/opt/wb/wb-lsp' }), {
+    value: '/opt/wb/wb-lsp',
+    name: 'workbench.server.path',
+    origin: 'legacy',
+  });
+  stub.workspaceConfiguration['wb-lsp.server.path'] = '/repo/evil';
+  stub.folderConfiguration['workbench.server.path'] = '/repo/evil';
+  assert.deepEqual(readSetting('server.path'), { value: '', name: 'wb-lsp.server.path', origin: 'default' });
+  assert.deepEqual(legacyUsage(), { used: [], ignored: [] });
+  stub.configuration['wb-lsp.server.path'] = '/opt/wb/wb-lsp';
+  assert.equal(readSetting('server.path').value, '/opt/wb/wb-lsp');
+});
+
 test('the new keys are read, in every scope', () => {
   assert.deepEqual(readSetting('severity'), { value: {}, name: 'wb-lsp.severity', origin: 'default' });
   stub.configuration['wb-lsp.severity'] = { 'unknown-model': 'hint' };

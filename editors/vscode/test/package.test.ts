@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as constants from '../src/constants';
-import { settingName, SETTING_KEYS } from '../src/config';
+import { MACHINE_KEYS, settingName, SETTING_KEYS } from '../src/config';
 import { SEVERITY_LEVELS } from '../src/settings';
 
 const root = join(__dirname, '..', '..');
@@ -23,11 +23,12 @@ interface Manifest {
   repository: { url: string };
   main: string;
   engines: { vscode: string };
+  capabilities?: { untrustedWorkspaces?: { supported: boolean | 'limited'; restrictedConfigurations?: string[] } };
   activationEvents: string[];
   contributes: {
     commands: Command[];
     menus: Record<string, Array<{ command: string; when?: string }>>;
-    configuration: { properties: Record<string, { type: string; default: unknown; enum?: string[]; additionalProperties?: { enum?: string[] } }> };
+    configuration: { properties: Record<string, { type: string; default: unknown; scope?: string; enum?: string[]; additionalProperties?: { enum?: string[] } }> };
     yamlValidation: Array<{ fileMatch: string | string[]; url: string }>;
   };
   scripts: Record<string, string>;
@@ -241,6 +242,13 @@ test('the server commands the extension calls are the ones wb-lsp announces', ()
   ]) {
     assert.ok(ext.includes(`"${name}"`), `the server names ${name}`);
   }
-  const state = readFileSync(join(server, 'global_state.rs'), 'utf8');
+  const state = readFileSync(join(server, 'settings.rs'), 'utf8');
   assert.ok(state.includes('section: Some("workbench".into())'), 'the server asks for the workbench section');
+});
+
+test('a workspace cannot choose the server: the setting is machine-scoped and restricted in untrusted workspaces', () => {
+  const properties = manifest.contributes.configuration.properties;
+  assert.equal(properties['wb-lsp.server.path']?.scope, 'machine');
+  assert.deepEqual(manifest.capabilities?.untrustedWorkspaces?.restrictedConfigurations, ['wb-lsp.server.path']);
+  assert.deepEqual(MACHINE_KEYS, ['server.path']);
 });

@@ -49,8 +49,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Serve) | None => {
             // `--stdio` is accepted for clients that pass it; stdio is the only transport.
             let _ = cli.stdio;
-            crate::server::run_stdio()?;
-            Ok(ExitCode::SUCCESS)
+            // `exit` without `shutdown` ends with status 1 (the LSP specification).
+            Ok(crate::server::run_stdio()?.exit_code())
         }
     }
 }

@@ -70,7 +70,9 @@ pub struct Checked<'a> {
 
 impl<'a> Checked<'a> {
     pub fn new(reports: &'a [PackageReport], cwd: &Path) -> Checked<'a> {
-        let mut indexes: HashMap<PathBuf, LineIndex> = HashMap::new();
+        let mut indexes: HashMap<PathBuf, Arc<LineIndex>> = HashMap::new();
+        // A text several paths lead to (a `SKILL.md` named through many links) is indexed once.
+        let mut by_text: HashMap<*const u8, Arc<LineIndex>> = HashMap::new();
         let mut sources: HashMap<PathBuf, Arc<str>> = HashMap::new();
         for report in reports {
             for (path, text) in &report.sources {
@@ -78,9 +80,11 @@ impl<'a> Checked<'a> {
             }
         }
         let mut locate = |path: &Path, range: TextRange| -> Location {
-            let index = indexes.entry(path.to_owned()).or_insert_with(|| {
-                let text = sources.get(path).map(|t| t.to_string()).unwrap_or_default();
-                LineIndex::new(&text)
+            let index = indexes.entry(path.to_owned()).or_insert_with(|| match sources.get(path) {
+                Some(text) => Arc::clone(
+                    by_text.entry(Arc::as_ptr(text).cast::<u8>()).or_insert_with(|| Arc::new(LineIndex::new(text))),
+                ),
+                None => Arc::new(LineIndex::new("")),
             });
             let (start, end) = index.range(range, PositionEncoding::Utf32);
             Location {

@@ -5,6 +5,7 @@ use lsp_server::{Connection, ErrorCode, ExtractError, Message, Response};
 use lsp_types::{self as lsp, request::Request as _};
 use wb_syntax::PositionEncoding;
 
+use super::SessionEnd;
 use super::ext;
 
 /// What `initialize` settled: the client's parameters and the choices made from them.
@@ -15,15 +16,18 @@ pub struct Negotiated {
     pub pull_diagnostics: bool,
 }
 
-/// Answers requests with `ServerNotInitialized` until `initialize`, then answers it. `None` when the client
-/// exits or disconnects first, or sends parameters that cannot be read (answered with `InvalidParams`).
-pub fn initialize(connection: &Connection) -> anyhow::Result<Option<Negotiated>> {
+/// Answers requests with `ServerNotInitialized` until `initialize`, then answers it. `Err` with how the session
+/// ended when the client exits (without `shutdown`, necessarily) or disconnects first, or sends parameters
+/// that cannot be read (answered with `InvalidParams`).
+pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, SessionEnd>> {
     let (id, params) = loop {
         let request = match connection.receiver.recv() {
             Ok(Message::Request(request)) => request,
-            Ok(Message::Notification(notification)) if notification.method == "exit" => return Ok(None),
+            Ok(Message::Notification(notification)) if notification.method == "exit" => {
+                return Ok(Err(SessionEnd::ExitWithoutShutdown));
+            }
             Ok(_) => continue,
-            Err(_) => return Ok(None),
+            Err(_) => return Ok(Err(SessionEnd::Clean)),
         };
         // `extract` keeps the request's id only on success; the answers to the others need it.
         let id = request.id.clone();
@@ -37,7 +41,7 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Option<Negotiated>>
             Err(ExtractError::JsonError { error, .. }) => {
                 let message = format!("invalid initialize params: {error}");
                 connection.sender.send(Response::new_err(id, ErrorCode::InvalidParams as i32, message).into())?;
-                return Ok(None);
+                return Ok(Err(SessionEnd::Clean));
             }
         }
     };
@@ -48,7 +52,7 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Option<Negotiated>>
         server_info: Some(lsp::ServerInfo { name: "wb-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
     };
     connection.sender.send(Response::new_ok(id, result).into())?;
-    Ok(Some(Negotiated { params, encoding, pull_diagnostics }))
+    Ok(Ok(Negotiated { params, encoding, pull_diagnostics }))
 }
 
 /// What the client declared it can show and insert; the features answer accordingly.

@@ -29,7 +29,18 @@ pub type Job = Box<dyn FnOnce() + Send>;
 /// Work finished off the loop thread.
 pub enum Task {
     Response(Response),
-    Diagnostics { generation: u64, files: Computed, owner: PathBuf, dependencies: Option<Dependencies> },
+    /// A check finished: its diagnostics and what it read, or the message of the panic that stopped it.
+    Diagnostics {
+        generation: u64,
+        owner: PathBuf,
+        result: Result<(Computed, Option<Dependencies>), String>,
+    },
+    /// The model catalog the settings name, read on a thread of its own (a slow or endless file never holds
+    /// the loop): the settings' generation it was read for, and the catalog or why there is none.
+    Catalog {
+        generation: u64,
+        catalog: Result<ModelCatalog, String>,
+    },
 }
 
 /// What an outgoing request to the client is waiting for.
@@ -74,20 +85,26 @@ pub struct GlobalState {
     parses: Arc<ParseCache>,
     encoding: PositionEncoding,
     pub roots: Vec<PathBuf>,
-    config: Arc<Config>,
-    catalog: Arc<ModelCatalog>,
+    pub(super) config: Arc<Config>,
+    pub(super) catalog: Arc<ModelCatalog>,
     /// Manifests found in the workspace or opened.
     pub manifests: BTreeSet<PathBuf>,
     pub diagnostics: DiagnosticsSchedule,
     pull_diagnostics: bool,
     client: lsp::ClientCapabilities,
-    initialization_options: Option<serde_json::Value>,
+    pub(super) initialization_options: Option<serde_json::Value>,
     /// `shutdown` was received: further requests are refused.
     pub shutdown_requested: bool,
     pub test_hooks: bool,
     pub runs: HashMap<RequestId, Run>,
+    /// Commands that write (`workbench.applyOutcome`) in flight, on their own threads: never cancelled.
+    pub mutations: HashMap<RequestId, JoinHandle<()>>,
     /// The settings problems last shown, so the same ones are not shown again on every settings change.
-    shown_problems: Vec<(lsp::MessageType, String)>,
+    pub(super) shown_problems: Vec<(lsp::MessageType, String)>,
+    /// Counts the model catalogs asked for: only the latest one read is taken.
+    pub(super) catalog_generation: u64,
+    /// The model catalog error last shown.
+    pub(super) shown_catalog_error: Option<String>,
 }
 
 impl GlobalState {
@@ -131,7 +148,10 @@ impl GlobalState {
             shutdown_requested: false,
             test_hooks,
             runs: HashMap::new(),
+            mutations: HashMap::new(),
             shown_problems: Vec::new(),
+            catalog_generation: 0,
+            shown_catalog_error: None,
         };
         let options = state.initialization_options.clone().unwrap_or(serde_json::Value::Null);
         state.apply_settings(&options);
@@ -176,6 +196,7 @@ impl GlobalState {
     /// Answers an incoming request, unless it was answered already (cancelled).
     pub fn respond(&mut self, response: Response) -> anyhow::Result<()> {
         self.runs.remove(&response.id);
+        self.mutations.remove(&response.id);
         if self.req_queue.incoming.complete(&response.id).is_some() {
             self.send(response)?;
         }
@@ -213,61 +234,6 @@ impl GlobalState {
         self.initialization_options.as_ref()
     }
 
-    pub fn request_configuration(&mut self) -> anyhow::Result<()> {
-        let params = lsp::ConfigurationParams {
-            items: vec![lsp::ConfigurationItem { scope_uri: None, section: Some("workbench".into()) }],
-        };
-        self.request_client::<lsp::request::WorkspaceConfiguration>(params, Outgoing::Configuration)
-    }
-
-    /// The client's answer to `workspace/configuration`.
-    pub fn configuration_received(&mut self, result: serde_json::Value) {
-        let value = result.as_array().and_then(|items| items.first().cloned()).unwrap_or(result);
-        // A client with nothing under `workbench` (Eglot answers null, Neovim `[]` or null) keeps the settings
-        // sent as initialization options instead of resetting them to the defaults.
-        let empty = match &value {
-            serde_json::Value::Null => true,
-            serde_json::Value::Object(map) => map.is_empty(),
-            serde_json::Value::Array(items) => items.is_empty(),
-            _ => false,
-        };
-        let value = match (&self.initialization_options, empty) {
-            (Some(options), true) => options.clone(),
-            _ => value,
-        };
-        // The same settings change no diagnostics: the workspace scan that started at `initialized` stands.
-        if self.apply_settings(&value) {
-            self.mark_all_dirty();
-        }
-    }
-
-    /// Takes new settings (and the model catalog they name); their problems are shown unless they are the ones
-    /// shown last. Returns whether they may change diagnostics (a catalog file is read again, so naming one
-    /// always counts as a change).
-    pub fn apply_settings(&mut self, value: &serde_json::Value) -> bool {
-        let (config, problems) = Config::from_json(value);
-        let changed = config != *self.config || config.model_catalog.is_some();
-        let mut problems: Vec<(lsp::MessageType, String)> =
-            problems.into_iter().map(|problem| (lsp::MessageType::WARNING, problem)).collect();
-        let catalog = match &config.model_catalog {
-            Some(path) => ModelCatalog::from_file(path).unwrap_or_else(|error| {
-                problems.push((lsp::MessageType::ERROR, error.to_string()));
-                ModelCatalog::embedded().clone()
-            }),
-            None => ModelCatalog::embedded().clone(),
-        };
-        if problems != self.shown_problems {
-            for (typ, message) in &problems {
-                let params = lsp::ShowMessageParams { typ: *typ, message: message.clone() };
-                let _ = self.notify::<lsp::notification::ShowMessage>(params);
-            }
-            self.shown_problems = problems;
-        }
-        self.catalog = Arc::new(catalog);
-        self.config = Arc::new(config);
-        changed
-    }
-
     /// Adds the manifests under `root` and schedules their check.
     pub fn scan_root(&mut self, root: &Path) {
         if let wb_manifest::Target::Packages(found) = wb_manifest::discover(&wb_manifest::OsFileSystem, root) {
@@ -286,12 +252,16 @@ impl GlobalState {
     }
 
     /// Stops every run in flight and waits, at most `limit`, for their threads to end (`exit`, or the client
-    /// went away): a runner must not outlive the server.
+    /// went away): a runner must not outlive the server. Commands that write are waited for too (they are not
+    /// cancelled: an apply finishes, or rolls back, rather than being cut off).
     pub fn stop_runs(&mut self, limit: Duration) {
         self.cancel_runs();
         let deadline = Instant::now() + limit;
-        for run in self.runs.values_mut() {
-            let Some(thread) = run.thread.take() else { continue };
+        let writes = self.mutations.drain().map(|(_, thread)| Some(thread));
+        let runs: Vec<Option<JoinHandle<()>>> =
+            self.runs.values_mut().map(|run| run.thread.take()).chain(writes).collect();
+        for thread in runs {
+            let Some(thread) = thread else { continue };
             while !thread.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -414,8 +384,8 @@ impl GlobalState {
                 let computed = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     diagnostics::compute_with_dependencies(&snapshot, &owner)
                 }));
-                let (files, dependencies) = computed.unwrap_or_default();
-                let _ = tasks.send(Task::Diagnostics { generation, files, owner, dependencies });
+                let result = computed.map_err(|panic| panic_message(panic.as_ref()));
+                let _ = tasks.send(Task::Diagnostics { generation, owner, result });
             }));
         }
         self.track_progress(scheduled);
@@ -479,17 +449,28 @@ impl GlobalState {
 
     /// Publishes a computed result unless a newer one was scheduled for its owner, or a document changed since;
     /// files the owner no longer reports on are cleared (unless another owner still reports on them).
+    /// A check that panicked publishes nothing: the diagnostics last published for its files stay (a bug in a
+    /// check must not read as "no problems"), and the failure is logged.
     pub fn diagnostics_computed(
         &mut self,
         generation: u64,
-        files: Computed,
         owner: PathBuf,
-        dependencies: Option<Dependencies>,
+        result: Result<(Computed, Option<Dependencies>), String>,
     ) -> anyhow::Result<()> {
         self.progress_finished(generation);
         if self.diagnostics.generations.get(&owner).is_some_and(|latest| *latest != generation) {
             return Ok(());
         }
+        let (files, dependencies) = match result {
+            Ok(computed) => computed,
+            Err(panic) => {
+                let message =
+                    format!("wb-lsp: the check of {} failed ({panic}); its last diagnostics are kept", owner.display());
+                eprintln!("{message}");
+                let params = lsp::LogMessageParams { typ: lsp::MessageType::ERROR, message };
+                return self.notify::<lsp::notification::LogMessage>(params);
+            }
+        };
         match dependencies {
             Some(dependencies) => self.diagnostics.dependencies.insert(owner.clone(), dependencies),
             None => self.diagnostics.dependencies.remove(&owner),
@@ -513,4 +494,13 @@ impl GlobalState {
         }
         Ok(())
     }
+}
+
+/// The message a panic carried (`panic!` with a literal or a formatted string), or a placeholder.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }

@@ -13,6 +13,7 @@ use lsp_types::{self as lsp, request as r, request::Request as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::SessionEnd;
 use super::capabilities::Negotiated;
 use super::ext::DebugPanic;
 use super::global_state::{GlobalState, Job, Outgoing, Run, Task};
@@ -23,7 +24,7 @@ use super::state::Snapshot;
 const RUN_STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves the client after `initialize` until `exit` (or until the client goes away).
-pub fn run(connection: Connection, negotiated: Negotiated) -> anyhow::Result<()> {
+pub fn run(connection: Connection, negotiated: Negotiated) -> anyhow::Result<SessionEnd> {
     let mut state = GlobalState::new(connection.sender, start_workers(), negotiated);
     let result = main_loop(&mut state, &connection.receiver);
     // Whatever ended the session, no runner outlives it.
@@ -53,27 +54,31 @@ enum Flow {
     Exit,
 }
 
-fn main_loop(state: &mut GlobalState, receiver: &Receiver<Message>) -> anyhow::Result<()> {
+fn main_loop(state: &mut GlobalState, receiver: &Receiver<Message>) -> anyhow::Result<SessionEnd> {
+    let exit = |state: &GlobalState| {
+        if state.shutdown_requested { SessionEnd::Clean } else { SessionEnd::ExitWithoutShutdown }
+    };
     loop {
         select! {
             recv(receiver) -> message => {
-                let Ok(message) = message else { return Ok(()) };
+                let Ok(message) = message else { return Ok(SessionEnd::Clean) };
                 if handle_message(state, message)? == Flow::Exit {
-                    return Ok(());
+                    return Ok(exit(state));
                 }
                 // Apply everything already queued before recomputing anything: a burst costs one check.
                 while let Ok(message) = receiver.try_recv() {
                     if handle_message(state, message)? == Flow::Exit {
-                        return Ok(());
+                        return Ok(exit(state));
                     }
                 }
             }
             recv(state.tasks) -> task => {
                 match task {
                     Ok(Task::Response(response)) => state.respond(response)?,
-                    Ok(Task::Diagnostics { generation, files, owner, dependencies }) => {
-                        state.diagnostics_computed(generation, files, owner, dependencies)?;
+                    Ok(Task::Diagnostics { generation, owner, result }) => {
+                        state.diagnostics_computed(generation, owner, result)?;
                     }
+                    Ok(Task::Catalog { generation, catalog }) => state.catalog_read(generation, catalog),
                     Err(_) => {}
                 }
             }
@@ -213,6 +218,38 @@ impl GlobalState {
         self.jobs.send(job).map_err(|_| anyhow::anyhow!("the worker pool stopped"))
     }
 
+    /// Runs a command that writes (`workbench.applyOutcome`) on a thread of its own, outside the cancellable
+    /// worker pool: once started it finishes, and its answer always says what it did. A `$/cancelRequest` for
+    /// it is ignored; `exit` waits for it (see [`GlobalState::stop_runs`]).
+    pub fn spawn_mutation<P>(
+        &mut self,
+        id: RequestId,
+        params: P,
+        handler: fn(&Snapshot, P) -> anyhow::Result<Option<serde_json::Value>>,
+    ) -> anyhow::Result<()>
+    where
+        P: Send + 'static,
+    {
+        self.req_queue.incoming.register(id.clone(), ());
+        let snapshot = self.snapshot();
+        let tasks = self.task_sender.clone();
+        let request = id.clone();
+        let spawned = std::thread::Builder::new().name("wb-lsp-write".into()).spawn(move || {
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&snapshot, params)));
+            let _ = tasks.send(Task::Response(response_of(request, outcome)));
+        });
+        match spawned {
+            Ok(thread) => {
+                self.mutations.insert(id, thread);
+                Ok(())
+            }
+            Err(error) => {
+                let message = format!("cannot start the command: {error}");
+                self.respond(Response::new_err(id, ErrorCode::RequestFailed as i32, message))
+            }
+        }
+    }
+
     /// Starts an execution command (`workbench.dryRun`, `smoke`, `run`) on its own thread: it reports
     /// progress, streams events (run) and can be cancelled by `$/cancelRequest`, by cancelling its progress,
     /// or by the session ending.
@@ -246,11 +283,7 @@ fn response_of<T: Serialize>(id: RequestId, outcome: std::thread::Result<anyhow:
         Ok(Ok(result)) => Response::new_ok(id, result),
         Ok(Err(error)) => Response::new_err(id, ErrorCode::RequestFailed as i32, format!("{error:#}")),
         Err(panic) => {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let detail = super::global_state::panic_message(panic.as_ref());
             Response::new_err(id, ErrorCode::InternalError as i32, format!("the request handler failed: {detail}"))
         }
     }

@@ -7,9 +7,10 @@
 //!
 //! The rooms: `capabilities` (the `initialize` handshake), `main_loop` (the loop, request routing, workers),
 //! `global_state` (the state, snapshots, sending, diagnostics scheduling and what each package depends on),
-//! `progress` (the progress of a large batch of diagnostics), `handlers` (one module per request,
-//! `handlers/notifications` one per notification, `handlers/commands` the `workbench.*` commands), `ext` (the
-//! protocol extensions' types), `state` (documents, settings, snapshots), `transport` (stdio framing).
+//! `progress` (the progress of a large batch of diagnostics), `settings` (the settings, and the model catalog
+//! they name, read off the loop), `handlers` (one module per request, `handlers/notifications` one per
+//! notification, `handlers/commands` the `workbench.*` commands), `ext` (the protocol extensions' types),
+//! `state` (documents, settings, snapshots), `transport` (stdio framing).
 
 mod capabilities;
 pub mod convert;
@@ -18,6 +19,7 @@ mod global_state;
 mod handlers;
 mod main_loop;
 mod progress;
+mod settings;
 mod state;
 pub mod transport;
 
@@ -32,8 +34,27 @@ pub use state::{Config, Document, Overlay, Snapshot};
 /// How long the writer may take to flush the last messages once the session has ended.
 const FLUSH_GRACE: Duration = Duration::from_secs(5);
 
+/// How a session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// `exit` after `shutdown`, or the client went away.
+    Clean,
+    /// `exit` without `shutdown` first.
+    ExitWithoutShutdown,
+}
+
+impl SessionEnd {
+    /// The process's exit status: 1 for `exit` without `shutdown`, as the LSP specification asks, else 0.
+    pub fn exit_code(self) -> std::process::ExitCode {
+        match self {
+            SessionEnd::Clean => std::process::ExitCode::SUCCESS,
+            SessionEnd::ExitWithoutShutdown => std::process::ExitCode::from(1),
+        }
+    }
+}
+
 /// Runs the server on stdin/stdout until the client sends `exit`.
-pub fn run_stdio() -> anyhow::Result<()> {
+pub fn run_stdio() -> anyhow::Result<SessionEnd> {
     let (sender, receiver, threads) = transport::stdio().context("cannot start the stdio transport")?;
     let result = run(Connection { sender, receiver });
     // The reader may be blocked on stdin for good: it is left behind, the process ends without it.
@@ -42,9 +63,9 @@ pub fn run_stdio() -> anyhow::Result<()> {
 }
 
 /// Runs the server on a connection (stdio, or in memory for tests).
-pub fn run(connection: Connection) -> anyhow::Result<()> {
+pub fn run(connection: Connection) -> anyhow::Result<SessionEnd> {
     match capabilities::initialize(&connection)? {
-        Some(negotiated) => main_loop::run(connection, negotiated),
-        None => Ok(()),
+        Ok(negotiated) => main_loop::run(connection, negotiated),
+        Err(end) => Ok(end),
     }
 }

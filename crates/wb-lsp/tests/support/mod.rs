@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 pub struct Client {
     connection: Connection,
-    server: Option<JoinHandle<anyhow::Result<()>>>,
+    server: Option<JoinHandle<anyhow::Result<wb_lsp::server::SessionEnd>>>,
     next_id: i32,
     /// Notifications received and not yet read by the test.
     unread: VecDeque<Notification>,
@@ -338,7 +338,10 @@ impl Client {
         assert!(response.error.is_none(), "shutdown failed: {response:?}");
         self.notify::<lsp::notification::Exit>(());
         let result = server.join().expect("server thread");
-        assert!(result.is_ok(), "server failed: {result:?}");
+        assert!(
+            matches!(result, Ok(wb_lsp::server::SessionEnd::Clean)),
+            "the server failed, or did not see the shutdown: {result:?}"
+        );
         let leftover: Vec<Message> = self.connection.receiver.try_iter().collect();
         let unread: Vec<&Notification> = self.unread.iter().collect();
         assert!(

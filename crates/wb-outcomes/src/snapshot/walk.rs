@@ -10,25 +10,13 @@ use super::names::{RawStat, name_problem};
 use super::{Snapshot, SnapshotFile, metadata_entry};
 use crate::error::{Error, Result};
 
-/// Whether a workspace-relative path is left out of snapshots (engine facts (f): VCS metadata, dependency
-/// trees, credential paths, secret-bearing names). Path-based, not a content classifier.
+/// Whether a workspace-relative path is left out of snapshots (engine facts (f)): VCS metadata and dependency
+/// trees, and every credential path of the one policy, [`wb_manifest::is_credential_path`] (credential
+/// directories, `.env` files but their templates, key and credential names). Path-based, not a content
+/// classifier.
 pub fn is_excluded(path: &str) -> bool {
-    let segments: Vec<&str> = path.split('/').collect();
-    if segments.iter().any(|s| matches!(*s, ".git" | ".hg" | ".svn" | ".ssh" | ".aws" | ".gnupg" | "node_modules")) {
-        return true;
-    }
-    let name = segments.last().map(|s| s.to_ascii_lowercase()).unwrap_or_default();
-    if (name == ".env" || name.starts_with(".env.")) && name != ".env.example" && name != ".env.sample" {
-        return true;
-    }
-    if matches!(name.as_str(), ".npmrc" | ".netrc" | ".pypirc" | "id_rsa" | "id_ed25519" | "credentials") {
-        return true;
-    }
-    if [".pem", ".key", ".p12", ".pfx", ".kubeconfig"].iter().any(|ext| name.ends_with(ext)) {
-        return true;
-    }
-    // The manifest crate's credential-file policy (auth.json, credentials.json, other key names).
-    wb_manifest::is_credential_file(&name) && name != ".env.example" && name != ".env.sample"
+    path.split('/').any(|s| matches!(s, ".git" | ".hg" | ".svn" | "node_modules"))
+        || wb_manifest::is_credential_path(path)
 }
 
 /// A listing this long is examined on several threads ([`Snapshot::add_all`]), at most this many.

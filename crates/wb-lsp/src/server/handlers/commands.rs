@@ -1,5 +1,6 @@
 //! `workspace/executeCommand`: routes each `workbench.*` command (documented in `docs/lsp-extensions.md`)
-//! to its handler. The execution commands run on their own threads, the outcome commands on the workers;
+//! to its handler. The execution commands run on their own threads, `workbench.outcome` on the workers and
+//! `workbench.applyOutcome`, which writes, on a thread of its own that is never cancelled;
 //! `workbench.migrate` and `workbench.checkWorkspace` change the server's state and run here.
 
 use lsp_server::{ErrorCode, RequestId, Response};
@@ -15,7 +16,8 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
         ext::SMOKE => state.spawn_run(id, params, execute::smoke),
         ext::RUN => state.spawn_run(id, params, execute::run),
         ext::OUTCOME => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome),
-        ext::APPLY_OUTCOME => state.spawn::<r::ExecuteCommand>(id, params, execute::apply_outcome),
+        // It writes the workspace: never on the cancellable pool (its answer must say what it did).
+        ext::APPLY_OUTCOME => state.spawn_mutation(id, params, execute::apply_outcome),
         ext::MIGRATE => migrate(state, id, &params),
         ext::CHECK_WORKSPACE => check_workspace(state, id),
         other => {

@@ -1,8 +1,10 @@
 //! Diagnostics, pushed (`publishDiagnostics`) or pulled (`textDocument/diagnostic`, `workspace/diagnostic`).
 //! They come from the same entry point as `wb-lsp check`.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use lsp_types as lsp;
 use wb_manifest::{Dependencies, Recording};
@@ -15,22 +17,33 @@ use super::super::state::{Snapshot, is_manifest, is_outbox_declaration, is_skill
 /// computed from.
 pub type Computed = Vec<(PathBuf, Option<i32>, Vec<lsp::Diagnostic>)>;
 
+/// With the `test-hooks` feature (tests only), the check of an open document holding this text panics.
+#[cfg(feature = "test-hooks")]
+pub const PANIC_MARKER: &str = "# wb-lsp test hook: panic in the check";
+
 /// [`compute`], plus what a manifest's check read (which changes can alter its diagnostics).
 pub fn compute_with_dependencies(snapshot: &Snapshot, owner: &Path) -> (Computed, Option<Dependencies>) {
+    #[cfg(feature = "test-hooks")]
+    if snapshot.document(owner).is_some_and(|document| document.text.contains(PANIC_MARKER)) {
+        panic!("a check panicked on purpose (test hook)");
+    }
     if !is_manifest(owner) {
         return (compute(snapshot, owner), None);
     }
     let recording = Recording::new(&snapshot.overlay);
     let mut report = wb_manifest::check_package(&recording, owner, &snapshot.catalog);
     snapshot.config.apply(&mut report);
-    (convert_all(snapshot, owner, report.diagnostics), Some(recording.dependencies()))
+    (convert_all(snapshot, owner, report.diagnostics, &report.sources), Some(recording.dependencies()))
 }
 
 /// Diagnostics of one owner (a manifest, or an open `SKILL.md`), grouped by the file they are in, each with
 /// the version of the open document they were computed from.
 pub fn compute(snapshot: &Snapshot, owner: &Path) -> Computed {
+    let mut sources = BTreeMap::new();
     let diagnostics = if is_manifest(owner) {
-        snapshot.check(owner).diagnostics
+        let report = snapshot.check(owner);
+        sources = report.sources;
+        report.diagnostics
     } else if is_outbox_declaration(owner) {
         match snapshot.text(owner) {
             Some(text) => wb_manifest::outbox::check_declaration(&snapshot.overlay, owner, &text),
@@ -44,10 +57,36 @@ pub fn compute(snapshot: &Snapshot, owner: &Path) -> Computed {
     } else {
         Vec::new()
     };
-    convert_all(snapshot, owner, diagnostics)
+    convert_all(snapshot, owner, diagnostics, &sources)
 }
 
-fn convert_all(snapshot: &Snapshot, owner: &Path, diagnostics: Vec<wb_manifest::Diagnostic>) -> Computed {
+/// Groups diagnostics by file and converts them. Line indexes come from the texts the check read (`sources`;
+/// one index per text, however many paths lead to it), else from the snapshot, once per file.
+fn convert_all(
+    snapshot: &Snapshot,
+    owner: &Path,
+    diagnostics: Vec<wb_manifest::Diagnostic>,
+    sources: &BTreeMap<PathBuf, Arc<str>>,
+) -> Computed {
+    let by_text: RefCell<HashMap<*const u8, Arc<LineIndex>>> = RefCell::default();
+    let by_path: RefCell<HashMap<PathBuf, Option<Arc<LineIndex>>>> = RefCell::default();
+    let index_of = |path: &Path| -> Option<Arc<LineIndex>> {
+        if let Some(found) = by_path.borrow().get(path) {
+            return found.clone();
+        }
+        let index = match (snapshot.document(path), sources.get(path)) {
+            (Some(document), _) => Some(Arc::clone(&document.index)),
+            (None, Some(text)) => Some(Arc::clone(
+                by_text
+                    .borrow_mut()
+                    .entry(Arc::as_ptr(text).cast::<u8>())
+                    .or_insert_with(|| Arc::new(LineIndex::new(text))),
+            )),
+            (None, None) => snapshot.index(path),
+        };
+        by_path.borrow_mut().insert(path.to_owned(), index.clone());
+        index
+    };
     let mut by_file: BTreeMap<PathBuf, Vec<wb_manifest::Diagnostic>> = BTreeMap::new();
     by_file.entry(owner.to_owned()).or_default();
     for diagnostic in diagnostics {
@@ -57,11 +96,9 @@ fn convert_all(snapshot: &Snapshot, owner: &Path, diagnostics: Vec<wb_manifest::
         .into_iter()
         .map(|(path, diagnostics)| {
             let version = snapshot.document(&path).map(|d| d.version);
-            let index = snapshot.index(&path).unwrap_or_else(|| std::sync::Arc::new(LineIndex::new("")));
-            let converted = diagnostics
-                .iter()
-                .map(|d| convert::diagnostic(d, &index, snapshot.encoding, &|other| snapshot.index(other)))
-                .collect();
+            let index = index_of(&path).unwrap_or_else(|| Arc::new(LineIndex::new("")));
+            let converted =
+                diagnostics.iter().map(|d| convert::diagnostic(d, &index, snapshot.encoding, &index_of)).collect();
             (path, version, converted)
         })
         .collect()

@@ -218,7 +218,8 @@ pub fn code_lens(snapshot: &Snapshot, params: lsp::CodeLensParams) -> anyhow::Re
 }
 
 fn outcome_store() -> anyhow::Result<wb_outcomes::ContentStore> {
-    Ok(wb_outcomes::ContentStore::open(&wb_outcomes::default_home())?)
+    // Without a home there is no store: the error says what to set (never a shared fallback).
+    Ok(wb_outcomes::ContentStore::open(&wb_outcomes::try_default_home()?)?)
 }
 
 /// `workbench.outcome`: an outcome's manifest and receipt, plus the stored files an editor can open (each

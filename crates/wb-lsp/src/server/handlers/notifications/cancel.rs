@@ -1,5 +1,6 @@
-//! `$/cancelRequest`: a run stops its runner (and answers with its `cancelled` ending once stopped); any
-//! other request still pending is answered `RequestCancelled` now, and its late result dropped.
+//! `$/cancelRequest`: a run stops its runner (and answers with its `cancelled` ending once stopped); a command
+//! that writes (`workbench.applyOutcome`) is not cancelled and answers with what it did; any other request
+//! still pending is answered `RequestCancelled` now, and its late result dropped.
 
 use std::sync::atomic::Ordering;
 
@@ -15,6 +16,8 @@ pub fn handle(state: &mut GlobalState, params: lsp::CancelParams) -> anyhow::Res
     };
     if let Some(run) = state.runs.get(&id) {
         run.cancel.store(true, Ordering::SeqCst);
+    } else if state.mutations.contains_key(&id) {
+        // Its writes may be done already: only its own answer can say so.
     } else if state.req_queue.incoming.complete(&id).is_some() {
         state.send(Response::new_err(id, ErrorCode::RequestCanceled as i32, "request cancelled".into()))?;
     }
