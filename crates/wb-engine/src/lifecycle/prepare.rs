@@ -107,6 +107,12 @@ pub(super) fn prepare_package(
             "Host Docker engine access requires explicit --allow-host-docker authorization",
         ));
     }
+    // Everything a run keeps lives in the Workbench home; without one (no WORKBENCH_HOME, HOME or user
+    // database entry) nothing is stored in a shared place instead.
+    if options.home.is_none() {
+        wb_outcomes::try_workbench_home(|name| options.inherited.get(name).map(Into::into))
+            .map_err(|error| EngineError::message(error.to_string()))?;
+    }
     let mut runtime = open_runtime(&runtime_name, options)?;
     runtime.set_home(&options.workbench_home());
     runtime.watch_cancel(options.cancel.clone());

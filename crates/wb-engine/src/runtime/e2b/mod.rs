@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod connect;
+pub mod copy;
 pub mod envd;
 pub mod template;
 
