@@ -154,6 +154,33 @@ fn a_secret_split_across_text_deltas_never_reaches_an_event() {
     assert_eq!(run.final_text, "Last: [redacted]");
 }
 
+/// The halves of a value in two texts with other events between them: a thinking delta inside one message,
+/// and the end of one message (its usage) and the start of the next. Held text waits for the text after them.
+#[test]
+fn a_secret_split_across_other_events_and_messages_never_reaches_an_event() {
+    let _serial = one_at_a_time();
+    let world = pi_world();
+    let mut options = pi_options(&world);
+    let mut lines = pi_message(&["password: gemini-te"]);
+    // A thinking delta inside the next message, between its halves.
+    let mut second = pi_message(&["st-value and gemini-", "test-value"]);
+    let thinking = second[1].replace("\"text_delta\"", "\"thinking_delta\"").replace("st-value and gemini-", "hmm");
+    second.insert(2, thinking);
+    lines.extend(second);
+    script(&world, &mut options, "split-across-events", &lines);
+    let (run, events) = run_within(&world, &options, Duration::from_secs(60), |_| {});
+    support::check_events(&events, "pi");
+    assert_eq!(run.ending, Ending::Completed);
+    let all = serde_json::to_string(&events).unwrap();
+    for fragment in ["gemini-te", "st-value", "gemini-", "test-value"] {
+        assert!(!all.contains(fragment), "{fragment} leaked: {all}");
+    }
+    assert_eq!(streamed_text(&events), "password: [redacted] and [redacted]");
+    // Other events did come between the halves.
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(kinds.contains(&"usage.updated"), "{kinds:?}");
+}
+
 #[test]
 fn host_credentials_reach_a_local_runner_only_when_declared_and_never_an_event() {
     let _serial = one_at_a_time();
