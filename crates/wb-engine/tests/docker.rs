@@ -187,11 +187,12 @@ fn run_collect(options: &Options, cancel_on: Option<&str>) -> (wb_engine::RunRes
     let mut seen_running = None;
     let result = wb_engine::run(&OsFileSystem, options, catalog(), cancel, &mut |event| {
         let value = serde_json::to_value(event).unwrap();
-        if let Some(text) = cancel_on {
-            if value["type"] == "output.text" && value["data"]["text"] == text {
-                seen_running = Some(value.clone());
-                flag.store(true, Ordering::SeqCst);
-            }
+        if let Some(text) = cancel_on
+            && value["type"] == "output.text"
+            && value["data"]["text"] == text
+        {
+            seen_running = Some(value.clone());
+            flag.store(true, Ordering::SeqCst);
         }
         events.push(value);
     })

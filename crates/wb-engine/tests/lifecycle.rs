@@ -80,11 +80,12 @@ fn run_collect(options: &Options, cancel_on: Option<(&str, &Path)>) -> (Result<R
     let mut events = Vec::new();
     let result = wb_engine::run(&OsFileSystem, options, catalog(), cancel, &mut |event| {
         let value = serde_json::to_value(event).unwrap();
-        if let Some((text, marker)) = cancel_on {
-            if value["type"] == "output.text" && value["data"]["text"] == text {
-                support::wait_for(marker);
-                flag.store(true, Ordering::SeqCst);
-            }
+        if let Some((text, marker)) = cancel_on
+            && value["type"] == "output.text"
+            && value["data"]["text"] == text
+        {
+            support::wait_for(marker);
+            flag.store(true, Ordering::SeqCst);
         }
         events.push(value);
     });

@@ -652,10 +652,10 @@ fn check_escapes(ran: &Ran) {
     let retargeted = |at: &str, target: String| {
         let mut tampered = outcome.clone();
         for entry in &mut tampered.changesets[0].entries {
-            if entry.path() == at {
-                if let Entry::Add { after: State::Symlink { target: t, .. }, .. } = entry {
-                    *t = target.clone();
-                }
+            if entry.path() == at
+                && let Entry::Add { after: State::Symlink { target: t, .. }, .. } = entry
+            {
+                *t = target.clone();
             }
         }
         tampered

@@ -155,10 +155,10 @@ pub fn rename_env(text: &str, root: &Node, offset: usize, new_name: &str) -> Res
     if ranges.is_empty() {
         return Err("Rename works on environment variables declared in env or referenced as ${NAME}".to_owned());
     }
-    if let Value::Mapping(top) = &root.value {
-        if top.get("env").and_then(Node::as_mapping).is_some_and(|env| env.get(new_name).is_some()) {
-            return Err(format!("{new_name} is already declared in env"));
-        }
+    if let Value::Mapping(top) = &root.value
+        && top.get("env").and_then(Node::as_mapping).is_some_and(|env| env.get(new_name).is_some())
+    {
+        return Err(format!("{new_name} is already declared in env"));
     }
     Ok(ranges.into_iter().map(|range| (range, new_name.to_owned())).collect())
 }

@@ -103,10 +103,8 @@ fn scratch() -> TempDir {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|text| text.lines().nth(1)?.split_whitespace().nth(3)?.parse::<u64>().ok())
         .is_some_and(|kib| kib > 512 * 1024);
-    if roomy {
-        if let Ok(dir) = tempfile::tempdir_in("/dev/shm") {
-            return dir;
-        }
+    if roomy && let Ok(dir) = tempfile::tempdir_in("/dev/shm") {
+        return dir;
     }
     tempfile::tempdir().unwrap()
 }

@@ -322,10 +322,10 @@ impl<'a> View<'a> {
     /// Where the system calls for `path` start: from the anchor, with the rest of the path, when it is plain and
     /// beneath it.
     fn at<'p>(&self, path: &'p Path) -> (sys::At<'a>, &'p Path) {
-        if let Some(anchor) = self.anchor {
-            if let Some(rest) = beneath_plain(path, &anchor.dir) {
-                return (sys::At::Dir(&anchor.fd), rest);
-            }
+        if let Some(anchor) = self.anchor
+            && let Some(rest) = beneath_plain(path, &anchor.dir)
+        {
+            return (sys::At::Dir(&anchor.fd), rest);
         }
         (sys::At::Cwd, path)
     }

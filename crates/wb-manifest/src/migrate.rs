@@ -76,10 +76,8 @@ pub fn migration_edits(text: &str) -> Result<Vec<Edit>, MigrateError> {
     }
     let unit = indent_unit(text, top);
     let mut edits = Vec::new();
-    if spec0 {
-        if let Some(spec) = top.entry("spec") {
-            edits.push(Edit { range: spec.value.range, new_text: "1".to_owned() });
-        }
+    if spec0 && let Some(spec) = top.entry("spec") {
+        edits.push(Edit { range: spec.value.range, new_text: "1".to_owned() });
     }
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     // A comment after `runtime: X` stays with the provider's line.
@@ -232,15 +230,14 @@ fn trailing_comment<'t>(text: &'t str, entry: &Entry) -> Option<&'t str> {
 /// The indentation step the document uses for nested blocks (two spaces when it has none).
 fn indent_unit(text: &str, top: &Mapping) -> String {
     for entry in &top.entries {
-        if let Value::Mapping(inner) = &entry.value.value {
-            if entry.value.style == Style::Block {
-                if let Some(first) = inner.entries.first() {
-                    let line_start = text[..first.key_range.start].rfind('\n').map_or(0, |at| at + 1);
-                    let indent = &text[line_start..first.key_range.start];
-                    if !indent.is_empty() && indent.chars().all(|ch| ch == ' ') {
-                        return indent.to_owned();
-                    }
-                }
+        if let Value::Mapping(inner) = &entry.value.value
+            && entry.value.style == Style::Block
+            && let Some(first) = inner.entries.first()
+        {
+            let line_start = text[..first.key_range.start].rfind('\n').map_or(0, |at| at + 1);
+            let indent = &text[line_start..first.key_range.start];
+            if !indent.is_empty() && indent.chars().all(|ch| ch == ' ') {
+                return indent.to_owned();
             }
         }
     }

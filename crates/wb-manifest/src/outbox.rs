@@ -222,14 +222,14 @@ fn link(checker: &mut Checker<'_>, item: &Node, index: usize) {
             );
         }
     }
-    if let Some(kind) = map.get("kind") {
-        if !matches!(kind.as_str(), Some("pull_request" | "preview" | "external")) {
-            checker.report(
-                Code::InvalidValue,
-                kind.range,
-                "Declared link kind must be one of pull_request, preview, external".to_owned(),
-            );
-        }
+    if let Some(kind) = map.get("kind")
+        && !matches!(kind.as_str(), Some("pull_request" | "preview" | "external"))
+    {
+        checker.report(
+            Code::InvalidValue,
+            kind.range,
+            "Declared link kind must be one of pull_request, preview, external".to_owned(),
+        );
     }
 }
 

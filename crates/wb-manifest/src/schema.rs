@@ -81,10 +81,10 @@ fn field_schema(field: &Field, spec: u8) -> Value {
     let mut out = Map::new();
     out.insert("description".into(), json!(field.doc));
     out.insert("markdownDescription".into(), json!(field.doc));
-    if let Some(default) = field.default {
-        if let Ok(value) = serde_json::from_str::<Value>(default) {
-            out.insert("default".into(), value);
-        }
+    if let Some(default) = field.default
+        && let Ok(value) = serde_json::from_str::<Value>(default)
+    {
+        out.insert("default".into(), value);
     }
     out.extend(schema);
     Value::Object(out)

@@ -164,14 +164,14 @@ impl Frontmatter {
             }),
             Some(text) => check.description = Some(Spanned::new(text.clone(), description.value_range)),
         }
-        if let Some(name) = &check.name {
-            if name.value != directory {
-                check.problems.push(SkillProblem {
-                    code: Code::SkillNameMismatch,
-                    range: name.range,
-                    message: format!("Skill name must match its directory: {}", name.value),
-                });
-            }
+        if let Some(name) = &check.name
+            && name.value != directory
+        {
+            check.problems.push(SkillProblem {
+                code: Code::SkillNameMismatch,
+                range: name.range,
+                message: format!("Skill name must match its directory: {}", name.value),
+            });
         }
         check
     }

@@ -47,12 +47,12 @@ fn sections() -> Vec<Section> {
     for line in text.lines() {
         if let Some((info, body)) = fence.as_mut() {
             if line.trim_start().starts_with("```") {
-                if let (Some(section), "yaml") = (sections.last_mut(), info.as_str()) {
-                    if section.example.is_none() {
-                        let mut example = body.join("\n");
-                        example.push('\n');
-                        section.example = Some(example);
-                    }
+                if let (Some(section), "yaml") = (sections.last_mut(), info.as_str())
+                    && section.example.is_none()
+                {
+                    let mut example = body.join("\n");
+                    example.push('\n');
+                    section.example = Some(example);
                 }
                 fence = None;
             } else {
@@ -64,10 +64,10 @@ fn sections() -> Vec<Section> {
             fence = Some((info.trim().to_owned(), Vec::new()));
         } else if let Some(heading) = line.strip_prefix("## ") {
             sections.push(Section { heading: heading.trim().to_owned(), severities: Vec::new(), example: None });
-        } else if let Some(severity) = line.strip_prefix("Severity: ") {
-            if let Some(section) = sections.last_mut() {
-                section.severities.push(severity.trim().to_owned());
-            }
+        } else if let Some(severity) = line.strip_prefix("Severity: ")
+            && let Some(section) = sections.last_mut()
+        {
+            section.severities.push(severity.trim().to_owned());
         }
     }
     assert!(fence.is_none(), "docs/diagnostics.md ends inside a code block");

@@ -859,11 +859,10 @@ fn schemas_and_checker_agree() {
             used[index] = true;
         }
         let Some(schema_valid) = verdicts.schema_valid else { continue };
-        if let Some(expected) = expected {
-            if *expected != schema_valid {
-                failures
-                    .push(format!("{name}: the table expects the schemas to say {expected}, they say {schema_valid}"));
-            }
+        if let Some(expected) = expected
+            && *expected != schema_valid
+        {
+            failures.push(format!("{name}: the table expects the schemas to say {expected}, they say {schema_valid}"));
         }
         match (listed, schema_valid == verdicts.checker_valid) {
             (None, true) => {}

@@ -565,10 +565,10 @@ async fn exec(state: &Arc<FakeState>, id: &str, root: &SandboxRoot, session: &st
         pid: spawned.child.id(),
         stdin: tokio::sync::Mutex::new(spawned.child.stdin.take()),
     });
-    if let Ok(mut sandboxes) = state.sandboxes.lock() {
-        if let Some(commands) = sandboxes.get_mut(id).and_then(|s| s.sessions.get_mut(session)) {
-            commands.insert(command.id.clone(), command.clone());
-        }
+    if let Ok(mut sandboxes) = state.sandboxes.lock()
+        && let Some(commands) = sandboxes.get_mut(id).and_then(|s| s.sessions.get_mut(session))
+    {
+        commands.insert(command.id.clone(), command.clone());
     }
     let hang = state.faults().hang_commands;
     let follower = command.clone();
@@ -779,16 +779,16 @@ pub fn wire_entry(request: &Recorded, key: &str) -> Value {
     }
     let mut query = serde_json::Map::new();
     let uri = format!("/?{}", request.query);
-    if let Ok(uri) = uri.parse::<axum::http::Uri>() {
-        if let Ok(Query(pairs)) = Query::<Vec<(String, String)>>::try_from_uri(&uri) {
-            for (name, value) in pairs {
-                let value = if name == "labels" {
-                    serde_json::from_str(&value).unwrap_or(Value::from(value))
-                } else {
-                    Value::from(normalise_ids(&value))
-                };
-                query.insert(name, value);
-            }
+    if let Ok(uri) = uri.parse::<axum::http::Uri>()
+        && let Ok(Query(pairs)) = Query::<Vec<(String, String)>>::try_from_uri(&uri)
+    {
+        for (name, value) in pairs {
+            let value = if name == "labels" {
+                serde_json::from_str(&value).unwrap_or(Value::from(value))
+            } else {
+                Value::from(normalise_ids(&value))
+            };
+            query.insert(name, value);
         }
     }
     let body = if request.body.is_empty() {

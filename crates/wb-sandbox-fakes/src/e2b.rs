@@ -383,10 +383,10 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
             };
             record.logs = logs;
             record.failed = shared.faults().build_error;
-            if let Ok(mut templates) = shared.templates.lock() {
-                if let Some(t) = templates.iter_mut().find(|t| t.id == *template) {
-                    t.build = Some(json_body.clone());
-                }
+            if let Ok(mut templates) = shared.templates.lock()
+                && let Some(t) = templates.iter_mut().find(|t| t.id == *template)
+            {
+                t.build = Some(json_body.clone());
             }
             empty(202)
         }
@@ -406,12 +406,11 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
                 (Some(_), _) => "error",
                 (None, _) => "ready",
             };
-            if status == "ready" {
-                if let Ok(mut templates) = shared.templates.lock() {
-                    if let Some(t) = templates.iter_mut().find(|t| t.id == *template) {
-                        t.ready = true;
-                    }
-                }
+            if status == "ready"
+                && let Ok(mut templates) = shared.templates.lock()
+                && let Some(t) = templates.iter_mut().find(|t| t.id == *template)
+            {
+                t.ready = true;
             }
             let mut body =
                 json!({"templateID": template, "buildID": build, "status": status, "logEntries": entries, "logs": []});
@@ -497,13 +496,13 @@ async fn create(shared: &Arc<Shared>, body: &Value) -> Response {
             .unwrap_or_default();
         match step.get("type").and_then(Value::as_str) {
             Some("RUN") if !args.is_empty() => {
-                if let Ok((code, _, stderr)) = root.run(&args[0], Some(&workdir), &BTreeMap::new()).await {
-                    if code != 0 {
-                        return error(
-                            500,
-                            &format!("template step RUN {} failed: {}", args[0], String::from_utf8_lossy(&stderr)),
-                        );
-                    }
+                if let Ok((code, _, stderr)) = root.run(&args[0], Some(&workdir), &BTreeMap::new()).await
+                    && code != 0
+                {
+                    return error(
+                        500,
+                        &format!("template step RUN {} failed: {}", args[0], String::from_utf8_lossy(&stderr)),
+                    );
                 }
             }
             Some("WORKDIR") if !args.is_empty() => {
@@ -633,10 +632,10 @@ async fn envd(
             };
             let _ = stdin.write_all(&data).await;
             let _ = stdin.flush().await;
-            if let Ok(mut processes) = sandbox.processes.lock() {
-                if let Some(p) = processes.get_mut(&pid) {
-                    p.stdin = Some(stdin);
-                }
+            if let Ok(mut processes) = sandbox.processes.lock()
+                && let Some(p) = processes.get_mut(&pid)
+            {
+                p.stdin = Some(stdin);
             }
             reply(200, json!({}))
         }

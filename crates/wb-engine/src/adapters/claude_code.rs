@@ -308,10 +308,11 @@ impl Adapter for ClaudeCode {
                     data["status"] = json!(if failed { "failed" } else { "completed" });
                     events.push(Translated::new("tool.completed", data));
                     let name = started.get("name").and_then(Value::as_str).unwrap_or_default();
-                    if !failed && super::is_file_tool(name) {
-                        if let Some(target) = started.get("target").and_then(Value::as_str) {
-                            events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
-                        }
+                    if !failed
+                        && super::is_file_tool(name)
+                        && let Some(target) = started.get("target").and_then(Value::as_str)
+                    {
+                        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
                     }
                 }
                 events

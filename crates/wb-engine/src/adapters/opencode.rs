@@ -262,10 +262,11 @@ impl Adapter for OpenCode {
                         completed["message"] = json!(message);
                     }
                     events.push(Translated::new("tool.completed", completed));
-                    if status == "completed" && super::is_file_tool(&name) {
-                        if let Some(target) = target {
-                            events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
-                        }
+                    if status == "completed"
+                        && super::is_file_tool(&name)
+                        && let Some(target) = target
+                    {
+                        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
                     }
                 }
                 events

@@ -159,10 +159,11 @@ impl Adapter for Pi {
                 data["status"] = json!(if failed { "failed" } else { "completed" });
                 let mut events = vec![Translated::new("tool.completed", data)];
                 let name = started.get("name").and_then(Value::as_str).unwrap_or_default();
-                if !failed && super::is_file_tool(name) {
-                    if let Some(target) = started.get("target").and_then(Value::as_str) {
-                        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
-                    }
+                if !failed
+                    && super::is_file_tool(name)
+                    && let Some(target) = started.get("target").and_then(Value::as_str)
+                {
+                    events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
                 }
                 events
             }

@@ -147,10 +147,10 @@ fn ready_report(prepared: &Prepared) -> Smoke {
             verified.join(", ")
         ));
     }
-    if !prepared.authentication.ready {
-        if let Some(instruction) = &prepared.authentication.instruction {
-            warnings.push(instruction.clone());
-        }
+    if !prepared.authentication.ready
+        && let Some(instruction) = &prepared.authentication.instruction
+    {
+        warnings.push(instruction.clone());
     }
     Smoke {
         status,

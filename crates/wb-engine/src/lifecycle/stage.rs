@@ -64,10 +64,10 @@ pub(super) fn make_writable(dir: &Path) {
             }
             let mode = meta.permissions().mode() | 0o200;
             let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode));
-            if meta.is_dir() {
-                if let Ok(entries) = std::fs::read_dir(&path) {
-                    stack.extend(entries.flatten().map(|e| e.path()));
-                }
+            if meta.is_dir()
+                && let Ok(entries) = std::fs::read_dir(&path)
+            {
+                stack.extend(entries.flatten().map(|e| e.path()));
             }
         }
     }

@@ -155,10 +155,11 @@ pub(super) fn sibling_keys(lines: &[&str], line: usize, column: usize, in_item: 
                     return false;
                 }
             }
-            if other.content == column && other.dash.is_none() {
-                if let Some(key) = other.key {
-                    keys.push(key.to_owned());
-                }
+            if other.content == column
+                && other.dash.is_none()
+                && let Some(key) = other.key
+            {
+                keys.push(key.to_owned());
             }
         }
         true
@@ -169,10 +170,10 @@ pub(super) fn sibling_keys(lines: &[&str], line: usize, column: usize, in_item: 
         }
     }
     for (index, text) in lines.iter().enumerate().skip(line + 1) {
-        if let Some(other) = shape(text) {
-            if other.dash.is_some_and(|dash| dash < column) {
-                break;
-            }
+        if let Some(other) = shape(text)
+            && other.dash.is_some_and(|dash| dash < column)
+        {
+            break;
         }
         if !collect(index) {
             break;

@@ -25,10 +25,10 @@ pub(super) fn declared_env(root: Option<&Node>, text: &str) -> Vec<String> {
         }
         if inside {
             let indent = *child_indent.get_or_insert(shape.content);
-            if shape.content == indent {
-                if let Some(key) = shape.key {
-                    names.push(key.to_owned());
-                }
+            if shape.content == indent
+                && let Some(key) = shape.key
+            {
+                names.push(key.to_owned());
             }
         }
     }

@@ -137,10 +137,10 @@ impl Client {
             };
             self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
         }
-        if message.get("method").and_then(Value::as_str) == Some("$/progress") {
-            if let Some(kind) = message["params"]["value"]["kind"].as_str() {
-                self.progress.push(kind.to_owned());
-            }
+        if message.get("method").and_then(Value::as_str) == Some("$/progress")
+            && let Some(kind) = message["params"]["value"]["kind"].as_str()
+        {
+            self.progress.push(kind.to_owned());
         }
         Some(message)
     }

@@ -117,10 +117,10 @@ impl GlobalState {
             .map(|folders| folders.iter().filter_map(|f| convert::url_to_path(&f.uri)).collect())
             .unwrap_or_default();
         #[allow(deprecated)]
-        if roots.is_empty() {
-            if let Some(root) = params.root_uri.as_ref().and_then(convert::url_to_path) {
-                roots.push(root);
-            }
+        if roots.is_empty()
+            && let Some(root) = params.root_uri.as_ref().and_then(convert::url_to_path)
+        {
+            roots.push(root);
         }
         let test_hooks = params
             .initialization_options

@@ -244,10 +244,10 @@ fn read_frame(input: &mut impl BufRead, resynchronise: bool) -> io::Result<Frame
             break;
         }
         headers += 1;
-        if let Some((name, value)) = header.split_once(':') {
-            if name.trim().eq_ignore_ascii_case("content-length") {
-                length = Some(content_length(value));
-            }
+        if let Some((name, value)) = header.split_once(':')
+            && name.trim().eq_ignore_ascii_case("content-length")
+        {
+            length = Some(content_length(value));
         }
     }
     let length = match length {

@@ -64,15 +64,11 @@ impl PackageChecks<'_> {
             return None;
         }
         let resolved = crate::fs::join_normalized(self.package_dir, &value.value);
-        if let Some(boundary) = boundary {
-            if !is_inside(&resolved, boundary) {
-                self.report(
-                    Code::PathOutsideRepository,
-                    value.range,
-                    format!("{label} must remain inside the repository"),
-                );
-                return None;
-            }
+        if let Some(boundary) = boundary
+            && !is_inside(&resolved, boundary)
+        {
+            self.report(Code::PathOutsideRepository, value.range, format!("{label} must remain inside the repository"));
+            return None;
         }
         Some(resolved)
     }
@@ -161,51 +157,50 @@ impl PackageChecks<'_> {
                 let default_context = Spanned::new(".".to_owned(), build.range);
                 let context = context.as_ref().unwrap_or(&default_context);
                 let label = format!("{prefix}.context");
-                if let Some(dir) = self.resolve(context, &label, root) {
-                    if self.within(context, &label, &dir, false)
-                        && !matches!(self.fs.kind_followed(&dir), Ok(FileKind::Directory))
-                    {
-                        self.report(
-                            Code::MissingBuildFile,
-                            context.range,
-                            format!("Build context is not a directory: {}", dir.display()),
-                        );
-                    }
+                if let Some(dir) = self.resolve(context, &label, root)
+                    && self.within(context, &label, &dir, false)
+                    && !matches!(self.fs.kind_followed(&dir), Ok(FileKind::Directory))
+                {
+                    self.report(
+                        Code::MissingBuildFile,
+                        context.range,
+                        format!("Build context is not a directory: {}", dir.display()),
+                    );
                 }
             }
         }
-        if let Some(instructions) = &manifest.instructions {
-            if let Some(path) = self.resolve(instructions, "instructions", root) {
-                if !self.within(instructions, "instructions", &path, false) {
-                    // Refused: nothing of it is read.
-                } else if matches!(self.fs.kind_followed(&path), Ok(FileKind::File)) {
-                    // Only its size matters here (the engine reads it into the system prompt), so it is not read.
-                    match self.fs.size(&path) {
-                        Ok(size) if size > MAX_PACKAGE_FILE_BYTES as u64 => {
-                            self.too_large(&path, size, instructions.range, "Instructions file");
-                        }
-                        _ => {}
+        if let Some(instructions) = &manifest.instructions
+            && let Some(path) = self.resolve(instructions, "instructions", root)
+        {
+            if !self.within(instructions, "instructions", &path, false) {
+                // Refused: nothing of it is read.
+            } else if matches!(self.fs.kind_followed(&path), Ok(FileKind::File)) {
+                // Only its size matters here (the engine reads it into the system prompt), so it is not read.
+                match self.fs.size(&path) {
+                    Ok(size) if size > MAX_PACKAGE_FILE_BYTES as u64 => {
+                        self.too_large(&path, size, instructions.range, "Instructions file");
                     }
-                } else {
-                    let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
-                    let rename = self.nearest_fix(instructions, &path, FileKind::File);
-                    let fix = Fix {
-                        title: format!("Create {}", instructions.value),
-                        creates: vec![(
-                            path.clone(),
-                            format!("# {title}\n\nDescribe how to do this class of work in this repository.\n"),
-                        )],
-                        edits: Vec::new(),
-                        safe: false,
-                    };
-                    self.report(
-                        Code::MissingInstructions,
-                        instructions.range,
-                        format!("Instructions file does not exist: {}", path.display()),
-                    )
-                    .fixes
-                    .extend(rename.into_iter().chain([fix]));
+                    _ => {}
                 }
+            } else {
+                let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
+                let rename = self.nearest_fix(instructions, &path, FileKind::File);
+                let fix = Fix {
+                    title: format!("Create {}", instructions.value),
+                    creates: vec![(
+                        path.clone(),
+                        format!("# {title}\n\nDescribe how to do this class of work in this repository.\n"),
+                    )],
+                    edits: Vec::new(),
+                    safe: false,
+                };
+                self.report(
+                    Code::MissingInstructions,
+                    instructions.range,
+                    format!("Instructions file does not exist: {}", path.display()),
+                )
+                .fixes
+                .extend(rename.into_iter().chain([fix]));
             }
         }
         self.skills(manifest, root);

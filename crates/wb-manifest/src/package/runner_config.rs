@@ -159,18 +159,20 @@ impl PackageChecks<'_> {
             match value {
                 serde_json::Value::Object(map) => {
                     for (key, child) in map {
-                        if let serde_json::Value::String(text) = child {
-                            if !reported && matches(credential_key(), key) && !matches(env_reference_value(), text) {
-                                self.report(
-                                    Code::RunnerConfigLiteralCredential,
-                                    range,
-                                    format!(
-                                        "runner_config must reference credentials by environment name, not {key}: {}",
-                                        file.display()
-                                    ),
-                                );
-                                reported = true;
-                            }
+                        if let serde_json::Value::String(text) = child
+                            && !reported
+                            && matches(credential_key(), key)
+                            && !matches(env_reference_value(), text)
+                        {
+                            self.report(
+                                Code::RunnerConfigLiteralCredential,
+                                range,
+                                format!(
+                                    "runner_config must reference credentials by environment name, not {key}: {}",
+                                    file.display()
+                                ),
+                            );
+                            reported = true;
                         }
                         stack.push(child);
                     }

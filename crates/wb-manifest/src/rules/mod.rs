@@ -170,12 +170,12 @@ impl<'a> Rules<'a> {
             self.spec0_runtime(top, anchor);
         }
         self.manifest.version = self.text_field(top, "version", anchor);
-        if let Some(version) = &self.manifest.version {
-            if !matches(semver(), &version.value) {
-                let range = version.range;
-                self.report(Code::InvalidVersion, range, "version must be a semantic version");
-                self.manifest.version = None;
-            }
+        if let Some(version) = &self.manifest.version
+            && !matches(semver(), &version.value)
+        {
+            let range = version.range;
+            self.report(Code::InvalidVersion, range, "version must be a semantic version");
+            self.manifest.version = None;
         }
         self.manifest.name = self.text_field(top, "name", anchor);
         if let Some(entry) = top.entry("description") {
@@ -224,18 +224,18 @@ impl<'a> Rules<'a> {
             Some(spec) => {
                 self.spec = spec;
                 self.manifest.spec = spec;
-                if spec == 0 {
-                    if let Some(entry) = entry {
-                        // Its "Migrate to spec 1" fix is attached by `check`, once the result is known to
-                        // check no worse (`migrate::offer_migration`).
-                        let range = Slot::of_entry(entry).range();
-                        self.report(
+                if spec == 0
+                    && let Some(entry) = entry
+                {
+                    // Its "Migrate to spec 1" fix is attached by `check`, once the result is known to
+                    // check no worse (`migrate::offer_migration`).
+                    let range = Slot::of_entry(entry).range();
+                    self.report(
                             Code::Spec0Manifest,
                             range,
                             "Spec 0 is frozen legacy; spec 1 declares runtimes. Run `wb-lsp migrate` to convert this manifest.",
                         )
                         .with_tag_mut(DiagnosticTag::Deprecated);
-                    }
                 }
             }
             None => {

@@ -11,15 +11,15 @@ impl Rules<'_> {
     /// Problems the reference finds only at smoke or run time, reported early.
     pub(super) fn runtime_problems(&mut self, top: &Mapping) {
         let runner = self.manifest.runner.clone();
-        if let Some(runner) = &runner {
-            if !fields::RUNNERS.contains(&runner.value.as_str()) {
-                let fix = closest_or_extension(&runner.value, fields::RUNNERS)
-                    .map(|name| self.rename_fix(runner.range, name));
-                let diagnostic =
-                    self.report(Code::UnsupportedRunner, runner.range, format!("Unsupported runner: {}", runner.value));
-                if let Some(fix) = fix {
-                    diagnostic.fixes.push(fix);
-                }
+        if let Some(runner) = &runner
+            && !fields::RUNNERS.contains(&runner.value.as_str())
+        {
+            let fix =
+                closest_or_extension(&runner.value, fields::RUNNERS).map(|name| self.rename_fix(runner.range, name));
+            let diagnostic =
+                self.report(Code::UnsupportedRunner, runner.range, format!("Unsupported runner: {}", runner.value));
+            if let Some(fix) = fix {
+                diagnostic.fixes.push(fix);
             }
         }
         let runner_name = runner.as_ref().map(|r| r.value.as_str());
@@ -70,32 +70,31 @@ impl Rules<'_> {
             }
         }
         self.manifest.mcps = mcps;
-        if runner_name == Some("pi") {
-            if let Some(entry) = top.entry("mcps") {
-                if entry.value.as_sequence().is_some_and(|items| !items.is_empty()) {
-                    self.report(
+        if runner_name == Some("pi")
+            && let Some(entry) = top.entry("mcps")
+            && entry.value.as_sequence().is_some_and(|items| !items.is_empty())
+        {
+            self.report(
                         Code::PiMcpUnsupported,
                         entry.key_range,
                         "Pi does not provide a native MCP transport. This Workbench requires an explicit Pi extension before it can run.",
                     );
-                }
-            }
         }
         let runtimes = std::mem::take(&mut self.manifest.runtimes);
         for runtime in &runtimes {
             match runtime.provider.value.as_str() {
                 "daytona" => {
-                    if let Some(class) = &runtime.class {
-                        if class.value != "linux" {
-                            self.report(
-                                Code::DaytonaClassUnsupported,
-                                class.range,
-                                format!(
-                                    "The reference engine runs only the linux Daytona class; a {} sandbox cannot run yet",
-                                    class.value
-                                ),
-                            );
-                        }
+                    if let Some(class) = &runtime.class
+                        && class.value != "linux"
+                    {
+                        self.report(
+                            Code::DaytonaClassUnsupported,
+                            class.range,
+                            format!(
+                                "The reference engine runs only the linux Daytona class; a {} sandbox cannot run yet",
+                                class.value
+                            ),
+                        );
                     }
                     match &runtime.image {
                         Some(Image::Published(_)) => {}

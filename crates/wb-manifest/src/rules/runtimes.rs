@@ -80,12 +80,12 @@ impl Rules<'_> {
                     None => {}
                 }
             }
-            if key == "docker" {
-                if let Some(docker) = config.entry("docker") {
-                    match self.docker(docker, "docker") {
-                        Some(host) => result.host_engine = host,
-                        None => ok = false,
-                    }
+            if key == "docker"
+                && let Some(docker) = config.entry("docker")
+            {
+                match self.docker(docker, "docker") {
+                    Some(host) => result.host_engine = host,
+                    None => ok = false,
                 }
             }
             if key == "daytona" {

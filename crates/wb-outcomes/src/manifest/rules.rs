@@ -63,10 +63,10 @@ impl Changeset {
         if !is_child_id(&self.id) {
             return Err(invalid(format!("Invalid outcome changeset id: {}", self.id)));
         }
-        if let WorkspaceRef::Named { name } = &self.workspace {
-            if name.is_empty() || name.len() > 128 {
-                return Err(invalid("Outcome workspace name must be 1 to 128 characters"));
-            }
+        if let WorkspaceRef::Named { name } = &self.workspace
+            && (name.is_empty() || name.len() > 128)
+        {
+            return Err(invalid("Outcome workspace name must be 1 to 128 characters"));
         }
         if !is_digest(&self.base.snapshot_digest) {
             return Err(Error::InvalidDigest(self.base.snapshot_digest.clone()));
@@ -172,10 +172,10 @@ impl Outcome {
                 return Err(invalid("Turn outcomes must be partial and contain no workspace changesets"));
             }
         }
-        if let Some(summary) = &self.summary {
-            if summary.is_empty() || summary.chars().count() > 16384 {
-                return Err(invalid("Outcome summary must be 1 to 16384 characters"));
-            }
+        if let Some(summary) = &self.summary
+            && (summary.is_empty() || summary.chars().count() > 16384)
+        {
+            return Err(invalid("Outcome summary must be 1 to 16384 characters"));
         }
         let mut ids = HashSet::new();
         let mut unique = |id: &str| -> Result<()> {
@@ -220,10 +220,10 @@ impl Outcome {
             if authority.is_empty() || authority.contains('@') {
                 return Err(invalid(format!("Outcome link uri must not carry credentials: {}", link.label)));
             }
-            if let Some(kind) = &link.kind {
-                if !matches!(kind.as_str(), "pull_request" | "preview" | "external") {
-                    return Err(invalid(format!("Invalid outcome link kind: {kind}")));
-                }
+            if let Some(kind) = &link.kind
+                && !matches!(kind.as_str(), "pull_request" | "preview" | "external")
+            {
+                return Err(invalid(format!("Invalid outcome link kind: {kind}")));
             }
         }
         for warning in &self.warnings {

@@ -130,9 +130,9 @@ fn write_baseline_cache(path: &Path, snapshot: &Snapshot, previous: Option<&str>
     if previous == Some(text.as_str()) {
         return;
     }
-    if let Some(parent) = path.parent() {
-        if crate::files::private_dir(parent).is_ok() {
-            let _ = crate::files::write_cache(path, text.as_bytes());
-        }
+    if let Some(parent) = path.parent()
+        && crate::files::private_dir(parent).is_ok()
+    {
+        let _ = crate::files::write_cache(path, text.as_bytes());
     }
 }

@@ -161,10 +161,10 @@ fn size_cache_entries(text: &str) -> HashMap<&str, u64> {
     let mut sizes = HashMap::with_capacity(text.len() / 48);
     for line in text.lines() {
         let Some((oid, size)) = line.split_once(' ') else { continue };
-        if is_object_id(oid) {
-            if let Ok(size) = size.parse() {
-                sizes.insert(oid, size);
-            }
+        if is_object_id(oid)
+            && let Ok(size) = size.parse()
+        {
+            sizes.insert(oid, size);
         }
     }
     sizes
@@ -188,10 +188,10 @@ fn write_size_cache(path: &Path, known: &HashMap<&str, u64>, learned: &BTreeMap<
         current.iter().filter_map(|e| Some((e.oid.as_str(), e.size?))).for_each(|(oid, size)| line(oid, size));
     }
     learned.iter().for_each(|(oid, size)| line(oid, *size));
-    if let Some(parent) = path.parent() {
-        if crate::files::private_dir(parent).is_ok() {
-            let _ = crate::files::write_cache(path, text.as_bytes());
-        }
+    if let Some(parent) = path.parent()
+        && crate::files::private_dir(parent).is_ok()
+    {
+        let _ = crate::files::write_cache(path, text.as_bytes());
     }
 }
 
@@ -215,10 +215,10 @@ fn batch_sizes(root: &Path, oids: &BTreeSet<String>) -> BTreeMap<String, u64> {
         let output = git_with_input(root, &["cat-file", "--batch-check"], input.into_bytes()).unwrap_or_default();
         for line in String::from_utf8_lossy(&output).lines() {
             // `<oid> blob <size>` (or `<oid> missing`).
-            if let [oid, "blob", size] = line.split(' ').collect::<Vec<_>>()[..] {
-                if let Ok(size) = size.parse() {
-                    sizes.insert(oid.to_owned(), size);
-                }
+            if let [oid, "blob", size] = line.split(' ').collect::<Vec<_>>()[..]
+                && let Ok(size) = size.parse()
+            {
+                sizes.insert(oid.to_owned(), size);
             }
         }
     }

@@ -274,10 +274,10 @@ impl Snapshot {
         store: &ContentStore,
         blobs: &mut HashMap<String, Vec<u8>>,
     ) -> Result<(Vec<u8>, String)> {
-        if let Some(digest) = file.digest.get() {
-            if let Ok(bytes) = store.read(digest) {
-                return Ok((bytes, digest.clone()));
-            }
+        if let Some(digest) = file.digest.get()
+            && let Ok(bytes) = store.read(digest)
+        {
+            return Ok((bytes, digest.clone()));
         }
         if let Some(oid) = &file.git_blob {
             let bytes = blobs

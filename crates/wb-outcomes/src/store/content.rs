@@ -274,10 +274,11 @@ fn usage(root: &Path) -> u64 {
     for prefix in prefixes.flatten() {
         let Ok(files) = fs::read_dir(prefix.path()) else { continue };
         for file in files.flatten() {
-            if let Ok(meta) = file.metadata() {
-                if meta.is_file() && !file.file_name().to_string_lossy().starts_with('.') {
-                    total += meta.len();
-                }
+            if let Ok(meta) = file.metadata()
+                && meta.is_file()
+                && !file.file_name().to_string_lossy().starts_with('.')
+            {
+                total += meta.len();
             }
         }
     }

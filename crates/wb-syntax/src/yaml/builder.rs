@@ -207,10 +207,11 @@ impl<'a> Builder<'a> {
         let core_tag = tag.and_then(|tag| {
             if tag.handle == "tag:yaml.org,2002:" || tag.handle == "!!" { Some(tag.suffix.as_str()) } else { None }
         });
-        if let Some(tag) = tag {
-            if core_tag.is_none() && !(tag.handle == "!" && tag.suffix.is_empty()) {
-                self.unsupported_tag(tag, range);
-            }
+        if let Some(tag) = tag
+            && core_tag.is_none()
+            && !(tag.handle == "!" && tag.suffix.is_empty())
+        {
+            self.unsupported_tag(tag, range);
         }
         let resolved = match core_tag {
             Some("str") => Value::String(SmolStr::new(&value)),
@@ -353,22 +354,21 @@ impl<'a> Builder<'a> {
                 Some(key_node) => pending_entry = Some((key_node, node)),
             },
         }
-        if let Some((key, value)) = pending_entry {
-            if let Some(Frame::Mapping { entries, merges, index, .. }) = self.stack.last_mut() {
-                if let Some(error) = add_entry(self.text, entries, merges, index, key, value) {
-                    self.errors.push(error);
-                }
-            }
+        if let Some((key, value)) = pending_entry
+            && let Some(Frame::Mapping { entries, merges, index, .. }) = self.stack.last_mut()
+            && let Some(error) = add_entry(self.text, entries, merges, index, key, value)
+        {
+            self.errors.push(error);
         }
     }
 
     /// After a parse error, the last entry with an implicit empty value most likely had its real value on the
     /// lines that failed: it is left out instead of being checked as empty.
     pub(super) fn drop_unfinished_entry(&mut self) {
-        if let Some(Frame::Mapping { entries, key: None, .. }) = self.stack.last_mut() {
-            if entries.last().is_some_and(|entry| entry.value.is_null() && entry.value.range.is_empty()) {
-                entries.pop();
-            }
+        if let Some(Frame::Mapping { entries, key: None, .. }) = self.stack.last_mut()
+            && entries.last().is_some_and(|entry| entry.value.is_null() && entry.value.range.is_empty())
+        {
+            entries.pop();
         }
     }
 

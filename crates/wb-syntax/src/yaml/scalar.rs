@@ -14,20 +14,22 @@ pub(super) fn resolve_plain(text: &str) -> Value {
         ".nan" | ".NaN" | ".NAN" => return Value::Number(f64::NAN),
         _ => {}
     }
-    if let Some(octal) = text.strip_prefix("0o") {
-        if !octal.is_empty() && octal.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-            return Value::Number(digits_value(octal, 8));
-        }
+    if let Some(octal) = text.strip_prefix("0o")
+        && !octal.is_empty()
+        && octal.bytes().all(|b| (b'0'..=b'7').contains(&b))
+    {
+        return Value::Number(digits_value(octal, 8));
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Value::Number(digits_value(hex, 16));
-        }
+    if let Some(hex) = text.strip_prefix("0x")
+        && !hex.is_empty()
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return Value::Number(digits_value(hex, 16));
     }
-    if is_core_number(text) {
-        if let Ok(number) = text.parse::<f64>() {
-            return Value::Number(number);
-        }
+    if is_core_number(text)
+        && let Ok(number) = text.parse::<f64>()
+    {
+        return Value::Number(number);
     }
     Value::String(SmolStr::new(text))
 }

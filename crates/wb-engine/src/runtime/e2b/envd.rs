@@ -358,7 +358,11 @@ impl E2bSandbox {
 /// `E2B output exceeds the <N> transfer safety limit`.
 pub fn limit_error(limit: u64) -> EngineError {
     const MIB: u64 = 1024 * 1024;
-    let size = if limit >= MIB && limit % MIB == 0 { format!("{} MiB", limit / MIB) } else { format!("{limit} byte") };
+    let size = if limit >= MIB && limit.is_multiple_of(MIB) {
+        format!("{} MiB", limit / MIB)
+    } else {
+        format!("{limit} byte")
+    };
     EngineError::message(format!("E2B output exceeds the {size} transfer safety limit"))
 }
 

@@ -426,11 +426,11 @@ impl Runtime for RemoteRuntime {
             .collect();
         env.retain(|name, value| !SERVICE_KEYS.contains(&name.as_str()) && !keys.contains(&value.trim()));
         let mut words = translation.command.clone();
-        if let (Some(first), Ok(found)) = (words.first_mut(), self.runner_path.lock()) {
-            if let Some((name, path)) = found.as_ref().filter(|(name, _)| name == first) {
-                let _ = name;
-                *first = path.clone();
-            }
+        if let (Some(first), Ok(found)) = (words.first_mut(), self.runner_path.lock())
+            && let Some((name, path)) = found.as_ref().filter(|(name, _)| name == first)
+        {
+            let _ = name;
+            *first = path.clone();
         }
         let cwd = translation.cwd.display().to_string();
         // Stdin is empty and closed: a runner that reads piped stdin (OpenCode appends it to the prompt) must not

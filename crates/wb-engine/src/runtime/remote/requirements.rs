@@ -38,13 +38,13 @@ impl RemoteRuntime {
                 "macos" => "macos",
                 _ => "linux",
             };
-            if let Some(wanted) = &requirements.os {
-                if !wanted.iter().any(|o| o == os) {
-                    return Err(fail(format!(
-                        "the {class} class provides {os} but the Workbench requires {}",
-                        wanted.join(" or ")
-                    )));
-                }
+            if let Some(wanted) = &requirements.os
+                && !wanted.iter().any(|o| o == os)
+            {
+                return Err(fail(format!(
+                    "the {class} class provides {os} but the Workbench requires {}",
+                    wanted.join(" or ")
+                )));
             }
             if class == "gpu" && !requirements.gpu {
                 return Err(fail("the gpu class requires gpu: true in requirements".to_owned()));

@@ -109,15 +109,15 @@ pub fn handle(snapshot: &Snapshot, params: lsp::CodeActionParams) -> anyhow::Res
         }
     }
     let source = lsp::CodeActionKind::new(SOURCE_MIGRATE);
-    if wants(&source) {
-        if let Ok(Some(edit)) = migration_edit(snapshot, &uri) {
-            actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
-                title: "Migrate to spec 1".into(),
-                kind: Some(source),
-                edit: Some(edit),
-                ..lsp::CodeAction::default()
-            }));
-        }
+    if wants(&source)
+        && let Ok(Some(edit)) = migration_edit(snapshot, &uri)
+    {
+        actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+            title: "Migrate to spec 1".into(),
+            kind: Some(source),
+            edit: Some(edit),
+            ..lsp::CodeAction::default()
+        }));
     }
     Ok(Some(actions))
 }

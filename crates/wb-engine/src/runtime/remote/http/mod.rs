@@ -380,9 +380,9 @@ impl Transport {
 /// `16 MiB`, `4 KiB`, `1000 bytes`.
 pub fn size(limit: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if limit >= MIB && limit % MIB == 0 {
+    if limit >= MIB && limit.is_multiple_of(MIB) {
         format!("{} MiB", limit / MIB)
-    } else if limit >= 1024 && limit % 1024 == 0 {
+    } else if limit >= 1024 && limit.is_multiple_of(1024) {
         format!("{} KiB", limit / 1024)
     } else {
         format!("{limit} bytes")

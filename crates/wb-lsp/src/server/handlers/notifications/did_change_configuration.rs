@@ -11,10 +11,10 @@ pub fn handle(state: &mut GlobalState, params: serde_json::Value) -> anyhow::Res
     if state.client_supports_configuration() {
         return state.request_configuration();
     }
-    if let Ok(params) = serde_json::from_value::<lsp::DidChangeConfigurationParams>(params) {
-        if state.apply_settings(&params.settings) {
-            state.mark_all_dirty();
-        }
+    if let Ok(params) = serde_json::from_value::<lsp::DidChangeConfigurationParams>(params)
+        && state.apply_settings(&params.settings)
+    {
+        state.mark_all_dirty();
     }
     Ok(())
 }

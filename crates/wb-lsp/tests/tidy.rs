@@ -1,0 +1,145 @@
+//! The rules ARCHITECTURE.md states about the source, checked: every module opens with a `//!` line, no
+//! production file runs past about 600 lines (the few listed below say why), and `rust-version` in
+//! `Cargo.toml` is at least what every locked dependency declares it needs.
+
+use std::path::{Path, PathBuf};
+
+/// The longest a production source file may be.
+const MAX_LINES: usize = 600;
+
+/// Production files allowed past [`MAX_LINES`], each with its reason. Keep this list short.
+const LONG_FILES: &[(&str, &str)] =
+    &[("crates/wb-manifest/src/disk_cache.rs", "the cached file system the performance work added; to be replaced")];
+
+/// The crates that ship (the test doubles and helpers do not).
+const PRODUCTION: &[&str] = &["wb-syntax", "wb-manifest", "wb-ide", "wb-outcomes", "wb-engine", "wb-lsp"];
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn sources() -> Vec<(String, PathBuf)> {
+    let root = repository();
+    let mut out = Vec::new();
+    let Ok(crates) = std::fs::read_dir(root.join("crates")) else { panic!("no crates/ beside {}", root.display()) };
+    for krate in crates.flatten() {
+        let name = krate.file_name().to_string_lossy().into_owned();
+        let mut files = Vec::new();
+        rust_files(&krate.path().join("src"), &mut files);
+        out.extend(files.into_iter().map(|f| (name.clone(), f)));
+    }
+    assert!(out.len() > 100, "found only {} source files", out.len());
+    out
+}
+
+fn relative(path: &Path) -> String {
+    let root = repository().canonicalize().unwrap_or_else(|_| repository());
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned()
+}
+
+#[test]
+fn every_module_opens_with_its_doc_line() {
+    let missing: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, path)| !std::fs::read_to_string(path).unwrap_or_default().starts_with("//!"))
+        .map(|(_, path)| relative(&path))
+        .collect();
+    assert!(missing.is_empty(), "modules without a `//!` first line: {missing:#?}");
+}
+
+#[test]
+fn production_files_stay_short() {
+    let mut long = Vec::new();
+    for (krate, path) in sources() {
+        if !PRODUCTION.contains(&krate.as_str()) {
+            continue;
+        }
+        let lines = std::fs::read_to_string(&path).unwrap_or_default().lines().count();
+        let name = relative(&path);
+        if lines > MAX_LINES && !LONG_FILES.iter().any(|(file, _)| *file == name) {
+            long.push(format!("{name}: {lines} lines"));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "production files over {MAX_LINES} lines (split them, or list one with its reason): {long:#?}"
+    );
+    for (file, _) in LONG_FILES {
+        assert!(repository().join(file).is_file(), "{file} is listed as long but is gone: take it off the list");
+    }
+}
+
+fn version(text: &str) -> Option<(u64, u64)> {
+    let mut parts = text.trim().split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
+/// The `rust-version` of a manifest's `[package]` (or `[workspace.package]`) table, if it names one.
+fn declared_rust_version(manifest: &str) -> Option<(u64, u64)> {
+    manifest
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("rust-version")?.trim().strip_prefix('=').map(str::to_owned))
+        .and_then(|value| version(value.trim().trim_matches('"')))
+}
+
+#[test]
+fn rust_version_covers_every_locked_dependency() {
+    let root = repository();
+    let ours = declared_rust_version(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default())
+        .expect("Cargo.toml declares rust-version");
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let registries: Vec<PathBuf> = std::fs::read_dir(cargo_home.join("registry/src"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
+    let (mut locked, mut found, mut needs) = (0, 0, Vec::new());
+    for package in lock.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            package
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().strip_prefix('=').map(|v| v.trim().trim_matches('"')))
+        };
+        let (Some(name), Some(release), Some(source)) = (field("name "), field("version "), field("source ")) else {
+            continue;
+        };
+        if !source.starts_with("registry+") {
+            continue;
+        }
+        locked += 1;
+        let Some(manifest) =
+            registries.iter().map(|r| r.join(format!("{name}-{release}/Cargo.toml"))).find(|m| m.is_file())
+        else {
+            continue;
+        };
+        found += 1;
+        if let Some(required) = declared_rust_version(&std::fs::read_to_string(manifest).unwrap_or_default())
+            && required > ours
+        {
+            needs.push(format!("{name} {release} needs {}.{}", required.0, required.1));
+        }
+    }
+    // The build that runs this test fetched the sources of every locked dependency for this platform (the
+    // lockfile also lists other platforms' packages, never downloaded here).
+    assert!(
+        found * 4 >= locked * 3,
+        "only {found} of {locked} locked packages' sources are in {}",
+        cargo_home.display()
+    );
+    assert!(needs.is_empty(), "rust-version {}.{} is less than the lockfile needs: {needs:#?}", ours.0, ours.1);
+}
