@@ -24,11 +24,14 @@ rm -rf "$root" "$work"
 cp -a "$pristine" "$root"
 mkdir -p "$work" "$root$work" "$root/opt/rust"
 unmount() {
-  for m in "$root$work" "$root/run/docker.sock" "$root/opt/rust" "$root/dev/pts" "$root/dev" "$root/sys" "$root/proc"; do
+  for m in "$root$work" "$root/run/docker.sock" "$root/opt/rust" "$root/dev/pts" "$root/dev" "$root/sys" "$root/proc" "$root"; do
     umount -l "$m" 2>/dev/null || true
   done
 }
 trap unmount EXIT
+# The root is a mount point of its own: bubblewrap (the sandbox fakes, Claude Code) makes `/` a slave mount and
+# pivots into it, which fails on a plain directory ("Failed to make / slave").
+mount --bind "$root" "$root"
 for d in proc sys dev dev/pts; do mount --bind "/$d" "$root/$d"; done
 mount --bind "$(rustc --print sysroot)" "$root/opt/rust"
 cp /etc/resolv.conf "$root/etc/"
