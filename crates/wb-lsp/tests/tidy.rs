@@ -1,5 +1,5 @@
 //! The rules ARCHITECTURE.md states about the source, checked: every module opens with a `//!` line, no
-//! production file runs past about 600 lines (the few listed below say why), and `rust-version` in
+//! production file runs past about 600 lines, its unit tests aside (the few listed below say why), and `rust-version` in
 //! `Cargo.toml` is at least what every locked dependency declares it needs.
 
 use std::path::{Path, PathBuf};
@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 600;
 
 /// Production files allowed past [`MAX_LINES`], each with its reason. Keep this list short.
-const LONG_FILES: &[(&str, &str)] =
-    &[("crates/wb-manifest/src/disk_cache.rs", "the cached file system the performance work added; to be replaced")];
+const LONG_FILES: &[(&str, &str)] = &[];
 
 /// The crates that ship (the test doubles and helpers do not).
 const PRODUCTION: &[&str] = &["wb-syntax", "wb-manifest", "wb-ide", "wb-outcomes", "wb-engine", "wb-lsp"];
@@ -67,7 +66,9 @@ fn production_files_stay_short() {
         if !PRODUCTION.contains(&krate.as_str()) {
             continue;
         }
-        let lines = std::fs::read_to_string(&path).unwrap_or_default().lines().count();
+        // The unit tests at a file's end do not count: only what ships.
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines = text.lines().take_while(|line| !line.starts_with("#[cfg(") || !line.contains("test")).count();
         let name = relative(&path);
         if lines > MAX_LINES && !LONG_FILES.iter().any(|(file, _)| *file == name) {
             long.push(format!("{name}: {lines} lines"));
