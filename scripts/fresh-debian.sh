@@ -35,6 +35,7 @@ mount --bind "$root" "$root"
 for d in proc sys dev dev/pts; do mount --bind "/$d" "$root/$d"; done
 mount --bind "$(rustc --print sysroot)" "$root/opt/rust"
 cp /etc/resolv.conf "$root/etc/"
+mkdir -p "$root/usr/local/share/ca-certificates"
 cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 # A chroot has no init: packages must not start their services (the usual policy-rc.d of chroots and images).
 printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d" && chmod +x "$root/usr/sbin/policy-rc.d"
