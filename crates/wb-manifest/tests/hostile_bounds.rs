@@ -156,14 +156,7 @@ fn did_you_mean_over_500_long_names_and_200_missing_entries_is_bounded() {
     let swapped: String = swapped.into_iter().collect();
     skills.push(format!("./skills/{dropped}"));
     skills.push(format!("./skills/{swapped}"));
-    let (_temp, package) = package(&skills);
-    for folder in &folders {
-        std::fs::create_dir_all(package.join("skills").join(folder)).unwrap();
-    }
-    let before = wb_manifest::suggestion_steps();
-    // On this thread: the steps counted are this check's.
-    let report = check_package(&OsFileSystem, &package.join("workbench.yml"), ModelCatalog::embedded());
-    let steps = wb_manifest::suggestion_steps() - before;
+    let (_temp, report, steps) = check_with_folders(&skills, &folders);
     let renames = renames(&report);
     assert_eq!(renames.len(), 200, "every missing entry is reported");
     assert!(renames[..198].iter().all(Option::is_none), "random names are near nothing");
@@ -174,6 +167,19 @@ fn did_you_mean_over_500_long_names_and_200_missing_entries_is_bounded() {
     assert!(steps < 1_000_000, "{steps} steps");
 }
 
+/// Checks a package listing `skills` beside the skill folders `folders`, and counts the suggestion steps the
+/// check took (on this thread: the steps counted are this check's).
+fn check_with_folders(skills: &[String], folders: &[String]) -> (tempfile::TempDir, wb_manifest::PackageReport, u64) {
+    let (temp, package) = package(skills);
+    for folder in folders {
+        std::fs::create_dir_all(package.join("skills").join(folder)).unwrap();
+    }
+    let before = wb_manifest::suggestion_steps();
+    let report = check_package(&OsFileSystem, &package.join("workbench.yml"), ModelCatalog::embedded());
+    let steps = wb_manifest::suggestion_steps() - before;
+    (temp, report, steps)
+}
+
 /// Names made to defeat every cheap filter (same length, same characters, one long common middle) cost at most
 /// the pass's budget: the entries are all reported, the suggestions stop when it is spent.
 #[test]
@@ -181,13 +187,7 @@ fn did_you_mean_that_defeats_the_filters_stops_at_the_budget() {
     let middle = "ab".repeat(100);
     let folders: Vec<String> = (0..500).map(|i| format!("{:03}{middle}{:03}", i, 999 - i)).collect();
     let skills: Vec<String> = (0..200).map(|i| format!("./skills/{:03}{middle}{:03}", 999 - i, i)).collect();
-    let (_temp, package) = package(&skills);
-    for folder in &folders {
-        std::fs::create_dir_all(package.join("skills").join(folder)).unwrap();
-    }
-    let before = wb_manifest::suggestion_steps();
-    let report = check_package(&OsFileSystem, &package.join("workbench.yml"), ModelCatalog::embedded());
-    let steps = wb_manifest::suggestion_steps() - before;
+    let (_temp, report, steps) = check_with_folders(&skills, &folders);
     assert_eq!(renames(&report).len(), 200, "every missing entry is reported");
     assert!(steps <= wb_manifest::SUGGESTION_BUDGET, "{steps} steps");
 }
