@@ -688,7 +688,10 @@ fn the_adapters_are_verified_against_the_pinned_runners() {
     }
     let Some(bin) = runners_bin() else { return };
     for (exe, runner) in [("opencode", "opencode"), ("claude", "claude-code"), ("pi", "pi")] {
-        let output = Command::new(bin.join(exe)).arg("--version").output().unwrap();
+        // With the runner cache first on PATH, as every run here has it: its Node (bundled where the system's is
+        // too old for Pi, as Debian 12's 18 is) is the one a runner's `#!/usr/bin/env node` finds.
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let output = Command::new(bin.join(exe)).arg("--version").env("PATH", path).output().unwrap();
         // Pi prints its version on stderr.
         let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
         let adapter = wb_engine::adapters::adapter(runner).unwrap();
