@@ -80,7 +80,7 @@ pub fn doctor(inherited: &BTreeMap<String, String>, catalog: &ModelCatalog) -> D
     let path_variable = inherited.get("PATH").map(String::as_str);
     let home = inherited.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     let runners = RUNNERS.iter().filter_map(|runner| runner_check(runner, path_variable, home.as_deref())).collect();
-    let docker = match Docker::new().and_then(|docker| docker.engine_version()) {
+    let docker = match Docker::new(crate::runtime::Setup::default()).and_then(|docker| docker.engine_version()) {
         Ok(version) => DockerCheck { reachable: true, version: Some(version), error: None },
         Err(error) => DockerCheck { reachable: false, version: None, error: Some(error.to_string()) },
     };

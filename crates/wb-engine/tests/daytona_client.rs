@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use wb_engine::runtime::daytona::{Daytona, MISSING_KEY, NO_DOCKERFILE, Timing};
+use wb_engine::runtime::daytona::{Daytona, MISSING_KEY, NO_DOCKERFILE, SERVICE, Timing};
 use wb_engine::runtime::remote::http::{self, RecordingClock};
 use wb_engine::runtime::remote::provider::{
-    CommandOptions, ResourceRequest, Resources, SandboxProvider, SandboxSpec, TRANSFER_LIMIT, TemplateRequest,
+    CommandOptions, ResourceRequest, Resources, SandboxProvider, SandboxSpec, Service, TRANSFER_LIMIT, TemplateRequest,
     TemplateSource, User,
 };
 use wb_sandbox_fakes::daytona::{DaytonaFake, LogReplies, Options, wire_entry};
@@ -458,7 +458,10 @@ fn unexpected_replies_and_a_missing_toolbox_url() {
 fn credentials_templates_and_plans() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
     let mut keyless = Daytona::new(&BTreeMap::new(), runtime.handle().clone()).expect("provider");
-    assert_eq!((keyless.name(), keyless.title()), ("daytona", "Daytona"));
+    assert_eq!(
+        (SERVICE.name(), SERVICE.title(), SERVICE.credential_keys()),
+        ("daytona", "Daytona", &["DAYTONA_API_KEY"][..])
+    );
     assert_eq!(error_text(keyless.check_credentials()), MISSING_KEY);
     assert_eq!(error_text(keyless.create(&spec("wb_run_nokey")).map(|_| ())), MISSING_KEY);
     let image = TemplateRequest {
@@ -478,11 +481,10 @@ fn credentials_templates_and_plans() {
         ..image.clone()
     };
     assert_eq!(error_text(keyless.prepare_template(&dockerfile, &|_| {})), NO_DOCKERFILE);
-    let plan = keyless.plan(&image);
-    assert_eq!(plan[0], "POST /sandbox (image ghcr.io/acme/agent:1)");
-    assert_eq!(plan[1], "GET /sandbox/<id> until started");
-    assert_eq!(plan.last().map(String::as_str), Some("DELETE /sandbox/<id>"));
-    assert!(keyless.plan(&dockerfile)[0].contains("cannot build a local Dockerfile"));
+    let calls = keyless.calls(&image);
+    assert_eq!(calls.create, ["POST /sandbox (image ghcr.io/acme/agent:1)", "GET /sandbox/<id> until started"]);
+    assert_eq!(calls.destroy, "DELETE /sandbox/<id>");
+    assert!(keyless.calls(&dockerfile).template[0].contains("cannot build a local Dockerfile"));
     let with_setup = TemplateRequest { setup: Some("apt-get install -y git".into()), ..image };
     lines.borrow_mut().clear();
     keyless.prepare_template(&with_setup, &|line| lines.borrow_mut().push(line.to_owned())).expect("setup ignored");

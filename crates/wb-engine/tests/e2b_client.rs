@@ -110,10 +110,10 @@ fn a_missing_key_is_reported_and_a_plan_makes_no_calls() {
     assert!(e2b.create(&spec("base", "x")).is_err());
     let with_key = E2b::new(&fake.env(), runtime.handle().clone()).expect("client");
     assert!(with_key.check_credentials().is_ok());
-    let plan = with_key.plan(&image_request(None));
+    let calls = with_key.calls(&image_request(None));
     let name = E2b::template_name(&image_request(None)).expect("name");
-    assert_eq!(plan[0], format!("GET /templates/aliases/{name}"));
-    assert!(plan.iter().any(|l| l == &format!("POST /v2/sandboxes (template {name})")), "{plan:?}");
+    assert_eq!(calls.template[0], format!("GET /templates/aliases/{name}"));
+    assert_eq!(calls.create[0], format!("POST /v2/sandboxes (template {name})"), "{calls:?}");
     assert!(fake.requests().is_empty(), "a plan calls nothing: {:?}", fake.requests());
 }
 

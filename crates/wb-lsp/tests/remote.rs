@@ -311,7 +311,24 @@ fn lifecycle(kind: Kind) {
     assert_eq!(output.code, 0, "{output:?}");
     let report: Value = serde_json::from_str(&output.stdout).unwrap();
     assert_eq!(report["runtime"], setup.service.name());
-    assert!(report["runtime_calls"].as_array().is_some_and(|c| !c.is_empty()), "{report}");
+    // The plan names each step of a run once, in order, with the service's calls.
+    let calls: Vec<&str> = report["runtime_calls"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let steps: Vec<&str> = calls.iter().filter_map(|line| line.split_once(": ").map(|(step, _)| step)).collect();
+    let mut once = steps.clone();
+    once.dedup();
+    assert_eq!(
+        once,
+        ["template", "create", "stage", "preflight", "launch", "collect", "destroy"],
+        "every step once, in order: {calls:#?}"
+    );
+    for single in ["stage", "preflight", "collect", "destroy"] {
+        assert_eq!(steps.iter().filter(|s| **s == single).count(), 1, "{single} listed more than once: {calls:#?}");
+    }
+    let destroy = match kind {
+        Kind::E2b => "destroy: DELETE /sandboxes/{sandboxID}",
+        Kind::Daytona => "destroy: DELETE /sandbox/<id>",
+    };
+    assert_eq!(calls.last().copied(), Some(destroy), "{calls:#?}");
     assert_eq!(setup.service.created(), 0, "a dry run created a sandbox");
     setup.assert_quiet(&output);
 

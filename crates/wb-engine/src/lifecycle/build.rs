@@ -28,9 +28,8 @@ pub fn build(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
         let report = match package {
             Ok(package) => {
                 let prepared = select_runtime(&package, options.runtime.as_deref()).and_then(|name| {
-                    let mut runtime = open_runtime(&name, options)?;
-                    runtime.prepare(&package)?;
-                    let image = runtime.image();
+                    let mut runtime = open_runtime(&name, options, false)?;
+                    let image = runtime.prepare(&package, Vec::new())?.image;
                     runtime.cleanup()?;
                     Ok((name, image))
                 });

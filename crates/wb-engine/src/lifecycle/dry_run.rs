@@ -95,7 +95,7 @@ pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -
         native: redactor.value(&translation.native),
         warnings: prepared.warnings.clone(),
         problems: prepared.preflight_problems.clone(),
-        runtime_calls: prepared.runtime.plan(),
+        runtime_calls: prepared.plan.clone(),
         stage_dir: match &prepared.stage {
             Some(Stage::Kept(dir)) => Some(dir.display().to_string()),
             _ => None,

@@ -13,7 +13,7 @@ use crate::error::{EngineError, Result};
 use crate::events::new_run_id;
 use crate::requirements::RequirementReport;
 use crate::routing::{self, Authentication, ModelRoute};
-use crate::runtime::{self, Preflight, Runtime};
+use crate::runtime::{self, Preflight, PreflightRequest, Provision, Runtime};
 use crate::source::{self, Package};
 
 /// A package bound and staged, ready to launch. Dropping it removes the staged files.
@@ -35,6 +35,11 @@ pub struct Prepared {
     pub disabled_mcps: Vec<String>,
     /// What preflight found missing (the dry run only: it shows the translation anyway; the other modes stop).
     pub preflight_problems: Vec<String>,
+    /// In a dry run of a remote runtime: the calls a run would make, one step per line.
+    pub plan: Vec<String>,
+    /// The local working copies of the workspaces a remote runtime staged, `(host, copy)`; empty when the runner
+    /// edits the host in place.
+    pub working_copies: Vec<(PathBuf, PathBuf)>,
     pub(super) stage: Option<Stage>,
 }
 
@@ -80,25 +85,24 @@ pub(super) fn select_runtime(package: &Package, requested: Option<&str>) -> Resu
     }
 }
 
-/// The runtime named `name`, given the inherited environment and the progress sink.
-pub(super) fn open_runtime(name: &str, options: &Options) -> Result<Box<dyn Runtime>> {
-    let mut runtime = runtime::runtime_for(name)?;
-    runtime.inherit_environment(&options.inherited);
-    if let Some(progress) = &options.progress {
-        runtime.set_progress(progress.0.clone());
-    }
-    Ok(runtime)
+/// The runtime named `name`, built with the run's configuration (`plan_only` for a dry run).
+pub(super) fn open_runtime(name: &str, options: &Options, plan_only: bool) -> Result<Box<dyn Runtime>> {
+    runtime::runtime_for(
+        name,
+        runtime::Setup {
+            inherited: options.inherited.clone(),
+            progress: options.progress.as_ref().map(|progress| progress.0.clone()),
+            home: options.workbench_home(),
+            cancel: options.cancel.clone(),
+            plan_only,
+        },
+    )
 }
 
-pub(super) fn prepare_package(
-    package: Package,
-    options: &Options,
-    catalog: &ModelCatalog,
-    purpose: Purpose,
-) -> Result<Prepared> {
-    let runtime_name = select_runtime(&package, options.runtime.as_deref())?;
-    let runtime_config = package.manifest.runtime(&runtime_name).cloned();
-    let host_engine = runtime_config.as_ref().is_some_and(|r| r.host_engine);
+/// What the run is allowed to do here: host Docker engine access only when both the package declares it and
+/// the person authorised it; a Workbench home to keep what the run makes (never a shared place instead).
+fn check_authorizations(package: &Package, runtime_name: &str, options: &Options) -> Result<()> {
+    let host_engine = package.manifest.runtime(runtime_name).is_some_and(|r| r.host_engine);
     if options.allow_host_docker && !package.manifest.runtimes.iter().any(|r| r.host_engine) {
         return Err(EngineError::message("--allow-host-docker requires a Workbench that declares docker.engine"));
     }
@@ -107,18 +111,15 @@ pub(super) fn prepare_package(
             "Host Docker engine access requires explicit --allow-host-docker authorization",
         ));
     }
-    // Everything a run keeps lives in the Workbench home; without one (no WORKBENCH_HOME, HOME or user
-    // database entry) nothing is stored in a shared place instead.
     if options.home.is_none() {
         wb_outcomes::try_workbench_home(|name| options.inherited.get(name).map(Into::into))
             .map_err(|error| EngineError::message(error.to_string()))?;
     }
-    let mut runtime = open_runtime(&runtime_name, options)?;
-    runtime.set_home(&options.workbench_home());
-    runtime.watch_cancel(options.cancel.clone());
-    if purpose == Purpose::DryRun {
-        runtime.plan_only();
-    }
+    Ok(())
+}
+
+/// The workspaces and environment bound for the run, every required variable set.
+fn bind(package: &Package, options: &Options, catalog: &ModelCatalog) -> Result<(Vec<BoundWorkspace>, Environment)> {
     let primary =
         options.primary.clone().map_or_else(|| options.cwd.clone(), |p| wb_manifest::absolute(&p, &options.cwd));
     let workspaces =
@@ -134,17 +135,27 @@ pub(super) fn prepare_package(
         &env_files,
         &options.inherited,
     )?;
-    let requirements = runtime.check_requirements(&package, options.allow_unchecked_gpu)?;
-    let runner = package.manifest.runner.as_ref().map(|r| r.value.clone()).unwrap_or_default();
-    let adapter = adapters::adapter(&runner)?;
-    for var in &package.manifest.env {
-        if var.required && !env.is_set(&var.name.value) {
-            return Err(EngineError::message(format!("Missing required environment variable: {}", var.name.value)));
-        }
+    Ok((workspaces, env))
+}
+
+/// Fails on the first required variable that is not set.
+fn require_variables(package: &Package, env: &Environment) -> Result<()> {
+    match package.manifest.env.iter().find(|var| var.required && !env.is_set(&var.name.value)) {
+        Some(var) => Err(EngineError::message(format!("Missing required environment variable: {}", var.name.value))),
+        None => Ok(()),
     }
-    let mut warnings = Vec::new();
-    let mut enabled = Vec::new();
-    let mut disabled = Vec::new();
+}
+
+/// The MCP servers the run gets: those whose every referenced variable is set. An MCP referencing an
+/// undeclared variable is an error; one whose variables are unset is disabled with a warning.
+struct McpSelection<'p> {
+    enabled: Vec<&'p wb_manifest::Mcp>,
+    disabled: Vec<String>,
+    warnings: Vec<String>,
+}
+
+fn select_mcps<'p>(package: &'p Package, env: &Environment) -> Result<McpSelection<'p>> {
+    let mut selection = McpSelection { enabled: Vec::new(), disabled: Vec::new(), warnings: Vec::new() };
     for mcp in &package.manifest.mcps {
         let references = adapters::mcp_references(mcp);
         if let Some(undeclared) = references.iter().find(|name| package.manifest.env_var(name).is_none()) {
@@ -154,97 +165,161 @@ pub(super) fn prepare_package(
             )));
         }
         if references.iter().all(|name| env.is_set(name)) {
-            enabled.push(mcp);
+            selection.enabled.push(mcp);
         } else {
-            warnings.push(format!("optional MCP disabled: {}", mcp.name.value));
-            disabled.push(mcp.name.value.clone());
+            selection.warnings.push(format!("optional MCP disabled: {}", mcp.name.value));
+            selection.disabled.push(mcp.name.value.clone());
         }
     }
-    let routes = routing::allowed_routes(&package.manifest, catalog, &runner)?;
+    Ok(selection)
+}
+
+/// The model route and whether it can authenticate; and the other providers' keys, which stay away from
+/// the runner unless the package declares them (a gateway of its own may take one).
+fn choose_route(
+    package: &Package,
+    catalog: &ModelCatalog,
+    runner: &str,
+    env: &Environment,
+    options: &Options,
+) -> Result<(ModelRoute, Authentication, Vec<String>)> {
+    let routes = routing::allowed_routes(&package.manifest, catalog, runner)?;
     let packaged = |provider: &str| {
         package.manifest.runner_config.is_some()
-            && adapters::packaged_provider(&package, &runner, provider) != Some(false)
+            && adapters::packaged_provider(package, runner, provider) != Some(false)
     };
     let (route, authentication) = routing::select_route(
         &routes,
         catalog,
-        &runner,
-        &env,
+        runner,
+        env,
         options.inherited.get("HOME").map(String::as_str),
         &packaged,
     );
     let route = route.ok_or_else(|| {
         EngineError::message(format!("No provider route is available for model {}", authentication.model))
     })?;
-    let selected_variables: Vec<String> = catalog.provider(&route.provider).map(|p| p.env.clone()).unwrap_or_default();
-    // Other providers' keys stay away from the runner, unless the package declares them (a gateway of its own
-    // may take one).
-    let unselected: Vec<String> = bindings::provider_variables(catalog)
+    let selected: Vec<String> = catalog.provider(&route.provider).map(|p| p.env.clone()).unwrap_or_default();
+    let unselected = bindings::provider_variables(catalog)
         .into_iter()
-        .filter(|v| !selected_variables.contains(v) && package.manifest.env_var(v).is_none())
+        .filter(|v| !selected.contains(v) && package.manifest.env_var(v).is_none())
         .collect();
+    Ok((route, authentication, unselected))
+}
+
+/// The run's directories as the runner sees them: the host's, or the container's (with the mounts that put
+/// the host's there).
+struct RunnerView {
+    workspaces: Vec<BoundWorkspace>,
+    outbox: PathBuf,
+    stage_dir: PathBuf,
+    package_dir: PathBuf,
+    mounts: Vec<runtime::Mount>,
+}
+
+impl RunnerView {
+    fn new(
+        placement: runtime::Placement,
+        workspaces: &[BoundWorkspace],
+        package: &Package,
+        stage: &Stage,
+        outbox: &std::path::Path,
+    ) -> RunnerView {
+        if placement.maps_paths() {
+            let layout = runtime::container_layout(workspaces, &package.package_dir, stage.path(), outbox);
+            RunnerView {
+                workspaces: layout.workspaces,
+                outbox: layout.outbox,
+                stage_dir: layout.stage_dir,
+                package_dir: layout.package_dir,
+                mounts: layout.mounts,
+            }
+        } else {
+            RunnerView {
+                workspaces: workspaces.to_vec(),
+                outbox: outbox.to_path_buf(),
+                stage_dir: stage.path().to_path_buf(),
+                package_dir: package.package_dir.clone(),
+                mounts: Vec::new(),
+            }
+        }
+    }
+}
+
+/// Every step before the launch, in the lifecycle's order: the runtime, authorisations, bindings,
+/// requirements, the runner's adapter, MCPs, the route, the staged translation, then the runtime's phases
+/// (prepare, provision unless a dry run, preflight).
+pub(super) fn prepare_package(
+    package: Package,
+    options: &Options,
+    catalog: &ModelCatalog,
+    purpose: Purpose,
+) -> Result<Prepared> {
+    let runtime_name = select_runtime(&package, options.runtime.as_deref())?;
+    check_authorizations(&package, &runtime_name, options)?;
+    let mut runtime = open_runtime(&runtime_name, options, purpose == Purpose::DryRun)?;
+    let (workspaces, env) = bind(&package, options, catalog)?;
+    let requirements = runtime.check_requirements(&package, options.allow_unchecked_gpu)?;
+    let runner = package.manifest.runner.as_ref().map(|r| r.value.clone()).unwrap_or_default();
+    let adapter = adapters::adapter(&runner)?;
+    require_variables(&package, &env)?;
+    let mcps = select_mcps(&package, &env)?;
+    let (route, authentication, unselected) = choose_route(&package, catalog, &runner, &env, options)?;
     let run_id = new_run_id();
     let outbox = options.workbench_home().join("runs").join(&run_id).join("outbox");
     let stage = Stage::create(options, purpose)?;
     let task = options.task.clone().unwrap_or_default();
-    // What the runner sees: the host's paths, or the container's (the runtime mounts the host's there).
-    let (runner_workspaces, runner_outbox, runner_stage, runner_package) = if runtime.maps_paths() {
-        let layout = runtime::container_layout(&workspaces, &package.package_dir, stage.path(), &outbox);
-        runtime.set_mounts(layout.mounts);
-        (layout.workspaces, layout.outbox, layout.stage_dir, layout.package_dir)
-    } else {
-        (workspaces.clone(), outbox.clone(), stage.path().to_path_buf(), package.package_dir.clone())
-    };
-    let context = StageContext {
+    let view = RunnerView::new(runtime.placement(), &workspaces, &package, &stage, &outbox);
+    let translation = adapter.translate(&StageContext {
         package: &package,
         route: &route,
-        workspaces: &runner_workspaces,
+        workspaces: &view.workspaces,
         env: &env,
         task: &task,
         stage_dir: stage.path(),
-        runner_stage_dir: &runner_stage,
-        runner_package_dir: &runner_package,
-        outbox: &runner_outbox,
-        mcps: &enabled,
+        runner_stage_dir: &view.stage_dir,
+        runner_package_dir: &view.package_dir,
+        outbox: &view.outbox,
+        mcps: &mcps.enabled,
         unselected_variables: &unselected,
         inherited: &options.inherited,
-    };
-    let translation = adapter.translate(&context)?;
+    })?;
+    let mut warnings = mcps.warnings;
     warnings.extend(translation.warnings.iter().cloned());
-    let enabled_mcps: Vec<String> =
-        enabled.iter().map(|m| m.name.value.clone()).filter(|name| !translation.disabled_mcps.contains(name)).collect();
-    disabled.extend(translation.disabled_mcps.iter().cloned());
-    runtime.prepare(&package)?;
+    let enabled_mcps: Vec<String> = mcps
+        .enabled
+        .iter()
+        .map(|m| m.name.value.clone())
+        .filter(|name| !translation.disabled_mcps.contains(name))
+        .collect();
+    let mut disabled_mcps = mcps.disabled;
+    disabled_mcps.extend(translation.disabled_mcps.iter().cloned());
+    let preparation = runtime.prepare(&package, view.mounts)?;
     // A remote runtime's sandbox is billed: a run that cannot authenticate never creates one.
-    if purpose == Purpose::Run && runtime.is_remote() && !authentication.ready {
+    if purpose == Purpose::Run && runtime.placement() == runtime::Placement::Sandbox && !authentication.ready {
         return Err(needs_authentication(&authentication));
     }
-    let mut requirements = requirements;
-    if purpose != Purpose::DryRun {
-        runtime.provision(&run_id)?;
-        if let Some(report) = runtime.requirement_report() {
-            requirements = report;
-        }
-    }
+    let provision = if purpose == Purpose::DryRun { Provision::default() } else { runtime.provision(&run_id)? };
+    let requirements = provision.requirements.unwrap_or(requirements);
     let tools: Vec<String> = package.manifest.tools.iter().map(|t| t.value.clone()).collect();
+    let request = PreflightRequest {
+        runner: &runner,
+        executable: adapter.executable(),
+        tools: &tools,
+        path_variable: options.inherited.get("PATH").map(String::as_str),
+    };
     let mut preflight_problems = Vec::new();
-    let preflight = match runtime.preflight(
-        &runner,
-        adapter.executable(),
-        &tools,
-        options.inherited.get("PATH").map(String::as_str),
-    ) {
+    let preflight = match runtime.preflight(&request) {
         Ok(found) => found,
-        // A dry run launches nothing: what is missing is reported beside the translation.
-        Err(EngineError::Message(problem)) if purpose == Purpose::DryRun => {
+        // A dry run launches nothing: what is missing is reported beside the translation. Anything else (the
+        // engine unreachable, a service failing) means preflight could not look, and fails the dry run too.
+        Err(EngineError::Missing(problem)) if purpose == Purpose::DryRun => {
             preflight_problems.push(problem);
             Preflight { runner: None, tools: Vec::new() }
         }
         Err(error) => return Err(error),
     };
-    for unchecked in &requirements.unchecked {
-        warnings.push(format!("requirement not checked: {unchecked}"));
-    }
+    warnings.extend(requirements.unchecked.iter().map(|unchecked| format!("requirement not checked: {unchecked}")));
     if purpose == Purpose::Run && !authentication.ready {
         return Err(needs_authentication(&authentication));
     }
@@ -264,8 +339,10 @@ pub(super) fn prepare_package(
         outbox,
         warnings,
         enabled_mcps,
-        disabled_mcps: disabled,
+        disabled_mcps,
         preflight_problems,
+        plan: preparation.plan,
+        working_copies: provision.working_copies,
         stage: Some(stage),
     })
 }

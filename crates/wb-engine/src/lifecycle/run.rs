@@ -153,8 +153,7 @@ fn execute(prepared: &mut Prepared, options: &Options, cancel: &AtomicBool, even
         return fail(events, format!("Cannot create the outbox {}: {error}", prepared.outbox.display()));
     }
     // The baseline of every writable workspace, before the runner can touch it.
-    let baselines =
-        outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.runtime.working_copies());
+    let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.working_copies);
     let mut launched = match prepared.runtime.launch(&prepared.translation) {
         Ok(launched) => launched,
         Err(error) => return fail(events, error.to_string()),
@@ -188,10 +187,8 @@ fn execute(prepared: &mut Prepared, options: &Options, cancel: &AtomicBool, even
     // An orderly stop (the runner exited by itself, successfully or not) gives a complete collection; a
     // cancelled runner may have left work half-written, so its outcome is partial.
     let completeness = if cancelled { Completeness::Partial } else { Completeness::Complete };
-    // Collection runs even after a cancelled runner: the runtime stops watching the cancel flag.
-    prepared.runtime.watch_cancel(None);
     // A remote runtime brings the sandbox's changes and outbox back first (the sandbox still exists); Docker
-    // checks that the container left no Git metadata behind.
+    // checks that the container left no Git metadata behind. Neither is cancelled by the run's flag.
     let collected = match prepared.runtime.retrieve(&prepared.outbox) {
         Ok(()) => {
             outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name())

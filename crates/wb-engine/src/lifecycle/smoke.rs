@@ -135,7 +135,7 @@ fn ready_report(prepared: &Prepared) -> Smoke {
     let mut warnings = prepared.warnings.clone();
     let verified = prepared.adapter.verified_versions();
     // A container's runner path is not a host path: its version is not read from the host.
-    let installed = if prepared.runtime.maps_paths() {
+    let installed = if prepared.runtime.placement().maps_paths() {
         None
     } else {
         prepared.preflight.runner.as_deref().and_then(adapters::installed_version)

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::{Handle, Launched, Preflight, Runtime};
+use super::{Handle, Launched, Mount, Placement, Preflight, PreflightRequest, Preparation, Runtime, Setup};
 use crate::adapters::Translation;
 use crate::bindings::is_credential_name;
 use crate::error::{EngineError, Result};
@@ -42,6 +42,12 @@ fn is_executable(path: &Path) -> bool {
 }
 
 impl Local {
+    /// The host runtime: the runner's environment is based on `setup.inherited` (this process's environment
+    /// when that is empty).
+    pub fn new(setup: Setup) -> Local {
+        Local { inherited: (!setup.inherited.is_empty()).then_some(setup.inherited) }
+    }
+
     /// What the runner inherits: the engine's inherited environment (this process's, when none was given)
     /// without the variables the translation removes, and without credentials the host happens to hold
     /// (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, ...): the runner gets those the translation sets, which are
@@ -68,36 +74,30 @@ impl Runtime for Local {
         "local"
     }
 
-    fn inherit_environment(&mut self, inherited: &BTreeMap<String, String>) {
-        // An empty map means the caller gave none: the runner then inherits this process's environment.
-        self.inherited = (!inherited.is_empty()).then(|| inherited.clone());
+    fn placement(&self) -> Placement {
+        Placement::Host
     }
 
     fn check_requirements(&self, package: &Package, allow_unchecked_gpu: bool) -> Result<RequirementReport> {
         check_local(&package.name, &package.manifest.requirements, &HostFacts::local(), allow_unchecked_gpu)
     }
 
-    fn prepare(&mut self, package: &Package) -> Result<()> {
+    fn prepare(&mut self, package: &Package, _mounts: Vec<Mount>) -> Result<Preparation> {
         // Spec 0 lets `runtime: local` carry an image (spec 1 rejects it when parsing); the host cannot use one.
         if package.manifest.runtime("local").is_some_and(|runtime| runtime.image.is_some()) {
             return Err(EngineError::message("image is not supported with the local runtime"));
         }
-        Ok(())
+        Ok(Preparation::default())
     }
 
-    fn preflight(
-        &self,
-        runner: &str,
-        executable: &str,
-        tools: &[String],
-        path_variable: Option<&str>,
-    ) -> Result<Preflight> {
-        let runner_path = find_executable(executable, path_variable)
-            .ok_or_else(|| EngineError::message(crate::adapters::runner_unavailable(runner, "PATH")))?;
+    fn preflight(&self, request: &PreflightRequest<'_>) -> Result<Preflight> {
+        let path_variable = request.path_variable;
+        let runner_path = find_executable(request.executable, path_variable)
+            .ok_or_else(|| EngineError::missing(crate::adapters::runner_unavailable(request.runner, "PATH")))?;
         let mut found = Vec::new();
-        for tool in tools {
+        for tool in request.tools {
             let path = find_executable(tool, path_variable)
-                .ok_or_else(|| EngineError::message(format!("Required CLI tool is unavailable: {tool}")))?;
+                .ok_or_else(|| EngineError::missing(format!("Required CLI tool is unavailable: {tool}")))?;
             found.push((tool.clone(), path));
         }
         Ok(Preflight { runner: Some(runner_path), tools: found })

@@ -112,59 +112,105 @@ pub struct Mount {
 /// Receives one-line progress messages while a runtime prepares (an image build's steps, a pull).
 pub type ProgressSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
+/// What every runtime is built with: the configuration a run hands it before any phase.
+#[derive(Clone, Default)]
+pub struct Setup {
+    /// The environment the engine inherited (`Options::inherited`). A runtime on the host bases the runner's
+    /// environment on it and looks the runner up on its `PATH`; a remote runtime reads its service's
+    /// configuration from it. Empty: the host runtime inherits this process's environment.
+    pub inherited: BTreeMap<String, String>,
+    /// Where preparation reports what it is doing (image pulls and builds, sandbox creation).
+    pub progress: Option<ProgressSink>,
+    /// The Workbench home (a remote runtime keeps its working copies there).
+    pub home: PathBuf,
+    /// The flag that cancels what the runtime is doing for the run: a remote runtime's template build, create,
+    /// staging and commands stop at their next step. Collection ([`Runtime::retrieve`]) and cleanup are never
+    /// cancelled.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// A dry run: `prepare` and `preflight` create nothing billable, and [`Preparation::plan`] says what a run
+    /// would call.
+    pub plan_only: bool,
+}
+
+/// Where a runtime runs the runner, which decides how the run's directories reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// On the host, on the host's paths.
+    Host,
+    /// In a container on this machine: the run's directories are mounted at [`paths`].
+    Container,
+    /// In a remote sandbox: the run's directories are copied to [`paths`], the workspaces' results come back
+    /// into local working copies, and the outcome is `pending`.
+    Sandbox,
+}
+
+impl Placement {
+    /// True when the runner sees the run's directories at other paths than the host's.
+    pub fn maps_paths(self) -> bool {
+        self != Placement::Host
+    }
+}
+
+/// What [`Runtime::prepare`] made ready.
+#[derive(Clone, Debug, Default)]
+pub struct Preparation {
+    /// The image resolved or built, when the runtime uses one.
+    pub image: Option<ImageInfo>,
+    /// In a dry run of a remote runtime: the calls a run would make, one step per line.
+    pub plan: Vec<String>,
+}
+
+/// What [`Runtime::provision`] created.
+#[derive(Clone, Debug, Default)]
+pub struct Provision {
+    /// The requirement report once the runtime could check more (what a sandbox reports); `None`: the report
+    /// of [`Runtime::check_requirements`] stands.
+    pub requirements: Option<RequirementReport>,
+    /// The local working copy of each writable workspace staged into a sandbox, `(host, copy)`: the outcome's
+    /// baseline and, after [`Runtime::retrieve`], the run's result. Empty: the runner edits the host in place.
+    pub working_copies: Vec<(PathBuf, PathBuf)>,
+}
+
+/// What preflight looks up inside the runtime.
+#[derive(Clone, Copy, Debug)]
+pub struct PreflightRequest<'a> {
+    /// The runner's name (`opencode`), for texts.
+    pub runner: &'a str,
+    /// Its executable (`opencode`, `claude`, `pi`).
+    pub executable: &'a str,
+    /// Every declared tool.
+    pub tools: &'a [String],
+    /// The inherited `PATH` (the host runtime searches it).
+    pub path_variable: Option<&'a str>,
+}
+
+/// A runtime is built from a [`Setup`] ([`runtime_for`]), then driven through its phases in order, each
+/// returning what the next needs: [`Runtime::check_requirements`] before anything is made,
+/// [`Runtime::prepare`] (image or template), [`Runtime::provision`] (a sandbox, staged; never in a dry run),
+/// [`Runtime::preflight`], [`Runtime::launch`], [`Runtime::retrieve`] after the runner, and
+/// [`Runtime::cleanup`] on every path.
 pub trait Runtime: Send {
     fn name(&self) -> &'static str;
-    /// The environment the engine inherited (`Options::inherited`). A runtime on the host bases the runner's
-    /// environment on it and looks the runner up on its `PATH`, as preflight did; others ignore it.
-    fn inherit_environment(&mut self, _inherited: &BTreeMap<String, String>) {}
-
-    /// Where preparation reports what it is doing (image pulls and builds). Runtimes with nothing long to
-    /// prepare ignore it.
-    fn set_progress(&mut self, _sink: ProgressSink) {}
-    /// True when the runner sees the run's directories at other paths than the host's (a container): the
-    /// lifecycle then gives the adapters the container paths and the runtime the [`Mount`]s.
-    fn maps_paths(&self) -> bool {
-        false
-    }
-    /// The host directories to make visible to the runner (only called when [`Runtime::maps_paths`]).
-    fn set_mounts(&mut self, _mounts: Vec<Mount>) {}
-    /// The image `prepare` resolved or built, when the runtime uses one.
-    fn image(&self) -> Option<ImageInfo> {
-        None
-    }
-    /// The Workbench home (a remote runtime never stages it).
-    fn set_home(&mut self, _home: &std::path::Path) {}
-    /// The flag that cancels what the runtime is doing for the run (a remote runtime's template build,
-    /// create, staging and commands stop at their next step); `None` stops watching it, so collection still
-    /// runs after a cancelled runner. Cleanup is never cancelled. Runtimes with nothing long to stop ignore it.
-    fn watch_cancel(&mut self, _flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {}
-    /// A dry run: `prepare` and `preflight` create nothing billable; [`Runtime::plan`] says what a run would.
-    fn plan_only(&mut self) {}
-    /// The calls a run would make (remote runtimes, in a dry run), one line each.
-    fn plan(&self) -> Vec<String> {
-        Vec::new()
-    }
-    /// True for runtimes that run on copies of the workspaces in a sandbox (the outcome is `pending`).
-    fn is_remote(&self) -> bool {
-        false
-    }
+    fn placement(&self) -> Placement;
+    /// Checks the manifest's requirements against this runtime, before anything is prepared.
+    fn check_requirements(&self, package: &Package, allow_unchecked_gpu: bool) -> Result<RequirementReport>;
+    /// Prepares the environment (pull or build an image, find or build a template). `mounts`: where the run's
+    /// directories appear to the runner (empty for [`Placement::Host`], and for `build`, which runs nothing).
+    fn prepare(&mut self, package: &Package, mounts: Vec<Mount>) -> Result<Preparation>;
     /// Creates what this run executes in (a sandbox) and stages everything into it; called after `prepare`
     /// for smoke and run, never for a dry run. Local and Docker: nothing to do.
-    fn provision(&mut self, _run_id: &str) -> Result<()> {
-        Ok(())
+    fn provision(&mut self, _run_id: &str) -> Result<Provision> {
+        Ok(Provision::default())
     }
-    /// The requirement report once the runtime could check more than before `prepare` (what a sandbox
-    /// reports); `None`: the report from [`Runtime::check_requirements`] stands.
-    fn requirement_report(&self) -> Option<RequirementReport> {
-        None
-    }
-    /// The local working copy of each writable workspace a remote runtime staged, `(host, copy)`: the outcome's
-    /// baseline and, after [`Runtime::retrieve`], the run's result. Empty: the runner edits the host in place.
-    fn working_copies(&self) -> Vec<(PathBuf, PathBuf)> {
-        Vec::new()
-    }
-    /// Brings back what the runner changed (into the working copies) and wrote (into `outbox`), before
-    /// `cleanup` destroys the sandbox.
+    /// Looks up the runner executable and every declared tool inside the runtime. What is missing is
+    /// [`EngineError::Missing`]; every other error means preflight could not look.
+    fn preflight(&self, request: &PreflightRequest<'_>) -> Result<Preflight>;
+    /// Starts the runner with its translation (stdout piped for events).
+    fn launch(&mut self, translation: &Translation) -> Result<Launched>;
+    /// Stops a launched runner and everything it started.
+    fn cancel(&mut self, launched: &mut Launched);
+    /// After the runner: brings back what it changed (into the working copies) and wrote (into `outbox`), and
+    /// verifies what the runtime guards. Runs even after a cancelled runner: it is never cancelled.
     fn retrieve(&mut self, _outbox: &std::path::Path) -> Result<()> {
         Ok(())
     }
@@ -172,47 +218,25 @@ pub trait Runtime: Send {
     fn sandbox_report(&self) -> Option<remote::SandboxInfo> {
         None
     }
-    /// Checks the manifest's requirements against this runtime, before anything is prepared.
-    fn check_requirements(&self, package: &Package, allow_unchecked_gpu: bool) -> Result<RequirementReport>;
-    /// Prepares the environment (pull or build an image, create a sandbox). Local: nothing to do.
-    fn prepare(&mut self, package: &Package) -> Result<()>;
-    /// Looks up the runner executable and every declared tool inside the runtime.
-    fn preflight(
-        &self,
-        runner: &str,
-        executable: &str,
-        tools: &[String],
-        path_variable: Option<&str>,
-    ) -> Result<Preflight>;
-    /// Starts the runner with its translation (stdout piped for events).
-    fn launch(&mut self, translation: &Translation) -> Result<Launched>;
-    /// Stops a launched runner and everything it started.
-    fn cancel(&mut self, launched: &mut Launched);
-    /// Releases whatever `prepare` created. Safe to call more than once.
+    /// Releases whatever `prepare` and `provision` created. Safe to call more than once.
     fn cleanup(&mut self) -> Result<()>;
 }
 
-/// The runtime for a declared provider name. Providers this build cannot run are refused explicitly: a run
-/// never falls back to the host.
-pub fn runtime_for(provider: &str) -> Result<Box<dyn Runtime>> {
+/// The sandbox services: each one module owning its rules ([`remote::provider::Service`]).
+pub fn services() -> [&'static dyn remote::provider::Service; 2] {
+    [&e2b::SERVICE, &daytona::SERVICE]
+}
+
+/// The runtime for a declared provider name, built from `setup`. Providers this build cannot run are refused
+/// explicitly: a run never falls back to the host.
+pub fn runtime_for(provider: &str, setup: Setup) -> Result<Box<dyn Runtime>> {
     match provider {
-        "local" => Ok(Box::new(Local::default())),
-        "docker" => Ok(Box::new(Docker::new()?)),
-        "e2b" => Ok(Box::new(remote::RemoteRuntime::new(
-            "e2b",
-            "E2B",
-            Box::new(|env, handle| {
-                Ok(Box::new(e2b::E2b::new(env, handle)?) as Box<dyn remote::provider::SandboxProvider>)
-            }),
-        )?)),
-        "daytona" => Ok(Box::new(remote::RemoteRuntime::new(
-            "daytona",
-            "Daytona",
-            Box::new(|env, handle| {
-                Ok(Box::new(daytona::Daytona::new(env, handle)?) as Box<dyn remote::provider::SandboxProvider>)
-            }),
-        )?)),
-        other => Err(EngineError::message(format!("Unsupported runtime: {other}"))),
+        "local" => Ok(Box::new(Local::new(setup))),
+        "docker" => Ok(Box::new(Docker::new(setup)?)),
+        other => match services().into_iter().find(|service| service.name() == other) {
+            Some(service) => Ok(Box::new(remote::RemoteRuntime::new(service, setup)?)),
+            None => Err(EngineError::message(format!("Unsupported runtime: {other}"))),
+        },
     }
 }
 

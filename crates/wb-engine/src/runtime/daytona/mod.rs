@@ -9,7 +9,10 @@
 
 mod api;
 mod logs;
+mod service;
 mod toolbox;
+
+pub use service::{DaytonaService, SERVICE};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +23,7 @@ use tokio::runtime::Handle;
 use crate::error::{EngineError, Result};
 use crate::runtime::remote::http;
 use crate::runtime::remote::provider::{
-    PreparedTemplate, ProviderEnv, Sandbox, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource,
+    Calls, PreparedTemplate, ProviderEnv, Sandbox, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource,
 };
 
 /// The default control-plane URL.
@@ -218,14 +221,6 @@ impl Daytona {
 }
 
 impl SandboxProvider for Daytona {
-    fn name(&self) -> &'static str {
-        "daytona"
-    }
-
-    fn title(&self) -> &'static str {
-        "Daytona"
-    }
-
     fn watch_cancel(&mut self, flag: Option<Arc<std::sync::atomic::AtomicBool>>) {
         self.shared.api.transport.http().cancel().watch(flag);
     }
@@ -234,25 +229,31 @@ impl SandboxProvider for Daytona {
         self.require_key()
     }
 
-    fn plan(&self, request: &TemplateRequest) -> Vec<String> {
-        let image = match &request.source {
-            TemplateSource::Image(image) => image.clone(),
-            TemplateSource::Dockerfile { .. } => return vec![format!("refused: {NO_DOCKERFILE}")],
+    fn calls(&self, request: &TemplateRequest) -> Calls {
+        let template = match &request.source {
+            TemplateSource::Image(image) if request.setup.is_some() => vec![
+                format!("none: sandboxes are created from image {image}"),
+                "setup is not applied: Daytona uses the published image as it is".to_owned(),
+            ],
+            TemplateSource::Image(image) => vec![format!("none: sandboxes are created from image {image}")],
+            TemplateSource::Dockerfile { .. } => vec![format!("refused: {NO_DOCKERFILE}")],
         };
-        let mut lines = vec![
-            format!("POST /sandbox (image {image})"),
-            "GET /sandbox/<id> until started".to_owned(),
-            "POST <toolbox>/<id>/process/execute (preflight and staging commands, each to completion)".to_owned(),
-            "POST <toolbox>/<id>/files/bulk-upload (staged inputs and environment files)".to_owned(),
-            "POST <toolbox>/<id>/process/session, then POST …/process/session/<session>/exec (the runner)".to_owned(),
-            "GET <toolbox>/<id>/process/session/<session>/command/<cmd> and …/logs until it exits".to_owned(),
-            "GET <toolbox>/<id>/files/download (collected outcomes)".to_owned(),
-            "DELETE /sandbox/<id>".to_owned(),
-        ];
-        if request.setup.is_some() {
-            lines.insert(0, "setup is not applied: Daytona uses the published image as it is".to_owned());
+        let image = match &request.source {
+            TemplateSource::Image(image) => image.as_str(),
+            TemplateSource::Dockerfile { .. } => "<refused>",
+        };
+        Calls {
+            template,
+            create: vec![format!("POST /sandbox (image {image})"), "GET /sandbox/<id> until started".to_owned()],
+            run: "POST <toolbox>/<id>/process/execute".to_owned(),
+            upload: "POST <toolbox>/<id>/files/bulk-upload".to_owned(),
+            start: vec![
+                "POST <toolbox>/<id>/process/session, then POST …/process/session/<session>/exec".to_owned(),
+                "GET <toolbox>/<id>/process/session/<session>/command/<cmd> and …/logs until it exits".to_owned(),
+            ],
+            download: "GET <toolbox>/<id>/files/download".to_owned(),
+            destroy: "DELETE /sandbox/<id>".to_owned(),
         }
-        lines
     }
 
     /// Daytona makes nothing: an image reference is the template (`cached`); a Dockerfile is refused; a

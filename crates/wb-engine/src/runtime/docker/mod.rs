@@ -30,7 +30,7 @@ use wb_manifest::Image;
 pub use context::{ContextArchive, context_archive};
 pub use image::ImageInfo;
 
-use super::{Launched, Mount, Preflight, Runtime};
+use super::{Launched, Mount, Placement, Preflight, PreflightRequest, Preparation, Runtime, Setup};
 use crate::adapters::Translation;
 use crate::error::{EngineError, Result};
 use crate::requirements::RequirementReport;
@@ -67,18 +67,18 @@ pub struct Docker {
 }
 
 fn engine_error(context: &str, error: &bollard::errors::Error) -> EngineError {
-    EngineError::message(format!("{context}: {error}"))
+    EngineError::Engine(format!("{context}: {error}"))
 }
 
 fn unreachable(error: &impl std::fmt::Display) -> EngineError {
-    EngineError::message(format!(
+    EngineError::Engine(format!(
         "Cannot reach the Docker engine ({error}). Start the Docker daemon or set DOCKER_HOST to its socket."
     ))
 }
 
 impl Docker {
     /// Connects to the engine (`DOCKER_HOST`, else the local socket) and negotiates the API version.
-    pub fn new() -> Result<Docker> {
+    pub fn new(setup: Setup) -> Result<Docker> {
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -93,7 +93,7 @@ impl Docker {
         Ok(Docker {
             tokio,
             client,
-            inherited: BTreeMap::new(),
+            inherited: setup.inherited,
             image: None,
             mounts: Vec::new(),
             git_guard: Ok(git_guard::GitGuard::default()),
@@ -101,7 +101,7 @@ impl Docker {
             limits: Limits::default(),
             containers: Vec::new(),
             instance,
-            progress: None,
+            progress: setup.progress,
         })
     }
 
@@ -173,21 +173,8 @@ impl Runtime for Docker {
         "docker"
     }
 
-    fn set_progress(&mut self, sink: super::ProgressSink) {
-        self.progress = Some(sink);
-    }
-
-    fn inherit_environment(&mut self, inherited: &BTreeMap<String, String>) {
-        self.inherited = inherited.clone();
-    }
-
-    fn maps_paths(&self) -> bool {
-        true
-    }
-
-    fn set_mounts(&mut self, mounts: Vec<Mount>) {
-        self.git_guard = git_guard::GitGuard::new(&mounts);
-        self.mounts = mounts;
+    fn placement(&self) -> Placement {
+        Placement::Container
     }
 
     fn retrieve(&mut self, _outbox: &std::path::Path) -> Result<()> {
@@ -195,10 +182,6 @@ impl Runtime for Docker {
             Ok(guard) => guard.verify(),
             Err(error) => Err(EngineError::message(error.to_string())),
         }
-    }
-
-    fn image(&self) -> Option<ImageInfo> {
-        self.image.clone()
     }
 
     fn check_requirements(&self, package: &Package, _allow_unchecked_gpu: bool) -> Result<RequirementReport> {
@@ -259,7 +242,9 @@ impl Runtime for Docker {
         Ok(report)
     }
 
-    fn prepare(&mut self, package: &Package) -> Result<()> {
+    fn prepare(&mut self, package: &Package, mounts: Vec<Mount>) -> Result<Preparation> {
+        self.git_guard = git_guard::GitGuard::new(&mounts);
+        self.mounts = mounts;
         let config = package.manifest.runtime("docker").cloned().ok_or_else(|| {
             EngineError::message(format!("Workbench {} does not declare runtime: docker", package.name))
         })?;
@@ -283,20 +268,14 @@ impl Runtime for Docker {
             }
             None => return Err(EngineError::message(format!("{} is required", config.image_label))),
         };
-        self.image = Some(image);
-        Ok(())
+        self.image = Some(image.clone());
+        Ok(Preparation { image: Some(image), plan: Vec::new() })
     }
 
-    fn preflight(
-        &self,
-        runner: &str,
-        executable: &str,
-        tools: &[String],
-        _path_variable: Option<&str>,
-    ) -> Result<Preflight> {
+    fn preflight(&self, request: &PreflightRequest<'_>) -> Result<Preflight> {
         // `preflight` takes `&self`; the container it creates is tracked by a scratch copy of the handle.
         let mut scratch = Scratch { docker: self, created: Vec::new() };
-        let result = scratch.preflight(runner, executable, tools);
+        let result = scratch.preflight(request.runner, request.executable, request.tools);
         scratch.remove_all();
         result
     }

@@ -80,12 +80,10 @@ impl Scratch<'_> {
         });
         let reference = docker.image.as_ref().map_or(image, |i| i.reference.clone());
         let (code, output) = outcome.map_err(|e| {
-            EngineError::message(format!(
-                "Cannot run the preflight in Docker image {reference} (it needs /bin/sh): {e}"
-            ))
+            EngineError::Engine(format!("Cannot run the preflight in Docker image {reference} (it needs /bin/sh): {e}"))
         })?;
         if code != 0 {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::missing(format!(
                 "Cannot run the preflight in Docker image {reference} (it needs /bin/sh): exit status {code}"
             )));
         }
@@ -104,21 +102,21 @@ impl Scratch<'_> {
         let runner_path = found
             .get(executable)
             .cloned()
-            .ok_or_else(|| EngineError::message(crate::adapters::runner_unavailable(runner, "the image's PATH")))?;
+            .ok_or_else(|| EngineError::missing(crate::adapters::runner_unavailable(runner, "the image's PATH")))?;
         let mut located = Vec::new();
         for tool in tools {
             let path = found
                 .get(tool)
                 .cloned()
-                .ok_or_else(|| EngineError::message(format!("Required CLI tool is unavailable: {tool}")))?;
+                .ok_or_else(|| EngineError::missing(format!("Required CLI tool is unavailable: {tool}")))?;
             located.push((tool.clone(), path));
         }
         if docker.host_engine {
             if !found.contains_key("docker") {
-                return Err(EngineError::message("Required CLI tool is unavailable: docker"));
+                return Err(EngineError::missing("Required CLI tool is unavailable: docker"));
             }
             if engine_ok != Some(true) {
-                return Err(EngineError::message(
+                return Err(EngineError::missing(
                     "The host Docker engine is not reachable from the container through /var/run/docker.sock",
                 ));
             }

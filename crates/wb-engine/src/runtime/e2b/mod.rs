@@ -25,10 +25,13 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 
 use crate::error::{EngineError, Result};
+use crate::requirements::RequirementReport;
 use crate::runtime::remote::http::{self, Transport};
 use crate::runtime::remote::provider::{
-    PreparedTemplate, ProviderEnv, Sandbox, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource,
+    Calls, PreparedTemplate, ProviderEnv, Sandbox, SandboxProvider, SandboxSpec, Service, TemplateRequest,
+    TemplateSource,
 };
+use crate::source::Package;
 
 /// The text when `E2B_API_KEY` is missing.
 pub const MISSING_KEY: &str =
@@ -38,6 +41,35 @@ pub const MISSING_KEY: &str =
 const MIN_ENVD: (u64, u64, u64) = (0, 1, 0);
 /// The default domain.
 const DEFAULT_DOMAIN: &str = "e2b.app";
+
+/// What the remote runtime asks of E2B as a kind of service: its key, and its policy (Linux sandboxes without
+/// a GPU; a template carries its own resources, so nothing is requested at create).
+pub struct E2bService;
+
+/// The registry's entry for E2B.
+pub static SERVICE: E2bService = E2bService;
+
+impl Service for E2bService {
+    fn name(&self) -> &'static str {
+        "e2b"
+    }
+
+    fn title(&self) -> &'static str {
+        "E2B"
+    }
+
+    fn credential_keys(&self) -> &'static [&'static str] {
+        &["E2B_API_KEY"]
+    }
+
+    fn judge_requirements(&self, package: &Package) -> std::result::Result<RequirementReport, String> {
+        crate::runtime::remote::requirements::linux_without_gpu(self.name(), &package.manifest.requirements)
+    }
+
+    fn connect(&self, env: &ProviderEnv, handle: Handle) -> Result<Box<dyn SandboxProvider>> {
+        Ok(Box::new(E2b::new(env, handle)?))
+    }
+}
 
 /// The E2B provider.
 pub struct E2b {
@@ -106,14 +138,6 @@ impl E2b {
 }
 
 impl SandboxProvider for E2b {
-    fn name(&self) -> &'static str {
-        "e2b"
-    }
-
-    fn title(&self) -> &'static str {
-        "E2B"
-    }
-
     fn watch_cancel(&mut self, flag: Option<Arc<AtomicBool>>) {
         self.transport.cancel().watch(flag);
     }
@@ -122,30 +146,36 @@ impl SandboxProvider for E2b {
         if self.key_present { Ok(()) } else { Err(EngineError::message(MISSING_KEY)) }
     }
 
-    fn plan(&self, request: &TemplateRequest) -> Vec<String> {
+    fn calls(&self, request: &TemplateRequest) -> Calls {
         let name = match E2b::template_name(request) {
             Ok(name) => name,
-            Err(error) => return vec![format!("E2B template cannot be named: {error}")],
+            Err(error) => {
+                return Calls { template: vec![format!("E2B template cannot be named: {error}")], ..Calls::default() };
+            }
         };
-        let mut lines = vec![format!("GET /templates/aliases/{name}")];
         let copies = match &request.source {
             TemplateSource::Image(_) => 0,
             TemplateSource::Dockerfile { .. } => {
                 template::plan(request).map(|p| p.steps.iter().filter(|s| s.kind == "COPY").count()).unwrap_or(0)
             }
         };
-        lines.push(format!("POST /v3/templates {{\"name\":\"{name}\"}} (when the template does not exist)"));
+        let mut template = vec![
+            format!("GET /templates/aliases/{name}"),
+            format!("POST /v3/templates {{\"name\":\"{name}\"}} (when the template does not exist)"),
+        ];
         for _ in 0..copies {
-            lines.push("GET /templates/{templateID}/files/{filesHash}, then PUT the files when absent".to_owned());
+            template.push("GET /templates/{templateID}/files/{filesHash}, then PUT the files when absent".to_owned());
         }
-        lines.push("POST /v2/templates/{templateID}/builds/{buildID}, then GET …/status until ready".to_owned());
-        lines.push(format!("POST /v2/sandboxes (template {name})"));
-        lines.push("GET /sandboxes/{sandboxID} (resources)".to_owned());
-        lines.push("POST /files and POST /process.Process/Start (staging, preflight)".to_owned());
-        lines.push("POST /process.Process/Start (the runner, streamed)".to_owned());
-        lines.push("GET /files (collection)".to_owned());
-        lines.push("DELETE /sandboxes/{sandboxID}".to_owned());
-        lines
+        template.push("POST /v2/templates/{templateID}/builds/{buildID}, then GET …/status until ready".to_owned());
+        Calls {
+            template,
+            create: vec![format!("POST /v2/sandboxes (template {name})"), "GET /sandboxes/{sandboxID}".to_owned()],
+            run: "POST /process.Process/Start".to_owned(),
+            upload: "POST /files".to_owned(),
+            start: vec!["POST /process.Process/Start (streamed)".to_owned()],
+            download: "GET /files".to_owned(),
+            destroy: "DELETE /sandboxes/{sandboxID}".to_owned(),
+        }
     }
 
     fn prepare_template(&mut self, request: &TemplateRequest, progress: &dyn Fn(&str)) -> Result<PreparedTemplate> {

@@ -15,7 +15,7 @@ use crate::error::{EngineError, Result};
 /// Brings the changes of every writable workspace into its working copy, and the outbox's files into
 /// `outbox`.
 pub(super) fn retrieve(runtime: &mut RemoteRuntime, outbox: &Path) -> Result<()> {
-    let title = runtime.title;
+    let title = runtime.title();
     for index in 0..runtime.copies.len() {
         let (target, baseline, host, copy) = {
             let copy = &runtime.copies[index];

@@ -20,17 +20,17 @@ mod collect;
 pub mod http;
 mod preflight;
 pub mod provider;
-mod requirements;
+pub mod requirements;
 pub mod shell;
 pub mod staging;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use provider::{
-    CommandOptions, CommandOutput, PreparedTemplate, ProviderEnv, ResourceRequest, Sandbox, SandboxProvider,
-    SandboxSpec, TemplateRequest, TemplateSource, User,
+    Calls, CommandOptions, CommandOutput, PreparedTemplate, ResourceRequest, Sandbox, SandboxProvider, SandboxSpec,
+    Service, TemplateRequest, TemplateSource, User,
 };
 use requirements::Deferred;
 use serde::Serialize;
@@ -38,7 +38,9 @@ use shell::quote;
 use staging::WorkingCopy;
 use wb_manifest::Image;
 
-use super::{Handle, Launched, Mount, Preflight, ProgressSink, Runtime, paths};
+use super::{
+    Handle, Launched, Mount, Placement, Preflight, PreflightRequest, Preparation, Provision, Runtime, Setup, paths,
+};
 use crate::adapters::Translation;
 use crate::error::{EngineError, Result};
 use crate::requirements::RequirementReport;
@@ -52,13 +54,8 @@ pub const RUN_LABEL: &str = "dev.wb-lsp.run";
 pub const SCOPE_LABEL: &str = "dev.wb-lsp.scope";
 /// How long a service keeps a sandbox the engine never destroyed (the reference's 60 minutes).
 pub const LEASE: Duration = Duration::from_secs(60 * 60);
-/// The services' API keys: read from the engine's environment, never passed into a sandbox.
-pub const SERVICE_KEYS: &[&str] = &["E2B_API_KEY", "DAYTONA_API_KEY"];
 /// Commands the engine runs itself (staging, preflight, collection) give up after this.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-
-/// Builds a provider from the engine's environment (keys, base URLs) on the runtime's tokio handle.
-pub type ProviderFactory = Box<dyn Fn(&ProviderEnv, tokio::runtime::Handle) -> Result<Box<dyn SandboxProvider>> + Send>;
 
 /// The sandbox a smoke or run used, as reports show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -80,19 +77,11 @@ pub fn labels(run_id: &str, workbench: &str) -> BTreeMap<String, String> {
 }
 
 pub struct RemoteRuntime {
-    name: &'static str,
-    title: &'static str,
-    factory: ProviderFactory,
+    service: &'static dyn Service,
+    setup: Setup,
     tokio: tokio::runtime::Runtime,
-    inherited: BTreeMap<String, String>,
     provider: Option<Box<dyn SandboxProvider>>,
-    /// The run's cancel flag, handed to the provider (see [`Runtime::watch_cancel`]).
-    cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    progress: Option<ProgressSink>,
-    plan_only: bool,
-    plan: Vec<String>,
     mounts: Vec<Mount>,
-    home: Option<PathBuf>,
     workbench: String,
     request: Option<TemplateRequest>,
     resources: ResourceRequest,
@@ -102,7 +91,6 @@ pub struct RemoteRuntime {
     copies: Vec<WorkingCopy>,
     deferred: Vec<Deferred>,
     report: RequirementReport,
-    checked_report: Option<RequirementReport>,
     /// Sandbox paths preflight checks are readable (the package's instructions and skills).
     assets: Vec<String>,
     /// The runner executable preflight found, `(name, absolute path)`: the launch runs that very file.
@@ -110,27 +98,19 @@ pub struct RemoteRuntime {
 }
 
 impl RemoteRuntime {
-    /// A remote runtime named `name` (`e2b`), texts naming it `title` (`E2B`), its provider built by `factory`
-    /// once the environment is known.
-    pub fn new(name: &'static str, title: &'static str, factory: ProviderFactory) -> Result<RemoteRuntime> {
+    /// The remote runtime on `service`, configured by `setup` (its client connects on first use).
+    pub fn new(service: &'static dyn Service, setup: Setup) -> Result<RemoteRuntime> {
         let tokio = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
-            .map_err(|e| EngineError::io(format!("cannot start the {title} client"), e))?;
+            .map_err(|e| EngineError::io(format!("cannot start the {} client", service.title()), e))?;
         Ok(RemoteRuntime {
-            name,
-            title,
-            factory,
+            service,
+            setup,
             tokio,
-            inherited: BTreeMap::new(),
             provider: None,
-            cancel: None,
-            progress: None,
-            plan_only: false,
-            plan: Vec::new(),
             mounts: Vec::new(),
-            home: None,
             workbench: String::new(),
             request: None,
             resources: ResourceRequest::default(),
@@ -140,22 +120,29 @@ impl RemoteRuntime {
             copies: Vec::new(),
             deferred: Vec::new(),
             report: RequirementReport::default(),
-            checked_report: None,
             assets: Vec::new(),
             runner_path: std::sync::Mutex::new(None),
         })
     }
 
+    fn name(&self) -> &'static str {
+        self.service.name()
+    }
+
+    fn title(&self) -> &'static str {
+        self.service.title()
+    }
+
     fn report_progress(&self, message: &str) {
-        if let Some(progress) = &self.progress {
+        if let Some(progress) = &self.setup.progress {
             progress(message);
         }
     }
 
     fn provider(&mut self) -> Result<&mut Box<dyn SandboxProvider>> {
         if self.provider.is_none() {
-            let mut provider = (self.factory)(&self.inherited, self.tokio.handle().clone())?;
-            provider.watch_cancel(self.cancel.clone());
+            let mut provider = self.service.connect(&self.setup.inherited, self.tokio.handle().clone())?;
+            provider.watch_cancel(self.setup.cancel.clone());
             self.provider = Some(provider);
         }
         self.provider.as_mut().ok_or_else(|| EngineError::message("The sandbox provider is not available"))
@@ -194,8 +181,8 @@ impl RemoteRuntime {
 
     /// The template request for the package's entry of this runtime.
     fn template_request(&self, package: &Package) -> Result<TemplateRequest> {
-        let config = package.manifest.runtime(self.name).ok_or_else(|| {
-            EngineError::message(format!("Workbench {} does not declare runtime: {}", package.name, self.name))
+        let config = package.manifest.runtime(self.name()).ok_or_else(|| {
+            EngineError::message(format!("Workbench {} does not declare runtime: {}", package.name, self.name()))
         })?;
         let source = match &config.image {
             Some(Image::Published(reference)) => TemplateSource::Image(reference.value.clone()),
@@ -237,53 +224,19 @@ impl Drop for RemoteRuntime {
 
 impl Runtime for RemoteRuntime {
     fn name(&self) -> &'static str {
-        self.name
+        self.service.name()
     }
 
-    fn inherit_environment(&mut self, inherited: &BTreeMap<String, String>) {
-        self.inherited = inherited.clone();
-    }
-
-    fn set_progress(&mut self, sink: ProgressSink) {
-        self.progress = Some(sink);
-    }
-
-    fn maps_paths(&self) -> bool {
-        true
-    }
-
-    fn set_mounts(&mut self, mounts: Vec<Mount>) {
-        self.mounts = mounts;
-    }
-
-    fn set_home(&mut self, home: &Path) {
-        self.home = Some(home.to_path_buf());
-    }
-
-    fn watch_cancel(&mut self, flag: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
-        if let Some(provider) = &mut self.provider {
-            provider.watch_cancel(flag.clone());
-        }
-        self.cancel = flag;
-    }
-
-    fn plan_only(&mut self) {
-        self.plan_only = true;
-    }
-
-    fn plan(&self) -> Vec<String> {
-        self.plan.clone()
-    }
-
-    fn is_remote(&self) -> bool {
-        true
+    fn placement(&self) -> Placement {
+        Placement::Sandbox
     }
 
     fn check_requirements(&self, package: &Package, _allow_unchecked_gpu: bool) -> Result<RequirementReport> {
         self.requirements_before(package)
     }
 
-    fn prepare(&mut self, package: &Package) -> Result<()> {
+    fn prepare(&mut self, package: &Package, mounts: Vec<Mount>) -> Result<Preparation> {
+        self.mounts = mounts;
         self.workbench = package.name.clone();
         let requirements = &package.manifest.requirements;
         self.deferred = [
@@ -295,24 +248,14 @@ impl Runtime for RemoteRuntime {
         .flatten()
         .collect();
         self.report = self.check_requirements(package, true)?;
-        if self.name == "daytona" {
-            // Daytona applies the requested resources at create.
-            self.resources = ResourceRequest {
-                cpu: requirements.cpu,
-                memory_gb: requirements.memory_gb,
-                disk_gb: requirements.disk_gb,
-            };
-            for (value, name) in [
-                (requirements.cpu.map(|c| format!("cpu {c}")), "cpu"),
-                (requirements.memory_gb.map(|m| format!("memory {} GiB", wb_syntax::js_number_to_string(m))), "memory"),
-                (requirements.disk_gb.map(|d| format!("disk {} GiB", wb_syntax::js_number_to_string(d))), "disk"),
-            ] {
-                if let Some(value) = value {
-                    let _ = name;
-                    self.report.applied.push(format!("{value} requested"));
-                }
-            }
-        }
+        self.resources = self.service.resource_request(requirements);
+        let text = wb_syntax::js_number_to_string;
+        let requested = [
+            self.resources.cpu.map(|c| format!("cpu {c}")),
+            self.resources.memory_gb.map(|m| format!("memory {} GiB", text(m))),
+            self.resources.disk_gb.map(|d| format!("disk {} GiB", text(d))),
+        ];
+        self.report.applied.extend(requested.into_iter().flatten().map(|value| format!("{value} requested")));
         self.assets = package
             .manifest
             .instructions
@@ -320,23 +263,16 @@ impl Runtime for RemoteRuntime {
             .map(|i| vec![format!("{}/{}", paths::PACKAGE, i.value.trim_start_matches("./"))])
             .unwrap_or_default();
         let request = self.template_request(package);
-        let plan_only = self.plan_only;
+        let plan_only = self.setup.plan_only;
         let provider = self.provider()?;
         provider.check_credentials()?;
         let request = request?;
         if plan_only {
-            let mut plan = provider.plan(&request);
-            plan.push(
-                "stage the workspaces, the package, the runner's configuration; git init + baseline commit".to_owned(),
-            );
-            plan.push("preflight: command -v git, tar (with --null), the runner and every tool".to_owned());
-            plan.push("launch the runner; collect git diff --cached against the baseline and the outbox".to_owned());
-            plan.push("destroy the sandbox".to_owned());
-            self.plan = plan;
+            let plan = plan(&provider.calls(&request));
             self.request = Some(request);
-            return Ok(());
+            return Ok(Preparation { image: None, plan });
         }
-        let progress = self.progress.clone();
+        let progress = self.setup.progress.clone();
         let report = move |line: &str| {
             if let Some(progress) = &progress {
                 progress(line);
@@ -346,25 +282,22 @@ impl Runtime for RemoteRuntime {
         let template = provider.prepare_template(&request, &report)?;
         self.report_progress(&format!(
             "{} template {} ({})",
-            self.title,
+            self.title(),
             template.reference,
             if template.cached { "cached" } else { "built" }
         ));
+        let image = super::ImageInfo {
+            reference: template.reference.clone(),
+            id: template.reference.clone(),
+            built: matches!(request.source, TemplateSource::Dockerfile { .. }),
+            cached: template.cached,
+        };
         self.template = Some(template);
         self.request = Some(request);
-        Ok(())
+        Ok(Preparation { image: Some(image), plan: Vec::new() })
     }
 
-    fn image(&self) -> Option<super::ImageInfo> {
-        self.template.as_ref().map(|t| super::ImageInfo {
-            reference: t.reference.clone(),
-            id: t.reference.clone(),
-            built: matches!(self.request.as_ref().map(|r| &r.source), Some(TemplateSource::Dockerfile { .. })),
-            cached: t.cached,
-        })
-    }
-
-    fn provision(&mut self, run_id: &str) -> Result<()> {
+    fn provision(&mut self, run_id: &str) -> Result<Provision> {
         let template =
             self.template.clone().ok_or_else(|| EngineError::message("The sandbox template is not prepared"))?;
         let labels = labels(run_id, &self.workbench);
@@ -374,7 +307,7 @@ impl Runtime for RemoteRuntime {
             lease: LEASE,
             resources: self.resources.clone(),
         };
-        self.report_progress(&format!("Creating {} sandbox from {}", self.title, template.reference));
+        self.report_progress(&format!("Creating {} sandbox from {}", self.title(), template.reference));
         let created = self.provider()?.create(&spec);
         let sandbox = match created {
             Ok(sandbox) => sandbox,
@@ -387,44 +320,38 @@ impl Runtime for RemoteRuntime {
             }
         };
         self.info = Some(SandboxInfo {
-            provider: self.name.to_owned(),
+            provider: self.name().to_owned(),
             id: sandbox.id().to_owned(),
             template: template.reference.clone(),
             destroyed: false,
         });
-        self.report_progress(&format!("{} sandbox {} is running", self.title, sandbox.id()));
+        self.report_progress(&format!("{} sandbox {} is running", self.title(), sandbox.id()));
         self.sandbox = Some(sandbox);
         let resources = self.sandbox()?.resources().unwrap_or_default();
-        self.check_deferred(resources)?;
-        self.stage()
+        let requirements = self.check_deferred(resources)?;
+        self.stage()?;
+        let working_copies = self.copies.iter().map(|c| (c.host.clone(), c.path().to_path_buf())).collect();
+        Ok(Provision { requirements: Some(requirements), working_copies })
     }
 
-    fn requirement_report(&self) -> Option<RequirementReport> {
-        self.checked_report.clone()
-    }
-
-    fn preflight(
-        &self,
-        runner: &str,
-        executable: &str,
-        tools: &[String],
-        _path_variable: Option<&str>,
-    ) -> Result<Preflight> {
-        self.preflight_in_sandbox(runner, executable, tools)
+    fn preflight(&self, request: &PreflightRequest<'_>) -> Result<Preflight> {
+        self.preflight_in_sandbox(request.runner, request.executable, request.tools)
     }
 
     fn launch(&mut self, translation: &Translation) -> Result<Launched> {
         let mut env =
             BTreeMap::from([("HOME".to_owned(), paths::STATE.to_owned()), ("TMPDIR".to_owned(), "/tmp".to_owned())]);
         env.extend(translation.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        // The services' keys never enter a sandbox, even when a package declares their names.
-        let keys: Vec<&str> = SERVICE_KEYS
+        // No service's key enters a sandbox, even when a package declares its name.
+        let names: Vec<&str> =
+            super::services().into_iter().flat_map(|service| service.credential_keys().iter().copied()).collect();
+        let keys: Vec<&str> = names
             .iter()
-            .filter_map(|name| self.inherited.get(*name))
+            .filter_map(|name| self.setup.inherited.get(*name))
             .map(|v| v.trim())
             .filter(|v| !v.is_empty())
             .collect();
-        env.retain(|name, value| !SERVICE_KEYS.contains(&name.as_str()) && !keys.contains(&value.trim()));
+        env.retain(|name, value| !names.contains(&name.as_str()) && !keys.contains(&value.trim()));
         let mut words = translation.command.clone();
         if let (Some(first), Ok(found)) = (words.first_mut(), self.runner_path.lock())
             && let Some((name, path)) = found.as_ref().filter(|(name, _)| name == first)
@@ -451,11 +378,11 @@ impl Runtime for RemoteRuntime {
         }
     }
 
-    fn working_copies(&self) -> Vec<(PathBuf, PathBuf)> {
-        self.copies.iter().map(|c| (c.host.clone(), c.path().to_path_buf())).collect()
-    }
-
     fn retrieve(&mut self, outbox: &Path) -> Result<()> {
+        // Collection runs even after a cancelled runner: from here on the provider stops watching the flag.
+        if let Some(provider) = &mut self.provider {
+            provider.watch_cancel(None);
+        }
         collect::retrieve(self, outbox)
     }
 
@@ -471,7 +398,7 @@ impl Runtime for RemoteRuntime {
                 if let Some(info) = &mut self.info {
                     info.destroyed = true;
                 }
-                self.report_progress(&format!("{} sandbox {id} destroyed", self.title));
+                self.report_progress(&format!("{} sandbox {id} destroyed", self.title()));
                 Ok(())
             }
             Err(error) => {
@@ -481,4 +408,27 @@ impl Runtime for RemoteRuntime {
             }
         }
     }
+}
+
+/// A dry run's plan: each step of a remote run once, with the service's calls for it.
+fn plan(calls: &Calls) -> Vec<String> {
+    let mut plan: Vec<String> = calls.template.iter().map(|call| format!("template: {call}")).collect();
+    if calls.create.is_empty() {
+        // The template could not even be named: the plan stops there.
+        return plan;
+    }
+    plan.extend(calls.create.iter().map(|call| format!("create: {call}")));
+    plan.push(format!(
+        "stage: the workspaces, the package (read-only), the runner's configuration and an empty outbox, as \
+         archives ({}), unpacked ({}); git init and a baseline commit",
+        calls.upload, calls.run
+    ));
+    plan.push(format!("preflight: command -v git, tar (with --null), the runner and every tool ({})", calls.run));
+    plan.extend(calls.start.iter().map(|call| format!("launch: {call}")));
+    plan.push(format!(
+        "collect: git diff --cached against the baseline and the outbox, as archives ({}; {})",
+        calls.run, calls.download
+    ));
+    plan.push(format!("destroy: {}", calls.destroy));
+    plan
 }

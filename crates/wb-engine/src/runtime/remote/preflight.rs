@@ -12,7 +12,7 @@ use crate::error::{EngineError, Result};
 
 impl RemoteRuntime {
     pub(super) fn preflight_in_sandbox(&self, runner: &str, executable: &str, tools: &[String]) -> Result<Preflight> {
-        if self.sandbox.is_none() && self.plan_only {
+        if self.sandbox.is_none() && self.setup.plan_only {
             return Ok(Preflight::default());
         }
         let mut names = vec!["git".to_owned(), "tar".to_owned(), executable.to_owned()];
@@ -43,29 +43,29 @@ impl RemoteRuntime {
             }
         }
         let image = self.image_name();
-        let title = self.title;
+        let title = self.title();
         if !found.contains_key("git") {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::missing(format!(
                 "Git is unavailable in {title} image {image}; {title} workspace outcome collection requires git"
             )));
         }
         if !found.contains_key("tar") || !tar_null {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::missing(format!(
                 "GNU tar is unavailable in {title} image {image}; {title} workspace outcome collection requires tar --null support"
             )));
         }
         let runner_path = found.get(executable).cloned().ok_or_else(|| {
-            EngineError::message(format!("Runner CLI is unavailable in {title} image {image}: {runner}"))
+            EngineError::missing(format!("Runner CLI is unavailable in {title} image {image}: {runner}"))
         })?;
         let mut located = Vec::new();
         for tool in tools {
             let path = found.get(tool).cloned().ok_or_else(|| {
-                EngineError::message(format!("Required CLI tool is unavailable in {title} image {image}: {tool}"))
+                EngineError::missing(format!("Required CLI tool is unavailable in {title} image {image}: {tool}"))
             })?;
             located.push((tool.clone(), path));
         }
         if let Some(path) = unreadable.first() {
-            return Err(EngineError::message(format!("Required runtime asset is unreadable: {path}")));
+            return Err(EngineError::missing(format!("Required runtime asset is unreadable: {path}")));
         }
         if let Ok(mut found) = self.runner_path.lock() {
             *found = Some((executable.to_owned(), runner_path.display().to_string()));

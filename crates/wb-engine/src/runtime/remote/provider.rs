@@ -14,6 +14,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::requirements::RequirementReport;
+use crate::source::Package;
 
 /// The largest file either direction of a transfer may carry (the reference's 512 MiB safety limit).
 pub const TRANSFER_LIMIT: u64 = 512 * 1024 * 1024;
@@ -155,12 +157,51 @@ pub trait Sandbox: Send + Sync {
     fn destroy(&self) -> Result<()>;
 }
 
-/// A sandbox service.
-pub trait SandboxProvider: Send {
-    /// The runtime name (`e2b`, `daytona`).
+/// A kind of sandbox service: one module per service implements it (`e2b::SERVICE`, `daytona::SERVICE`) with
+/// every rule of its own, and the registry (`runtime::services`) lists them. The shared remote runtime asks it
+/// and never names a service.
+pub trait Service: Sync {
+    /// The runtime name a manifest declares (`e2b`).
     fn name(&self) -> &'static str;
-    /// How texts name the service (`E2B`, `Daytona`).
+    /// How texts name the service (`E2B`).
     fn title(&self) -> &'static str;
+    /// The variables holding the service's credentials: read from the engine's environment, never passed into
+    /// any sandbox (of this service or another), even when a package declares their names.
+    fn credential_keys(&self) -> &'static [&'static str];
+    /// What the service's policy says of the package's requirements before anything is created (the os, GPU,
+    /// a class). `Err`: the detail of the refusal (the runtime says which Workbench and runtime).
+    fn judge_requirements(&self, package: &Package) -> std::result::Result<RequirementReport, String>;
+    /// The resources asked for when a sandbox is created. Default: none (the template carries its own).
+    fn resource_request(&self, requirements: &wb_manifest::Requirements) -> ResourceRequest {
+        let _ = requirements;
+        ResourceRequest::default()
+    }
+    /// A client for the service, configured from `env` (keys, base URLs), its calls driven on `handle`. A
+    /// missing key is reported by [`SandboxProvider::check_credentials`], not here.
+    fn connect(&self, env: &ProviderEnv, handle: tokio::runtime::Handle) -> Result<Box<dyn SandboxProvider>>;
+}
+
+/// The calls a run makes on a service, by step, for a dry run's plan (nothing is called).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Calls {
+    /// Finding or building the template, in order (or why it would be refused).
+    pub template: Vec<String>,
+    /// Creating the sandbox and waiting for it.
+    pub create: Vec<String>,
+    /// Running one command to completion (staging, preflight, collection).
+    pub run: String,
+    /// Uploading a file (staged archives).
+    pub upload: String,
+    /// Starting the runner and following its output until it exits.
+    pub start: Vec<String>,
+    /// Downloading a file (the collected archives).
+    pub download: String,
+    /// Destroying the sandbox.
+    pub destroy: String,
+}
+
+/// A connected sandbox service.
+pub trait SandboxProvider: Send {
     /// From now on every call of this provider and its sandboxes (template builds, creates, staging uploads,
     /// engine commands) stops promptly once `flag` is set (the run's cancel flag: Ctrl-C, `$/cancelRequest`);
     /// `None` stops watching (before collection, which must still run after a cancelled runner). Cleanup
@@ -170,9 +211,9 @@ pub trait SandboxProvider: Send {
     }
     /// Fails with the reference's text when the service's key is missing.
     fn check_credentials(&self) -> Result<()>;
-    /// The calls [`SandboxProvider::prepare_template`] and a run would make, one line each, for a dry run
-    /// (nothing is created; read-only lookups may be made).
-    fn plan(&self, request: &TemplateRequest) -> Vec<String>;
+    /// The calls [`SandboxProvider::prepare_template`] and a run would make, for a dry run (nothing is
+    /// created or called).
+    fn calls(&self, request: &TemplateRequest) -> Calls;
     /// Finds or builds the template (E2B) or checks the image (Daytona). `progress` receives one line per step.
     fn prepare_template(&mut self, request: &TemplateRequest, progress: &dyn Fn(&str)) -> Result<PreparedTemplate>;
     /// Creates a sandbox and waits until it can run commands.

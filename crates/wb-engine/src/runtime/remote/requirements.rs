@@ -1,12 +1,14 @@
-//! The requirements of a remote run: what can be judged before anything is created (the os, GPU, Daytona's
-//! class), and what only the sandbox can answer (cpu, memory and disk, against what the service reports;
-//! a value it does not report is listed as unchecked, never passed).
+//! The requirements of a remote run: what can be judged before anything is created (the service's own
+//! policy, [`super::provider::Service::judge_requirements`]), and what only the sandbox can answer (cpu,
+//! memory and disk, against what the service reports; a value it does not report is listed as unchecked,
+//! never passed).
 
 use super::RemoteRuntime;
 use super::provider::Resources;
 use crate::error::{EngineError, Result};
 use crate::requirements::RequirementReport;
 use crate::source::Package;
+use wb_manifest::Requirements;
 
 /// A requirement checked only once the sandbox exists (against what the service reports).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,76 +18,46 @@ pub(super) enum Deferred {
     DiskGb(f64),
 }
 
+/// The policy of a service whose sandboxes are Linux without a GPU (E2B): `os` must allow linux, `gpu` must
+/// be false. `Err`: the detail of the refusal.
+pub fn linux_without_gpu(runtime: &str, requirements: &Requirements) -> std::result::Result<RequirementReport, String> {
+    let mut report = RequirementReport::default();
+    if requirements.gpu {
+        return Err(format!("GPU requirements are not supported on the {runtime} runtime"));
+    }
+    if let Some(os) = &requirements.os {
+        if !os.iter().any(|o| o == "linux") {
+            return Err(format!("requires os {} but the {runtime} runtime provides linux", os.join(" or ")));
+        }
+        report.checked.push("os linux".to_owned());
+    }
+    Ok(report)
+}
+
 impl RemoteRuntime {
-    /// The checks made before anything is created.
+    /// The checks made before anything is created: the service's policy, then what no service checks.
     pub(super) fn requirements_before(&self, package: &Package) -> Result<RequirementReport> {
-        let requirements = &package.manifest.requirements;
-        let fail = |detail: String| {
+        let mut report = self.service.judge_requirements(package).map_err(|detail| {
             EngineError::message(format!(
                 "Workbench {} cannot run on the {} runtime: {detail}",
-                package.name, self.name
+                package.name,
+                self.name()
             ))
-        };
-        let mut report = RequirementReport::default();
-        if self.name == "daytona" {
-            let config = package.manifest.runtime("daytona");
-            let class = config.and_then(|c| c.class.as_ref()).map(|c| c.value.clone());
-            let Some(class) = class else {
-                return Err(fail("the daytona runtime declares no class".to_owned()));
-            };
-            let os = match class.as_str() {
-                "windows" => "windows",
-                "macos" => "macos",
-                _ => "linux",
-            };
-            if let Some(wanted) = &requirements.os
-                && !wanted.iter().any(|o| o == os)
-            {
-                return Err(fail(format!(
-                    "the {class} class provides {os} but the Workbench requires {}",
-                    wanted.join(" or ")
-                )));
-            }
-            if class == "gpu" && !requirements.gpu {
-                return Err(fail("the gpu class requires gpu: true in requirements".to_owned()));
-            }
-            if requirements.gpu && class != "gpu" {
-                return Err(fail(format!(
-                    "requirements.gpu is true but the {class} class has no GPU. Use the gpu class."
-                )));
-            }
-            if class != "linux" {
-                return Err(fail(format!("class {class} is not available yet")));
-            }
-            report.checked.push(format!("class {class} provides {os}"));
-        } else {
-            if requirements.gpu {
-                return Err(fail(format!("GPU requirements are not supported on the {} runtime", self.name)));
-            }
-            if let Some(os) = &requirements.os {
-                if !os.iter().any(|o| o == "linux") {
-                    return Err(fail(format!(
-                        "requires os {} but the {} runtime provides linux",
-                        os.join(" or "),
-                        self.name
-                    )));
-                }
-                report.checked.push("os linux".to_owned());
-            }
-        }
-        if requirements.arch.is_some() {
-            report.unchecked.push(format!("arch is not checked on the {} runtime", self.name));
+        })?;
+        if package.manifest.requirements.arch.is_some() {
+            report.unchecked.push(format!("arch is not checked on the {} runtime", self.name()));
         }
         Ok(report)
     }
 
     /// Checks the requirements deferred until the sandbox exists, against what the service reports.
-    pub(super) fn check_deferred(&mut self, resources: Resources) -> Result<()> {
+    pub(super) fn check_deferred(&self, resources: Resources) -> Result<RequirementReport> {
         let mut report = self.report.clone();
         let fail = |detail: String| {
             EngineError::message(format!(
                 "Workbench {} cannot run on the {} runtime: {detail}",
-                self.workbench, self.name
+                self.workbench,
+                self.name()
             ))
         };
         for requirement in &self.deferred {
@@ -95,7 +67,7 @@ impl RemoteRuntime {
                         return Err(fail(format!("requires {cpu} CPUs but the sandbox has {have}")));
                     }
                     Some(have) => report.checked.push(format!("cpu {have}")),
-                    None => report.unchecked.push(format!("cpu is not checked on the {} runtime", self.name)),
+                    None => report.unchecked.push(format!("cpu is not checked on the {} runtime", self.name())),
                 },
                 Deferred::MemoryGb(gb) => {
                     self.check_size("memory", "memory_gb", gb, resources.memory_mib, &mut report).map_err(fail)?;
@@ -105,8 +77,7 @@ impl RemoteRuntime {
                 }
             }
         }
-        self.checked_report = Some(report);
-        Ok(())
+        Ok(report)
     }
 
     /// A size requirement (`gb` GiB of `what`) against what the sandbox reports (MiB), compared exactly; the
@@ -121,7 +92,7 @@ impl RemoteRuntime {
     ) -> std::result::Result<(), String> {
         let text = wb_syntax::js_number_to_string;
         let Some(mib) = reported_mib else {
-            report.unchecked.push(format!("{field} is not checked on the {} runtime", self.name));
+            report.unchecked.push(format!("{field} is not checked on the {} runtime", self.name()));
             return Ok(());
         };
         #[allow(clippy::cast_precision_loss)]

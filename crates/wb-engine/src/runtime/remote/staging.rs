@@ -147,7 +147,7 @@ impl RemoteRuntime {
     fn stage_archive(&self, index: usize, bytes: &[u8], target: &str, read_only: bool) -> Result<()> {
         let upload = format!("/tmp/workbench-input-{index}.tar.gz");
         self.sandbox()?.upload(&upload, bytes).map_err(|e| {
-            EngineError::message(format!("Failed to stage {} runtime asset: {target}: {e}", self.title))
+            EngineError::message(format!("Failed to stage {} runtime asset: {target}: {e}", self.title()))
         })?;
         let mut script = format!(
             "set -e; mkdir -p {t}; tar -xzf {u} -C {t} --no-same-owner; rm -f {u}",
@@ -157,7 +157,7 @@ impl RemoteRuntime {
         if read_only {
             script.push_str(&format!("; chmod -R a-w {}", quote(target)));
         }
-        self.run_checked(&format!("Failed to stage {} runtime asset: {target}", self.title), &script, User::Default)
+        self.run_checked(&format!("Failed to stage {} runtime asset: {target}", self.title()), &script, User::Default)
             .map(|_| ())
     }
 
@@ -179,10 +179,7 @@ impl RemoteRuntime {
     /// Stages every mount; writable workspaces get a working copy and a baseline commit.
     pub(super) fn stage(&mut self) -> Result<()> {
         self.make_directories()?;
-        let home = self
-            .home
-            .clone()
-            .ok_or_else(|| EngineError::message("The Workbench home is not set: nothing can be staged"))?;
+        let home = self.setup.home.clone();
         let mounts = self.mounts.clone();
         let mut copies = Vec::new();
         let mut files = 0;
@@ -198,7 +195,7 @@ impl RemoteRuntime {
             } else {
                 archive::list_all(&mount.host)?
             };
-            let staged = pack(self.title, &mount.host, &paths)?;
+            let staged = pack(self.title(), &mount.host, &paths)?;
             files += staged.files;
             self.stage_archive(index, &staged.archive, &target, mount.read_only)?;
             if is_workspace && !mount.read_only {
@@ -209,7 +206,7 @@ impl RemoteRuntime {
         }
         self.copies = copies;
         let id = self.sandbox()?.id().to_owned();
-        self.report_progress(&format!("Staged {files} files into {} sandbox {id}", self.title));
+        self.report_progress(&format!("Staged {files} files into {} sandbox {id}", self.title()));
         Ok(())
     }
 

@@ -128,7 +128,8 @@ pub enum Failure {
 }
 
 /// A failed call: the text (service, method, path, what happened; redacted) and why.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{text}")]
 pub struct HttpError {
     pub text: String,
     pub failure: Failure,
@@ -140,18 +141,6 @@ impl HttpError {
     pub fn uncertain(&self) -> bool {
         matches!(self.failure, Failure::Deadline | Failure::Cancelled)
             || matches!(self.failure, Failure::Status(s) if s >= 500)
-    }
-}
-
-impl std::fmt::Display for HttpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-impl From<HttpError> for EngineError {
-    fn from(error: HttpError) -> EngineError {
-        EngineError::message(error.text)
     }
 }
 
