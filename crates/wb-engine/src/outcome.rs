@@ -13,14 +13,15 @@ use wb_outcomes::{
 };
 
 use crate::bindings::BoundWorkspace;
+use crate::error::{EngineError, Result};
 
 /// The baselines taken before launch, or why they could not be taken (reported by `outcome.failed`).
 pub(crate) struct Baselines {
-    store: Result<ContentStore, String>,
+    store: Result<ContentStore>,
     /// Each writable workspace, its baseline and the directory snapshotted (the workspace itself, or the
     /// working copy a remote runtime staged it from).
     workspaces: Vec<(BoundWorkspace, Snapshot, std::path::PathBuf)>,
-    error: Option<String>,
+    error: Option<EngineError>,
 }
 
 /// Snapshots every writable workspace (the primary one and read-write named ones), dirty files included.
@@ -31,7 +32,7 @@ pub(crate) fn baseline(
     workspaces: &[BoundWorkspace],
     copies: &[(std::path::PathBuf, std::path::PathBuf)],
 ) -> Baselines {
-    let store = ContentStore::open(home).map_err(|e| e.to_string());
+    let store = ContentStore::open(home).map_err(EngineError::Store);
     let mut taken = Vec::new();
     let mut error = None;
     if let Ok(store) = &store {
@@ -45,7 +46,10 @@ pub(crate) fn baseline(
             match snapshot {
                 Ok(snapshot) => taken.push((workspace.clone(), snapshot, root)),
                 Err(e) => {
-                    error = Some(format!("Cannot take the baseline of {}: {e}", workspace.path.display()));
+                    error = Some(EngineError::message(format!(
+                        "Cannot take the baseline of {}: {e}",
+                        workspace.path.display()
+                    )));
                     break;
                 }
             }
@@ -77,15 +81,16 @@ fn changeset_id(name: Option<&str>, used: &mut BTreeSet<String>) -> String {
     id
 }
 
-/// Collects and commits the final outcome. Local and Docker runs edited the host in place: receipt `present`.
-/// Changesets without entries are left out.
+/// Collects and commits the final outcome. `pending`: the runner edited copies in a sandbox (receipt
+/// `pending` until applied); otherwise it edited the host in place (receipt `present`). Changesets without
+/// entries are left out.
 pub(crate) fn collect(
     baselines: Baselines,
     run_id: &str,
     outbox: &Path,
     completeness: Completeness,
-    runtime: &str,
-) -> Result<(Outcome, Receipt), String> {
+    pending: bool,
+) -> Result<(Outcome, Receipt)> {
     let store = baselines.store?;
     if let Some(error) = baselines.error {
         return Err(error);
@@ -97,7 +102,7 @@ pub(crate) fn collect(
     for (workspace, before, root) in &baselines.workspaces {
         // A workspace that contains the Workbench home never captures the store.
         let after = Snapshot::capture_excluding_home(root, store.home())
-            .map_err(|e| format!("Cannot snapshot {}: {e}", workspace.path.display()))?;
+            .map_err(|e| EngineError::message(format!("Cannot snapshot {}: {e}", workspace.path.display())))?;
         let reference = match &workspace.name {
             None => WorkspaceRef::Primary,
             Some(name) => WorkspaceRef::Named { name: name.clone() },
@@ -107,8 +112,7 @@ pub(crate) fn collect(
             outcome.warnings.push(wb_outcomes::Warning { code: "unrepresentable_path".to_owned(), message });
         }
         let id = changeset_id(workspace.name.as_deref(), &mut used);
-        let changeset =
-            Changeset::between(&id, reference, before, &after, &store, &mut budget).map_err(|e| e.to_string())?;
+        let changeset = Changeset::between(&id, reference, before, &after, &store, &mut budget)?;
         if changeset.entries.is_empty() {
             continue;
         }
@@ -120,12 +124,12 @@ pub(crate) fn collect(
         }
         outcome.changesets.push(changeset);
     }
-    let collected = collect_outbox(outbox, &store, &mut budget).map_err(|e| e.to_string())?;
+    let collected = collect_outbox(outbox, &store, &mut budget)?;
     outcome.summary = collected.summary;
     outcome.artifacts = collected.artifacts;
     outcome.links = collected.links;
-    let state = if matches!(runtime, "local" | "docker") { ReceiptState::Present } else { ReceiptState::Pending };
-    let receipt = OutcomeStore::new(&store).commit(&outcome, state, &bindings).map_err(|e| e.to_string())?;
+    let state = if pending { ReceiptState::Pending } else { ReceiptState::Present };
+    let receipt = OutcomeStore::new(&store).commit(&outcome, state, &bindings)?;
     Ok((outcome, receipt))
 }
 

@@ -337,6 +337,16 @@ fn tools_are_looked_up_inside_the_image() {
     let reports = wb_engine::smoke(&OsFileSystem, &options(&world, "dk-missing", "x"), catalog()).unwrap();
     assert_eq!(reports[0].status, SmokeStatus::Failed);
     assert_eq!(reports[0].error.as_ref().unwrap().message, "Required CLI tool is unavailable: python3");
+    // A dry run lists what preflight did not find beside the translation.
+    let report = wb_engine::dry_run(&OsFileSystem, &options(&world, "dk-missing", "x"), catalog()).unwrap();
+    assert_eq!(report.problems, ["Required CLI tool is unavailable: python3"]);
+    // An image without a shell cannot be looked into: a problem of the image, also listed, never the engine's.
+    let dir = docker_package(&world, "dk-no-shell", "");
+    std::fs::write(dir.join("image/Dockerfile"), "FROM scratch\nCOPY nonce.txt /nonce.txt\n").unwrap();
+    let report = wb_engine::dry_run(&OsFileSystem, &options(&world, "dk-no-shell", "x"), catalog()).unwrap();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(report.problems[0].starts_with("Cannot run the preflight in Docker image "), "{:?}", report.problems);
+    assert!(report.problems[0].contains("(it needs /bin/sh)"), "{:?}", report.problems);
     // The runner itself must be in the image.
     let dir = docker_package(&world, "dk-claude", "");
     let manifest = std::fs::read_to_string(dir.join("workbench.yml")).unwrap();

@@ -112,6 +112,13 @@ Links: 1
     let output = wb(&world, &["outcome", "nonsense"], &[]);
     assert_eq!(output.code, 1);
     assert_eq!(output.stderr, "error: Expected an outcome id (wbo_…) or a run id (wb_…): nonsense\n");
+
+    // A store the file system cannot open is an I/O failure: exit 2, as for every command, not a refusal.
+    let blocked = world.root.join("home-is-a-file");
+    std::fs::write(&blocked, "").unwrap();
+    let output = wb(&world, &["outcome", &id], &[("WORKBENCH_HOME", blocked.to_str().unwrap())]);
+    assert_eq!((output.code, output.stdout.as_str()), (2, ""), "{output:?}");
+    assert!(output.stderr.starts_with("error: ") && output.stderr.contains(blocked.to_str().unwrap()), "{output:?}");
 }
 
 /// An empty `WORKBENCH_HOME` is unset for the run that stores the outcome and for the lookup alike, so both use

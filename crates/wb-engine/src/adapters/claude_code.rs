@@ -99,157 +99,26 @@ impl Adapter for ClaudeCode {
     }
 
     fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {
-        let package = context.package;
         let skills = super::stage_skills(context)?;
         let mut warnings = Vec::new();
-        let mut disabled_mcps = Vec::new();
-        let mut allow: Vec<Value> = Vec::new();
-        let mut deny: Vec<Value> = Vec::new();
-        let mut max_turns = None;
-        if let Some(path) = super::runner_config_path(package) {
-            let text = super::runner_config_text(package, &path)?;
-            // The reference stages the file before preflight looks for the runner: a content error comes first.
-            if let Some(problem) = wb_manifest::claude_config_problem(text.as_bytes()) {
-                return Err(EngineError::message(problem));
-            }
-            let value: Value = serde_json::from_str(&text)
-                .map_err(|_| EngineError::message("Claude Code runner_config must contain valid JSON"))?;
-            allow.extend(value.pointer("/permissions/allow").and_then(Value::as_array).cloned().unwrap_or_default());
-            deny.extend(value.pointer("/permissions/deny").and_then(Value::as_array).cloned().unwrap_or_default());
-            max_turns = value.get("max_turns").and_then(Value::as_u64);
-        }
-        let mut servers = Map::new();
-        let mut references_used = false;
-        for server in context.mcps {
-            let references = super::mcp_references(server);
-            if references.iter().any(|name| is_claude_variable(name)) {
-                warnings.push(format!(
-                    "MCP {} is disabled because Claude Code does not expand Claude or Anthropic environment references in MCP headers",
-                    server.name.value
-                ));
-                disabled_mcps.push(server.name.value.clone());
-                continue;
-            }
-            references_used |= !references.is_empty();
-            let headers: Map<String, Value> =
-                server.headers.iter().map(|(name, value)| (name.value.clone(), json!(value.value))).collect();
-            servers.insert(
-                server.name.value.clone(),
-                json!({"type": "http", "url": server.url.value, "headers": headers}),
-            );
-            allow.push(json!(format!("mcp__{}", server.name.value)));
-        }
-        for workspace in context.workspaces {
-            let path = permission_path(&workspace.path);
-            allow.push(json!(format!("Read({path}/**)")));
-            if workspace.access == Access::ReadWrite {
-                allow.push(json!(format!("Edit({path}/**)")));
-                continue;
-            }
-            // Not allowing is not enough when a writable workspace contains this one: deny (deny beats allow).
-            // A read-only workspace that contains a writable one cannot be denied without denying both.
-            let name = workspace.name.as_deref().unwrap_or("primary");
-            match context
-                .workspaces
-                .iter()
-                .find(|w| w.access == Access::ReadWrite && w.path.starts_with(&workspace.path))
-            {
-                Some(inner) => warnings.push(format!(
-                    "Claude Code cannot keep workspace {name} read-only: it contains the writable workspace {}",
-                    inner.name.as_deref().unwrap_or("primary")
-                )),
-                None => deny.push(json!(format!("Edit({path}/**)"))),
-            }
-        }
+        let mut permissions = packaged_permissions(context)?;
+        let servers = mcp_servers(context, &mut permissions, &mut warnings);
+        workspace_permissions(context, &mut permissions, &mut warnings);
         let outbox = permission_path(context.outbox);
-        allow.push(json!(format!("Read({outbox}/**)")));
-        allow.push(json!(format!("Edit({outbox}/**)")));
-        let settings = json!({"permissions": {"allow": allow, "deny": deny}});
-        let mcp = json!({"mcpServers": servers});
+        permissions.allow.push(json!(format!("Read({outbox}/**)")));
+        permissions.allow.push(json!(format!("Edit({outbox}/**)")));
+        let settings = json!({"permissions": {"allow": permissions.allow, "deny": permissions.deny}});
+        let mcp = json!({"mcpServers": servers.config});
         let dir = context.stage_dir;
-        super::write_file(
-            &dir.join("settings.json"),
-            &serde_json::to_string_pretty(&settings).unwrap_or_default(),
-            0o444,
-        )?;
-        super::write_file(&dir.join("mcp.json"), &serde_json::to_string_pretty(&mcp).unwrap_or_default(), 0o444)?;
+        let pretty = |value: &Value| serde_json::to_string_pretty(value).unwrap_or_default();
+        super::write_file(&dir.join("settings.json"), &pretty(&settings), 0o444)?;
+        super::write_file(&dir.join("mcp.json"), &pretty(&mcp), 0o444)?;
         super::write_file(&dir.join("workbench-instructions.md"), &combined_instructions(context, None)?, 0o444)?;
+        let (env, remove_env) = environment(context, servers.references_used, &mut warnings);
         let runner_dir = context.runner_stage_dir;
-        let instructions = runner_dir.join("workbench-instructions.md");
-        let mut env = base_environment(context);
-        // Claude's own variables come only from the engine: the selected route's credentials.
-        let mut remove_env: Vec<String> = context.unselected_variables.to_vec();
-        let inherited_claude: Vec<String> =
-            context.inherited.keys().filter(|k| is_claude_variable(k)).cloned().collect();
-        for name in inherited_claude {
-            if !env.contains_key(&name) {
-                remove_env.push(name);
-            }
-        }
-        match context.route.provider.as_str() {
-            "openrouter" => {
-                if let Some(key) = context.env.get("OPENROUTER_API_KEY") {
-                    env.insert("ANTHROPIC_AUTH_TOKEN".to_owned(), key.to_owned());
-                }
-                env.insert("ANTHROPIC_BASE_URL".to_owned(), "https://openrouter.ai/api".to_owned());
-                env.insert("ANTHROPIC_API_KEY".to_owned(), String::new());
-            }
-            "vercel" => {
-                if let Some(key) = context.env.get("AI_GATEWAY_API_KEY") {
-                    env.insert("ANTHROPIC_AUTH_TOKEN".to_owned(), key.to_owned());
-                }
-                env.insert("ANTHROPIC_BASE_URL".to_owned(), "https://ai-gateway.vercel.sh/claude-code".to_owned());
-                env.insert("ANTHROPIC_API_KEY".to_owned(), String::new());
-            }
-            _ => {}
-        }
-        // A base URL the user set on purpose (a gateway, a local server) is kept.
-        if let Some(base) = context.inherited.get("ANTHROPIC_BASE_URL") {
-            env.entry("ANTHROPIC_BASE_URL".to_owned()).or_insert_with(|| base.clone());
-        }
-        env.insert("CLAUDE_CONFIG_DIR".to_owned(), runner_dir.display().to_string());
-        env.insert("CLAUDE_CODE_DISABLE_AUTO_MEMORY".to_owned(), "1".to_owned());
-        let scrub = subprocess_scrub(context, references_used, &mut warnings);
-        env.insert("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB".to_owned(), if scrub { "1" } else { "0" }.to_owned());
-        // An engine run is headless and pinned: no auto-update, telemetry or other side traffic.
-        env.insert("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(), "1".to_owned());
-        env.insert("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned());
-        remove_env.retain(|name| !env.contains_key(name));
-        let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
-        let mut command = vec![
-            "claude".to_owned(),
-            "-p".to_owned(),
-            "--output-format".to_owned(),
-            "stream-json".to_owned(),
-            "--verbose".to_owned(),
-            "--model".to_owned(),
-            context.route.model.clone(),
-            "--append-system-prompt-file".to_owned(),
-            instructions.display().to_string(),
-            "--strict-mcp-config".to_owned(),
-            "--mcp-config".to_owned(),
-            runner_dir.join("mcp.json").display().to_string(),
-            "--settings".to_owned(),
-            runner_dir.join("settings.json").display().to_string(),
-            "--setting-sources".to_owned(),
-            "user".to_owned(),
-        ];
-        for workspace in context.workspaces.iter().skip(1) {
-            command.push("--add-dir".to_owned());
-            command.push(workspace.path.display().to_string());
-        }
-        command.push("--add-dir".to_owned());
-        command.push(context.outbox.display().to_string());
-        if let Some(turns) = max_turns {
-            command.push("--max-turns".to_owned());
-            command.push(turns.to_string());
-        }
-        // `--add-dir` and `--mcp-config` take several values: `--` keeps the task from being read as one.
-        command.push("--".to_owned());
-        command.push(context.task.to_owned());
         Ok(Translation {
-            command,
-            cwd: primary,
+            command: command(context, permissions.max_turns),
+            cwd: context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default(),
             env,
             remove_env,
             native_key: "claude_config",
@@ -257,7 +126,7 @@ impl Adapter for ClaudeCode {
             staged_files: super::list_staged(dir),
             skills,
             warnings,
-            disabled_mcps,
+            disabled_mcps: servers.disabled,
         })
     }
 
@@ -356,4 +225,157 @@ impl Adapter for ClaudeCode {
             other => vec![Translated::native(other)],
         }
     }
+}
+
+/// The permissions the run's `settings.json` grants and denies, and the turn limit.
+struct Permissions {
+    allow: Vec<Value>,
+    deny: Vec<Value>,
+    max_turns: Option<u64>,
+}
+
+/// The package's own `runner_config` (Claude Code settings): its permissions and `max_turns`. The reference
+/// stages the file before preflight looks for the runner, so a content error comes first.
+fn packaged_permissions(context: &StageContext<'_>) -> Result<Permissions> {
+    let mut permissions = Permissions { allow: Vec::new(), deny: Vec::new(), max_turns: None };
+    let Some(path) = super::runner_config_path(context.package) else { return Ok(permissions) };
+    let text = super::runner_config_text(context.package, &path)?;
+    if let Some(problem) = wb_manifest::claude_config_problem(text.as_bytes()) {
+        return Err(EngineError::message(problem));
+    }
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|_| EngineError::message("Claude Code runner_config must contain valid JSON"))?;
+    let list = |pointer: &str| value.pointer(pointer).and_then(Value::as_array).cloned().unwrap_or_default();
+    permissions.allow = list("/permissions/allow");
+    permissions.deny = list("/permissions/deny");
+    permissions.max_turns = value.get("max_turns").and_then(Value::as_u64);
+    Ok(permissions)
+}
+
+/// The run's MCP servers as `mcp.json` lists them.
+struct Servers {
+    config: Map<String, Value>,
+    /// Some header references an environment variable (Claude Code expands those from its environment).
+    references_used: bool,
+    disabled: Vec<String>,
+}
+
+/// Every enabled MCP as an HTTP server, allowed by name; one whose headers reference a Claude or Anthropic
+/// variable is disabled (Claude Code does not expand those).
+fn mcp_servers(context: &StageContext<'_>, permissions: &mut Permissions, warnings: &mut Vec<String>) -> Servers {
+    let mut servers = Servers { config: Map::new(), references_used: false, disabled: Vec::new() };
+    for server in context.mcps {
+        let references = super::mcp_references(server);
+        if references.iter().any(|name| is_claude_variable(name)) {
+            warnings.push(format!(
+                "MCP {} is disabled because Claude Code does not expand Claude or Anthropic environment references in MCP headers",
+                server.name.value
+            ));
+            servers.disabled.push(server.name.value.clone());
+            continue;
+        }
+        servers.references_used |= !references.is_empty();
+        let headers: Map<String, Value> =
+            server.headers.iter().map(|(name, value)| (name.value.clone(), json!(value.value))).collect();
+        servers
+            .config
+            .insert(server.name.value.clone(), json!({"type": "http", "url": server.url.value, "headers": headers}));
+        permissions.allow.push(json!(format!("mcp__{}", server.name.value)));
+    }
+    servers
+}
+
+/// Every workspace readable; writable ones editable; read-only ones denied edits, which is needed when a
+/// writable workspace contains them (deny beats allow). A read-only workspace that contains a writable one
+/// cannot be denied without denying both: a warning says so.
+fn workspace_permissions(context: &StageContext<'_>, permissions: &mut Permissions, warnings: &mut Vec<String>) {
+    for workspace in context.workspaces {
+        let path = permission_path(&workspace.path);
+        permissions.allow.push(json!(format!("Read({path}/**)")));
+        if workspace.access == Access::ReadWrite {
+            permissions.allow.push(json!(format!("Edit({path}/**)")));
+            continue;
+        }
+        let name = workspace.name.as_deref().unwrap_or("primary");
+        match context.workspaces.iter().find(|w| w.access == Access::ReadWrite && w.path.starts_with(&workspace.path)) {
+            Some(inner) => warnings.push(format!(
+                "Claude Code cannot keep workspace {name} read-only: it contains the writable workspace {}",
+                inner.name.as_deref().unwrap_or("primary")
+            )),
+            None => permissions.deny.push(json!(format!("Edit({path}/**)"))),
+        }
+    }
+}
+
+/// The runner's environment and the inherited variables it must not see. Claude's own variables come only
+/// from the engine (the selected route's credentials); a gateway route points Claude Code at the gateway; an
+/// engine run is headless and pinned (no auto-update, telemetry or other side traffic).
+fn environment(
+    context: &StageContext<'_>,
+    references_used: bool,
+    warnings: &mut Vec<String>,
+) -> (std::collections::BTreeMap<String, String>, Vec<String>) {
+    let mut env = base_environment(context);
+    let mut remove_env: Vec<String> = context.unselected_variables.to_vec();
+    remove_env.extend(context.inherited.keys().filter(|k| is_claude_variable(k) && !env.contains_key(*k)).cloned());
+    let gateway = match context.route.provider.as_str() {
+        "openrouter" => Some(("OPENROUTER_API_KEY", "https://openrouter.ai/api")),
+        "vercel" => Some(("AI_GATEWAY_API_KEY", "https://ai-gateway.vercel.sh/claude-code")),
+        _ => None,
+    };
+    if let Some((key_name, base_url)) = gateway {
+        if let Some(key) = context.env.get(key_name) {
+            env.insert("ANTHROPIC_AUTH_TOKEN".to_owned(), key.to_owned());
+        }
+        env.insert("ANTHROPIC_BASE_URL".to_owned(), base_url.to_owned());
+        env.insert("ANTHROPIC_API_KEY".to_owned(), String::new());
+    }
+    // A base URL the user set on purpose (a gateway, a local server) is kept.
+    if let Some(base) = context.inherited.get("ANTHROPIC_BASE_URL") {
+        env.entry("ANTHROPIC_BASE_URL".to_owned()).or_insert_with(|| base.clone());
+    }
+    env.insert("CLAUDE_CONFIG_DIR".to_owned(), context.runner_stage_dir.display().to_string());
+    env.insert("CLAUDE_CODE_DISABLE_AUTO_MEMORY".to_owned(), "1".to_owned());
+    let scrub = subprocess_scrub(context, references_used, warnings);
+    env.insert("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB".to_owned(), if scrub { "1" } else { "0" }.to_owned());
+    env.insert("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(), "1".to_owned());
+    env.insert("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned());
+    remove_env.retain(|name| !env.contains_key(name));
+    (env, remove_env)
+}
+
+/// `claude -p` in stream-json with the staged instructions, MCP configuration and settings, every other
+/// workspace and the outbox added, and the task after `--` (`--add-dir` and `--mcp-config` take several
+/// values: `--` keeps the task from being read as one).
+fn command(context: &StageContext<'_>, max_turns: Option<u64>) -> Vec<String> {
+    let runner_dir = context.runner_stage_dir;
+    let mut command: Vec<String> = [
+        "claude",
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        &context.route.model,
+        "--append-system-prompt-file",
+        &runner_dir.join("workbench-instructions.md").display().to_string(),
+        "--strict-mcp-config",
+        "--mcp-config",
+        &runner_dir.join("mcp.json").display().to_string(),
+        "--settings",
+        &runner_dir.join("settings.json").display().to_string(),
+        "--setting-sources",
+        "user",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for workspace in context.workspaces.iter().skip(1) {
+        command.extend(["--add-dir".to_owned(), workspace.path.display().to_string()]);
+    }
+    command.extend(["--add-dir".to_owned(), context.outbox.display().to_string()]);
+    if let Some(turns) = max_turns {
+        command.extend(["--max-turns".to_owned(), turns.to_string()]);
+    }
+    command.extend(["--".to_owned(), context.task.to_owned()]);
+    command
 }

@@ -301,24 +301,8 @@ pub(super) fn prepare_package(
     }
     let provision = if purpose == Purpose::DryRun { Provision::default() } else { runtime.provision(&run_id)? };
     let requirements = provision.requirements.unwrap_or(requirements);
-    let tools: Vec<String> = package.manifest.tools.iter().map(|t| t.value.clone()).collect();
-    let request = PreflightRequest {
-        runner: &runner,
-        executable: adapter.executable(),
-        tools: &tools,
-        path_variable: options.inherited.get("PATH").map(String::as_str),
-    };
-    let mut preflight_problems = Vec::new();
-    let preflight = match runtime.preflight(&request) {
-        Ok(found) => found,
-        // A dry run launches nothing: what is missing is reported beside the translation. Anything else (the
-        // engine unreachable, a service failing) means preflight could not look, and fails the dry run too.
-        Err(EngineError::Missing(problem)) if purpose == Purpose::DryRun => {
-            preflight_problems.push(problem);
-            Preflight { runner: None, tools: Vec::new() }
-        }
-        Err(error) => return Err(error),
-    };
+    let (preflight, preflight_problems) =
+        preflight(runtime.as_ref(), &package, &runner, adapter.executable(), options, purpose)?;
     warnings.extend(requirements.unchecked.iter().map(|unchecked| format!("requirement not checked: {unchecked}")));
     if purpose == Purpose::Run && !authentication.ready {
         return Err(needs_authentication(&authentication));
@@ -345,6 +329,31 @@ pub(super) fn prepare_package(
         working_copies: provision.working_copies,
         stage: Some(stage),
     })
+}
+
+/// Looks the runner and every tool up inside the runtime. A dry run launches nothing: what is missing is
+/// reported beside the translation. Anything else (the engine unreachable, a service failing) means preflight
+/// could not look, and fails the dry run too.
+fn preflight(
+    runtime: &dyn Runtime,
+    package: &Package,
+    runner: &str,
+    executable: &str,
+    options: &Options,
+    purpose: Purpose,
+) -> Result<(Preflight, Vec<String>)> {
+    let tools: Vec<String> = package.manifest.tools.iter().map(|t| t.value.clone()).collect();
+    let request = PreflightRequest {
+        runner,
+        executable,
+        tools: &tools,
+        path_variable: options.inherited.get("PATH").map(String::as_str),
+    };
+    match runtime.preflight(&request) {
+        Ok(found) => Ok((found, Vec::new())),
+        Err(EngineError::Missing(problem)) if purpose == Purpose::DryRun => Ok((Preflight::default(), vec![problem])),
+        Err(error) => Err(error),
+    }
 }
 
 fn needs_authentication(authentication: &Authentication) -> EngineError {

@@ -191,16 +191,18 @@ fn execute(prepared: &mut Prepared, options: &Options, cancel: &AtomicBool, even
     // checks that the container left no Git metadata behind. Neither is cancelled by the run's flag.
     let collected = match prepared.runtime.retrieve(&prepared.outbox) {
         Ok(()) => {
-            outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, prepared.runtime.name())
+            let pending = prepared.runtime.placement() == crate::runtime::Placement::Sandbox;
+            outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, pending)
         }
-        Err(error) => Err(error.to_string()),
+        Err(error) => Err(error),
     };
     let (outcome_id, outcome_error) = match collected {
         Ok((outcome, receipt)) => {
             events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
             (Some(outcome.id), None)
         }
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             events.send(Translated::new("outcome.failed", json!({"message": message})));
             (None, Some(message))
         }

@@ -23,6 +23,8 @@ use wb_outcomes::{ContentStore, ListedOutcome, Outcome, OutcomeStore, Receipt};
 
 use crate::cli::OutcomeArgs;
 
+/// Exit 0 when done; 1 when the outcome refuses (not found, a conflict, busy, already present, an unsafe
+/// destination); 2 when the file system failed (the convention of every command: an I/O failure is exit 2).
 pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
     match execute(args) {
         Ok(text) => {
@@ -30,20 +32,19 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
             stdout.write_all(text.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
-        Err(message) => {
-            eprintln!("error: {}", printable(&message));
-            Ok(ExitCode::from(1))
+        Err(error) => {
+            eprintln!("error: {}", printable(&error.to_string()));
+            Ok(ExitCode::from(if matches!(error, wb_outcomes::Error::Io { .. }) { 2 } else { 1 }))
         }
     }
 }
 
-fn execute(args: &OutcomeArgs) -> Result<String, String> {
-    let store = ContentStore::open(&wb_outcomes::default_home()).map_err(|e| e.to_string())?;
+fn execute(args: &OutcomeArgs) -> Result<String, wb_outcomes::Error> {
+    let store = ContentStore::open(&wb_outcomes::default_home())?;
     let outcomes = OutcomeStore::new(&store);
-    let outcome_id = outcomes.resolve(&args.id).map_err(|e| e.to_string())?;
+    let outcome_id = outcomes.resolve(&args.id)?;
     if args.recover {
-        let finished =
-            wb_outcomes::apply::recover_with_faults(&store, &outcome_id, faults()).map_err(|e| e.to_string())?;
+        let finished = wb_outcomes::apply::recover_with_faults(&store, &outcome_id, faults())?;
         return Ok(if args.json {
             format!("{}\n", json!({"outcome_id": outcome_id, "recovered": finished}))
         } else {
@@ -52,8 +53,7 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
     }
     if args.apply {
         let workspace = args.workspace.as_deref().map(absolute).transpose()?;
-        let result = wb_outcomes::apply::apply_with_faults(&store, &outcome_id, workspace.as_deref(), faults())
-            .map_err(|e| e.to_string())?;
+        let result = wb_outcomes::apply::apply_with_faults(&store, &outcome_id, workspace.as_deref(), faults())?;
         return Ok(if args.json {
             format!("{}\n", json!({"outcome_id": outcome_id, "applied": result.applied, "unchanged": result.unchanged}))
         } else {
@@ -61,18 +61,18 @@ fn execute(args: &OutcomeArgs) -> Result<String, String> {
         });
     }
     if let Some(dest) = &args.export {
-        let dest = wb_outcomes::export(&store, &outcome_id, dest).map_err(|e| e.to_string())?;
+        let dest = wb_outcomes::export(&store, &outcome_id, dest)?;
         return Ok(if args.json {
             format!("{}\n", json!({"outcome_id": outcome_id, "export": dest.display().to_string()}))
         } else {
             format!("Exported outcome {outcome_id} to {}\n", printable(&dest.display().to_string()))
         });
     }
-    let outcome = outcomes.load(&outcome_id).map_err(|e| e.to_string())?;
-    let receipt = outcomes.receipt(&outcome_id).map_err(|e| e.to_string())?;
+    let outcome = outcomes.load(&outcome_id)?;
+    let receipt = outcomes.receipt(&outcome_id)?;
     if args.json {
         let value = json!({"outcome": outcome, "receipt": receipt});
-        return serde_json::to_string_pretty(&value).map(|text| format!("{text}\n")).map_err(|e| e.to_string());
+        return Ok(format!("{value:#}\n"));
     }
     Ok(summary(&outcome, &receipt))
 }
@@ -105,11 +105,13 @@ fn step(name: &str) {
     }
 }
 
-fn absolute(path: &Path) -> Result<PathBuf, String> {
+fn absolute(path: &Path) -> Result<PathBuf, wb_outcomes::Error> {
     if path.is_absolute() {
         return Ok(path.to_path_buf());
     }
-    std::env::current_dir().map(|cwd| cwd.join(path)).map_err(|e| format!("the current directory is unavailable: {e}"))
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .map_err(|cause| wb_outcomes::Error::Io { context: "the current directory is unavailable".to_owned(), cause })
 }
 
 /// `wb-lsp outcomes`: every retained outcome, newest first.

@@ -27,6 +27,13 @@ fi"#;
 
 impl Scratch<'_> {
     pub(super) fn preflight(&mut self, runner: &str, executable: &str, tools: &[String]) -> Result<Preflight> {
+        let output = self.run_script(executable, tools)?;
+        findings(self.docker, &output, runner, executable, tools)
+    }
+
+    /// Runs the lookup script in a throwaway container without network (in host engine mode, with the
+    /// engine's socket) and returns its output: one `found`/`missing` line per name, and the engine's state.
+    fn run_script(&mut self, executable: &str, tools: &[String]) -> Result<String> {
         let docker = self.docker;
         let image = docker.image_id()?;
         let mut names = vec![executable.to_owned()];
@@ -80,50 +87,60 @@ impl Scratch<'_> {
         });
         let reference = docker.image.as_ref().map_or(image, |i| i.reference.clone());
         let (code, output) = outcome.map_err(|e| {
-            EngineError::Engine(format!("Cannot run the preflight in Docker image {reference} (it needs /bin/sh): {e}"))
+            let text = format!("Cannot run the preflight in Docker image {reference} (it needs /bin/sh): {e}");
+            // The engine names the missing shell when the image has none (`exec: "/bin/sh": stat /bin/sh: no
+            // such file or directory`): something the image lacks. Any other failure is the engine's.
+            if e.to_string().contains("/bin/sh") { EngineError::missing(text) } else { EngineError::Engine(text) }
         })?;
         if code != 0 {
             return Err(EngineError::missing(format!(
                 "Cannot run the preflight in Docker image {reference} (it needs /bin/sh): exit status {code}"
             )));
         }
-        let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
-        let mut engine_ok = None;
-        for line in output.lines() {
-            let mut fields = line.split('\t');
-            match (fields.next(), fields.next(), fields.next()) {
-                (Some("found"), Some(name), Some(path)) => {
-                    found.insert(name.to_owned(), PathBuf::from(path));
-                }
-                (Some("engine"), Some(state), None) => engine_ok = Some(state == "ok"),
-                _ => {}
-            }
-        }
-        let runner_path = found
-            .get(executable)
-            .cloned()
-            .ok_or_else(|| EngineError::missing(crate::adapters::runner_unavailable(runner, "the image's PATH")))?;
-        let mut located = Vec::new();
-        for tool in tools {
-            let path = found
-                .get(tool)
-                .cloned()
-                .ok_or_else(|| EngineError::missing(format!("Required CLI tool is unavailable: {tool}")))?;
-            located.push((tool.clone(), path));
-        }
-        if docker.host_engine {
-            if !found.contains_key("docker") {
-                return Err(EngineError::missing("Required CLI tool is unavailable: docker"));
-            }
-            if engine_ok != Some(true) {
-                return Err(EngineError::missing(
-                    "The host Docker engine is not reachable from the container through /var/run/docker.sock",
-                ));
-            }
-        }
-        Ok(Preflight { runner: Some(runner_path), tools: located })
+        Ok(output)
     }
+}
 
+/// What the lookup script found: the runner's and every tool's path, or the first thing missing.
+fn findings(docker: &Docker, output: &str, runner: &str, executable: &str, tools: &[String]) -> Result<Preflight> {
+    let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut engine_ok = None;
+    for line in output.lines() {
+        let mut fields = line.split('\t');
+        match (fields.next(), fields.next(), fields.next()) {
+            (Some("found"), Some(name), Some(path)) => {
+                found.insert(name.to_owned(), PathBuf::from(path));
+            }
+            (Some("engine"), Some(state), None) => engine_ok = Some(state == "ok"),
+            _ => {}
+        }
+    }
+    let runner_path = found
+        .get(executable)
+        .cloned()
+        .ok_or_else(|| EngineError::missing(crate::adapters::runner_unavailable(runner, "the image's PATH")))?;
+    let mut located = Vec::new();
+    for tool in tools {
+        let path = found
+            .get(tool)
+            .cloned()
+            .ok_or_else(|| EngineError::missing(format!("Required CLI tool is unavailable: {tool}")))?;
+        located.push((tool.clone(), path));
+    }
+    if docker.host_engine {
+        if !found.contains_key("docker") {
+            return Err(EngineError::missing("Required CLI tool is unavailable: docker"));
+        }
+        if engine_ok != Some(true) {
+            return Err(EngineError::missing(
+                "The host Docker engine is not reachable from the container through /var/run/docker.sock",
+            ));
+        }
+    }
+    Ok(Preflight { runner: Some(runner_path), tools: located })
+}
+
+impl Scratch<'_> {
     pub(super) fn remove_all(&mut self) {
         for id in std::mem::take(&mut self.created) {
             let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();

@@ -12,12 +12,12 @@ use crate::error::{EngineError, Result};
 /// them. Refuses absolute or escaping sources, wildcards, and sources whose resolved path leaves the context.
 pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>> {
     if Path::new(src).is_absolute() {
-        return Err(EngineError::message(format!(
+        return Err(EngineError::staging(format!(
             "Invalid COPY source \"{src}\": absolute paths are not allowed. Use a relative path within the context directory."
         )));
     }
     if src.contains(['*', '?', '[']) {
-        return Err(EngineError::message(format!(
+        return Err(EngineError::staging(format!(
             "COPY source \"{src}\" uses a wildcard, which the E2B runtime does not support; name files or directories"
         )));
     }
@@ -26,7 +26,7 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
         match component {
             Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
             Component::ParentDir if parts.pop().is_none() => {
-                return Err(EngineError::message(format!(
+                return Err(EngineError::staging(format!(
                     "Invalid COPY source \"{src}\": path escapes the context directory. The path must stay within the context directory."
                 )));
             }
@@ -37,7 +37,7 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
     // What never leaves the host (credential files, VCS metadata, the engine's state) is refused when a COPY
     // names it directly, as it is left out when a COPY finds it in a directory.
     if !relative.is_empty() && never_copied(&relative) {
-        return Err(EngineError::message(format!(
+        return Err(EngineError::staging(format!(
             "COPY source \"{src}\" names a credential, version-control or engine-state file, which never leaves \
              the host for an E2B template: remove it from the Dockerfile and pass secrets with env at run time"
         )));
@@ -49,7 +49,7 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
     let resolved =
         path.canonicalize().map_err(|_| EngineError::message(format!("No files found in {}", path.display())))?;
     if !resolved.starts_with(&root) {
-        return Err(EngineError::message(format!(
+        return Err(EngineError::staging(format!(
             "COPY source \"{src}\" resolves outside the build context {}",
             context.display()
         )));

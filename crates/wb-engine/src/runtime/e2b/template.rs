@@ -376,20 +376,9 @@ pub async fn prepare(
         TemplateSource::Image(image) => image.clone(),
         TemplateSource::Dockerfile { .. } => name.clone(),
     };
-    let alias_path = format!("/templates/aliases/{}", segment(&name));
-    let reply = api.send(Method::GET, &alias_path, None).await?;
-    match reply.status {
-        status if status.is_success() => {
-            progress(&format!("E2B template {name} exists; reusing it"));
-            return Ok(PreparedTemplate { reference: name, image, cached: true });
-        }
-        StatusCode::NOT_FOUND => {}
-        StatusCode::FORBIDDEN => {
-            return Err(EngineError::message(format!(
-                "The E2B template name {name} belongs to another team (GET /templates/aliases/{name} returned 403); this API key cannot use or build it"
-            )));
-        }
-        _ => return Err(api.failure(&Method::GET, "/templates/aliases/{name}", &reply)),
+    if exists(api, &name).await? {
+        progress(&format!("E2B template {name} exists; reusing it"));
+        return Ok(PreparedTemplate { reference: name, image, cached: true });
     }
     progress(&format!("Building E2B template {name} from {}", plan.from_image));
     let created = api.call(Method::POST, "/v3/templates", Some(&json!({"name": name}))).await?;
@@ -397,9 +386,33 @@ pub async fn prepare(
     let (Some(template_id), Some(build_id)) = (text("templateID"), text("buildID")) else {
         return Err(EngineError::message("E2B API POST /v3/templates returned no templateID/buildID".to_owned()));
     };
+    upload_copies(api, &plan, &template_id, progress).await?;
+    let build_path = format!("/v2/templates/{}/builds/{}", segment(&template_id), segment(&build_id));
+    api.call(Method::POST, &build_path, Some(&plan.body())).await?;
+    wait_built(api, &name, &template_id, &build_id, poll, progress).await?;
+    progress(&format!("E2B template {name} is ready ({template_id})"));
+    Ok(PreparedTemplate { reference: template_id, image, cached: false })
+}
+
+/// Whether a template of this name exists for the key's team (a name another team owns is an error).
+async fn exists(api: &Api, name: &str) -> Result<bool> {
+    let alias_path = format!("/templates/aliases/{}", segment(name));
+    let reply = api.send(Method::GET, &alias_path, None).await?;
+    match reply.status {
+        status if status.is_success() => Ok(true),
+        StatusCode::NOT_FOUND => Ok(false),
+        StatusCode::FORBIDDEN => Err(EngineError::message(format!(
+            "The E2B template name {name} belongs to another team (GET /templates/aliases/{name} returned 403); this API key cannot use or build it"
+        ))),
+        _ => Err(api.failure(&Method::GET, "/templates/aliases/{name}", &reply)),
+    }
+}
+
+/// Uploads the files of each `COPY` the service does not hold yet (by their files hash).
+async fn upload_copies(api: &Api, plan: &BuildPlan, template_id: &str, progress: &dyn Fn(&str)) -> Result<()> {
     for step in plan.steps.iter().filter(|s| s.kind == "COPY") {
         let (Some(hash), Some(context)) = (&step.files_hash, &plan.context) else { continue };
-        let link = api.call(Method::GET, &format!("/templates/{}/files/{hash}", segment(&template_id)), None).await?;
+        let link = api.call(Method::GET, &format!("/templates/{}/files/{hash}", segment(template_id)), None).await?;
         let present = link.get("present").and_then(Value::as_bool).unwrap_or(false);
         let url = link.get("url").and_then(Value::as_str);
         match (present, url) {
@@ -411,11 +424,29 @@ pub async fn prepare(
             _ => progress(&format!("Skipping upload of '{}', already cached", step.args[0])),
         }
     }
-    let build_path = format!("/v2/templates/{}/builds/{}", segment(&template_id), segment(&build_id));
-    api.call(Method::POST, &build_path, Some(&plan.body())).await?;
-    let status_path = format!("/templates/{}/builds/{}/status", segment(&template_id), segment(&build_id));
+    Ok(())
+}
+
+/// Polls the build's status, passing its log lines on, until it is ready (then the lines written after it,
+/// as the SDK does), fails, is cancelled or runs past [`BUILD_LIMIT`] (the service keeps the template; the
+/// next run polls a new build).
+async fn wait_built(
+    api: &Api,
+    name: &str,
+    template_id: &str,
+    build_id: &str,
+    poll: Duration,
+    progress: &dyn Fn(&str),
+) -> Result<()> {
+    let status_path = format!("/templates/{}/builds/{}/status", segment(template_id), segment(build_id));
+    let report = |status: &Value| {
+        let entries = status.get("logEntries").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        for message in entries.iter().filter_map(|entry| entry.get("message").and_then(Value::as_str)) {
+            progress(message);
+        }
+        entries.len()
+    };
     let mut offset = 0usize;
-    // A build that never ends is given up on (the service keeps the template; the next run polls a new build).
     let deadline = tokio::time::Instant::now() + BUILD_LIMIT;
     loop {
         if tokio::time::Instant::now() > deadline {
@@ -425,13 +456,7 @@ pub async fn prepare(
             )));
         }
         let status = api.call(Method::GET, &format!("{status_path}?logsOffset={offset}"), None).await?;
-        let entries = status.get("logEntries").and_then(Value::as_array).cloned().unwrap_or_default();
-        for entry in &entries {
-            if let Some(message) = entry.get("message").and_then(Value::as_str) {
-                progress(message);
-            }
-        }
-        offset += entries.len();
+        offset += report(&status);
         match status.get("status").and_then(Value::as_str).unwrap_or("") {
             "building" | "waiting" => {
                 let transport = api.transport();
@@ -443,16 +468,10 @@ pub async fn prepare(
                 }
             }
             "ready" => {
-                // Drain the logs written after the terminal status, as the SDK does.
                 if let Ok(rest) = api.call(Method::GET, &format!("{status_path}?logsOffset={offset}"), None).await {
-                    for entry in rest.get("logEntries").and_then(Value::as_array).into_iter().flatten() {
-                        if let Some(message) = entry.get("message").and_then(Value::as_str) {
-                            progress(message);
-                        }
-                    }
+                    report(&rest);
                 }
-                progress(&format!("E2B template {name} is ready ({template_id})"));
-                return Ok(PreparedTemplate { reference: template_id, image, cached: false });
+                return Ok(());
             }
             "error" => {
                 let reason = status.get("reason");

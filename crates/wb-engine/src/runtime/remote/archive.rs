@@ -86,7 +86,7 @@ fn real_parents(root: &Path, relative: &Path, replace: bool) -> Result<()> {
                     .map_err(|e| EngineError::io(format!("cannot create {}", current.display()), e))?;
             }
             Ok(_) => {
-                return Err(EngineError::message(format!(
+                return Err(EngineError::staging(format!(
                     "Refused archive entry {}: a parent is not a directory",
                     relative.display()
                 )));
@@ -180,18 +180,45 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
     let budget = std::rc::Rc::new(Budget::default());
     let reader = Budgeted { inner: flate2::read::GzDecoder::new(bytes), budget: budget.clone() };
     let mut archive = tar::Archive::new(reader);
-    let mut unpacked = Unpacked::default();
-    let mut total = 0u64;
+    let mut unpacker = Unpacker { root, replace_parents, budget: &budget, total: 0, unpacked: Unpacked::default() };
+    budget.left.set(METADATA_LIMIT);
+    let mut entries = archive.entries().map_err(|e| unpacker.unreadable(e))?;
     let mut count = 0usize;
-    let too_large = || {
-        EngineError::message(format!(
-            "The archive from the sandbox unpacks to more than {} MiB or {ENTRY_LIMIT} entries",
-            UNPACKED_LIMIT / (1024 * 1024)
-        ))
-    };
-    let unreadable = |error: std::io::Error, budget: &Budget| {
-        if budget.exceeded.get() {
-            EngineError::message(format!(
+    loop {
+        budget.left.set(METADATA_LIMIT);
+        let Some(entry) = entries.next() else { break };
+        let mut entry = entry.map_err(|e| unpacker.unreadable(e))?;
+        count += 1;
+        if count > ENTRY_LIMIT {
+            return Err(too_large());
+        }
+        unpacker.entry(&mut entry)?;
+    }
+    Ok(unpacker.unpacked)
+}
+
+fn too_large() -> EngineError {
+    EngineError::staging(format!(
+        "The archive from the sandbox unpacks to more than {} MiB or {ENTRY_LIMIT} entries",
+        UNPACKED_LIMIT / (1024 * 1024)
+    ))
+}
+
+/// One archive being unpacked: where to, and what it took so far.
+struct Unpacker<'a> {
+    root: &'a Path,
+    replace_parents: bool,
+    budget: &'a Budget,
+    /// Bytes of file data written.
+    total: u64,
+    unpacked: Unpacked,
+}
+
+impl Unpacker<'_> {
+    /// A read error: a refusal when it was the budget that stopped the read.
+    fn unreadable(&self, error: std::io::Error) -> EngineError {
+        if self.budget.exceeded.get() {
+            EngineError::staging(format!(
                 "Refused the archive from the sandbox: an entry's headers, names or records take more than {} KiB, \
                  or its data more than {} MiB",
                 METADATA_LIMIT / 1024,
@@ -200,108 +227,109 @@ pub fn unpack(bytes: &[u8], root: &Path, replace_parents: bool) -> Result<Unpack
         } else {
             EngineError::io("cannot read the archive from the sandbox", error)
         }
-    };
-    budget.left.set(METADATA_LIMIT);
-    let mut entries = archive.entries().map_err(|e| unreadable(e, &budget))?;
-    loop {
-        budget.left.set(METADATA_LIMIT);
-        let Some(entry) = entries.next() else { break };
-        let mut entry = entry.map_err(|e| unreadable(e, &budget))?;
-        count += 1;
-        if count > ENTRY_LIMIT {
-            return Err(too_large());
-        }
+    }
+
+    /// Writes one entry at its checked path, replacing what is there.
+    fn entry<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<()> {
         let raw = entry.path_bytes().into_owned();
         let name = String::from_utf8_lossy(&raw[..raw.len().min(200)]).into_owned();
-        if raw.len() > PATH_LIMIT {
-            return Err(EngineError::message(format!(
-                "Refused archive entry {name}…: its path is longer than {PATH_LIMIT} bytes"
-            )));
-        }
-        let Some(relative) = safe_relative(&raw) else {
-            return Err(EngineError::message(format!("Refused archive entry with an unsafe path: {name}")));
+        let relative = checked_path(&raw, &name)?;
+        real_parents(self.root, &relative, self.replace_parents)?;
+        let target = self.root.join(&relative);
+        let replace = |target: &Path| {
+            remove_entry(target).map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))
         };
-        if relative.components().any(|c| is_git_alias(c.as_os_str().as_encoded_bytes())) {
-            return Err(EngineError::message(format!(
-                "Refused archive entry {name}: Git's own directory never crosses from a sandbox"
-            )));
-        }
-        real_parents(root, &relative, replace_parents)?;
-        let target = root.join(&relative);
-        let kind = entry.header().entry_type();
-        let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
-        match kind {
+        let create_error = |e| EngineError::io(format!("cannot create {}", target.display()), e);
+        match entry.header().entry_type() {
             tar::EntryType::Directory => match fs::symlink_metadata(&target) {
-                Ok(meta) if meta.is_dir() => {}
+                Ok(meta) if meta.is_dir() => return Ok(()),
                 _ => {
-                    remove_entry(&target)
-                        .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
-                    fs::create_dir(&target)
-                        .map_err(|e| EngineError::io(format!("cannot create {}", target.display()), e))?;
+                    replace(&target)?;
+                    fs::create_dir(&target).map_err(create_error)?;
+                    return Ok(());
                 }
             },
             tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => {
-                // The data is read within what is left of the whole archive's allowance.
-                budget.left.set(UNPACKED_LIMIT.saturating_sub(total).saturating_add(1));
-                remove_entry(&target)
-                    .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
-                let mut file = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-                    .open(&target)
-                    .map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
-                let mut buffer = [0u8; 64 * 1024];
-                loop {
-                    let n = match entry.read(&mut buffer) {
-                        Ok(n) => n,
-                        Err(error) => {
-                            drop(file);
-                            let _ = fs::remove_file(&target);
-                            return Err(unreadable(error, &budget));
-                        }
-                    };
-                    if n == 0 {
-                        break;
-                    }
-                    total += n as u64;
-                    if total > UNPACKED_LIMIT {
-                        drop(file);
-                        let _ = fs::remove_file(&target);
-                        return Err(too_large());
-                    }
-                    file.write_all(&buffer[..n])
-                        .map_err(|e| EngineError::io(format!("cannot write {}", target.display()), e))?;
-                }
-                file.set_permissions(fs::Permissions::from_mode(mode))
-                    .map_err(|e| EngineError::io(format!("cannot set the mode of {}", target.display()), e))?;
-                unpacked.files.push(relative.to_string_lossy().into_owned());
+                replace(&target)?;
+                self.write_file(entry, &target)?;
             }
             tar::EntryType::Symlink => {
                 let link = entry.link_name_bytes().filter(|link| !link.is_empty()).ok_or_else(|| {
-                    EngineError::message(format!("Refused archive entry {name}: a symlink without a target"))
+                    EngineError::staging(format!("Refused archive entry {name}: a symlink without a target"))
                 })?;
                 if link.len() > PATH_LIMIT {
-                    return Err(EngineError::message(format!(
+                    return Err(EngineError::staging(format!(
                         "Refused archive entry {name}: its link target is longer than {PATH_LIMIT} bytes"
                     )));
                 }
-                let link = std::ffi::OsStr::from_bytes(&link).to_owned();
-                remove_entry(&target)
-                    .map_err(|e| EngineError::io(format!("cannot replace {}", target.display()), e))?;
-                std::os::unix::fs::symlink(&link, &target)
-                    .map_err(|e| EngineError::io(format!("cannot create {}", target.display()), e))?;
-                unpacked.files.push(relative.to_string_lossy().into_owned());
+                replace(&target)?;
+                std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&link), &target).map_err(create_error)?;
             }
             other => {
-                return Err(EngineError::message(format!(
+                return Err(EngineError::staging(format!(
                     "Refused archive entry {name}: {other:?} entries are not accepted"
                 )));
             }
         }
+        self.unpacked.files.push(relative.to_string_lossy().into_owned());
+        Ok(())
     }
-    Ok(unpacked)
+
+    /// Writes a regular (or sparse) entry's data into a new file at `target` (never through a link), within
+    /// what is left of the whole archive's allowance; a file left half-written is removed.
+    fn write_file<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>, target: &Path) -> Result<()> {
+        let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+        let write_error = |e| EngineError::io(format!("cannot write {}", target.display()), e);
+        self.budget.left.set(UNPACKED_LIMIT.saturating_sub(self.total).saturating_add(1));
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(target)
+            .map_err(write_error)?;
+        let mut buffer = [0u8; 64 * 1024];
+        loop {
+            let read = entry.read(&mut buffer).map_err(|error| self.unreadable(error));
+            let n = match read {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(error) => {
+                    drop(file);
+                    let _ = fs::remove_file(target);
+                    return Err(error);
+                }
+            };
+            self.total += n as u64;
+            if self.total > UNPACKED_LIMIT {
+                drop(file);
+                let _ = fs::remove_file(target);
+                return Err(too_large());
+            }
+            file.write_all(&buffer[..n]).map_err(write_error)?;
+        }
+        file.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(|e| EngineError::io(format!("cannot set the mode of {}", target.display()), e))
+    }
+}
+
+/// An entry's path, refused when it is too long, leaves the root, or names Git's own directory on some file
+/// system.
+fn checked_path(raw: &[u8], name: &str) -> Result<PathBuf> {
+    if raw.len() > PATH_LIMIT {
+        return Err(EngineError::staging(format!(
+            "Refused archive entry {name}…: its path is longer than {PATH_LIMIT} bytes"
+        )));
+    }
+    let Some(relative) = safe_relative(raw) else {
+        return Err(EngineError::staging(format!("Refused archive entry with an unsafe path: {name}")));
+    };
+    if relative.components().any(|c| is_git_alias(c.as_os_str().as_encoded_bytes())) {
+        return Err(EngineError::staging(format!(
+            "Refused archive entry {name}: Git's own directory never crosses from a sandbox"
+        )));
+    }
+    Ok(relative)
 }
 
 #[cfg(test)]

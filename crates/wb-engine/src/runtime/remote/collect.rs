@@ -23,12 +23,12 @@ pub(super) fn retrieve(runtime: &mut RemoteRuntime, outbox: &Path) -> Result<()>
         };
         let Some(baseline) = baseline else { continue };
         let fail = |e: EngineError| {
-            EngineError::message(format!("Failed to collect {title} workspace changes: {}: {e}", host.display()))
+            EngineError::staging(format!("Failed to collect {title} workspace changes: {}: {e}", host.display()))
         };
         workspace_changes(runtime, index, &target, &baseline, &copy).map_err(fail)?;
     }
     outbox_files(runtime, outbox)
-        .map_err(|e| EngineError::message(format!("Failed to collect the {title} outbox: {e}")))
+        .map_err(|e| EngineError::staging(format!("Failed to collect the {title} outbox: {e}")))
 }
 
 fn workspace_changes(runtime: &RemoteRuntime, index: usize, target: &str, baseline: &str, copy: &Path) -> Result<()> {
@@ -55,7 +55,7 @@ fn workspace_changes(runtime: &RemoteRuntime, index: usize, target: &str, baseli
         let name = String::from_utf8_lossy(raw);
         let relative = safe_relative(raw)
             .filter(|r| !r.components().any(|c| archive::is_git_alias(c.as_os_str().as_encoded_bytes())))
-            .ok_or_else(|| EngineError::message(format!("Refused a deleted path with an unsafe name: {name}")))?;
+            .ok_or_else(|| EngineError::staging(format!("Refused a deleted path with an unsafe name: {name}")))?;
         if !parents_are_directories(copy, &relative) {
             continue;
         }

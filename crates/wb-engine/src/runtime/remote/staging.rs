@@ -75,7 +75,7 @@ pub fn pack(title: &str, root: &Path, paths: &[String]) -> Result<Staged> {
     for path in paths {
         total += std::fs::symlink_metadata(root.join(path)).map(|m| m.len()).unwrap_or(0);
         if total > TRANSFER_LIMIT {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::staging(format!(
                 "{title} input exceeds the 512 MiB transfer safety limit: {}",
                 root.display()
             )));
