@@ -68,20 +68,13 @@ fn subprocess_scrub(context: &StageContext<'_>, mcp_references: bool, warnings: 
 }
 
 impl Adapter for ClaudeCode {
-    fn name(&self) -> &'static str {
-        "claude-code"
-    }
-
-    fn executable(&self) -> &'static str {
-        "claude"
-    }
-
-    fn npm_package(&self) -> &'static str {
-        "@anthropic-ai/claude-code"
-    }
-
-    fn verified_versions(&self) -> &'static [&'static str] {
-        &["2.1.332"]
+    fn identity(&self) -> &'static super::Identity {
+        &super::Identity {
+            name: "claude-code",
+            executable: "claude",
+            npm_package: "@anthropic-ai/claude-code",
+            verified_versions: &["2.1.332"],
+        }
     }
 
     fn capabilities(&self) -> Vec<(&'static str, Support)> {
@@ -189,20 +182,14 @@ impl Adapter for ClaudeCode {
             "result" => {
                 let mut events = Vec::new();
                 let usage = event.get("usage").cloned().unwrap_or(Value::Null);
-                let mut data = json!({"kind": "delta"});
-                for (key, field) in [
-                    ("input_tokens", "input_tokens"),
-                    ("output_tokens", "output_tokens"),
-                    ("cache_read_tokens", "cache_read_input_tokens"),
-                    ("cache_write_tokens", "cache_creation_input_tokens"),
-                ] {
-                    if let Some(value) = usage.get(field).and_then(Value::as_u64) {
-                        data[key] = json!(value);
-                    }
-                }
-                if let Some(cost) = event.get("total_cost_usd").and_then(Value::as_f64).filter(|c| *c >= 0.0) {
-                    data["cost_usd"] = json!(cost);
-                }
+                let counters = [
+                    ("input_tokens", "/input_tokens"),
+                    ("output_tokens", "/output_tokens"),
+                    ("cache_read_tokens", "/cache_read_input_tokens"),
+                    ("cache_write_tokens", "/cache_creation_input_tokens"),
+                ];
+                let cost = event.get("total_cost_usd").and_then(Value::as_f64);
+                let data = super::usage_delta(&usage, &counters, cost);
                 events.push(Translated::new("usage.updated", data));
                 if let Some(result) = event.get("result").and_then(Value::as_str) {
                     state.final_text = result.to_owned();

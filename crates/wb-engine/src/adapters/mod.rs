@@ -83,18 +83,54 @@ pub struct TranslateState {
     pub new_message: bool,
 }
 
-pub trait Adapter: Send + Sync {
-    fn name(&self) -> &'static str;
+/// Who a runner is: its name in manifests, its executable, its npm package and the versions verified.
+#[derive(Debug)]
+pub struct Identity {
+    pub name: &'static str,
     /// The executable looked up on PATH.
-    fn executable(&self) -> &'static str;
+    pub executable: &'static str,
     /// The npm package the runner ships in (what `scripts/install-runners.sh` installs).
-    fn npm_package(&self) -> &'static str;
+    pub npm_package: &'static str,
     /// The native versions this adapter was verified against.
-    fn verified_versions(&self) -> &'static [&'static str];
+    pub verified_versions: &'static [&'static str],
+}
+
+pub trait Adapter: Send + Sync {
+    fn identity(&self) -> &'static Identity;
+    fn name(&self) -> &'static str {
+        self.identity().name
+    }
+    /// The executable looked up on PATH.
+    fn executable(&self) -> &'static str {
+        self.identity().executable
+    }
+    /// The npm package the runner ships in (what `scripts/install-runners.sh` installs).
+    fn npm_package(&self) -> &'static str {
+        self.identity().npm_package
+    }
+    /// The native versions this adapter was verified against.
+    fn verified_versions(&self) -> &'static [&'static str] {
+        self.identity().verified_versions
+    }
     fn capabilities(&self) -> Vec<(&'static str, Support)>;
     fn translate(&self, context: &StageContext<'_>) -> Result<Translation>;
     /// Translates one line of the runner's stdout (already parsed as JSON).
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated>;
+}
+
+/// The data of a `usage.updated` delta: each canonical counter found at its JSON pointer in `usage` (a runner's
+/// own names), and the cost when the runner reports a non-negative one.
+pub(crate) fn usage_delta(usage: &Value, counters: &[(&str, &str)], cost: Option<f64>) -> Value {
+    let mut data = serde_json::json!({"kind": "delta"});
+    for (key, pointer) in counters {
+        if let Some(value) = usage.pointer(pointer).and_then(Value::as_u64) {
+            data[*key] = Value::from(value);
+        }
+    }
+    if let Some(cost) = cost.filter(|c| *c >= 0.0) {
+        data["cost_usd"] = Value::from(cost);
+    }
+    data
 }
 
 /// The npm packages the runners ship in (the Pi CLI moved from `@mariozechner` to `@earendil-works`).

@@ -110,25 +110,14 @@ fn permissions(context: &StageContext<'_>, primary: &Path, warnings: &mut Vec<St
     Value::Object(permission)
 }
 
-fn number(value: Option<&Value>) -> Option<u64> {
-    value.and_then(Value::as_u64)
-}
-
 impl Adapter for OpenCode {
-    fn name(&self) -> &'static str {
-        "opencode"
-    }
-
-    fn executable(&self) -> &'static str {
-        "opencode"
-    }
-
-    fn npm_package(&self) -> &'static str {
-        "opencode-ai"
-    }
-
-    fn verified_versions(&self) -> &'static [&'static str] {
-        &["1.18.33"]
+    fn identity(&self) -> &'static super::Identity {
+        &super::Identity {
+            name: "opencode",
+            executable: "opencode",
+            npm_package: "opencode-ai",
+            verified_versions: &["1.18.33"],
+        }
     }
 
     fn capabilities(&self) -> Vec<(&'static str, Support)> {
@@ -273,22 +262,17 @@ impl Adapter for OpenCode {
             }
             "step_finish" => {
                 let tokens = part.get("tokens").cloned().unwrap_or(Value::Null);
-                let mut data = json!({"kind": "delta"});
-                for (key, pointer) in [
+                let counters = [
                     ("input_tokens", "/input"),
                     ("output_tokens", "/output"),
                     ("reasoning_tokens", "/reasoning"),
                     ("cache_read_tokens", "/cache/read"),
                     ("cache_write_tokens", "/cache/write"),
-                ] {
-                    if let Some(value) = number(tokens.pointer(pointer)) {
-                        data[key] = json!(value);
-                    }
-                }
-                if let Some(cost) = part.get("cost").and_then(Value::as_f64).filter(|c| *c >= 0.0) {
-                    data["cost_usd"] = json!(cost);
-                }
-                vec![Translated::new("usage.updated", data)]
+                ];
+                vec![Translated::new(
+                    "usage.updated",
+                    super::usage_delta(&tokens, &counters, part.get("cost").and_then(Value::as_f64)),
+                )]
             }
             "error" => {
                 let message = event

@@ -17,20 +17,13 @@ pub const PI_MCP_MESSAGE: &str =
     "Pi does not provide a native MCP transport. This Workbench requires an explicit Pi extension before it can run.";
 
 impl Adapter for Pi {
-    fn name(&self) -> &'static str {
-        "pi"
-    }
-
-    fn executable(&self) -> &'static str {
-        "pi"
-    }
-
-    fn npm_package(&self) -> &'static str {
-        "@mariozechner/pi-coding-agent"
-    }
-
-    fn verified_versions(&self) -> &'static [&'static str] {
-        &["0.73.1"]
+    fn identity(&self) -> &'static super::Identity {
+        &super::Identity {
+            name: "pi",
+            executable: "pi",
+            npm_package: "@mariozechner/pi-coding-agent",
+            verified_versions: &["0.73.1"],
+        }
     }
 
     fn capabilities(&self) -> Vec<(&'static str, Support)> {
@@ -173,20 +166,13 @@ impl Adapter for Pi {
                     // A message to the model (the task) carries no usage.
                     return vec![Translated::native(kind)];
                 }
-                let mut data = json!({"kind": "delta"});
-                for (key, field) in [
-                    ("input_tokens", "input"),
-                    ("output_tokens", "output"),
-                    ("cache_read_tokens", "cacheRead"),
-                    ("cache_write_tokens", "cacheWrite"),
-                ] {
-                    if let Some(value) = usage.get(field).and_then(Value::as_u64) {
-                        data[key] = json!(value);
-                    }
-                }
-                if let Some(cost) = usage.pointer("/cost/total").and_then(Value::as_f64).filter(|c| *c >= 0.0) {
-                    data["cost_usd"] = json!(cost);
-                }
+                let counters = [
+                    ("input_tokens", "/input"),
+                    ("output_tokens", "/output"),
+                    ("cache_read_tokens", "/cacheRead"),
+                    ("cache_write_tokens", "/cacheWrite"),
+                ];
+                let data = super::usage_delta(&usage, &counters, usage.pointer("/cost/total").and_then(Value::as_f64));
                 if let Some(message) = event.pointer("/message/errorMessage").and_then(Value::as_str) {
                     state.failed = Some(message.to_owned());
                 }

@@ -67,10 +67,6 @@ pub fn completions(
     catalog: &ModelCatalog,
     options: CompletionOptions,
 ) -> Vec<CompletionItem> {
-    let offset = offset.min(text.len());
-    if !text.is_char_boundary(offset) {
-        return Vec::new();
-    }
     let parsed = wb_syntax::parse_str(text);
     completions_parsed(fs, manifest_path, text, &parsed, offset, catalog, options)
 }

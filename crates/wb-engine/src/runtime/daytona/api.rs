@@ -90,19 +90,14 @@ impl Transport {
         &self.http
     }
 
-    /// Sends a request built by `build` (called again for each retry) with the Bearer and SDK version headers,
-    /// within `timeout`, under the shared retry policy. `plane` and `shown` name the call in errors
-    /// (`Daytona API`, `POST /sandbox`). Any status but a redirect is returned to the caller as is.
+    /// Sends the request `call` names, built by `build` (called again for each retry), with the Bearer and SDK
+    /// version headers, within its deadline, under the shared retry policy. Any status but a redirect is
+    /// returned to the caller as is.
     pub async fn send(
         &self,
-        plane: &str,
-        method: Method,
-        url: &str,
-        shown: &str,
-        timeout: Duration,
+        call: &Call<'_>,
         build: &(dyn Fn(RequestBuilder) -> RequestBuilder + Sync),
     ) -> std::result::Result<Response, CallError> {
-        let call = Call { service: plane, method, url, shown, deadline: timeout };
         let build = |request: RequestBuilder| {
             let mut request = request.header("X-Daytona-SDK-Version", SDK_VERSION);
             if let Some(key) = &self.key {
@@ -110,10 +105,11 @@ impl Transport {
             }
             build(request)
         };
-        self.http.send(&call, &build).await
+        self.http.send(call, &build).await
     }
 
-    /// [`Transport::send`], then a non-2xx status becomes the reference's error text.
+    /// [`Transport::send`] of `method` on `url` within `timeout`, then a non-2xx status becomes the reference's
+    /// error text. `plane` and `shown` name the call in errors (`Daytona API`, `POST /sandbox`).
     pub async fn send_ok(
         &self,
         plane: &str,
@@ -123,11 +119,12 @@ impl Transport {
         timeout: Duration,
         build: &(dyn Fn(RequestBuilder) -> RequestBuilder + Sync),
     ) -> std::result::Result<Response, CallError> {
-        let response = self.send(plane, method.clone(), url, shown, timeout, build).await?;
+        let call = Call { service: plane, method, url, shown, deadline: timeout };
+        let response = self.send(&call, build).await?;
         if response.status().is_success() {
             return Ok(response);
         }
-        Err(self.status_error(plane, &method, shown, response).await)
+        Err(self.http.status_error(&call, response).await)
     }
 
     pub async fn status_error(&self, plane: &str, method: &Method, shown: &str, response: Response) -> CallError {
@@ -209,7 +206,9 @@ impl Api {
     pub async fn delete(&self, id: &str) -> std::result::Result<(), CallError> {
         let shown = format!("/sandbox/{}", segment(id));
         let transport = self.transport.for_cleanup();
-        let response = transport.send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
+        let url = self.url(&shown);
+        let call = Call { service: PLANE, method: Method::DELETE, url: &url, shown: &shown, deadline: self.timeout() };
+        let response = transport.send(&call, &|r| r).await?;
         if response.status().is_success() || response.status() == StatusCode::NOT_FOUND {
             return Ok(());
         }

@@ -277,7 +277,10 @@ impl DaytonaSandbox {
     async fn delete_session(&self, session: &str) {
         let shown = format!("process/session/{session}");
         let transport = self.shared.api.transport.for_cleanup();
-        let _ = transport.send(PLANE, Method::DELETE, &self.url(&shown), &shown, self.timeout(), &|r| r).await;
+        let url = self.url(&shown);
+        let call =
+            http::Call { service: PLANE, method: Method::DELETE, url: &url, shown: &shown, deadline: self.timeout() };
+        let _ = transport.send(&call, &|r| r).await;
     }
 
     async fn command_status(&self, session: &str, cmd_id: &str) -> std::result::Result<Option<i64>, CallError> {
