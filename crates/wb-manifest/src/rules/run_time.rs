@@ -11,7 +11,16 @@ impl Rules<'_> {
     /// Problems the reference finds only at smoke or run time, reported early.
     pub(super) fn runtime_problems(&mut self, top: &Mapping) {
         let runner = self.manifest.runner.clone();
-        if let Some(runner) = &runner
+        let runner_name = runner.as_ref().map(|r| r.value.as_str());
+        self.runner_problems(runner.as_ref());
+        self.mcp_reference_problems(top, runner_name);
+        self.runtime_entry_problems(top);
+        self.model_routes();
+    }
+
+    /// A runner the reference cannot run (with the nearest one as a fix).
+    fn runner_problems(&mut self, runner: Option<&Spanned<String>>) {
+        if let Some(runner) = runner
             && !fields::RUNNERS.contains(&runner.value.as_str())
         {
             let fix =
@@ -22,8 +31,11 @@ impl Rules<'_> {
                 diagnostic.fixes.push(fix);
             }
         }
-        let runner_name = runner.as_ref().map(|r| r.value.as_str());
-        // MCP header references.
+    }
+
+    /// MCP header references: each must name a declared variable (fixes: the nearest name, or declaring it);
+    /// Claude Code does not expand Claude or Anthropic variables there; Pi has no MCP transport.
+    fn mcp_reference_problems(&mut self, top: &Mapping, runner_name: Option<&str>) {
         let env_declared = top.entry("env").is_some_and(|e| matches!(e.value.value, Value::Mapping(_)));
         // Taken out while reporting needs `self`, and put back: no copy of the servers.
         let mcps = std::mem::take(&mut self.manifest.mcps);
@@ -80,6 +92,11 @@ impl Rules<'_> {
                         "Pi does not provide a native MCP transport. This Workbench requires an explicit Pi extension before it can run.",
                     );
         }
+    }
+
+    /// Each runtime entry as the reference runs it: Daytona's class and published image, spec 0's local
+    /// image, and providers the reference does not have.
+    fn runtime_entry_problems(&mut self, top: &Mapping) {
         let runtimes = std::mem::take(&mut self.manifest.runtimes);
         for runtime in &runtimes {
             match runtime.provider.value.as_str() {
@@ -136,7 +153,6 @@ impl Rules<'_> {
             }
         }
         self.manifest.runtimes = runtimes;
-        self.model_routes();
     }
 
     /// `${NAME}` references in a header value, with ranges inside the source when they can be found there.
