@@ -4,7 +4,7 @@
 //! select the runtime (`runtime`), bind workspaces and the environment (`bindings`, with `--env-file` read by
 //! `dotenv`), check requirements (`requirements`), stage the runner's configuration (`adapters`), preflight
 //! inside the runtime, check authentication readiness (`routing`), launch, translate the runner's stream into
-//! canonical events (`events`), and clean up on every path. Environment values never leave [`bindings::Environment`] except
+//! canonical events (`events`), log them with the run's record (`runs`), and clean up on every path. Environment values never leave [`bindings::Environment`] except
 //! into the runner's process; everything printed carries names only, and event text is redacted (`redact`, also across streamed text deltas).
 
 pub mod adapters;
@@ -18,6 +18,7 @@ mod outcome;
 mod redact;
 pub mod requirements;
 pub mod routing;
+pub mod runs;
 pub mod runtime;
 pub mod source;
 

@@ -37,7 +37,7 @@ pub enum Command {
     /// authentication, 1 failed).
     Smoke(RunArgs),
     /// Run a Workbench one-shot on a task.
-    Run(RunArgs),
+    Run(RunCommandArgs),
     /// Prepare a Workbench's runtime image (pull or build and cache it) without preflight or a runner.
     Build(BuildArgs),
     /// Inspect, apply or export a run's outcome (ID: wbo_… or the run's wb_… id).
@@ -50,8 +50,129 @@ pub enum Command {
     /// Report what this machine offers a run: runners (where, version, verified), the Docker engine, the
     /// credential variables of each catalog provider (names only) and the outcome store's size.
     Doctor(DoctorArgs),
+    /// List runs, newest first: the active ones, and with --all the finished and lost ones too.
+    #[command(visible_alias = "ps")]
+    Runs(RunsArgs),
+    /// Replay a run's events, then follow it until it ends (exit as `wait`).
+    Attach(AttachArgs),
+    /// Wait for a run to end: exit 0 completed, 1 failed or lost, 124 timed out, 130 cancelled.
+    Wait(WaitArgs),
+    /// Cancel a run: its runner is stopped and its partial outcome collected, as on Ctrl-C.
+    Kill(KillArgs),
+    /// One line per active or recently finished run: package, activity, elapsed time, cost so far.
+    Status(StatusArgs),
     /// Run the language server over stdio.
     Serve,
+}
+
+/// `run` takes what dry-run and smoke take, and its limits.
+#[derive(Debug, Args)]
+pub struct RunCommandArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Stop the run cleanly (a partial outcome, as on Ctrl-C) once the costs its runner reports add up to more
+    /// than this many US dollars.
+    #[arg(long, value_name = "USD", value_parser = parse_cost)]
+    pub max_cost: Option<f64>,
+    /// Stop the run cleanly once it has gone on this long: `90s`, `30m`, `2h`, `1h30m` (a bare number is
+    /// seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_duration: Option<std::time::Duration>,
+}
+
+/// A run: its `wb_…` id, or a unique prefix of one.
+#[derive(Debug, Args)]
+pub struct RunRef {
+    #[arg(value_name = "RUN")]
+    pub run: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Finished and lost runs too.
+    #[arg(long)]
+    pub all: bool,
+    /// Machine-readable output (one JSON array of run records with their state).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    #[command(flatten)]
+    pub run: RunRef,
+    /// Print each event as a JSON line (as `run --json`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    #[command(flatten)]
+    pub run: RunRef,
+    /// Return at the first event after this sequence number instead of at the end (exit 0 when one came).
+    #[arg(long, value_name = "SEQ")]
+    pub after: Option<u64>,
+    /// Give up after this long (exit 124): `90s`, `30m`, a bare number is seconds.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Print the run's record (with its state) as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    #[command(flatten)]
+    pub run: RunRef,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// A single line for a status bar or tmux: the active runs and their cost.
+    #[arg(long)]
+    pub line: bool,
+    /// Machine-readable output (one JSON array).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A dollar amount: a finite, non-negative number.
+fn parse_cost(text: &str) -> Result<f64, String> {
+    match text.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(cost) if cost.is_finite() && cost >= 0.0 => Ok(cost),
+        _ => Err(format!("expected a non-negative amount of US dollars, like 0.50, not {text:?}")),
+    }
+}
+
+/// `90s`, `30m`, `2h`, `1h30m`, `1d`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let invalid = || format!("expected a duration like 90s, 30m, 2h or 1h30m, not {text:?}");
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(seconds));
+    }
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            _ => return Err(invalid()),
+        };
+        let value: u64 = std::mem::take(&mut number).parse().map_err(|_| invalid())?;
+        total = value.checked_mul(unit).and_then(|v| total.checked_add(v)).ok_or_else(invalid)?;
+    }
+    if !number.is_empty() || text.is_empty() {
+        return Err(invalid());
+    }
+    Ok(std::time::Duration::from_secs(total))
 }
 
 #[derive(Debug, Args)]

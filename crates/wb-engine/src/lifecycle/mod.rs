@@ -66,6 +66,14 @@ pub struct Options {
     /// Set when the person cancels (Ctrl-C, `$/cancelRequest`) while the runtime prepares: a template build,
     /// a sandbox being created or a stalled upload stops at its next step. [`run`] sets it from its own flag.
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Run only: stop the run cleanly (as a cancel: partial outcome, `run.cancelled` naming the limit) once the
+    /// costs its runner reports add up to more than this many USD.
+    pub max_cost_usd: Option<f64>,
+    /// Run only: stop the run the same way once it has gone on this long.
+    pub max_duration: Option<std::time::Duration>,
+    /// True when this process cancels the run on SIGINT (the CLI sets `cancel` from its Ctrl-C handler): the
+    /// run's record says so, and `kill` may then stop the run by sending it.
+    pub interrupt_cancels: bool,
 }
 
 impl Options {

@@ -2,7 +2,7 @@
 //! end with exactly one terminal event.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -13,9 +13,10 @@ use super::prepare::{Prepared, prepare_one};
 use super::runner_output::{Line, MAX_STDOUT_LINE_BYTES, keep_tail, read_lines};
 use super::{Options, Purpose, require_task};
 use crate::adapters::TranslateState;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::events::{Event, Stream, Translated};
 use crate::outcome;
+use crate::runs::{RunLog, RunRecord, RunStatus};
 use crate::runtime::{Exit, Launched};
 
 /// How a run ended.
@@ -105,20 +106,32 @@ pub fn run(
     options.cancel = Some(Arc::clone(&cancel));
     let options = &options;
     let mut prepared = prepare_one(fs, options, catalog, Purpose::Run)?;
+    let mut log = RunLog::create(&options.workbench_home(), record(&prepared, options))
+        .map_err(|error| EngineError::io(format!("Cannot create the log of run {}", prepared.run_id), error))?;
+    let limits = Limits::start(options, Arc::clone(&cancel));
     let redactor = super::redactor(&prepared);
     let stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
-    let mut events = Events { stream, emit, started };
+    let mut logged = |event: &Event| {
+        log.append(event);
+        limits.observe(log.record());
+        emit(event);
+    };
+    let mut events = Events { stream, emit: &mut logged, started };
     events.send(Translated::new(
         "run.started",
         json!({"workbench": prepared.package.name, "version": prepared.package.version, "runtime": prepared.runtime.name()}),
     ));
     let Executed { ending, final_text, outcome_id, outcome_error } =
-        execute(&mut prepared, options, &cancel, &mut events);
+        execute(&mut prepared, options, (&cancel, &limits.reason), &mut events);
     drop(events);
-    let warnings = match prepared.cleanup() {
+    drop(limits);
+    let mut warnings = match prepared.cleanup() {
         Ok(()) => Vec::new(),
         Err(error) => vec![redactor.text(&format!("Cleaning up after the run failed: {error}"))],
     };
+    if let Some(failure) = log.failure() {
+        warnings.push(format!("The run's log is incomplete: {failure}"));
+    }
     let ending = match ending {
         Ending::Failed(message) => Ending::Failed(redactor.text(&message)),
         other => other,
@@ -133,6 +146,94 @@ pub fn run(
     })
 }
 
+/// The record a run's log starts with.
+fn record(prepared: &Prepared, options: &Options) -> RunRecord {
+    let pid = std::process::id();
+    RunRecord {
+        run_id: prepared.run_id.clone(),
+        workbench: prepared.package.name.clone(),
+        version: prepared.package.version.clone(),
+        runtime: prepared.runtime.name().to_owned(),
+        runner: prepared.adapter.name().to_owned(),
+        task_digest: crate::runs::task_digest(options.task.as_deref().unwrap_or_default()),
+        pid,
+        interrupt_cancels: options.interrupt_cancels,
+        pid_start: crate::runs::process_start(pid),
+        started_at: wb_outcomes::now_utc(),
+        ended_at: None,
+        status: RunStatus::Running,
+        outcome_id: None,
+        cost_usd: None,
+        last_sequence: 0,
+        activity: None,
+        message: None,
+    }
+}
+
+/// The run's spend and time limits: crossing one sets the cancel flag, with the reason the terminal event
+/// gives. The duration is watched by a thread that ends with the run (dropping this ends it).
+struct Limits {
+    max_cost: Option<f64>,
+    cancel: Arc<AtomicBool>,
+    reason: Arc<Mutex<Option<String>>>,
+    _timer: Option<mpsc::Sender<()>>,
+}
+
+impl Limits {
+    fn start(options: &Options, cancel: Arc<AtomicBool>) -> Limits {
+        let reason: Arc<Mutex<Option<String>>> = Arc::default();
+        let timer = options.max_duration.map(|limit| {
+            let (done, ended) = mpsc::channel::<()>();
+            let (cancel, reason) = (Arc::clone(&cancel), Arc::clone(&reason));
+            std::thread::spawn(move || {
+                if ended.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Timeout) {
+                    stop(
+                        &cancel,
+                        &reason,
+                        format!("Stopped by --max-duration: the run went on for {}", duration_text(limit)),
+                    );
+                }
+            });
+            done
+        });
+        Limits { max_cost: options.max_cost_usd, cancel, reason, _timer: timer }
+    }
+
+    /// Stops the run once the cost so far crosses the limit.
+    fn observe(&self, record: &RunRecord) {
+        if let (Some(limit), Some(cost)) = (self.max_cost, record.cost_usd)
+            && cost > limit
+            && !self.cancel.load(Ordering::SeqCst)
+        {
+            stop(
+                &self.cancel,
+                &self.reason,
+                format!("Stopped by --max-cost {limit:.2} USD: the runner reported {cost:.4} USD"),
+            );
+        }
+    }
+}
+
+/// Records why the run stops (the first reason wins) and sets the cancel flag.
+fn stop(cancel: &AtomicBool, reason: &Mutex<Option<String>>, text: String) {
+    if let Ok(mut reason) = reason.lock() {
+        reason.get_or_insert(text);
+    }
+    cancel.store(true, Ordering::SeqCst);
+}
+
+/// `1h 5m`, `30m`, `45s`.
+fn duration_text(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let (hours, minutes, rest) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let parts: Vec<String> = [(hours, "h"), (minutes, "m"), (rest, "s")]
+        .iter()
+        .filter(|(value, _)| *value > 0)
+        .map(|(value, unit)| format!("{value}{unit}"))
+        .collect();
+    if parts.is_empty() { "0s".to_owned() } else { parts.join(" ") }
+}
+
 /// What [`execute`] found.
 struct Executed {
     ending: Ending,
@@ -142,7 +243,12 @@ struct Executed {
 }
 
 /// Everything after `run.started`, through the terminal event: how the run ended, its final text and outcome.
-fn execute(prepared: &mut Prepared, options: &Options, cancel: &AtomicBool, events: &mut Events<'_>) -> Executed {
+fn execute(
+    prepared: &mut Prepared,
+    options: &Options,
+    (cancel, stop_reason): (&AtomicBool, &Mutex<Option<String>>),
+    events: &mut Events<'_>,
+) -> Executed {
     let fail = |events: &mut Events<'_>, message: String| {
         let failed = events.failed(&message);
         events.send(failed);
@@ -161,7 +267,11 @@ fn execute(prepared: &mut Prepared, options: &Options, cancel: &AtomicBool, even
     events.send(Translated::new("run.ready", json!({})));
     let (status, state, cancelled, stderr_tail) = follow(prepared, &mut launched, cancel, events);
     let (ending, terminal) = if cancelled {
-        (Ending::Cancelled, Translated::new("run.cancelled", json!({"duration_ms": elapsed(events.started)})))
+        let mut data = json!({"duration_ms": elapsed(events.started)});
+        if let Some(reason) = stop_reason.lock().ok().and_then(|reason| reason.clone()) {
+            data["message"] = Value::from(reason);
+        }
+        (Ending::Cancelled, Translated::new("run.cancelled", data))
     } else {
         let success = status.as_ref().is_some_and(Exit::success);
         match (&state.failed, success) {

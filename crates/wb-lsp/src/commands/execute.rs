@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use wb_engine::{Ending, EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
-use crate::cli::{BuildArgs, DryRunArgs, RunArgs};
+use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
 use crate::text;
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
@@ -40,6 +40,9 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
         home: None,
         stage_dir: None,
         cancel: None,
+        max_cost_usd: None,
+        max_duration: None,
+        interrupt_cancels: false,
     })
 }
 
@@ -213,8 +216,12 @@ fn smoke_record(report: &Smoke) -> String {
     record
 }
 
-pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(command: &RunCommandArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+    let args = &command.run;
     let mut options = options(args)?;
+    options.max_cost_usd = command.max_cost;
+    options.max_duration = command.max_duration;
+    options.interrupt_cancels = true;
     // Ctrl-C cancels the run: the runner is stopped and run.cancelled is the terminal event; while the runtime
     // prepares, what it is doing stops and the command exits 130.
     let cancel = cancel_on_ctrl_c(&mut options, false);
@@ -231,38 +238,7 @@ pub fn run(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
         if final_only {
             return;
         }
-        match event.kind.as_str() {
-            // Everything here is the runner's text: made printable, so it cannot drive the terminal.
-            "output.text" => {
-                let text = event.data.get("text").and_then(|t| t.as_str()).unwrap_or_default();
-                let _ = writeln!(stdout, "{}", super::printable_text(text));
-            }
-            "tool.started" => {
-                let name = event.data.get("name").and_then(|t| t.as_str()).unwrap_or_default();
-                let target = event.data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
-                eprintln!("• {} {}", super::printable(name), super::printable(target));
-            }
-            "outcome.available" => {
-                let id = event.data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
-                eprintln!("outcome: {id} (wb-lsp outcome {id})");
-            }
-            // The run's work did not reach the user: the command exits 1 even when the runner succeeded.
-            "outcome.failed" => {
-                let message = event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
-                eprintln!("error: {}", super::printable(message));
-            }
-            "run.failed" => {
-                let message = event.data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
-                eprintln!("error: {}", super::printable(message));
-            }
-            // What the engine noticed about the runner's output (a line over the limit).
-            "runner.event" => {
-                if let Some(warning) = event.data.get("warning").and_then(|t| t.as_str()) {
-                    eprintln!("warning: {}", super::printable(warning));
-                }
-            }
-            _ => {}
-        }
+        print_event(&event.kind, &event.data);
     };
     let result = match wb_engine::run(&OsFileSystem, &options, catalog, Arc::clone(&cancel), &mut emit) {
         Ok(result) => result,
@@ -357,6 +333,43 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
     }
     write_stdout(&out)?;
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Prints one event for a person: the runner's text on stdout, tools, outcomes and failures on stderr.
+pub(super) fn print_event(kind: &str, data: &serde_json::Value) {
+    let mut stdout = std::io::stdout().lock();
+    match kind {
+        // Everything here is the runner's text: made printable, so it cannot drive the terminal.
+        "output.text" => {
+            let text = data.get("text").and_then(|t| t.as_str()).unwrap_or_default();
+            let _ = writeln!(stdout, "{}", super::printable_text(text));
+        }
+        "tool.started" => {
+            let name = data.get("name").and_then(|t| t.as_str()).unwrap_or_default();
+            let target = data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("• {} {}", super::printable(name), super::printable(target));
+        }
+        "outcome.available" => {
+            let id = data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("outcome: {id} (wb-lsp outcome {id})");
+        }
+        // The run's work did not reach the user: the command exits 1 even when the runner succeeded.
+        "outcome.failed" => {
+            let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("error: {}", super::printable(message));
+        }
+        "run.failed" => {
+            let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("error: {}", super::printable(message));
+        }
+        // What the engine noticed about the runner's output (a line over the limit).
+        "runner.event" => {
+            if let Some(warning) = data.get("warning").and_then(|t| t.as_str()) {
+                eprintln!("warning: {}", super::printable(warning));
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

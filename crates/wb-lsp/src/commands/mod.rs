@@ -8,6 +8,7 @@ mod init;
 mod migrate;
 mod models;
 mod outcome;
+mod runs;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Outcomes(args)) => outcome::list(&args),
         Some(Command::Clean(args)) => clean::run(&args),
         Some(Command::Doctor(args)) => doctor::run(&args, catalog),
+        Some(Command::Runs(args)) => runs::list(&args),
+        Some(Command::Attach(args)) => runs::attach(&args),
+        Some(Command::Wait(args)) => runs::wait(&args),
+        Some(Command::Kill(args)) => runs::kill(&args),
+        Some(Command::Status(args)) => runs::status(&args),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;

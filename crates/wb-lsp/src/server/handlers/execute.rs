@@ -51,6 +51,9 @@ fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
         home: None,
         stage_dir: None,
         cancel: None,
+        max_cost_usd: None,
+        max_duration: None,
+        interrupt_cancels: false,
     })
 }
 

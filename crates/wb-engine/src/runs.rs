@@ -1,0 +1,353 @@
+//! What a run leaves behind besides its outcome: `$WORKBENCH_HOME/runs/<run-id>/events.ndjson` (every event,
+//! redacted exactly as emitted, one JSON line each, appended as it goes out, 0600) and `run.json` (a
+//! [`RunRecord`]: the package, runtime, task digest, the owning process, start and end, status, outcome id and
+//! cost so far), both in the run's private directory beside its outbox.
+//!
+//! A run is *running* while its record says so and the process that owns it lives; a record that says running
+//! whose owner is gone (killed, crashed) is [`RunState::Lost`], never running. Readers take only complete lines
+//! of the log, so a line being written is read on the next look.
+
+use std::fs;
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::events::Event;
+
+/// The log's file name in a run's directory.
+pub const EVENTS_FILE: &str = "events.ndjson";
+/// The record's file name in a run's directory.
+pub const RECORD_FILE: &str = "run.json";
+/// `run.json` is rewritten at most this often while a run goes on (always at its start and end).
+const RECORD_INTERVAL: Duration = Duration::from_millis(250);
+/// The largest `run.json` read back (a record is a few hundred bytes).
+const RECORD_LIMIT: u64 = 64 * 1024;
+/// The longest log line read back: an event over it is skipped, whole, and said in its place.
+const LINE_LIMIT: usize = 4 * 1024 * 1024;
+
+/// How a run ended, or that it goes on, as its record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+/// A run's state as `runs` and `status` show it: the record's status, or `lost` when a record that says
+/// running has no living owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    Lost,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+            RunState::Lost => "lost",
+        }
+    }
+}
+
+/// `run.json`: what a run is and how far it got. Never an environment value, never the task (its digest).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub workbench: String,
+    pub version: String,
+    pub runtime: String,
+    pub runner: String,
+    /// `sha256:<hex>` of the task text.
+    pub task_digest: String,
+    /// The process that owns the run (it launched the runner and collects the outcome).
+    pub pid: u32,
+    /// True when that process cancels the run on SIGINT (the CLI's `run`; `kill` sends it), as on Ctrl-C.
+    #[serde(default)]
+    pub interrupt_cancels: bool,
+    /// When that process started, as the kernel counts it (Linux), so a reused pid is never taken for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_start: Option<u64>,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome_id: Option<String>,
+    /// The sum of the costs the runner's usage events reported, in USD; `None`: it reported none.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// The sequence of the last event logged.
+    #[serde(default)]
+    pub last_sequence: u64,
+    /// What the agent was last seen doing: `thinking`, `writing`, `tool <title>`, `edited <path>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
+    /// Why it failed or was cancelled (the terminal event's message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl RunRecord {
+    /// The record's status, or [`RunState::Lost`] when it says running and its owner is gone.
+    pub fn state(&self) -> RunState {
+        match self.status {
+            RunStatus::Running if !owner_alive(self.pid, self.pid_start) => RunState::Lost,
+            RunStatus::Running => RunState::Running,
+            RunStatus::Completed => RunState::Completed,
+            RunStatus::Failed => RunState::Failed,
+            RunStatus::Cancelled => RunState::Cancelled,
+        }
+    }
+
+    /// How long the run has gone on (to its end, when it ended); `None` when the times cannot be read.
+    pub fn elapsed(&self) -> Option<Duration> {
+        let started: jiff::Timestamp = self.started_at.parse().ok()?;
+        let ended = match &self.ended_at {
+            Some(ended) => ended.parse().ok()?,
+            None => jiff::Timestamp::now(),
+        };
+        let span = ended.duration_since(started);
+        Duration::try_from(span).ok()
+    }
+
+    /// How long ago the run ended; `None` while it goes on, or when the time cannot be read.
+    pub fn ended_ago(&self) -> Option<Duration> {
+        let ended: jiff::Timestamp = self.ended_at.as_deref()?.parse().ok()?;
+        Duration::try_from(jiff::Timestamp::now().duration_since(ended)).ok()
+    }
+
+    /// Folds one event into the record: its sequence, the cost, the activity, the outcome and the ending.
+    pub fn observe(&mut self, event: &Event) {
+        self.last_sequence = event.sequence;
+        let text = |key: &str| event.data.get(key).and_then(Value::as_str).map(str::to_owned);
+        match event.kind.as_str() {
+            "usage.updated" => {
+                if let Some(cost) = event.data.get("cost_usd").and_then(Value::as_f64).filter(|c| c.is_finite()) {
+                    let total = event.data.get("kind").and_then(Value::as_str) == Some("total");
+                    let so_far = if total { 0.0 } else { self.cost_usd.unwrap_or(0.0) };
+                    self.cost_usd = Some(so_far + cost);
+                }
+            }
+            "reasoning.delta" | "reasoning.completed" => self.activity = Some("thinking".to_owned()),
+            "output.text" => self.activity = Some("writing".to_owned()),
+            "tool.started" => {
+                let title = text("title").or_else(|| text("name")).unwrap_or_default();
+                self.activity = Some(format!("tool {title}"));
+            }
+            "file.changed" => self.activity = text("path").map(|path| format!("edited {path}")),
+            "outcome.available" => self.outcome_id = text("outcome_id"),
+            "run.completed" => self.end(RunStatus::Completed, event, None),
+            "run.failed" => self.end(RunStatus::Failed, event, text("message")),
+            "run.cancelled" => self.end(RunStatus::Cancelled, event, text("message")),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, status: RunStatus, event: &Event, message: Option<String>) {
+        self.status = status;
+        self.ended_at = Some(event.timestamp.clone());
+        self.message = message;
+        self.activity = None;
+    }
+}
+
+/// Whether the process `pid` lives and is the one that started at `start` (when known).
+fn owner_alive(pid: u32, start: Option<u64>) -> bool {
+    let Ok(raw) = i32::try_from(pid) else { return false };
+    if raw <= 0 {
+        return false;
+    }
+    // Signal 0 checks existence and permission without sending anything.
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
+        Ok(()) | Err(nix::errno::Errno::EPERM) => {}
+        Err(_) => return false,
+    }
+    match (start, process_start(pid)) {
+        (Some(recorded), Some(now)) => recorded == now,
+        _ => true,
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22); `None` off Linux.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after its last `)`.
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The directory of run `run_id` under the Workbench home.
+pub fn run_dir(home: &Path, run_id: &str) -> PathBuf {
+    home.join("runs").join(run_id)
+}
+
+/// The run being logged: its log file (append only) and its record.
+pub struct RunLog {
+    dir: PathBuf,
+    file: fs::File,
+    record: RunRecord,
+    written: Option<Instant>,
+    /// The first failure to write the log or the record; the run goes on, and it is said after the run.
+    failure: Option<String>,
+}
+
+impl RunLog {
+    /// Creates the run's directory (private), an empty log (0600, refused if one exists) and the record.
+    pub fn create(home: &Path, record: RunRecord) -> std::io::Result<RunLog> {
+        let dir = run_dir(home, &record.run_id);
+        wb_outcomes::create_private_dir(&dir)?;
+        let file = fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(dir.join(EVENTS_FILE))?;
+        let mut log = RunLog { dir, file, record, written: None, failure: None };
+        log.write_record()?;
+        Ok(log)
+    }
+
+    pub fn record(&self) -> &RunRecord {
+        &self.record
+    }
+
+    /// Appends one event (a whole line in one write, so a reader never sees two events interleaved) and folds
+    /// it into the record, written again at the end of the run and at most every 250 ms before.
+    pub fn append(&mut self, event: &Event) {
+        let mut line = match serde_json::to_vec(event) {
+            Ok(line) => line,
+            Err(error) => return self.fail(format!("cannot encode event {}: {error}", event.sequence)),
+        };
+        line.push(b'\n');
+        if let Err(error) = self.file.write_all(&line) {
+            self.fail(format!("cannot append to {}: {error}", self.dir.join(EVENTS_FILE).display()));
+        }
+        self.record.observe(event);
+        // Streamed text and thinking come in many small events: the record follows them at most every 250 ms;
+        // every other event (a tool, a file, usage, the outcome, the end) is in the record at once.
+        let frequent = matches!(event.kind.as_str(), "output.text" | "reasoning.delta");
+        let due = self.written.is_none_or(|at| at.elapsed() >= RECORD_INTERVAL);
+        if (!frequent || due)
+            && let Err(error) = self.write_record()
+        {
+            self.fail(format!("cannot write {}: {error}", self.dir.join(RECORD_FILE).display()));
+        }
+    }
+
+    /// The first failure to log, if any.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
+    fn fail(&mut self, message: String) {
+        self.failure.get_or_insert(message);
+    }
+
+    fn write_record(&mut self) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(&self.record).map_err(std::io::Error::other)?;
+        wb_outcomes::write_atomic(&self.dir.join(RECORD_FILE), &bytes, wb_outcomes::FileMode::Exactly(0o600))?;
+        self.written = Some(Instant::now());
+        Ok(())
+    }
+}
+
+impl Drop for RunLog {
+    fn drop(&mut self) {
+        let _ = self.write_record();
+    }
+}
+
+/// Reads a run's record.
+pub fn read_record(home: &Path, run_id: &str) -> std::io::Result<RunRecord> {
+    let path = run_dir(home, run_id).join(RECORD_FILE);
+    let file = fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits()).open(&path)?;
+    let mut bytes = Vec::new();
+    file.take(RECORD_LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > RECORD_LIMIT {
+        return Err(std::io::Error::other(format!("{} is larger than {RECORD_LIMIT} bytes", path.display())));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|error| std::io::Error::other(format!("{} is not a run record: {error}", path.display())))
+}
+
+/// Every run with a record, newest first (by start time, then id).
+pub fn list(home: &Path) -> Vec<RunRecord> {
+    let Ok(entries) = fs::read_dir(home.join("runs")) else { return Vec::new() };
+    let mut records: Vec<RunRecord> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+        .filter(|name| name.starts_with("wb_"))
+        .filter_map(|name| read_record(home, &name).ok())
+        .collect();
+    records.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| b.run_id.cmp(&a.run_id)));
+    records
+}
+
+/// Reads a run's log from byte `offset`: the complete lines there, each an event's JSON, and the offset after
+/// the last complete line (a line still being written is left for the next read).
+pub struct LogReader {
+    file: fs::File,
+    offset: u64,
+    pending: Vec<u8>,
+    /// A line over [`LINE_LIMIT`] is being skipped up to its end.
+    skipping: bool,
+}
+
+impl LogReader {
+    pub fn open(home: &Path, run_id: &str) -> std::io::Result<LogReader> {
+        let path = run_dir(home, run_id).join(EVENTS_FILE);
+        let file = fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits()).open(path)?;
+        Ok(LogReader { file, offset: 0, pending: Vec::new(), skipping: false })
+    }
+
+    /// The events appended since the last read (none when nothing new is complete).
+    pub fn read_new(&mut self) -> std::io::Result<Vec<Value>> {
+        self.file.seek(std::io::SeekFrom::Start(self.offset))?;
+        let mut chunk = Vec::new();
+        let read = (&mut self.file).take(LINE_LIMIT as u64).read_to_end(&mut chunk)?;
+        self.offset += read as u64;
+        self.pending.extend_from_slice(&chunk);
+        let mut events = Vec::new();
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            if std::mem::take(&mut self.skipping) {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(&line[..line.len() - 1]) {
+                Ok(event) => events.push(event),
+                Err(error) => events.push(unreadable(&error.to_string())),
+            }
+        }
+        if self.pending.len() > LINE_LIMIT {
+            self.pending.clear();
+            if !std::mem::replace(&mut self.skipping, true) {
+                events.push(unreadable(&format!("an event over {LINE_LIMIT} bytes was skipped")));
+            }
+        }
+        Ok(events)
+    }
+}
+
+/// What a reader puts in place of a line it cannot read.
+fn unreadable(message: &str) -> Value {
+    serde_json::json!({"type": "log.unreadable", "data": {"message": message}})
+}
+
+/// The digest `run.json` records of a task.
+pub fn task_digest(task: &str) -> String {
+    format!("sha256:{}", wb_outcomes::sha256_hex(task.as_bytes()))
+}

@@ -1,0 +1,270 @@
+//! The runs under `$WORKBENCH_HOME/runs`: `runs` (alias `ps`) lists them, `attach` replays a run's event log
+//! then follows it, `wait` waits for its end, `kill` cancels it, `status` says what the active ones are doing
+//! and what they cost. Everything here reads the log and the record the run's own process writes
+//! (`wb_engine::runs`); nothing but `kill` acts on a run.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use wb_engine::runs::{self, LogReader, RunRecord, RunState};
+
+use super::printable;
+use crate::cli::{AttachArgs, KillArgs, RunsArgs, StatusArgs, WaitArgs};
+
+/// How often a followed run's log and record are looked at.
+const POLL: Duration = Duration::from_millis(100);
+/// How long `kill` waits for the run to end after asking.
+const KILL_WAIT: Duration = Duration::from_secs(120);
+/// Runs that ended within this long are shown by `status` beside the active ones.
+const RECENT: Duration = Duration::from_secs(15 * 60);
+
+fn home() -> anyhow::Result<std::path::PathBuf> {
+    wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))
+}
+
+/// The run a reference names: its id, or a prefix of exactly one run's id.
+fn resolve(home: &std::path::Path, reference: &str) -> anyhow::Result<RunRecord> {
+    if let Ok(record) = runs::read_record(home, reference) {
+        return Ok(record);
+    }
+    let matching: Vec<RunRecord> =
+        runs::list(home).into_iter().filter(|record| record.run_id.starts_with(reference)).collect();
+    match matching.len() {
+        1 => Ok(matching.into_iter().next().context("one run")?),
+        0 => bail!("No run found: {reference}"),
+        n => bail!("{n} runs start with {reference}: give more of the id"),
+    }
+}
+
+/// `$0.4213`, or `cost unknown` when the runner reported none.
+fn cost_text(record: &RunRecord) -> String {
+    record.cost_usd.map_or_else(|| "cost unknown".to_owned(), |cost| format!("${cost:.4}"))
+}
+
+fn elapsed_text(record: &RunRecord) -> String {
+    let Some(elapsed) = record.elapsed() else { return "?".to_owned() };
+    let seconds = elapsed.as_secs();
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m{:02}s", seconds / 60, seconds % 60),
+        _ => format!("{}h{:02}m", seconds / 3600, seconds / 60 % 60),
+    }
+}
+
+/// A record as JSON, with its state (`lost` where the record still says running).
+fn record_json(record: &RunRecord) -> Value {
+    let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
+    value["state"] = json!(record.state().as_str());
+    value
+}
+
+pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
+    let home = home()?;
+    let records: Vec<RunRecord> =
+        runs::list(&home).into_iter().filter(|r| args.all || r.state() == RunState::Running).collect();
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{:#}", Value::Array(records.iter().map(record_json).collect()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if records.is_empty() {
+        writeln!(stdout, "{}", if args.all { "No runs" } else { "No active runs (--all lists finished ones)" })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        stdout,
+        "{:<27}  {:<9}  {:<24}  {:<8}  {:<20}  {:>8}  COST",
+        "RUN", "STATE", "WORKBENCH", "RUNTIME", "STARTED", "ELAPSED"
+    )?;
+    for record in &records {
+        writeln!(
+            stdout,
+            "{:<27}  {:<9}  {:<24}  {:<8}  {:<20}  {:>8}  {}",
+            record.run_id,
+            record.state().as_str(),
+            printable(&record.workbench),
+            record.runtime,
+            record.started_at,
+            elapsed_text(record),
+            cost_text(record)
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The exit code of a run that ended: 0 completed (its outcome collected), 1 failed or lost, 130 cancelled.
+fn exit_of(state: RunState, outcome_failed: bool) -> ExitCode {
+    match state {
+        RunState::Completed if !outcome_failed => ExitCode::SUCCESS,
+        RunState::Cancelled => ExitCode::from(130),
+        RunState::Running => ExitCode::from(124),
+        _ => ExitCode::from(1),
+    }
+}
+
+pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
+    let home = home()?;
+    let record = resolve(&home, &args.run.run)?;
+    let mut reader = LogReader::open(&home, &record.run_id)
+        .with_context(|| format!("cannot read the log of run {}", record.run_id))?;
+    let mut outcome_failed = false;
+    loop {
+        let events = reader.read_new()?;
+        for event in &events {
+            if args.json {
+                let mut stdout = std::io::stdout().lock();
+                writeln!(stdout, "{event}")?;
+            } else {
+                let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+                super::execute::print_event(kind, event.get("data").unwrap_or(&Value::Null));
+            }
+            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+            outcome_failed |= kind == "outcome.failed";
+            let state = match kind {
+                "run.completed" => Some(RunState::Completed),
+                "run.failed" => Some(RunState::Failed),
+                "run.cancelled" => Some(RunState::Cancelled),
+                _ => None,
+            };
+            if let Some(state) = state {
+                return Ok(exit_of(state, outcome_failed));
+            }
+        }
+        if events.is_empty() {
+            // Nothing new: the run may have been lost (its owner gone before a terminal event).
+            let now = runs::read_record(&home, &record.run_id)?;
+            if now.state() == RunState::Lost && reader.read_new()?.is_empty() {
+                eprintln!(
+                    "error: run {} is lost: the process that owned it (pid {}) ended before the run did",
+                    record.run_id, record.pid
+                );
+                return Ok(ExitCode::from(1));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
+    let home = home()?;
+    let first = resolve(&home, &args.run.run)?;
+    let started = Instant::now();
+    let mut reader = match args.after {
+        Some(_) => Some(LogReader::open(&home, &first.run_id)?),
+        None => None,
+    };
+    loop {
+        let record = runs::read_record(&home, &first.run_id)?;
+        let state = record.state();
+        let next = match (&mut reader, args.after) {
+            (Some(reader), Some(after)) => reader
+                .read_new()?
+                .iter()
+                .any(|event| event.get("sequence").and_then(Value::as_u64).is_some_and(|sequence| sequence > after)),
+            _ => false,
+        };
+        if state != RunState::Running || next {
+            if args.json {
+                let mut stdout = std::io::stdout().lock();
+                writeln!(stdout, "{:#}", record_json(&record))?;
+            }
+            if next && state == RunState::Running {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let outcome_failed = state == RunState::Completed && record.outcome_id.is_none();
+            return Ok(exit_of(state, outcome_failed));
+        }
+        if args.timeout.is_some_and(|timeout| started.elapsed() >= timeout) {
+            if args.json {
+                let mut stdout = std::io::stdout().lock();
+                writeln!(stdout, "{:#}", record_json(&record))?;
+            }
+            return Ok(ExitCode::from(124));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
+    let home = home()?;
+    let record = resolve(&home, &args.run.run)?;
+    let state = record.state();
+    if state != RunState::Running {
+        eprintln!("error: run {} is not running ({})", record.run_id, state.as_str());
+        return Ok(ExitCode::from(1));
+    }
+    if !record.interrupt_cancels {
+        eprintln!(
+            "error: run {} belongs to a process that does not take a signal to cancel it (pid {}): cancel it \
+             where it was started (the editor's Runs view)",
+            record.run_id, record.pid
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let pid = i32::try_from(record.pid).context("the run's pid")?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT)
+        .with_context(|| format!("cannot signal the process of run {} (pid {pid})", record.run_id))?;
+    let asked = Instant::now();
+    while asked.elapsed() < KILL_WAIT {
+        let now = runs::read_record(&home, &record.run_id)?;
+        if now.state() != RunState::Running {
+            eprintln!("run {} {}", now.run_id, now.state().as_str());
+            return Ok(ExitCode::SUCCESS);
+        }
+        std::thread::sleep(POLL);
+    }
+    eprintln!("error: run {} was asked to stop and is still running after {}s", record.run_id, KILL_WAIT.as_secs());
+    Ok(ExitCode::from(1))
+}
+
+pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let home = home()?;
+    let records: Vec<RunRecord> = runs::list(&home)
+        .into_iter()
+        .filter(|record| match record.state() {
+            RunState::Running => true,
+            RunState::Lost => false,
+            _ => record.ended_ago().is_some_and(|ago| ago <= RECENT),
+        })
+        .collect();
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{:#}", Value::Array(records.iter().map(record_json).collect()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.line {
+        let active: Vec<&RunRecord> = records.iter().filter(|r| r.state() == RunState::Running).collect();
+        let known: f64 = active.iter().filter_map(|r| r.cost_usd).sum();
+        let line = match active.len() {
+            0 => "wb: idle".to_owned(),
+            1 => {
+                format!("wb: {} {} {}", printable(&active[0].workbench), elapsed_text(active[0]), cost_text(active[0]))
+            }
+            n => format!("wb: {n} runs ${known:.2}"),
+        };
+        writeln!(stdout, "{line}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if records.is_empty() {
+        writeln!(stdout, "No active or recent runs")?;
+    }
+    for record in &records {
+        let doing = match record.state() {
+            RunState::Running => record.activity.clone().unwrap_or_else(|| "starting".to_owned()),
+            state => state.as_str().to_owned(),
+        };
+        writeln!(
+            stdout,
+            "{}  {}  {}  {}  {}",
+            record.run_id,
+            printable(&record.workbench),
+            printable(&doing),
+            elapsed_text(record),
+            cost_text(record)
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,316 @@
+//! Runs that can be seen from outside the process that owns them, through the built binary with the fake
+//! OpenCode runner: the persisted event log and record (`runs/<id>/events.ndjson`, `run.json`), `runs`/`ps`,
+//! `attach` (replay, then follow), `wait` and its exit codes, `kill` (a partial outcome, as on Ctrl-C), a run
+//! whose owner was SIGKILLed shown as `lost`, `status`, and the spend and time limits.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wb_testsupport::{self as support, Output, TASK, World, finish, opencode_world};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wb-lsp");
+
+fn wb(world: &World, args: &[&str]) -> Output {
+    finish(world.command(BIN).args(args))
+}
+
+fn runs_dir(world: &World) -> PathBuf {
+    world.home.join(".workbench/runs")
+}
+
+/// The OpenCode native stream `lines` as a script for the fake runner.
+fn script(world: &World, name: &str, lines: &[Value]) -> PathBuf {
+    let path = world.root.join(format!("{name}.jsonl"));
+    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn text(words: &str) -> Value {
+    json!({"type": "text", "timestamp": 1764480000020u64, "sessionID": "ses_1", "part": {"sessionID": "ses_1",
+        "messageID": "msg_1", "id": "prt_text", "type": "text", "text": words, "time": {"start": 1, "end": 2}}})
+}
+
+fn step_finish(cost: f64) -> Value {
+    json!({"type": "step_finish", "timestamp": 1764480000070u64, "sessionID": "ses_1", "part": {"sessionID": "ses_1",
+        "messageID": "msg_1", "id": "prt_finish", "type": "step-finish", "reason": "tool-calls", "cost": cost,
+        "tokens": {"input": 100, "output": 10, "reasoning": 0, "cache": {"read": 0, "write": 0}}}})
+}
+
+fn run_args<'a>(work: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", ".workbenches/oc-demo", "--dir", work, "--task", TASK, "--json"];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Starts `wb-lsp run --json` on `script` and reads its events until one of type `until` (returned with the
+/// child and the rest of its stdout).
+fn start(
+    world: &World,
+    script: &PathBuf,
+    extra: &[&str],
+    until: &str,
+) -> (Child, Vec<Value>, BufReader<std::process::ChildStdout>) {
+    let work = world.work.display().to_string();
+    let mut child = world
+        .command(BIN)
+        .args(run_args(&work, extra))
+        .env("OPENAI_API_KEY", "sk-openai-test-value")
+        .env("DATABASE_URL", "postgres://db.internal/ledger")
+        .env("FAKE_RUNNER_SCRIPT", script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut events = Vec::new();
+    let mut line = String::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let event: Value = serde_json::from_str(line.trim()).unwrap();
+        let found = event["type"] == until;
+        events.push(event);
+        if found {
+            return (child, events, reader);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("no {until} event: {events:?}");
+}
+
+/// The rest of a started run's events and its exit code.
+fn finish_run(
+    mut child: Child,
+    mut events: Vec<Value>,
+    reader: BufReader<std::process::ChildStdout>,
+) -> (Vec<Value>, i32) {
+    for line in reader.lines() {
+        events.push(serde_json::from_str(&line.unwrap()).unwrap());
+    }
+    let status = child.wait().unwrap();
+    (events, status.code().unwrap_or(-1))
+}
+
+fn run_id(events: &[Value]) -> String {
+    events[0]["run_id"].as_str().unwrap().to_owned()
+}
+
+fn record(world: &World, id: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(runs_dir(world).join(id).join("run.json")).unwrap()).unwrap()
+}
+
+fn logged(world: &World, id: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(runs_dir(world).join(id).join("events.ndjson")).unwrap();
+    text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
+fn mode(path: PathBuf) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_run_is_logged_listed_replayed_and_waited_for() {
+    let world = opencode_world();
+    let stream = script(&world, "cost", &[text("working"), step_finish(0.25), text("done"), step_finish(0.5)]);
+    let (child, events, reader) = start(&world, &stream, &[], "run.started");
+    let (events, code) = finish_run(child, events, reader);
+    assert_eq!(code, 0, "{events:?}");
+    let id = run_id(&events);
+
+    // The log holds exactly the events the run printed, in order, with contiguous sequences; private files.
+    assert_eq!(logged(&world, &id), events);
+    let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(mode(runs_dir(&world).join(&id).join("events.ndjson")), 0o600);
+    assert_eq!(mode(runs_dir(&world).join(&id).join("run.json")), 0o600);
+    assert_eq!(mode(runs_dir(&world).join(&id)), 0o700);
+
+    // The record: what ran, how it ended, what it cost; the task only as a digest.
+    let run = record(&world, &id);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        (run["workbench"].as_str(), run["runtime"].as_str(), run["runner"].as_str()),
+        (Some("oc-demo"), Some("local"), Some("opencode"))
+    );
+    assert!((run["cost_usd"].as_f64().unwrap() - 0.75).abs() < 1e-9, "{run}");
+    assert!(run["outcome_id"].as_str().unwrap().starts_with("wbo_"), "{run}");
+    assert_eq!(run["last_sequence"].as_u64(), sequences.last().copied());
+    assert!(run["task_digest"].as_str().unwrap().starts_with("sha256:"));
+    let raw = std::fs::read_to_string(runs_dir(&world).join(&id).join("run.json")).unwrap();
+    assert!(!raw.contains(TASK), "the task is recorded as a digest only");
+
+    // `runs` lists active runs only; `--all` (and `ps`) the finished one too.
+    let output = wb(&world, &["runs", "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(serde_json::from_str::<Value>(&output.stdout).unwrap(), json!([]));
+    let output = wb(&world, &["ps", "--all", "--json"]);
+    let listed: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(listed[0]["run_id"], id.as_str());
+    assert_eq!(listed[0]["state"], "completed");
+    let output = wb(&world, &["runs", "--all"]);
+    assert!(output.stdout.contains(&id) && output.stdout.contains("$0.7500"), "{output:?}");
+
+    // `attach` replays every event exactly once, then ends with the run's exit code; a prefix names the run.
+    let output = wb(&world, &["attach", &id[..10], "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let replayed: Vec<Value> = output.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(replayed, events);
+    let output = wb(&world, &["attach", &id]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(output.stdout, "working\ndone\n");
+
+    // `wait` on a finished run returns at once with its exit code; `--json` prints the record.
+    let output = wb(&world, &["wait", &id, "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(serde_json::from_str::<Value>(&output.stdout).unwrap()["state"], "completed");
+    let output = wb(&world, &["wait", "wb_nonexistent"]);
+    assert_eq!((output.code, output.stderr.as_str()), (2, "error: No run found: wb_nonexistent\n"), "{output:?}");
+
+    // `status` shows the recent run; `--line` says nothing runs.
+    let output = wb(&world, &["status"]);
+    assert!(output.stdout.contains(&id) && output.stdout.contains("completed"), "{output:?}");
+    assert_eq!(wb(&world, &["status", "--line"]).stdout, "wb: idle\n");
+}
+
+#[test]
+fn attach_and_wait_follow_a_live_run_and_kill_cancels_it() {
+    let world = opencode_world();
+    let stream = script(
+        &world,
+        "hang",
+        &[
+            text("hanging"),
+            step_finish(0.1),
+            json!({"fake": "sleep", "seconds": 1.5}),
+            text("later"),
+            json!({"fake": "hang"}),
+        ],
+    );
+    let (child, events, reader) = start(&world, &stream, &[], "usage.updated");
+    let id = run_id(&events);
+    let run = record(&world, &id);
+    assert_eq!(run["status"], "running");
+
+    // Active runs are listed; status says what it does and what it cost so far.
+    let listed: Value = serde_json::from_str(&wb(&world, &["runs", "--json"]).stdout).unwrap();
+    assert_eq!(listed[0]["state"], "running", "{listed}");
+    let line = wb(&world, &["status", "--line"]).stdout;
+    assert!(line.starts_with("wb: oc-demo ") && line.trim_end().ends_with("$0.1000"), "{line}");
+
+    // A follower attached now replays what happened, then follows to the end.
+    let follower = world.command(BIN).args(["attach", &id, "--json"]).stdout(Stdio::piped()).spawn().unwrap();
+    // `wait --timeout` gives up with 124; `wait --after` returns at the next event.
+    let output = wb(&world, &["wait", &id, "--timeout", "1"]);
+    assert_eq!(output.code, 124, "{output:?}");
+    let last = run["last_sequence"].as_u64().unwrap().to_string();
+    let waiter = world.command(BIN).args(["wait", &id]).spawn().unwrap();
+    // `wait --after` returns at the next event while the run goes on ("later"): exit 0.
+    let output = wb(&world, &["wait", &id, "--after", &last, "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(serde_json::from_str::<Value>(&output.stdout).unwrap()["state"], "running");
+
+    let output = wb(&world, &["kill", &id]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let (events, code) = finish_run(child, events, reader);
+    assert_eq!(code, 130, "{events:?}");
+    let terminal = events.last().unwrap();
+    assert_eq!(terminal["type"], "run.cancelled");
+    // The partial outcome is collected, as on Ctrl-C.
+    let available = events.iter().find(|e| e["type"] == "outcome.available").expect("an outcome");
+    assert_eq!(available["data"]["completeness"], "partial", "{available}");
+    assert_eq!(record(&world, &id)["status"], "cancelled");
+
+    let followed = follower.wait_with_output().unwrap();
+    assert_eq!(followed.status.code(), Some(130));
+    let followed: Vec<Value> =
+        String::from_utf8(followed.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(followed, events, "the follower saw every event exactly once");
+    assert_eq!(waiter.wait_with_output().unwrap().status.code(), Some(130));
+
+    // A finished run cannot be killed.
+    let output = wb(&world, &["kill", &id]);
+    assert_eq!(
+        (output.code, output.stderr.as_str()),
+        (1, format!("error: run {id} is not running (cancelled)\n").as_str())
+    );
+}
+
+#[test]
+fn a_run_whose_owner_was_killed_is_lost_never_running() {
+    let world = opencode_world();
+    let stream = script(&world, "hang", &[text("hanging"), json!({"fake": "hang"})]);
+    let (mut child, events, _reader) = start(&world, &stream, &[], "output.text");
+    let id = run_id(&events);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The runner the killed process started outlives it: the test stops it.
+    support::wait_for(&world.log.join("hanging"));
+    let pid: i32 = std::fs::read_to_string(world.log.join("hanging")).unwrap().trim().parse().unwrap();
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    assert_eq!(record(&world, &id)["status"], "running", "the record still says running");
+    let listed: Value = serde_json::from_str(&wb(&world, &["runs", "--all", "--json"]).stdout).unwrap();
+    assert_eq!(listed[0]["state"], "lost", "{listed}");
+    assert_eq!(serde_json::from_str::<Value>(&wb(&world, &["runs", "--json"]).stdout).unwrap(), json!([]));
+    let output = wb(&world, &["wait", &id]);
+    assert_eq!(output.code, 1, "{output:?}");
+    let output = wb(&world, &["attach", &id]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stderr.contains("is lost"), "{output:?}");
+    assert_eq!(output.stdout, "hanging\n", "the log is replayed first");
+}
+
+#[test]
+fn spend_and_time_limits_stop_a_run_cleanly() {
+    let world = opencode_world();
+    // Usage crossing --max-cost: the run is stopped as a cancel, with a partial outcome and the limit named.
+    let stream = script(
+        &world,
+        "spend",
+        &[text("step one"), step_finish(0.3), text("step two"), step_finish(0.3), json!({"fake": "hang"})],
+    );
+    let (child, events, reader) = start(&world, &stream, &["--max-cost", "0.50"], "run.started");
+    let (events, code) = finish_run(child, events, reader);
+    assert_eq!(code, 130, "{events:?}");
+    let terminal = events.last().unwrap();
+    assert_eq!(terminal["type"], "run.cancelled");
+    let message = terminal["data"]["message"].as_str().unwrap();
+    assert!(message.starts_with("Stopped by --max-cost 0.50 USD: the runner reported 0.6000 USD"), "{message}");
+    assert!(events.iter().any(|e| e["type"] == "outcome.available" && e["data"]["completeness"] == "partial"));
+    let id = run_id(&events);
+    assert!((record(&world, &id)["cost_usd"].as_f64().unwrap() - 0.6).abs() < 1e-9);
+
+    // --max-duration.
+    let stream = script(&world, "slow", &[text("slow"), json!({"fake": "hang"})]);
+    let (child, events, reader) = start(&world, &stream, &["--max-duration", "1s"], "run.started");
+    let (events, code) = finish_run(child, events, reader);
+    assert_eq!(code, 130, "{events:?}");
+    let message = events.last().unwrap()["data"]["message"].as_str().unwrap().to_owned();
+    assert_eq!(message, "Stopped by --max-duration: the run went on for 1s");
+
+    // A runner that reports no cost: the record says so (null), never 0.
+    let stream = script(&world, "free", &[text("no usage")]);
+    let (child, events, reader) = start(&world, &stream, &["--max-cost", "1"], "run.started");
+    let (events, code) = finish_run(child, events, reader);
+    assert_eq!(code, 0, "{events:?}");
+    assert_eq!(record(&world, &run_id(&events))["cost_usd"], Value::Null);
+    let listed = wb(&world, &["runs", "--all"]).stdout;
+    assert!(listed.contains("cost unknown"), "{listed}");
+
+    // Bad limits are usage errors.
+    let work = world.work.display().to_string();
+    for bad in [["--max-cost", "-1"], ["--max-cost", "lots"], ["--max-duration", "soon"]] {
+        let output = wb(&world, &run_args(&work, &bad));
+        assert_eq!(output.code, 2, "{bad:?}: {output:?}");
+    }
+}
