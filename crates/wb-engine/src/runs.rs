@@ -22,10 +22,14 @@ use crate::events::Event;
 pub const EVENTS_FILE: &str = "events.ndjson";
 /// The record's file name in a run's directory.
 pub const RECORD_FILE: &str = "run.json";
+/// The run's result's file name in its directory ([`write_result`]): the final answer, the ending, warnings.
+pub const RESULT_FILE: &str = "result.json";
 /// `run.json` is rewritten at most this often while a run goes on (always at its start and end).
 const RECORD_INTERVAL: Duration = Duration::from_millis(250);
 /// The largest `run.json` read back (a record is a few hundred bytes).
 const RECORD_LIMIT: u64 = 64 * 1024;
+/// The largest `result.json` read back (the final answer is in it).
+const RESULT_LIMIT: u64 = 64 * 1024 * 1024;
 /// The longest log line read back: an event over it is skipped, whole, and said in its place.
 const LINE_LIMIT: usize = 4 * 1024 * 1024;
 
@@ -176,6 +180,13 @@ fn owner_alive(pid: u32, start: Option<u64>) -> bool {
         Ok(()) | Err(nix::errno::Errno::EPERM) => {}
         Err(_) => return false,
     }
+    // A zombie has ended: its parent has not reaped it yet (a caller still following the run it started).
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let state =
+        stat.as_deref().and_then(|stat| stat.rsplit_once(')')).and_then(|(_, rest)| rest.trim_start().chars().next());
+    if matches!(state, Some('Z' | 'X')) {
+        return false;
+    }
     match (start, process_start(pid)) {
         (Some(recorded), Some(now)) => recorded == now,
         _ => true,
@@ -273,15 +284,31 @@ impl Drop for RunLog {
 
 /// Reads a run's record.
 pub fn read_record(home: &Path, run_id: &str) -> std::io::Result<RunRecord> {
-    let path = run_dir(home, run_id).join(RECORD_FILE);
-    let file = fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits()).open(&path)?;
+    read_json(&run_dir(home, run_id).join(RECORD_FILE), RECORD_LIMIT, "a run record")
+}
+
+/// Keeps what a finished run returned beside its log (0600), for whoever waits on it.
+pub fn write_result(home: &Path, result: &crate::RunResult) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(result).map_err(std::io::Error::other)?;
+    let path = run_dir(home, &result.run_id).join(RESULT_FILE);
+    wb_outcomes::write_atomic(&path, &bytes, wb_outcomes::FileMode::Exactly(0o600))
+}
+
+/// What a finished run returned ([`write_result`]); missing while the run goes on.
+pub fn read_result(home: &Path, run_id: &str) -> std::io::Result<crate::RunResult> {
+    read_json(&run_dir(home, run_id).join(RESULT_FILE), RESULT_LIMIT, "a run result")
+}
+
+/// Reads a JSON file of the run's directory, not through a link, at most `limit` bytes.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, limit: u64, what: &str) -> std::io::Result<T> {
+    let file = fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits()).open(path)?;
     let mut bytes = Vec::new();
-    file.take(RECORD_LIMIT + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > RECORD_LIMIT {
-        return Err(std::io::Error::other(format!("{} is larger than {RECORD_LIMIT} bytes", path.display())));
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!("{} is larger than {limit} bytes", path.display())));
     }
     serde_json::from_slice(&bytes)
-        .map_err(|error| std::io::Error::other(format!("{} is not a run record: {error}", path.display())))
+        .map_err(|error| std::io::Error::other(format!("{} is not {what}: {error}", path.display())))
 }
 
 /// Every run with a record, newest first (by start time, then id).

@@ -63,6 +63,9 @@ pub enum Command {
     Status(StatusArgs),
     /// Run the language server over stdio.
     Serve,
+    /// A run's supervisor (started by `run` and the language server; reads its request on stdin).
+    #[command(name = "supervise-run", hide = true)]
+    SuperviseRun,
 }
 
 /// `run` takes what dry-run and smoke take, and its limits.
@@ -78,6 +81,10 @@ pub struct RunCommandArgs {
     /// seconds).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
+    /// Start the run and return once it has started, printing its id: it goes on without this command
+    /// (`attach`, `wait`, `status`, `kill` reach it).
+    #[arg(long, short = 'd')]
+    pub detach: bool,
 }
 
 /// A run: its `wb_…` id, or a unique prefix of one.

@@ -7,4 +7,5 @@ pub mod output;
 /// stdout is the protocol channel: nothing in the server may print to it.
 #[deny(clippy::print_stdout)]
 pub mod server;
+pub mod supervisor;
 mod text;

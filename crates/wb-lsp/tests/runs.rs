@@ -247,17 +247,33 @@ fn attach_and_wait_follow_a_live_run_and_kill_cancels_it() {
 }
 
 #[test]
-fn a_run_whose_owner_was_killed_is_lost_never_running() {
+fn a_run_outlives_its_caller_and_is_lost_only_when_its_supervisor_dies() {
     let world = opencode_world();
     let stream = script(&world, "hang", &[text("hanging"), json!({"fake": "hang"})]);
     let (mut child, events, _reader) = start(&world, &stream, &[], "output.text");
     let id = run_id(&events);
+    // SIGKILL of the command that started the run: the run is its supervisor's, and goes on.
     child.kill().unwrap();
     child.wait().unwrap();
-    // The runner the killed process started outlives it: the test stops it.
+    let supervisor = record(&world, &id)["pid"].as_u64().unwrap();
+    assert_ne!(supervisor, u64::from(child.id()), "the run is owned by a supervisor, not by its caller");
+    let listed: Value = serde_json::from_str(&wb(&world, &["runs", "--json"]).stdout).unwrap();
+    assert_eq!(listed[0]["state"], "running", "{listed}");
+    let output = wb(&world, &["wait", &id, "--timeout", "1"]);
+    assert_eq!(output.code, 124, "still running after its caller died: {output:?}");
+
+    // SIGKILL of the supervisor: the record still says running, and the run is shown as lost.
+    let pid = i32::try_from(supervisor).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !support::process_is_gone(i64::from(pid)) {
+        assert!(Instant::now() < deadline, "the supervisor outlived SIGKILL");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The runner the killed supervisor started outlives it: the test stops it.
     support::wait_for(&world.log.join("hanging"));
-    let pid: i32 = std::fs::read_to_string(world.log.join("hanging")).unwrap().trim().parse().unwrap();
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    let runner: i32 = std::fs::read_to_string(world.log.join("hanging")).unwrap().trim().parse().unwrap();
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(runner), nix::sys::signal::Signal::SIGKILL);
     assert_eq!(record(&world, &id)["status"], "running", "the record still says running");
     let listed: Value = serde_json::from_str(&wb(&world, &["runs", "--all", "--json"]).stdout).unwrap();
     assert_eq!(listed[0]["state"], "lost", "{listed}");
@@ -268,6 +284,58 @@ fn a_run_whose_owner_was_killed_is_lost_never_running() {
     assert_eq!(output.code, 1, "{output:?}");
     assert!(output.stderr.contains("is lost"), "{output:?}");
     assert_eq!(output.stdout, "hanging\n", "the log is replayed first");
+}
+
+#[test]
+fn a_detached_run_goes_on_and_is_reached_by_id() {
+    let world = opencode_world();
+    let work = world.work.display().to_string();
+    let stream = script(
+        &world,
+        "detached",
+        &[text("working"), step_finish(0.25), json!({"fake": "sleep", "seconds": 1}), text("done")],
+    );
+    let output = finish(
+        world
+            .command(BIN)
+            .args(["run", ".workbenches/oc-demo", "--dir", &work, "--task", TASK, "--detach"])
+            .env("OPENAI_API_KEY", "sk-openai-test-value")
+            .env("DATABASE_URL", "postgres://db.internal/ledger")
+            .env("FAKE_RUNNER_SCRIPT", &stream),
+    );
+    assert_eq!(output.code, 0, "{output:?}");
+    let id = output.stdout.trim().to_owned();
+    assert!(id.starts_with("wb_") && !output.stdout.contains("working"), "only the id on stdout: {output:?}");
+    assert!(output.stderr.contains(&format!("wb-lsp attach {id}")), "{output:?}");
+    // The command returned while the run goes on; attach replays then follows it to its end.
+    let attached = wb(&world, &["attach", &id, "--json"]);
+    assert_eq!(attached.code, 0, "{attached:?}");
+    let events: Vec<Value> = attached.stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    assert_eq!(sequences, (1..=sequences.len() as u64).collect::<Vec<_>>(), "every event once, in order");
+    assert_eq!(events.last().unwrap()["type"], "run.completed");
+    let log = std::fs::read_to_string(runs_dir(&world).join(&id).join("events.ndjson")).unwrap();
+    let logged: Vec<Value> = log.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(logged, events);
+    assert_eq!(wb(&world, &["wait", &id]).code, 0);
+    let finished = record(&world, &id);
+    assert_eq!((finished["status"].as_str(), finished["cost_usd"].as_f64()), (Some("completed"), Some(0.25)));
+    // The final answer is kept beside the log, private, once the supervisor has cleaned up.
+    let result = runs_dir(&world).join(&id).join("result.json");
+    support::wait_for(&result);
+    assert_eq!(std::fs::metadata(&result).unwrap().permissions().mode() & 0o777, 0o600);
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(result).unwrap()).unwrap();
+    assert_eq!((&result["ending"]["kind"], &result["final_text"]), (&json!("completed"), &json!("done")), "{result}");
+
+    // --detach with an output mode that needs the caller is refused, as the reference refuses it.
+    for mode in ["--json", "--final"] {
+        let output = wb(&world, &["run", ".workbenches/oc-demo", "--task", TASK, "--detach", mode]);
+        assert_eq!(output.code, 2, "{output:?}");
+        assert!(output.stderr.contains("--detach cannot be combined with --json, --final, or --dry-run"));
+    }
+    // A run that cannot start says why at once, detached or not: nothing is left running.
+    let output = wb(&world, &["run", ".workbenches/oc-demo", "--dir", &work, "--task", " ", "--detach"]);
+    assert_eq!((output.code, output.stderr.as_str()), (1, "error: This run mode requires a non-empty task\n"));
 }
 
 #[test]

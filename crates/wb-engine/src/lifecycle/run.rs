@@ -20,15 +20,17 @@ use crate::runs::{RunLog, RunRecord, RunStatus};
 use crate::runtime::{Exit, Launched};
 
 /// How a run ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "message")]
 pub enum Ending {
     Completed,
     Failed(String),
     Cancelled,
 }
 
-/// The outcome of [`run`]: how it ended and the final answer.
-#[derive(Clone, Debug)]
+/// The outcome of [`run`]: how it ended and the final answer (its supervisor keeps it beside the run's log:
+/// [`crate::runs::write_result`]).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
     pub run_id: String,
     pub ending: Ending,

@@ -3,12 +3,15 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use wb_engine::{Ending, EngineError, Options, Smoke, SmokeStatus};
+use anyhow::Context;
+
+use wb_engine::{EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
+use crate::supervisor::{self, Request, Start};
 use crate::text;
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
@@ -216,44 +219,69 @@ fn smoke_record(report: &Smoke) -> String {
     record
 }
 
-pub fn run(command: &RunCommandArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     let args = &command.run;
-    let mut options = options(args)?;
-    options.max_cost_usd = command.max_cost;
-    options.max_duration = command.max_duration;
-    options.interrupt_cancels = true;
-    // Ctrl-C cancels the run: the runner is stopped and run.cancelled is the terminal event; while the runtime
-    // prepares, what it is doing stops and the command exits 130.
-    let cancel = cancel_on_ctrl_c(&mut options, false);
-    let json = args.json;
-    let final_only = args.r#final;
-    let mut emit = |event: &wb_engine::events::Event| {
-        let mut stdout = std::io::stdout().lock();
-        if json {
-            if let Ok(line) = serde_json::to_string(event) {
-                let _ = writeln!(stdout, "{line}");
+    if command.detach && (args.json || args.r#final) {
+        anyhow::bail!("--detach cannot be combined with --json, --final, or --dry-run");
+    }
+    let request = request(command)?;
+    // The run belongs to its supervisor. Until this command detaches, Ctrl-C is passed on to it: the runner is
+    // stopped and run.cancelled is the terminal event; while the runtime prepares, what it is doing stops and
+    // the command exits 130.
+    let supervisor = Arc::new(AtomicU32::new(0));
+    let forward = Arc::clone(&supervisor);
+    let detach = command.detach;
+    let _ = ctrlc::set_handler(move || match forward.load(Ordering::SeqCst) {
+        0 => std::process::exit(130),
+        pid => supervisor::interrupt(pid),
+    });
+    let starting = supervisor::spawn(&request)?;
+    supervisor.store(starting.pid(), Ordering::SeqCst);
+    let terminal = std::io::stderr().is_terminal();
+    let started = starting.wait_started(&mut |message| {
+        if terminal {
+            eprintln!("  {message}");
+        }
+    })?;
+    let (run_id, mut child) = match started {
+        Start::Started { run_id, child } => (run_id, child),
+        Start::Failed(failure) => {
+            match &failure.location {
+                Some((path, line, column)) => {
+                    eprintln!("error: {}\n  --> {}:{line}:{column}", failure.message, path.display());
+                }
+                None => eprintln!("error: {}", failure.message),
             }
-            return;
-        }
-        if final_only {
-            return;
-        }
-        print_event(&event.kind, &event.data);
-    };
-    let result = match wb_engine::run(&OsFileSystem, &options, catalog, Arc::clone(&cancel), &mut emit) {
-        Ok(result) => result,
-        Err(error) => {
-            report_error(&error);
-            let code = if cancel.load(Ordering::SeqCst) {
-                130
-            } else if matches!(error, EngineError::NeedsAuthentication(_)) {
-                3
-            } else {
-                1
-            };
-            return Ok(ExitCode::from(code));
+            return Ok(ExitCode::from(failure.code));
         }
     };
+    if detach {
+        // From here on Ctrl-C is this command's own: the run goes on.
+        supervisor.store(0, Ordering::SeqCst);
+        write_stdout(&format!("{run_id}\n"))?;
+        eprintln!("run {run_id} started (wb-lsp attach {run_id}, wb-lsp wait {run_id}, wb-lsp kill {run_id})");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let home = wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))?;
+    let (json, final_only) = (args.json, args.r#final);
+    let followed = super::runs::follow(&home, &run_id, &mut |event| {
+        if json {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{event}");
+        } else if !final_only {
+            let kind = event.get("type").and_then(|kind| kind.as_str()).unwrap_or_default();
+            print_event(kind, event.get("data").unwrap_or(&serde_json::Value::Null));
+        }
+    })?;
+    if followed.is_none() {
+        // Lost: the supervisor ended before a terminal event (follow said so).
+        let _ = child.wait();
+        return Ok(ExitCode::from(1));
+    }
+    // The terminal event is out; the supervisor cleans up (a container, a sandbox), then keeps the result.
+    child.wait().context("waiting for the run's supervisor")?;
+    let result = wb_engine::runs::read_result(&home, &run_id)
+        .with_context(|| format!("cannot read the result of run {run_id}"))?;
     for warning in &result.warnings {
         eprintln!("warning: {}", super::printable(warning));
     }
@@ -266,12 +294,27 @@ pub fn run(command: &RunCommandArgs, catalog: &ModelCatalog) -> anyhow::Result<E
         };
         write_stdout(&format!("{text}\n"))?;
     }
-    Ok(match result.ending {
-        // The runner succeeded but its work could not be collected (outcome.failed says why): not a success.
-        Ending::Completed if result.outcome_error.is_some() => ExitCode::from(1),
-        Ending::Completed => ExitCode::SUCCESS,
-        Ending::Failed(_) => ExitCode::from(1),
-        Ending::Cancelled => ExitCode::from(130),
+    Ok(ExitCode::from(super::run_exit_code(&result)))
+}
+
+/// What the supervisor is handed: the options, the task read, no environment values but `--env`'s.
+fn request(command: &RunCommandArgs) -> anyhow::Result<Request> {
+    let args = &command.run;
+    let options = options(args)?;
+    Ok(Request {
+        source: options.source,
+        cwd: options.cwd,
+        // The supervisor starts in the same directory: relative paths name the same files.
+        primary: options.primary,
+        runtime: options.runtime,
+        workspaces: options.workspaces,
+        env: options.env,
+        env_files: options.env_files,
+        allow_host_docker: options.allow_host_docker,
+        allow_unchecked_gpu: options.allow_unchecked_gpu,
+        task: options.task,
+        max_cost_usd: command.max_cost,
+        max_duration_ms: command.max_duration.map(|limit| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)),
     })
 }
 

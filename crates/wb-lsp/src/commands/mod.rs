@@ -47,6 +47,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Wait(args)) => runs::wait(&args),
         Some(Command::Kill(args)) => runs::kill(&args),
         Some(Command::Status(args)) => runs::status(&args),
+        Some(Command::SuperviseRun) => Ok(crate::supervisor::supervise(catalog)),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;
@@ -69,6 +70,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn reserve_heap() {
     drop(std::hint::black_box(Vec::<u8>::with_capacity(4 << 20)));
     drop(std::hint::black_box(Vec::<u8>::with_capacity(3 << 20)));
+}
+
+/// A finished run's exit code: 0 completed with its outcome, 1 failed (or its work not collected), 130
+/// cancelled.
+pub(crate) fn run_exit_code(result: &wb_engine::RunResult) -> u8 {
+    match result.ending {
+        // The runner succeeded but its work could not be collected (outcome.failed says why): not a success.
+        wb_engine::Ending::Completed if result.outcome_error.is_some() => 1,
+        wb_engine::Ending::Completed => 0,
+        wb_engine::Ending::Failed(_) => 1,
+        wb_engine::Ending::Cancelled => 130,
+    }
 }
 
 fn load_catalog(path: Option<&Path>) -> anyhow::Result<std::borrow::Cow<'static, ModelCatalog>> {

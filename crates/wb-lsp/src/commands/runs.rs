@@ -108,19 +108,36 @@ fn exit_of(state: RunState, outcome_failed: bool) -> ExitCode {
 pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     let home = home()?;
     let record = resolve(&home, &args.run.run)?;
-    let mut reader = LogReader::open(&home, &record.run_id)
-        .with_context(|| format!("cannot read the log of run {}", record.run_id))?;
-    let mut outcome_failed = false;
+    let json = args.json;
+    let ended = follow(&home, &record.run_id, &mut |event| {
+        if json {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{event}");
+        } else {
+            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+            super::execute::print_event(kind, event.get("data").unwrap_or(&Value::Null));
+        }
+    })?;
+    Ok(match ended {
+        Some((state, outcome_failed)) => exit_of(state, outcome_failed),
+        None => ExitCode::from(1),
+    })
+}
+
+/// Replays a run's log from its start, then follows it until its terminal event: each event goes to
+/// `on_event` exactly once. Returns how the run ended and whether its outcome failed, or `None` (said on
+/// stderr) when the run was lost: its owner ended before a terminal event.
+pub(crate) fn follow(
+    home: &std::path::Path,
+    run_id: &str,
+    on_event: &mut dyn FnMut(&Value),
+) -> anyhow::Result<Option<(RunState, bool)>> {
+    let mut reader = LogReader::open(home, run_id).with_context(|| format!("cannot read the log of run {run_id}"))?;
+    let (mut outcome_failed, mut owner_gone) = (false, false);
     loop {
         let events = reader.read_new()?;
         for event in &events {
-            if args.json {
-                let mut stdout = std::io::stdout().lock();
-                writeln!(stdout, "{event}")?;
-            } else {
-                let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-                super::execute::print_event(kind, event.get("data").unwrap_or(&Value::Null));
-            }
+            on_event(event);
             let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
             outcome_failed |= kind == "outcome.failed";
             let state = match kind {
@@ -130,19 +147,20 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
                 _ => None,
             };
             if let Some(state) = state {
-                return Ok(exit_of(state, outcome_failed));
+                return Ok(Some((state, outcome_failed)));
             }
         }
-        if events.is_empty() {
-            // Nothing new: the run may have been lost (its owner gone before a terminal event).
-            let now = runs::read_record(&home, &record.run_id)?;
-            if now.state() == RunState::Lost && reader.read_new()?.is_empty() {
-                eprintln!(
-                    "error: run {} is lost: the process that owned it (pid {}) ended before the run did",
-                    record.run_id, record.pid
-                );
-                return Ok(ExitCode::from(1));
-            }
+        if !events.is_empty() {
+            continue;
+        }
+        // Nothing new: the run may have been lost (its owner gone before a terminal event). Once the record
+        // says so the log is read once more, so an event written just before the owner ended is not missed.
+        if owner_gone {
+            eprintln!("error: run {run_id} is lost: the process that owned it ended before the run did");
+            return Ok(None);
+        }
+        owner_gone = runs::read_record(home, run_id)?.state() == RunState::Lost;
+        if !owner_gone {
             std::thread::sleep(POLL);
         }
     }

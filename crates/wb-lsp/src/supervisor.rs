@@ -1,0 +1,256 @@
+//! A run's supervisor: the process that owns a run, so the run outlives whoever started it.
+//!
+//! `wb-lsp run` (with or without `--detach`) and the language server never run the engine themselves: they
+//! start this binary's hidden `supervise-run` command in a process group of its own (a terminal's Ctrl-C and
+//! hang-up do not reach it), hand it a [`Request`] on its stdin, and read [`Control`] lines on its stdout while
+//! the runtime prepares: progress, then either `started` (the run's log exists and holds `run.started`) or
+//! `failed` (the run never started: a bad package, missing credentials, a cancelled preparation). From then
+//! on the supervisor writes only its run's log, record and, at the end, its result
+//! (`wb_engine::runs`), and whoever wants the run follows those: the caller that started it, `attach`,
+//! `wait`, the editor. SIGINT to the supervisor cancels the run (`kill`, or the caller's Ctrl-C forwarded).
+//!
+//! Environment values never travel in a request: the supervisor inherits its caller's environment.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use wb_engine::{EngineError, Options};
+use wb_manifest::{ModelCatalog, OsFileSystem};
+
+/// The hidden subcommand that runs a supervisor.
+pub const SUBCOMMAND: &str = "supervise-run";
+/// The largest request a supervisor reads (a task is text; 16 MiB is far beyond any).
+const REQUEST_LIMIT: u64 = 16 * 1024 * 1024;
+/// The longest control line a caller reads.
+const CONTROL_LINE_LIMIT: u64 = 1024 * 1024;
+
+/// What a run is started with: the run's options, minus the environment (inherited) and the callbacks.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Request {
+    pub source: String,
+    pub cwd: PathBuf,
+    pub primary: Option<PathBuf>,
+    pub runtime: Option<String>,
+    pub workspaces: Vec<String>,
+    /// `NAME=VALUE` given on the command line: they travel through the pipe only, never to a file.
+    pub env: Vec<String>,
+    pub env_files: Vec<PathBuf>,
+    pub allow_host_docker: bool,
+    pub allow_unchecked_gpu: bool,
+    pub task: Option<String>,
+    pub max_cost_usd: Option<f64>,
+    pub max_duration_ms: Option<u64>,
+}
+
+/// Why a run did not start, as the supervisor reports it to its caller.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NotStarted {
+    pub message: String,
+    /// The exit code the CLI gives it: 1, 3 (needs authentication) or 130 (cancelled while preparing).
+    pub code: u8,
+    /// Where in the package, for an invalid one: path, line, column.
+    pub location: Option<(PathBuf, u32, u32)>,
+}
+
+/// One line from the supervisor to its caller, while the run starts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    Progress(String),
+    Started { run_id: String },
+    Failed(NotStarted),
+}
+
+/// A started supervisor, before its run has started.
+pub struct Starting {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// What came of a [`Starting`] supervisor.
+pub enum Start {
+    Started { run_id: String, child: Child },
+    Failed(NotStarted),
+}
+
+impl Starting {
+    /// The supervisor's process id (SIGINT to it cancels the run).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Reads control lines until the run started or failed to; `progress` gets each progress message.
+    pub fn wait_started(mut self, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Start> {
+        loop {
+            let mut line = Vec::new();
+            let read = (&mut self.stdout).take(CONTROL_LINE_LIMIT).read_until(b'\n', &mut line)?;
+            if read == 0 {
+                let status = self.child.wait()?;
+                anyhow::bail!("the run's supervisor ended before the run started ({status})");
+            }
+            match serde_json::from_slice::<Control>(&line) {
+                Ok(Control::Progress(message)) => progress(&message),
+                Ok(Control::Started { run_id }) => return Ok(Start::Started { run_id, child: self.child }),
+                Ok(Control::Failed(failure)) => {
+                    let _ = self.child.wait();
+                    return Ok(Start::Failed(failure));
+                }
+                Err(error) => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    anyhow::bail!("the run's supervisor said something unreadable: {error}");
+                }
+            }
+        }
+    }
+}
+
+/// Starts a supervisor for `request` (this same binary), in a process group of its own.
+pub fn spawn(request: &Request) -> anyhow::Result<Starting> {
+    let exe = std::env::current_exe().context("cannot find this program to start the run's supervisor")?;
+    let mut child = Command::new(exe)
+        .arg(SUBCOMMAND)
+        .current_dir(&request.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .context("cannot start the run's supervisor")?;
+    let body = serde_json::to_vec(request)?;
+    let written = child.stdin.take().context("the supervisor's stdin").and_then(|mut stdin| {
+        stdin.write_all(&body)?;
+        Ok(())
+    });
+    let stdout = child.stdout.take().context("the supervisor's stdout");
+    match (written, stdout) {
+        (Ok(()), Ok(stdout)) => Ok(Starting { child, stdout: BufReader::new(stdout) }),
+        (Err(error), _) | (_, Err(error)) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(error.context("cannot hand the run to its supervisor"))
+        }
+    }
+}
+
+/// Sends SIGINT to a supervisor: it cancels its run (or its preparation).
+pub fn interrupt(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT);
+    }
+}
+
+/// The supervisor: reads its request, runs it to the end, keeps the result beside the log. The exit code is
+/// the run's (as `wait` gives it); nobody may be reading it.
+pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
+    let mut control = std::io::stdout();
+    let mut say = |message: &Control| {
+        if let Ok(mut line) = serde_json::to_vec(message) {
+            line.push(b'\n');
+            // The caller may be gone (detached, killed): the run goes on regardless.
+            let _ = control.write_all(&line).and_then(|()| control.flush());
+        }
+    };
+    let mut body = Vec::new();
+    let request = std::io::stdin()
+        .take(REQUEST_LIMIT)
+        .read_to_end(&mut body)
+        .map_err(|error| error.to_string())
+        .and_then(|_| serde_json::from_slice::<Request>(&body).map_err(|error| error.to_string()));
+    let request = match request {
+        Ok(request) => request,
+        Err(error) => {
+            say(&Control::Failed(NotStarted {
+                message: format!("The run's supervisor got an unreadable request: {error}"),
+                code: 2,
+                location: None,
+            }));
+            return ExitCode::from(2);
+        }
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    let progress_out = std::sync::Mutex::new(std::io::stdout());
+    let progress = wb_engine::lifecycle::Progress(Arc::new(move |message: &str| {
+        if let (Ok(mut out), Ok(mut line)) =
+            (progress_out.lock(), serde_json::to_vec(&Control::Progress(message.to_owned())))
+        {
+            line.push(b'\n');
+            let _ = out.write_all(&line).and_then(|()| out.flush());
+        }
+    }));
+    let options = options(request, progress, &cancel);
+    let mut started = false;
+    let mut emit = |event: &wb_engine::events::Event| {
+        if !started {
+            started = true;
+            say(&Control::Started { run_id: event.run_id.clone() });
+        }
+    };
+    let result = wb_engine::run(&OsFileSystem, &options, catalog, Arc::clone(&cancel), &mut emit);
+    let result = match result {
+        Ok(result) => result,
+        Err(error) => {
+            let failure = not_started(&error, cancel.load(Ordering::SeqCst));
+            let code = failure.code;
+            say(&Control::Failed(failure));
+            return ExitCode::from(code);
+        }
+    };
+    let home = options.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
+    if let Some(home) = home {
+        let _ = wb_engine::runs::write_result(&home, &result);
+    }
+    ExitCode::from(crate::commands::run_exit_code(&result))
+}
+
+fn options(request: Request, progress: wb_engine::lifecycle::Progress, cancel: &Arc<AtomicBool>) -> Options {
+    Options {
+        source: request.source,
+        cwd: request.cwd,
+        primary: request.primary,
+        runtime: request.runtime,
+        workspaces: request.workspaces,
+        env: request.env,
+        env_files: request.env_files,
+        allow_host_docker: request.allow_host_docker,
+        allow_unchecked_gpu: request.allow_unchecked_gpu,
+        task: request.task,
+        // `std::env::vars()` panics on a variable that is not Unicode; such variables cannot be bound anyway.
+        inherited: std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .collect(),
+        progress: Some(progress),
+        home: None,
+        stage_dir: None,
+        cancel: Some(Arc::clone(cancel)),
+        max_cost_usd: request.max_cost_usd,
+        max_duration: request.max_duration_ms.map(Duration::from_millis),
+        interrupt_cancels: true,
+    }
+}
+
+/// An engine error before `run.started`, as the caller reports it.
+fn not_started(error: &EngineError, cancelled: bool) -> NotStarted {
+    let code = if cancelled {
+        130
+    } else if matches!(error, EngineError::NeedsAuthentication(_)) {
+        3
+    } else {
+        1
+    };
+    match error {
+        EngineError::Invalid { message, path, line, column } => {
+            NotStarted { message: message.clone(), code, location: Some((path.clone(), *line, *column)) }
+        }
+        other => NotStarted { message: other.to_string(), code, location: None },
+    }
+}
