@@ -208,6 +208,11 @@ fn attach_and_wait_follow_a_live_run_and_kill_cancels_it() {
     let line = wb(&world, &["status", "--line"]).stdout;
     assert!(line.starts_with("wb: oc-demo ") && line.trim_end().ends_with("$0.1000"), "{line}");
 
+    // `clean` never removes a run that goes on, however old its files.
+    let output = wb(&world, &["clean", "--older-than", "0s", "--apply"]);
+    assert!(output.stdout.contains(&format!("Kept {id}: the run is still going on")), "{output:?}");
+    assert!(runs_dir(&world).join(&id).join("events.ndjson").exists());
+
     // A follower attached now replays what happened, then follows to the end.
     let follower = world.command(BIN).args(["attach", &id, "--json"]).stdout(Stdio::piped()).spawn().unwrap();
     // `wait --timeout` gives up with 124; `wait --after` returns at the next event.

@@ -35,9 +35,9 @@ pub struct OldOutcome {
     pub bytes: u64,
 }
 
-/// An old outcome that stays, and why.
+/// An old outcome or run that stays, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct KeptOutcome {
+pub struct Kept {
     pub id: String,
     pub reason: String,
 }
@@ -55,8 +55,8 @@ pub struct Cleaning {
     pub runs: Vec<OldRun>,
     pub outcomes: Vec<OldOutcome>,
     pub blobs: OldBlobs,
-    /// Old outcomes with an interrupted application, never removed.
-    pub kept: Vec<KeptOutcome>,
+    /// Old outcomes with an interrupted application and runs still going on, never removed.
+    pub kept: Vec<Kept>,
 }
 
 impl Cleaning {
@@ -70,6 +70,7 @@ impl Cleaning {
 
 const INTERRUPTED: &str = "interrupted application (run wb-lsp outcome ID --recover)";
 const BUSY: &str = "being applied";
+const ACTIVE: &str = "the run is still going on";
 
 /// Parses an age such as `30d`, `12h`, `90m`, `2w` or `45s`.
 pub fn parse_age(text: &str) -> Result<jiff::SignedDuration, String> {
@@ -88,17 +89,21 @@ pub fn parse_age(text: &str) -> Result<jiff::SignedDuration, String> {
     number.checked_mul(seconds).map(jiff::SignedDuration::from_secs).ok_or_else(invalid)
 }
 
-/// What a clean of `home` would remove: everything last changed more than `older_than` ago.
-pub fn preview(home: &Path, older_than: jiff::SignedDuration) -> Cleaning {
-    preview_before(home, cutoff(older_than))
+/// What a clean of `home` would remove: everything last changed more than `older_than` ago, except the runs
+/// named in `active` (a quiet run goes on however old its files are).
+pub fn preview(home: &Path, older_than: jiff::SignedDuration, active: &HashSet<String>) -> Cleaning {
+    preview_before(home, cutoff(older_than), active)
 }
 
 fn cutoff(older_than: jiff::SignedDuration) -> jiff::Timestamp {
     jiff::Timestamp::now().checked_sub(older_than).unwrap_or(jiff::Timestamp::MIN)
 }
 
-fn preview_before(home: &Path, cutoff: jiff::Timestamp) -> Cleaning {
-    let mut cleaning = Cleaning { runs: old_runs(home, cutoff), ..Cleaning::default() };
+fn preview_before(home: &Path, cutoff: jiff::Timestamp, active: &HashSet<String>) -> Cleaning {
+    let (runs, going_on): (Vec<OldRun>, Vec<OldRun>) =
+        old_runs(home, cutoff).into_iter().partition(|run| !active.contains(&run.id));
+    let kept = going_on.into_iter().map(|run| Kept { id: run.id, reason: ACTIVE.to_owned() }).collect();
+    let mut cleaning = Cleaning { runs, kept, ..Cleaning::default() };
     let mut removed = HashSet::new();
     for listed in list_outcomes(home) {
         let outcome = &listed.outcome;
@@ -108,7 +113,7 @@ fn preview_before(home: &Path, cutoff: jiff::Timestamp) -> Cleaning {
         }
         let dir = home.join("outcomes").join(&outcome.id);
         if let Some(reason) = interrupted(&dir) {
-            cleaning.kept.push(KeptOutcome { id: outcome.id.clone(), reason: reason.to_owned() });
+            cleaning.kept.push(Kept { id: outcome.id.clone(), reason: reason.to_owned() });
             continue;
         }
         removed.insert(outcome.id.clone());
@@ -128,22 +133,22 @@ fn preview_before(home: &Path, cutoff: jiff::Timestamp) -> Cleaning {
 
 /// Removes what [`preview`] finds, each outcome under its lease (an outcome whose application is interrupted
 /// or in progress meanwhile stays, and is reported as kept), then the blobs no remaining outcome references.
-pub fn clean(home: &Path, older_than: jiff::SignedDuration) -> Result<Cleaning> {
+pub fn clean(home: &Path, older_than: jiff::SignedDuration, active: &HashSet<String>) -> Result<Cleaning> {
     let cutoff = cutoff(older_than);
-    let planned = preview_before(home, cutoff);
+    let planned = preview_before(home, cutoff, active);
     let mut done = Cleaning { kept: planned.kept, ..Cleaning::default() };
     for outcome in planned.outcomes {
         let dir = home.join("outcomes").join(&outcome.id);
         let lease = match Lease::take(&dir, &outcome.id, Faults::default()) {
             Ok(lease) => lease,
             Err(Error::Busy(_)) => {
-                done.kept.push(KeptOutcome { id: outcome.id, reason: BUSY.to_owned() });
+                done.kept.push(Kept { id: outcome.id, reason: BUSY.to_owned() });
                 continue;
             }
             Err(error) => return Err(error),
         };
         if interrupted_journal(&dir) {
-            done.kept.push(KeptOutcome { id: outcome.id, reason: INTERRUPTED.to_owned() });
+            done.kept.push(Kept { id: outcome.id, reason: INTERRUPTED.to_owned() });
             continue;
         }
         fs::remove_dir_all(&dir).map_err(io(format!("Cannot remove {}", dir.display())))?;

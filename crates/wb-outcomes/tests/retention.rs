@@ -2,12 +2,12 @@
 //! Retention (`wb-lsp clean`): what is old, what may go (never an outcome with an interrupted application),
 //! and removing exactly that, with the blobs no remaining outcome references.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use wb_outcomes::retention::{KeptOutcome, clean, preview};
+use wb_outcomes::retention::{Kept, clean, preview};
 use wb_outcomes::{
     Artifact, Completeness, ContentStore, Outcome, OutcomeBudget, OutcomeStore, ReceiptState, WorkspaceBindings,
 };
@@ -104,7 +104,7 @@ const THIRTY_DAYS: jiff::SignedDuration = jiff::SignedDuration::from_hours(720);
 fn a_preview_lists_the_old_and_changes_nothing() {
     let h = home();
     let before = snapshot(&h.home);
-    let cleaning = preview(&h.home, THIRTY_DAYS);
+    let cleaning = preview(&h.home, THIRTY_DAYS, &HashSet::new());
     assert_eq!(snapshot(&h.home), before, "a preview changes nothing");
     let runs: Vec<&str> = cleaning.runs.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(runs, ["wb_oldrun0123456789abcdefgh"]);
@@ -119,21 +119,32 @@ fn a_preview_lists_the_old_and_changes_nothing() {
     assert_eq!((cleaning.blobs.count, cleaning.blobs.bytes), (1, 9));
     assert_eq!(
         cleaning.kept,
-        [KeptOutcome {
+        [Kept {
             id: h.interrupted.clone(),
             reason: "interrupted application (run wb-lsp outcome ID --recover)".into()
         }]
     );
+    // A run still going on stays however old its files are (a quiet runner writes nothing for hours).
+    let active: HashSet<String> = ["wb_oldrun0123456789abcdefgh".to_owned()].into();
+    let quiet = preview(&h.home, THIRTY_DAYS, &active);
+    assert!(quiet.runs.is_empty(), "{quiet:?}");
+    assert!(
+        quiet
+            .kept
+            .contains(&Kept { id: active.iter().next().unwrap().clone(), reason: "the run is still going on".into() })
+    );
+    assert!(clean(&h.home, THIRTY_DAYS, &active).unwrap().runs.is_empty());
+    assert!(h.old_run.exists());
     // Nothing is older than a century.
-    let none = preview(&h.home, jiff::SignedDuration::from_hours(24 * 365 * 100));
+    let none = preview(&h.home, jiff::SignedDuration::from_hours(24 * 365 * 100), &HashSet::new());
     assert!(none.runs.is_empty() && none.outcomes.is_empty() && none.blobs.count == 0 && none.kept.is_empty());
 }
 
 #[test]
 fn clean_removes_exactly_the_old_and_keeps_an_interrupted_application() {
     let h = home();
-    let previewed = preview(&h.home, THIRTY_DAYS);
-    let cleaned = clean(&h.home, THIRTY_DAYS).unwrap();
+    let previewed = preview(&h.home, THIRTY_DAYS, &HashSet::new());
+    let cleaned = clean(&h.home, THIRTY_DAYS, &HashSet::new()).unwrap();
     assert_eq!(cleaned, previewed, "clean removes what the preview showed");
     let outcomes = h.home.join("outcomes");
     assert!(!outcomes.join(&h.old).exists() && !h.old_blob.exists() && !h.old_run.exists());
@@ -150,7 +161,7 @@ fn clean_removes_exactly_the_old_and_keeps_an_interrupted_application() {
     let new = OutcomeStore::new(&store).load(&h.new).unwrap();
     assert_eq!(store.read(&new.artifacts[0].content.digest).unwrap(), b"shared\n");
     // Again: only the interrupted one is reported.
-    let again = clean(&h.home, THIRTY_DAYS).unwrap();
+    let again = clean(&h.home, THIRTY_DAYS, &HashSet::new()).unwrap();
     assert!(again.runs.is_empty() && again.outcomes.is_empty() && again.blobs.count == 0);
     assert_eq!(again.kept.len(), 1);
 }
@@ -163,12 +174,12 @@ fn an_outcome_being_applied_is_kept() {
     let file =
         fs::OpenOptions::new().write(true).create(true).truncate(false).open(dir.join("application.lock")).unwrap();
     let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| e).unwrap();
-    let being_applied = KeptOutcome { id: h.old.clone(), reason: "being applied".into() };
-    assert!(preview(&h.home, THIRTY_DAYS).kept.contains(&being_applied));
-    let cleaned = clean(&h.home, THIRTY_DAYS).unwrap();
+    let being_applied = Kept { id: h.old.clone(), reason: "being applied".into() };
+    assert!(preview(&h.home, THIRTY_DAYS, &HashSet::new()).kept.contains(&being_applied));
+    let cleaned = clean(&h.home, THIRTY_DAYS, &HashSet::new()).unwrap();
     assert!(cleaned.kept.contains(&being_applied));
     assert!(dir.join("outcome.json").exists() && h.old_blob.exists(), "its blob stays too");
     drop(lock);
-    assert!(clean(&h.home, THIRTY_DAYS).unwrap().outcomes.iter().any(|o| o.id == h.old));
+    assert!(clean(&h.home, THIRTY_DAYS, &HashSet::new()).unwrap().outcomes.iter().any(|o| o.id == h.old));
     assert!(!dir.exists() && !h.old_blob.exists());
 }

@@ -19,8 +19,14 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let home = wb_outcomes::default_home();
+    // A run whose owner lives is never removed, however long it has been quiet.
+    let active = wb_engine::runs::list(&home)
+        .into_iter()
+        .filter(|record| record.state() == wb_engine::runs::RunState::Running)
+        .map(|record| record.run_id)
+        .collect();
     let cleaning = if args.apply {
-        match clean(&home, older_than) {
+        match clean(&home, older_than, &active) {
             Ok(cleaning) => cleaning,
             Err(error) => {
                 eprintln!("error: {}", printable(&error.to_string()));
@@ -28,7 +34,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
             }
         }
     } else {
-        preview(&home, older_than)
+        preview(&home, older_than, &active)
     };
     let text = if args.json {
         let mut value = serde_json::to_value(&cleaning)?;
