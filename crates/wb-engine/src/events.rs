@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 pub use crate::redact::Redactor;
 use crate::redact::StreamedText;
 
-/// One event as emitted (NDJSON with `--json`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One event as emitted (NDJSON with `--json`), and as read back from a run's log.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Event {
     pub protocol: u8,
     pub run_id: String,

@@ -109,12 +109,17 @@ impl RunRecord {
     /// The record's status, or [`RunState::Lost`] when it says running and its owner is gone.
     pub fn state(&self) -> RunState {
         match self.status {
-            RunStatus::Running if !owner_alive(self.pid, self.pid_start) => RunState::Lost,
+            RunStatus::Running if !self.owner_alive() => RunState::Lost,
             RunStatus::Running => RunState::Running,
             RunStatus::Completed => RunState::Completed,
             RunStatus::Failed => RunState::Failed,
             RunStatus::Cancelled => RunState::Cancelled,
         }
+    }
+
+    /// Whether the process that owns the run (its supervisor) still lives, whatever the record says.
+    pub fn owner_alive(&self) -> bool {
+        owner_alive(self.pid, self.pid_start)
     }
 
     /// How long the run has gone on (to its end, when it ended); `None` when the times cannot be read.
@@ -285,6 +290,13 @@ impl Drop for RunLog {
 /// Reads a run's record.
 pub fn read_record(home: &Path, run_id: &str) -> std::io::Result<RunRecord> {
     read_json(&run_dir(home, run_id).join(RECORD_FILE), RECORD_LIMIT, "a run record")
+}
+
+/// A record as JSON with its `state` beside its `status` (`lost` where the record still says running).
+pub fn record_json(record: &RunRecord) -> Value {
+    let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
+    value["state"] = Value::from(record.state().as_str());
+    value
 }
 
 /// Keeps what a finished run returned beside its log (0600), for whoever waits on it.

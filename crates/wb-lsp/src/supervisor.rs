@@ -13,7 +13,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +21,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use wb_engine::runs::{self, LogReader, RunState};
 use wb_engine::{EngineError, Options};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
@@ -252,5 +254,79 @@ fn not_started(error: &EngineError, cancelled: bool) -> NotStarted {
             NotStarted { message: message.clone(), code, location: Some((path.clone(), *line, *column)) }
         }
         other => NotStarted { message: other.to_string(), code, location: None },
+    }
+}
+
+/// How following a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Followed {
+    /// Its terminal event was read: how it ended, and whether its outcome failed (`outcome.failed`).
+    Ended { state: RunState, outcome_failed: bool },
+    /// Its owner ended before a terminal event.
+    Lost,
+    /// The follower was asked to stop (the run goes on).
+    Stopped,
+}
+
+/// How often a followed run's log and record are looked at.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Replays a run's log from its start, then follows it until its terminal event: each event goes to
+/// `on_event` exactly once, in order. `stop` set ends the following (not the run).
+pub fn follow(
+    home: &Path,
+    run_id: &str,
+    stop: Option<&AtomicBool>,
+    on_event: &mut dyn FnMut(&Value),
+) -> anyhow::Result<Followed> {
+    let mut reader = LogReader::open(home, run_id).with_context(|| format!("cannot read the log of run {run_id}"))?;
+    let (mut outcome_failed, mut owner_gone) = (false, false);
+    loop {
+        let events = reader.read_new()?;
+        for event in &events {
+            on_event(event);
+            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+            outcome_failed |= kind == "outcome.failed";
+            let state = match kind {
+                "run.completed" => Some(RunState::Completed),
+                "run.failed" => Some(RunState::Failed),
+                "run.cancelled" => Some(RunState::Cancelled),
+                _ => None,
+            };
+            if let Some(state) = state {
+                return Ok(Followed::Ended { state, outcome_failed });
+            }
+        }
+        if !events.is_empty() {
+            continue;
+        }
+        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+            return Ok(Followed::Stopped);
+        }
+        // Nothing new: the run may have been lost (its owner gone before a terminal event). Once the record
+        // says so the log is read once more, so an event written just before the owner ended is not missed.
+        if owner_gone {
+            return Ok(Followed::Lost);
+        }
+        owner_gone = runs::read_record(home, run_id)?.state() == RunState::Lost;
+        if !owner_gone {
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// What a finished run returned, once its owner has kept it (after its cleanup): `None` when the owner ended
+/// without keeping one.
+pub fn result_of(home: &Path, run_id: &str) -> Option<wb_engine::RunResult> {
+    loop {
+        if let Ok(result) = runs::read_result(home, run_id) {
+            return Some(result);
+        }
+        let record = runs::read_record(home, run_id).ok()?;
+        if !record.owner_alive() {
+            // Kept just before the owner ended?
+            return runs::read_result(home, run_id).ok();
+        }
+        std::thread::sleep(POLL);
     }
 }

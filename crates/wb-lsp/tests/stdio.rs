@@ -547,6 +547,11 @@ impl Session {
         (response.unwrap_or_default(), error.unwrap_or_default())
     }
 
+    /// SIGKILL: the server has no chance to do anything.
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+    }
+
     /// Waits up to `limit` for the process to end.
     fn wait(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
         let deadline = std::time::Instant::now() + limit;
@@ -622,14 +627,15 @@ fn a_bad_content_length_is_answered_and_the_reader_resynchronises() {
     assert!(status.success(), "{status:?}");
 }
 
-/// How a session ends in [`the_end_of_the_session_stops_runs_in_flight`].
+/// How a session ends in [`a_run_outlives_the_session_that_started_it`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum SessionEnd {
     ShutdownThenExit,
     ClientGone,
+    Killed,
 }
 
-fn stop_a_run_by(end: SessionEnd) {
+fn end_a_session_during_a_run(end: SessionEnd) {
     let temp = tempfile::tempdir().unwrap();
     let manifest = fake_repository(temp.path());
     // A runner that records its pid and hangs until it is stopped.
@@ -640,23 +646,24 @@ fn stop_a_run_by(end: SessionEnd) {
     )
     .unwrap();
     let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let home = temp.path().join("home");
     let mut session = Session::start(
         Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
-            .env("PATH", path)
+            .env("PATH", &path)
             .env("OPENAI_API_KEY", "sk-test")
-            .env("WORKBENCH_HOME", temp.path().join("home")),
+            .env("WORKBENCH_HOME", &home),
     );
     session.send(initialize(1));
     session.response(1);
     let uri = format!("file://{}", manifest.display());
     session.send(json!({"jsonrpc": "2.0", "id": 7, "method": "workspace/executeCommand",
         "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "wait"}]}}));
-    loop {
+    let run_id = loop {
         let message = session.next("run.ready");
         if message["method"] == "workbench/runEvent" && message["params"]["event"]["type"] == "run.ready" {
-            break;
+            break message["params"]["event"]["run_id"].as_str().unwrap().to_owned();
         }
-    }
+    };
     let runner: i32 = loop {
         if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|text| text.trim().parse().ok()) {
             break pid;
@@ -668,24 +675,40 @@ fn stop_a_run_by(end: SessionEnd) {
         SessionEnd::ShutdownThenExit => {
             session.send(json!({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}));
             session.response(8);
-            // `shutdown` stops the run, which answers with its ending.
+            // `shutdown` lets go of the run, whose command answers that it goes on.
             let (run, _) = session.response(7);
-            assert_eq!(run["result"]["ending"]["status"], "cancelled", "{run}");
+            let message = run["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(&format!("run {run_id} goes on")), "{run}");
             session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
         }
         SessionEnd::ClientGone => drop(session.stdin.take()),
+        SessionEnd::Killed => session.kill(),
     }
     let status = session.wait(std::time::Duration::from_secs(15));
-    assert!(status.is_some(), "{end:?}: the server outlived the session while its run went on");
+    assert!(status.is_some(), "{end:?}: the server outlived the session");
     assert!(started.elapsed().as_secs() < 15);
-    let alive = Command::new("kill").args(["-0", &runner.to_string()]).stderr(Stdio::null()).status().unwrap();
-    assert!(!alive.success(), "{end:?}: the runner {runner} outlived the server");
+    // The run goes on under its supervisor, with its runner; it is listed, and `kill` ends it.
+    let alive = |pid: i32| Command::new("kill").args(["-0", &pid.to_string()]).stderr(Stdio::null()).status().unwrap();
+    assert!(alive(runner).success(), "{end:?}: the run stopped with the session");
+    let wb = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wb-lsp")).args(args).env("WORKBENCH_HOME", &home).output().unwrap()
+    };
+    let listed: Value = serde_json::from_slice(&wb(&["runs", "--json"]).stdout).unwrap();
+    assert_eq!((listed[0]["run_id"].as_str(), listed[0]["state"].as_str()), (Some(run_id.as_str()), Some("running")));
+    let killed = wb(&["kill", &run_id]);
+    assert!(killed.status.success(), "{killed:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while alive(runner).success() {
+        assert!(std::time::Instant::now() < deadline, "{end:?}: the killed run's runner {runner} lives on");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 #[test]
-fn the_end_of_the_session_stops_runs_in_flight() {
-    stop_a_run_by(SessionEnd::ShutdownThenExit);
-    stop_a_run_by(SessionEnd::ClientGone);
+fn a_run_outlives_the_session_that_started_it() {
+    end_a_session_during_a_run(SessionEnd::ShutdownThenExit);
+    end_a_session_during_a_run(SessionEnd::ClientGone);
+    end_a_session_during_a_run(SessionEnd::Killed);
 }
 
 /// `exit` without `shutdown` ends the process with status 1, as the LSP specification asks (before and after

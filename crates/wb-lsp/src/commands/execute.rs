@@ -11,7 +11,7 @@ use wb_engine::{EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
-use crate::supervisor::{self, Request, Start};
+use crate::supervisor::{self, Followed, Request, Start};
 use crate::text;
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
@@ -264,7 +264,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     }
     let home = wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))?;
     let (json, final_only) = (args.json, args.r#final);
-    let followed = super::runs::follow(&home, &run_id, &mut |event| {
+    let followed = supervisor::follow(&home, &run_id, None, &mut |event| {
         if json {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{event}");
@@ -273,15 +273,15 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
             print_event(kind, event.get("data").unwrap_or(&serde_json::Value::Null));
         }
     })?;
-    if followed.is_none() {
-        // Lost: the supervisor ended before a terminal event (follow said so).
+    if followed == Followed::Lost {
         let _ = child.wait();
+        eprintln!("error: run {run_id} is lost: its supervisor ended before the run did");
         return Ok(ExitCode::from(1));
     }
     // The terminal event is out; the supervisor cleans up (a container, a sandbox), then keeps the result.
     child.wait().context("waiting for the run's supervisor")?;
-    let result = wb_engine::runs::read_result(&home, &run_id)
-        .with_context(|| format!("cannot read the result of run {run_id}"))?;
+    let result = supervisor::result_of(&home, &run_id)
+        .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
     for warning in &result.warnings {
         eprintln!("warning: {}", super::printable(warning));
     }

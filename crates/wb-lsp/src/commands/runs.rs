@@ -8,11 +8,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 use wb_engine::runs::{self, LogReader, RunRecord, RunState};
 
 use super::printable;
 use crate::cli::{AttachArgs, KillArgs, RunsArgs, StatusArgs, WaitArgs};
+use crate::supervisor::{self, Followed};
 
 /// How often a followed run's log and record are looked at.
 const POLL: Duration = Duration::from_millis(100);
@@ -54,20 +55,13 @@ fn elapsed_text(record: &RunRecord) -> String {
     }
 }
 
-/// A record as JSON, with its state (`lost` where the record still says running).
-fn record_json(record: &RunRecord) -> Value {
-    let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
-    value["state"] = json!(record.state().as_str());
-    value
-}
-
 pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
     let home = home()?;
     let records: Vec<RunRecord> =
         runs::list(&home).into_iter().filter(|r| args.all || r.state() == RunState::Running).collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(stdout, "{:#}", Value::Array(records.iter().map(record_json).collect()))?;
+        writeln!(stdout, "{:#}", Value::Array(records.iter().map(runs::record_json).collect()))?;
         return Ok(ExitCode::SUCCESS);
     }
     if records.is_empty() {
@@ -109,7 +103,7 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     let home = home()?;
     let record = resolve(&home, &args.run.run)?;
     let json = args.json;
-    let ended = follow(&home, &record.run_id, &mut |event| {
+    let ended = supervisor::follow(&home, &record.run_id, None, &mut |event| {
         if json {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{event}");
@@ -119,51 +113,13 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     Ok(match ended {
-        Some((state, outcome_failed)) => exit_of(state, outcome_failed),
-        None => ExitCode::from(1),
+        Followed::Ended { state, outcome_failed } => exit_of(state, outcome_failed),
+        Followed::Lost => {
+            eprintln!("error: run {} is lost: the process that owned it ended before the run did", record.run_id);
+            ExitCode::from(1)
+        }
+        Followed::Stopped => ExitCode::from(124),
     })
-}
-
-/// Replays a run's log from its start, then follows it until its terminal event: each event goes to
-/// `on_event` exactly once. Returns how the run ended and whether its outcome failed, or `None` (said on
-/// stderr) when the run was lost: its owner ended before a terminal event.
-pub(crate) fn follow(
-    home: &std::path::Path,
-    run_id: &str,
-    on_event: &mut dyn FnMut(&Value),
-) -> anyhow::Result<Option<(RunState, bool)>> {
-    let mut reader = LogReader::open(home, run_id).with_context(|| format!("cannot read the log of run {run_id}"))?;
-    let (mut outcome_failed, mut owner_gone) = (false, false);
-    loop {
-        let events = reader.read_new()?;
-        for event in &events {
-            on_event(event);
-            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-            outcome_failed |= kind == "outcome.failed";
-            let state = match kind {
-                "run.completed" => Some(RunState::Completed),
-                "run.failed" => Some(RunState::Failed),
-                "run.cancelled" => Some(RunState::Cancelled),
-                _ => None,
-            };
-            if let Some(state) = state {
-                return Ok(Some((state, outcome_failed)));
-            }
-        }
-        if !events.is_empty() {
-            continue;
-        }
-        // Nothing new: the run may have been lost (its owner gone before a terminal event). Once the record
-        // says so the log is read once more, so an event written just before the owner ended is not missed.
-        if owner_gone {
-            eprintln!("error: run {run_id} is lost: the process that owned it ended before the run did");
-            return Ok(None);
-        }
-        owner_gone = runs::read_record(home, run_id)?.state() == RunState::Lost;
-        if !owner_gone {
-            std::thread::sleep(POLL);
-        }
-    }
 }
 
 pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
@@ -187,7 +143,7 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
         if state != RunState::Running || next {
             if args.json {
                 let mut stdout = std::io::stdout().lock();
-                writeln!(stdout, "{:#}", record_json(&record))?;
+                writeln!(stdout, "{:#}", runs::record_json(&record))?;
             }
             if next && state == RunState::Running {
                 return Ok(ExitCode::SUCCESS);
@@ -198,7 +154,7 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
         if args.timeout.is_some_and(|timeout| started.elapsed() >= timeout) {
             if args.json {
                 let mut stdout = std::io::stdout().lock();
-                writeln!(stdout, "{:#}", record_json(&record))?;
+                writeln!(stdout, "{:#}", runs::record_json(&record))?;
             }
             return Ok(ExitCode::from(124));
         }
@@ -250,7 +206,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        writeln!(stdout, "{:#}", Value::Array(records.iter().map(record_json).collect()))?;
+        writeln!(stdout, "{:#}", Value::Array(records.iter().map(runs::record_json).collect()))?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.line {

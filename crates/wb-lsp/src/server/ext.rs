@@ -12,11 +12,15 @@ pub const CHECK_WORKSPACE: &str = "workbench.checkWorkspace";
 pub const DRY_RUN: &str = "workbench.dryRun";
 pub const SMOKE: &str = "workbench.smoke";
 pub const RUN: &str = "workbench.run";
+pub const RUNS: &str = "workbench.runs";
+pub const ATTACH: &str = "workbench.attach";
+pub const KILL: &str = "workbench.kill";
 pub const OUTCOME: &str = "workbench.outcome";
 pub const APPLY_OUTCOME: &str = "workbench.applyOutcome";
 
 /// Every command the server executes, in the order `executeCommandProvider` lists them.
-pub const COMMANDS: [&str; 7] = [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, OUTCOME, APPLY_OUTCOME];
+pub const COMMANDS: [&str; 10] =
+    [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, RUNS, ATTACH, KILL, OUTCOME, APPLY_OUTCOME];
 
 /// `workbench/runEvent`: one canonical event of a `workbench.run`, server to client.
 pub const RUN_EVENT: &str = "workbench/runEvent";
@@ -71,6 +75,12 @@ pub struct RunArguments {
     pub allow_host_docker: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_unchecked_gpu: bool,
+    /// Run only: stop the run (as a cancel) once its reported cost crosses this many USD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Run only: stop the run (as a cancel) once it has gone on this many seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_duration_seconds: Option<u64>,
 }
 
 impl RunArguments {
@@ -97,6 +107,31 @@ pub struct RunResult {
     pub final_text: String,
     /// `null` when the run committed no outcome.
     pub outcome_id: Option<String>,
+}
+
+/// The argument of `workbench.attach` and `workbench.kill`: `{runId}` (or the id alone).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunIdArguments {
+    pub run_id: String,
+}
+
+impl RunIdArguments {
+    pub fn from_params(params: &lsp::ExecuteCommandParams) -> anyhow::Result<RunIdArguments> {
+        match params.arguments.first() {
+            Some(Value::String(id)) => Ok(RunIdArguments { run_id: id.clone() }),
+            Some(value @ Value::Object(_)) => Ok(serde_json::from_value(value.clone())?),
+            _ => anyhow::bail!("the command takes the run's id: {{\"runId\": \"wb_…\"}}"),
+        }
+    }
+}
+
+/// The argument of `workbench.runs`: `{all?}` (finished and lost runs too).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunsArguments {
+    #[serde(default)]
+    pub all: bool,
 }
 
 /// How a run ended: `{"status": "completed"}`, `{"status": "failed", "message": ...}` or

@@ -55,7 +55,10 @@ pub enum Outgoing {
 
 /// An execution command in flight on its own thread.
 pub struct Run {
+    /// Set by `$/cancelRequest` or a cancelled progress: the run is cancelled (its supervisor is told).
     pub cancel: Arc<AtomicBool>,
+    /// Set when the session ends: the command stops following; a run goes on under its supervisor.
+    pub detach: Arc<AtomicBool>,
     pub token: Option<lsp::ProgressToken>,
     pub thread: Option<JoinHandle<()>>,
 }
@@ -244,18 +247,19 @@ impl GlobalState {
         }
     }
 
-    /// Asks every run in flight to stop (`shutdown`): each answers with its `cancelled` ending once stopped.
-    pub fn cancel_runs(&self) {
+    /// Lets go of every run in flight (`shutdown`): the runs go on under their supervisors (a window reload
+    /// must not cost a 40-minute run), and each command answers that its run goes on.
+    pub fn detach_runs(&self) {
         for run in self.runs.values() {
-            run.cancel.store(true, Ordering::SeqCst);
+            run.detach.store(true, Ordering::SeqCst);
         }
     }
 
-    /// Stops every run in flight and waits, at most `limit`, for their threads to end (`exit`, or the client
-    /// went away): a runner must not outlive the server. Commands that write are waited for too (they are not
-    /// cancelled: an apply finishes, or rolls back, rather than being cut off).
+    /// Lets go of every run in flight and waits, at most `limit`, for their threads to end (`exit`, or the
+    /// client went away). Commands that write are waited for too (they are not cancelled: an apply finishes,
+    /// or rolls back, rather than being cut off).
     pub fn stop_runs(&mut self, limit: Duration) {
-        self.cancel_runs();
+        self.detach_runs();
         let deadline = Instant::now() + limit;
         let writes = self.mutations.drain().map(|(_, thread)| Some(thread));
         let runs: Vec<Option<JoinHandle<()>>> =

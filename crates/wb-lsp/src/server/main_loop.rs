@@ -20,14 +20,14 @@ use super::global_state::{GlobalState, Job, Outgoing, Run, Task};
 use super::handlers::{self, execute};
 use super::state::Snapshot;
 
-/// How long `exit` waits for runs in flight to stop their runners.
+/// How long `exit` waits for the commands in flight to end.
 const RUN_STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Serves the client after `initialize` until `exit` (or until the client goes away).
 pub fn run(connection: Connection, negotiated: Negotiated) -> anyhow::Result<SessionEnd> {
     let mut state = GlobalState::new(connection.sender, start_workers(), negotiated);
     let result = main_loop(&mut state, &connection.receiver);
-    // Whatever ended the session, no runner outlives it.
+    // Whatever ended the session, its commands end; the runs go on under their supervisors.
     state.stop_runs(RUN_STOP_GRACE);
     result
 }
@@ -126,11 +126,11 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
     dispatcher.finish()
 }
 
-/// `shutdown`: refuse further requests and stop the runs in flight (they answer once stopped). Its
-/// parameters, which should be absent, are not looked at.
+/// `shutdown`: refuse further requests and let go of the runs in flight (they go on; their commands answer
+/// so). Its parameters, which should be absent, are not looked at.
 fn shutdown(state: &mut GlobalState, id: RequestId, _: serde_json::Value) -> anyhow::Result<()> {
     state.shutdown_requested = true;
-    state.cancel_runs();
+    state.detach_runs();
     state.send(Response::new_ok(id, ()))
 }
 
@@ -250,29 +250,29 @@ impl GlobalState {
         }
     }
 
-    /// Starts an execution command (`workbench.dryRun`, `smoke`, `run`) on its own thread: it reports
-    /// progress, streams events (run) and can be cancelled by `$/cancelRequest`, by cancelling its progress,
-    /// or by the session ending.
+    /// Starts an execution command (`workbench.dryRun`, `smoke`, `run`, `attach`) on its own thread: it
+    /// reports progress, streams events (run, attach) and can be cancelled by `$/cancelRequest` or by
+    /// cancelling its progress; the session ending lets go of it.
     pub fn spawn_run(
         &mut self,
         id: RequestId,
         params: lsp::ExecuteCommandParams,
         handler: execute::Handler,
     ) -> anyhow::Result<()> {
-        let cancel = Arc::new(AtomicBool::new(false));
+        let (cancel, detach) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let token = params.work_done_progress_params.work_done_token.clone();
         self.req_queue.incoming.register(id.clone(), ());
         let snapshot = self.snapshot();
         let tasks = self.task_sender.clone();
         let sender = self.sender();
-        let flag = Arc::clone(&cancel);
+        let flags = execute::Flags { cancel: Arc::clone(&cancel), detach: Arc::clone(&detach) };
         let request = id.clone();
         let spawned = std::thread::Builder::new().name("wb-lsp-run".into()).spawn(move || {
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&snapshot, params, &sender, flag)));
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| handler(&snapshot, params, &sender, flags)));
             let _ = tasks.send(Task::Response(response_of(request, outcome)));
         });
         let thread = spawned.map_err(|e| anyhow::anyhow!("cannot start the run: {e}"))?;
-        self.runs.insert(id, Run { cancel, token, thread: Some(thread) });
+        self.runs.insert(id, Run { cancel, detach, token, thread: Some(thread) });
         Ok(())
     }
 }

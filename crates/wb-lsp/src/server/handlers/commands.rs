@@ -15,6 +15,9 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
         ext::DRY_RUN => state.spawn_run(id, params, execute::dry_run),
         ext::SMOKE => state.spawn_run(id, params, execute::smoke),
         ext::RUN => state.spawn_run(id, params, execute::run),
+        ext::ATTACH => state.spawn_run(id, params, execute::attach),
+        ext::RUNS => state.spawn::<r::ExecuteCommand>(id, params, execute::runs),
+        ext::KILL => state.spawn::<r::ExecuteCommand>(id, params, execute::kill),
         ext::OUTCOME => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome),
         // It writes the workspace: never on the cancellable pool (its answer must say what it did).
         ext::APPLY_OUTCOME => state.spawn_mutation(id, params, execute::apply_outcome),

@@ -7,7 +7,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
 
 use crossbeam_channel::Sender;
 use lsp_server::{Message, Notification};
@@ -18,10 +20,12 @@ use wb_engine::{Ending, Options};
 use super::super::convert;
 use super::super::ext::{
     self, ApplyOutcomeResult, ArtifactFile, ChangesetText, OutcomeArguments, OutcomeFiles, OutcomeResult, ReviewFile,
-    RunArguments, RunEnding, RunEventParams, RunResult, SmokeReport,
+    RunArguments, RunEnding, RunEventParams, RunIdArguments, RunResult, RunsArguments, SmokeReport,
 };
 use super::super::state::{Snapshot, is_manifest};
+use crate::supervisor::{self, Followed, Request, Start};
 use crate::text;
+use wb_engine::runs;
 
 fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
     let uri = arguments.uri.as_ref().ok_or_else(|| anyhow::anyhow!("the command takes the manifest's URI"))?;
@@ -58,9 +62,15 @@ fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
 }
 
 /// An execution command handler: the snapshot, the request's parameters, the channel to the client (for
-/// progress and events) and the cancel flag.
-pub type Handler =
-    fn(&Snapshot, lsp::ExecuteCommandParams, &Sender<Message>, Arc<AtomicBool>) -> anyhow::Result<Option<Value>>;
+/// progress and events) and the flags that stop it.
+pub type Handler = fn(&Snapshot, lsp::ExecuteCommandParams, &Sender<Message>, Flags) -> anyhow::Result<Option<Value>>;
+
+/// What stops an execution command: `cancel` (the client cancelled: a run is cancelled) and `detach` (the
+/// session ends: a run goes on under its supervisor, the command stops following it).
+pub struct Flags {
+    pub cancel: Arc<AtomicBool>,
+    pub detach: Arc<AtomicBool>,
+}
 
 /// Sends the runtime's preparation messages (image builds and pulls) as `$/progress` reports.
 fn preparation_progress(
@@ -119,7 +129,7 @@ pub fn dry_run(
     snapshot: &Snapshot,
     params: lsp::ExecuteCommandParams,
     sender: &Sender<Message>,
-    _cancel: Arc<AtomicBool>,
+    _flags: Flags,
 ) -> anyhow::Result<Option<Value>> {
     preparing(snapshot, &params, sender, "Workbench dry run", |snapshot, options| {
         wb_engine::dry_run(&snapshot.overlay, options, &snapshot.catalog)
@@ -130,7 +140,7 @@ pub fn smoke(
     snapshot: &Snapshot,
     params: lsp::ExecuteCommandParams,
     sender: &Sender<Message>,
-    _cancel: Arc<AtomicBool>,
+    _flags: Flags,
 ) -> anyhow::Result<Option<Value>> {
     preparing(snapshot, &params, sender, "Workbench smoke", |snapshot, options| {
         let reports = wb_engine::smoke(&snapshot.overlay, options, &snapshot.catalog)?;
@@ -146,47 +156,142 @@ fn progress(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, value:
     }
 }
 
-/// Runs a Workbench, streaming events; `cancel` stops it (`$/cancelRequest` or a cancelled progress).
+/// Runs a Workbench under its own supervisor (the run outlives this server), streaming its events; the
+/// client's cancel cancels it, the session's end lets go of it.
 pub fn run(
     snapshot: &Snapshot,
     params: lsp::ExecuteCommandParams,
     sender: &Sender<Message>,
-    cancel: Arc<AtomicBool>,
+    flags: Flags,
 ) -> anyhow::Result<Option<Value>> {
-    let mut options = options(&RunArguments::from_params(&params)?)?;
+    let arguments = RunArguments::from_params(&params)?;
+    let options = options(&arguments)?;
+    refuse_unsaved(snapshot, &options)?;
     let token = params.work_done_progress_params.work_done_token.clone();
-    options.progress = preparation_progress(sender, &token);
     begin(sender, &token, "Workbench run", true, "starting");
-    let mut emit = |event: &wb_engine::events::Event| {
-        let params = RunEventParams { event, text: text::event::event_lines(event) };
-        let notification = Notification::new(ext::RUN_EVENT.to_owned(), params);
-        let _ = sender.send(Message::Notification(notification));
+    let request = Request {
+        source: options.source,
+        cwd: options.cwd,
+        primary: options.primary,
+        runtime: options.runtime,
+        workspaces: options.workspaces,
+        env: options.env,
+        env_files: options.env_files,
+        allow_host_docker: options.allow_host_docker,
+        allow_unchecked_gpu: options.allow_unchecked_gpu,
+        task: options.task,
+        max_cost_usd: arguments.max_cost_usd,
+        max_duration_ms: arguments.max_duration_seconds.map(|seconds| seconds.saturating_mul(1000)),
+    };
+    let starting = match supervisor::spawn(&request) {
+        Ok(starting) => starting,
+        Err(error) => {
+            finish(sender, &token, format!("failed: {error:#}"));
+            return Err(error);
+        }
+    };
+    let _forward = CancelForward::start(Arc::clone(&flags.cancel), starting.pid());
+    let started = starting.wait_started(&mut |message| {
+        let report = lsp::WorkDoneProgressReport {
+            cancellable: Some(true),
+            message: Some(message.to_owned()),
+            percentage: None,
+        };
+        progress(sender, &token, lsp::WorkDoneProgress::Report(report));
+    });
+    let run_id = match started {
+        Ok(Start::Started { run_id, child }) => {
+            // Reaped when it ends, whether or not this server still follows the run.
+            std::thread::spawn(move || {
+                let mut child = child;
+                let _ = child.wait();
+            });
+            run_id
+        }
+        Ok(Start::Failed(failure)) => {
+            finish(sender, &token, format!("failed: {}", failure.message));
+            match failure.location {
+                Some((path, line, column)) => {
+                    anyhow::bail!("{}\n  --> {}:{line}:{column}", failure.message, path.display())
+                }
+                None => anyhow::bail!("{}", failure.message),
+            }
+        }
+        Err(error) => {
+            finish(sender, &token, format!("failed: {error:#}"));
+            return Err(error);
+        }
+    };
+    follow_run(sender, &token, &run_id, &flags.detach)
+}
+
+/// `workbench.attach`: replays a run's events (also one this server did not start), then follows it to its
+/// end as `workbench/runEvent` notifications and progress; answers as `workbench.run` does. The client's
+/// cancel cancels the run; the session's end lets go of it.
+pub fn attach(
+    _snapshot: &Snapshot,
+    params: lsp::ExecuteCommandParams,
+    sender: &Sender<Message>,
+    flags: Flags,
+) -> anyhow::Result<Option<Value>> {
+    let run_id = RunIdArguments::from_params(&params)?.run_id;
+    let home = home()?;
+    let record = runs::read_record(&home, &run_id).with_context(|| format!("no run {run_id}"))?;
+    let token = params.work_done_progress_params.work_done_token.clone();
+    begin(sender, &token, "Workbench run", true, "attached");
+    let _forward = CancelForward::start(Arc::clone(&flags.cancel), record.pid);
+    follow_run(sender, &token, &run_id, &flags.detach)
+}
+
+/// Follows a started run's log to its end: each event to the client, then the run's result.
+fn follow_run(
+    sender: &Sender<Message>,
+    token: &Option<lsp::ProgressToken>,
+    run_id: &str,
+    detach: &AtomicBool,
+) -> anyhow::Result<Option<Value>> {
+    let home = home()?;
+    let followed = supervisor::follow(&home, run_id, Some(detach), &mut |value| {
+        let Ok(event) = serde_json::from_value::<wb_engine::events::Event>(value.clone()) else { return };
+        let params = RunEventParams { event: &event, text: text::event::event_lines(&event) };
+        let _ = sender.send(Message::Notification(Notification::new(ext::RUN_EVENT.to_owned(), params)));
         let message = match event.kind.as_str() {
             "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
             "output.text" => Some("writing".to_owned()),
             other => Some(other.to_owned()),
         };
-        progress(
-            sender,
-            &token,
-            lsp::WorkDoneProgress::Report(lsp::WorkDoneProgressReport {
-                cancellable: Some(true),
-                message,
-                percentage: None,
-            }),
-        );
+        let report = lsp::WorkDoneProgressReport { cancellable: Some(true), message, percentage: None };
+        progress(sender, token, lsp::WorkDoneProgress::Report(report));
+    });
+    let followed = match followed {
+        Ok(followed) => followed,
+        Err(error) => {
+            finish(sender, token, format!("failed: {error:#}"));
+            return Err(error);
+        }
     };
-    let result = wb_engine::run(&snapshot.overlay, &options, &snapshot.catalog, cancel, &mut emit);
-    let end_message = match &result {
-        Ok(result) => match &result.ending {
+    match followed {
+        Followed::Stopped => {
+            finish(sender, token, "goes on".to_owned());
+            anyhow::bail!("The session ended while run {run_id} goes on: attach to it again (wb-lsp attach {run_id})")
+        }
+        Followed::Lost => {
+            finish(sender, token, "lost".to_owned());
+            anyhow::bail!("Run {run_id} is lost: its supervisor ended before the run did")
+        }
+        Followed::Ended { .. } => {}
+    }
+    let result = supervisor::result_of(&home, run_id)
+        .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
+    finish(
+        sender,
+        token,
+        match &result.ending {
             Ending::Completed => "completed".to_owned(),
             Ending::Failed(message) => format!("failed: {message}"),
             Ending::Cancelled => "cancelled".to_owned(),
         },
-        Err(error) => format!("failed: {error}"),
-    };
-    progress(sender, &token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(end_message) }));
-    let result = result?;
+    );
     let result = RunResult {
         ending: RunEnding::from(&result.ending),
         run_id: result.run_id,
@@ -194,6 +299,95 @@ pub fn run(
         outcome_id: result.outcome_id,
     };
     Ok(Some(serde_json::to_value(result)?))
+}
+
+/// Ends a command's progress with `message`.
+fn finish(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, message: String) {
+    progress(sender, token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(message) }));
+}
+
+/// Passes the client's cancel on to a run's supervisor (SIGINT, once) while a command follows the run.
+struct CancelForward {
+    done: Arc<AtomicBool>,
+}
+
+impl CancelForward {
+    fn start(cancel: Arc<AtomicBool>, pid: u32) -> CancelForward {
+        let done = Arc::new(AtomicBool::new(false));
+        let finished = Arc::clone(&done);
+        std::thread::spawn(move || {
+            while !finished.load(Ordering::SeqCst) {
+                if cancel.load(Ordering::SeqCst) {
+                    supervisor::interrupt(pid);
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        CancelForward { done }
+    }
+}
+
+impl Drop for CancelForward {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A run reads its package from disk (its supervisor outlives this server and its buffers): an open file of
+/// the package whose buffer differs from the disk must be saved first.
+fn refuse_unsaved(snapshot: &Snapshot, options: &Options) -> anyhow::Result<()> {
+    let package = PathBuf::from(&options.source);
+    let Some(package) = package.parent() else { return Ok(()) };
+    let mut unsaved: Vec<&PathBuf> = snapshot
+        .overlay
+        .documents
+        .iter()
+        .filter(|(path, document)| {
+            path.starts_with(package) && std::fs::read(path).ok().as_deref() != Some(document.text.as_bytes())
+        })
+        .map(|(path, _)| path)
+        .collect();
+    unsaved.sort();
+    match unsaved.first() {
+        None => Ok(()),
+        Some(first) => anyhow::bail!(
+            "Save {} first: a run reads its package from disk{}",
+            first.display(),
+            if unsaved.len() > 1 { format!(" ({} unsaved files)", unsaved.len()) } else { String::new() }
+        ),
+    }
+}
+
+fn home() -> anyhow::Result<PathBuf> {
+    wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))
+}
+
+/// `workbench.runs`: the runs under the Workbench home, newest first, as `wb-lsp runs --json` lists them
+/// (`{all: true}`: finished and lost ones too).
+pub fn runs(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
+    let arguments: RunsArguments = match params.arguments.first() {
+        Some(value) => serde_json::from_value(value.clone())?,
+        None => RunsArguments::default(),
+    };
+    let records: Vec<Value> = runs::list(&home()?)
+        .iter()
+        .filter(|record| arguments.all || record.state() == runs::RunState::Running)
+        .map(runs::record_json)
+        .collect();
+    Ok(Some(Value::Array(records)))
+}
+
+/// `workbench.kill`: cancels a running run (its runner stops, its partial outcome is collected); answers
+/// once asked, not once stopped (a follower sees the end).
+pub fn kill(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
+    let run_id = RunIdArguments::from_params(&params)?.run_id;
+    let record = runs::read_record(&home()?, &run_id).with_context(|| format!("no run {run_id}"))?;
+    if record.state() != runs::RunState::Running {
+        anyhow::bail!("Run {run_id} is not running ({})", record.state().as_str());
+    }
+    supervisor::interrupt(record.pid);
+    Ok(Some(serde_json::json!({"runId": run_id, "asked": true})))
 }
 
 /// Code lenses above a manifest: Dry run, Smoke, Run. Clients that can ask for a task (the VS Code
