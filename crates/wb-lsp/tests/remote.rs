@@ -878,3 +878,57 @@ fn e2b_ctrl_c_while_creating_stops_and_reclaims() {
 fn daytona_ctrl_c_while_creating_stops_and_reclaims() {
     ctrl_c_while_creating(Kind::Daytona);
 }
+
+/// A detached run on a sandbox: while it lives the sandbox's lease is extended (every half lease, by the
+/// service's own call), and when it is killed the sandbox is destroyed.
+fn lease_follows_the_run(kind: Kind) {
+    let setup = setup(kind);
+    let work = setup.world.work.display().to_string();
+    let mut args: Vec<&str> = setup.args("run", Some("hang"), &work).into_iter().filter(|a| *a != "--json").collect();
+    args.push("--detach");
+    let output = finish(setup.command().args(&args).env("WB_SANDBOX_LEASE", "2s"));
+    assert_eq!(output.code, 0, "{output:?}");
+    let run_id = output.stdout.trim().to_owned();
+    let live = setup.service.live();
+    assert_eq!(live.len(), 1, "{live:?}");
+    let (extension, expected_body) = match kind {
+        Kind::E2b => (format!("/sandboxes/{}/timeout", live[0]), Some(serde_json::json!({"timeout": 2}))),
+        // Daytona counts the time to live in whole minutes.
+        Kind::Daytona => (format!("/api/sandbox/{}/ttl/1", live[0]), None),
+    };
+    let extended = || {
+        setup.service.requests().into_iter().filter(|r| r.method == "POST" && r.path == extension).collect::<Vec<_>>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while extended().len() < 2 {
+        assert!(Instant::now() < deadline, "the lease was not extended: {:?}", setup.service.requests());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if let Some(body) = expected_body {
+        assert_eq!(serde_json::from_slice::<Value>(&extended()[0].body).unwrap(), body);
+    }
+    assert_eq!(setup.service.live(), live, "the run goes on in its sandbox");
+    let killed = setup.wb(&["kill", &run_id]);
+    assert_eq!(killed.code, 0, "{killed:?}");
+    let waited = setup.wb(&["wait", &run_id]);
+    assert_eq!(waited.code, 130, "{waited:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !setup.service.live().is_empty() {
+        assert!(Instant::now() < deadline, "the sandbox outlived its run");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // No extension after the sandbox was destroyed.
+    let after = extended().len();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(extended().len(), after, "the lease was extended after the run");
+}
+
+#[test]
+fn e2b_the_lease_follows_a_detached_run() {
+    lease_follows_the_run(Kind::E2b);
+}
+
+#[test]
+fn daytona_the_lease_follows_a_detached_run() {
+    lease_follows_the_run(Kind::Daytona);
+}

@@ -110,6 +110,8 @@ struct FakeSandbox {
     state: String,
     error_reason: Option<String>,
     omit_toolbox_url: bool,
+    /// `ttlMinutes` of the create, then of the last `setTtl`.
+    ttl_minutes: u64,
     root: SandboxRoot,
     sessions: BTreeMap<String, BTreeMap<String, Arc<FakeCommand>>>,
 }
@@ -361,6 +363,11 @@ async fn handle(State(state): State<Arc<FakeState>>, request: Request) -> Respon
         (Method::GET, ["api", "sandbox"]) => list(&state, &query),
         (Method::GET, ["api", "sandbox", id]) => get(&state, id),
         (Method::DELETE, ["api", "sandbox", id]) => delete(&state, id),
+        // The SDK's `setTtl`: destroyed `minutes` from now, re-anchored at each call; answers the sandbox.
+        (Method::POST, ["api", "sandbox", id, "ttl", minutes]) => match minutes.parse::<u64>() {
+            Ok(minutes) => set_ttl(&state, id, minutes),
+            Err(_) => error(StatusCode::BAD_REQUEST, "ttlMinutes must be a non-negative integer"),
+        },
         (Method::GET, ["api", "sandbox", id, "toolbox-proxy-url"]) => {
             if state.root_of(id).is_some() {
                 reply(StatusCode::OK, json!({ "url": state.toolbox_url }))
@@ -451,6 +458,7 @@ async fn create(state: &Arc<FakeState>, body: Value) -> Response {
         state: "creating".to_owned(),
         error_reason: faults.error_reason.clone(),
         omit_toolbox_url: faults.omit_toolbox_url,
+        ttl_minutes: body["ttlMinutes"].as_u64().unwrap_or(0),
         root,
         sessions: BTreeMap::new(),
     };
@@ -486,6 +494,18 @@ fn delete(state: &Arc<FakeState>, id: &str) -> Response {
         Some(sandbox) => {
             sandbox.root.kill_all();
             reply(StatusCode::OK, state.dto(&sandbox, "destroying"))
+        }
+        None => error(StatusCode::NOT_FOUND, "Sandbox not found"),
+    }
+}
+
+fn set_ttl(state: &Arc<FakeState>, id: &str, minutes: u64) -> Response {
+    let Ok(mut sandboxes) = state.sandboxes.lock() else { return error(StatusCode::INTERNAL_SERVER_ERROR, "lock") };
+    match sandboxes.get_mut(id) {
+        Some(sandbox) => {
+            sandbox.ttl_minutes = minutes;
+            let dto = state.dto(sandbox, &sandbox.state.clone());
+            reply(StatusCode::OK, dto)
         }
         None => error(StatusCode::NOT_FOUND, "Sandbox not found"),
     }

@@ -5,7 +5,8 @@
 //! Control plane (checks `X-API-KEY`, else 401 `{code,message}`): `GET /templates/aliases/{n}`,
 //! `POST /v3/templates`, `GET /templates/{t}/files/{h}` (+ the `PUT /upload/{h}` sink, which demands an
 //! exact `Content-Length`), `POST /v2/templates/{t}/builds/{b}`, `GET …/status?logsOffset=`,
-//! `POST /v2/sandboxes`, `GET`/`DELETE /sandboxes/{id}`, `GET /v2/sandboxes?metadata=`.
+//! `POST /v2/sandboxes`, `GET`/`DELETE /sandboxes/{id}`, `POST /sandboxes/{id}/timeout`,
+//! `GET /v2/sandboxes?metadata=`.
 //! envd (checks `X-Access-Token`): `POST /process.Process/Start` (really runs `bash -lc` in the sandbox's
 //! [`SandboxRoot`], streaming start, keepalive, data…, end, end-of-stream), `SendSignal`, `SendInput`,
 //! `CloseStdin`, `filesystem.Filesystem/Stat`, `POST`/`GET /files`, `GET /health`.
@@ -440,6 +441,19 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
             Some(sandbox) => reply(200, info(shared, &sandbox)),
             None => error(404, &format!("sandbox \"{id}\" doesn't exist or you don't have access to it")),
         },
+        // The SDK's `setTimeout`: the sandbox now ends `timeout` seconds from this request (204, no body).
+        ("POST", ["sandboxes", id, "timeout"]) => {
+            let Some(timeout) = json_body.get("timeout").and_then(Value::as_u64) else {
+                return error(400, "timeout must be an integer number of seconds");
+            };
+            match shared.sandboxes.lock().ok().as_mut().and_then(|s| s.get_mut(*id)) {
+                Some(sandbox) => {
+                    sandbox.timeout = timeout;
+                    empty(204)
+                }
+                None => error(404, &format!("sandbox \"{id}\" doesn't exist or you don't have access to it")),
+            }
+        }
         ("DELETE", ["sandboxes", id]) => match shared.sandboxes.lock().ok().and_then(|mut s| s.remove(*id)) {
             Some(sandbox) => {
                 sandbox.root.kill_all();

@@ -194,6 +194,14 @@ impl Api {
         self.transport.json(PLANE, &Method::POST, shown, response).await
     }
 
+    /// `POST /sandbox/{id}/ttl/{minutes}`: the sandbox is now destroyed `minutes` from now (the SDK's
+    /// `setTtl`, re-anchored at each call).
+    pub async fn set_ttl(&self, id: &str, minutes: u64) -> std::result::Result<(), CallError> {
+        let shown = format!("/sandbox/{}/ttl/{minutes}", segment(id));
+        self.transport.send_ok(PLANE, Method::POST, &self.url(&shown), &shown, self.timeout(), &|r| r).await?;
+        Ok(())
+    }
+
     /// `GET /sandbox/{id}`.
     pub async fn get(&self, id: &str) -> std::result::Result<SandboxDto, CallError> {
         let shown = format!("/sandbox/{}", segment(id));

@@ -348,6 +348,11 @@ impl Sandbox for DaytonaSandbox {
     fn destroy(&self) -> Result<()> {
         Ok(self.shared.handle.block_on(self.shared.api.delete(&self.id))?)
     }
+
+    fn extend_lease(&self, lease: std::time::Duration) -> Result<()> {
+        let minutes = lease.as_secs().div_ceil(60).max(1);
+        Ok(self.shared.handle.block_on(self.shared.api.set_ttl(&self.id, minutes))?)
+    }
 }
 
 /// What the poller and the killer share.

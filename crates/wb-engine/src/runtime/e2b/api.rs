@@ -152,6 +152,12 @@ impl Api {
         })
     }
 
+    /// `POST /sandboxes/{id}/timeout`: the sandbox now ends `lease` from now (the SDK's `setTimeout`).
+    pub async fn set_timeout(&self, id: &str, lease: Duration) -> Result<()> {
+        let body = json!({"timeout": lease.as_secs().max(1)});
+        self.call(Method::POST, &format!("/sandboxes/{}/timeout", segment(id)), Some(&body)).await.map(|_| ())
+    }
+
     /// `GET /sandboxes/{id}`.
     pub async fn info(&self, id: &str) -> Result<Value> {
         self.call(Method::GET, &format!("/sandboxes/{}", segment(id)), None).await

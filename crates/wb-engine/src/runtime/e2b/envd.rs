@@ -371,6 +371,10 @@ impl Sandbox for E2bSandbox {
         &self.envd.id
     }
 
+    fn extend_lease(&self, lease: Duration) -> Result<()> {
+        self.handle.block_on(self.api.set_timeout(&self.envd.id, lease))
+    }
+
     fn resources(&self) -> Result<Resources> {
         let info = self.handle.block_on(self.api.info(&self.envd.id))?;
         let number = |key: &str| info.get(key).and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));

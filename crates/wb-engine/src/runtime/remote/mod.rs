@@ -52,8 +52,31 @@ pub const MANAGED_LABEL: &str = "dev.wb-lsp.managed";
 pub const RUN_LABEL: &str = "dev.wb-lsp.run";
 /// The label naming the Workbench (what `clean` and people see).
 pub const SCOPE_LABEL: &str = "dev.wb-lsp.scope";
-/// How long a service keeps a sandbox the engine never destroyed (the reference's 60 minutes).
+/// How long a service keeps a sandbox the engine never destroyed (the reference's 60 minutes), counted from its
+/// creation and again from each extension while its run lives. `WB_SANDBOX_LEASE` (`90s`, `30m`, `2h`) changes
+/// it: shorter for less spend on a sandbox whose run's owner died.
 pub const LEASE: Duration = Duration::from_secs(60 * 60);
+
+/// The lease: `WB_SANDBOX_LEASE` when set, else [`LEASE`].
+fn lease(inherited: &BTreeMap<String, String>) -> Result<Duration> {
+    let Some(text) = inherited.get("WB_SANDBOX_LEASE").map(|t| t.trim()).filter(|t| !t.is_empty()) else {
+        return Ok(LEASE);
+    };
+    let invalid =
+        || EngineError::message(format!("WB_SANDBOX_LEASE must be a duration such as 90s, 30m or 2h: {text}"));
+    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let number: u64 = number.parse().map_err(|_| invalid())?;
+    let seconds = match unit {
+        "" | "s" => number,
+        "m" => number.checked_mul(60).ok_or_else(invalid)?,
+        "h" => number.checked_mul(3600).ok_or_else(invalid)?,
+        _ => return Err(invalid()),
+    };
+    if seconds == 0 {
+        return Err(invalid());
+    }
+    Ok(Duration::from_secs(seconds))
+}
 /// Commands the engine runs itself (staging, preflight, collection) give up after this.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
@@ -86,7 +109,11 @@ pub struct RemoteRuntime {
     request: Option<TemplateRequest>,
     resources: ResourceRequest,
     template: Option<PreparedTemplate>,
-    sandbox: Option<Box<dyn Sandbox>>,
+    sandbox: Option<std::sync::Arc<dyn Sandbox>>,
+    /// How long the service keeps the sandbox past the last extension ([`LEASE`], or `WB_SANDBOX_LEASE`).
+    lease: Duration,
+    /// While the runner runs: dropping it stops the thread that extends the sandbox's lease.
+    keeper: Option<std::sync::mpsc::Sender<()>>,
     info: Option<SandboxInfo>,
     copies: Vec<WorkingCopy>,
     deferred: Vec<Deferred>,
@@ -105,6 +132,7 @@ impl RemoteRuntime {
             .enable_all()
             .build()
             .map_err(|e| EngineError::io(format!("cannot start the {} client", service.title()), e))?;
+        let lease = lease(&setup.inherited)?;
         Ok(RemoteRuntime {
             service,
             setup,
@@ -116,6 +144,8 @@ impl RemoteRuntime {
             resources: ResourceRequest::default(),
             template: None,
             sandbox: None,
+            lease,
+            keeper: None,
             info: None,
             copies: Vec::new(),
             deferred: Vec::new(),
@@ -131,6 +161,24 @@ impl RemoteRuntime {
 
     fn title(&self) -> &'static str {
         self.service.title()
+    }
+
+    /// Extends the sandbox's lease every half lease while the run lives (until cleanup), so a long run keeps
+    /// its sandbox and a sandbox whose run's owner died ends at most one lease later.
+    fn keep_alive(&mut self) {
+        let Some(sandbox) = self.sandbox.clone() else { return };
+        let (keeper, stopped) = std::sync::mpsc::channel::<()>();
+        let (lease, progress, title) = (self.lease, self.setup.progress.clone(), self.title());
+        let spawned = std::thread::Builder::new().name("wb-lease".into()).spawn(move || {
+            while stopped.recv_timeout(lease / 2) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                if let (Err(error), Some(progress)) = (sandbox.extend_lease(lease), &progress) {
+                    progress(&format!("Extending the {title} sandbox's lease failed: {error}"));
+                }
+            }
+        });
+        if spawned.is_ok() {
+            self.keeper = Some(keeper);
+        }
     }
 
     fn report_progress(&self, message: &str) {
@@ -304,7 +352,7 @@ impl Runtime for RemoteRuntime {
         let spec = SandboxSpec {
             template: template.reference.clone(),
             labels: labels.clone(),
-            lease: LEASE,
+            lease: self.lease,
             resources: self.resources.clone(),
         };
         self.report_progress(&format!("Creating {} sandbox from {}", self.title(), template.reference));
@@ -326,7 +374,7 @@ impl Runtime for RemoteRuntime {
             destroyed: false,
         });
         self.report_progress(&format!("{} sandbox {} is running", self.title(), sandbox.id()));
-        self.sandbox = Some(sandbox);
+        self.sandbox = Some(std::sync::Arc::from(sandbox));
         let resources = self.sandbox()?.resources().unwrap_or_default();
         let requirements = self.check_deferred(resources)?;
         self.stage()?;
@@ -365,6 +413,7 @@ impl Runtime for RemoteRuntime {
         let command = format!("cd {} && exec {} < /dev/null", quote(&cwd), shell::command_line(&words));
         let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None };
         let process = self.sandbox()?.start(&command, &options)?;
+        self.keep_alive();
         Ok(Launched {
             stdout: Some(process.stdout),
             stderr: Some(process.stderr),
@@ -391,6 +440,7 @@ impl Runtime for RemoteRuntime {
     }
 
     fn cleanup(&mut self) -> Result<()> {
+        self.keeper = None;
         let Some(sandbox) = self.sandbox.take() else { return Ok(()) };
         let id = sandbox.id().to_owned();
         match sandbox.destroy() {

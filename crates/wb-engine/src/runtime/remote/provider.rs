@@ -155,6 +155,9 @@ pub trait Sandbox: Send + Sync {
     fn download(&self, path: &str, limit: u64) -> Result<Vec<u8>>;
     /// Destroys the sandbox. Idempotent: a sandbox that is already gone is not an error.
     fn destroy(&self) -> Result<()>;
+    /// Extends the sandbox's life: the service now ends it `lease` from now (never later), as long as the run
+    /// lives. A sandbox whose run's supervisor died ends at most one lease after the last extension.
+    fn extend_lease(&self, lease: std::time::Duration) -> Result<()>;
 }
 
 /// A kind of sandbox service: one module per service implements it (`e2b::SERVICE`, `daytona::SERVICE`) with
