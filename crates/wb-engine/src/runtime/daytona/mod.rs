@@ -105,7 +105,7 @@ impl Daytona {
             Some(ms) => timing.polling(Duration::from_millis(ms.max(1))),
             None => timing,
         };
-        let options = http::Options::default();
+        let options = http::Options::for_provider(env);
         let api = build_api(key.clone(), &api_url, timing, options.clone())?;
         let shared = Arc::new(Shared { api, handle, timing });
         Ok(Daytona { shared, key, api_url, target: value("DAYTONA_TARGET"), options })
