@@ -6,13 +6,14 @@ use std::io::{BufReader, Write};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use wb_testsupport::isolate;
 use wb_testsupport::lsp::Client;
 use wb_testsupport::{frame, read_message};
 
 #[test]
 fn malformed_messages_are_answered_and_the_session_continues() {
     for args in [&[][..], &["serve"][..], &["--stdio"][..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -84,7 +85,7 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     let temp = tempfile::tempdir().unwrap();
     let manifest = fake_repository(temp.path());
     let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+    let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
         .env("PATH", path)
         .env("OPENAI_API_KEY", "sk-test-canary-7d1f")
         .env("WORKBENCH_HOME", temp.path().join("home"))
@@ -270,7 +271,7 @@ fn cancelling_a_run_request_stops_the_runner() {
     std::fs::write(&runner, "#!/bin/sh\necho \"$$\" > \"$WORKBENCH_OUTPUT_DIR/../runner.pid\"\nexec sleep 30\n")
         .unwrap();
     let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+    let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
         .env("PATH", path)
         .env("OPENAI_API_KEY", "sk-test")
         .env("WORKBENCH_HOME", temp.path().join("home"))
@@ -374,7 +375,7 @@ fn the_editor_smokes_and_runs_a_docker_workbench_with_build_progress() {
     );
     let temp = tempfile::tempdir().unwrap();
     let manifest = docker_repository(temp.path(), false).expect("Debian's busybox-static (/bin/busybox) is needed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+    let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
         .env("OPENAI_API_KEY", "sk-docker-canary-51c2")
         .env("WORKBENCH_HOME", temp.path().join("home"))
         .stdin(Stdio::piped())
@@ -454,7 +455,7 @@ fn host_engine_access_reaches_the_engine_from_inside_the_container() {
         if allow {
             args.push("--allow-host-docker".to_owned());
         }
-        let output = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        let output = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
             .args(&args)
             .env("OPENAI_API_KEY", "sk-test")
             .env("WORKBENCH_HOME", temp.path().join("home"))
