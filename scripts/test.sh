@@ -92,7 +92,6 @@ if [ "${WB_LSP_SKIP_REAL_RUNNERS:-}" != 1 ]; then
       "(WB_LSP_SKIP_REAL_RUNNERS=1 skips them)" >&2
     exit 1
   fi
-  export WB_REQUIRE_RUNNERS=1
 fi
 
 # The official E2B and Daytona SDKs (pinned, from npm) for crates/wb-sandbox-fakes/tests/official_sdks.rs, in a
@@ -102,7 +101,7 @@ if ! WB_SDK_MODULES="$(./scripts/install-sdks.sh)"; then
   echo "error: scripts/install-sdks.sh failed to install the official sandbox SDKs into $WB_SDKS_DIR" >&2
   exit 1
 fi
-export WB_SDK_MODULES WB_REQUIRE_SDKS=1
+export WB_SDK_MODULES
 
 # A real VS Code for crates/wb-lsp/tests/vscode_e2e.rs: code-server and Node 24 (pinned, from npm) and the driver's
 # playwright-core in a cache outside the repository, Debian's Chromium when missing. WB_LSP_SKIP_EDITOR_TESTS=1
@@ -114,7 +113,6 @@ if [ "${WB_LSP_SKIP_EDITOR_TESTS:-}" != 1 ]; then
       "$WB_VSCODE_E2E_DIR (WB_LSP_SKIP_EDITOR_TESTS=1 skips the editor tests)" >&2
     exit 1
   fi
-  export WB_REQUIRE_VSCODE=1
 fi
 
 cargo test --workspace --locked "$@"

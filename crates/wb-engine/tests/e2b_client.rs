@@ -452,6 +452,10 @@ fn requests_match_the_official_sdk_fixture_and_never_carry_the_key_to_envd() {
 #[test]
 fn bodies_match_the_shared_recordings_when_given() {
     let Some(dir) = std::env::var_os("WB_SHARED_WIRE").map(PathBuf::from) else {
+        assert!(
+            std::env::var("WB_REQUIRE_SHARED_WIRE").as_deref() != Ok("1"),
+            "WB_REQUIRE_SHARED_WIRE=1 but WB_SHARED_WIRE is not set"
+        );
         eprintln!("SKIPPED: shared E2B recordings: WB_SHARED_WIRE is not set");
         return;
     };

@@ -9,78 +9,26 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use wb_manifest::{FileKind, FileSystem, ModelCatalog};
+use wb_manifest::ModelCatalog;
 use wb_syntax::TextRange;
+use wb_testsupport::MemFs;
 
 const MANIFEST: &str = "/repo/.workbenches/pkg/workbench.yml";
 const PER_INPUT: Duration = Duration::from_secs(10);
 
-struct MemFs {
-    files: BTreeMap<PathBuf, Vec<u8>>,
-}
-
-impl MemFs {
-    fn sample() -> MemFs {
-        let mut files = BTreeMap::new();
-        let mut add = |path: &str, text: &str| {
-            files.insert(PathBuf::from(path), text.as_bytes().to_vec());
-        };
-        add("/repo/README.md", "# repo\n");
-        add("/repo/.workbenches/pkg/instructions.md", "Do the work.\n");
-        add("/repo/.workbenches/pkg/Dockerfile", "FROM node:22\n");
-        add("/repo/.workbenches/pkg/opencode.json", "{}\n");
-        add("/repo/.workbenches/pkg/skills/review/SKILL.md", "---\nname: review\ndescription: Review.\n---\n");
-        add("/repo/.workbenches/pkg/skills/ünï/SKILL.md", "---\nname: ünï\n---\n");
-        MemFs { files }
-    }
-
-    fn is_dir(&self, path: &Path) -> bool {
-        self.files.keys().any(|file| file != path && file.starts_with(path))
-    }
-}
-
-impl FileSystem for MemFs {
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.files.get(path).cloned().ok_or_else(|| io::ErrorKind::NotFound.into())
-    }
-
-    fn kind(&self, path: &Path) -> io::Result<FileKind> {
-        if self.files.contains_key(path) {
-            Ok(FileKind::File)
-        } else if self.is_dir(path) {
-            Ok(FileKind::Directory)
-        } else {
-            Err(io::ErrorKind::NotFound.into())
-        }
-    }
-
-    fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
-        self.kind(path)
-    }
-
-    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
-        // No links in memory: a path that exists is its own real path.
-        self.kind(path).map(|_| path.to_path_buf())
-    }
-
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        if !self.is_dir(path) {
-            return Err(io::ErrorKind::NotFound.into());
-        }
-        let mut entries: Vec<PathBuf> = self
-            .files
-            .keys()
-            .filter_map(|file| file.strip_prefix(path).ok())
-            .filter_map(|rest| rest.components().next())
-            .map(|first| path.join(first))
-            .collect();
-        entries.dedup();
-        Ok(entries)
-    }
+/// The package every input is checked in.
+fn sample() -> MemFs {
+    MemFs::with_files([
+        ("/repo/README.md", "# repo\n"),
+        ("/repo/.workbenches/pkg/instructions.md", "Do the work.\n"),
+        ("/repo/.workbenches/pkg/Dockerfile", "FROM node:22\n"),
+        ("/repo/.workbenches/pkg/opencode.json", "{}\n"),
+        ("/repo/.workbenches/pkg/skills/review/SKILL.md", "---\nname: review\ndescription: Review.\n---\n"),
+        ("/repo/.workbenches/pkg/skills/ünï/SKILL.md", "---\nname: ünï\n---\n"),
+    ])
 }
 
 /// xorshift64*: enough randomness for test inputs, no dependency.
@@ -341,7 +289,7 @@ impl Failures {
 
 #[test]
 fn random_texts_and_offsets_never_panic() {
-    let fs = MemFs::sample();
+    let fs = sample();
     let mut failures = Failures::default();
     for case in 0..cases() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (case as u64 + 1));
@@ -357,7 +305,7 @@ fn random_texts_and_offsets_never_panic() {
 /// Every offset of the complete example manifest, and of a Unicode-heavy one.
 #[test]
 fn every_offset_of_real_manifests() {
-    let fs = MemFs::sample();
+    let fs = sample();
     let example = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/example-repo/.workbenches/migrations/workbench.yml"),
     )
@@ -376,7 +324,7 @@ fn every_offset_of_real_manifests() {
 /// Random edits of a real manifest (cut, inserted tokens, swapped lines), at random offsets.
 #[test]
 fn mutated_example_never_panics() {
-    let fs = MemFs::sample();
+    let fs = sample();
     let example = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/example-repo/.workbenches/migrations/workbench.yml"),
     )
@@ -428,7 +376,7 @@ fn mutated_example_never_panics() {
 /// Inputs found by fuzzing, kept so they stay fixed.
 #[test]
 fn regressions() {
-    let fs = MemFs::sample();
+    let fs = sample();
     let cases: &[(&str, usize)] = &[
         ("", 0),
         ("", 5),

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use wb_manifest::{ModelCatalog, OsFileSystem, check_manifest_bytes, repository_root};
-use wb_testsupport::{Output, copy_tree, finish, repository_fixtures, temp_dir, write_file};
+use wb_testsupport::{Output, copy_tree, finish, isolate, repository_fixtures, temp_dir, write_file};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -29,7 +29,7 @@ fn fixture(name: &str) -> PathBuf {
 
 fn command(dir: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
-    command.args(args).current_dir(dir).env_remove("NO_COLOR").env_remove("WB_LSP_MODEL_CATALOG");
+    isolate(&mut command).args(args).current_dir(dir).env_remove("NO_COLOR").env_remove("WB_LSP_MODEL_CATALOG");
     command
 }
 
@@ -660,14 +660,12 @@ fn colour_auto_on_a_terminal_honours_no_color() {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("util-linux"));
-    if !available {
-        eprintln!("skipped: util-linux `script` is not available");
-        return;
-    }
+    // Debian's bsdutils (essential: always installed) has it.
+    assert!(available, "util-linux `script` is needed (Debian's bsdutils, or util-linux elsewhere)");
     let binary = env!("CARGO_BIN_EXE_wb-lsp").replace('\'', "'\\''");
     let on_terminal = |no_color: Option<&str>| -> String {
         let mut command = Command::new("script");
-        command
+        isolate(&mut command)
             .args(["--quiet", "--return", "--command", &format!("'{binary}' check .workbenches/tidy"), "/dev/null"])
             .current_dir(fixture("cli"))
             .env_remove("NO_COLOR")
@@ -680,10 +678,7 @@ fn colour_auto_on_a_terminal_honours_no_color() {
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
     let coloured = on_terminal(None);
-    if !coloured.contains("1 package checked") {
-        eprintln!("skipped: `script` could not run wb-lsp on a pseudo-terminal: {coloured}");
-        return;
-    }
+    assert!(coloured.contains("1 package checked"), "`script` could not run wb-lsp on a pseudo-terminal: {coloured}");
     assert!(coloured.contains(ESC), "{coloured}");
     let plain = on_terminal(Some("1"));
     assert!(plain.contains("1 package checked") && !plain.contains(ESC), "{plain}");

@@ -39,7 +39,7 @@ fn run_editor_script(editor: &str, available: bool, install: &str, script: &str)
          the editor tests."
     );
     let root = repository_root();
-    let output = Command::new("bash")
+    let output = wb_testsupport::isolate(&mut Command::new("bash"))
         .arg(root.join(script))
         .env("WB_LSP_BIN", env!("CARGO_BIN_EXE_wb-lsp"))
         .current_dir(&root)
@@ -466,7 +466,7 @@ fn neovim_shows_opens_and_applies_a_run_outcome() {
     )
     .unwrap();
 
-    let output = Command::new("timeout")
+    let output = wb_testsupport::isolate(&mut Command::new("timeout"))
         .args(["--kill-after=10", "180", "nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
         .arg(format!("set runtimepath^={}", repository_root().join("editors/nvim").display()))
         .arg("-c")

@@ -40,7 +40,7 @@ fn repository_with_outside_skill() -> (tempfile::TempDir, PathBuf, PathBuf) {
 fn check_never_prints_a_linked_skill_manifest_from_outside_the_repository() {
     let (_temp, repo, _) = repository_with_outside_skill();
     for format in ["human", "json", "sarif", "github"] {
-        let output = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        let output = wb_testsupport::isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
             .args(["check", "--format", format, "."])
             .current_dir(&repo)
             .env("NO_COLOR", "1")

@@ -46,7 +46,7 @@ fn show(output: &Output) -> (String, String) {
 fn run_script(script: &str) {
     let root = repository_root();
     let started = Instant::now();
-    let output = Command::new("bash")
+    let output = wb_testsupport::isolate(&mut Command::new("bash"))
         .arg(root.join(script))
         .env("WB_LSP_BIN", env!("CARGO_BIN_EXE_wb-lsp"))
         .current_dir(&root)

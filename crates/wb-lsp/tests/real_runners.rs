@@ -4,8 +4,8 @@
 //! returns an artifact, and cancellation mid-turn — through `wb-lsp` exactly as a user runs it.
 //!
 //! The runners are found in `$WB_RUNNERS_DIR/node_modules/.bin` (default `~/.cache/wb-lsp/runners`).
-//! Without them the tests say so and pass, unless `WB_REQUIRE_RUNNERS=1` (set by `scripts/test.sh`, which
-//! installs them): then a missing runner fails the suite.
+//! `scripts/test.sh` installs them; without them the tests fail with that hint, unless
+//! `WB_LSP_SKIP_REAL_RUNNERS=1` asks to skip them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -35,11 +35,14 @@ fn runners_bin() -> Option<PathBuf> {
     if present {
         return Some(bin);
     }
-    if std::env::var("WB_REQUIRE_RUNNERS").as_deref() == Ok("1") {
-        panic!("the real runners are missing from {} (run scripts/install-runners.sh)", bin.display());
+    if std::env::var("WB_LSP_SKIP_REAL_RUNNERS").as_deref() == Ok("1") {
+        eprintln!("SKIPPED: the real runners (WB_LSP_SKIP_REAL_RUNNERS=1)");
+        return None;
     }
-    eprintln!("skipped: the real runners are not installed in {} (scripts/install-runners.sh)", bin.display());
-    None
+    panic!(
+        "the real runners are missing from {} (run scripts/install-runners.sh; WB_LSP_SKIP_REAL_RUNNERS=1 skips them)",
+        bin.display()
+    )
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1317,10 +1320,12 @@ fn the_editor_streams_a_real_runner() {
 
 /// The engine's overhead around real runs (figures for the notes, not a pass/fail measurement):
 /// `WB_MEASURE_RUNS=N` repeats each runner's full local run N times through a wrapper that stamps the
-/// runner's start and exit, and prints the medians.
+/// runner's start and exit, and prints the medians. A measurement, not a test: ignored unless asked for with
+/// `WB_MEASURE_RUNS=N cargo test -p wb-lsp --test real_runners -- --ignored measure_overhead`.
 #[test]
+#[ignore = "a measurement: WB_MEASURE_RUNS=N and --ignored"]
 fn measure_overhead_when_asked() {
-    let Some(count) = std::env::var("WB_MEASURE_RUNS").ok().and_then(|n| n.parse::<usize>().ok()) else { return };
+    let count = std::env::var("WB_MEASURE_RUNS").ok().and_then(|n| n.parse::<usize>().ok()).unwrap_or(5);
     let Some(bin) = runners_bin() else { return };
     let median = |mut values: Vec<Duration>| {
         values.sort();

@@ -231,7 +231,14 @@ impl Setup {
     fn command(&self) -> std::process::Command {
         let mut command = self.world.command(env!("CARGO_BIN_EXE_wb-lsp"));
         command.envs(self.service.env()).env("OPENAI_API_KEY", OPENAI_KEY);
+        // The transport waits on a clock that logs each wait and returns at once (a test hook).
+        command.env("WB_TEST_RETRY_WAITS", self.retry_waits());
         command
+    }
+
+    /// Where the binary's transport logged the waits it was asked for (milliseconds, one a line).
+    fn retry_waits(&self) -> std::path::PathBuf {
+        self.world.root.join("retry-waits.log")
     }
 
     fn wb(&self, args: &[&str]) -> Output {
@@ -727,12 +734,15 @@ fn daytona_a_failed_upload_fails_the_run_and_destroys_the_sandbox() {
     upload_fails(Kind::Daytona);
 }
 
-/// The service answers 429 twice (with `Retry-After`): the run waits and succeeds.
+/// The service answers 429 twice (with `Retry-After: 1`): the run waits a second each time, on the transport's
+/// clock (logged by the test hook instead of slept), and succeeds.
 fn rate_limited(kind: Kind) {
     let setup = setup(kind);
     setup.service.rate_limit(2);
     let (output, events) = setup.run("edit");
     assert_eq!(output.code, 0, "{output:?}");
+    let waits = std::fs::read_to_string(setup.retry_waits()).unwrap_or_default();
+    assert_eq!(waits.lines().collect::<Vec<_>>(), ["1000", "1000"], "the waits Retry-After asked for");
     assert_eq!(events.last().map(|e| e["type"].clone()), Some(Value::from("run.completed")), "{events:?}");
     let limited = setup.service.requests().len();
     assert!(limited > 2, "{limited}");

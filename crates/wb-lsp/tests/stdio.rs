@@ -2,16 +2,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use wb_testsupport::isolate;
+use wb_testsupport::lsp::Client;
 use wb_testsupport::{frame, read_message};
 
 #[test]
 fn malformed_messages_are_answered_and_the_session_continues() {
     for args in [&[][..], &["serve"][..], &["--stdio"][..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -83,7 +85,7 @@ fn the_editor_runs_a_workbench_and_receives_its_events() {
     let temp = tempfile::tempdir().unwrap();
     let manifest = fake_repository(temp.path());
     let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+    let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
         .env("PATH", path)
         .env("OPENAI_API_KEY", "sk-test-canary-7d1f")
         .env("WORKBENCH_HOME", temp.path().join("home"))
@@ -269,7 +271,7 @@ fn cancelling_a_run_request_stops_the_runner() {
     std::fs::write(&runner, "#!/bin/sh\necho \"$$\" > \"$WORKBENCH_OUTPUT_DIR/../runner.pid\"\nexec sleep 30\n")
         .unwrap();
     let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+    let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
         .env("PATH", path)
         .env("OPENAI_API_KEY", "sk-test")
         .env("WORKBENCH_HOME", temp.path().join("home"))
@@ -373,7 +375,7 @@ fn the_editor_smokes_and_runs_a_docker_workbench_with_build_progress() {
     );
     let temp = tempfile::tempdir().unwrap();
     let manifest = docker_repository(temp.path(), false).expect("Debian's busybox-static (/bin/busybox) is needed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+    let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
         .env("OPENAI_API_KEY", "sk-docker-canary-51c2")
         .env("WORKBENCH_HOME", temp.path().join("home"))
         .stdin(Stdio::piped())
@@ -453,7 +455,7 @@ fn host_engine_access_reaches_the_engine_from_inside_the_container() {
         if allow {
             args.push("--allow-host-docker".to_owned());
         }
-        let output = Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+        let output = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
             .args(&args)
             .env("OPENAI_API_KEY", "sk-test")
             .env("WORKBENCH_HOME", temp.path().join("home"))
@@ -476,120 +478,21 @@ fn host_engine_access_reaches_the_engine_from_inside_the_container() {
     assert_eq!(report["docker_engine"], "host", "{report}");
 }
 
-/// The binary on stdio with its messages read on a thread, so a test can wait with a deadline instead of
-/// hanging when the server says nothing.
-struct Session {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    messages: std::sync::mpsc::Receiver<Value>,
-}
-
-impl Session {
-    fn start(command: &mut Command) -> Session {
-        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdin = child.stdin.take();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let (sender, messages) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            while let Some(message) = try_read_message(&mut stdout) {
-                if sender.send(message).is_err() {
-                    return;
-                }
-            }
-        });
-        Session { child, stdin, messages }
-    }
-
-    fn send_bytes(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn send(&mut self, value: Value) {
-        self.send_bytes(&frame(&value.to_string()));
-    }
-
-    /// The next message, or a failure naming what the test was waiting for.
-    fn next(&mut self, what: &str) -> Value {
-        match self.messages.recv_timeout(std::time::Duration::from_secs(20)) {
-            Ok(message) => message,
-            Err(_) => panic!("the server sent nothing while the test waited for {what}"),
+/// Reads until both the response to `id` and one error reply without an id (a parse error) have arrived, in
+/// either order (they travel on separate queues); nothing else may arrive.
+fn response_and_parse_error(session: &mut Client, id: i64) -> (Value, Value) {
+    let (mut response, mut error) = (None, None);
+    while response.is_none() || error.is_none() {
+        let message = session.receive(&format!("the response to {id} and a parse error"));
+        if message["id"] == id && message.get("method").is_none() {
+            response = Some(message);
+        } else if message["id"] == Value::Null && message.get("error").is_some() && error.is_none() {
+            error = Some(message);
+        } else {
+            panic!("unexpected message: {message}");
         }
     }
-
-    /// Reads until the response to `id`, returning it and everything before it.
-    fn response(&mut self, id: i64) -> (Value, Vec<Value>) {
-        let mut before = Vec::new();
-        loop {
-            let message = self.next(&format!("the response to {id}"));
-            if message["id"] == id && message.get("method").is_none() {
-                return (message, before);
-            }
-            before.push(message);
-        }
-    }
-
-    /// Reads until both the response to `id` and one error reply without an id (a parse error) have arrived,
-    /// in either order (they travel on separate queues); nothing else may arrive.
-    fn response_and_parse_error(&mut self, id: i64) -> (Value, Value) {
-        let (mut response, mut error) = (None, None);
-        while response.is_none() || error.is_none() {
-            let message = self.next(&format!("the response to {id} and a parse error"));
-            if message["id"] == id && message.get("method").is_none() {
-                response = Some(message);
-            } else if message["id"] == Value::Null && message.get("error").is_some() && error.is_none() {
-                error = Some(message);
-            } else {
-                panic!("unexpected message: {message}");
-            }
-        }
-        (response.unwrap_or_default(), error.unwrap_or_default())
-    }
-
-    /// SIGKILL: the server has no chance to do anything.
-    fn kill(&mut self) {
-        self.child.kill().unwrap();
-    }
-
-    /// Waits up to `limit` for the process to end.
-    fn wait(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
-        let deadline = std::time::Instant::now() + limit;
-        while std::time::Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        None
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn try_read_message(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(value) = line.strip_prefix("Content-Length: ") {
-            length = value.parse().ok();
-        }
-    }
-    let mut body = vec![0; length?];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
+    (response.unwrap_or_default(), error.unwrap_or_default())
 }
 
 fn initialize(id: i64) -> Value {
@@ -598,12 +501,12 @@ fn initialize(id: i64) -> Value {
 
 #[test]
 fn a_bad_content_length_is_answered_and_the_reader_resynchronises() {
-    let mut session = Session::start(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")));
+    let mut session = Client::spawn(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")));
     // A value that is not a number: the body's length is unknown, so the reader looks for the next frame.
     let lost = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}).to_string();
     session.send_bytes(format!("Content-Length: 12x\r\n\r\n{lost}").as_bytes());
-    session.send(initialize(2));
-    let (response, error) = session.response_and_parse_error(2);
+    session.send(&initialize(2));
+    let (response, error) = response_and_parse_error(&mut session, 2);
     assert_eq!(response["result"]["serverInfo"]["name"], "wb-lsp", "{response}");
     assert_eq!(error["error"]["code"], -32700);
     assert_eq!(error["error"]["message"], "Parse error: invalid Content-Length header: \"12x\"");
@@ -612,17 +515,17 @@ fn a_bad_content_length_is_answered_and_the_reader_resynchronises() {
     let hover = json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}).to_string();
     let long = "a".repeat(10_000);
     session.send_bytes(format!("X-Padding: {long}\r\nContent-Length: {}\r\n\r\n{hover}", hover.len()).as_bytes());
-    let (response, error) = session.response_and_parse_error(3);
+    let (response, error) = response_and_parse_error(&mut session, 3);
     assert_eq!(response["result"], Value::Null, "{response}");
     assert_eq!(error["error"]["code"], -32700);
     assert_eq!(error["error"]["message"], "Parse error: a header line is longer than 8192 bytes");
 
     // A header block without any Content-Length is refused too.
     session.send_bytes(b"Content-Type: application/vscode-jsonrpc\r\n\r\n{}");
-    session.send(json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
-    let (_, error) = session.response_and_parse_error(4);
+    session.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
+    let (_, error) = response_and_parse_error(&mut session, 4);
     assert_eq!(error["error"]["message"], "Parse error: the header has no Content-Length");
-    session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    session.send(&json!({"jsonrpc": "2.0", "method": "exit"}));
     let status = session.wait(std::time::Duration::from_secs(10)).expect("the server exits");
     assert!(status.success(), "{status:?}");
 }
@@ -647,19 +550,19 @@ fn end_a_session_during_a_run(end: SessionEnd) {
     .unwrap();
     let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
     let home = temp.path().join("home");
-    let mut session = Session::start(
+    let mut session = Client::spawn(
         Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
             .env("PATH", &path)
             .env("OPENAI_API_KEY", "sk-test")
             .env("WORKBENCH_HOME", &home),
     );
-    session.send(initialize(1));
+    session.send(&initialize(1));
     session.response(1);
     let uri = format!("file://{}", manifest.display());
-    session.send(json!({"jsonrpc": "2.0", "id": 7, "method": "workspace/executeCommand",
+    session.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "workspace/executeCommand",
         "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "wait"}]}}));
     let run_id = loop {
-        let message = session.next("run.ready");
+        let message = session.receive("run.ready");
         if message["method"] == "workbench/runEvent" && message["params"]["event"]["type"] == "run.ready" {
             break message["params"]["event"]["run_id"].as_str().unwrap().to_owned();
         }
@@ -673,16 +576,19 @@ fn end_a_session_during_a_run(end: SessionEnd) {
     let started = std::time::Instant::now();
     match end {
         SessionEnd::ShutdownThenExit => {
-            session.send(json!({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}));
+            session.send(&json!({"jsonrpc": "2.0", "id": 8, "method": "shutdown"}));
             session.response(8);
             // `shutdown` lets go of the run, whose command answers that it goes on.
             let (run, _) = session.response(7);
             let message = run["error"]["message"].as_str().unwrap_or_default();
             assert!(message.contains(&format!("run {run_id} goes on")), "{run}");
-            session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+            session.send(&json!({"jsonrpc": "2.0", "method": "exit"}));
         }
-        SessionEnd::ClientGone => drop(session.stdin.take()),
-        SessionEnd::Killed => session.kill(),
+        SessionEnd::ClientGone => session.close_stdin(),
+        SessionEnd::Killed => {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(session.pid()).unwrap());
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        }
     }
     let status = session.wait(std::time::Duration::from_secs(15));
     assert!(status.is_some(), "{end:?}: the server outlived the session");
@@ -716,13 +622,13 @@ fn a_run_outlives_the_session_that_started_it() {
 #[test]
 fn exit_without_shutdown_ends_with_status_1() {
     for initialized in [true, false] {
-        let mut session = Session::start(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")));
+        let mut session = Client::spawn(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")));
         if initialized {
-            session.send(initialize(1));
+            session.send(&initialize(1));
             session.response(1);
-            session.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+            session.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
         }
-        session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+        session.send(&json!({"jsonrpc": "2.0", "method": "exit"}));
         let status = session.wait(std::time::Duration::from_secs(20)).expect("the server exits");
         assert_eq!(status.code(), Some(1), "initialized: {initialized}: {status:?}");
     }
@@ -738,16 +644,16 @@ fn an_apply_cancelled_at_once_answers_with_what_it_did() {
     let manifest = fake_repository(temp.path());
     let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
     let home = temp.path().join("home");
-    let mut session = Session::start(
+    let mut session = Client::spawn(
         Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
             .env("PATH", path)
             .env("OPENAI_API_KEY", "sk-test")
             .env("WORKBENCH_HOME", &home),
     );
-    session.send(initialize(1));
+    session.send(&initialize(1));
     session.response(1);
     let uri = format!("file://{}", manifest.display());
-    session.send(json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
         "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "say done"}]}}));
     let (run, _) = session.response(2);
     let outcome = run["result"]["outcomeId"].as_str().expect("the run committed an outcome").to_owned();
@@ -773,7 +679,7 @@ fn an_apply_cancelled_at_once_answers_with_what_it_did() {
     assert_eq!(state, "applied", "the answer came once the apply was done");
     assert_eq!(answer["result"]["outcomeId"], json!(outcome), "{answer}");
     assert_eq!((answer["result"]["applied"].clone(), answer["result"]["unchanged"].clone()), (json!(0), json!(0)));
-    session.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+    session.send(&json!({"jsonrpc": "2.0", "method": "exit"}));
     let status = session.wait(std::time::Duration::from_secs(20)).expect("the server exits");
     assert!(status.success(), "{status:?}");
 }

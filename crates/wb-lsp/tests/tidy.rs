@@ -1,6 +1,8 @@
 //! The rules ARCHITECTURE.md states about the source, checked: every module opens with a `//!` line, no
-//! production file runs past about 600 lines, its unit tests aside (the few listed below say why), and `rust-version` in
-//! `Cargo.toml` is at least what every locked dependency declares it needs.
+//! production file runs past about 600 lines, its unit tests aside (the few listed below say why), production
+//! code never calls `unwrap` or `expect` (clippy finds every call; this holds its lints on for every shipping
+//! crate and lets only unit tests off), and `rust-version` in `Cargo.toml` is at least what every locked
+//! dependency declares it needs.
 
 use std::path::{Path, PathBuf};
 
@@ -81,6 +83,63 @@ fn production_files_stay_short() {
     for (file, _) in LONG_FILES {
         assert!(repository().join(file).is_file(), "{file} is listed as long but is gone: take it off the list");
     }
+}
+
+/// The lints that find every `unwrap` and `expect` call.
+const UNWRAP_LINTS: [&str; 2] = ["unwrap_used", "expect_used"];
+
+#[test]
+fn production_code_never_unwraps() {
+    let root = repository();
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    let lints = workspace.split("[workspace.lints.clippy]").nth(1).unwrap_or_default();
+    let lints = lints.split("\n[").next().unwrap_or_default();
+    for lint in UNWRAP_LINTS {
+        // `warn` fails CI, which runs clippy with `-D warnings`.
+        assert!(
+            lints.lines().any(|line| line.replace(' ', "") == format!("{lint}=\"warn\"")
+                || line.replace(' ', "") == format!("{lint}=\"deny\"")),
+            "[workspace.lints.clippy] must set {lint} (warn or deny): {lints}"
+        );
+    }
+    // Unit tests may unwrap (clippy.toml's allow-unwrap-in-tests); nothing else may be let off.
+    let config = std::fs::read_to_string(root.join("clippy.toml")).unwrap_or_default();
+    for key in ["allow-unwrap-in-tests", "allow-expect-in-tests"] {
+        assert!(config.lines().all(|line| !line.starts_with(key) || line.ends_with("true")), "{key} in clippy.toml");
+    }
+    for krate in PRODUCTION {
+        let manifest = std::fs::read_to_string(root.join("crates").join(krate).join("Cargo.toml")).unwrap_or_default();
+        assert!(
+            manifest.contains("[lints]\nworkspace = true"),
+            "crates/{krate}/Cargo.toml must take the workspace lints ([lints] workspace = true)"
+        );
+    }
+    let mut allowed = Vec::new();
+    for (krate, path) in sources() {
+        if !PRODUCTION.contains(&krate.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for (index, line) in lines.iter().enumerate() {
+            let lets_off = line.contains("allow(") || line.contains("expect(clippy");
+            if !(lets_off && UNWRAP_LINTS.iter().any(|lint| line.contains(&format!("clippy::{lint}")))) {
+                continue;
+            }
+            // Allowed only as the first line of a unit-test module: `#[cfg(test)]` (or `all(test, …)`),
+            // `mod tests {`, then the inner `#![allow(…)]`.
+            let in_tests = index >= 2
+                && lines[index - 1].starts_with("mod ")
+                && lines[index - 1].ends_with('{')
+                && lines[index - 2].starts_with("#[cfg(")
+                && lines[index - 2].contains("test")
+                && line.starts_with("#![");
+            if !in_tests {
+                allowed.push(format!("{}:{}: {line}", relative(&path), index + 1));
+            }
+        }
+    }
+    assert!(allowed.is_empty(), "production code lets unwrap/expect off outside its unit tests: {allowed:#?}");
 }
 
 fn version(text: &str) -> Option<(u64, u64)> {

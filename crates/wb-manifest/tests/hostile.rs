@@ -1,7 +1,8 @@
 //! Hostile packages (issue 13): every path a package names is judged by where it really leads. A link out of
 //! the repository (or, for `runner_config`, the package), into `/proc`, `/sys` or `/dev`, or a special file is
 //! `path-outside-boundary` at the path in the manifest, and no byte of the file behind it reaches the report.
-//! A `SKILL.md` over the size limit is `file-too-large`, found without reading it.
+//! A `SKILL.md` over the size limit is `file-too-large`, found without reading it (the bytes the process read
+//! are counted).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,7 +10,13 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use wb_manifest::{Code, ModelCatalog, OsFileSystem, PackageReport, check_path};
+use wb_manifest::{Code, ModelCatalog, OsFileSystem, PackageReport, Recording, check_path};
+
+/// How many bytes this process has read through system calls so far (`rchar`, every thread counted).
+fn bytes_read() -> u64 {
+    let io = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io");
+    io.lines().find_map(|line| line.strip_prefix("rchar: ")?.trim().parse().ok()).expect("rchar")
+}
 
 /// A string that appears only in files outside the repository.
 const MARKER: &str = "HOSTILE-MARKER-7f3a";
@@ -223,9 +230,17 @@ fn an_oversized_skill_manifest_is_reported_without_being_read() {
     // 20 MB, sparse: the frontmatter is valid, the rest is a hole.
     std::io::Write::write_all(&mut &file, b"---\nname: big\ndescription: Big.\n---\n").unwrap();
     file.set_len(20 * 1024 * 1024).unwrap();
-    let started = Instant::now();
-    let report = repo.check();
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    let recording = Recording::new(&OsFileSystem);
+    let before = bytes_read();
+    let mut reports = check_path(&recording, &repo.root, ModelCatalog::embedded());
+    let read = bytes_read() - before;
+    assert_eq!(reports.len(), 1);
+    let report = reports.remove(0);
+    // Asked for once, through the bounded read, which refuses it by its size: the process read none of its
+    // 20 MB, nor the 4 MiB a bounded read may hold (the other tests running meanwhile read a few KiB).
+    let reads = recording.dependencies().reads;
+    assert_eq!(reads.get(&dir.join("SKILL.md")), Some(&1), "{reads:?}");
+    assert!(read < 1024 * 1024, "the check read {read} bytes");
     let too_large: Vec<&str> =
         report.diagnostics.iter().filter(|d| d.code == Code::FileTooLarge).map(|d| d.message.as_str()).collect();
     assert_eq!(

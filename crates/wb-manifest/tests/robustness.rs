@@ -7,18 +7,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use wb_manifest::{
-    Code, FileKind, FileSystem, MAX_MANIFEST_BYTES, ModelCatalog, OsFileSystem, PackageReport, Severity,
-    check_manifest_bytes,
+    Code, FileSystem, MAX_MANIFEST_BYTES, ModelCatalog, OsFileSystem, PackageReport, Severity, check_manifest_bytes,
 };
 use wb_syntax::TextRange;
+use wb_testsupport::MemFs;
 
 /// Far above what any input here needs even in a debug build; a hang or a quadratic blow-up trips it. These are
 /// hang detectors, not speed measurements (the benches measure): they leave room for a loaded 2-core machine.
@@ -32,69 +30,17 @@ const MANIFEST: &str = "/repo/.workbenches/pkg/workbench.yml";
 // ---------------------------------------------------------------------------------------------------------
 // An in-memory package
 
-struct MemFs {
-    files: BTreeMap<PathBuf, Vec<u8>>,
-}
-
-impl MemFs {
-    fn sample() -> MemFs {
-        let mut files = BTreeMap::new();
-        let mut add = |path: &str, text: &str| {
-            files.insert(PathBuf::from(path), text.as_bytes().to_vec());
-        };
-        add("/repo/README.md", "# repo\n");
-        add("/repo/.workbenches/pkg/instructions.md", "Do the work.\n");
-        add("/repo/.workbenches/pkg/Dockerfile", "FROM node:22\n");
-        add("/repo/.workbenches/pkg/opencode.json", "{\"model\": \"x\"}\n");
-        add("/repo/.workbenches/pkg/.env", "TOKEN=secret\n");
-        add("/repo/.workbenches/pkg/skills/review/SKILL.md", "---\nname: review\ndescription: Review.\n---\n");
-        add("/repo/.workbenches/pkg/skills/broken/SKILL.md", "---\nname: [\n---\nbody ☃\n");
-        MemFs { files }
-    }
-
-    fn is_dir(&self, path: &Path) -> bool {
-        self.files.keys().any(|file| file != path && file.starts_with(path))
-    }
-}
-
-impl FileSystem for MemFs {
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.files.get(path).cloned().ok_or_else(|| io::ErrorKind::NotFound.into())
-    }
-
-    fn kind(&self, path: &Path) -> io::Result<FileKind> {
-        if self.files.contains_key(path) {
-            Ok(FileKind::File)
-        } else if self.is_dir(path) {
-            Ok(FileKind::Directory)
-        } else {
-            Err(io::ErrorKind::NotFound.into())
-        }
-    }
-
-    fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
-        self.kind(path)
-    }
-
-    fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
-        // No links in memory: a path that exists is its own real path.
-        self.kind(path).map(|_| path.to_path_buf())
-    }
-
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        if !self.is_dir(path) {
-            return Err(io::ErrorKind::NotFound.into());
-        }
-        let mut entries: Vec<PathBuf> = self
-            .files
-            .keys()
-            .filter_map(|file| file.strip_prefix(path).ok())
-            .filter_map(|rest| rest.components().next())
-            .map(|first| path.join(first))
-            .collect();
-        entries.dedup();
-        Ok(entries)
-    }
+/// The package every input is checked in.
+fn sample() -> MemFs {
+    MemFs::with_files([
+        ("/repo/README.md", "# repo\n"),
+        ("/repo/.workbenches/pkg/instructions.md", "Do the work.\n"),
+        ("/repo/.workbenches/pkg/Dockerfile", "FROM node:22\n"),
+        ("/repo/.workbenches/pkg/opencode.json", "{\"model\": \"x\"}\n"),
+        ("/repo/.workbenches/pkg/.env", "TOKEN=secret\n"),
+        ("/repo/.workbenches/pkg/skills/review/SKILL.md", "---\nname: review\ndescription: Review.\n---\n"),
+        ("/repo/.workbenches/pkg/skills/broken/SKILL.md", "---\nname: [\n---\nbody ☃\n"),
+    ])
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -163,7 +109,7 @@ fn check_bounded(bytes: Vec<u8>, limit: Duration) -> PackageReport {
     let len = bytes.len();
     std::thread::spawn(move || {
         let started = Instant::now();
-        let report = check_manifest_bytes(&MemFs::sample(), Path::new(MANIFEST), &bytes, ModelCatalog::embedded());
+        let report = check_manifest_bytes(&sample(), Path::new(MANIFEST), &bytes, ModelCatalog::embedded());
         let _ = sender.send((report, started.elapsed()));
     });
     let (report, elapsed) = match receiver.recv_timeout(limit) {
@@ -351,12 +297,12 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
-        check_timed(&MemFs::sample(), Path::new(MANIFEST), &bytes, PER_INPUT);
+        check_timed(&sample(), Path::new(MANIFEST), &bytes, PER_INPUT);
     }
 
     #[test]
     fn yaml_like_text_never_panics(text in "[a-z_:{}\\[\\],&*!\\-#'\"|>?<$ \n\t\r.~0-9éß☃😀]{0,400}") {
-        check_timed(&MemFs::sample(), Path::new(MANIFEST), text.as_bytes(), PER_INPUT);
+        check_timed(&sample(), Path::new(MANIFEST), text.as_bytes(), PER_INPUT);
     }
 
     #[test]
@@ -384,7 +330,7 @@ proptest! {
         for m in &mutations {
             apply(&mut bytes, m);
         }
-        check_timed(&MemFs::sample(), Path::new(MANIFEST), &bytes, PER_INPUT);
+        check_timed(&sample(), Path::new(MANIFEST), &bytes, PER_INPUT);
     }
 }
 
@@ -415,7 +361,7 @@ fn regressions() {
         b"spec: 1\nname: \xe2\x98\n",
     ];
     for bytes in cases {
-        check_timed(&MemFs::sample(), Path::new(MANIFEST), bytes, PER_INPUT);
+        check_timed(&sample(), Path::new(MANIFEST), bytes, PER_INPUT);
     }
 }
 

@@ -17,8 +17,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
-use wb_manifest::{Code, FileKind, FileSystem, ModelCatalog, Severity, check_manifest_bytes};
+use wb_manifest::{Code, ModelCatalog, Severity, check_manifest_bytes};
 use wb_syntax::{Node, SyntaxErrorKind, Value};
+use wb_testsupport::MemFs;
 
 /// Why the checker may judge a document differently from the schemas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -769,7 +770,7 @@ fn judge(validators: &Validators, bytes: &[u8]) -> Verdicts {
             problems.is_empty().then_some(verdict)
         }
     };
-    let report = check_manifest_bytes(&NothingExists, Path::new(MANIFEST), bytes, ModelCatalog::embedded());
+    let report = check_manifest_bytes(&nothing_exists(), Path::new(MANIFEST), bytes, ModelCatalog::embedded());
     let checker_errors: Vec<String> = report
         .diagnostics
         .iter()
@@ -779,34 +780,14 @@ fn judge(validators: &Validators, bytes: &[u8]) -> Verdicts {
     Verdicts { schema_valid, checker_valid: checker_errors.is_empty(), problems, checker_errors }
 }
 
-/// Where the checker is told each document lives (beneath `.workbenches`, so the location is fine).
-const MANIFEST: &str = "/repository/.workbenches/demo/workbench.yml";
-
 /// A file system where nothing exists: the checker's verdict is then about the manifest alone, never about the
 /// files it names (skill frontmatter, for instance, shares codes such as `invalid-name` with manifest rules).
-struct NothingExists;
-
-impl FileSystem for NothingExists {
-    fn read(&self, _: &Path) -> std::io::Result<Vec<u8>> {
-        Err(std::io::ErrorKind::NotFound.into())
-    }
-
-    fn kind(&self, _: &Path) -> std::io::Result<FileKind> {
-        Err(std::io::ErrorKind::NotFound.into())
-    }
-
-    fn kind_followed(&self, _: &Path) -> std::io::Result<FileKind> {
-        Err(std::io::ErrorKind::NotFound.into())
-    }
-
-    fn real_path(&self, _: &Path) -> std::io::Result<PathBuf> {
-        Err(std::io::ErrorKind::NotFound.into())
-    }
-
-    fn read_dir(&self, _: &Path) -> std::io::Result<Vec<PathBuf>> {
-        Err(std::io::ErrorKind::NotFound.into())
-    }
+fn nothing_exists() -> MemFs {
+    MemFs::new()
 }
+
+/// Where the checker is told each document lives (beneath `.workbenches`, so the location is fine).
+const MANIFEST: &str = "/repository/.workbenches/demo/workbench.yml";
 
 /// Every `workbench.yml` under `fixtures/`, as (path relative to the repository, absolute path).
 fn fixtures(root: &Path) -> Vec<(String, PathBuf)> {

@@ -4,7 +4,7 @@
 //! what the fake recorded with the committed fixture `fixtures/wire/e2b-sdk.jsonl` (rewritten when
 //! `WB_UPDATE_WIRE=1`). The Rust client is checked against the same fixture in `wb-engine/tests/e2b_client.rs`.
 //!
-//! Without `WB_SDK_MODULES` the test prints one `SKIPPED:` line and passes, unless `WB_REQUIRE_SDKS=1`.
+//! Without `WB_SDK_MODULES` (which `scripts/test.sh` sets) the test fails with the hint.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -18,11 +18,7 @@ fn fixture() -> PathBuf {
 #[test]
 fn the_official_e2b_sdk_works_against_the_fake_and_matches_the_fixture() -> anyhow::Result<()> {
     let Some(modules) = std::env::var_os("WB_SDK_MODULES").map(PathBuf::from) else {
-        if std::env::var("WB_REQUIRE_SDKS").as_deref() == Ok("1") {
-            anyhow::bail!("WB_REQUIRE_SDKS=1 but WB_SDK_MODULES is not set (run scripts/install-sdks.sh)");
-        }
-        eprintln!("SKIPPED: official E2B SDK wire test: WB_SDK_MODULES is not set (scripts/install-sdks.sh prints it)");
-        return Ok(());
+        anyhow::bail!("WB_SDK_MODULES is not set: scripts/install-sdks.sh installs the official SDKs and prints it");
     };
     anyhow::ensure!(modules.join("e2b/package.json").is_file(), "no e2b package under {}", modules.display());
     let fake = E2bFake::start(FakeOptions::default())?;

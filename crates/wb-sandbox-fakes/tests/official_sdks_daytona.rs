@@ -5,8 +5,7 @@
 //! (rewritten with `WB_UPDATE_WIRE=1`, else compared); `wb-engine`'s `daytona_client.rs` checks our client's
 //! requests against it.
 //!
-//! Without `WB_SDK_MODULES` the test prints one `SKIPPED:` line, unless `WB_REQUIRE_SDKS=1` makes that a
-//! failure.
+//! Without `WB_SDK_MODULES` (which `scripts/test.sh` sets) the test fails with the hint.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,20 +21,17 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/wire/daytona-sdk.jsonl")
 }
 
-/// The SDK's `node_modules`, or `None` (after the loud line) when the test is to be skipped.
-fn sdk_modules() -> Option<PathBuf> {
-    let required = std::env::var("WB_REQUIRE_SDKS").is_ok_and(|v| v == "1");
+/// The SDK's `node_modules` (`scripts/test.sh` installs them; missing, the test fails with the hint).
+fn sdk_modules() -> PathBuf {
     let modules = std::env::var_os("WB_SDK_MODULES").map(PathBuf::from);
     match modules {
-        Some(dir) if dir.join("@daytonaio/sdk/package.json").is_file() => Some(dir),
+        Some(dir) if dir.join("@daytonaio/sdk/package.json").is_file() => dir,
         other => {
             let why = match other {
                 Some(dir) => format!("WB_SDK_MODULES={} has no @daytonaio/sdk", dir.display()),
                 None => "WB_SDK_MODULES is not set".to_owned(),
             };
-            assert!(!required, "WB_REQUIRE_SDKS=1 but {why}; run scripts/install-sdks.sh");
-            println!("SKIPPED: the official Daytona SDK test did not run ({why}; run scripts/install-sdks.sh)");
-            None
+            panic!("{why}: scripts/install-sdks.sh installs the official SDKs and prints WB_SDK_MODULES");
         }
     }
 }
@@ -78,7 +74,7 @@ fn drive(modules: &Path, fake: &DaytonaFake) -> Value {
 
 #[test]
 fn the_official_daytona_sdk_works_against_the_fake() {
-    let Some(modules) = sdk_modules() else { return };
+    let modules = sdk_modules();
     let fake = DaytonaFake::start(Options::default()).expect("fake");
     let out = drive(&modules, &fake);
 
@@ -127,7 +123,11 @@ fn the_official_daytona_sdk_works_against_the_fake() {
 #[test]
 fn the_fixture_agrees_with_the_shared_recording() {
     let Some(dir) = std::env::var_os("WB_SHARED_WIRE").map(PathBuf::from) else {
-        println!("SKIPPED: WB_SHARED_WIRE is not set; the fixture is not compared with the shared Daytona recording");
+        assert!(
+            std::env::var("WB_REQUIRE_SHARED_WIRE").as_deref() != Ok("1"),
+            "WB_REQUIRE_SHARED_WIRE=1 but WB_SHARED_WIRE is not set"
+        );
+        eprintln!("SKIPPED: WB_SHARED_WIRE is not set; the fixture is not compared with the shared Daytona recording");
         return;
     };
     let shared = std::fs::read_to_string(dir.join("daytona-wire.jsonl")).expect("daytona-wire.jsonl");

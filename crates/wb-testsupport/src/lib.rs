@@ -2,7 +2,8 @@
 //! directories and file trees ([`tree`]), `git` ([`git`]), the official schemas ([`schemas`]), and the
 //! engine's scratch [`World`] with its fake runners ([`world`]), demo packages ([`packages`]), recorded
 //! streams ([`streams`]) and event checks ([`events`]); child processes ([`process`]); the Docker bridge's
-//! gateway ([`docker`]). A dev-dependency only: nothing in production uses it.
+//! gateway ([`docker`]); an in-memory file system for the checks ([`memfs`]); a language client over stdio
+//! ([`lsp`]); a scratch home for every process a test starts ([`home`]). A dev-dependency only: nothing in production uses it.
 //!
 //! Every helper panics with the path or command it concerns: a failed helper is a failed test.
 
@@ -11,7 +12,9 @@
 pub mod docker;
 pub mod events;
 pub mod git;
+pub mod home;
 pub mod lsp;
+pub mod memfs;
 pub mod packages;
 pub mod process;
 pub mod schemas;
@@ -21,7 +24,9 @@ pub mod world;
 
 pub use events::{check_events, check_outcome_event, success_native_types, success_types, types};
 pub use git::git;
+pub use home::{ScratchHome, isolate};
 pub use lsp::{frame, read_message};
+pub use memfs::MemFs;
 pub use packages::{CLAUDE, CLAUDE_CONFIG, OPENCODE, PI, claude_world, minimal, opencode_world, pi_world};
 pub use process::{Output, finish, process_is_gone, wait_for};
 pub use schemas::{assert_outcomes_schema, event_validator, outcomes_validator};

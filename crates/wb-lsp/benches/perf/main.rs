@@ -16,7 +16,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-mod client;
 mod corpus;
 mod scenarios;
 mod stats;

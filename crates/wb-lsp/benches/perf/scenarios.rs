@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::client::{Client, uri};
 use crate::corpus::{self, LARGE_VARS};
 use crate::stats::{Samples, measure_process, mib, ms, row};
+use wb_testsupport::lsp::{Client, uri};
 
 /// The peers, found through their variables (`scripts/install-peers.sh` prints them).
 pub struct Peers {

@@ -2,11 +2,12 @@
 //! ID is a `wbo_` outcome id or a `wb_` run id (resolved to that run's final outcome). Inspecting and
 //! exporting never change a manifest or a receipt, and never run returned content.
 //!
-//! Test hook (hidden; `tests/apply_crash.rs`): with `WB_LSP_CRASH_AT_STEP=N` in the environment, `--apply`
-//! and `--recover` send themselves SIGKILL (a real `kill -9`: no destructor, no cleanup) at their Nth
-//! file-system step, counted from 0 (every lease, backup, journal, temp file, rename, removal, receipt and
-//! cleanup step of `wb_outcomes::apply`), after printing `crash at step N: <step>` on stderr. A process
-//! that reaches its end had fewer steps. Unset, nothing changes.
+//! Test hook, only in a build with the `test-hooks` feature (the tests' build; `tests/apply_crash.rs`): with
+//! `WB_LSP_CRASH_AT_STEP=N` in the environment, `--apply` and `--recover` send themselves SIGKILL (a real
+//! `kill -9`: no destructor, no cleanup) at their Nth file-system step, counted from 0 (every lease, backup,
+//! journal, temp file, rename, removal, receipt and cleanup step of `wb_outcomes::apply`), after printing
+//! `crash at step N: <step>` on stderr. A process that reaches its end had fewer steps. Unset, nothing
+//! changes; a normal build has no such hook and never reads the variable.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,8 +16,6 @@ use std::process::ExitCode;
 use super::printable;
 use crate::text;
 use crate::text::outcome::{applied_counts, wire_name};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 use wb_outcomes::{ContentStore, ListedOutcome, Outcome, OutcomeStore, Receipt};
@@ -77,31 +76,46 @@ fn execute(args: &OutcomeArgs) -> Result<String, wb_outcomes::Error> {
     Ok(summary(&outcome, &receipt))
 }
 
-/// The environment variable of the crash test hook.
-const CRASH_AT_STEP: &str = "WB_LSP_CRASH_AT_STEP";
-
-/// No faults, unless the crash test hook is set.
+/// No faults: an apply as it ships. A build with the `test-hooks` feature adds the crash test hook.
 fn faults() -> wb_outcomes::apply::Faults {
-    let mut faults = wb_outcomes::apply::Faults::default();
-    if crash_step().is_some() {
-        faults.step = Some(step);
+    #[cfg(feature = "test-hooks")]
+    return crash_hook::faults();
+    #[cfg(not(feature = "test-hooks"))]
+    wb_outcomes::apply::Faults::default()
+}
+
+/// The crash test hook (`WB_LSP_CRASH_AT_STEP`), compiled only into the tests' build.
+#[cfg(feature = "test-hooks")]
+mod crash_hook {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The environment variable of the crash test hook.
+    const CRASH_AT_STEP: &str = "WB_LSP_CRASH_AT_STEP";
+
+    /// No faults, unless the crash test hook is set.
+    pub(super) fn faults() -> wb_outcomes::apply::Faults {
+        let mut faults = wb_outcomes::apply::Faults::default();
+        if crash_step().is_some() {
+            faults.step = Some(step);
+        }
+        faults
     }
-    faults
-}
 
-fn crash_step() -> Option<usize> {
-    static STEP: OnceLock<Option<usize>> = OnceLock::new();
-    *STEP.get_or_init(|| std::env::var(CRASH_AT_STEP).ok().and_then(|v| v.trim().parse().ok()))
-}
+    fn crash_step() -> Option<usize> {
+        static STEP: OnceLock<Option<usize>> = OnceLock::new();
+        *STEP.get_or_init(|| std::env::var(CRASH_AT_STEP).ok().and_then(|v| v.trim().parse().ok()))
+    }
 
-fn step(name: &str) {
-    static COUNT: AtomicUsize = AtomicUsize::new(0);
-    let index = COUNT.fetch_add(1, Ordering::SeqCst);
-    if crash_step() == Some(index) {
-        eprintln!("crash at step {index}: {name}");
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
-        // Not reached; if the kill failed, still stop without any cleanup (the test sees SIGABRT).
-        std::process::abort();
+    fn step(name: &str) {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let index = COUNT.fetch_add(1, Ordering::SeqCst);
+        if crash_step() == Some(index) {
+            eprintln!("crash at step {index}: {name}");
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+            // Not reached; if the kill failed, still stop without any cleanup (the test sees SIGABRT).
+            std::process::abort();
+        }
     }
 }
 

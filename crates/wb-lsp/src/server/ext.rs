@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use lsp_types::{self as lsp, request::Request};
+use lsp_types as lsp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -42,12 +42,14 @@ pub struct SmokeReport {
     pub text: Vec<String>,
 }
 
-/// A request that panics in its handler, served only when the client's initialization options hold
-/// `"wbLspTestHooks": true`: tests use it to prove a failing handler answers with an error and the server
-/// lives on.
+/// A request that panics in its handler, served only by a build with the `test-hooks` feature (the tests')
+/// when the client's initialization options hold `"wbLspTestHooks": true`: tests use it to prove a failing
+/// handler answers with an error and the server lives on.
+#[cfg(feature = "test-hooks")]
 pub enum DebugPanic {}
 
-impl Request for DebugPanic {
+#[cfg(feature = "test-hooks")]
+impl lsp::request::Request for DebugPanic {
     type Params = Value;
     type Result = ();
     const METHOD: &'static str = "wbLsp/debug/panic";

@@ -98,6 +98,9 @@ pub struct GlobalState {
     pub(super) initialization_options: Option<serde_json::Value>,
     /// `shutdown` was received: further requests are refused.
     pub shutdown_requested: bool,
+    /// The client asked for the test hooks (`"wbLspTestHooks": true`); only a build with the `test-hooks`
+    /// feature, the tests', has them.
+    #[cfg(feature = "test-hooks")]
     pub test_hooks: bool,
     pub runs: HashMap<RequestId, Run>,
     /// Commands that write (`workbench.applyOutcome`) in flight, on their own threads: never cancelled.
@@ -125,6 +128,7 @@ impl GlobalState {
         {
             roots.push(root);
         }
+        #[cfg(feature = "test-hooks")]
         let test_hooks = params
             .initialization_options
             .as_ref()
@@ -149,6 +153,7 @@ impl GlobalState {
             client: params.capabilities,
             initialization_options: params.initialization_options,
             shutdown_requested: false,
+            #[cfg(feature = "test-hooks")]
             test_hooks,
             runs: HashMap::new(),
             mutations: HashMap::new(),

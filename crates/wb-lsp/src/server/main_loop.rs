@@ -15,7 +15,6 @@ use serde::de::DeserializeOwned;
 
 use super::SessionEnd;
 use super::capabilities::Negotiated;
-use super::ext::DebugPanic;
 use super::global_state::{GlobalState, Job, Outgoing, Run, Task};
 use super::handlers::{self, execute};
 use super::state::Snapshot;
@@ -102,6 +101,7 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
         let message = "the server is shutting down".to_owned();
         return state.send(Response::new_err(request.id, ErrorCode::InvalidRequest as i32, message));
     }
+    #[cfg(feature = "test-hooks")]
     let test_hooks = state.test_hooks;
     let mut dispatcher = RequestDispatcher { request: Some(request), state, outcome: Ok(()) };
     dispatcher
@@ -120,8 +120,9 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
         .on::<r::DocumentDiagnosticRequest>(handlers::diagnostics::document)
         .on::<r::WorkspaceDiagnosticRequest>(handlers::diagnostics::workspace)
         .on_loop(r::ExecuteCommand::METHOD, handlers::commands::execute);
+    #[cfg(feature = "test-hooks")]
     if test_hooks {
-        dispatcher.on::<DebugPanic>(|_, _| panic!("requested by a test"));
+        dispatcher.on::<super::ext::DebugPanic>(|_, _| panic!("requested by a test"));
     }
     dispatcher.finish()
 }

@@ -4,8 +4,9 @@
 //! must already provide what setup would add; preflight then names anything missing).
 //!
 //! Configuration comes from the [`ProviderEnv`] map only (never the process environment):
-//! `DAYTONA_API_KEY`, `DAYTONA_API_URL` (default `https://app.daytona.io/api`), `DAYTONA_TARGET`, and
-//! `WB_DAYTONA_POLL_MS` (tests: the first poll interval in milliseconds).
+//! `DAYTONA_API_KEY`, `DAYTONA_API_URL` (default `https://app.daytona.io/api`) and `DAYTONA_TARGET`. A build
+//! with the `test-hooks` feature (the tests') also reads `WB_DAYTONA_POLL_MS`, the first poll interval in
+//! milliseconds.
 
 mod api;
 mod logs;
@@ -97,11 +98,14 @@ impl Daytona {
         if url::Url::parse(&api_url).is_err() {
             return Err(EngineError::message(format!("DAYTONA_API_URL is not a URL: {api_url}")));
         }
-        let mut timing = Timing::default();
-        if let Some(ms) = value("WB_DAYTONA_POLL_MS").and_then(|v| v.parse::<u64>().ok()) {
-            timing = timing.polling(Duration::from_millis(ms.max(1)));
-        }
-        let options = http::Options::default();
+        let timing = Timing::default();
+        // The tests' build only: a shorter first poll interval.
+        #[cfg(feature = "test-hooks")]
+        let timing = match value("WB_DAYTONA_POLL_MS").and_then(|v| v.parse::<u64>().ok()) {
+            Some(ms) => timing.polling(Duration::from_millis(ms.max(1))),
+            None => timing,
+        };
+        let options = http::Options::for_provider(env);
         let api = build_api(key.clone(), &api_url, timing, options.clone())?;
         let shared = Arc::new(Shared { api, handle, timing });
         Ok(Daytona { shared, key, api_url, target: value("DAYTONA_TARGET"), options })

@@ -86,7 +86,7 @@ impl E2b {
     /// Reads `E2B_API_KEY`, `E2B_API_URL`, `E2B_DOMAIN` and `E2B_SANDBOX_URL` from `env` (a missing key is
     /// reported by [`SandboxProvider::check_credentials`], not here). `handle` drives the HTTP client.
     pub fn new(env: &ProviderEnv, handle: Handle) -> Result<E2b> {
-        E2b::with_options(env, handle, http::Options::default())
+        E2b::with_options(env, handle, http::Options::for_provider(env))
     }
 
     /// [`E2b::new`] with the transport's limits, clock and cancel flag given (tests shorten and record them).

@@ -1,5 +1,6 @@
 //! The clock the transport waits on between retries: the system's, or (tests) one that records every wait and
-//! returns at once, with a fixed wall time so a `Retry-After` date gives a known wait.
+//! returns at once, with a fixed wall time so a `Retry-After` date gives a known wait. The tests' build (the
+//! `test-hooks` feature) also has one a whole `wb-lsp` process can be given, which logs its waits to a file.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -55,6 +56,47 @@ impl Clock for RecordingClock {
     fn sleep(&self, wait: Duration) -> Sleep {
         if let Ok(mut waits) = self.waits.lock() {
             waits.push(wait);
+        }
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// The tests' build only: a clock that appends every wait to a file (milliseconds, one a line) and returns at
+/// once, on the system's wall time. A test of the whole binary names the file in `WB_TEST_RETRY_WAITS` and reads
+/// what the transport waited without sleeping.
+#[cfg(feature = "test-hooks")]
+#[derive(Debug)]
+pub struct LoggingClock {
+    log: std::path::PathBuf,
+}
+
+#[cfg(feature = "test-hooks")]
+impl LoggingClock {
+    /// The variable naming the log.
+    pub const VARIABLE: &str = "WB_TEST_RETRY_WAITS";
+
+    /// The clock `env` asks for, if it names a log.
+    pub fn from_env(env: &std::collections::BTreeMap<String, String>) -> Option<LoggingClock> {
+        env.get(Self::VARIABLE).filter(|path| !path.is_empty()).map(|path| LoggingClock { log: path.into() })
+    }
+}
+
+#[cfg(feature = "test-hooks")]
+impl Clock for LoggingClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
+    fn sleep(&self, wait: Duration) -> Sleep {
+        use std::io::Write;
+        let line = format!("{}\n", wait.as_millis());
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .and_then(|mut file| file.write_all(line.as_bytes()));
+        if let Err(error) = written {
+            eprintln!("test hook: could not log a wait to {}: {error}", self.log.display());
         }
         Box::pin(std::future::ready(()))
     }

@@ -113,6 +113,20 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The options a provider starts from: the defaults, and in the tests' build (the `test-hooks` feature) the
+    /// clock `env` asks for (see [`clock::LoggingClock`]).
+    pub fn for_provider(env: &super::provider::ProviderEnv) -> Options {
+        let options = Options::default();
+        #[cfg(feature = "test-hooks")]
+        if let Some(clock) = clock::LoggingClock::from_env(env) {
+            return Options { clock: Arc::new(clock), ..options };
+        }
+        let _ = env;
+        options
+    }
+}
+
 /// Why a call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
