@@ -122,6 +122,13 @@ impl RunRecord {
         owner_alive(self.pid, self.pid_start)
     }
 
+    /// How long ago the run started; `None` when its start cannot be read.
+    pub fn elapsed_since_start(&self) -> Option<Duration> {
+        let started: jiff::Timestamp = self.started_at.parse().ok()?;
+        let age = jiff::Timestamp::now().duration_since(started);
+        Duration::try_from(age).ok()
+    }
+
     /// How long the run has gone on (to its end, when it ended); `None` when the times cannot be read.
     pub fn elapsed(&self) -> Option<Duration> {
         let started: jiff::Timestamp = self.started_at.parse().ok()?;

@@ -44,8 +44,8 @@ pub enum Command {
     Outcome(OutcomeArgs),
     /// List the retained outcomes, newest first.
     Outcomes(OutcomesArgs),
-    /// Preview (or, with --apply, remove) old runs and outcomes under WORKBENCH_HOME; an outcome with an
-    /// interrupted application is always kept.
+    /// Preview (or, with --apply, remove) old runs and outcomes under WORKBENCH_HOME, and the sandboxes of
+    /// remote runs that no longer run; an outcome with an interrupted application and a running run are kept.
     Clean(CleanArgs),
     /// Report what this machine offers a run: runners (where, version, verified), the Docker engine, the
     /// credential variables of each catalog provider (names only) and the outcome store's size.

@@ -942,3 +942,47 @@ fn e2b_the_lease_follows_a_detached_run() {
 fn daytona_the_lease_follows_a_detached_run() {
     lease_follows_the_run(Kind::Daytona);
 }
+
+/// A remote run whose supervisor is SIGKILLed leaves its sandbox to the lease; `clean` destroys it, and only a
+/// sandbox of a run this home knows (another machine's run on the same account is never touched).
+fn clean_reclaims_the_sandbox_of_a_lost_run(kind: Kind) {
+    let setup = setup(kind);
+    let (mut child, events, _reader) = start_hanging(&setup);
+    let run_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    let runs = setup.world.home.join(".workbench/runs");
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(runs.join(&run_id).join("run.json")).unwrap()).unwrap();
+    let supervisor = i32::try_from(record["pid"].as_u64().unwrap()).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(supervisor), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let live = setup.service.live();
+    assert_eq!(live.len(), 1, "the lost run's sandbox is left to its lease");
+
+    // Unknown here (its record moved away): never touched.
+    let aside = setup.world.root.join("aside");
+    std::fs::rename(runs.join(&run_id), &aside).unwrap();
+    let output = setup.wb(&["clean", "--apply"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(setup.service.live(), live, "{output:?}");
+    std::fs::rename(&aside, runs.join(&run_id)).unwrap();
+
+    let line = format!("{} sandbox {} of run {run_id} (lost)", setup.service.name(), live[0]);
+    let output = setup.wb(&["clean"]);
+    assert!(output.stdout.contains(&format!("Would destroy {line}")), "{output:?}");
+    assert_eq!(setup.service.live(), live, "a preview destroys nothing");
+    let output = setup.wb(&["clean", "--apply", "--json"]);
+    let cleaned: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(cleaned["sandboxes"][0]["sandbox"], live[0], "{cleaned}");
+    assert!(setup.service.live().is_empty(), "clean left the lost run's sandbox");
+}
+
+#[test]
+fn e2b_clean_reclaims_the_sandbox_of_a_lost_run() {
+    clean_reclaims_the_sandbox_of_a_lost_run(Kind::E2b);
+}
+
+#[test]
+fn daytona_clean_reclaims_the_sandbox_of_a_lost_run() {
+    clean_reclaims_the_sandbox_of_a_lost_run(Kind::Daytona);
+}

@@ -36,16 +36,38 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     } else {
         preview(&home, older_than, &active)
     };
+    // Sandboxes of this home's remote runs that no longer run (a killed supervisor leaves them to the lease),
+    // on the services whose credentials are set.
+    let inherited = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect();
+    let orphans = wb_engine::runtime::remote::orphans::orphans(&home, &inherited, args.apply);
+    for problem in &orphans.problems {
+        eprintln!("warning: cannot look for sandboxes left by old runs: {}", printable(problem));
+    }
     let text = if args.json {
         let mut value = serde_json::to_value(&cleaning)?;
         if let Some(object) = value.as_object_mut() {
             object.insert("older_than".into(), json!(args.older_than));
             object.insert("applied".into(), json!(args.apply));
             object.insert("bytes".into(), json!(cleaning.bytes()));
+            object.insert("sandboxes".into(), serde_json::to_value(&orphans.sandboxes)?);
         }
         format!("{value}\n")
     } else {
-        human(&cleaning, &args.older_than, args.apply)
+        let mut text = String::new();
+        for orphan in &orphans.sandboxes {
+            text.push_str(&format!(
+                "{} {} sandbox {} of run {} ({})\n",
+                if args.apply { "Destroyed" } else { "Would destroy" },
+                orphan.service,
+                printable(&orphan.sandbox),
+                orphan.run_id,
+                orphan.run_state
+            ));
+        }
+        text.push_str(&human(&cleaning, &args.older_than, args.apply));
+        text
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)

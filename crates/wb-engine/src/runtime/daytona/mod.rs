@@ -280,6 +280,15 @@ impl SandboxProvider for Daytona {
         self.shared.handle.block_on(self.create_async(spec))
     }
 
+    fn find(&mut self, labels: &BTreeMap<String, String>) -> Result<Vec<String>> {
+        self.require_key()?;
+        if labels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = self.shared.handle.block_on(self.shared.api.list(labels))?;
+        Ok(found.into_iter().map(|dto| dto.id).collect())
+    }
+
     fn reclaim(&mut self, labels: &BTreeMap<String, String>) -> Result<usize> {
         self.require_key()?;
         self.shared.handle.block_on(self.reclaim_async(labels))

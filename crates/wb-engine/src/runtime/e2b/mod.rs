@@ -196,6 +196,14 @@ impl SandboxProvider for E2b {
         Ok(Box::new(self.sandbox(&created)))
     }
 
+    fn find(&mut self, labels: &BTreeMap<String, String>) -> Result<Vec<String>> {
+        self.check_credentials()?;
+        if labels.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.handle.block_on(self.api.list(labels))
+    }
+
     fn reclaim(&mut self, labels: &BTreeMap<String, String>) -> Result<usize> {
         self.check_credentials()?;
         if labels.is_empty() {

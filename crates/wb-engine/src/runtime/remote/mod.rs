@@ -18,6 +18,7 @@
 pub mod archive;
 mod collect;
 pub mod http;
+pub mod orphans;
 mod preflight;
 pub mod provider;
 pub mod requirements;

@@ -224,4 +224,6 @@ pub trait SandboxProvider: Send {
     /// Destroys every sandbox carrying all of `labels` (a create that timed out may still have made one).
     /// Returns how many were destroyed.
     fn reclaim(&mut self, labels: &BTreeMap<String, String>) -> Result<usize>;
+    /// The ids of the sandboxes carrying all of `labels` (none without labels: never every sandbox).
+    fn find(&mut self, labels: &BTreeMap<String, String>) -> Result<Vec<String>>;
 }
