@@ -784,6 +784,212 @@ fn neovim_lists_attaches_and_kills_runs() {
     run_neovim_script(&world, "runs", RUNS_TEST_LUA, &[("WB_TEST_RELEASE", &release)]);
 }
 
+/// The Emacs runs test: `workbench-runs', attach, kill, outcome and refresh in batch Emacs with Eglot against the
+/// real server, on runs started with `wb-lsp run --detach`. Exits 0 after printing `emacs: all checks passed`.
+const EMACS_RUNS_TEST_EL: &str = r##";;; test.el --- workbench-runs in batch Emacs with Eglot  -*- lexical-binding: t; -*-
+(require 'cl-lib)
+(require 'subr-x)
+(define-error 'wbt-failure "Editor test failure")
+(defun wbt-out (format-string &rest args)
+  (princ (concat (apply #'format format-string args) "\n")))
+(defun wbt-fail (format-string &rest args)
+  (signal 'wbt-failure (list (apply #'format format-string args))))
+(defun wbt-check (condition format-string &rest args)
+  (unless condition (apply #'wbt-fail format-string args)))
+(defun wbt-env (name)
+  (let ((value (getenv name)))
+    (wbt-check (and value (not (string-empty-p value))) "the environment variable %s is not set" name)
+    value))
+(defun wbt-command (&optional command)
+  "Run COMMAND as the command loop would: batch Emacs runs `post-command-hook' only when called."
+  (let ((this-command command))
+    (run-hooks 'pre-command-hook)
+    (when command (call-interactively command))
+    (run-hooks 'post-command-hook)))
+(defun wbt-wait (what predicate)
+  "Poll PREDICATE, running process output and timers, until non-nil; fail after 20 s."
+  (let ((deadline (+ (float-time) 20)) value)
+    (while (and (not (setq value (funcall predicate))) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (or value (wbt-fail "timed out waiting for %s" what))))
+(defvar wbt-messages nil)
+(advice-add 'message :before (lambda (format-string &rest args)
+                               (when format-string (push (apply #'format-message format-string args) wbt-messages))))
+(defun wbt-messaged (regexp)
+  (cl-find-if (lambda (m) (string-match-p regexp m)) wbt-messages))
+(defun wbt-cli (&rest args)
+  "The standard output of wb-lsp ARGS; fails when it fails."
+  (with-temp-buffer
+    (let ((status (apply #'call-process (wbt-env "WB_LSP_BIN") nil (list t nil) nil args)))
+      (wbt-check (eq status 0) "wb-lsp %s failed (%s): %s" (string-join args " ") status (buffer-string))
+      (buffer-string))))
+(defun wbt-record (id)
+  "The CLI's record of run ID (`wb-lsp runs --all --json'), an alist."
+  (cl-find-if (lambda (record) (equal (alist-get 'run_id record) id))
+              (json-parse-string (wbt-cli "runs" "--all" "--json") :object-type 'alist :array-type 'list
+                                 :null-object nil)))
+(defun wbt-detach (task)
+  (let ((output (wbt-cli "run" "--detach" "--task" task
+                         (expand-file-name ".workbenches/demo" (wbt-env "WB_TEST_REPO")))))
+    (wbt-check (string-match "wb_[0-9a-f]\\{24\\}" output) "no run id in %s" output)
+    (match-string 0 output)))
+(defun wbt-runs-line (id)
+  "The line of run ID in *Workbench Runs*, or nil."
+  (with-current-buffer "*Workbench Runs*"
+    (save-excursion
+      (goto-char (point-min))
+      (when (search-forward id nil t)
+        (buffer-substring-no-properties (line-beginning-position) (line-end-position))))))
+(defun wbt-press-on (id key)
+  "Run the command KEY is bound to in *Workbench Runs*, on the line of run ID."
+  (with-current-buffer "*Workbench Runs*"
+    (goto-char (point-min))
+    (wbt-check (search-forward id nil t) "no line for %s:\n%s" id (buffer-string))
+    (beginning-of-line)
+    (call-interactively (key-binding (kbd key)))))
+(defun wbt-count (buffer line)
+  "How many lines of BUFFER are LINE."
+  (with-current-buffer buffer
+    (cl-count line (split-string (buffer-string) "\n") :test #'equal)))
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
+         (release (wbt-env "WB_TEST_RELEASE")))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (find-file (expand-file-name ".workbenches/demo/workbench.yml" repo))
+    (wbt-command)
+    (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)
+    (let ((released (wbt-detach "work until released"))
+          (killed (wbt-detach "work until killed")))
+      (dolist (id (list released killed))
+        (wbt-wait (format "the cost of %s" id)
+                  (lambda () (equal (alist-get 'cost_usd (wbt-record id)) 0.125))))
+      (wbt-out "ok: wb-lsp run --detach started %s and %s" released killed)
+      ;; The list, from the manifest's buffer.
+      (wbt-command #'workbench-runs)
+      (with-current-buffer "*Workbench Runs*"
+        (wbt-check (eq major-mode 'workbench-runs-mode) "*Workbench Runs* is in %s" major-mode)
+        (wbt-check (derived-mode-p 'tabulated-list-mode) "workbench-runs-mode is not a tabulated-list-mode")
+        (wbt-check (equal (mapcar #'car tabulated-list-format)
+                          '("Run" "Package" "State" "Elapsed" "Cost" "Activity / outcome"))
+                   "the columns: %S" tabulated-list-format))
+      (dolist (id (list released killed))
+        (let ((line (wbt-runs-line id)))
+          (wbt-check (and line (string-match-p (concat (regexp-quote id) " +demo +running +[0-9]+s +\\$0\\.1250") line))
+                     "the line of a running run: %S" line)))
+      (wbt-out "ok: workbench-runs lists both runs, running, $0.1250 each")
+      ;; a: attach; every event replayed once, then followed to its end.
+      (wbt-press-on released "a")
+      (let ((buffer (format "*Workbench Run %s*" released))
+            (started (format "▶ Run %s started: demo 0.1.0 on local (opencode)" released)))
+        (wbt-wait "the replayed events"
+                  (lambda () (and (get-buffer buffer)
+                                  (= 1 (wbt-count buffer "  usage: 10 input, 5 output tokens; $0.1250")))))
+        (wbt-check (= 1 (wbt-count buffer started)) "run.started replayed %d times" (wbt-count buffer started))
+        (wbt-check (= 1 (wbt-count buffer "working on it")) "the text replayed %d times" (wbt-count buffer "working on it"))
+        (wbt-check (= 1 (wbt-count buffer (format "── attached to %s" released))) "no header")
+        (with-temp-file release (insert ""))
+        (wbt-wait "the attached run to complete" (lambda () (wbt-messaged (format "Workbench: run %s completed" released))))
+        (wbt-check (= 1 (wbt-count buffer "done")) "the live text:\n%s" (with-current-buffer buffer (buffer-string)))
+        (wbt-check (with-current-buffer buffer (string-match-p "^■ Run completed in " (buffer-string)))
+                   "no end in the run buffer:\n%s" (with-current-buffer buffer (buffer-string))))
+      (wbt-wait "the runs buffer to show the released run completed"
+                (lambda () (string-match-p " completed " (or (wbt-runs-line released) ""))))
+      (wbt-out "ok: attach replayed every event once, then followed the run to its end")
+      ;; k: kill, asked first.
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (&rest _) nil)))
+        (wbt-press-on killed "k"))
+      (wbt-check (wbt-messaged (format "Workbench: run %s goes on" killed)) "declining said nothing")
+      (wbt-check (equal (alist-get 'state (wbt-record killed)) "running") "declining killed the run")
+      (let (asked)
+        (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) t)))
+          (wbt-press-on killed "k"))
+        (wbt-check (equal asked (format "Kill run %s? The runner stops; the partial outcome is collected. " killed))
+                   "the question: %S" asked))
+      (wbt-check (wbt-messaged (format "Workbench: asked run %s to stop" killed)) "no message after the kill")
+      (wbt-wait "the CLI to see the run cancelled"
+                (lambda () (equal (alist-get 'state (wbt-record killed)) "cancelled")))
+      (wbt-wait "the runs buffer to show the run cancelled with its outcome"
+                (lambda () (string-match-p " cancelled .*outcome wbo_" (or (wbt-runs-line killed) ""))))
+      (wbt-out "ok: k asked, then killed the run; the CLI and the runs buffer show it cancelled")
+      ;; o: the partial outcome.
+      (let ((outcome (alist-get 'outcome_id (wbt-record killed))))
+        (wbt-press-on killed "o")
+        (let ((buffer (get-buffer (format "*Workbench Outcome %s*" outcome))))
+          (wbt-check buffer "no outcome buffer for %s" outcome)
+          (with-current-buffer buffer
+            (goto-char (point-min))
+            (wbt-check (equal (buffer-substring-no-properties (point) (line-end-position))
+                              (format "Outcome %s (run %s, partial, present)" outcome killed))
+                       "the outcome buffer:\n%s" (buffer-string))))
+        (wbt-out "ok: o shows the partial outcome %s" outcome))
+      ;; g: read again.
+      (with-current-buffer "*Workbench Runs*"
+        (setq tabulated-list-entries nil)
+        (tabulated-list-print)
+        (wbt-check (null (wbt-runs-line killed)) "the list was not emptied")
+        (call-interactively (key-binding (kbd "g"))))
+      (wbt-check (wbt-runs-line killed) "g did not read the runs again")
+      (wbt-out "ok: g reads the runs again")
+      ;; A finished run replays to its end; killing it is refused by the server.
+      (workbench-attach killed)
+      (wbt-wait "the replay of the killed run" (lambda () (wbt-messaged (format "Workbench: run %s cancelled" killed))))
+      (wbt-check (= 1 (wbt-count (format "*Workbench Run %s*" killed) "working on it")) "the replay is not whole")
+      (let ((workbench-confirm-kill nil))
+        (let ((refusal (condition-case err (progn (workbench-kill killed) nil)
+                         (error (error-message-string err)))))
+          (wbt-check (and refusal (string-match-p (regexp-quote (format "Run %s is not running (cancelled)" killed)) refusal))
+                     "killing a cancelled run: %S" refusal)))
+      (wbt-out "ok: workbench-attach replays a finished run; workbench-kill on it is refused"))))
+(condition-case err
+    (progn (wbt-run) (wbt-out "emacs: all checks passed") (kill-emacs 0))
+  (error (princ (format "FAIL (emacs): %s\n" (error-message-string err))) (kill-emacs 1)))
+"##;
+
+/// `workbench-runs` in batch Emacs with Eglot (without -Q: Debian's site-start loads elpa-eglot), on two runs
+/// started with `wb-lsp run --detach`: a tabulated list with both running and their cost; `a` attaches (every
+/// event replayed once, then followed to the end, the list read again), `k` kills after `yes-or-no-p` (declined
+/// first), `o` shows the partial outcome, `g` reads the list again; `workbench-attach` replays a finished run and
+/// `workbench-kill` on it is refused.
+#[test]
+fn emacs_lists_attaches_and_kills_runs() {
+    if skipping() {
+        eprintln!("skipping the Emacs runs test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    let available = runs("emacs", &["--batch", "--eval", "(kill-emacs (if (locate-library \"eglot\") 0 1))"]);
+    assert!(
+        available,
+        "Emacs with Eglot is not installed (Debian/Ubuntu: `apt-get install -y emacs-nox elpa-eglot`) or set \
+         {SKIP_VARIABLE}=1 to skip the editor tests."
+    );
+    let world = World::new(RUNS_RUNNER);
+    let script = world.root.join("test.el");
+    std::fs::write(&script, EMACS_RUNS_TEST_EL).unwrap();
+    let output = world
+        .command("timeout")
+        .args(["--kill-after=10", "180", "emacs", "--batch", "-L"])
+        .arg(repository_root().join("editors/emacs"))
+        .arg("-l")
+        .arg(&script)
+        .env("WB_TEST_RELEASE", world.root.join("release"))
+        .output()
+        .expect("timeout and emacs run");
+    world.kill_running_runs();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains("emacs: all checks passed"),
+        "the Emacs runs test failed with {} (124/137: no result within 180 s).\n--- stdout:\n{stdout}\n\
+         --- stderr:\n{stderr}",
+        output.status
+    );
+}
+
 #[test]
 fn emacs_with_eglot_drives_the_server() {
     // Eglot comes with Emacs 29 and later; Debian 12's Emacs 28 needs elpa-eglot (found through site-start).
