@@ -283,7 +283,8 @@ export class WorkbenchController implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     this.wanted = false;
-    this.execution.cancelActiveRun();
+    // A run in progress is let go of, not cancelled: its supervisor owns it and it goes on (the Runs view of the
+    // next window, or `wb-lsp attach`, finds it again).
     await this.enqueue(() => this.stopNow());
     for (const disposable of this.disposables.splice(0)) {
       disposable.dispose();

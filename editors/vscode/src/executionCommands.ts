@@ -40,6 +40,11 @@ import {
 } from './run';
 
 export const BUTTON_CANCEL_RUN = 'Cancel Run';
+/** The button that attaches again to a run the server let go of. */
+export const BUTTON_ATTACH = 'Attach';
+
+/** The server's error when its session ends during a run or an attach: the run goes on (docs/lsp-extensions.md). */
+const SESSION_ENDED = /^The session ended while run (wb_[0-9a-f]{24}) goes on/;
 
 /** The run in progress (one at a time). */
 interface ActiveRun {
@@ -294,6 +299,25 @@ export class ExecutionCommands implements vscode.Disposable {
         outcomeId = result.outcomeId;
       }
     } catch (error) {
+      const goesOn = SESSION_ENDED.exec(errorMessage(error))?.[1];
+      if (goesOn !== undefined) {
+        // The server stopped (Restart Server, a crash): the run goes on under its supervisor.
+        this.runOutput.appendLine(`■ ${errorMessage(error)}`);
+        void vscode.window
+          .showWarningMessage(
+            `Workbench: the server stopped; run ${goesOn} goes on without this window.`,
+            BUTTON_ATTACH,
+            BUTTON_OUTPUT,
+          )
+          .then(async (picked) => {
+            if (picked === BUTTON_ATTACH) {
+              await this.attach(goesOn, run.task);
+            } else if (picked === BUTTON_OUTPUT) {
+              this.showRunOutput();
+            }
+          });
+        return;
+      }
       outcome = runOutcome(undefined, error, run.runId !== undefined);
       // A run refused before it started sends no event, and a connection lost ends it without one: say why in
       // the channel too. (After a cancellation the run's own `run.cancelled` event says it.)
@@ -302,12 +326,7 @@ export class ExecutionCommands implements vscode.Disposable {
       }
     } finally {
       run.cancellation.dispose();
-      if (this.activeRun === run) {
-        this.activeRun = undefined;
-      }
-      this.runStatusItem.hide();
-      void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, false);
-      this.runsChanged.fire();
+      this.endFollow(run);
     }
     // A failed or cancelled run may have committed a (partial) outcome too; its event tells when the answer did not.
     outcomeId ??= run.outcomeId;
@@ -354,13 +373,6 @@ export class ExecutionCommands implements vscode.Disposable {
     }
     for (const line of textLines(params.text)) {
       this.runOutput.appendLine(line);
-    }
-  }
-
-  /** Cancels the run in progress, if there is one (the extension is going away). */
-  cancelActiveRun(): void {
-    if (this.activeRun !== undefined) {
-      this.cancelRun();
     }
   }
 
@@ -460,6 +472,17 @@ export class ExecutionCommands implements vscode.Disposable {
           return undefined;
       }
     });
+  }
+
+  /** The run (or attach) of this window is over, or let go of. */
+  private endFollow(run: ActiveRun): void {
+    if (this.activeRun !== run) {
+      return;
+    }
+    this.activeRun = undefined;
+    this.runStatusItem.hide();
+    void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, false);
+    this.runsChanged.fire();
   }
 
   private showRunStatus(run: ActiveRun): void {

@@ -332,3 +332,45 @@ test("Open Outcome shows the run's outcome with the outcome commands", async () 
   assert.equal(stub.messages.at(-1)?.message, `Workbench: run ${RUNNING_ID} has no outcome yet.`);
   assert.equal(requests(client, 'workbench.outcome').length, 1);
 });
+
+test('closing the window lets go of a followed run instead of cancelling it', async () => {
+  let answer: (value: unknown) => void = () => undefined;
+  behaviour.answers['workbench.attach'] = (() => new Promise((resolve) => (answer = resolve))) as Answer;
+  const client = await activate();
+  const following = stub.commands.get('wb-lsp.attachRun')?.(running) as Promise<void>;
+  await settle();
+  assert.equal(controller.running, true);
+  await controller.dispose();
+  assert.deepEqual(client.cancelledProgress, [], 'no window/workDoneProgress/cancel');
+  const attach = client.requests.findIndex((request) => request.command === 'workbench.attach');
+  assert.equal(client.requestOptions[attach]?.token?.isCancellationRequested, false, 'no $/cancelRequest');
+  answer({ runId: RUNNING_ID, ending: { status: 'completed' }, finalText: '' });
+  await following;
+});
+
+test('a server that stops during an attach: the run goes on, and Attach follows it again', async () => {
+  const ended = Object.assign(
+    new Error(`The session ended while run ${RUNNING_ID} goes on: attach to it again (wb-lsp attach ${RUNNING_ID})`),
+    { code: -32803 },
+  );
+  let calls = 0;
+  behaviour.answers['workbench.attach'] = (async (args, options, fake) => {
+    calls += 1;
+    if (calls === 1) {
+      throw ended;
+    }
+    return attachedRun(args, options, fake);
+  }) as Answer;
+  const client = await activate();
+  stub.answer = 'Attach';
+  await stub.commands.get('wb-lsp.attachRun')?.(running);
+  assert.deepEqual(stub.messages[0], {
+    level: 'warning',
+    message: `Workbench: the server stopped; run ${RUNNING_ID} goes on without this window.`,
+    items: ['Attach', 'Show Output'],
+  });
+  assert.equal(runChannel().lines[1], `■ ${ended.message}`);
+  await settle();
+  await settle();
+  assert.equal(requests(client, 'workbench.attach').length, 2, 'the Attach button attached again');
+});
