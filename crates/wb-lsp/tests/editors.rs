@@ -79,9 +79,9 @@ JSON
 echo '{"type":"text","part":{"id":"t","text":"done"}}'
 "#;
 
-/// Headless Neovim with editors/nvim: `:WorkbenchRun`, then the outcome commands on the run's outcome. Exits 0
-/// when every check passes; otherwise prints what failed and exits 1.
-const OUTCOME_TEST_LUA: &str = r##"
+/// The helpers of the Neovim test scripts (checks, waits, notifications, buffers); a script defines `run()` after
+/// them and [`NVIM_TEST_EPILOGUE`] runs it.
+const NVIM_TEST_PRELUDE: &str = r##"
 local TIMEOUT = 20000
 
 local function out(message)
@@ -182,6 +182,28 @@ local function check_read_only(bufnr, what)
   check(vim.bo[bufnr].readonly, what .. " is not read-only")
 end
 
+"##;
+
+/// Runs the script's `run()`: exits 0 after printing `nvim: all checks passed`, or prints what failed and exits 1.
+const NVIM_TEST_EPILOGUE: &str = r##"
+local ok, err = xpcall(run, function(e)
+  if type(e) == "table" and e.workbench_test_failure then
+    return e.workbench_test_failure
+  end
+  return debug.traceback(tostring(e), 2)
+end)
+if ok then
+  out("nvim: all checks passed")
+  vim.cmd("qall!")
+else
+  io.stderr:write("FAIL (nvim): " .. tostring(err) .. "\n")
+  io.stderr:flush()
+  vim.cmd("cquit 1")
+end
+"##;
+
+/// Headless Neovim with editors/nvim: `:WorkbenchRun`, then the outcome commands on the run's outcome.
+const OUTCOME_TEST_LUA: &str = r##"
 local function run()
   local bin = env("WB_LSP_BIN")
   local repo = env("WB_TEST_REPO")
@@ -404,31 +426,87 @@ local function run()
   out("ok: malformed and unknown outcome ids are reported")
 end
 
-local ok, err = xpcall(run, function(e)
-  if type(e) == "table" and e.workbench_test_failure then
-    return e.workbench_test_failure
-  end
-  return debug.traceback(tostring(e), 2)
-end)
-if ok then
-  out("nvim: all outcome checks passed")
-  vim.cmd("qall!")
-else
-  io.stderr:write("FAIL (nvim): " .. tostring(err) .. "\n")
-  io.stderr:flush()
-  vim.cmd("cquit 1")
-end
 "##;
 
-/// `:WorkbenchRun` on a package whose fake runner edits the workspace and fills the outbox, then the outcome
-/// commands on its outcome: the summary (compared with `wb-lsp outcome ID`), the review diff and the artifact
-/// in read-only buffers, and `:WorkbenchApplyOutcome` (refused while present; declined; a conflict; applied
-/// once the receipt is pending and the workspace as before the run).
-#[test]
-fn neovim_shows_opens_and_applies_a_run_outcome() {
+/// A scratch world for an editor: a repository with the package `demo` (runner `opencode`), a fake `opencode`
+/// (`runner`) first on `PATH`, and a home for the editor and the Workbench.
+struct World {
+    _temp: tempfile::TempDir,
+    root: PathBuf,
+    repo: PathBuf,
+    home: PathBuf,
+    path: std::ffi::OsString,
+}
+
+impl World {
+    fn new(runner: &str) -> World {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        // Resolved, so paths compare equal to what the editor and the server report.
+        let root = temp.path().canonicalize().expect("the temporary directory");
+        let repo = root.join("repo");
+        let package = repo.join(".workbenches/demo");
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(
+            package.join("workbench.yml"),
+            "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+             instructions: ./instructions.md\nruntimes:\n  local: {}\n",
+        )
+        .unwrap();
+        std::fs::write(package.join("instructions.md"), "# Demo\n").unwrap();
+        std::fs::write(repo.join("README.md"), "# Old title\n\nThe ledger service.\n").unwrap();
+        std::fs::write(repo.join("obsolete.txt"), "remove me\n").unwrap();
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("opencode"), runner).unwrap();
+        std::fs::set_permissions(bin.join("opencode"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let home = root.join("home");
+        for dir in [".config", ".local/share", ".local/state", ".cache", ".emacs.d"] {
+            std::fs::create_dir_all(home.join(dir)).unwrap();
+        }
+        let path = std::env::join_paths(
+            std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+        )
+        .unwrap();
+        World { _temp: temp, root, repo, home, path }
+    }
+
+    /// A command in this world: the repository as working directory, its home, `PATH` and Workbench home.
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        wb_testsupport::isolate(&mut command)
+            .current_dir(&self.repo)
+            .env("WB_LSP_BIN", env!("CARGO_BIN_EXE_wb-lsp"))
+            .env("WB_TEST_REPO", &self.repo)
+            .env("WORKBENCH_HOME", self.home.join(".workbench"))
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("PATH", &self.path)
+            .env("OPENAI_API_KEY", "sk-test")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Kills the runs this world's Workbench home still has running (a failed test leaves no supervisor behind).
+    fn kill_running_runs(&self) {
+        let Ok(output) = self.command(env!("CARGO_BIN_EXE_wb-lsp")).args(["runs", "--json"]).output() else {
+            return;
+        };
+        let records: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap_or_default();
+        for record in records {
+            if let Some(id) = record.get("run_id").and_then(serde_json::Value::as_str) {
+                let _ = self.command(env!("CARGO_BIN_EXE_wb-lsp")).args(["kill", id]).output();
+            }
+        }
+    }
+}
+
+fn require_neovim() -> bool {
     if skipping() {
-        eprintln!("skipping the Neovim outcome test: {SKIP_VARIABLE}=1");
-        return;
+        eprintln!("skipping the Neovim test: {SKIP_VARIABLE}=1");
+        return false;
     }
     assert!(
         runs("nvim", &["--version"]),
@@ -436,70 +514,480 @@ fn neovim_shows_opens_and_applies_a_run_outcome() {
          Install it (Debian/Ubuntu: `apt-get install -y neovim`; scripts/test.sh does this) or set \
          {SKIP_VARIABLE}=1 to skip the editor tests."
     );
-    let temp = tempfile::tempdir().expect("a temporary directory");
-    // Resolved, so paths compare equal to what the editor and the server report.
-    let root = temp.path().canonicalize().expect("the temporary directory");
-    let repo = root.join("repo");
-    let package = repo.join(".workbenches/demo");
-    std::fs::create_dir_all(&package).unwrap();
-    std::fs::write(
-        package.join("workbench.yml"),
-        "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
-         instructions: ./instructions.md\nruntimes:\n  local: {}\n",
-    )
-    .unwrap();
-    std::fs::write(package.join("instructions.md"), "# Demo\n").unwrap();
-    std::fs::write(repo.join("README.md"), "# Old title\n\nThe ledger service.\n").unwrap();
-    std::fs::write(repo.join("obsolete.txt"), "remove me\n").unwrap();
-    let bin = root.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("opencode"), OUTCOME_RUNNER).unwrap();
-    std::fs::set_permissions(bin.join("opencode"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let home = root.join("home");
-    for dir in [".config", ".local/share", ".local/state", ".cache"] {
-        std::fs::create_dir_all(home.join(dir)).unwrap();
-    }
-    let script = root.join("outcome.lua");
-    std::fs::write(&script, OUTCOME_TEST_LUA).unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
-    .unwrap();
+    true
+}
 
-    let output = wb_testsupport::isolate(&mut Command::new("timeout"))
+/// Runs headless Neovim (editors/nvim on the runtimepath) on the script `body` (a `run()` after the prelude) in
+/// the world, and asserts that every check passed.
+fn run_neovim_script(world: &World, what: &str, body: &str, extra_env: &[(&str, &Path)]) {
+    let script = world.root.join("test.lua");
+    std::fs::write(&script, format!("{NVIM_TEST_PRELUDE}{body}{NVIM_TEST_EPILOGUE}")).unwrap();
+    let mut command = world.command("timeout");
+    command
         .args(["--kill-after=10", "180", "nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
         .arg(format!("set runtimepath^={}", repository_root().join("editors/nvim").display()))
         .arg("-c")
-        .arg(format!("luafile {}", script.display()))
-        .current_dir(&repo)
-        .env("WB_LSP_BIN", env!("CARGO_BIN_EXE_wb-lsp"))
-        .env("WB_TEST_REPO", &repo)
-        .env("WORKBENCH_HOME", home.join(".workbench"))
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("PATH", path)
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdin(Stdio::null())
-        .output()
-        .expect("timeout and nvim run");
+        .arg(format!("luafile {}", script.display()));
+    for (name, value) in extra_env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("timeout and nvim run");
+    world.kill_running_runs();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     eprintln!("{stdout}");
-    let log = std::fs::read_to_string(home.join(".local/state/nvim/lsp.log"))
-        .or_else(|_| std::fs::read_to_string(home.join(".cache/nvim/lsp.log")))
+    let log = std::fs::read_to_string(world.home.join(".local/state/nvim/lsp.log"))
+        .or_else(|_| std::fs::read_to_string(world.home.join(".cache/nvim/lsp.log")))
         .unwrap_or_default();
     let log_tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
     assert!(
         output.status.success(),
-        "the Neovim outcome test failed with {} (124/137: no result within 180 s).\n--- stdout:\n{stdout}\n\
+        "the Neovim {what} test failed with {} (124/137: no result within 180 s).\n--- stdout:\n{stdout}\n\
          --- stderr:\n{stderr}\n--- the Neovim LSP log (last 40 lines):\n{}",
         output.status,
         log_tail.join("\n")
     );
-    assert!(stdout.contains("nvim: all outcome checks passed"), "{stdout}");
+    assert!(stdout.contains("nvim: all checks passed"), "{stdout}");
+}
+
+/// `:WorkbenchRun` on a package whose fake runner edits the workspace and fills the outbox, then the outcome
+/// commands on its outcome: the summary (compared with `wb-lsp outcome ID`), the review diff and the artifact
+/// in read-only buffers, and `:WorkbenchApplyOutcome` (refused while present; declined; a conflict; applied
+/// once the receipt is pending and the workspace as before the run).
+#[test]
+fn neovim_shows_opens_and_applies_a_run_outcome() {
+    if !require_neovim() {
+        return;
+    }
+    let world = World::new(OUTCOME_RUNNER);
+    run_neovim_script(&world, "outcome", OUTCOME_TEST_LUA, &[]);
+}
+
+/// The fake `opencode` of the runs tests: a text and a usage with a cost, then, for a task saying "until
+/// released", it waits for the file `$WB_TEST_RELEASE` and answers `done`; for "until killed" it waits to be
+/// killed.
+const RUNS_RUNNER: &str = r#"#!/bin/sh
+for last; do :; done
+echo '{"type":"text","part":{"id":"t1","text":"working on it"}}'
+echo '{"type":"step_finish","part":{"tokens":{"input":10,"output":5},"cost":0.125}}'
+case "$last" in
+*"until released"*)
+  while [ ! -e "$WB_TEST_RELEASE" ]; do sleep 0.1; done
+  echo '{"type":"text","part":{"id":"t2","text":"done"}}'
+  ;;
+*"until killed"*)
+  exec sleep 600
+  ;;
+esac
+"#;
+
+/// Headless Neovim with editors/nvim: `:WorkbenchRuns`, attach, kill and open outcome on runs started with
+/// `wb-lsp run --detach`.
+const RUNS_TEST_LUA: &str = r##"
+local function detach(task)
+  local bin = env("WB_LSP_BIN")
+  local output = vim.fn.system({ bin, "run", "--detach", "--task", task, env("WB_TEST_REPO") .. "/.workbenches/demo" })
+  check(vim.v.shell_error == 0, "wb-lsp run --detach failed: " .. output)
+  local id = output:match("(wb_%x+)")
+  check(id, "no run id in " .. output)
+  return id
+end
+
+-- The CLI's record of a run (`wb-lsp runs --all --json`).
+local function record_of(id)
+  local output = vim.fn.system({ env("WB_LSP_BIN"), "runs", "--all", "--json" })
+  check(vim.v.shell_error == 0, "wb-lsp runs failed: " .. output)
+  for _, record in ipairs(vim.json.decode(output)) do
+    if record.run_id == id then
+      return record
+    end
+  end
+  return nil
+end
+
+local function line_of(bufnr, pattern)
+  for index, line in ipairs(lines_of(bufnr)) do
+    if line:find(pattern) then
+      return index, line
+    end
+  end
+  return nil
+end
+
+local function count_lines(bufnr, wanted)
+  local count = 0
+  for _, line in ipairs(lines_of(bufnr)) do
+    if line == wanted then
+      count = count + 1
+    end
+  end
+  return count
+end
+
+-- Presses keys in the runs buffer with the cursor on the line of run `id`.
+local function press_on(runs_buf, id, keys)
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(runs_buf))
+  local index = line_of(runs_buf, "^" .. id)
+  check(index, "no line for " .. id .. " in the runs buffer:\n" .. table.concat(lines_of(runs_buf), "\n"))
+  vim.api.nvim_win_set_cursor(0, { index, 0 })
+  vim.cmd("normal " .. keys)
+end
+
+local function run()
+  local bin = env("WB_LSP_BIN")
+  local repo = env("WB_TEST_REPO")
+  local release = env("WB_TEST_RELEASE")
+  local workbench = require("workbench")
+  workbench.setup({ cmd = { bin, "serve" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(repo .. "/.workbenches/demo/workbench.yml"))
+  local manifest_buf = vim.api.nvim_get_current_buf()
+  wait_for("the workbench client", function()
+    local client = workbench.client(manifest_buf)
+    return client and client.initialized and client or nil
+  end)
+
+  -- Two runs started outside the editor, each owned by its supervisor.
+  local released = detach("work until released")
+  local killed = detach("work until killed")
+  for _, id in ipairs({ released, killed }) do
+    wait_for("the cost of " .. id, function()
+      local record = record_of(id)
+      return record and record.cost_usd == 0.125
+    end)
+  end
+  out("ok: wb-lsp run --detach started " .. released .. " and " .. killed)
+
+  -- :WorkbenchRuns lists them, running, with their cost.
+  vim.cmd("WorkbenchRuns")
+  local runs_buf = wait_for("the runs buffer", function()
+    return buffer_named("^workbench://runs/")
+  end)
+  wait_for("both runs in the runs buffer", function()
+    return line_of(runs_buf, "^" .. released) and line_of(runs_buf, "^" .. killed)
+  end)
+  check(vim.bo[runs_buf].filetype == "workbench-runs", "the runs buffer's filetype is " .. vim.bo[runs_buf].filetype)
+  check(not vim.bo[runs_buf].modifiable, "the runs buffer is modifiable")
+  check(
+    lines_of(runs_buf)[1] == "Workbench runs — <CR>/a attach · X kill · o outcome · r refresh · q close",
+    "the runs buffer's header: " .. tostring(lines_of(runs_buf)[1])
+  )
+  for _, id in ipairs({ released, killed }) do
+    local _, line = line_of(runs_buf, "^" .. id)
+    check(
+      line:match("^" .. id .. "  demo  running    +%d+s  %$0%.1250"),
+      "the line of a running run: " .. line
+    )
+  end
+  out("ok: :WorkbenchRuns lists both runs, running, $0.1250 each")
+
+  -- Attach (a): the run's events replayed once each into a run buffer, then followed to its end.
+  press_on(runs_buf, released, "a")
+  local run_buf = wait_for("the attached run's buffer", function()
+    return buffer_named("^workbench://run/")
+  end)
+  wait_for("the replayed events", function()
+    return line_of(run_buf, "^  usage: 10 input, 5 output tokens; %$0%.1250$")
+  end)
+  check(lines_of(run_buf)[1] == "── attached to " .. released .. ": demo", "the run buffer's header: " .. lines_of(run_buf)[1])
+  local started = ("▶ Run %s started: demo 0.1.0 on local (opencode)"):format(released)
+  check(count_lines(run_buf, started) == 1, "run.started replayed " .. count_lines(run_buf, started) .. " times")
+  check(count_lines(run_buf, "working on it") == 1, "the text replayed " .. count_lines(run_buf, "working on it") .. " times")
+  check(workbench.active_run and workbench.active_run.run_id == released, "the attach is not the active run")
+  local handle = assert(io.open(release, "w"))
+  handle:close()
+  expect("the attached run to complete", "[workbench] run completed", vim.log.levels.INFO)
+  wait_for("the end in the run buffer", function()
+    return line_of(run_buf, "^■ Run completed in ")
+  end)
+  check(count_lines(run_buf, "done") == 1, "the live text is not in the run buffer:\n" .. table.concat(lines_of(run_buf), "\n"))
+  out("ok: attach replayed every event once, then followed the run to its end")
+
+  -- The runs buffer was read again when the attach ended.
+  wait_for("the released run shown completed", function()
+    local _, line = line_of(runs_buf, "^" .. released)
+    return line and line:find("  completed  ", 1, true)
+  end)
+
+  -- Kill (X): asks first; declining sends nothing.
+  local asked = {}
+  workbench.confirm_kill = function(message)
+    table.insert(asked, message)
+    return false
+  end
+  press_on(runs_buf, killed, "X")
+  expect("the declined kill", ("[workbench] run %s goes on"):format(killed))
+  check(
+    asked[1] == ("Kill run demo (%s)?\nThe runner stops; the partial outcome is collected."):format(killed),
+    "the confirmation: " .. vim.inspect(asked[1])
+  )
+  check(record_of(killed).state == "running", "declining killed the run")
+  workbench.confirm_kill = function()
+    return true
+  end
+  press_on(runs_buf, killed, "X")
+  expect("the kill", ("[workbench] asked run demo (%s) to stop"):format(killed))
+  wait_for("the CLI to see the run cancelled", function()
+    return record_of(killed).state == "cancelled"
+  end)
+  wait_for("the runs buffer to show the run cancelled", function()
+    local _, line = line_of(runs_buf, "^" .. killed)
+    return line and line:find("  cancelled  ", 1, true) and line:find("outcome wbo_", 1, true)
+  end)
+  out("ok: X asked, then killed the run; the CLI and the runs buffer show it cancelled")
+
+  -- o: the killed run's partial outcome.
+  local outcome_id = record_of(killed).outcome_id
+  check(outcome_id, "the killed run has no outcome")
+  press_on(runs_buf, killed, "o")
+  local outcome_buf = wait_for("the outcome buffer", function()
+    return buffer_named("^workbench://outcome/")
+  end)
+  check(
+    lines_of(outcome_buf)[1] == ("Outcome %s (run %s, partial, present)"):format(outcome_id, killed),
+    "the outcome buffer: " .. lines_of(outcome_buf)[1]
+  )
+  out("ok: o opened the partial outcome " .. outcome_id)
+
+  -- :WorkbenchAttach on a finished run replays it to its end; :WorkbenchKill on it is refused by the server.
+  vim.cmd("WorkbenchAttach " .. killed)
+  expect("the replayed run's ending", "[workbench] run cancelled", vim.log.levels.WARN)
+  local replay_buf = buffer_named("^workbench://run/", run_buf)
+  check(replay_buf, "no second run buffer")
+  check(
+    line_of(replay_buf, "^■ Run cancelled") and count_lines(replay_buf, "working on it") == 1,
+    "the replay of the killed run:\n" .. table.concat(lines_of(replay_buf), "\n")
+  )
+  vim.cmd("WorkbenchKill! " .. killed)
+  expect(
+    "the refused kill",
+    ("[workbench] cannot kill run %s: Run %s is not running (cancelled)"):format(killed, killed),
+    vim.log.levels.ERROR
+  )
+  vim.cmd("WorkbenchAttach nonsense")
+  expect("a malformed id", "[workbench] not a run id: nonsense (wb_…; :WorkbenchRuns lists them)", vim.log.levels.WARN)
+  out("ok: :WorkbenchAttach replays a finished run, :WorkbenchKill! and a malformed id are reported")
+end
+
+"##;
+
+/// `:WorkbenchRuns` on two runs started with `wb-lsp run --detach`: both listed running with their cost; `a`
+/// attaches to one (every event replayed once, then followed to its end, the list read again), `X` kills the
+/// other after the confirmation (declined first), `o` opens its partial outcome; `:WorkbenchAttach` replays a
+/// finished run, `:WorkbenchKill!` on it is refused.
+#[test]
+fn neovim_lists_attaches_and_kills_runs() {
+    if !require_neovim() {
+        return;
+    }
+    let world = World::new(RUNS_RUNNER);
+    let release = world.root.join("release");
+    run_neovim_script(&world, "runs", RUNS_TEST_LUA, &[("WB_TEST_RELEASE", &release)]);
+}
+
+/// The Emacs runs test: `workbench-runs', attach, kill, outcome and refresh in batch Emacs with Eglot against the
+/// real server, on runs started with `wb-lsp run --detach`. Exits 0 after printing `emacs: all checks passed`.
+const EMACS_RUNS_TEST_EL: &str = r##";;; test.el --- workbench-runs in batch Emacs with Eglot  -*- lexical-binding: t; -*-
+(require 'cl-lib)
+(require 'subr-x)
+(define-error 'wbt-failure "Editor test failure")
+(defun wbt-out (format-string &rest args)
+  (princ (concat (apply #'format format-string args) "\n")))
+(defun wbt-fail (format-string &rest args)
+  (signal 'wbt-failure (list (apply #'format format-string args))))
+(defun wbt-check (condition format-string &rest args)
+  (unless condition (apply #'wbt-fail format-string args)))
+(defun wbt-env (name)
+  (let ((value (getenv name)))
+    (wbt-check (and value (not (string-empty-p value))) "the environment variable %s is not set" name)
+    value))
+(defun wbt-command (&optional command)
+  "Run COMMAND as the command loop would: batch Emacs runs `post-command-hook' only when called."
+  (let ((this-command command))
+    (run-hooks 'pre-command-hook)
+    (when command (call-interactively command))
+    (run-hooks 'post-command-hook)))
+(defun wbt-wait (what predicate)
+  "Poll PREDICATE, running process output and timers, until non-nil; fail after 20 s."
+  (let ((deadline (+ (float-time) 20)) value)
+    (while (and (not (setq value (funcall predicate))) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (or value (wbt-fail "timed out waiting for %s" what))))
+(defvar wbt-messages nil)
+(advice-add 'message :before (lambda (format-string &rest args)
+                               (when format-string (push (apply #'format-message format-string args) wbt-messages))))
+(defun wbt-messaged (regexp)
+  (cl-find-if (lambda (m) (string-match-p regexp m)) wbt-messages))
+(defun wbt-cli (&rest args)
+  "The standard output of wb-lsp ARGS; fails when it fails."
+  (with-temp-buffer
+    (let ((status (apply #'call-process (wbt-env "WB_LSP_BIN") nil (list t nil) nil args)))
+      (wbt-check (eq status 0) "wb-lsp %s failed (%s): %s" (string-join args " ") status (buffer-string))
+      (buffer-string))))
+(defun wbt-record (id)
+  "The CLI's record of run ID (`wb-lsp runs --all --json'), an alist."
+  (cl-find-if (lambda (record) (equal (alist-get 'run_id record) id))
+              (json-parse-string (wbt-cli "runs" "--all" "--json") :object-type 'alist :array-type 'list
+                                 :null-object nil)))
+(defun wbt-detach (task)
+  (let ((output (wbt-cli "run" "--detach" "--task" task
+                         (expand-file-name ".workbenches/demo" (wbt-env "WB_TEST_REPO")))))
+    (wbt-check (string-match "wb_[0-9a-f]\\{24\\}" output) "no run id in %s" output)
+    (match-string 0 output)))
+(defun wbt-runs-line (id)
+  "The line of run ID in *Workbench Runs*, or nil."
+  (with-current-buffer "*Workbench Runs*"
+    (save-excursion
+      (goto-char (point-min))
+      (when (search-forward id nil t)
+        (buffer-substring-no-properties (line-beginning-position) (line-end-position))))))
+(defun wbt-press-on (id key)
+  "Run the command KEY is bound to in *Workbench Runs*, on the line of run ID."
+  (with-current-buffer "*Workbench Runs*"
+    (goto-char (point-min))
+    (wbt-check (search-forward id nil t) "no line for %s:\n%s" id (buffer-string))
+    (beginning-of-line)
+    (call-interactively (key-binding (kbd key)))))
+(defun wbt-count (buffer line)
+  "How many lines of BUFFER are LINE."
+  (with-current-buffer buffer
+    (cl-count line (split-string (buffer-string) "\n") :test #'equal)))
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
+         (release (wbt-env "WB_TEST_RELEASE")))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (find-file (expand-file-name ".workbenches/demo/workbench.yml" repo))
+    (wbt-command)
+    (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)
+    (let ((released (wbt-detach "work until released"))
+          (killed (wbt-detach "work until killed")))
+      (dolist (id (list released killed))
+        (wbt-wait (format "the cost of %s" id)
+                  (lambda () (equal (alist-get 'cost_usd (wbt-record id)) 0.125))))
+      (wbt-out "ok: wb-lsp run --detach started %s and %s" released killed)
+      ;; The list, from the manifest's buffer.
+      (wbt-command #'workbench-runs)
+      (with-current-buffer "*Workbench Runs*"
+        (wbt-check (eq major-mode 'workbench-runs-mode) "*Workbench Runs* is in %s" major-mode)
+        (wbt-check (derived-mode-p 'tabulated-list-mode) "workbench-runs-mode is not a tabulated-list-mode")
+        (wbt-check (equal (mapcar #'car tabulated-list-format)
+                          '("Run" "Package" "State" "Elapsed" "Cost" "Activity / outcome"))
+                   "the columns: %S" tabulated-list-format))
+      (dolist (id (list released killed))
+        (let ((line (wbt-runs-line id)))
+          (wbt-check (and line (string-match-p (concat (regexp-quote id) " +demo +running +[0-9]+s +\\$0\\.1250") line))
+                     "the line of a running run: %S" line)))
+      (wbt-out "ok: workbench-runs lists both runs, running, $0.1250 each")
+      ;; a: attach; every event replayed once, then followed to its end.
+      (wbt-press-on released "a")
+      (let ((buffer (format "*Workbench Run %s*" released))
+            (started (format "▶ Run %s started: demo 0.1.0 on local (opencode)" released)))
+        (wbt-wait "the replayed events"
+                  (lambda () (and (get-buffer buffer)
+                                  (= 1 (wbt-count buffer "  usage: 10 input, 5 output tokens; $0.1250")))))
+        (wbt-check (= 1 (wbt-count buffer started)) "run.started replayed %d times" (wbt-count buffer started))
+        (wbt-check (= 1 (wbt-count buffer "working on it")) "the text replayed %d times" (wbt-count buffer "working on it"))
+        (wbt-check (= 1 (wbt-count buffer (format "── attached to %s" released))) "no header")
+        (with-temp-file release (insert ""))
+        (wbt-wait "the attached run to complete" (lambda () (wbt-messaged (format "Workbench: run %s completed" released))))
+        (wbt-check (= 1 (wbt-count buffer "done")) "the live text:\n%s" (with-current-buffer buffer (buffer-string)))
+        (wbt-check (with-current-buffer buffer (string-match-p "^■ Run completed in " (buffer-string)))
+                   "no end in the run buffer:\n%s" (with-current-buffer buffer (buffer-string))))
+      (wbt-wait "the runs buffer to show the released run completed"
+                (lambda () (string-match-p " completed " (or (wbt-runs-line released) ""))))
+      (wbt-out "ok: attach replayed every event once, then followed the run to its end")
+      ;; k: kill, asked first.
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (&rest _) nil)))
+        (wbt-press-on killed "k"))
+      (wbt-check (wbt-messaged (format "Workbench: run %s goes on" killed)) "declining said nothing")
+      (wbt-check (equal (alist-get 'state (wbt-record killed)) "running") "declining killed the run")
+      (let (asked)
+        (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) t)))
+          (wbt-press-on killed "k"))
+        (wbt-check (equal asked (format "Kill run %s? The runner stops; the partial outcome is collected. " killed))
+                   "the question: %S" asked))
+      (wbt-check (wbt-messaged (format "Workbench: asked run %s to stop" killed)) "no message after the kill")
+      (wbt-wait "the CLI to see the run cancelled"
+                (lambda () (equal (alist-get 'state (wbt-record killed)) "cancelled")))
+      (wbt-wait "the runs buffer to show the run cancelled with its outcome"
+                (lambda () (string-match-p " cancelled .*outcome wbo_" (or (wbt-runs-line killed) ""))))
+      (wbt-out "ok: k asked, then killed the run; the CLI and the runs buffer show it cancelled")
+      ;; o: the partial outcome.
+      (let ((outcome (alist-get 'outcome_id (wbt-record killed))))
+        (wbt-press-on killed "o")
+        (let ((buffer (get-buffer (format "*Workbench Outcome %s*" outcome))))
+          (wbt-check buffer "no outcome buffer for %s" outcome)
+          (with-current-buffer buffer
+            (goto-char (point-min))
+            (wbt-check (equal (buffer-substring-no-properties (point) (line-end-position))
+                              (format "Outcome %s (run %s, partial, present)" outcome killed))
+                       "the outcome buffer:\n%s" (buffer-string))))
+        (wbt-out "ok: o shows the partial outcome %s" outcome))
+      ;; g: read again.
+      (with-current-buffer "*Workbench Runs*"
+        (setq tabulated-list-entries nil)
+        (tabulated-list-print)
+        (wbt-check (null (wbt-runs-line killed)) "the list was not emptied")
+        (call-interactively (key-binding (kbd "g"))))
+      (wbt-check (wbt-runs-line killed) "g did not read the runs again")
+      (wbt-out "ok: g reads the runs again")
+      ;; A finished run replays to its end; killing it is refused by the server.
+      (workbench-attach killed)
+      (wbt-wait "the replay of the killed run" (lambda () (wbt-messaged (format "Workbench: run %s cancelled" killed))))
+      (wbt-check (= 1 (wbt-count (format "*Workbench Run %s*" killed) "working on it")) "the replay is not whole")
+      (let ((workbench-confirm-kill nil))
+        (let ((refusal (condition-case err (progn (workbench-kill killed) nil)
+                         (error (error-message-string err)))))
+          (wbt-check (and refusal (string-match-p (regexp-quote (format "Run %s is not running (cancelled)" killed)) refusal))
+                     "killing a cancelled run: %S" refusal)))
+      (wbt-out "ok: workbench-attach replays a finished run; workbench-kill on it is refused"))))
+(condition-case err
+    (progn (wbt-run) (wbt-out "emacs: all checks passed") (kill-emacs 0))
+  (error (princ (format "FAIL (emacs): %s\n" (error-message-string err))) (kill-emacs 1)))
+"##;
+
+/// `workbench-runs` in batch Emacs with Eglot (without -Q: Debian's site-start loads elpa-eglot), on two runs
+/// started with `wb-lsp run --detach`: a tabulated list with both running and their cost; `a` attaches (every
+/// event replayed once, then followed to the end, the list read again), `k` kills after `yes-or-no-p` (declined
+/// first), `o` shows the partial outcome, `g` reads the list again; `workbench-attach` replays a finished run and
+/// `workbench-kill` on it is refused.
+#[test]
+fn emacs_lists_attaches_and_kills_runs() {
+    if skipping() {
+        eprintln!("skipping the Emacs runs test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    let available = runs("emacs", &["--batch", "--eval", "(kill-emacs (if (locate-library \"eglot\") 0 1))"]);
+    assert!(
+        available,
+        "Emacs with Eglot is not installed (Debian/Ubuntu: `apt-get install -y emacs-nox elpa-eglot`) or set \
+         {SKIP_VARIABLE}=1 to skip the editor tests."
+    );
+    let world = World::new(RUNS_RUNNER);
+    let script = world.root.join("test.el");
+    std::fs::write(&script, EMACS_RUNS_TEST_EL).unwrap();
+    let output = world
+        .command("timeout")
+        .args(["--kill-after=10", "180", "emacs", "--batch", "-L"])
+        .arg(repository_root().join("editors/emacs"))
+        .arg("-l")
+        .arg(&script)
+        .env("WB_TEST_RELEASE", world.root.join("release"))
+        .output()
+        .expect("timeout and emacs run");
+    world.kill_running_runs();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains("emacs: all checks passed"),
+        "the Emacs runs test failed with {} (124/137: no result within 180 s).\n--- stdout:\n{stdout}\n\
+         --- stderr:\n{stderr}",
+        output.status
+    );
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! Playwright by editors/vscode/e2e/run.mjs, against the wb-lsp binary Cargo builds. The driver packages the
 //! extension's .vsix (or takes `WB_VSCODE_VSIX`), installs it into code-server, opens a scratch repository and
 //! asserts, from the page, diagnostics, completion, hover, a quick fix, the spec 0 → 1 migration, the code lenses
-//! and palette commands (dry run, smoke, run with a fake OpenCode, the outcome's diff, artifact and apply) and
-//! the missing-server message. Screenshots go to `WB_VSCODE_ARTIFACTS` (default target/vscode-e2e).
+//! and palette commands (dry run, smoke, run with a fake OpenCode, the outcome's diff, artifact and apply), the
+//! Workbench Runs view (a detached run listed with its cost, attached, killed, its outcome opened) and the
+//! missing-server message. Screenshots go to `WB_VSCODE_ARTIFACTS` (default target/vscode-e2e).
 //!
 //! The setup (Node 24, code-server, playwright-core, Chromium) comes from scripts/install-vscode-e2e.sh, cached
 //! under `WB_VSCODE_E2E_DIR` (default ~/.cache/wb-lsp/vscode-e2e); scripts/test.sh runs it. Without the setup

@@ -217,10 +217,19 @@ function buildVsix(work) {
 // ---------------------------------------------------------------------------------------------------------
 
 /** The fake OpenCode (on code-server's PATH, so the server's runs start it): JSON events, a workspace edit,
- * an outbox with an artifact and the declaration. Each step waits a little, so the progress can be seen. */
+ * an outbox with an artifact and the declaration. Each step waits a little, so the progress can be seen. A task
+ * saying "until killed" gives a run that reports a cost and then waits to be killed (the Runs view scenario). */
 const FAKE_OPENCODE = `#!/bin/sh
 set -e
 for last; do :; done
+case "$last" in
+*"until killed"*)
+  # The Runs view's run: a text, a cost, then it goes on until it is killed.
+  echo '{"type":"text","part":{"id":"t1","text":"Waiting to be killed"}}'
+  echo '{"type":"step_finish","part":{"tokens":{"input":10,"output":5},"cost":0.125}}'
+  exec sleep 600
+  ;;
+esac
 echo '{"type":"text","part":{"id":"t1","text":"Reading the repository"}}'
 sleep 2
 echo '{"type":"tool_use","part":{"callID":"c1","tool":"bash","state":{"status":"completed","title":"ls","input":{"command":"ls"},"output":"README.md"}}}'
@@ -1087,6 +1096,95 @@ async function executionScenarios(window, repo, workbenchHome) {
   });
 }
 
+/** The Workbench Runs view's pane and its rows. */
+function runsPane(window) {
+  return window.page.locator('.pane').filter({ has: window.page.locator('.pane-header', { hasText: 'Workbench Runs' }) }).first();
+}
+
+async function runsRows(window) {
+  return (await runsPane(window).locator('.monaco-list-row').allTextContents()).map((text) => clean(text).replace(/\s+/g, ' ').trim());
+}
+
+/** Clicks the inline action `label` (its tooltip) of the Runs view's row that shows `text`. */
+async function clickRunAction(window, text, label) {
+  const row = runsPane(window).locator('.monaco-list-row', { hasText: text }).first();
+  await row.hover();
+  await row.locator(`.action-label[aria-label="${label}"]`).first().click();
+}
+
+async function runsScenarios(window, repo, workbenchHome, env) {
+  await scenario(window, '17-runs-view-attach-kill', async (see) => {
+    await window.clearNotifications();
+    await window.closeAllEditors();
+    // A run started outside the editor (the CLI, detached): the view finds it under the same Workbench home.
+    const started = run(WB_LSP_BIN, ['run', '--detach', '--task', 'Work until killed', path.join(repo, '.workbenches', 'demo')], {
+      cwd: repo,
+      env: { ...env, PATH: env.PATH },
+    });
+    const runId = /wb_[0-9a-f]{24}/.exec(started)?.[0];
+    check(runId !== undefined, `wb-lsp run --detach printed no run id: ${started}`);
+    see(`wb-lsp run --detach started ${runId}`);
+    await window.page.keyboard.press('Escape');
+    await window.page.keyboard.press('F1');
+    const input = await window.waitForQuickInput();
+    await input.fill('>Focus on Workbench Runs View');
+    await window.page.locator('.quick-input-list .monaco-list-row', { hasText: 'Workbench Runs' }).first().click();
+    const listed = await waitFor('the run, running with its cost, in the Runs view', async () => {
+      const rows = await runsRows(window);
+      return rows.find((row) => row.includes('demo') && row.includes('running') && row.includes('$0.1250'));
+    }, 30000).catch(async (error) => {
+      throw new Failure(`${error.message}; the view shows: ${(await runsRows(window)).join(' | ')}`);
+    });
+    see(`Runs view row: "${listed}"`);
+    const cost = await waitFor('the cost status bar item', async () => {
+      const texts = (await window.page.locator('.statusbar-item').allTextContents()).map(clean);
+      return texts.find((text) => /Workbench: 1 running, \$0\.1250/.test(text));
+    }, 10000);
+    see(`status bar: "${cost}"`);
+
+    // Attach: the run's events, replayed, in the run output as for a run started here.
+    await clickRunAction(window, 'running', 'Attach to Run');
+    const progress = await window.waitForToast('with the attached run in progress', new RegExp(`Workbench run ${runId}`), 30000);
+    see(`progress notification: "${progress}"`);
+    const replayed = await window.waitForOutput('the replayed events in the run output', (shown) =>
+      shown.some((line) => line.includes(`attached to ${runId}`)) && shown.some((line) => line.includes('Waiting to be killed')),
+    );
+    see(`Workbench Run output:\n    ${replayed.join('\n    ')}`);
+    check(replayed.some((line) => line.includes(`▶ Run ${runId} started: demo 0.1.0 on local (opencode)`)), 'the run.started event was not replayed');
+
+    // Kill, confirmed in the dialog: the run is cancelled, the follower sees it end, the view and the CLI agree.
+    await clickRunAction(window, 'running', 'Kill Run');
+    const dialog = window.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: TIMEOUT });
+    const question = clean(await dialog.textContent());
+    see(`confirmation: "${question}"`);
+    check(question.includes(`Kill run demo (${runId})?`), `not the Kill confirmation: ${question}`);
+    await dialog.locator('.monaco-button', { hasText: /^Kill$/ }).click();
+    const ending = await window.waitForToast('with the attached run\'s ending', /the run was cancelled/, 60000);
+    see(`ending notification: "${ending}"`);
+    const lines = await window.waitForOutput('"■ Run cancelled" in the run output', (shown) => shown.some((line) => /■ Run cancelled/.test(line)));
+    see(`the run output ends: ${lines.slice(-3).join(' / ')}`);
+    const cancelled = await waitFor('the run shown cancelled in the Runs view', async () =>
+      (await runsRows(window)).find((row) => row.includes('demo') && row.includes('cancelled')), 30000);
+    see(`Runs view row: "${cancelled}"`);
+    const records = JSON.parse(run(WB_LSP_BIN, ['runs', '--all', '--json'], { cwd: repo, env }));
+    const record = records.find((candidate) => candidate.run_id === runId);
+    check(record?.state === 'cancelled', `wb-lsp runs says ${JSON.stringify(record)}`);
+    await waitFor('the cost status bar item to go', async () => {
+      const texts = (await window.page.locator('.statusbar-item').allTextContents()).map(clean);
+      return !texts.some((text) => /Workbench: \d+ running/.test(text)) || undefined;
+    }, 10000);
+    see('the cost status bar item is hidden: nothing runs');
+
+    // Open Outcome on the cancelled run: its partial outcome, through the outcome commands.
+    check(typeof record.outcome_id === 'string', `the killed run has no outcome: ${JSON.stringify(record)}`);
+    await window.clearNotifications();
+    await clickRunAction(window, 'cancelled', 'Open Run Outcome');
+    const shown = await window.waitForToast('about the outcome', new RegExp(record.outcome_id), 30000);
+    see(`Open Outcome: "${shown}"`);
+  });
+}
+
 async function missingServerScenario(window) {
   await scenario(window, '14-missing-server', async (see) => {
     const toast = await window.waitForToast(
@@ -1163,6 +1261,7 @@ async function main() {
       await diagnosticsScenarios(window);
       await editingScenarios(window);
       await executionScenarios(window, repo, workbenchHome);
+      await runsScenarios(window, repo, workbenchHome, env);
       await context.close();
       stopCodeServer(server);
     }

@@ -39,6 +39,9 @@ export const SERVER_COMMAND_SMOKE = 'workbench.smoke';
 export const SERVER_COMMAND_RUN = 'workbench.run';
 export const SERVER_COMMAND_OUTCOME = 'workbench.outcome';
 export const SERVER_COMMAND_APPLY_OUTCOME = 'workbench.applyOutcome';
+export const SERVER_COMMAND_RUNS = 'workbench.runs';
+export const SERVER_COMMAND_ATTACH = 'workbench.attach';
+export const SERVER_COMMAND_KILL = 'workbench.kill';
 
 /** The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md). */
 export const RUN_EVENT_NOTIFICATION = 'workbench/runEvent';
@@ -60,6 +63,12 @@ export const COMMAND_SHOW_OUTCOME = 'wb-lsp.showOutcome';
 export const COMMAND_OPEN_ARTIFACT = 'wb-lsp.openArtifact';
 export const COMMAND_VIEW_OUTCOME_DIFF = 'wb-lsp.viewOutcomeDiff';
 export const COMMAND_APPLY_OUTCOME = 'wb-lsp.applyOutcome';
+export const COMMAND_REFRESH_RUNS = 'wb-lsp.refreshRuns';
+export const COMMAND_ATTACH_RUN = 'wb-lsp.attachRun';
+export const COMMAND_KILL_RUN = 'wb-lsp.killRun';
+export const COMMAND_OPEN_RUN_OUTCOME = 'wb-lsp.openRunOutcome';
+/** The Workbench Runs view (in the Explorer): running and recent runs. */
+export const RUNS_VIEW_ID = 'wb-lsp.runs';
 /** A context key, true while a run is in progress (shows Cancel Run in the command palette). */
 export const RUNNING_CONTEXT = 'wb-lsp.running';
 /** A context key, true while the current outcome is pending (shows Apply Outcome in the command palette). */

@@ -35,6 +35,7 @@ import {
 } from './constants';
 import { ExecutionCommands } from './executionCommands';
 import { OutcomeCommands } from './outcomeCommands';
+import { RunsView, type RunsViewOptions } from './runsView';
 import { isManifestPath, isWorkbenchFile } from './paths';
 import { errorMessage, type RunEventParams } from './run';
 import {
@@ -107,6 +108,8 @@ export class WorkbenchController implements vscode.Disposable {
   readonly outcomes: OutcomeCommands;
   /** Dry Run, Smoke, Run Workbench, Cancel Run, Show Run Output, and the run in progress. */
   readonly execution: ExecutionCommands;
+  /** The Workbench Runs view (running and recent runs: attach, kill, open outcome) and the cost status bar item. */
+  readonly runs: RunsView;
   private readonly statusItem: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   private client: ServerClient | undefined;
@@ -126,6 +129,7 @@ export class WorkbenchController implements vscode.Disposable {
   constructor(
     private readonly createClient: ClientFactory,
     private readonly machine: MachineContext,
+    runsOptions: RunsViewOptions = {},
   ) {
     this.output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
     this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
@@ -133,7 +137,14 @@ export class WorkbenchController implements vscode.Disposable {
     this.runOutput = vscode.window.createOutputChannel(RUN_OUTPUT_CHANNEL_NAME);
     this.outcomes = new OutcomeCommands(() => this.runningClient(), this.runOutput);
     this.execution = new ExecutionCommands(() => this.runningClient(), this.runOutput, this.outcomes);
-    this.disposables.push(this.output, this.statusItem, this.runOutput, this.execution, this.outcomes);
+    this.runs = new RunsView(
+      () => this.runningClient(),
+      () => (this.currentStatus.state === 'running' ? this.client : undefined),
+      this.execution,
+      this.outcomes,
+      runsOptions,
+    );
+    this.disposables.push(this.output, this.statusItem, this.runOutput, this.runs, this.execution, this.outcomes);
   }
 
   /** True while a run is in progress. */
@@ -163,6 +174,7 @@ export class WorkbenchController implements vscode.Disposable {
       vscode.commands.registerCommand(COMMAND_SHOW_OUTPUT, () => this.showOutput()),
       ...this.execution.register(),
       ...this.outcomes.register(),
+      ...this.runs.register(),
       vscode.workspace.onDidChangeConfiguration((event) => this.onDidChangeConfiguration(event)),
       vscode.workspace.onDidOpenTextDocument((document) => this.onDidOpenTextDocument(document)),
     );
@@ -271,7 +283,8 @@ export class WorkbenchController implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     this.wanted = false;
-    this.execution.cancelActiveRun();
+    // A run in progress is let go of, not cancelled: its supervisor owns it and it goes on (the Runs view of the
+    // next window, or `wb-lsp attach`, finds it again).
     await this.enqueue(() => this.stopNow());
     for (const disposable of this.disposables.splice(0)) {
       disposable.dispose();
@@ -409,6 +422,10 @@ export class WorkbenchController implements vscode.Disposable {
       client.onDidChangeStatus((status) => {
         if (this.client === client) {
           this.setStatus(status);
+          if (status.state === 'running') {
+            // The runs of this Workbench home (some may have gone on while the editor was closed).
+            this.runs.serverStarted();
+          }
         }
       }),
       client.onRunEvent((params) => this.execution.onRunEvent(params)),

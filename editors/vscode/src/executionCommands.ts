@@ -3,7 +3,7 @@
  * `workbench.dryRun`, `workbench.smoke` and `workbench.run` (docs/lsp-extensions.md). They write to the
  * Workbench Run channel, stream each run's `workbench/runEvent` notifications into it (the controller hands
  * them to `onRunEvent`), keep one run at a time with its status bar item, and hand the outcome a run committed
- * to the outcome commands.
+ * to the outcome commands. `attach` follows a run started elsewhere (`workbench.attach`) the same way.
  */
 
 import * as vscode from 'vscode';
@@ -15,6 +15,7 @@ import {
   COMMAND_SHOW_RUN_OUTPUT,
   COMMAND_SMOKE,
   RUNNING_CONTEXT,
+  SERVER_COMMAND_ATTACH,
   SERVER_COMMAND_DRY_RUN,
   SERVER_COMMAND_RUN,
   SERVER_COMMAND_SMOKE,
@@ -39,6 +40,11 @@ import {
 } from './run';
 
 export const BUTTON_CANCEL_RUN = 'Cancel Run';
+/** The button that attaches again to a run the server let go of. */
+export const BUTTON_ATTACH = 'Attach';
+
+/** The server's error when its session ends during a run or an attach: the run goes on (docs/lsp-extensions.md). */
+const SESSION_ENDED = /^The session ended while run (wb_[0-9a-f]{24}) goes on/;
 
 /** The run in progress (one at a time). */
 interface ActiveRun {
@@ -69,6 +75,9 @@ export class ExecutionCommands implements vscode.Disposable {
   private readonly runStatusItem: vscode.StatusBarItem;
   private activeRun: ActiveRun | undefined;
   private runCount = 0;
+  private readonly runsChanged = new vscode.EventEmitter<void>();
+  /** Fires when a run of this window starts (its first event) or ends: the Runs view refreshes. */
+  readonly onDidChangeRuns: vscode.Event<void> = this.runsChanged.event;
   /** The last task asked for, offered again next time. */
   private lastTask = '';
 
@@ -195,25 +204,75 @@ export class ExecutionCommands implements vscode.Disposable {
     if (client === undefined || this.activeRun !== undefined) {
       return;
     }
+    const on = choice.runtime === undefined ? '' : ` on ${choice.runtime}`;
+    await this.follow(client, {
+      task: choice.task ?? '',
+      header: `── ${uri.fsPath}${on}: ${choice.task ?? ''}`,
+      command: SERVER_COMMAND_RUN,
+      argument: executionArguments(uri.toString(), choice),
+      title: 'Workbench run',
+    });
+  }
+
+  /**
+   * "Workbench: Attach to Run" (and the Runs view's Attach): `workbench.attach` replays the run's events from its
+   * first, then follows it to its end, into the Workbench Run channel as a run started here shows them, with the
+   * same progress, Cancel (which cancels the run) and ending. Returns false when it did not attach (a run of
+   * this window is in progress, or no server).
+   */
+  async attach(runId: string, description?: string): Promise<boolean> {
+    if (this.activeRun !== undefined) {
+      const following = this.activeRun.runId === runId ? 'this run is already followed' : 'a run is already in progress';
+      void vscode.window.showWarningMessage(`Workbench: ${following}; the run output shows it.`, BUTTON_OUTPUT).then(
+        (picked) => (picked === BUTTON_OUTPUT ? this.showRunOutput() : undefined),
+      );
+      return false;
+    }
+    const client = await this.client();
+    if (client === undefined || this.activeRun !== undefined) {
+      return false;
+    }
+    await this.follow(client, {
+      task: description ?? runId,
+      header: `── attached to ${runId}${description === undefined ? '' : `: ${description}`}`,
+      command: SERVER_COMMAND_ATTACH,
+      argument: { runId },
+      title: `Workbench run ${runId}`,
+      runId,
+    });
+    return true;
+  }
+
+  /**
+   * Sends `workbench.run` or `workbench.attach` with a work-done token and streams the run's events into the
+   * Workbench Run channel under a cancellable notification; then shows the ending and the outcome.
+   */
+  private async follow(
+    client: ServerClient,
+    request: { task: string; header: string; command: string; argument: unknown; title: string; runId?: string },
+  ): Promise<void> {
     this.runCount += 1;
     const run: ActiveRun = {
-      task: choice.task ?? '',
+      task: request.task,
       workDoneToken: `wb-lsp-run-${this.runCount}`,
       cancellation: new vscode.CancellationTokenSource(),
       client,
       cancelled: false,
+      runId: request.runId,
     };
     this.activeRun = run;
     this.showRunStatus(run);
     void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, true);
-    const on = choice.runtime === undefined ? '' : ` on ${choice.runtime}`;
-    this.runOutput.appendLine(`── ${uri.fsPath}${on}: ${run.task}`);
+    if (run.runId !== undefined) {
+      this.runsChanged.fire();
+    }
+    this.runOutput.appendLine(request.header);
     this.runOutput.show(true);
     let outcome: RunOutcome;
     let outcomeId: string | undefined;
     try {
       const result = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'Workbench run', cancellable: true },
+        { location: vscode.ProgressLocation.Notification, title: request.title, cancellable: true },
         async (progress, token) => {
           const listeners = [
             token.onCancellationRequested(() => this.cancelRun()),
@@ -224,7 +283,7 @@ export class ExecutionCommands implements vscode.Disposable {
             }),
           ];
           try {
-            return await client.executeCommand(SERVER_COMMAND_RUN, [executionArguments(uri.toString(), choice)], {
+            return await client.executeCommand(request.command, [request.argument], {
               token: run.cancellation.token,
               workDoneToken: run.workDoneToken,
             });
@@ -240,6 +299,25 @@ export class ExecutionCommands implements vscode.Disposable {
         outcomeId = result.outcomeId;
       }
     } catch (error) {
+      const goesOn = SESSION_ENDED.exec(errorMessage(error))?.[1];
+      if (goesOn !== undefined) {
+        // The server stopped (Restart Server, a crash): the run goes on under its supervisor.
+        this.runOutput.appendLine(`■ ${errorMessage(error)}`);
+        void vscode.window
+          .showWarningMessage(
+            `Workbench: the server stopped; run ${goesOn} goes on without this window.`,
+            BUTTON_ATTACH,
+            BUTTON_OUTPUT,
+          )
+          .then(async (picked) => {
+            if (picked === BUTTON_ATTACH) {
+              await this.attach(goesOn, run.task);
+            } else if (picked === BUTTON_OUTPUT) {
+              this.showRunOutput();
+            }
+          });
+        return;
+      }
       outcome = runOutcome(undefined, error, run.runId !== undefined);
       // A run refused before it started sends no event, and a connection lost ends it without one: say why in
       // the channel too. (After a cancellation the run's own `run.cancelled` event says it.)
@@ -248,11 +326,7 @@ export class ExecutionCommands implements vscode.Disposable {
       }
     } finally {
       run.cancellation.dispose();
-      if (this.activeRun === run) {
-        this.activeRun = undefined;
-      }
-      this.runStatusItem.hide();
-      void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, false);
+      this.endFollow(run);
     }
     // A failed or cancelled run may have committed a (partial) outcome too; its event tells when the answer did not.
     outcomeId ??= run.outcomeId;
@@ -291,6 +365,7 @@ export class ExecutionCommands implements vscode.Disposable {
     const active = this.activeRun;
     if (active !== undefined && active.runId === undefined) {
       active.runId = params.event.run_id;
+      this.runsChanged.fire();
     }
     const outcomeId = params.event.data?.outcome_id;
     if (active?.runId === params.event.run_id && params.event.type === 'outcome.available' && isOutcomeId(outcomeId)) {
@@ -301,15 +376,9 @@ export class ExecutionCommands implements vscode.Disposable {
     }
   }
 
-  /** Cancels the run in progress, if there is one (the extension is going away). */
-  cancelActiveRun(): void {
-    if (this.activeRun !== undefined) {
-      this.cancelRun();
-    }
-  }
-
   dispose(): void {
     this.runStatusItem.dispose();
+    this.runsChanged.dispose();
   }
 
   /** The manifest a command works on: its argument (a code lens's `{uri}`, a Uri) or the active editor's. */
@@ -403,6 +472,17 @@ export class ExecutionCommands implements vscode.Disposable {
           return undefined;
       }
     });
+  }
+
+  /** The run (or attach) of this window is over, or let go of. */
+  private endFollow(run: ActiveRun): void {
+    if (this.activeRun !== run) {
+      return;
+    }
+    this.activeRun = undefined;
+    this.runStatusItem.hide();
+    void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, false);
+    this.runsChanged.fire();
   }
 
   private showRunStatus(run: ActiveRun): void {

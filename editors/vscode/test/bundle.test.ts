@@ -36,11 +36,15 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
     await extension.activate({ subscriptions } as unknown as vscode.ExtensionContext);
     assert.deepEqual([...stub.commands.keys()].sort(), [
       'wb-lsp.applyOutcome',
+      'wb-lsp.attachRun',
       'wb-lsp.cancelRun',
       'wb-lsp.checkWorkspace',
       'wb-lsp.dryRun',
+      'wb-lsp.killRun',
       'wb-lsp.migrate',
       'wb-lsp.openArtifact',
+      'wb-lsp.openRunOutcome',
+      'wb-lsp.refreshRuns',
       'wb-lsp.restartServer',
       'wb-lsp.run',
       'wb-lsp.showOutcome',

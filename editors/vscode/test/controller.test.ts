@@ -70,11 +70,15 @@ test('in a workspace with a package, the server starts from PATH and the command
   await activate();
   assert.deepEqual([...stub.commands.keys()].sort(), [
     'wb-lsp.applyOutcome',
+    'wb-lsp.attachRun',
     'wb-lsp.cancelRun',
     'wb-lsp.checkWorkspace',
     'wb-lsp.dryRun',
+    'wb-lsp.killRun',
     'wb-lsp.migrate',
     'wb-lsp.openArtifact',
+    'wb-lsp.openRunOutcome',
+    'wb-lsp.refreshRuns',
     'wb-lsp.restartServer',
     'wb-lsp.run',
     'wb-lsp.showOutcome',

@@ -134,7 +134,7 @@ test('Dry Run from a code lens asks for the task and shows the translation as JS
   assert.equal(stub.inputBoxes.length, 1);
   assert.equal(stub.inputBoxes[0]?.title, 'Workbench: Dry Run');
   assert.equal(stub.quickPicks.length, 0, 'one runtime: none asked for');
-  assert.deepEqual(client.requests, [{ command: 'workbench.dryRun', args: [{ uri: URI, task: 'say done' }] }]);
+  assert.deepEqual(client.sent, [{ command: 'workbench.dryRun', args: [{ uri: URI, task: 'say done' }] }]);
   assert.deepEqual(stub.untitled, [{ language: 'json', content: `${JSON.stringify(translation, null, 2)}\n` }]);
   assert.equal(stub.shown.length, 1);
   assert.deepEqual(stub.shown[0]?.options, { preview: false });
@@ -153,7 +153,7 @@ test('Dry Run validates the task, remembers it, and asks for the runtime when th
   assert.equal(validate('  '), 'The task cannot be empty.');
   assert.equal(validate('x'), undefined);
   assert.deepEqual(stub.quickPicks[0]?.items, ['local', 'docker']);
-  assert.deepEqual(client.requests.at(-1), {
+  assert.deepEqual(client.sent.at(-1), {
     command: 'workbench.dryRun',
     args: [{ uri: URI, task: 'fix the bug', runtime: 'docker' }],
   });
@@ -165,7 +165,7 @@ test('Dry Run validates the task, remembers it, and asks for the runtime when th
   assert.equal(stub.inputBoxes[1]?.value, 'fix the bug');
   stub.inputs = [undefined];
   await stub.commands.get('wb-lsp.dryRun')?.();
-  assert.equal(client.requests.length, 1);
+  assert.equal(client.sent.length, 1);
 });
 
 test("a failing dry run shows the server's reason", async () => {
@@ -186,7 +186,7 @@ test('the execution commands need a manifest', async () => {
   await stub.commands.get('wb-lsp.dryRun')?.();
   await stub.commands.get('wb-lsp.smoke')?.();
   await stub.commands.get('wb-lsp.run')?.({ uri: 'file:///work/repo/config.yml' });
-  assert.deepEqual(client.requests, []);
+  assert.deepEqual(client.sent, []);
   assert.deepEqual(
     stub.messages.map((m) => `${m.level}: ${m.message}`),
     [
@@ -214,7 +214,7 @@ test('Smoke writes the reports to the run channel and shows the status', async (
   const client = await activate();
   stub.answer = BUTTON_OUTPUT;
   await stub.commands.get('wb-lsp.smoke')?.({ uri: URI });
-  assert.deepEqual(client.requests, [{ command: 'workbench.smoke', args: [{ uri: URI }] }]);
+  assert.deepEqual(client.sent, [{ command: 'workbench.smoke', args: [{ uri: URI }] }]);
   assert.equal(stub.inputBoxes.length, 0, 'smoke needs no task');
   assert.deepEqual(stub.messages.at(-1), {
     level: 'information',
@@ -245,7 +245,7 @@ test('Run streams the events into the run channel under a cancellable notificati
   client.runEvents.event(() => visibleDuringRun.push(runStatusItem().visible));
   await stub.commands.get('wb-lsp.run')?.({ uri: URI });
 
-  assert.deepEqual(client.requests, [{ command: 'workbench.run', args: [{ uri: URI, task: 'say done' }] }]);
+  assert.deepEqual(client.sent, [{ command: 'workbench.run', args: [{ uri: URI, task: 'say done' }] }]);
   const options = client.requestOptions[0] as RequestOptions;
   assert.equal(options.workDoneToken, 'wb-lsp-run-1');
   assert.ok(options.token, 'the request carries a cancellation token');
@@ -378,7 +378,7 @@ test('a second run while one is in progress is refused, with a button to cancel 
     items: [BUTTON_CANCEL_RUN, BUTTON_OUTPUT],
   });
   await running;
-  assert.equal(client.requests.length, 1);
+  assert.equal(client.sent.length, 1);
   assert.deepEqual(client.cancelledProgress, ['wb-lsp-run-1']);
 });
 

@@ -23,6 +23,10 @@ export class FakeClient implements ServerClient {
   readonly progress = new Map<string, EventEmitter<WorkDoneProgressValue>>();
   /** The tokens `window/workDoneProgress/cancel` was sent for. */
   readonly cancelledProgress: string[] = [];
+  /** The requests other than `workbench.runs`, the Runs view's readings (test/runs.test.ts checks those). */
+  get sent(): Array<{ command: string; args: unknown[] }> {
+    return this.requests.filter((request) => request.command !== 'workbench.runs');
+  }
   started = 0;
   stopped = 0;
   disposed = 0;

@@ -98,7 +98,7 @@ const runWithOutcome: Answer = async (_args, _options, client) => {
 
 /** The outcome commands the client was asked for, in order. */
 function outcomeRequests(client: FakeClient): Array<{ command: string; args: unknown[] }> {
-  return client.requests.filter((request) => request.command !== 'workbench.run');
+  return client.sent.filter((request) => request.command !== 'workbench.run');
 }
 
 /** Reads a document the extension opened through the registered `wb-outcome` file system. */
@@ -234,10 +234,10 @@ test("Show Outcome without an argument asks: an id typed in, then this window's 
     items: [],
   });
   // Dismissing the choice sends nothing.
-  const before = client.requests.length;
+  const before = client.sent.length;
   stub.picks = [undefined];
   await stub.commands.get('wb-lsp.showOutcome')?.();
-  assert.equal(client.requests.length, before);
+  assert.equal(client.sent.length, before);
 });
 
 test("Open Outcome Artifact and View Outcome Diff default to the last run's outcome", async () => {
@@ -291,7 +291,7 @@ test('Apply Outcome refuses a present outcome without asking the server to apply
     message: `Workbench: outcome ${OUTCOME_ID} is present: the run already made its changes in the workspace. Nothing to apply.`,
     items: [],
   });
-  assert.ok(!client.requests.some((request) => request.command === 'workbench.applyOutcome'));
+  assert.ok(!client.sent.some((request) => request.command === 'workbench.applyOutcome'));
   assert.deepEqual(stub.executed.filter((call) => call.command === 'setContext').at(-1), {
     command: 'setContext',
     args: ['wb-lsp.outcomePending', false],
@@ -396,7 +396,7 @@ test('Show Outcome offers Apply for a pending outcome', async () => {
   stub.answer = BUTTON_APPLY;
   await stub.commands.get('wb-lsp.showOutcome')?.(OUTCOME_ID);
   assert.deepEqual(stub.quickPicks[0]?.items.slice(-2), ['Pending', `$(check) ${BUTTON_APPLY_OUTCOME}…`]);
-  assert.ok(client.requests.some((request) => request.command === 'workbench.applyOutcome'));
+  assert.ok(client.sent.some((request) => request.command === 'workbench.applyOutcome'));
 });
 
 test('a cancelled run still reports the outcome its outcome.available event named', async () => {

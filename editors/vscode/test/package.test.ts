@@ -80,6 +80,10 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.COMMAND_OPEN_ARTIFACT,
     constants.COMMAND_VIEW_OUTCOME_DIFF,
     constants.COMMAND_APPLY_OUTCOME,
+    constants.COMMAND_REFRESH_RUNS,
+    constants.COMMAND_ATTACH_RUN,
+    constants.COMMAND_KILL_RUN,
+    constants.COMMAND_OPEN_RUN_OUTCOME,
   ]);
   assert.deepEqual(
     manifest.contributes.commands.map((command) => `${command.category ?? ''}: ${command.title}`),
@@ -97,6 +101,10 @@ test('the contributed commands are exactly the ones the extension registers', ()
       'Workbench: Open Outcome Artifact',
       'Workbench: View Outcome Diff',
       'Workbench: Apply Outcome',
+      'Workbench: Refresh Runs',
+      'Workbench: Attach to Run',
+      'Workbench: Kill Run',
+      'Workbench: Open Run Outcome',
     ],
   );
   // vscode-languageclient registers the server's own commands; contributing them again would clash.
@@ -108,6 +116,9 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.SERVER_COMMAND_RUN,
     constants.SERVER_COMMAND_OUTCOME,
     constants.SERVER_COMMAND_APPLY_OUTCOME,
+    constants.SERVER_COMMAND_RUNS,
+    constants.SERVER_COMMAND_ATTACH,
+    constants.SERVER_COMMAND_KILL,
   ]) {
     assert.ok(!ids.includes(id), `${id} belongs to the server`);
     assert.ok(!id.startsWith('wb-lsp.'));
@@ -121,7 +132,39 @@ test('the contributed commands are exactly the ones the extension registers', ()
   assert.deepEqual(manifest.contributes.menus.commandPalette, [
     { command: constants.COMMAND_CANCEL_RUN, when: constants.RUNNING_CONTEXT },
     { command: constants.COMMAND_APPLY_OUTCOME, when: constants.OUTCOME_PENDING_CONTEXT },
+    // Open Run Outcome needs a Runs view item (Show Outcome is the palette's way).
+    { command: constants.COMMAND_OPEN_RUN_OUTCOME, when: 'false' },
   ]);
+});
+
+test('the Runs view is in the Explorer, and its item actions follow the run\'s state', () => {
+  const views = (manifest.contributes as unknown as { views: Record<string, Array<{ id: string; name: string }>> }).views;
+  assert.deepEqual(
+    views.explorer?.map((view) => [view.id, view.name]),
+    [[constants.RUNS_VIEW_ID, 'Workbench Runs']],
+  );
+  assert.deepEqual(manifest.contributes.menus['view/title'], [
+    { command: constants.COMMAND_REFRESH_RUNS, when: `view == ${constants.RUNS_VIEW_ID}`, group: 'navigation' },
+  ]);
+  const items = manifest.contributes.menus['view/item/context'] ?? [];
+  // What each action's `when` asks of the item's contextValue (src/runs.ts runContextValue).
+  const shown = (command: string, contextValue: string) =>
+    items
+      .filter((entry) => entry.command === command)
+      .map((entry) => {
+        const match = /^view == (\S+) && viewItem =~ \/(.*)\/$/.exec(entry.when ?? '');
+        assert.ok(match, entry.when);
+        return match[1] === constants.RUNS_VIEW_ID && new RegExp(match[2] ?? '').test(contextValue);
+      });
+  const running = 'workbenchRun running attachable';
+  const done = 'workbenchRun attachable outcome';
+  const lost = 'workbenchRun';
+  assert.deepEqual(shown(constants.COMMAND_KILL_RUN, running), [true, true]);
+  assert.deepEqual(shown(constants.COMMAND_KILL_RUN, done), [false, false]);
+  assert.deepEqual(shown(constants.COMMAND_ATTACH_RUN, running), [true, true]);
+  assert.deepEqual(shown(constants.COMMAND_ATTACH_RUN, lost), [false, false]);
+  assert.deepEqual(shown(constants.COMMAND_OPEN_RUN_OUTCOME, done), [true, true]);
+  assert.deepEqual(shown(constants.COMMAND_OPEN_RUN_OUTCOME, running), [false, false]);
 });
 
 test('the code lenses of the server are rewritten to the extension\'s commands', () => {

@@ -145,6 +145,42 @@ export interface StubFileSystemProvider {
   delete(uri: Uri, options: unknown): void | Promise<void>;
 }
 
+export class ThemeIcon {
+  constructor(readonly id: string) {}
+}
+
+export enum TreeItemCollapsibleState {
+  None = 0,
+  Collapsed = 1,
+  Expanded = 2,
+}
+
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: string;
+  iconPath?: ThemeIcon;
+  contextValue?: string;
+  constructor(
+    readonly label: string,
+    readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
+  ) {}
+}
+
+/** A tree view the extension created: its provider, message and visibility (a test changes it). */
+export interface StubTreeView {
+  id: string;
+  provider: { getChildren(element?: unknown): unknown; getTreeItem(element: unknown): TreeItem };
+  message: string | undefined;
+  visible: boolean;
+  visibility: EventEmitter<{ visible: boolean }>;
+  disposed: boolean;
+  /** Shows or hides it, as VS Code does when the user opens or collapses the view. */
+  setVisible(visible: boolean): void;
+  /** The items it shows now. */
+  items(): TreeItem[];
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
@@ -286,6 +322,7 @@ export const stub = {
   /** languages.setTextDocumentLanguage calls. */
   languageChanges: [] as Array<{ uri: string; languageId: string }>,
   progress: [] as StubProgress[],
+  treeViews: [] as StubTreeView[],
   onDidChangeConfiguration: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   onDidOpenTextDocument: new EventEmitter<StubDocument>(),
 
@@ -317,6 +354,7 @@ export const stub = {
     this.fileSystems = new Map();
     this.languageChanges = [];
     this.progress = [];
+    this.treeViews = [];
     this.onDidChangeConfiguration = new EventEmitter();
     this.onDidOpenTextDocument = new EventEmitter();
   },
@@ -407,6 +445,34 @@ export const window = {
     };
     stub.statusItems.push(item);
     return item;
+  },
+  createTreeView(
+    id: string,
+    options: { treeDataProvider: StubTreeView['provider'] },
+  ): StubTreeView & { onDidChangeVisibility: EventEmitter<{ visible: boolean }>['event']; dispose(): void } {
+    const visibility = new EventEmitter<{ visible: boolean }>();
+    const view = {
+      id,
+      provider: options.treeDataProvider,
+      message: undefined as string | undefined,
+      visible: false,
+      visibility,
+      disposed: false,
+      onDidChangeVisibility: visibility.event,
+      setVisible(visible: boolean) {
+        this.visible = visible;
+        visibility.fire({ visible });
+      },
+      items(): TreeItem[] {
+        const children = this.provider.getChildren() as unknown[];
+        return children.map((child) => this.provider.getTreeItem(child));
+      },
+      dispose() {
+        this.disposed = true;
+      },
+    };
+    stub.treeViews.push(view);
+    return view;
   },
   showInformationMessage: showMessage('information'),
   showWarningMessage: showMessage('warning'),

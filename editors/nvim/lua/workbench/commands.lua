@@ -1,9 +1,10 @@
--- The user commands (:WorkbenchMigrate, :WorkbenchCheck, the run commands of workbench.run and the outcome
--- commands of workbench.outcome), and the two that act on the manifests' checks: migrate and check_workspace.
+-- The user commands (:WorkbenchMigrate, :WorkbenchCheck, the run commands of workbench.run, the runs commands of
+-- workbench.runs and the outcome commands of workbench.outcome), and the two that act on the manifests' checks: migrate and check_workspace.
 
 local lsp = require("workbench.client")
 local outcome = require("workbench.outcome")
 local run = require("workbench.run")
+local runs = require("workbench.runs")
 local ui = require("workbench.ui")
 
 local M = {}
@@ -51,6 +52,19 @@ function M.register()
   vim.api.nvim_create_user_command("WorkbenchCancel", function()
     run.cancel()
   end, { nargs = 0, desc = "Cancel the Workbench run in progress" })
+  vim.api.nvim_create_user_command("WorkbenchRuns", function()
+    runs.show_runs()
+  end, { nargs = 0, desc = "List the running and recent Workbench runs: attach, kill, open the outcome" })
+  vim.api.nvim_create_user_command("WorkbenchAttach", function(command)
+    run.attach(command.args)
+  end, {
+    nargs = 1,
+    complete = runs.complete,
+    desc = "Follow a Workbench run (its events replayed, then live) in a run buffer",
+  })
+  vim.api.nvim_create_user_command("WorkbenchKill", function(command)
+    runs.kill({ id = command.args, confirm = not command.bang })
+  end, { nargs = 1, bang = true, complete = runs.complete, desc = "Cancel a Workbench run (asks first; ! does not)" })
   vim.api.nvim_create_user_command("WorkbenchOutcome", function(command)
     outcome.show_outcome(command.args)
   end, { nargs = "?", desc = "Show a run's outcome (default: the last run's): changes, artifacts, links" })

@@ -9,7 +9,8 @@
 --   workbench.client     the options, the LSP client per repository, workspace/executeCommand, nvim-lspconfig
 --   workbench.attach     what an attached manifest buffer gets: omnifunc, the K/gd/gr/<leader>ca mappings
 --   workbench.commands   the :Workbench* user commands, migrate and check_workspace
---   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel
+--   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel, attach
+--   workbench.runs       the runs buffer (:WorkbenchRuns), kill
 --   workbench.outcome    the outcome buffer, its review diff and artifacts, applying an outcome
 --   workbench.ui         messages and scratch buffers
 --   workbench.ui.format  reading the server's answers (the server renders the text of events and outcomes)
@@ -19,6 +20,7 @@ local format = require("workbench.ui.format")
 local lsp = require("workbench.client")
 local outcome = require("workbench.outcome")
 local run = require("workbench.run")
+local runs = require("workbench.runs")
 
 local M = {}
 
@@ -28,7 +30,8 @@ local M = {}
 local PUBLIC = {
   [lsp] = { "name", "pattern", "config", "root_dir", "is_manifest", "client", "client_config", "attach" },
   [commands] = { "migrate", "check_workspace" },
-  [run] = { "RUN_EVENT", "on_run_event", "active_run", "dry_run", "last_dry_run", "smoke", "run", "cancel" },
+  [run] = { "RUN_EVENT", "on_run_event", "active_run", "dry_run", "last_dry_run", "smoke", "run", "cancel", "attach", "is_run_id" },
+  [runs] = { "show_runs", "last_runs_buffer", "last_runs", "refresh_runs", "kill", "confirm_kill" },
   [outcome] = {
     "is_outcome_id",
     "last_outcome_id",

@@ -1,6 +1,7 @@
 -- Dry run, smoke and run of the current manifest (`workbench.dryRun`, `workbench.smoke`, `workbench.run`;
 -- docs/lsp-extensions.md): the command's argument object, the one run in progress, its `workbench/runEvent`
--- notifications streamed into a scratch buffer, its ending, and :WorkbenchCancel.
+-- notifications streamed into a scratch buffer, its ending, and :WorkbenchCancel. :WorkbenchAttach follows a run
+-- started elsewhere (`workbench.attach`: its events replayed, then live) into the same kind of buffer.
 
 local format = require("workbench.ui.format")
 local lsp = require("workbench.client")
@@ -23,6 +24,8 @@ local TERMINAL = { ["run.completed"] = "completed", ["run.failed"] = "failed", [
 
 -- The run in progress (one at a time): { client, request_id, token, bufnr, run_id, done }.
 M.active_run = nil
+-- Called with the run when a run or an attach of this editor ends (the runs buffer reads the list again).
+M.on_run_end = nil
 -- The buffer of the last dry run.
 M.last_dry_run = nil
 local runs_by_id = {}
@@ -114,6 +117,9 @@ local function finish(run, message, level)
   end
   if message then
     ui.notify(message, level)
+  end
+  if M.on_run_end then
+    pcall(M.on_run_end, run)
   end
 end
 
@@ -211,6 +217,72 @@ function M.run(options)
   end
   run.client, run.request_id = client, request_id
   lsp.last_run_client = client.id
+  return bufnr
+end
+
+--- True for a run id (`wb_` and 24 lowercase hex digits).
+function M.is_run_id(value)
+  return type(value) == "string" and #value == 27 and value:match("^wb_%x+$") ~= nil and value == value:lower()
+end
+
+--- `:WorkbenchAttach {run}`: replays a run's events from its first, then follows it to its end
+--- (`workbench.attach`), into a run buffer as :WorkbenchRun shows a run; :WorkbenchCancel cancels the run. Works
+--- from any buffer (runs belong to the user, not to a repository). `description` (the package) goes in the
+--- header. Returns the run's buffer.
+function M.attach(run_id, description)
+  run_id = type(run_id) == "string" and vim.trim(run_id) or ""
+  if not M.is_run_id(run_id) then
+    ui.notify(("not a run id: %s (wb_…; :WorkbenchRuns lists them)"):format(run_id), vim.log.levels.WARN)
+    return nil
+  end
+  if M.active_run and M.active_run.client and not lsp.is_alive(M.active_run.client.id) then
+    finish(M.active_run, nil)
+  end
+  if M.active_run then
+    ui.notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+    return nil
+  end
+  local client = lsp.any_client()
+  if not client then
+    ui.notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
+    return nil
+  end
+  if client.handlers and client.handlers[M.RUN_EVENT] == nil then
+    client.handlers[M.RUN_EVENT] = M.on_run_event
+  end
+  run_count = run_count + 1
+  local token = ("workbench-run-%d"):format(run_count)
+  local bufnr = ui.scratch_buffer("run", "workbench-run", true)
+  local header = ("── attached to %s"):format(run_id)
+  if format.text(description) then
+    header = header .. ": " .. description
+  end
+  ui.append(bufnr, { header })
+  -- The run's id is known: its events go to this buffer (a buffer of an earlier attach to it gets no more).
+  local run = { token = token, bufnr = bufnr, done = false, run_id = run_id }
+  runs_by_id[run_id] = run
+  M.active_run = run
+  local sent, request_id = lsp.execute_on(client, bufnr, "workbench.attach", { { runId = run_id } }, function(result)
+    local ending = type(result.ending) == "table" and result.ending or {}
+    finish(run, format.run_ending(ending.status or "failed", ending.message))
+    if outcome.is_outcome_id(result.outcomeId) then
+      outcome.last_outcome_id = result.outcomeId
+      outcome.announce_outcome(run.client, result.outcomeId)
+    end
+  end, { workDoneToken = token }, function(err)
+    if err.code == REQUEST_CANCELLED then
+      return
+    end
+    local message = "cannot follow run " .. run_id .. ": " .. format.error_message(err)
+    ui.append(bufnr, { "■ " .. message })
+    finish(run, message, vim.log.levels.ERROR)
+  end)
+  if not sent then
+    M.active_run = nil
+    return nil
+  end
+  run.client, run.request_id = sent, request_id
+  lsp.last_run_client = sent.id
   return bufnr
 end
 

@@ -1,0 +1,305 @@
+/**
+ * The Workbench Runs view and the cost status bar item, on the server's `workbench.runs`, `workbench.attach`
+ * and `workbench.kill` (docs/lsp-extensions.md). The view lists the running runs and the recent ones under the
+ * Workbench home (started from this window, another one or the CLI: each is owned by its supervisor and
+ * outlives the editor), with their state, elapsed time and cost; its items attach (the run's events replayed
+ * then followed in the Workbench Run channel, as for a run started here), kill, and open the outcome. The
+ * status bar item shows the total cost of the running runs and is hidden when none runs.
+ *
+ * The list is read again every few seconds while the view is visible or a run is running (slowly otherwise),
+ * and at once after a run, an attach or a kill. The timer never starts the server; Refresh does.
+ */
+
+import * as vscode from 'vscode';
+import {
+  COMMAND_ATTACH_RUN,
+  COMMAND_KILL_RUN,
+  COMMAND_OPEN_RUN_OUTCOME,
+  COMMAND_REFRESH_RUNS,
+  RUNS_VIEW_ID,
+  SERVER_COMMAND_KILL,
+  SERVER_COMMAND_RUNS,
+} from './constants';
+import type { ServerClient } from './controller';
+import type { ExecutionCommands } from './executionCommands';
+import { isOutcomeId } from './outcome';
+import type { OutcomeCommands } from './outcomeCommands';
+import { errorMessage } from './run';
+import {
+  parseRuns,
+  presentRunningCost,
+  runArgumentId,
+  runContextValue,
+  runDescription,
+  runIcon,
+  runTooltip,
+  type RunRecord,
+} from './runs';
+
+/** The confirmation's button of Kill Run. */
+export const BUTTON_KILL = 'Kill';
+/** How many finished runs the view lists after the running ones. */
+export const RECENT_RUNS = 20;
+/** Milliseconds between two readings while the view is visible or a run is running. */
+export const FAST_REFRESH_MS = 2000;
+/** Milliseconds between two readings otherwise (runs started elsewhere show in the status bar). */
+export const SLOW_REFRESH_MS = 15000;
+/** Milliseconds from the server's start to the first reading. */
+export const FIRST_REFRESH_MS = 500;
+
+export interface RunsViewOptions {
+  /** The clock (tests set it). */
+  now?: () => number;
+  /** Schedules a reading (tests replace it); returns a cancel function. */
+  schedule?: (callback: () => void, milliseconds: number) => () => void;
+}
+
+function defaultSchedule(callback: () => void, milliseconds: number): () => void {
+  const timer = setTimeout(callback, milliseconds);
+  // A pending reading never keeps the extension host (or a test) alive.
+  timer.unref?.();
+  return () => clearTimeout(timer);
+}
+
+export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disposable {
+  private records: RunRecord[] = [];
+  private readonly changed = new vscode.EventEmitter<RunRecord | undefined>();
+  readonly onDidChangeTreeData: vscode.Event<RunRecord | undefined> = this.changed.event;
+  /** The running runs' total cost; hidden when none runs. */
+  readonly costItem: vscode.StatusBarItem;
+  private treeView: vscode.TreeView<RunRecord> | undefined;
+  private cancelTimer: (() => void) | undefined;
+  private readonly now: () => number;
+  private readonly schedule: (callback: () => void, milliseconds: number) => () => void;
+  private disposed = false;
+  /** The reading in progress, so that two never overlap. */
+  private reading: Promise<void> | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    /** The running client, started first if needed (Refresh, Attach, Kill). */
+    private readonly client: () => Promise<ServerClient | undefined>,
+    /** The client when it is already running, else undefined (the timer never starts the server). */
+    private readonly currentClient: () => ServerClient | undefined,
+    private readonly execution: ExecutionCommands,
+    private readonly outcomes: OutcomeCommands,
+    options: RunsViewOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.schedule = options.schedule ?? defaultSchedule;
+    this.costItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, -2);
+    this.costItem.name = 'Workbench Runs Cost';
+    this.costItem.command = `${RUNS_VIEW_ID}.focus`;
+  }
+
+  /** The runs the view lists: the running ones, then up to RECENT_RUNS finished ones, newest first. */
+  get runs(): readonly RunRecord[] {
+    return this.records;
+  }
+
+  /** The view, its four commands and the refresh after each run of this window. */
+  register(): vscode.Disposable[] {
+    this.treeView = vscode.window.createTreeView(RUNS_VIEW_ID, { treeDataProvider: this, showCollapseAll: false });
+    this.disposables.push(
+      this.treeView,
+      this.treeView.onDidChangeVisibility((event) => {
+        if (event.visible) {
+          void this.refresh();
+        }
+      }),
+      this.execution.onDidChangeRuns(() => void this.refresh()),
+    );
+    return [
+      vscode.commands.registerCommand(COMMAND_REFRESH_RUNS, () => this.refresh(true)),
+      vscode.commands.registerCommand(COMMAND_ATTACH_RUN, (argument?: unknown) => this.attach(argument)),
+      vscode.commands.registerCommand(COMMAND_KILL_RUN, (argument?: unknown) => this.kill(argument)),
+      vscode.commands.registerCommand(COMMAND_OPEN_RUN_OUTCOME, (argument?: unknown) => this.openOutcome(argument)),
+    ];
+  }
+
+  /** The server is running: the first reading comes soon (then the timer goes on). */
+  serverStarted(): void {
+    if (this.disposed) {
+      return;
+    }
+    this.cancelTimer?.();
+    this.cancelTimer = this.schedule(() => void this.refresh(), FIRST_REFRESH_MS);
+  }
+
+  getTreeItem(record: RunRecord): vscode.TreeItem {
+    const now = this.now();
+    const item = new vscode.TreeItem(record.workbench, vscode.TreeItemCollapsibleState.None);
+    item.id = record.run_id;
+    item.description = runDescription(record, now);
+    item.tooltip = runTooltip(record, now);
+    item.iconPath = new vscode.ThemeIcon(runIcon(record.state));
+    item.contextValue = runContextValue(record);
+    return item;
+  }
+
+  getChildren(element?: RunRecord): RunRecord[] {
+    return element === undefined ? this.records : [];
+  }
+
+  /**
+   * Reads the runs again (`workbench.runs` with `all`), updates the view and the cost item, and schedules the
+   * next reading. `start`: start the server if it is not running (the Refresh command); otherwise a stopped
+   * server leaves the list as it was.
+   */
+  async refresh(start = false): Promise<void> {
+    if (this.disposed) {
+      return;
+    }
+    if (this.reading !== undefined) {
+      return this.reading;
+    }
+    this.reading = this.read(start).finally(() => {
+      this.reading = undefined;
+      this.scheduleNext();
+    });
+    return this.reading;
+  }
+
+  /** Attach: the run's events replayed then followed in the Workbench Run channel. Without an argument, asks. */
+  async attach(argument?: unknown): Promise<void> {
+    const runId = runArgumentId(argument) ?? (await this.pick('Workbench: Attach to Run', (r) => r.state !== 'lost'));
+    if (runId === undefined) {
+      return;
+    }
+    const record = this.records.find((candidate) => candidate.run_id === runId);
+    await this.execution.attach(runId, record?.workbench);
+  }
+
+  /** Kill: after a confirmation, asks the run's supervisor to cancel it (`workbench.kill`). Without an argument, asks. */
+  async kill(argument?: unknown): Promise<void> {
+    const runId = runArgumentId(argument) ?? (await this.pick('Workbench: Kill Run', (r) => r.state === 'running'));
+    if (runId === undefined) {
+      return;
+    }
+    const record = this.records.find((candidate) => candidate.run_id === runId);
+    const name = record === undefined ? runId : `${record.workbench} (${runId})`;
+    const confirmed = await vscode.window.showWarningMessage(
+      `Kill run ${name}?`,
+      { modal: true, detail: 'The runner stops and the partial outcome is collected, as on a cancel.' },
+      BUTTON_KILL,
+    );
+    if (confirmed !== BUTTON_KILL) {
+      return;
+    }
+    const client = await this.client();
+    if (client === undefined) {
+      return;
+    }
+    try {
+      await client.executeCommand(SERVER_COMMAND_KILL, [{ runId }]);
+      void vscode.window.showInformationMessage(`Workbench: asked run ${name} to stop.`);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Workbench: cannot kill run ${runId}: ${errorMessage(error)}`);
+    }
+    await this.refresh();
+  }
+
+  /** Open Outcome: the run's outcome in Show Outcome (the outcome commands). */
+  async openOutcome(argument?: unknown): Promise<void> {
+    const runId = runArgumentId(argument);
+    const given = typeof argument === 'object' && argument !== null ? (argument as RunRecord).outcome_id : undefined;
+    const record = this.records.find((candidate) => candidate.run_id === runId);
+    const outcomeId = isOutcomeId(given) ? given : record?.outcome_id;
+    if (!isOutcomeId(outcomeId)) {
+      void vscode.window.showInformationMessage(
+        `Workbench: run ${runId ?? ''} has no outcome${record?.state === 'running' ? ' yet' : ''}.`,
+      );
+      return;
+    }
+    await this.outcomes.showOutcome(outcomeId);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    for (const disposable of this.disposables.splice(0)) {
+      disposable.dispose();
+    }
+    this.costItem.dispose();
+    this.changed.dispose();
+  }
+
+  private async read(start: boolean): Promise<void> {
+    const client = start ? await this.client() : this.currentClient();
+    if (client === undefined) {
+      return;
+    }
+    let answer: unknown;
+    try {
+      answer = await client.executeCommand(SERVER_COMMAND_RUNS, [{ all: true }]);
+    } catch (error) {
+      this.setMessage(`Cannot list the runs: ${errorMessage(error)}`);
+      if (start) {
+        void vscode.window.showErrorMessage(`Workbench: cannot list the runs: ${errorMessage(error)}`);
+      }
+      return;
+    }
+    if (this.disposed) {
+      return;
+    }
+    const all = parseRuns(answer);
+    const running = all.filter((record) => record.state === 'running');
+    const finished = all.filter((record) => record.state !== 'running').slice(0, RECENT_RUNS);
+    this.records = [...running, ...finished];
+    this.setMessage(this.records.length === 0 ? 'No Workbench runs yet.' : undefined);
+    this.changed.fire(undefined);
+    this.updateCost();
+  }
+
+  private setMessage(message: string | undefined): void {
+    if (this.treeView !== undefined) {
+      this.treeView.message = message;
+    }
+  }
+
+  private updateCost(): void {
+    const look = presentRunningCost(this.records, this.now());
+    if (look === undefined) {
+      this.costItem.hide();
+      return;
+    }
+    this.costItem.text = look.text;
+    this.costItem.tooltip = look.tooltip;
+    this.costItem.show();
+  }
+
+  private scheduleNext(): void {
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    if (this.disposed) {
+      return;
+    }
+    const busy =
+      this.treeView?.visible === true ||
+      this.execution.running ||
+      this.records.some((record) => record.state === 'running');
+    this.cancelTimer = this.schedule(() => void this.refresh(), busy ? FAST_REFRESH_MS : SLOW_REFRESH_MS);
+  }
+
+  /** A quick pick of the listed runs that `wanted` accepts (read first); undefined when dismissed or none. */
+  private async pick(title: string, wanted: (record: RunRecord) => boolean): Promise<string | undefined> {
+    await this.refresh(true);
+    const candidates = this.records.filter(wanted);
+    if (candidates.length === 0) {
+      void vscode.window.showInformationMessage('Workbench: no run to choose from.');
+      return undefined;
+    }
+    const now = this.now();
+    const picked = await vscode.window.showQuickPick(
+      candidates.map((record) => ({
+        label: record.workbench,
+        description: runDescription(record, now),
+        detail: record.run_id,
+        runId: record.run_id,
+      })),
+      { title, placeHolder: 'The run', matchOnDescription: true, matchOnDetail: true },
+    );
+    return picked?.runId;
+  }
+}
