@@ -788,7 +788,7 @@ fn smoke_and_dry_run_with_the_real_runners() {
 
 /// The full run for one runner; returns (wb-lsp start → first model request, first request → exit).
 fn full_run(bin: &Path, runner: Runner) -> Timing {
-    full_run_in(bin, runner, Place::Local, false)
+    full_run_in(bin, runner, Place::Local, Start::Attached)
 }
 
 /// The address a container reaches the host on: the default bridge's gateway.
@@ -796,7 +796,19 @@ fn docker_gateway() -> std::net::IpAddr {
     wb_testsupport::docker::bridge_gateway().unwrap_or_else(|problem| panic!("no bridge gateway: {problem}"))
 }
 
-fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing {
+/// How [`full_run_in`] starts the run.
+#[derive(Clone, Copy, PartialEq)]
+enum Start {
+    /// `run --json`, followed by the command itself.
+    Attached,
+    /// `run --detach`, then `attach --json`: the run belongs to its supervisor from the start.
+    Detached,
+    /// `run --json` through a wrapper that notes when the runner starts and exits.
+    Timed,
+}
+
+fn full_run_in(bin: &Path, runner: Runner, place: Place, start: Start) -> Timing {
+    let timed = start == Start::Timed;
     let docker = place == Place::Docker;
     let remote = matches!(place, Place::E2b | Place::Daytona);
     let ip: std::net::IpAddr = if docker { docker_gateway() } else { std::net::IpAddr::from([127, 0, 0, 1]) };
@@ -838,12 +850,12 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
         FakeService::start(place, image_bin)
     });
 
-    let mut command = fixture.command(
-        bin,
-        runner,
-        &model.url(),
-        &["run", "--json", "--task", "Write the release notes for 1.4.", &fixture.source],
-    );
+    let task = "Write the release notes for 1.4.";
+    let run_args: Vec<&str> = match start {
+        Start::Detached => vec!["run", "--detach", "--task", task, &fixture.source],
+        _ => vec!["run", "--json", "--task", task, &fixture.source],
+    };
+    let mut command = fixture.command(bin, runner, &model.url(), &run_args);
     if let Some(service) = &service {
         command.envs(service.env());
     }
@@ -855,7 +867,21 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
             .env("WB_TIMING_DIR", &timing_dir);
     }
     let started = SystemTime::now();
-    let (timed_events, stderr, code) = run_json(&mut command);
+    let (timed_events, stderr, code) = if start == Start::Detached {
+        // The command returns once the run has started, printing only its id; attach replays and follows it.
+        let output = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{runner:?}: run --detach: {output:?}");
+        let run_id = stdout.trim().to_owned();
+        assert!(run_id.starts_with("wb_") && !run_id.contains('\n'), "{runner:?}: run --detach printed {stdout:?}");
+        let mut attach = fixture.command(bin, runner, &model.url(), &["attach", &run_id, "--json"]);
+        if let Some(service) = &service {
+            attach.envs(service.env());
+        }
+        run_json(&mut attach)
+    } else {
+        run_json(&mut command)
+    };
     let completed = timed_events.last().map_or(SystemTime::now(), |(_, at)| *at);
     let events: Vec<Value> = timed_events.into_iter().map(|(event, _)| event).collect();
     if std::env::var_os("WB_DEBUG_MODEL").is_some() {
@@ -1011,7 +1037,7 @@ fn full_run_in(bin: &Path, runner: Runner, place: Place, timed: bool) -> Timing 
 #[test]
 fn opencode_does_the_scripted_work_in_an_e2b_sandbox() {
     let Some(bin) = runners_bin() else { return };
-    full_run_in(&bin, Runner::OpenCode, Place::E2b, false);
+    full_run_in(&bin, Runner::OpenCode, Place::E2b, Start::Attached);
 }
 
 /// OpenCode on the `daytona` runtime: the same in a fake Daytona sandbox (its environment through the 0600
@@ -1019,7 +1045,7 @@ fn opencode_does_the_scripted_work_in_an_e2b_sandbox() {
 #[test]
 fn opencode_does_the_scripted_work_in_a_daytona_sandbox() {
     let Some(bin) = runners_bin() else { return };
-    full_run_in(&bin, Runner::OpenCode, Place::Daytona, false);
+    full_run_in(&bin, Runner::OpenCode, Place::Daytona, Start::Attached);
 }
 
 #[test]
@@ -1037,7 +1063,7 @@ fn opencode_does_the_scripted_work_in_docker() {
         eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
         return;
     }
-    full_run_in(&bin, Runner::OpenCode, Place::Docker, false);
+    full_run_in(&bin, Runner::OpenCode, Place::Docker, Start::Attached);
 }
 
 /// The rest of OpenCode's docker matrix: smoke in the built image, the dry run's command accepted by the
@@ -1129,6 +1155,14 @@ fn read_only_workspaces_refuse_writes() {
         });
         assert!(refused, "{runner:?}: the refused write is not a failed tool call: {events:#?}");
     }
+}
+
+/// Claude Code detached: `run --detach` returns once the run has started, the run goes on under its
+/// supervisor, and `attach` replays and follows it to the same events and outcome as a followed run.
+#[test]
+fn claude_code_does_the_scripted_work_detached() {
+    let Some(bin) = runners_bin() else { return };
+    full_run_in(&bin, Runner::ClaudeCode, Place::Local, Start::Detached);
 }
 
 #[test]
@@ -1333,7 +1367,7 @@ fn measure_overhead_when_asked() {
     };
     let since = |later: SystemTime, earlier: SystemTime| later.duration_since(earlier).unwrap_or_default();
     for runner in RUNNERS {
-        let samples: Vec<Timing> = (0..count).map(|_| full_run_in(&bin, runner, Place::Local, true)).collect();
+        let samples: Vec<Timing> = (0..count).map(|_| full_run_in(&bin, runner, Place::Local, Start::Timed)).collect();
         let launch = median(samples.iter().map(|t| since(t.spawned.unwrap(), t.started)).collect());
         let to_first = median(samples.iter().map(|t| since(t.first_request, t.started)).collect());
         let runner_start = median(samples.iter().map(|t| since(t.first_request, t.spawned.unwrap())).collect());
