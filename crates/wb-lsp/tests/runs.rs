@@ -359,6 +359,7 @@ fn spend_and_time_limits_stop_a_run_cleanly() {
     assert_eq!(terminal["type"], "run.cancelled");
     let message = terminal["data"]["message"].as_str().unwrap();
     assert!(message.starts_with("Stopped by --max-cost 0.50 USD: the runner reported 0.6000 USD"), "{message}");
+    assert!((terminal["data"]["cost_usd"].as_f64().unwrap() - 0.6).abs() < 1e-9, "the terminal event's cost");
     assert!(events.iter().any(|e| e["type"] == "outcome.available" && e["data"]["completeness"] == "partial"));
     let id = run_id(&events);
     assert!((record(&world, &id)["cost_usd"].as_f64().unwrap() - 0.6).abs() < 1e-9);
@@ -377,6 +378,7 @@ fn spend_and_time_limits_stop_a_run_cleanly() {
     let (events, code) = finish_run(child, events, reader);
     assert_eq!(code, 0, "{events:?}");
     assert_eq!(record(&world, &run_id(&events))["cost_usd"], Value::Null);
+    assert_eq!(events.last().unwrap()["data"]["cost_usd"], Value::Null, "cost unknown, never 0");
     let listed = wb(&world, &["runs", "--all"]).stdout;
     assert!(listed.contains("cost unknown"), "{listed}");
 

@@ -114,9 +114,20 @@ pub fn run(
     let redactor = super::redactor(&prepared);
     let stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
     let mut logged = |event: &Event| {
-        log.append(event);
+        // The terminal event says what the run cost: the sum of the runner's reports, null when it made none.
+        let event = match event.kind.as_str() {
+            "run.completed" | "run.failed" | "run.cancelled" => {
+                let mut terminal = event.clone();
+                if let Some(data) = terminal.data.as_object_mut() {
+                    data.insert("cost_usd".to_owned(), log.record().cost_usd.map_or(Value::Null, Value::from));
+                }
+                std::borrow::Cow::Owned(terminal)
+            }
+            _ => std::borrow::Cow::Borrowed(event),
+        };
+        log.append(&event);
         limits.observe(log.record());
-        emit(event);
+        emit(&event);
     };
     let mut events = Events { stream, emit: &mut logged, started };
     events.send(Translated::new(
