@@ -116,8 +116,7 @@ impl Starting {
 
 /// Starts a supervisor for `request` (this same binary), in a process group of its own.
 pub fn spawn(request: &Request) -> anyhow::Result<Starting> {
-    let exe = std::env::current_exe().context("cannot find this program to start the run's supervisor")?;
-    let mut child = Command::new(exe)
+    let mut child = Command::new(program()?)
         .arg(SUBCOMMAND)
         .current_dir(&request.cwd)
         .stdin(Stdio::piped())
@@ -139,6 +138,21 @@ pub fn spawn(request: &Request) -> anyhow::Result<Starting> {
             let _ = child.wait();
             Err(error.context("cannot hand the run to its supervisor"))
         }
+    }
+}
+
+/// This program, to start as the supervisor. A binary replaced while this process runs (an upgrade, a
+/// rebuild) has left its path: `/proc/self/exe` still runs the very binary this process is.
+fn program() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find this program to start the run's supervisor")?;
+    if exe.is_file() {
+        return Ok(exe);
+    }
+    let own = PathBuf::from("/proc/self/exe");
+    if own.exists() {
+        Ok(own)
+    } else {
+        anyhow::bail!("this program ({}) is gone: cannot start the run's supervisor", exe.display())
     }
 }
 

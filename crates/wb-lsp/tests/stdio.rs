@@ -683,3 +683,29 @@ fn an_apply_cancelled_at_once_answers_with_what_it_did() {
     let status = session.wait(std::time::Duration::from_secs(20)).expect("the server exits");
     assert!(status.success(), "{status:?}");
 }
+
+/// A server whose binary was replaced while it runs (an upgrade, a rebuild) still starts its runs' supervisors:
+/// they run the very binary the server is.
+#[test]
+fn a_server_whose_binary_was_replaced_still_runs() {
+    let temp = tempfile::tempdir().unwrap();
+    let manifest = fake_repository(temp.path());
+    let copy = temp.path().join("wb-lsp");
+    std::fs::copy(env!("CARGO_BIN_EXE_wb-lsp"), &copy).unwrap();
+    let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let mut session = Client::spawn(
+        Command::new(&copy)
+            .env("PATH", &path)
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("WORKBENCH_HOME", temp.path().join("home")),
+    );
+    session.send(&initialize(1));
+    session.response(1);
+    std::fs::remove_file(&copy).unwrap();
+    let uri = format!("file://{}", manifest.display());
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "say done"}]}}));
+    let (run, _) = session.response(2);
+    assert_eq!(run["result"]["ending"]["status"], "completed", "{run}");
+    assert_eq!(run["result"]["finalText"], "done", "{run}");
+}
