@@ -354,7 +354,9 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
                     "npm": "@ai-sdk/openai-compatible",
                     "name": "Scripted model server",
                     "options": {"baseURL": format!("{model_url}/v1"), "apiKey": "{env:SCRIPTED_API_KEY}"},
-                    "models": {"model-1": {"name": "Scripted model 1", "tool_call": true}},
+                    // Prices (USD per million tokens), so OpenCode reports what each step cost.
+                    "models": {"model-1": {"name": "Scripted model 1", "tool_call": true,
+                        "cost": {"input": 3.0, "output": 15.0}}},
                 }},
             });
             write_file(&package.join("opencode.json"), serde_json::to_string_pretty(&config).unwrap());
@@ -376,7 +378,9 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
                 "api": "openai-completions",
                 "apiKey": "SCRIPTED_API_KEY",
                 "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-                "models": [{"id": "model-1", "name": "Scripted model 1"}],
+                // Prices (USD per million tokens), so Pi reports what each message cost.
+                "models": [{"id": "model-1", "name": "Scripted model 1",
+                    "cost": {"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75}}],
             }}});
             write_file(&package.join("pi/models.json"), serde_json::to_string_pretty(&models).unwrap());
             write_file(&package.join("pi/settings.json"), r#"{"quietStartup": true}"#);
@@ -1379,5 +1383,42 @@ fn measure_overhead_when_asked() {
              {finish:?}; whole run {total:?}",
             runner.name()
         );
+    }
+}
+
+/// `--max-cost` on a real runner driven by the scripted model: the costs the runner reports after each step add
+/// up past the cap, and the run stops as a cancel (partial outcome, the limit named in `run.cancelled`),
+/// before the model's last turn, which would hang.
+fn spend_cap_stops(bin: &Path, runner: Runner) {
+    let steps = (0..6).map(|n| Action::Bash(format!("echo step {n}")));
+    let actions: Vec<Action> = steps.chain([Action::Hang("Still working")]).collect();
+    let model = start_model(runner, Path::new("/unused"), actions);
+    let fixture = fixture(runner, &model.url(), None);
+    let (events, stderr, code) = run_json(&mut fixture.command(
+        bin,
+        runner,
+        &model.url(),
+        &["run", "--json", "--max-cost", "0.0000001", "--task", "Write the release notes.", &fixture.source],
+    ));
+    let events: Vec<Value> = events.into_iter().map(|(event, _)| event).collect();
+    let context = format!("{runner:?}\nevents: {events:#?}\nstderr: {stderr}");
+    let reported: Vec<f64> =
+        events.iter().filter(|e| e["type"] == "usage.updated").filter_map(|e| e["data"]["cost_usd"].as_f64()).collect();
+    assert!(reported.iter().any(|cost| *cost > 0.0), "{runner:?} reported no cost: {context}");
+    assert_eq!(code, 130, "{context}");
+    let terminal = events.last().unwrap();
+    assert_eq!(terminal["type"], "run.cancelled", "{context}");
+    let message = terminal["data"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("Stopped by --max-cost 0.00 USD: the runner reported "), "{context}");
+    assert!(terminal["data"]["cost_usd"].as_f64().is_some_and(|cost| cost > 0.0), "{context}");
+    let available = events.iter().find(|e| e["type"] == "outcome.available").expect("an outcome");
+    assert_eq!(available["data"]["completeness"], "partial", "{context}");
+}
+
+#[test]
+fn a_spend_cap_stops_a_scripted_model_run() {
+    let Some(bin) = runners_bin() else { return };
+    for runner in [Runner::OpenCode, Runner::Pi] {
+        spend_cap_stops(&bin, runner);
     }
 }
