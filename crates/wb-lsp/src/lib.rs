@@ -4,8 +4,8 @@
 pub mod cli;
 pub mod commands;
 pub mod output;
+mod render;
 /// stdout is the protocol channel: nothing in the server may print to it.
 #[deny(clippy::print_stdout)]
 pub mod server;
 pub mod supervisor;
-mod text;

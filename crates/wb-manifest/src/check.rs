@@ -8,10 +8,10 @@ use std::sync::Arc;
 use wb_syntax::{SyntaxErrorKind, TextRange};
 
 use crate::boundary::{Escape, is_pseudo};
+use crate::catalog::ModelCatalog;
 use crate::diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
 use crate::fs::{FileKind, FileSystem, ReadLimitError, normalize};
-use crate::model::Manifest;
-use crate::models::ModelCatalog;
+use crate::manifest::Manifest;
 use crate::package::{PackageChecks, repository_root};
 
 /// Manifests larger than this are refused before parsing (a real manifest is a few kilobytes).

@@ -1,8 +1,8 @@
 //! `init`: the deterministic scaffold of a new package (engine facts, section i), plus the schema comment the
 //! reference leaves out.
 
+use crate::catalog::ModelCatalog;
 use crate::fields::{RUNNERS, RUNTIME_PROVIDERS};
-use crate::models::ModelCatalog;
 use crate::rules::{matches, slug};
 
 /// The model `init` uses when none is given.

@@ -5,6 +5,7 @@
 //! knows LSP or terminals; the CLI and the language server render the same reports.
 
 pub mod boundary;
+mod catalog;
 mod check;
 mod credentials;
 mod diagnostic;
@@ -13,11 +14,10 @@ pub mod env_refs;
 pub mod fields;
 mod fs;
 pub mod init;
+mod manifest;
 pub mod migrate;
-mod model;
-mod models;
 mod nearest_path;
-pub mod outbox;
+pub mod outbox_declaration;
 mod package;
 mod recording;
 mod rules;
@@ -26,6 +26,7 @@ pub mod schema;
 pub mod selector;
 pub mod skill;
 
+pub use catalog::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, Provider};
 pub use check::{
     Detail, MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests,
     check_manifests_keeping, check_package, check_path, check_path_keeping, discover, sort_diagnostics,
@@ -34,8 +35,9 @@ pub use credentials::is_credential_path;
 pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
 pub use disk_cache::DiskCache;
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
-pub use model::{Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace};
-pub use models::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, Provider};
+pub use manifest::{
+    Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace,
+};
 pub use package::{claude_config_problem, repository_root};
 pub use recording::{Dependencies, Recording};
 pub use rules::prepare;

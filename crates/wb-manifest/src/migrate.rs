@@ -8,11 +8,11 @@ use std::path::Path;
 
 use wb_syntax::{Entry, Mapping, Style, TextRange, Value};
 
+use crate::catalog::ModelCatalog;
 use crate::check::{MigrationFix, check_bytes};
 use crate::diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
 use crate::fields::RUNTIME_PROVIDERS;
 use crate::fs::FileSystem;
-use crate::models::ModelCatalog;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MigrateError {

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
+use crate::catalog::ModelCatalog;
 use crate::check::check_manifest_bytes;
 use crate::diagnostic::{Fix, Severity, TextEdit};
 use crate::fs::FileSystem;
-use crate::models::ModelCatalog;
 
 /// Rounds of fixing before giving up (a fix can enable the next one: the first `Declare in env` of an absent
 /// `env` creates the block the next one appends to).

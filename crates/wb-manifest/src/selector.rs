@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::catalog::ModelCatalog;
 use crate::check::{Detail, PackageReport, Target, absolute, check_manifests_keeping, check_path_keeping, discover};
 use crate::diagnostic::Code;
 use crate::fs::FileSystem;
-use crate::models::ModelCatalog;
 
 /// The reference's text when a selector picks none of a repository's packages (validate and smoke).
 pub const NO_MATCH: &str = "No matching Workbenches found";

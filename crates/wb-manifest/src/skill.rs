@@ -6,7 +6,7 @@ use std::path::Path;
 use wb_syntax::{Node, TextRange, Value};
 
 use crate::diagnostic::{Code, Diagnostic};
-use crate::model::Spanned;
+use crate::manifest::Spanned;
 
 /// One problem found in a `SKILL.md`, with its range in that file.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,7 +26,7 @@ mod files;
 mod home;
 mod ids;
 mod manifest;
-mod outbox;
+mod outbox_collection;
 pub mod retention;
 mod snapshot;
 mod store;
@@ -42,7 +42,7 @@ pub use manifest::{
     Artifact, Base, Changeset, Completeness, Content, Entry, Fingerprint, Link, Outcome, Receipt, ReceiptState, State,
     Stats, Warning, WorkspaceBindings, WorkspaceRef, new_outcome_id,
 };
-pub use outbox::{Collected, collect_outbox};
+pub use outbox_collection::{Collected, collect_outbox};
 #[doc(hidden)]
 pub use snapshot::set_git_deadline;
 pub use snapshot::{

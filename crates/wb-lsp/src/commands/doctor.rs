@@ -41,13 +41,13 @@ fn render(report: &Doctor) -> String {
                 ),
             },
         };
-        out.push_str(&format!("runner {}: {}\n", runner.runner, crate::text::printable(&line)));
+        out.push_str(&format!("runner {}: {}\n", runner.runner, crate::render::printable(&line)));
     }
     let docker = match (&report.docker.version, &report.docker.error) {
         (Some(version), _) => format!("reachable, version {version}"),
         (None, error) => format!("not reachable: {}", error.as_deref().unwrap_or_default()),
     };
-    out.push_str(&format!("docker: {}\n", crate::text::printable(&docker)));
+    out.push_str(&format!("docker: {}\n", crate::render::printable(&docker)));
     for provider in &report.credentials {
         let variables: Vec<String> = provider
             .variables
@@ -59,7 +59,7 @@ fn render(report: &Doctor) -> String {
     let store = &report.outcome_store;
     out.push_str(&format!(
         "outcome store: {}, {} of {}\n",
-        crate::text::printable(&store.home),
+        crate::render::printable(&store.home),
         wb_outcomes::retention::human_size(store.bytes),
         wb_outcomes::retention::human_size(store.quota)
     ));

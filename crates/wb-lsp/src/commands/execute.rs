@@ -11,8 +11,8 @@ use wb_engine::{EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
+use crate::render;
 use crate::supervisor::{self, Followed, Request, Start};
-use crate::text;
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
     let task = match &args.task_file {
@@ -170,7 +170,7 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
 /// A smoke report for a person at a terminal.
 fn smoke_block(report: &Smoke) -> String {
     let mut out = format!("Checking {}\n", super::printable(&report.workbench));
-    for line in text::smoke::smoke_lines(report) {
+    for line in render::smoke::smoke_lines(report) {
         out.push_str(&line);
         out.push('\n');
     }
@@ -184,9 +184,9 @@ fn smoke_record(report: &Smoke) -> String {
         "{}\t{}\trunner={}\ttools={}; auth: {}",
         report.status.as_str(),
         report.workbench,
-        text::smoke::runner_path(report),
+        render::smoke::runner_path(report),
         if tools.is_empty() { "-".to_owned() } else { tools.join(",") },
-        text::smoke::authentication(report)
+        render::smoke::authentication(report)
     );
     let workspaces: Vec<String> = report
         .workspaces
@@ -418,7 +418,7 @@ pub(super) fn print_event(kind: &str, data: &serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::{smoke_block, smoke_record};
-    use crate::text::smoke::tests::report;
+    use crate::render::smoke::tests::report;
 
     #[test]
     fn smoke_for_a_terminal_and_for_scripts() {

@@ -18,7 +18,7 @@ use anyhow::Context;
 use wb_manifest::ModelCatalog;
 
 use crate::cli::{Cli, Command};
-pub(crate) use crate::text::{printable, printable_text};
+pub(crate) use crate::render::{printable, printable_text};
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if matches!(cli.command, Some(Command::Check(_))) {

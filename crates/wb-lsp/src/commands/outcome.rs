@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::printable;
-use crate::text;
-use crate::text::outcome::{applied_counts, wire_name};
+use crate::render;
+use crate::render::outcome::{applied_counts, wire_name};
 
 use serde_json::json;
 use wb_outcomes::{ContentStore, ListedOutcome, Outcome, OutcomeStore, Receipt};
@@ -167,7 +167,7 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
 /// The summary of `wb-lsp outcome ID`: the lines `workbench.outcome` answers too.
 fn summary(outcome: &Outcome, receipt: &Receipt) -> String {
     let mut out = String::new();
-    for line in text::outcome::summary_lines(outcome, receipt) {
+    for line in render::outcome::summary_lines(outcome, receipt) {
         out.push_str(&line.text);
         out.push('\n');
     }

@@ -183,7 +183,7 @@ pub struct OutcomeResult {
     pub outcome: wb_outcomes::Outcome,
     pub receipt: wb_outcomes::Receipt,
     pub files: OutcomeFiles,
-    pub lines: Vec<crate::text::outcome::SummaryLine>,
+    pub lines: Vec<crate::render::outcome::SummaryLine>,
     pub brief: String,
     pub changesets: Vec<ChangesetText>,
     pub receipt_text: String,

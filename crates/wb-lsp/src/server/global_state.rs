@@ -21,7 +21,7 @@ use super::capabilities::{ClientFeatures, Negotiated};
 use super::convert;
 use super::handlers::diagnostics::{self, Computed};
 use super::progress::{self, CheckProgress};
-use super::state::{self, Config, Document, Overlay, ParseCache, Snapshot};
+use super::snapshot::{self, Config, Document, Overlay, ParseCache, Snapshot};
 
 /// Work for the worker pool.
 pub type Job = Box<dyn FnOnce() + Send>;
@@ -306,8 +306,12 @@ impl GlobalState {
     pub fn mark_all_dirty(&mut self) {
         let manifests: Vec<PathBuf> = self.manifests.iter().cloned().collect();
         self.diagnostics.dirty.extend(manifests);
-        let owners: Vec<PathBuf> =
-            self.documents.keys().filter(|p| state::is_skill(p) || state::is_outbox_declaration(p)).cloned().collect();
+        let owners: Vec<PathBuf> = self
+            .documents
+            .keys()
+            .filter(|p| snapshot::is_skill(p) || snapshot::is_outbox_declaration(p))
+            .cloned()
+            .collect();
         self.diagnostics.dirty.extend(owners);
         self.refresh_pull_diagnostics();
     }
@@ -315,7 +319,7 @@ impl GlobalState {
     /// After a change to `path`, the owners that may read it: every manifest of the same repository, the file
     /// itself when it is an open owner, and the open outbox declarations of the directory it is in.
     pub fn mark_affected(&mut self, path: &Path) {
-        if state::is_manifest(path) && self.manifests.contains(path) {
+        if snapshot::is_manifest(path) && self.manifests.contains(path) {
             // A manifest is read by its own package only: editing one re-checks just that one.
             self.diagnostics.dirty.insert(path.to_owned());
             self.refresh_pull_diagnostics();
@@ -339,14 +343,14 @@ impl GlobalState {
             .cloned()
             .collect();
         self.diagnostics.dirty.extend(affected);
-        if (state::is_skill(path) || state::is_outbox_declaration(path)) && self.documents.contains_key(path) {
+        if (snapshot::is_skill(path) || snapshot::is_outbox_declaration(path)) && self.documents.contains_key(path) {
             self.diagnostics.dirty.insert(path.to_owned());
         }
         // A file appearing or vanishing in an outbox changes what its open declaration may declare.
         let declarations: Vec<PathBuf> = self
             .documents
             .keys()
-            .filter(|doc| state::is_outbox_declaration(doc) && doc.parent().is_some_and(|dir| path.starts_with(dir)))
+            .filter(|doc| snapshot::is_outbox_declaration(doc) && doc.parent().is_some_and(|dir| path.starts_with(dir)))
             .cloned()
             .collect();
         self.diagnostics.dirty.extend(declarations);

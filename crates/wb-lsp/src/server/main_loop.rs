@@ -17,7 +17,7 @@ use super::SessionEnd;
 use super::capabilities::Negotiated;
 use super::global_state::{GlobalState, Job, Outgoing, Run, Task};
 use super::handlers::{self, execute};
-use super::state::Snapshot;
+use super::snapshot::Snapshot;
 
 /// How long `exit` waits for the commands in flight to end.
 const RUN_STOP_GRACE: Duration = Duration::from_secs(10);

@@ -20,7 +20,7 @@ mod handlers;
 mod main_loop;
 mod progress;
 mod settings;
-mod state;
+mod snapshot;
 pub mod transport;
 
 use std::time::Duration;
@@ -29,7 +29,7 @@ use anyhow::Context;
 use lsp_server::Connection;
 
 pub use ext::{CHECK_WORKSPACE as COMMAND_CHECK_WORKSPACE, MIGRATE as COMMAND_MIGRATE};
-pub use state::{Config, Document, Overlay, Snapshot};
+pub use snapshot::{Config, Document, Overlay, Snapshot};
 
 /// How long the writer may take to flush the last messages once the session has ended.
 const FLUSH_GRACE: Duration = Duration::from_secs(5);

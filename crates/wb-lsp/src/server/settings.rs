@@ -9,7 +9,7 @@ use lsp_types as lsp;
 use wb_manifest::ModelCatalog;
 
 use super::global_state::{GlobalState, Outgoing, Task};
-use super::state::Config;
+use super::snapshot::Config;
 
 impl GlobalState {
     pub fn request_configuration(&mut self) -> anyhow::Result<()> {

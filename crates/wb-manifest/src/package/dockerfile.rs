@@ -11,7 +11,7 @@ use super::PackageChecks;
 use crate::boundary::MAX_PACKAGE_FILE_BYTES;
 use crate::credentials::is_credential_path;
 use crate::diagnostic::Code;
-use crate::model::Spanned;
+use crate::manifest::Spanned;
 
 impl PackageChecks<'_> {
     /// Warns about every `COPY`/`ADD` of the Dockerfile at `path` (named by `build`) whose source is a

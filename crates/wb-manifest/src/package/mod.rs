@@ -17,7 +17,7 @@ pub(crate) use skills::SkillFiles;
 use crate::boundary::{MAX_PACKAGE_FILE_BYTES, real_boundary, stays_within_real};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
 use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside};
-use crate::model::{Image, Manifest, Spanned};
+use crate::manifest::{Image, Manifest, Spanned};
 
 /// The repository root of a manifest: the parent of the nearest ancestor directory named `.workbenches`.
 pub fn repository_root(manifest_path: &Path) -> Option<PathBuf> {

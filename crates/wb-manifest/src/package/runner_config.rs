@@ -11,7 +11,7 @@ use super::PackageChecks;
 use crate::boundary::MAX_PACKAGE_FILE_BYTES;
 use crate::diagnostic::Code;
 use crate::fs::FileKind;
-use crate::model::Manifest;
+use crate::manifest::Manifest;
 
 impl PackageChecks<'_> {
     pub(super) fn runner_config(&mut self, manifest: &Manifest) {

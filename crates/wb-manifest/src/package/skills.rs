@@ -10,7 +10,7 @@ use super::PackageChecks;
 use crate::boundary::{Escape, first_escaping_link};
 use crate::diagnostic::{Code, Fix, TextEdit};
 use crate::fs::FileKind;
-use crate::model::{Manifest, Spanned};
+use crate::manifest::{Manifest, Spanned};
 use crate::skill::Frontmatter;
 
 /// The `SKILL.md` files and skill directories a package's checks have met, so each is read and walked once.

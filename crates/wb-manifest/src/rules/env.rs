@@ -6,7 +6,7 @@ use super::{Rules, Slot};
 use crate::diagnostic::Code;
 use crate::env_refs::is_env_name;
 use crate::fields;
-use crate::model::{EnvVar, Spanned};
+use crate::manifest::{EnvVar, Spanned};
 
 impl Rules<'_> {
     pub(super) fn env(&mut self, entry: &Entry) {

@@ -5,7 +5,7 @@ use wb_syntax::{Entry, Node, Value};
 use super::{Label, Rules, Slot, matches, slug};
 use crate::diagnostic::Code;
 use crate::fields;
-use crate::model::{Mcp, Spanned};
+use crate::manifest::{Mcp, Spanned};
 
 impl Rules<'_> {
     pub(super) fn mcps(&mut self, entry: &Entry) {

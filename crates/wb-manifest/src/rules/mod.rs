@@ -13,10 +13,10 @@ use std::sync::OnceLock;
 use regex::Regex;
 use wb_syntax::{Entry, Mapping, Node, Parse, TextRange, Value};
 
+use crate::catalog::ModelCatalog;
 use crate::diagnostic::{Code, Diagnostic, DiagnosticTag};
 use crate::fields;
-use crate::model::Manifest;
-use crate::models::ModelCatalog;
+use crate::manifest::Manifest;
 
 mod env;
 mod fixes;

@@ -5,7 +5,7 @@ use wb_syntax::{Entry, Node, TextRange, Value};
 use super::{Label, Rules, Slot, matches, model_id, provider_name};
 use crate::diagnostic::Code;
 use crate::fields;
-use crate::model::{ModelPolicy, Route};
+use crate::manifest::{ModelPolicy, Route};
 
 impl Rules<'_> {
     pub(super) fn model(&mut self, entry: Option<&Entry>, anchor: TextRange) {

@@ -5,7 +5,7 @@ use wb_syntax::{Entry, TextRange, Value};
 use super::{Rules, Slot, closest};
 use crate::diagnostic::Code;
 use crate::fields;
-use crate::model::Requirements;
+use crate::manifest::Requirements;
 
 impl Rules<'_> {
     pub(super) fn requirements(&mut self, entry: &Entry) {

@@ -5,7 +5,7 @@ use wb_syntax::{Mapping, TextRange, Value};
 use super::{Rules, closest, closest_or_extension};
 use crate::diagnostic::Code;
 use crate::fields;
-use crate::model::{Image, Spanned};
+use crate::manifest::{Image, Spanned};
 
 impl Rules<'_> {
     /// Problems the reference finds only at smoke or run time, reported early.
@@ -168,8 +168,8 @@ impl Rules<'_> {
 mod tests {
     use std::path::Path;
 
+    use crate::catalog::ModelCatalog;
     use crate::diagnostic::Code;
-    use crate::models::ModelCatalog;
 
     #[test]
     fn a_repeated_undeclared_reference_points_at_each_use() {

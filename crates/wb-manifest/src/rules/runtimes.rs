@@ -5,7 +5,7 @@ use wb_syntax::{Entry, Mapping, TextRange, Value};
 use super::{Label, Rules, Slot, closest};
 use crate::diagnostic::Code;
 use crate::fields;
-use crate::model::{Image, Runtime, Spanned};
+use crate::manifest::{Image, Runtime, Spanned};
 
 impl Rules<'_> {
     pub(super) fn runtimes(&mut self, entry: Option<&Entry>, anchor: TextRange) {

@@ -293,7 +293,7 @@ fn bounded_distance(a: &[char], b: &[char], allowed: usize, table: &mut Vec<usiz
 
 #[cfg(test)]
 mod tests {
-    use crate::models::ModelCatalog;
+    use crate::catalog::ModelCatalog;
 
     #[test]
     fn closest_suggests_small_typos_only() {

@@ -5,7 +5,7 @@ use wb_syntax::{Entry, Mapping, TextRange, Value};
 use super::{Rules, Slot, absent_names, closest};
 use crate::diagnostic::{Code, Fix};
 use crate::fields::{self, Field};
-use crate::model::Spanned;
+use crate::manifest::Spanned;
 
 impl Rules<'_> {
     pub(super) fn unknown_field(&mut self, entry: &Entry, label: impl std::fmt::Display + Copy, absent: &[&str]) {

@@ -5,7 +5,7 @@ use wb_syntax::Entry;
 use super::{Label, Rules, Slot, closest, matches, slug};
 use crate::diagnostic::Code;
 use crate::fields;
-use crate::model::{Access, Spanned, Workspace};
+use crate::manifest::{Access, Spanned, Workspace};
 
 impl Rules<'_> {
     pub(super) fn workspaces(&mut self, entry: &Entry) {

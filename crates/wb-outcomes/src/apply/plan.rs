@@ -62,7 +62,7 @@ pub(super) fn plan<'a>(
         let workspace = Workspace::open(&root)?;
         for entry in &changeset.entries {
             let path = entry.path();
-            if wb_manifest::outbox::unsafe_path_reason(path).is_some() {
+            if wb_manifest::outbox_declaration::unsafe_path_reason(path).is_some() {
                 return Err(Error::UnsafePath(path.to_owned()));
             }
             let place = Place { workspace: workspace.clone(), path: path.to_owned() };

@@ -51,7 +51,7 @@ fn check_content(content: &Content) -> Result<()> {
 
 /// An artifact path is relative to the outbox, a changeset entry's to its workspace (`within`).
 fn check_path(path: &str, within: &str) -> Result<()> {
-    match wb_manifest::outbox::unsafe_path_reason(path) {
+    match wb_manifest::outbox_declaration::unsafe_path_reason(path) {
         Some(reason) => Err(invalid(format!("Outcome path {}: {path}", reason.replace("the outbox", within)))),
         None => Ok(()),
     }

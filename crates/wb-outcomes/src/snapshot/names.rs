@@ -46,12 +46,12 @@ const MAX_UNREPRESENTABLE_WARNINGS: usize = 100;
 const MAX_WARNING_NAME_CHARS: usize = 1024;
 
 /// Why a changeset cannot carry a workspace-relative name (raw bytes), as the end of a sentence, or `None`
-/// when it can. The same rules as [`wb_manifest::outbox::unsafe_path_reason`], which every changeset path must
+/// when it can. The same rules as [`wb_manifest::outbox_declaration::unsafe_path_reason`], which every changeset path must
 /// pass, plus UTF-8.
 pub(super) fn name_problem(raw: &[u8]) -> Option<String> {
     match std::str::from_utf8(raw) {
         Err(_) => Some("a changeset path must be UTF-8".to_owned()),
-        Ok(path) => wb_manifest::outbox::unsafe_path_reason(path)
+        Ok(path) => wb_manifest::outbox_declaration::unsafe_path_reason(path)
             .map(|reason| format!("a changeset path {}", reason.replace("the outbox", "the workspace"))),
     }
 }

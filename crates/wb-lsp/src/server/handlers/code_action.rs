@@ -7,7 +7,7 @@ use lsp_types::{self as lsp, Url};
 use wb_manifest::{Fix, TextEdit};
 
 use super::super::convert;
-use super::super::state::{Snapshot, is_manifest};
+use super::super::snapshot::{Snapshot, is_manifest};
 use super::File;
 
 pub const SOURCE_MIGRATE: &str = "source.migrate";

@@ -6,7 +6,7 @@ use lsp_types as lsp;
 use wb_ide::{CompletionKind, CompletionOptions};
 
 use super::super::convert::markup;
-use super::super::state::{Snapshot, is_manifest};
+use super::super::snapshot::{Snapshot, is_manifest};
 use super::File;
 
 pub fn handle(snapshot: &Snapshot, params: lsp::CompletionParams) -> anyhow::Result<Option<lsp::CompletionResponse>> {

@@ -4,7 +4,7 @@ use lsp_types as lsp;
 use wb_syntax::TextRange;
 
 use super::super::convert;
-use super::super::state::{Snapshot, is_manifest};
+use super::super::snapshot::{Snapshot, is_manifest};
 use super::File;
 
 pub fn handle(

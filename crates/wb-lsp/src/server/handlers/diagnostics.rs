@@ -11,7 +11,7 @@ use wb_manifest::{Dependencies, Recording};
 use wb_syntax::LineIndex;
 
 use super::super::convert;
-use super::super::state::{Snapshot, is_manifest, is_outbox_declaration, is_skill};
+use super::super::snapshot::{Snapshot, is_manifest, is_outbox_declaration, is_skill};
 
 /// Diagnostics of one owner per file they are in, each with the version of the open document it was
 /// computed from.
@@ -46,7 +46,7 @@ pub fn compute(snapshot: &Snapshot, owner: &Path) -> Computed {
         report.diagnostics
     } else if is_outbox_declaration(owner) {
         match snapshot.text(owner) {
-            Some(text) => wb_manifest::outbox::check_declaration(&snapshot.overlay, owner, &text),
+            Some(text) => wb_manifest::outbox_declaration::check_declaration(&snapshot.overlay, owner, &text),
             None => Vec::new(),
         }
     } else if is_skill(owner) {

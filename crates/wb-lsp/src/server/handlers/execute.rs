@@ -22,9 +22,9 @@ use super::super::ext::{
     self, ApplyOutcomeResult, ArtifactFile, ChangesetText, OutcomeArguments, OutcomeFiles, OutcomeResult, ReviewFile,
     RunArguments, RunEnding, RunEventParams, RunIdArguments, RunResult, RunsArguments, SmokeReport,
 };
-use super::super::state::{Snapshot, is_manifest};
+use super::super::snapshot::{Snapshot, is_manifest};
+use crate::render;
 use crate::supervisor::{self, Followed, Request, Start};
-use crate::text;
 use wb_engine::runs;
 
 fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
@@ -144,7 +144,7 @@ pub fn smoke(
 ) -> anyhow::Result<Option<Value>> {
     preparing(snapshot, &params, sender, "Workbench smoke", |snapshot, options| {
         let reports = wb_engine::smoke(&snapshot.overlay, options, &snapshot.catalog)?;
-        let with_text = |report| SmokeReport { text: text::smoke::smoke_lines(&report), report };
+        let with_text = |report| SmokeReport { text: render::smoke::smoke_lines(&report), report };
         Ok(reports.into_iter().map(with_text).collect::<Vec<_>>())
     })
 }
@@ -253,7 +253,7 @@ fn follow_run(
     let home = home()?;
     let followed = supervisor::follow(&home, run_id, Some(detach), &mut |value| {
         let Ok(event) = serde_json::from_value::<wb_engine::events::Event>(value.clone()) else { return };
-        let params = RunEventParams { event: &event, text: text::event::event_lines(&event) };
+        let params = RunEventParams { event: &event, text: render::event::event_lines(&event) };
         let _ = sender.send(Message::Notification(Notification::new(ext::RUN_EVENT.to_owned(), params)));
         let message = match event.kind.as_str() {
             "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
@@ -445,15 +445,15 @@ pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow
             Some(ReviewFile { changeset: c.id.clone(), file: store.path_of(&c.review.as_ref()?.digest).ok()? })
         })
         .collect();
-    let lines = text::outcome::summary_lines(&outcome, &receipt);
+    let lines = render::outcome::summary_lines(&outcome, &receipt);
     let changesets = outcome
         .changesets
         .iter()
-        .map(|c| ChangesetText { id: c.id.clone(), text: text::outcome::changeset_label(c) })
+        .map(|c| ChangesetText { id: c.id.clone(), text: render::outcome::changeset_label(c) })
         .collect();
     let result = OutcomeResult {
-        brief: text::outcome::brief(&outcome),
-        receipt_text: text::outcome::receipt_explanation(&receipt.state).to_owned(),
+        brief: render::outcome::brief(&outcome),
+        receipt_text: render::outcome::receipt_explanation(&receipt.state).to_owned(),
         lines,
         changesets,
         outcome,
@@ -474,7 +474,7 @@ pub fn apply_outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> 
         outcome_id: id,
         applied: result.applied,
         unchanged: result.unchanged,
-        text: text::outcome::applied_counts(result.applied, result.unchanged),
+        text: render::outcome::applied_counts(result.applied, result.unchanged),
     };
     Ok(Some(serde_json::to_value(result)?))
 }

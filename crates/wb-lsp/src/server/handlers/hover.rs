@@ -3,7 +3,7 @@
 use lsp_types as lsp;
 
 use super::super::convert::markup;
-use super::super::state::{Snapshot, is_manifest};
+use super::super::snapshot::{Snapshot, is_manifest};
 use super::File;
 
 pub fn handle(snapshot: &Snapshot, params: lsp::HoverParams) -> anyhow::Result<Option<lsp::Hover>> {

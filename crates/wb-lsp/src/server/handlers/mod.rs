@@ -23,7 +23,7 @@ use lsp_types::Url;
 use wb_syntax::{LineIndex, Parse};
 
 use super::convert;
-use super::state::Snapshot;
+use super::snapshot::Snapshot;
 
 /// A file as the handlers see it: its path, text (the open buffer wins), line index and parse, shared with
 /// the snapshot (an open document's parse is the one its diagnostics used).

@@ -2,7 +2,7 @@
 
 use lsp_types as lsp;
 
-use super::super::state::Snapshot;
+use super::super::snapshot::Snapshot;
 use super::File;
 
 pub fn handle(snapshot: &Snapshot, params: lsp::ReferenceParams) -> anyhow::Result<Option<Vec<lsp::Location>>> {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use lsp_types as lsp;
 
-use super::super::state::Snapshot;
+use super::super::snapshot::Snapshot;
 use super::File;
 
 pub fn prepare(

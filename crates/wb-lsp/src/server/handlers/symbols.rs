@@ -3,7 +3,7 @@
 use lsp_types as lsp;
 use wb_ide::{Symbol, SymbolKind};
 
-use super::super::state::Snapshot;
+use super::super::snapshot::Snapshot;
 use super::File;
 
 #[allow(deprecated)]

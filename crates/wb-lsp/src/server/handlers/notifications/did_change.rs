@@ -7,7 +7,7 @@ use lsp_types as lsp;
 
 use super::super::super::convert;
 use super::super::super::global_state::GlobalState;
-use super::super::super::state::Document;
+use super::super::super::snapshot::Document;
 
 pub fn handle(state: &mut GlobalState, params: lsp::DidChangeTextDocumentParams) -> anyhow::Result<()> {
     let Some(path) = convert::url_to_path(&params.text_document.uri) else { return Ok(()) };

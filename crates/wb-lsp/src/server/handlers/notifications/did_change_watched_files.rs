@@ -4,7 +4,7 @@ use lsp_types as lsp;
 
 use super::super::super::convert;
 use super::super::super::global_state::GlobalState;
-use super::super::super::state::is_manifest;
+use super::super::super::snapshot::is_manifest;
 
 pub fn handle(state: &mut GlobalState, params: lsp::DidChangeWatchedFilesParams) -> anyhow::Result<()> {
     for change in params.changes {

@@ -6,7 +6,7 @@ use lsp_types as lsp;
 
 use super::super::super::convert;
 use super::super::super::global_state::GlobalState;
-use super::super::super::state::{is_manifest, is_outbox_declaration, is_skill};
+use super::super::super::snapshot::{is_manifest, is_outbox_declaration, is_skill};
 
 pub fn handle(state: &mut GlobalState, params: lsp::DidCloseTextDocumentParams) -> anyhow::Result<()> {
     let Some(path) = convert::url_to_path(&params.text_document.uri) else { return Ok(()) };

@@ -63,11 +63,11 @@ pub fn collect_outbox(outbox: &Path, store: &ContentStore, budget: &mut OutcomeB
     let declaration_path = outbox.join("outcome.json");
     let declaration = if files.iter().any(|f| f == "outcome.json") {
         let bytes = read_regular(&declaration_path).map_err(|e| fail(format!("outcome.json: {e}")))?;
-        if bytes.len() > wb_manifest::outbox::MAX_DECLARATION_BYTES {
+        if bytes.len() > wb_manifest::outbox_declaration::MAX_DECLARATION_BYTES {
             return Err(fail("Declared outcome exceeds 1 MiB"));
         }
         let text = String::from_utf8(bytes).map_err(|_| fail("Declared outcome is not valid UTF-8"))?;
-        let diagnostics = wb_manifest::outbox::check_declaration(&OsFileSystem, &declaration_path, &text);
+        let diagnostics = wb_manifest::outbox_declaration::check_declaration(&OsFileSystem, &declaration_path, &text);
         if let Some(first) = diagnostics.iter().find(|d| d.severity == Severity::Error) {
             return Err(fail(first.message.clone()));
         }
@@ -148,7 +148,7 @@ fn walk(outbox: &Path, files: &mut Vec<String>) -> Result<()> {
                     fail(format!("the outbox contains a file name that is not UTF-8: {}", entry.path().display()))
                 })?;
                 let path = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
-                if let Some(reason) = wb_manifest::outbox::unsafe_path_reason(&path) {
+                if let Some(reason) = wb_manifest::outbox_declaration::unsafe_path_reason(&path) {
                     return Err(fail(format!("Outbox path {reason}: {path}")));
                 }
                 let file_type = entry.file_type().map_err(|e| fail(format!("{path}: {e}")))?;
