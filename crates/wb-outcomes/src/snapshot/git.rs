@@ -171,16 +171,13 @@ pub(super) struct GitListing {
     index: Option<IndexRead>,
 }
 
-/// The index being read, and where from: `.git/index` with SHA-1 object ids, what a work tree with its own
-/// `.git` directory usually has; used only when Git then names that file and that format.
+/// The index being listed, and where from: `.git/index`, what a work tree with its own `.git` directory usually
+/// has; used only when Git then names that file.
 struct IndexRead {
     file: PathBuf,
     thread: JoinHandle<Option<GitIndex>>,
     sizes_cache: Option<PathBuf>,
 }
-
-/// The object id length a read started before Git said assumes (SHA-1).
-const USUAL_HASH_LEN: usize = 20;
 
 const USUAL_INDEX: &str = ".git/index";
 
@@ -194,7 +191,7 @@ impl GitListing {
             let file = PathBuf::from(USUAL_INDEX);
             let thread = if root.join(".git").is_dir() {
                 let (root, file, cache) = (root.to_path_buf(), file.clone(), sizes_cache.clone());
-                std::thread::spawn(move || read_index(&root, Some(&file), cache.as_deref(), Some(USUAL_HASH_LEN)))
+                std::thread::spawn(move || read_index(&root, Some(&file), cache.as_deref()))
             } else {
                 std::thread::spawn(|| None)
             };
@@ -213,22 +210,16 @@ impl Snapshot {
     /// `HEAD` (from `started`) and, when `started` reads the index, the index blobs of clean tracked files (Git
     /// runs concurrently with the metadata scan), `index_file` being where `git rev-parse --git-path index` says
     /// the index is.
-    pub(super) fn list_from_git(
-        &mut self,
-        started: GitListing,
-        index_file: Option<PathBuf>,
-        hash_len: Option<usize>,
-    ) -> Result<()> {
+    pub(super) fn list_from_git(&mut self, started: GitListing, index_file: Option<PathBuf>) -> Result<()> {
         let GitListing { listing, head, index } = started;
         let index = index.map(|read| {
             let same_file = root_relative(&self.root, index_file.as_deref()) == Some(self.root.join(&read.file));
-            if same_file && hash_len == Some(USUAL_HASH_LEN) {
+            if same_file {
                 return read.thread;
             }
-            // The index is elsewhere (a linked work tree, a workspace inside a repository), or its object ids
-            // are longer: read again.
+            // The index is elsewhere (a linked work tree, a workspace inside a repository): listed again.
             let root = self.root.clone();
-            std::thread::spawn(move || read_index(&root, index_file.as_deref(), read.sizes_cache.as_deref(), hash_len))
+            std::thread::spawn(move || read_index(&root, index_file.as_deref(), read.sizes_cache.as_deref()))
         });
         let listing = listing
             .join()

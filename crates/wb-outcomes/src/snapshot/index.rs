@@ -113,22 +113,11 @@ fn index_written(root: &Path, index_file: &Path) -> Option<(i64, i64)> {
 /// make a baseline give back wrong bytes: a blob is read back only when it has the size the file had
 /// ([`Snapshot::previous_bytes`](super::Snapshot)), else the previous content is reported lost. An entry whose
 /// blob has no size is never trusted.
-///
-/// The index file is read directly ([`super::index_file`]) when its object ids are `hash_len` bytes long and it
-/// has a layout the reader knows; otherwise Git lists it.
-pub(super) fn read_index(
-    root: &Path,
-    index_file: Option<&Path>,
-    sizes_cache: Option<&Path>,
-    hash_len: Option<usize>,
-) -> Option<GitIndex> {
+pub(super) fn read_index(root: &Path, index_file: Option<&Path>, sizes_cache: Option<&Path>) -> Option<GitIndex> {
     let written = index_file.and_then(|file| index_written(root, file));
-    let read = index_file
-        .zip(hash_len)
-        .and_then(|(file, len)| super::index_file::parse(&read_index_file(&root.join(file))?, len));
     let (entries, cache_text) = std::thread::scope(|scope| {
         let cache_text = scope.spawn(|| sizes_cache.and_then(|path| crate::files::read_regular(path).ok()));
-        let entries = read.or_else(|| parse_listing(&git(root, &["ls-files", "-s", "-v", "--debug", "-z"])?));
+        let entries = git(root, &["ls-files", "-s", "-v", "--debug", "-z"]).and_then(|out| parse_listing(&out));
         (entries, cache_text.join().ok().flatten())
     });
     let mut entries = entries?;
@@ -193,18 +182,6 @@ fn write_size_cache(path: &Path, known: &HashMap<&str, u64>, learned: &BTreeMap<
     {
         let _ = crate::files::write_cache(path, text.as_bytes());
     }
-}
-
-/// An index file larger than this is left to Git (a million entries take about 100 MB).
-const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
-
-/// The bytes of a regular index file (never through a link, never a FIFO), at most [`MAX_INDEX_BYTES`].
-fn read_index_file(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let file = crate::files::open_regular(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_INDEX_BYTES + 1).read_to_end(&mut bytes).ok()?;
-    (bytes.len() as u64 <= MAX_INDEX_BYTES).then_some(bytes)
 }
 
 /// The sizes of blobs, from `git cat-file --batch-check`.

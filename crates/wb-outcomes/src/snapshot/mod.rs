@@ -19,7 +19,6 @@ mod cache;
 mod changeset;
 mod git;
 mod index;
-mod index_file;
 mod names;
 mod review;
 mod walk;
@@ -159,20 +158,11 @@ impl Snapshot {
         // Blob sizes are remembered in the Workbench home (see `index::read_index`).
         let sizes_cache = home.filter(|_| with_index).map(|home| home.join("cache").join("blob-sizes"));
         let started = git::GitListing::start(root, with_index, sizes_cache);
-        // With the object format, which the index file's layout depends on (a Git before 2.25 does not know
-        // `--show-object-format`: asked again without it, its index is listed by Git).
-        let probe =
-            git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index", "--show-object-format"])
-                .or_else(|| git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index"]));
+        let probe = git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index"]);
         let probe = probe.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
         let mut lines = probe.lines();
         let is_git = lines.next() == Some("true");
         let index_file = lines.next().filter(|path| !path.is_empty()).map(PathBuf::from);
-        let hash_len = match lines.next() {
-            Some("sha1") => Some(20),
-            Some("sha256") => Some(32),
-            _ => None,
-        };
         let mut snapshot = Snapshot {
             root: root.to_path_buf(),
             files: BTreeMap::new(),
@@ -183,7 +173,7 @@ impl Snapshot {
             home: home.and_then(|home| walk::home_within(root, home)),
         };
         if is_git {
-            snapshot.list_from_git(started, index_file, hash_len)?;
+            snapshot.list_from_git(started, index_file)?;
         } else {
             snapshot.walk()?;
         }
