@@ -13,7 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use wb_manifest::{FileKind, FileSystem, ModelCatalog};
+use wb_manifest::{FileKind, FileSystem, ModelCatalog, ReadLimitError};
 use wb_syntax::TextRange;
 
 const MANIFEST: &str = "/repo/.workbenches/pkg/workbench.yml";
@@ -46,6 +46,14 @@ impl MemFs {
 impl FileSystem for MemFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.files.get(path).cloned().ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        let bytes = self.files.get(path).ok_or(io::Error::from(io::ErrorKind::NotFound))?;
+        if bytes.len() > limit {
+            return Err(ReadLimitError::TooLarge(bytes.len() as u64));
+        }
+        Ok(bytes.clone())
     }
 
     fn kind(&self, path: &Path) -> io::Result<FileKind> {

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use wb_manifest::{
-    Code, FileKind, FileSystem, MAX_MANIFEST_BYTES, ModelCatalog, OsFileSystem, PackageReport, Severity,
-    check_manifest_bytes,
+    Code, FileKind, FileSystem, MAX_MANIFEST_BYTES, ModelCatalog, OsFileSystem, PackageReport, ReadLimitError,
+    Severity, check_manifest_bytes,
 };
 use wb_syntax::TextRange;
 
@@ -60,6 +60,14 @@ impl MemFs {
 impl FileSystem for MemFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.files.get(path).cloned().ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        let bytes = self.files.get(path).ok_or(io::Error::from(io::ErrorKind::NotFound))?;
+        if bytes.len() > limit {
+            return Err(ReadLimitError::TooLarge(bytes.len() as u64));
+        }
+        Ok(bytes.clone())
     }
 
     fn kind(&self, path: &Path) -> io::Result<FileKind> {

@@ -791,6 +791,10 @@ impl FileSystem for NothingExists {
         Err(std::io::ErrorKind::NotFound.into())
     }
 
+    fn read_limited(&self, _: &Path, _: usize) -> Result<Vec<u8>, wb_manifest::ReadLimitError> {
+        Err(wb_manifest::ReadLimitError::Io(std::io::ErrorKind::NotFound.into()))
+    }
+
     fn kind(&self, _: &Path) -> std::io::Result<FileKind> {
         Err(std::io::ErrorKind::NotFound.into())
     }
