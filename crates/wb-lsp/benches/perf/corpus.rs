@@ -33,8 +33,8 @@ pub fn normal_package(root: &Path, i: usize) -> PathBuf {
     path
 }
 
-/// A package that carries problems: an unknown runner and model (each with its "did you mean"), a missing
-/// build file, duplicate keys, a skill without its `SKILL.md`. Returns its manifest.
+/// A package that carries problems: an unknown runner and model (each with its "did you mean" fix), a missing
+/// build file, a duplicate key. Returns its manifest.
 pub fn problem_package(root: &Path, i: usize) -> PathBuf {
     let dir = root.join(".workbenches").join(format!("bad-{i:04}"));
     write_file(&dir.join("instructions.md"), format!("Package {i}: do the work.\n"));
@@ -45,8 +45,8 @@ pub fn problem_package(root: &Path, i: usize) -> PathBuf {
     let manifest = format!(
         "{}spec: 1\nversion: 1.{i}.0\nname: bad-{i:04}\ndescription: Generated package {i}.\n\
          description: Said twice.\nrunner: opencod\nmodel:\n  id: openai/gpt-5.6-terrra\n  routes:\n    - \
-         provider: openai\ninstructions: ./instructions.md\nskills:\n  - ./skills/review\n  - ./skills/missing\n\
-         tools: [node, npm]\nenv:\n  DB_TOKEN:\n    required: true\n  DB_TOKEN:\n    required: false\n\
+         provider: openai\ninstructions: ./instructions.md\nskills:\n  - ./skills/review\n\
+         tools: [node, npm]\nenv:\n  DB_TOKEN:\n    required: true\n\
          runtimes:\n  docker:\n    image:\n      build: ./Dockerfile.missing\n      context: ../..\n  local: {{}}\n",
         modeline()
     );
