@@ -171,8 +171,8 @@ pub(super) struct GitListing {
     index: Option<IndexRead>,
 }
 
-/// The index being listed, and where from: `.git/index`, what a work tree with its own `.git` directory usually
-/// has; used only when Git then names that file.
+/// The index being read, and where from: `.git/index` with SHA-1 object ids, what a work tree with its own
+/// `.git` directory usually has; used only when Git then names that file and that format.
 struct IndexRead {
     file: PathBuf,
     thread: JoinHandle<Option<GitIndex>>,
@@ -180,6 +180,9 @@ struct IndexRead {
 }
 
 const USUAL_INDEX: &str = ".git/index";
+
+/// The object format a read started before Git said assumes.
+const USUAL_HASH: gix_index::hash::Kind = gix_index::hash::Kind::Sha1;
 
 impl GitListing {
     pub(super) fn start(root: &Path, with_index: bool, sizes_cache: Option<PathBuf>) -> GitListing {
@@ -191,7 +194,7 @@ impl GitListing {
             let file = PathBuf::from(USUAL_INDEX);
             let thread = if root.join(".git").is_dir() {
                 let (root, file, cache) = (root.to_path_buf(), file.clone(), sizes_cache.clone());
-                std::thread::spawn(move || read_index(&root, Some(&file), cache.as_deref()))
+                std::thread::spawn(move || read_index(&root, Some(&file), Some(USUAL_HASH), cache.as_deref()))
             } else {
                 std::thread::spawn(|| None)
             };
@@ -210,16 +213,23 @@ impl Snapshot {
     /// `HEAD` (from `started`) and, when `started` reads the index, the index blobs of clean tracked files (Git
     /// runs concurrently with the metadata scan), `index_file` being where `git rev-parse --git-path index` says
     /// the index is.
-    pub(super) fn list_from_git(&mut self, started: GitListing, index_file: Option<PathBuf>) -> Result<()> {
+    pub(super) fn list_from_git(
+        &mut self,
+        started: GitListing,
+        index_file: Option<PathBuf>,
+        object_hash: Option<gix_index::hash::Kind>,
+    ) -> Result<()> {
         let GitListing { listing, head, index } = started;
         let index = index.map(|read| {
             let same_file = root_relative(&self.root, index_file.as_deref()) == Some(self.root.join(&read.file));
-            if same_file {
+            if same_file && object_hash == Some(USUAL_HASH) {
                 return read.thread;
             }
-            // The index is elsewhere (a linked work tree, a workspace inside a repository): listed again.
+            // The index is elsewhere (a linked work tree, a workspace inside a repository), or its object ids
+            // are longer: read again.
             let root = self.root.clone();
-            std::thread::spawn(move || read_index(&root, index_file.as_deref(), read.sizes_cache.as_deref()))
+            let cache = read.sizes_cache;
+            std::thread::spawn(move || read_index(&root, index_file.as_deref(), object_hash, cache.as_deref()))
         });
         let listing = listing
             .join()
