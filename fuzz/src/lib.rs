@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use wb_manifest::{FileKind, FileSystem, PackageReport};
+use wb_manifest::{FileKind, FileSystem, PackageReport, ReadLimitError};
 use wb_syntax::TextRange;
 
 /// The manifest path every target checks (inside a repository's `.workbenches`, so package checks run).
@@ -52,6 +52,13 @@ impl FileSystem for MemFs {
             Some(bytes) => Ok(bytes.clone()),
             None if self.is_dir(path) => Err(io::Error::other("is a directory")),
             None => Err(io::ErrorKind::NotFound.into()),
+        }
+    }
+
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
+        match self.files.get(path) {
+            Some(bytes) if bytes.len() > limit => Err(ReadLimitError::TooLarge(bytes.len() as u64)),
+            _ => Ok(self.read(path)?),
         }
     }
 

@@ -59,22 +59,12 @@ pub fn real_boundary(fs: &dyn FileSystem, boundary: &Path) -> PathBuf {
 /// [`resolve_within`] for a boundary whose real path is known (a package's checks resolve many paths in one).
 pub fn resolve_within_real(fs: &dyn FileSystem, path: &Path, boundary: &Path) -> Result<Resolved, Escape> {
     let path = crate::fs::normalized(path);
-    let (real, exists) = match fs.real_path_of(&path) {
-        Ok(real) => (real.into_owned(), true),
+    let (real, exists) = match fs.real_path(&path) {
+        Ok(real) => (real, true),
         Err(_) => (real_ancestor(fs, &path), false),
     };
     judge(fs, &real, exists, boundary)?;
     Ok(Resolved { real, exists })
-}
-
-/// [`resolve_within_real`] when only the verdict is wanted (what a package's checks ask of every path it
-/// names): a path that leads to itself is judged without a copy of it.
-pub fn stays_within_real(fs: &dyn FileSystem, path: &Path, boundary: &Path) -> Result<(), Escape> {
-    let path = crate::fs::normalized(path);
-    match fs.real_path_of(&path) {
-        Ok(real) => judge(fs, &real, true, boundary),
-        Err(_) => judge(fs, &real_ancestor(fs, &path), false, boundary),
-    }
 }
 
 fn judge(fs: &dyn FileSystem, real: &Path, exists: bool, boundary: &Path) -> Result<(), Escape> {

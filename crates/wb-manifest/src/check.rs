@@ -190,9 +190,7 @@ pub fn check_manifests_keeping(
     manifests
         .par_iter()
         .map(|manifest| {
-            // Each package is checked once in the pass: what it asks of its own files need not outlive it.
-            let own = manifest.parent().filter(|dir| dir.is_absolute()).and_then(|dir| fs.for_package(dir));
-            let mut report = check_package(own.as_deref().unwrap_or(fs), manifest, catalog);
+            let mut report = check_package(fs, manifest, catalog);
             report.keep(detail);
             report
         })

@@ -31,13 +31,8 @@ pub trait FileSystem: Send + Sync {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Reads a whole regular file of at most `limit` bytes without ever holding more than `limit + 1` of them:
     /// a larger file (or one that keeps producing bytes, like `/dev/zero`) is [`ReadLimitError::TooLarge`].
-    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
-        let bytes = self.read(path)?;
-        if bytes.len() > limit {
-            return Err(ReadLimitError::TooLarge(bytes.len() as u64));
-        }
-        Ok(bytes)
-    }
+    /// Every implementation keeps that bound (there is no default: one over [`Self::read`] could not).
+    fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError>;
     /// The path with every symbolic link resolved, as the disk has it (an editor buffer never changes where a
     /// path leads, so implementations over a real disk must ask the disk).
     fn real_path(&self, path: &Path) -> io::Result<PathBuf>;
@@ -52,22 +47,6 @@ pub trait FileSystem: Send + Sync {
     }
     /// The entries of a directory (full paths), sorted.
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
-    /// [`Self::real_path`], borrowing `path` when a file system knows it leads to itself.
-    fn real_path_of<'p>(&self, path: &'p Path) -> io::Result<std::borrow::Cow<'p, Path>> {
-        self.real_path(path).map(std::borrow::Cow::Owned)
-    }
-    /// A hint that `path` (absolute and normal) is about to be resolved and listed as a directory: a file system
-    /// that remembers answers may list it now, when no link leads to it, and answer its kind from that.
-    fn expect_directory(&self, path: &Path) {
-        let _ = path;
-    }
-    /// The file system one package's checks ask, within a pass over many (`dir` is its directory, absolute and
-    /// normal, checked once in the pass): a file system that remembers answers may keep those for the package's
-    /// own paths apart and forget them when the package is done. `None`: this one answers.
-    fn for_package(&self, dir: &Path) -> Option<Box<dyn FileSystem + '_>> {
-        let _ = dir;
-        None
-    }
     /// A parse of `bytes`, just read from `path`, that this file system keeps (an editor's buffer, parsed once
     /// for its diagnostics, hover and completion); `None` lets the checks parse.
     fn cached_parse(&self, path: &Path, bytes: &[u8]) -> Option<std::sync::Arc<wb_syntax::Parse>> {

@@ -135,11 +135,6 @@ impl FileSystem for Recording<'_> {
         self.inner.read_dir(path)
     }
 
-    fn expect_directory(&self, path: &Path) {
-        // Answers nothing by itself: what the checks then ask is noted as they ask it.
-        self.inner.expect_directory(path);
-    }
-
     fn cached_parse(&self, path: &Path, bytes: &[u8]) -> Option<Arc<wb_syntax::Parse>> {
         self.inner.cached_parse(path, bytes)
     }

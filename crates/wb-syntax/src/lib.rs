@@ -12,6 +12,8 @@ mod yaml;
 
 pub use line_index::{LineCol, LineIndex, PositionEncoding};
 pub use text::TextRange;
+#[cfg(feature = "fuzzing")]
+pub use yaml::fuzzing;
 pub use yaml::{
     ALIAS_EXPANSION_BUDGET, Entry, Mapping, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind, Value,
     js_number_to_string, parse, parse_str, reparse,

@@ -269,6 +269,14 @@ impl Client {
         );
     }
 
+    /// Replaces the whole text of an open document (a change without a range).
+    pub fn change_full(&mut self, path: &Path, version: i64, text: &str) {
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri(path), "version": version}, "contentChanges": [{"text": text}]}),
+        );
+    }
+
     /// `VmHWM` (peak) and `VmRSS` (now) of the server process, in KiB.
     pub fn memory_kib(&self) -> (u64, u64) {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();

@@ -33,6 +33,28 @@ pub fn normal_package(root: &Path, i: usize) -> PathBuf {
     path
 }
 
+/// A package that carries problems: an unknown runner and model (each with its "did you mean" fix), a missing
+/// build file, a duplicate key. Returns its manifest.
+pub fn problem_package(root: &Path, i: usize) -> PathBuf {
+    let dir = root.join(".workbenches").join(format!("bad-{i:04}"));
+    write_file(&dir.join("instructions.md"), format!("Package {i}: do the work.\n"));
+    write_file(
+        &dir.join("skills").join("review").join("SKILL.md"),
+        format!("---\nname: review\ndescription: The review skill of package {i}.\n---\n"),
+    );
+    let manifest = format!(
+        "{}spec: 1\nversion: 1.{i}.0\nname: bad-{i:04}\ndescription: Generated package {i}.\n\
+         description: Said twice.\nrunner: opencod\nmodel:\n  id: openai/gpt-5.6-terrra\n  routes:\n    - \
+         provider: openai\ninstructions: ./instructions.md\nskills:\n  - ./skills/review\n\
+         tools: [node, npm]\nenv:\n  DB_TOKEN:\n    required: true\n\
+         runtimes:\n  docker:\n    image:\n      build: ./Dockerfile.missing\n      context: ../..\n  local: {{}}\n",
+        modeline()
+    );
+    let path = dir.join("workbench.yml");
+    write_file(&path, &manifest);
+    path
+}
+
 /// The text of the large manifest: 10,000+ lines, 5,000 `env` entries.
 pub fn large_manifest_text(name: &str) -> String {
     let mut text = format!(
@@ -77,6 +99,12 @@ pub fn large_package(root: &Path, name: &str) -> PathBuf {
 pub struct Repository {
     pub normal: Vec<PathBuf>,
     pub large: Vec<PathBuf>,
+}
+
+/// A repository (a `.git` directory marks it) of `count` packages that carry problems.
+pub fn problem_repository(root: &Path, count: usize) -> Vec<PathBuf> {
+    std::fs::create_dir_all(root.join(".git")).expect("repository");
+    (0..count).map(|i| problem_package(root, i)).collect()
 }
 
 pub fn repository(root: &Path, normal: usize, large: &[&str]) -> Repository {

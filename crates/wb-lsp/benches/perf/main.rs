@@ -3,8 +3,9 @@
 //! ```text
 //! eval "$(scripts/install-peers.sh)"              # yaml-language-server and check-jsonschema, pinned
 //! cargo bench -p wb-lsp --bench perf               # every scenario
-//! cargo bench -p wb-lsp --bench perf -- large      # some: memory, large, check, workspace
+//! cargo bench -p wb-lsp --bench perf -- large      # some: memory, large, check, workspace, session
 //! WB_BENCH_SAMPLES=100 cargo bench -p wb-lsp --bench perf
+//! WB_BENCH_WB_LSP=/path/to/wb-lsp cargo bench -p wb-lsp --bench perf   # another build of wb-lsp
 //! ```
 //!
 //! Every server is a real process over stdio (the release `wb-lsp`, and `yaml-language-server --stdio` with
@@ -53,5 +54,8 @@ fn main() {
     }
     if runs("workspace") {
         scenarios::workspace(&scratch);
+    }
+    if runs("session") {
+        scenarios::session(&scratch, samples);
     }
 }

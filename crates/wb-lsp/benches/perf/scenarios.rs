@@ -23,8 +23,10 @@ impl Peers {
     }
 }
 
+/// The `wb-lsp` measured: this build's, or the one `WB_BENCH_WB_LSP` names (another build, compared within one
+/// run).
 fn wb_lsp() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_wb-lsp"))
+    std::env::var_os("WB_BENCH_WB_LSP").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_wb-lsp")), PathBuf::from)
 }
 
 /// Our generated spec 1 schema, which yaml-language-server and check-jsonschema validate against.
@@ -250,6 +252,77 @@ pub fn check(scratch: &Path, peers: &Peers) {
         };
         row(&format!("check {count} packages"), &format!("{} {}", ours.summary(), mib(rss)), &peer);
     }
+    // Packages that carry problems: the diagnostics, their "did you mean"s and fixes, and the JSON written.
+    let root = scratch.join("check-problems");
+    let manifests = corpus::problem_repository(&root, 300);
+    let args = ["check".to_owned(), "--format".to_owned(), "json".to_owned(), root.display().to_string()];
+    let output = Command::new(wb_lsp()).args(&args).output().expect("check");
+    assert_eq!(output.status.code(), Some(1), "the packages carry errors");
+    let json: Value = serde_json::from_slice(&output.stdout).expect("JSON output");
+    let text = json.to_string();
+    for code in ["unsupported-runner", "unknown-model", "missing-build-file", "duplicate-key"] {
+        assert_eq!(text.matches(&format!("\"{code}\"")).count(), 300, "every package reports {code}");
+    }
+    let (ours, rss, _) = measure_process(&wb_lsp(), &args, 30);
+    let peer = match &peers.check_jsonschema {
+        Some(peer) => {
+            let mut args = vec!["--schemafile".to_owned(), schema().display().to_string()];
+            args.extend(manifests.iter().map(|p| p.display().to_string()));
+            let (theirs, rss, _) = measure_process(peer, &args, 3);
+            let ratio = theirs.median().as_secs_f64() / ours.median().as_secs_f64();
+            format!("{} {} ({ratio:.0}x wb-lsp's time)", theirs.summary(), mib(rss))
+        }
+        None => "skipped".to_owned(),
+    };
+    let label = format!("check 300 packages with problems (--format json, {} KB)", output.stdout.len() / 1000);
+    row(&label, &format!("{} {}", ours.summary(), mib(rss)), &peer);
+}
+
+/// Peak RSS over a whole editing session: 10 normal and 2 large manifests open, then both large ones edited in
+/// turn as a person types (each incremental change followed at once by a completion request, the checks of the
+/// changes running meanwhile), hovered, and every fifth round replaced whole (a full change).
+pub fn session(scratch: &Path, samples: usize) {
+    println!("\nsession: peak RSS of the server over an editing session (wb-lsp only)");
+    let root = scratch.join("session");
+    let repo = corpus::repository(&root, 10, &["large-a", "large-b"]);
+    let open: Vec<PathBuf> = repo.normal.iter().chain(repo.large.iter()).cloned().collect();
+    let (mut client, started) = Server::Wb.start(&root, false);
+    assert_eq!(open_all(&mut client, Server::Wb, &open), 0, "the generated packages are clean");
+    let (after_open, _) = client.memory_kib();
+    let value_line = corpus::large_var_line(LARGE_VARS / 2) + 1;
+    let at = |path: &Path, character: u32| json!({"textDocument": {"uri": uri(path)}, "position": {"line": value_line, "character": character}});
+    let mut versions = vec![1i64; repo.large.len()];
+    let mut edits = 0;
+    for round in 0..samples {
+        for (i, path) in repo.large.iter().enumerate() {
+            for keystroke in 0..5 {
+                let word = if (round + keystroke) % 2 == 0 { "GENERATED" } else { "Generated" };
+                versions[i] += 1;
+                client.change(path, versions[i], corpus::DESCRIPTION_LINE, 13, word);
+                let flag = if (round + keystroke) % 2 == 0 { "false" } else { "true " };
+                versions[i] += 1;
+                client.change(path, versions[i], value_line, 14, flag);
+                let (completion, _) = client.request("textDocument/completion", at(path, 14));
+                assert!(completion.to_string().contains("false"), "completion answers");
+                edits += 2;
+            }
+            if round % 5 == 0 {
+                versions[i] += 1;
+                let word = if round % 2 == 0 { "GENERATED" } else { "Generated" };
+                client.change_full(path, versions[i], &text(path).replace("Generated", word));
+                edits += 1;
+            }
+            let (hover, _) = client.request("textDocument/hover", at(path, 6));
+            assert!(!hover.is_null(), "hover answers");
+        }
+    }
+    // The last checks finish (their publications may have arrived during the last requests).
+    client.settle(Duration::from_millis(500));
+    let (peak, now) = client.memory_kib();
+    let label = format!("{edits} edits of the 2 large manifests, completion, hover");
+    let figure = format!("peak {} (now {}, after opening {})", mib(peak), mib(now), mib(after_open));
+    row(&label, &figure, &format!("session {}", ms(started.elapsed())));
+    client.shutdown();
 }
 
 /// Opening a folder of 1,000 packages (push and pull), and what one change rechecks.

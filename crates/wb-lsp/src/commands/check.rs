@@ -17,18 +17,14 @@ pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
         // One pass: where each path leads is asked of the disk once (a fix round starts a new pass). Each
         // report keeps only what the output shows.
         let disk = DiskCache::new();
-        let reports = paths
+        paths
             .iter()
             .flat_map(|path| match path.to_str() {
                 // `SOURCE#selector` picks packages as `run` does.
                 Some(source) => check_source_keeping(&disk, source, &cwd, catalog, Detail::Output),
                 None => check_path_keeping(&disk, &absolute(path, &cwd), catalog, Detail::Output),
             })
-            .collect();
-        // What the pass remembered (an entry per path asked) is the process's to drop when it exits: freeing it
-        // entry by entry is work nobody waits for.
-        std::mem::forget(disk);
-        reports
+            .collect()
     };
     let mut reports = check();
     if args.fix && fix(&reports, &cwd, catalog)? {

@@ -25,7 +25,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // The pool that checks the packages starts its threads, and compiles the rules' patterns, while the
         // catalog loads and the packages are found, instead of after.
         rayon::spawn(wb_manifest::prepare);
-        rayon::spawn_broadcast(|_| reserve_heap());
     }
     let catalog = load_catalog(cli.model_catalog.as_deref())?;
     let catalog: &ModelCatalog = &catalog;
@@ -60,16 +59,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(crate::server::run_stdio()?.exit_code())
         }
     }
-}
-
-/// Lets a pool thread's heap grow in one step. glibc grows a thread's heap by the pages each allocation needs,
-/// a system call every few kilobytes, and gives back whatever is free at its top past a threshold. Freeing a
-/// block large enough to be mapped on its own raises both thresholds to its size, so the smaller block that
-/// follows is carved from the heap in one step and stays there, free, for the checks. Other allocators are
-/// only asked for two blocks they hand back untouched.
-fn reserve_heap() {
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(4 << 20)));
-    drop(std::hint::black_box(Vec::<u8>::with_capacity(3 << 20)));
 }
 
 /// A finished run's exit code: 0 completed with its outcome, 1 failed (or its work not collected), 130

@@ -19,7 +19,7 @@ pub fn docs_url(code: Code) -> String {
 }
 
 /// A 1-based line and column (Unicode characters).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Position {
     pub line: u32,
     pub column: u32,

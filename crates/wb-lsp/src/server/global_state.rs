@@ -90,8 +90,9 @@ pub struct GlobalState {
     pub roots: Vec<PathBuf>,
     pub(super) config: Arc<Config>,
     pub(super) catalog: Arc<ModelCatalog>,
-    /// Manifests found in the workspace or opened.
-    pub manifests: BTreeSet<PathBuf>,
+    /// Manifests found in the workspace or opened (shared with the snapshots, copied only when it changes while
+    /// one holds it).
+    pub manifests: Arc<BTreeSet<PathBuf>>,
     pub diagnostics: DiagnosticsSchedule,
     pull_diagnostics: bool,
     client: lsp::ClientCapabilities,
@@ -147,7 +148,7 @@ impl GlobalState {
             roots,
             config: Arc::new(Config::default()),
             catalog: Arc::new(ModelCatalog::embedded().clone()),
-            manifests: BTreeSet::new(),
+            manifests: Arc::new(BTreeSet::new()),
             diagnostics: DiagnosticsSchedule::default(),
             pull_diagnostics,
             client: params.capabilities,
@@ -176,7 +177,7 @@ impl GlobalState {
             encoding: self.encoding,
             catalog: Arc::clone(&self.catalog),
             config: Arc::clone(&self.config),
-            manifests: Arc::new(self.manifests.clone()),
+            manifests: Arc::clone(&self.manifests),
             resource_operations: self
                 .client
                 .workspace
@@ -247,7 +248,7 @@ impl GlobalState {
         if let wb_manifest::Target::Packages(found) = wb_manifest::discover(&wb_manifest::OsFileSystem, root) {
             for manifest in found.into_iter().filter(|m| m.is_file()) {
                 self.diagnostics.dirty.insert(manifest.clone());
-                self.manifests.insert(manifest);
+                Arc::make_mut(&mut self.manifests).insert(manifest);
             }
         }
     }

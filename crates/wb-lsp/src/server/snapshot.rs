@@ -190,10 +190,6 @@ impl FileSystem for Overlay {
         }
     }
 
-    fn expect_directory(&self, path: &Path) {
-        self.disk.expect_directory(path);
-    }
-
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         let mut entries = self.disk.read_dir(path).or_else(|error| {
             if self.documents.keys().any(|doc| doc.parent() == Some(path)) { Ok(Vec::new()) } else { Err(error) }

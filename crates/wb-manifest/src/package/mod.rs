@@ -14,7 +14,7 @@ use wb_syntax::TextRange;
 pub use runner_config::claude_config_problem;
 pub(crate) use skills::SkillFiles;
 
-use crate::boundary::{MAX_PACKAGE_FILE_BYTES, real_boundary, stays_within_real};
+use crate::boundary::{MAX_PACKAGE_FILE_BYTES, real_boundary, resolve_within_real};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
 use crate::fs::{FileKind, FileSystem, ReadLimitError, is_inside};
 use crate::manifest::{Image, Manifest, Spanned};
@@ -79,7 +79,7 @@ impl PackageChecks<'_> {
         let (boundary, name) = self.boundary(package_only);
         let real =
             self.real_boundaries[usize::from(name == "package")].get_or_init(|| real_boundary(self.fs, boundary));
-        match stays_within_real(self.fs, path, real) {
+        match resolve_within_real(self.fs, path, real) {
             Ok(_) => true,
             Err(escape) => {
                 let message = escape.message(label, &value.value, name);

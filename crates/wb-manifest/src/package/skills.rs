@@ -31,13 +31,9 @@ impl PackageChecks<'_> {
             let Some(dir) = self.resolve(skill, "skills", root) else { continue };
             let skill_file = dir.join("SKILL.md");
             let file_value = Spanned::new(format!("{}/SKILL.md", skill.value.trim_end_matches('/')), skill.range);
-            // The directory is listed (the link walk below needs its entries) as it is resolved: the listing
-            // tells the kind of `SKILL.md`, and opening it without following a link tells its own.
-            self.fs.expect_directory(&dir);
             if !self.within(skill, "skills", &dir, false) {
                 continue;
             }
-            let _ = self.fs.read_dir(&dir);
             if !self.within(&file_value, "skills", &skill_file, false) {
                 continue;
             }

@@ -179,10 +179,10 @@ struct IndexRead {
     sizes_cache: Option<PathBuf>,
 }
 
-/// The object id length a read started before Git said assumes (SHA-1).
-const USUAL_HASH_LEN: usize = 20;
-
 const USUAL_INDEX: &str = ".git/index";
+
+/// The object format a read started before Git said assumes.
+const USUAL_HASH: gix_index::hash::Kind = gix_index::hash::Kind::Sha1;
 
 impl GitListing {
     pub(super) fn start(root: &Path, with_index: bool, sizes_cache: Option<PathBuf>) -> GitListing {
@@ -194,7 +194,7 @@ impl GitListing {
             let file = PathBuf::from(USUAL_INDEX);
             let thread = if root.join(".git").is_dir() {
                 let (root, file, cache) = (root.to_path_buf(), file.clone(), sizes_cache.clone());
-                std::thread::spawn(move || read_index(&root, Some(&file), cache.as_deref(), Some(USUAL_HASH_LEN)))
+                std::thread::spawn(move || read_index(&root, Some(&file), Some(USUAL_HASH), cache.as_deref()))
             } else {
                 std::thread::spawn(|| None)
             };
@@ -217,18 +217,19 @@ impl Snapshot {
         &mut self,
         started: GitListing,
         index_file: Option<PathBuf>,
-        hash_len: Option<usize>,
+        object_hash: Option<gix_index::hash::Kind>,
     ) -> Result<()> {
         let GitListing { listing, head, index } = started;
         let index = index.map(|read| {
             let same_file = root_relative(&self.root, index_file.as_deref()) == Some(self.root.join(&read.file));
-            if same_file && hash_len == Some(USUAL_HASH_LEN) {
+            if same_file && object_hash == Some(USUAL_HASH) {
                 return read.thread;
             }
             // The index is elsewhere (a linked work tree, a workspace inside a repository), or its object ids
             // are longer: read again.
             let root = self.root.clone();
-            std::thread::spawn(move || read_index(&root, index_file.as_deref(), read.sizes_cache.as_deref(), hash_len))
+            let cache = read.sizes_cache;
+            std::thread::spawn(move || read_index(&root, index_file.as_deref(), object_hash, cache.as_deref()))
         });
         let listing = listing
             .join()

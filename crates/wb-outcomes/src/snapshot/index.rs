@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use super::git::{git, git_with_input};
+use super::git::git_with_input;
 use super::{Kind, Snapshot, SnapshotFile};
 
 /// The stat data Git keeps for an index entry (32-bit fields, as the index stores them).
@@ -40,56 +40,47 @@ pub(super) struct GitIndex {
     written: Option<(i64, i64)>,
 }
 
-/// `s:ns` of a `--debug` time line.
-fn time_pair(text: &str) -> Option<(u32, u32)> {
-    let (sec, nsec) = text.split_once(':')?;
-    Some((sec.parse().ok()?, nsec.parse().ok()?))
-}
+/// The most bytes an index file may have (a million entries take about 100 MB); a larger one is not read, and
+/// no blob is trusted.
+const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 
-/// The five `--debug` lines after an entry: `ctime: s:ns`, `mtime: s:ns`, `dev: d\tino: i`, `uid: u\tgid: g`,
-/// `size: s\tflags: f` (each indented by two spaces).
-fn parse_stat(lines: &[&str; 5]) -> Option<IndexStat> {
-    fn field<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-        line.split('\t').find_map(|part| part.trim().strip_prefix(name).map(str::trim))
+/// The entries of the index file at `path` (never read through a link, never a FIFO, at most
+/// [`MAX_INDEX_BYTES`]), decoded by `gix-index` with object ids of `object_hash`. `None` when it cannot be read
+/// or decoded, or is a split index (its entries are partly in another file): then no blob is trusted.
+fn read_entries(path: &Path, object_hash: gix_index::hash::Kind) -> Option<Vec<IndexEntry>> {
+    use gix_index::entry::{Flags, Mode, Stage};
+    use std::io::Read;
+    let file = crate::files::open_regular(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INDEX_BYTES + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > MAX_INDEX_BYTES {
+        return None;
     }
-    let [ctime, mtime, dev_ino, _, size_flags] = lines;
-    Some(IndexStat {
-        ctime: time_pair(field(ctime, "ctime:")?)?,
-        mtime: time_pair(field(mtime, "mtime:")?)?,
-        ino: field(dev_ino, "ino:")?.parse().ok()?,
-        size: field(size_flags, "size:")?.parse().ok()?,
-    })
-}
-
-/// Parses `git ls-files -s -v --debug -z`: each entry is `<tag> <mode> <oid> <stage>\t<path>\0` followed by
-/// five newline-terminated `--debug` lines. `None` when the listing does not have that shape (then no blob is
-/// trusted).
-pub(super) fn parse_listing(bytes: &[u8]) -> Option<Vec<IndexEntry>> {
-    let mut entries = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let nul = rest.iter().position(|b| *b == 0)?;
-        let header = std::str::from_utf8(&rest[..nul]).ok();
-        rest = &rest[nul + 1..];
-        let mut lines = [""; 5];
-        for line in &mut lines {
-            let newline = rest.iter().position(|b| *b == b'\n')?;
-            *line = std::str::from_utf8(&rest[..newline]).unwrap_or("");
-            rest = &rest[newline + 1..];
-        }
-        // A path that is not UTF-8 cannot be a snapshot file: skipped, the listing goes on.
-        let Some((info, path)) = header.and_then(|h| h.split_once('\t')) else { continue };
-        let mut fields = info.split(' ');
-        let (Some(tag), Some(mode), Some(oid), Some(stage), None) =
-            (fields.next(), fields.next(), fields.next(), fields.next(), fields.next())
-        else {
-            return None;
+    let options = gix_index::decode::Options { thread_limit: Some(1), ..Default::default() };
+    let (state, _) = gix_index::State::from_bytes(&bytes, filetime::FileTime::now(), object_hash, options).ok()?;
+    if state.link().is_some() {
+        return None;
+    }
+    let entries = state.entries().iter().filter_map(|entry| {
+        // A path that is not UTF-8 cannot be a snapshot file.
+        let path = std::str::from_utf8(entry.path(&state)).ok()?.to_owned();
+        // A cached stage-0 regular file: neither skip-worktree (possibly absent from the disk and, in a partial
+        // clone, from the object store), nor assume-unchanged (whose edits Git does not look for), nor only
+        // intended to be added.
+        let flags = Flags::ASSUME_VALID | Flags::SKIP_WORKTREE | Flags::INTENT_TO_ADD;
+        let candidate = entry.stage() == Stage::Unconflicted
+            && matches!(entry.mode, Mode::FILE | Mode::FILE_EXECUTABLE)
+            && !entry.flags.intersects(flags);
+        let stat = &entry.stat;
+        let stat = IndexStat {
+            ctime: (stat.ctime.secs, stat.ctime.nsecs),
+            mtime: (stat.mtime.secs, stat.mtime.nsecs),
+            ino: stat.ino,
+            size: stat.size,
         };
-        let candidate = tag == "H" && stage == "0" && (mode == "100644" || mode == "100755");
-        let stat = parse_stat(&lines);
-        entries.push(IndexEntry { path: path.to_owned(), oid: oid.to_owned(), candidate, stat, size: None });
-    }
-    Some(entries)
+        Some(IndexEntry { path, oid: entry.id.to_string(), candidate, stat: Some(stat), size: None })
+    });
+    Some(entries.collect())
 }
 
 /// The index file's mtime as (seconds, nanoseconds); `index_file` is what `git rev-parse --git-path index` printed
@@ -113,22 +104,17 @@ fn index_written(root: &Path, index_file: &Path) -> Option<(i64, i64)> {
 /// make a baseline give back wrong bytes: a blob is read back only when it has the size the file had
 /// ([`Snapshot::previous_bytes`](super::Snapshot)), else the previous content is reported lost. An entry whose
 /// blob has no size is never trusted.
-///
-/// The index file is read directly ([`super::index_file`]) when its object ids are `hash_len` bytes long and it
-/// has a layout the reader knows; otherwise Git lists it.
 pub(super) fn read_index(
     root: &Path,
     index_file: Option<&Path>,
+    object_hash: Option<gix_index::hash::Kind>,
     sizes_cache: Option<&Path>,
-    hash_len: Option<usize>,
 ) -> Option<GitIndex> {
-    let written = index_file.and_then(|file| index_written(root, file));
-    let read = index_file
-        .zip(hash_len)
-        .and_then(|(file, len)| super::index_file::parse(&read_index_file(&root.join(file))?, len));
+    let (index_file, object_hash) = (index_file?, object_hash?);
+    let written = index_written(root, index_file);
     let (entries, cache_text) = std::thread::scope(|scope| {
         let cache_text = scope.spawn(|| sizes_cache.and_then(|path| crate::files::read_regular(path).ok()));
-        let entries = read.or_else(|| parse_listing(&git(root, &["ls-files", "-s", "-v", "--debug", "-z"])?));
+        let entries = read_entries(&root.join(index_file), object_hash);
         (entries, cache_text.join().ok().flatten())
     });
     let mut entries = entries?;
@@ -193,18 +179,6 @@ fn write_size_cache(path: &Path, known: &HashMap<&str, u64>, learned: &BTreeMap<
     {
         let _ = crate::files::write_cache(path, text.as_bytes());
     }
-}
-
-/// An index file larger than this is left to Git (a million entries take about 100 MB).
-const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
-
-/// The bytes of a regular index file (never through a link, never a FIFO), at most [`MAX_INDEX_BYTES`].
-fn read_index_file(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let file = crate::files::open_regular(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_INDEX_BYTES + 1).read_to_end(&mut bytes).ok()?;
-    (bytes.len() as u64 <= MAX_INDEX_BYTES).then_some(bytes)
 }
 
 /// The sizes of blobs, from `git cat-file --batch-check`.
@@ -302,19 +276,73 @@ fn split_lines(bytes: &[u8]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    #![allow(clippy::unwrap_used)]
 
+    use super::*;
+    use wb_testsupport::git;
+
+    /// Every entry as `git ls-files -s -v` lists it: path, object id, and whether its tag, stage and mode make
+    /// it a candidate (tag `H`, stage 0, a regular file), for plain and executable files, a symlink, a
+    /// skip-worktree and an assume-unchanged file, an intent-to-add file, index versions 2 to 4, and SHA-256.
     #[test]
-    fn a_debug_listing_gives_each_entry_its_stat_data() {
-        let listing = b"H 100644 45b983be36b73c0788dc9cbcb76cbb80fc7bb057 0\ta\nb\0  ctime: 17:12\n  mtime: 18:13\n  \
-dev: 65024\tino: 100\n  uid: 0\tgid: 0\n  size: 3\tflags: 0\n\
-S 100755 587be6b4c3f93f93c489c0111bba5596147a26cb 0\td/b\0  ctime: 1:2\n  mtime: 3:4\n  dev: 1\tino: 5\n  \
-uid: 0\tgid: 0\n  size: 2\tflags: 40000000\n";
-        let entries = parse_listing(listing).unwrap_or_default();
-        assert_eq!(entries.len(), 2);
-        assert_eq!((entries[0].path.as_str(), entries[0].candidate), ("a\nb", true));
-        assert_eq!(entries[0].stat, Some(IndexStat { ctime: (17, 12), mtime: (18, 13), ino: 100, size: 3 }));
-        assert_eq!((entries[1].path.as_str(), entries[1].candidate), ("d/b", false));
-        assert!(parse_listing(b"H 100644 x 0\ta\0  ctime: 1:2\n").is_none());
+    fn the_entries_are_the_ones_git_lists() {
+        for (version, format) in [("2", "sha1"), ("3", "sha1"), ("4", "sha1"), ("4", "sha256")] {
+            let temp = tempfile::tempdir().unwrap();
+            let root = temp.path();
+            git(root, &["init", "-q", &format!("--object-format={format}")]);
+            for (path, text) in [("a.txt", "a\n"), ("dir/b.txt", "bb\n"), ("dir/deep/c.sh", "#!/bin/sh\n"), ("s", "s")]
+            {
+                let path = root.join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, text).unwrap();
+            }
+            std::os::unix::fs::symlink("a.txt", root.join("link")).unwrap();
+            git(root, &["add", "."]);
+            git(root, &["update-index", "--chmod=+x", "dir/deep/c.sh"]);
+            git(root, &["update-index", "--skip-worktree", "dir/b.txt"]);
+            git(root, &["update-index", "--assume-unchanged", "s"]);
+            std::fs::write(root.join("later.txt"), "later\n").unwrap();
+            git(root, &["add", "-N", "later.txt"]);
+            git(root, &["update-index", &format!("--index-version={version}")]);
+            let kind = if format == "sha1" { gix_index::hash::Kind::Sha1 } else { gix_index::hash::Kind::Sha256 };
+            let read = read_entries(&root.join(".git/index"), kind).unwrap();
+            let got: Vec<(String, String, bool)> =
+                read.iter().map(|entry| (entry.path.clone(), entry.oid.clone(), entry.candidate)).collect();
+            let listing = git(root, &["ls-files", "-s", "-v"]);
+            let want: Vec<(String, String, bool)> = listing
+                .lines()
+                .map(|line| {
+                    let (info, path) = line.split_once('\t').unwrap();
+                    let fields: Vec<&str> = info.split(' ').collect();
+                    let candidate = fields[0] == "H" && fields[3] == "0" && ["100644", "100755"].contains(&fields[1]);
+                    // An intent-to-add entry is listed as cached, with the empty blob: never given back.
+                    let candidate = candidate && path != "later.txt";
+                    (path.to_owned(), fields[2].to_owned(), candidate)
+                })
+                .collect();
+            assert_eq!(got, want, "index version {version}, {format}");
+            let clean = read.iter().find(|entry| entry.path == "a.txt").and_then(|entry| entry.stat.as_ref()).unwrap();
+            assert_eq!(u64::from(clean.size), std::fs::metadata(root.join("a.txt")).unwrap().len());
+            assert!(read_entries(&root.join(".git/index"), other(kind)).is_none(), "the other object format");
+        }
+    }
+
+    fn other(kind: gix_index::hash::Kind) -> gix_index::hash::Kind {
+        match kind {
+            gix_index::hash::Kind::Sha1 => gix_index::hash::Kind::Sha256,
+            _ => gix_index::hash::Kind::Sha1,
+        }
+    }
+
+    /// A file that is not a regular file, or is too damaged to decode, gives no entries (then no blob is trusted).
+    #[test]
+    fn an_index_that_is_not_one_gives_nothing() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("index");
+        std::fs::write(&path, b"DIRC\0\0\0\x02\0\0\0\x05short").unwrap();
+        assert!(read_entries(&path, gix_index::hash::Kind::Sha1).is_none());
+        std::os::unix::fs::symlink(&path, temp.path().join("link")).unwrap();
+        assert!(read_entries(&temp.path().join("link"), gix_index::hash::Kind::Sha1).is_none());
+        assert!(read_entries(temp.path(), gix_index::hash::Kind::Sha1).is_none());
     }
 }

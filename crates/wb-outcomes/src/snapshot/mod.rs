@@ -19,7 +19,6 @@ mod cache;
 mod changeset;
 mod git;
 mod index;
-mod index_file;
 mod names;
 mod review;
 mod walk;
@@ -159,8 +158,8 @@ impl Snapshot {
         // Blob sizes are remembered in the Workbench home (see `index::read_index`).
         let sizes_cache = home.filter(|_| with_index).map(|home| home.join("cache").join("blob-sizes"));
         let started = git::GitListing::start(root, with_index, sizes_cache);
-        // With the object format, which the index file's layout depends on (a Git before 2.25 does not know
-        // `--show-object-format`: asked again without it, its index is listed by Git).
+        // With the object format the index's ids are in (a Git before 2.25 does not know `--show-object-format`:
+        // asked again without it, and no blob is trusted).
         let probe =
             git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index", "--show-object-format"])
                 .or_else(|| git::git(root, &["rev-parse", "--is-inside-work-tree", "--git-path", "index"]));
@@ -168,9 +167,9 @@ impl Snapshot {
         let mut lines = probe.lines();
         let is_git = lines.next() == Some("true");
         let index_file = lines.next().filter(|path| !path.is_empty()).map(PathBuf::from);
-        let hash_len = match lines.next() {
-            Some("sha1") => Some(20),
-            Some("sha256") => Some(32),
+        let object_hash = match lines.next() {
+            Some("sha1") => Some(gix_index::hash::Kind::Sha1),
+            Some("sha256") => Some(gix_index::hash::Kind::Sha256),
             _ => None,
         };
         let mut snapshot = Snapshot {
@@ -183,7 +182,7 @@ impl Snapshot {
             home: home.and_then(|home| walk::home_within(root, home)),
         };
         if is_git {
-            snapshot.list_from_git(started, index_file, hash_len)?;
+            snapshot.list_from_git(started, index_file, object_hash)?;
         } else {
             snapshot.walk()?;
         }

@@ -53,6 +53,23 @@ pub fn parse(bytes: &[u8]) -> Parse {
     }
 }
 
+/// The two front ends apart, for the differential fuzz target: the fast scanner's parse when it takes the text,
+/// and saphyr's.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    use super::{Builder, Parse, fast};
+
+    pub fn fast(text: &str) -> Option<Parse> {
+        let mut builder = Builder::with_byte_markers(text, true);
+        fast::scan(text, &mut builder)?;
+        Some(builder.finish())
+    }
+
+    pub fn saphyr(text: &str) -> Parse {
+        super::parse_with_saphyr(text)
+    }
+}
+
 /// Parses a string.
 pub fn parse_str(text: &str) -> Parse {
     let mut builder = Builder::with_byte_markers(text, true);

@@ -1,6 +1,7 @@
 //! `workspace/didChangeWorkspaceFolders`: forgets the packages of removed folders, scans added ones.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use lsp_types as lsp;
 
@@ -13,7 +14,7 @@ pub fn handle(state: &mut GlobalState, params: lsp::DidChangeWorkspaceFoldersPar
         state.roots.retain(|root| *root != path);
         let gone: Vec<PathBuf> = state.manifests.iter().filter(|m| m.starts_with(&path)).cloned().collect();
         for manifest in gone {
-            state.manifests.remove(&manifest);
+            Arc::make_mut(&mut state.manifests).remove(&manifest);
             state.clear_owner(&manifest)?;
         }
     }

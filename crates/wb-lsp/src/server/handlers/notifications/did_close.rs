@@ -12,7 +12,7 @@ pub fn handle(state: &mut GlobalState, params: lsp::DidCloseTextDocumentParams) 
     let Some(path) = convert::url_to_path(&params.text_document.uri) else { return Ok(()) };
     Arc::make_mut(&mut state.documents).remove(&path);
     if is_manifest(&path) && !path.exists() {
-        state.manifests.remove(&path);
+        Arc::make_mut(&mut state.manifests).remove(&path);
         state.clear_owner(&path)?;
     }
     // A closed SKILL.md or outbox declaration is checked only while open.

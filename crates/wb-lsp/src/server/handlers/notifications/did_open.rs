@@ -13,7 +13,7 @@ pub fn handle(state: &mut GlobalState, params: lsp::DidOpenTextDocumentParams) -
     let document = Document::new(params.text_document.text, params.text_document.version);
     Arc::make_mut(&mut state.documents).insert(path.clone(), document);
     if is_manifest(&path) {
-        state.manifests.insert(path.clone());
+        Arc::make_mut(&mut state.manifests).insert(path.clone());
     }
     state.mark_affected(&path);
     Ok(())
