@@ -2,7 +2,7 @@
 //!
 //! `wb-lsp run` (with or without `--detach`) and the language server never run the engine themselves: they
 //! start this binary's hidden `supervise-run` command in a process group of its own (a terminal's Ctrl-C and
-//! hang-up do not reach it), hand it a [`Request`] on its stdin, and read [`Control`] lines on its stdout while
+//! hang-up do not reach it), hand it the run's [`Options`] on its stdin, and read [`Control`] lines on its stdout while
 //! the runtime prepares: progress, then either `started` (the run's log exists and holds `run.started`) or
 //! `failed` (the run never started: a bad package, missing credentials, a cancelled preparation). From then
 //! on the supervisor writes only its run's log, record and, at the end, its result
@@ -32,24 +32,6 @@ pub const SUBCOMMAND: &str = "supervise-run";
 const REQUEST_LIMIT: u64 = 16 * 1024 * 1024;
 /// The longest control line a caller reads.
 const CONTROL_LINE_LIMIT: u64 = 1024 * 1024;
-
-/// What a run is started with: the run's options, minus the environment (inherited) and the callbacks.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Request {
-    pub source: String,
-    pub cwd: PathBuf,
-    pub primary: Option<PathBuf>,
-    pub runtime: Option<String>,
-    pub workspaces: Vec<String>,
-    /// `NAME=VALUE` given on the command line: they travel through the pipe only, never to a file.
-    pub env: Vec<String>,
-    pub env_files: Vec<PathBuf>,
-    pub allow_host_docker: bool,
-    pub allow_unchecked_gpu: bool,
-    pub task: Option<String>,
-    pub max_cost_usd: Option<f64>,
-    pub max_duration_ms: Option<u64>,
-}
 
 /// Why a run did not start, as the supervisor reports it to its caller.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -115,7 +97,7 @@ impl Starting {
 }
 
 /// Starts a supervisor for `request` (this same binary), in a process group of its own.
-pub fn spawn(request: &Request) -> anyhow::Result<Starting> {
+pub fn spawn(request: &Options) -> anyhow::Result<Starting> {
     let mut child = Command::new(program()?)
         .arg(SUBCOMMAND)
         .current_dir(&request.cwd)
@@ -179,7 +161,7 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
         .take(REQUEST_LIMIT)
         .read_to_end(&mut body)
         .map_err(|error| error.to_string())
-        .and_then(|_| serde_json::from_slice::<Request>(&body).map_err(|error| error.to_string()));
+        .and_then(|_| serde_json::from_slice::<Options>(&body).map_err(|error| error.to_string()));
     let request = match request {
         Ok(request) => request,
         Err(error) => {
@@ -228,29 +210,17 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     ExitCode::from(crate::commands::run_exit_code(&result))
 }
 
-fn options(request: Request, progress: wb_engine::lifecycle::Progress, cancel: &Arc<AtomicBool>) -> Options {
+/// The request completed with what belongs to this process: its environment, progress, cancel flag.
+fn options(request: Options, progress: wb_engine::lifecycle::Progress, cancel: &Arc<AtomicBool>) -> Options {
     Options {
-        source: request.source,
-        cwd: request.cwd,
-        primary: request.primary,
-        runtime: request.runtime,
-        workspaces: request.workspaces,
-        env: request.env,
-        env_files: request.env_files,
-        allow_host_docker: request.allow_host_docker,
-        allow_unchecked_gpu: request.allow_unchecked_gpu,
-        task: request.task,
         // `std::env::vars()` panics on a variable that is not Unicode; such variables cannot be bound anyway.
         inherited: std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
             .collect(),
         progress: Some(progress),
-        home: None,
-        stage_dir: None,
         cancel: Some(Arc::clone(cancel)),
-        max_cost_usd: request.max_cost_usd,
-        max_duration: request.max_duration_ms.map(Duration::from_millis),
         interrupt_cancels: true,
+        ..request
     }
 }
 

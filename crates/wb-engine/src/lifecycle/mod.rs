@@ -40,8 +40,10 @@ impl std::fmt::Debug for Progress {
     }
 }
 
-/// What the person starting a run chose.
-#[derive(Clone, Debug, Default)]
+/// What the person starting a run chose. It travels to a run's supervisor as JSON (through a pipe, never a
+/// file: `env` may hold values); what belongs to one process (the inherited environment, the callbacks, the
+/// cancel flag) does not travel.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Options {
     pub source: String,
     pub cwd: PathBuf,
@@ -55,8 +57,10 @@ pub struct Options {
     pub allow_unchecked_gpu: bool,
     pub task: Option<String>,
     /// The environment the engine inherited (`std::env::vars()` in the CLI).
+    #[serde(skip)]
     pub inherited: BTreeMap<String, String>,
     /// Receives progress while the runtime prepares (the editor shows it).
+    #[serde(skip)]
     pub progress: Option<Progress>,
     /// `$WORKBENCH_HOME`, default `~/.workbench`.
     pub home: Option<PathBuf>,
@@ -65,6 +69,7 @@ pub struct Options {
     pub stage_dir: Option<PathBuf>,
     /// Set when the person cancels (Ctrl-C, `$/cancelRequest`) while the runtime prepares: a template build,
     /// a sandbox being created or a stalled upload stops at its next step. [`run`] sets it from its own flag.
+    #[serde(skip)]
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Run only: stop the run cleanly (as a cancel: partial outcome, `run.cancelled` naming the limit) once the
     /// costs its runner reports add up to more than this many USD.

@@ -12,7 +12,7 @@ use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
 use crate::render;
-use crate::supervisor::{self, Followed, Request, Start};
+use crate::supervisor::{self, Followed, Start};
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
     let task = match &args.task_file {
@@ -298,24 +298,11 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
 }
 
 /// What the supervisor is handed: the options, the task read, no environment values but `--env`'s.
-fn request(command: &RunCommandArgs) -> anyhow::Result<Request> {
-    let args = &command.run;
-    let options = options(args)?;
-    Ok(Request {
-        source: options.source,
-        cwd: options.cwd,
-        // The supervisor starts in the same directory: relative paths name the same files.
-        primary: options.primary,
-        runtime: options.runtime,
-        workspaces: options.workspaces,
-        env: options.env,
-        env_files: options.env_files,
-        allow_host_docker: options.allow_host_docker,
-        allow_unchecked_gpu: options.allow_unchecked_gpu,
-        task: options.task,
-        max_cost_usd: command.max_cost,
-        max_duration_ms: command.max_duration.map(|limit| u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)),
-    })
+fn request(command: &RunCommandArgs) -> anyhow::Result<Options> {
+    let mut options = options(&command.run)?;
+    options.max_cost_usd = command.max_cost;
+    options.max_duration = command.max_duration;
+    Ok(options)
 }
 
 /// `wb-lsp build`: pull or build each package's image; exit 1 when any failed.

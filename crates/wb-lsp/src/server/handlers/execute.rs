@@ -24,7 +24,7 @@ use super::super::ext::{
 };
 use super::super::snapshot::{Snapshot, is_manifest};
 use crate::render;
-use crate::supervisor::{self, Followed, Request, Start};
+use crate::supervisor::{self, Followed, Start};
 use wb_engine::runs;
 
 fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
@@ -169,20 +169,9 @@ pub fn run(
     refuse_unsaved(snapshot, &options)?;
     let token = params.work_done_progress_params.work_done_token.clone();
     begin(sender, &token, "Workbench run", true, "starting");
-    let request = Request {
-        source: options.source,
-        cwd: options.cwd,
-        primary: options.primary,
-        runtime: options.runtime,
-        workspaces: options.workspaces,
-        env: options.env,
-        env_files: options.env_files,
-        allow_host_docker: options.allow_host_docker,
-        allow_unchecked_gpu: options.allow_unchecked_gpu,
-        task: options.task,
-        max_cost_usd: arguments.max_cost_usd,
-        max_duration_ms: arguments.max_duration_seconds.map(|seconds| seconds.saturating_mul(1000)),
-    };
+    let mut request = options;
+    request.max_cost_usd = arguments.max_cost_usd;
+    request.max_duration = arguments.max_duration_seconds.map(std::time::Duration::from_secs);
     let starting = match supervisor::spawn(&request) {
         Ok(starting) => starting,
         Err(error) => {
