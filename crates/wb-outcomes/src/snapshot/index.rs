@@ -1,6 +1,6 @@
 //! Which clean tracked files of a Git workspace can be given back from their index blobs, decided the way
 //! `git ls-files -m` would but without letting Git read (and so convert, through agent-configured filters) a
-//! single file: the index's stat data (`git ls-files -s -v --debug -z`) against the snapshot's, and for the
+//! single file: the index's stat data (the index file read by `gix-index`) against the snapshot's, and for the
 //! files whose stat data cannot settle it, `git hash-object --no-filters` of the raw bytes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -19,13 +19,14 @@ pub(super) struct IndexStat {
     pub(super) size: u32,
 }
 
-/// One entry of the index listing.
+/// One entry of the index.
 #[derive(Debug)]
 pub(super) struct IndexEntry {
     pub(super) path: String,
     pub(super) oid: String,
-    /// A stage-0 regular file tagged `H` (cached: neither skip-worktree `S`, so possibly absent from the disk and,
-    /// in a partial clone, from the object store, nor assume-unchanged `h`, whose edits Git does not look for).
+    /// A stage-0 regular file that is cached: neither skip-worktree (possibly absent from the disk and, in a
+    /// partial clone, from the object store), nor assume-unchanged (whose edits Git does not look for), nor
+    /// intent-to-add.
     pub(super) candidate: bool,
     pub(super) stat: Option<IndexStat>,
     /// The blob's size, when known (candidates only).
@@ -35,7 +36,7 @@ pub(super) struct IndexEntry {
 /// What a baseline learns from the index, gathered concurrently with the metadata scan.
 pub(super) struct GitIndex {
     entries: Vec<IndexEntry>,
-    /// The index file's mtime (s, ns) taken before it was listed: an entry changed at or after it is racily
+    /// The index file's mtime (s, ns) taken before it was read: an entry changed at or after it is racily
     /// clean, its stat data proves nothing (Git's racy-git rule).
     written: Option<(i64, i64)>,
 }
