@@ -263,79 +263,71 @@ pub(crate) fn check_bytes(
     catalog: &ModelCatalog,
     migration: MigrationFix,
 ) -> PackageReport {
-    // Every "did you mean" of one check draws on one budget.
-    crate::rules::suggestions::in_pass(|| check_bytes_in_pass(fs, manifest_path, bytes, catalog, migration))
-}
-
-fn check_bytes_in_pass(
-    fs: &dyn FileSystem,
-    manifest_path: &Path,
-    bytes: &[u8],
-    catalog: &ModelCatalog,
-    migration: MigrationFix,
-) -> PackageReport {
-    let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
-    if bytes.len() > MAX_MANIFEST_BYTES {
-        return PackageReport::problem(manifest_path, Code::FileTooLarge, too_large_message(bytes.len() as u64));
-    }
-    let parse = fs.cached_parse(manifest_path, bytes).unwrap_or_else(|| Arc::new(wb_syntax::parse(bytes)));
-    let mut diagnostics: Vec<Diagnostic> =
-        parse.errors.iter().map(|error| syntax_diagnostic(manifest_path, &parse.text, error)).collect();
-    let fatal_syntax = parse.errors.iter().any(|e| e.kind != SyntaxErrorKind::ByteOrderMark);
-    let (manifest, rule_diagnostics) = crate::rules::check_manifest(manifest_path, &parse, catalog);
-    // A document that failed to parse is partial: its missing fields are a consequence, not a problem.
-    let partial = parse
-        .errors
-        .iter()
-        .any(|e| matches!(e.kind, SyntaxErrorKind::Syntax | SyntaxErrorKind::Tab | SyntaxErrorKind::TooDeep));
-    diagnostics.extend(rule_diagnostics.into_iter().filter(|d| !(partial && d.code == Code::MissingField)));
-    let root = repository_root(manifest_path);
-    let anchor = parse
-        .root
-        .as_ref()
-        .and_then(|root| root.as_mapping())
-        .and_then(|m| m.entries.first())
-        .map_or(TextRange::empty(0), |e| e.key_range);
-    if root.is_none() {
-        diagnostics.push(Diagnostic::new(
-            Code::OutsideWorkbenchesDirectory,
+    // Every "did you mean" of one check draws on one budget (a `return` below ends the pass's closure).
+    crate::rules::suggestions::in_pass(|| {
+        let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if bytes.len() > MAX_MANIFEST_BYTES {
+            return PackageReport::problem(manifest_path, Code::FileTooLarge, too_large_message(bytes.len() as u64));
+        }
+        let parse = fs.cached_parse(manifest_path, bytes).unwrap_or_else(|| Arc::new(wb_syntax::parse(bytes)));
+        let mut diagnostics: Vec<Diagnostic> =
+            parse.errors.iter().map(|error| syntax_diagnostic(manifest_path, &parse.text, error)).collect();
+        let fatal_syntax = parse.errors.iter().any(|e| e.kind != SyntaxErrorKind::ByteOrderMark);
+        let (manifest, rule_diagnostics) = crate::rules::check_manifest(manifest_path, &parse, catalog);
+        // A document that failed to parse is partial: its missing fields are a consequence, not a problem.
+        let partial = parse
+            .errors
+            .iter()
+            .any(|e| matches!(e.kind, SyntaxErrorKind::Syntax | SyntaxErrorKind::Tab | SyntaxErrorKind::TooDeep));
+        diagnostics.extend(rule_diagnostics.into_iter().filter(|d| !(partial && d.code == Code::MissingField)));
+        let root = repository_root(manifest_path);
+        let anchor = parse
+            .root
+            .as_ref()
+            .and_then(|root| root.as_mapping())
+            .and_then(|m| m.entries.first())
+            .map_or(TextRange::empty(0), |e| e.key_range);
+        if root.is_none() {
+            diagnostics.push(Diagnostic::new(
+                Code::OutsideWorkbenchesDirectory,
+                manifest_path,
+                anchor,
+                "Workbench must live beneath a .workbenches directory",
+            ));
+        }
+        let mut checks = PackageChecks {
+            fs,
             manifest_path,
-            anchor,
-            "Workbench must live beneath a .workbenches directory",
-        ));
-    }
-    let mut checks = PackageChecks {
-        fs,
-        manifest_path,
-        package_dir: &package_dir,
-        root: root.as_deref(),
-        diagnostics: Vec::new(),
-        sources: Vec::new(),
-        real_boundaries: Default::default(),
-        skill_files: Default::default(),
-        siblings: Default::default(),
-        dockerfiles: Default::default(),
-    };
-    checks.run(&manifest);
-    diagnostics.extend(checks.diagnostics);
-    if migration == MigrationFix::Offer {
-        crate::migrate::offer_migration(fs, manifest_path, &parse.text, catalog, &mut diagnostics);
-    }
-    let mut sources = BTreeMap::new();
-    sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
-    sources.extend(checks.sources);
-    sort_diagnostics(&mut diagnostics);
-    let valid = !fatal_syntax && manifest.is_complete();
-    let mut manifest = manifest;
-    manifest.complete = valid && !diagnostics.iter().any(|d| d.severity == Severity::Error);
-    PackageReport {
-        manifest_path: manifest_path.to_owned(),
-        package_dir,
-        name: manifest.name.as_ref().map(|n| n.value.clone()),
-        manifest: Some(manifest),
-        diagnostics,
-        sources,
-    }
+            package_dir: &package_dir,
+            root: root.as_deref(),
+            diagnostics: Vec::new(),
+            sources: Vec::new(),
+            real_boundaries: Default::default(),
+            skill_files: Default::default(),
+            siblings: Default::default(),
+            dockerfiles: Default::default(),
+        };
+        checks.run(&manifest);
+        diagnostics.extend(checks.diagnostics);
+        if migration == MigrationFix::Offer {
+            crate::migrate::offer_migration(fs, manifest_path, &parse.text, catalog, &mut diagnostics);
+        }
+        let mut sources = BTreeMap::new();
+        sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
+        sources.extend(checks.sources);
+        sort_diagnostics(&mut diagnostics);
+        let valid = !fatal_syntax && manifest.is_complete();
+        let mut manifest = manifest;
+        manifest.complete = valid && !diagnostics.iter().any(|d| d.severity == Severity::Error);
+        PackageReport {
+            manifest_path: manifest_path.to_owned(),
+            package_dir,
+            name: manifest.name.as_ref().map(|n| n.value.clone()),
+            manifest: Some(manifest),
+            diagnostics,
+            sources,
+        }
+    })
 }
 
 /// Orders diagnostics by file and position, so every front end shows them the same way.

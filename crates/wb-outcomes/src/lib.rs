@@ -2,7 +2,7 @@
 //! verifiable and safely applicable.
 //!
 //! - [`ContentStore`]: content-addressed blobs under `$WORKBENCH_HOME/blobs/sha256/<2 hex>/<rest>`.
-//! - [`Snapshot`] and [`build_changeset`]: a workspace baseline and the changeset between two snapshots.
+//! - [`Snapshot`] and [`Changeset::between`]: a workspace baseline and the changeset between two snapshots.
 //! - [`collect_outbox`]: the artifacts, summary and links of a run's outbox.
 //! - [`Outcome`], [`Receipt`] and [`OutcomeStore`]: the immutable manifest and the mutable receipt, and which
 //!   outcome a run id stands for ([`OutcomeStore::resolve`]).
@@ -45,7 +45,5 @@ pub use manifest::{
 pub use outbox_collection::{Collected, collect_outbox};
 #[doc(hidden)]
 pub use snapshot::set_git_deadline;
-pub use snapshot::{
-    SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, build_changeset, is_excluded, workspace_git, workspace_git_output,
-};
+pub use snapshot::{SNAPSHOT_DIGEST_METHOD, Snapshot, SnapshotFile, is_excluded, workspace_git, workspace_git_output};
 pub use store::{ContentStore, Limits, ListedOutcome, OutcomeBudget, OutcomeStore, list_outcomes};

@@ -23,7 +23,102 @@ impl Changeset {
         store: &ContentStore,
         budget: &mut OutcomeBudget,
     ) -> Result<Changeset> {
-        build_changeset(id, workspace, before, after, store, budget)
+        // The store never enters a changeset, whichever way the snapshots were taken.
+        let home = super::walk::home_within(&after.root, store.home());
+        let mut paths: BTreeSet<&String> = before.files.keys().collect();
+        paths.extend(after.files.keys());
+        paths.retain(|path| !home.as_deref().is_some_and(|home| super::walk::is_in_home(home, path)));
+        let changed: Vec<&String> = paths
+            .into_iter()
+            .filter(|path| match (before.files.get(*path), after.files.get(*path)) {
+                (Some(old), Some(new)) => !old.same_metadata(new),
+                _ => true,
+            })
+            .collect();
+        let mut blobs = before.read_blobs(changed.iter().map(|path| path.as_str()), store);
+        let mut entries = Vec::new();
+        let mut stats = Stats::default();
+        let mut diff = String::new();
+        for path in changed {
+            let old = before.files.get(path);
+            let new = after.files.get(path);
+            let (before_fp, before_side) = match old {
+                None => (None, Side::Absent),
+                Some(file) if file.kind == Kind::Symlink => {
+                    let target = file.target.clone().unwrap_or_default();
+                    (Some(Fingerprint::Symlink { mode: file.mode, target: target.clone() }), Side::Link(target))
+                }
+                Some(file) => {
+                    let (bytes, digest) = before.previous_bytes(path, file, store, &mut blobs)?;
+                    let fp = Fingerprint::File { digest, mode: file.mode, size_bytes: bytes.len() as u64 };
+                    (Some(fp), Side::Bytes(bytes))
+                }
+            };
+            let (after_state, after_side) = match new {
+                None => (None, Side::Absent),
+                Some(file) if file.kind == Kind::Symlink => {
+                    let target = file.target.clone().unwrap_or_default();
+                    if !symlink_stays_inside(path, &target, &|link| after.link_at(link)) {
+                        return Err(Error::EscapingSymlink(path.clone()));
+                    }
+                    (Some(State::Symlink { mode: file.mode, target: target.clone() }), Side::Link(target))
+                }
+                Some(file) => {
+                    let bytes = after.read_current(path)?;
+                    after.note_hashed(path);
+                    let content = store.put_bytes(&bytes, &media_type(path, &bytes), budget)?;
+                    let _ = file.digest.set(content.digest.clone());
+                    (Some(State::File { content, mode: file.mode }), Side::Bytes(bytes))
+                }
+            };
+            let unchanged = match (&before_fp, &after_state) {
+                (Some(Fingerprint::File { digest, mode, .. }), Some(State::File { content, mode: m })) => {
+                    *digest == content.digest && mode == m
+                }
+                (Some(Fingerprint::Symlink { mode, target }), Some(State::Symlink { mode: m, target: t })) => {
+                    mode == m && target == t
+                }
+                (None, None) => true,
+                _ => false,
+            };
+            if unchanged {
+                continue;
+            }
+            if matches!(&before_side, Side::Bytes(b) if is_binary(b))
+                || matches!(&after_side, Side::Bytes(b) if is_binary(b))
+            {
+                stats.binary_files += 1;
+            }
+            diff.push_str(&file_diff(path, &before_fp, &after_state, &before_side, &after_side));
+            let entry = match (before_fp, after_state) {
+                (None, Some(after)) => {
+                    stats.additions += 1;
+                    Entry::Add { path: path.clone(), after }
+                }
+                (Some(before), Some(after)) => {
+                    stats.modifications += 1;
+                    Entry::Modify { path: path.clone(), before, after }
+                }
+                (Some(before), None) => {
+                    stats.deletions += 1;
+                    Entry::Delete { path: path.clone(), before }
+                }
+                (None, None) => continue,
+            };
+            entries.push(entry);
+        }
+        let review =
+            if entries.is_empty() { None } else { Some(store.put_bytes(diff.as_bytes(), "text/x-diff", budget)?) };
+        let changeset = Changeset {
+            id: id.to_owned(),
+            workspace,
+            base: Base { snapshot_digest: before.digest()?, git_revision: before.git_revision.clone() },
+            entries,
+            review,
+            stats,
+        };
+        changeset.validate()?;
+        Ok(changeset)
     }
 }
 
@@ -37,111 +132,4 @@ impl Snapshot {
             None => link_on_disk(&self.root, path),
         }
     }
-}
-
-/// See [`Changeset::between`].
-pub fn build_changeset(
-    id: &str,
-    workspace: WorkspaceRef,
-    before: &Snapshot,
-    after: &Snapshot,
-    store: &ContentStore,
-    budget: &mut OutcomeBudget,
-) -> Result<Changeset> {
-    // The store never enters a changeset, whichever way the snapshots were taken.
-    let home = super::walk::home_within(&after.root, store.home());
-    let mut paths: BTreeSet<&String> = before.files.keys().collect();
-    paths.extend(after.files.keys());
-    paths.retain(|path| !home.as_deref().is_some_and(|home| super::walk::is_in_home(home, path)));
-    let changed: Vec<&String> = paths
-        .into_iter()
-        .filter(|path| match (before.files.get(*path), after.files.get(*path)) {
-            (Some(old), Some(new)) => !old.same_metadata(new),
-            _ => true,
-        })
-        .collect();
-    let mut blobs = before.read_blobs(changed.iter().map(|path| path.as_str()), store);
-    let mut entries = Vec::new();
-    let mut stats = Stats::default();
-    let mut diff = String::new();
-    for path in changed {
-        let old = before.files.get(path);
-        let new = after.files.get(path);
-        let (before_fp, before_side) = match old {
-            None => (None, Side::Absent),
-            Some(file) if file.kind == Kind::Symlink => {
-                let target = file.target.clone().unwrap_or_default();
-                (Some(Fingerprint::Symlink { mode: file.mode, target: target.clone() }), Side::Link(target))
-            }
-            Some(file) => {
-                let (bytes, digest) = before.previous_bytes(path, file, store, &mut blobs)?;
-                let fp = Fingerprint::File { digest, mode: file.mode, size_bytes: bytes.len() as u64 };
-                (Some(fp), Side::Bytes(bytes))
-            }
-        };
-        let (after_state, after_side) = match new {
-            None => (None, Side::Absent),
-            Some(file) if file.kind == Kind::Symlink => {
-                let target = file.target.clone().unwrap_or_default();
-                if !symlink_stays_inside(path, &target, &|link| after.link_at(link)) {
-                    return Err(Error::EscapingSymlink(path.clone()));
-                }
-                (Some(State::Symlink { mode: file.mode, target: target.clone() }), Side::Link(target))
-            }
-            Some(file) => {
-                let bytes = after.read_current(path)?;
-                after.note_hashed(path);
-                let content = store.put_bytes(&bytes, &media_type(path, &bytes), budget)?;
-                let _ = file.digest.set(content.digest.clone());
-                (Some(State::File { content, mode: file.mode }), Side::Bytes(bytes))
-            }
-        };
-        let unchanged = match (&before_fp, &after_state) {
-            (Some(Fingerprint::File { digest, mode, .. }), Some(State::File { content, mode: m })) => {
-                *digest == content.digest && mode == m
-            }
-            (Some(Fingerprint::Symlink { mode, target }), Some(State::Symlink { mode: m, target: t })) => {
-                mode == m && target == t
-            }
-            (None, None) => true,
-            _ => false,
-        };
-        if unchanged {
-            continue;
-        }
-        if matches!(&before_side, Side::Bytes(b) if is_binary(b))
-            || matches!(&after_side, Side::Bytes(b) if is_binary(b))
-        {
-            stats.binary_files += 1;
-        }
-        diff.push_str(&file_diff(path, &before_fp, &after_state, &before_side, &after_side));
-        let entry = match (before_fp, after_state) {
-            (None, Some(after)) => {
-                stats.additions += 1;
-                Entry::Add { path: path.clone(), after }
-            }
-            (Some(before), Some(after)) => {
-                stats.modifications += 1;
-                Entry::Modify { path: path.clone(), before, after }
-            }
-            (Some(before), None) => {
-                stats.deletions += 1;
-                Entry::Delete { path: path.clone(), before }
-            }
-            (None, None) => continue,
-        };
-        entries.push(entry);
-    }
-    let review =
-        if entries.is_empty() { None } else { Some(store.put_bytes(diff.as_bytes(), "text/x-diff", budget)?) };
-    let changeset = Changeset {
-        id: id.to_owned(),
-        workspace,
-        base: Base { snapshot_digest: before.digest()?, git_revision: before.git_revision.clone() },
-        entries,
-        review,
-        stats,
-    };
-    changeset.validate()?;
-    Ok(changeset)
 }

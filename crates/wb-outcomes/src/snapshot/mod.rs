@@ -37,7 +37,6 @@ use crate::files::read_regular;
 use crate::manifest::Content;
 use crate::store::ContentStore;
 
-pub use changeset::build_changeset;
 pub use git::{set_git_deadline, workspace_git, workspace_git_output};
 pub(crate) use review::guess_media_type;
 pub use walk::is_excluded;
