@@ -174,6 +174,14 @@ pub fn provider_variables(catalog: &ModelCatalog) -> Vec<String> {
 /// Whether a variable's name says it holds a credential (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
 /// `DATABASE_PASSWORD`, `OPENAI_API_KEY`, ...). A runner on the host gets such variables only when the package
 /// declares them (or the selected route needs them), and their values are redacted from what the run emits.
+/// This process's environment, as a run inherits it. `std::env::vars()` panics on a variable that is not
+/// Unicode; such variables cannot be bound anyway, so they are left out.
+pub fn process_environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
+}
+
 pub fn is_credential_name(name: &str) -> bool {
     const SUFFIXES: [&str; 10] = [
         "TOKEN",

@@ -213,10 +213,7 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
 /// The request completed with what belongs to this process: its environment, progress, cancel flag.
 fn options(request: Options, progress: wb_engine::lifecycle::Progress, cancel: &Arc<AtomicBool>) -> Options {
     Options {
-        // `std::env::vars()` panics on a variable that is not Unicode; such variables cannot be bound anyway.
-        inherited: std::env::vars_os()
-            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-            .collect(),
+        inherited: wb_engine::bindings::process_environment(),
         progress: Some(progress),
         cancel: Some(Arc::clone(cancel)),
         interrupt_cancels: true,

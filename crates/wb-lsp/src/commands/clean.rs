@@ -38,9 +38,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     };
     // Sandboxes of this home's remote runs that no longer run (a killed supervisor leaves them to the lease),
     // on the services whose credentials are set.
-    let inherited = std::env::vars_os()
-        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .collect();
+    let inherited = wb_engine::bindings::process_environment();
     let orphans = wb_engine::runtime::remote::orphans::orphans(&home, &inherited, args.apply);
     for problem in &orphans.problems {
         eprintln!("warning: cannot look for sandboxes left by old runs: {}", printable(problem));

@@ -10,9 +10,7 @@ use crate::cli::DoctorArgs;
 
 pub fn run(args: &DoctorArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     // As a run would see it: this process's environment (only names and whether they are set are reported).
-    let inherited = std::env::vars_os()
-        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .collect();
+    let inherited = wb_engine::bindings::process_environment();
     let report = doctor(&inherited, catalog);
     let text = if args.json { format!("{}\n", serde_json::to_string_pretty(&report)?) } else { render(&report) };
     let mut stdout = std::io::stdout().lock();

@@ -32,10 +32,7 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
         allow_host_docker: args.allow_host_docker,
         allow_unchecked_gpu: args.allow_unchecked_gpu,
         task,
-        // `std::env::vars()` panics on a variable that is not Unicode; such variables cannot be bound anyway.
-        inherited: std::env::vars_os()
-            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-            .collect(),
+        inherited: wb_engine::bindings::process_environment(),
         // On a terminal, image builds and pulls say what they are doing (on stderr, so stdout stays data).
         progress: std::io::stderr()
             .is_terminal()

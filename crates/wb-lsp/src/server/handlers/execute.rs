@@ -47,10 +47,7 @@ fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
         allow_host_docker: arguments.allow_host_docker,
         allow_unchecked_gpu: arguments.allow_unchecked_gpu,
         task: arguments.task.clone(),
-        // Variables that are not UTF-8 cannot be bound; they are skipped rather than crashing the server.
-        inherited: std::env::vars_os()
-            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-            .collect(),
+        inherited: wb_engine::bindings::process_environment(),
         progress: None,
         home: None,
         stage_dir: None,
