@@ -135,6 +135,8 @@ fn json_output_has_one_shape_for_the_preview_and_the_removal() {
             "blobs": {"count": 0, "bytes": 0},
             "kept": [{"id": h.interrupted, "reason": "interrupted application (run wb-lsp outcome ID --recover)"}],
             "bytes": run_bytes + outcome_bytes,
+            // No service's key is set here: no sandbox is looked for.
+            "sandboxes": [],
         })
     );
     assert_eq!(run_bytes, 7);
