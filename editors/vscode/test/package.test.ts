@@ -246,7 +246,7 @@ test('the platform packages: a script per target, server/ shipped only by them',
 });
 
 test('the severity levels are the server\'s', () => {
-  const state = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'state.rs'), 'utf8');
+  const state = readFileSync(join(repository, 'crates', 'wb-lsp', 'src', 'server', 'snapshot.rs'), 'utf8');
   for (const level of SEVERITY_LEVELS) {
     assert.ok(state.includes(`Some("${level}")`), `the server reads ${level}`);
   }
