@@ -380,7 +380,7 @@ fn the_stderr_a_failure_quotes_is_bounded_too() {
 /// A run whose outbox cannot be created (here `runs` under the home is a file) has already announced itself:
 /// it ends with exactly one terminal event that says why, not with an error after `run.started`.
 #[test]
-fn a_run_whose_outbox_cannot_be_created_still_ends_with_one_terminal_event() {
+fn a_run_whose_directory_cannot_be_created_does_not_start_and_leaves_nothing() {
     let _lock = one_at_a_time();
     let world = pi_world();
     let mut options = pi_options(&world);
@@ -388,12 +388,15 @@ fn a_run_whose_outbox_cannot_be_created_still_ends_with_one_terminal_event() {
     let home = world.home.join(".workbench");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join("runs"), "not a directory").unwrap();
-    let (result, events) = run_within(&world, &options, Duration::from_secs(60), |_| {});
-    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-    assert_eq!(types, ["run.started", "run.failed"], "{events:#?}");
-    let message = events[1]["data"]["message"].as_str().unwrap();
-    assert!(message.starts_with("Cannot create the outbox "), "{message}");
-    assert!(matches!(result.ending, Ending::Failed(ref m) if m == message));
-    support::check_events(&events, "pi");
+    // The run's directory holds its log and its outbox: without it the run does not start (no event), says
+    // why, and its staged configuration is removed.
+    let mut events = Vec::new();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let result = wb_engine::run(&OsFileSystem, &options, ModelCatalog::embedded(), cancel, &mut |event| {
+        events.push(serde_json::to_value(event).unwrap());
+    });
+    let error = result.expect_err("the run cannot start").to_string();
+    assert!(error.starts_with("Cannot create the log of run wb_"), "{error}");
+    assert!(events.is_empty(), "{events:#?}");
     assert!(world.leftover_stages().is_empty(), "{:?}", world.leftover_stages());
 }
