@@ -139,23 +139,15 @@ fn program() -> anyhow::Result<PathBuf> {
 }
 
 /// Sends SIGINT to a supervisor: it cancels its run (or its preparation).
-pub fn interrupt(pid: u32) {
-    if let Ok(pid) = i32::try_from(pid) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT);
-    }
+pub fn interrupt(pid: u32) -> std::io::Result<()> {
+    let pid = i32::try_from(pid).map_err(|_| std::io::Error::other(format!("{pid} is not a process id")))?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT)?;
+    Ok(())
 }
 
 /// The supervisor: reads its request, runs it to the end, keeps the result beside the log. The exit code is
 /// the run's (as `wait` gives it); nobody may be reading it.
 pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
-    let mut control = std::io::stdout();
-    let mut say = |message: &Control| {
-        if let Ok(mut line) = serde_json::to_vec(message) {
-            line.push(b'\n');
-            // The caller may be gone (detached, killed): the run goes on regardless.
-            let _ = control.write_all(&line).and_then(|()| control.flush());
-        }
-    };
     let mut body = Vec::new();
     let request = std::io::stdin()
         .take(REQUEST_LIMIT)
@@ -176,15 +168,8 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
     let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
-    let progress_out = std::sync::Mutex::new(std::io::stdout());
-    let progress = wb_engine::lifecycle::Progress(Arc::new(move |message: &str| {
-        if let (Ok(mut out), Ok(mut line)) =
-            (progress_out.lock(), serde_json::to_vec(&Control::Progress(message.to_owned())))
-        {
-            line.push(b'\n');
-            let _ = out.write_all(&line).and_then(|()| out.flush());
-        }
-    }));
+    let progress =
+        wb_engine::lifecycle::Progress(Arc::new(|message: &str| say(&Control::Progress(message.to_owned()))));
     let options = options(request, progress, &cancel);
     let mut started = false;
     let mut emit = |event: &wb_engine::events::Event| {
@@ -208,6 +193,16 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
         let _ = wb_engine::runs::write_result(&home, &result);
     }
     ExitCode::from(crate::commands::run_exit_code(&result))
+}
+
+/// Writes one control line to the caller (stdout, one locked write). The caller may be gone (detached,
+/// killed): the run goes on regardless.
+fn say(message: &Control) {
+    if let Ok(mut line) = serde_json::to_vec(message) {
+        line.push(b'\n');
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&line).and_then(|()| out.flush());
+    }
 }
 
 /// The request completed with what belongs to this process: its environment, progress, cancel flag.
@@ -236,6 +231,11 @@ fn not_started(error: &EngineError, cancelled: bool) -> NotStarted {
         }
         other => NotStarted { message: other.to_string(), code, location: None },
     }
+}
+
+/// The Workbench home the runs live under (`WORKBENCH_HOME`, default `~/.workbench`).
+pub fn home() -> anyhow::Result<PathBuf> {
+    wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))
 }
 
 /// How following a run ended.

@@ -230,7 +230,9 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     let detach = command.detach;
     let _ = ctrlc::set_handler(move || match forward.load(Ordering::SeqCst) {
         0 => std::process::exit(130),
-        pid => supervisor::interrupt(pid),
+        pid => {
+            let _ = supervisor::interrupt(pid);
+        }
     });
     let starting = supervisor::spawn(&request)?;
     supervisor.store(starting.pid(), Ordering::SeqCst);
@@ -259,15 +261,11 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         eprintln!("run {run_id} started (wb-lsp attach {run_id}, wb-lsp wait {run_id}, wb-lsp kill {run_id})");
         return Ok(ExitCode::SUCCESS);
     }
-    let home = wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))?;
+    let home = supervisor::home()?;
     let (json, final_only) = (args.json, args.r#final);
     let followed = supervisor::follow(&home, &run_id, None, &mut |event| {
-        if json {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{event}");
-        } else if !final_only {
-            let kind = event.get("type").and_then(|kind| kind.as_str()).unwrap_or_default();
-            print_event(kind, event.get("data").unwrap_or(&serde_json::Value::Null));
+        if json || !final_only {
+            print_logged(event, json);
         }
     })?;
     if followed == Followed::Lost {
@@ -362,8 +360,19 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
+/// Prints one event read from a run's log: the line as logged with `json`, else for a person.
+pub(super) fn print_logged(event: &serde_json::Value, json: bool) {
+    if json {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{event}");
+    } else {
+        let kind = event.get("type").and_then(|kind| kind.as_str()).unwrap_or_default();
+        print_event(kind, event.get("data").unwrap_or(&serde_json::Value::Null));
+    }
+}
+
 /// Prints one event for a person: the runner's text on stdout, tools, outcomes and failures on stderr.
-pub(super) fn print_event(kind: &str, data: &serde_json::Value) {
+fn print_event(kind: &str, data: &serde_json::Value) {
     let mut stdout = std::io::stdout().lock();
     match kind {
         // Everything here is the runner's text: made printable, so it cannot drive the terminal.

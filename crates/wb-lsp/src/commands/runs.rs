@@ -22,10 +22,6 @@ const KILL_WAIT: Duration = Duration::from_secs(120);
 /// Runs that ended within this long are shown by `status` beside the active ones.
 const RECENT: Duration = Duration::from_secs(15 * 60);
 
-fn home() -> anyhow::Result<std::path::PathBuf> {
-    wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))
-}
-
 /// The run a reference names: its id, or a prefix of exactly one run's id.
 fn resolve(home: &std::path::Path, reference: &str) -> anyhow::Result<RunRecord> {
     if let Ok(record) = runs::read_record(home, reference) {
@@ -56,7 +52,7 @@ fn elapsed_text(record: &RunRecord) -> String {
 }
 
 pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
-    let home = home()?;
+    let home = supervisor::home()?;
     let records: Vec<RunRecord> =
         runs::list(&home).into_iter().filter(|r| args.all || r.state() == RunState::Running).collect();
     let mut stdout = std::io::stdout().lock();
@@ -100,18 +96,11 @@ fn exit_of(state: RunState, outcome_failed: bool) -> ExitCode {
 }
 
 pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
-    let home = home()?;
+    let home = supervisor::home()?;
     let record = resolve(&home, &args.run.run)?;
     let json = args.json;
-    let ended = supervisor::follow(&home, &record.run_id, None, &mut |event| {
-        if json {
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{event}");
-        } else {
-            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-            super::execute::print_event(kind, event.get("data").unwrap_or(&Value::Null));
-        }
-    })?;
+    let ended =
+        supervisor::follow(&home, &record.run_id, None, &mut |event| super::execute::print_logged(event, json))?;
     Ok(match ended {
         Followed::Ended { state, outcome_failed } => exit_of(state, outcome_failed),
         Followed::Lost => {
@@ -123,7 +112,7 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
-    let home = home()?;
+    let home = supervisor::home()?;
     let first = resolve(&home, &args.run.run)?;
     let started = Instant::now();
     let mut reader = match args.after {
@@ -163,7 +152,7 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
-    let home = home()?;
+    let home = supervisor::home()?;
     let record = resolve(&home, &args.run.run)?;
     let state = record.state();
     if state != RunState::Running {
@@ -178,9 +167,8 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let pid = i32::try_from(record.pid).context("the run's pid")?;
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT)
-        .with_context(|| format!("cannot signal the process of run {} (pid {pid})", record.run_id))?;
+    supervisor::interrupt(record.pid)
+        .with_context(|| format!("cannot signal the process of run {} (pid {})", record.run_id, record.pid))?;
     let asked = Instant::now();
     while asked.elapsed() < KILL_WAIT {
         let now = runs::read_record(&home, &record.run_id)?;
@@ -195,7 +183,7 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
-    let home = home()?;
+    let home = supervisor::home()?;
     let records: Vec<RunRecord> = runs::list(&home)
         .into_iter()
         .filter(|record| match record.state() {

@@ -77,12 +77,7 @@ fn preparation_progress(
     let token = token.clone()?;
     let sender = sender.clone();
     Some(wb_engine::lifecycle::Progress(Arc::new(move |message: &str| {
-        let report = lsp::WorkDoneProgress::Report(lsp::WorkDoneProgressReport {
-            cancellable: Some(false),
-            message: Some(message.to_owned()),
-            percentage: None,
-        });
-        progress(&sender, &Some(token.clone()), report);
+        report(&sender, &Some(token.clone()), false, Some(message.to_owned()));
     })))
 }
 
@@ -177,14 +172,7 @@ pub fn run(
         }
     };
     let _forward = CancelForward::start(Arc::clone(&flags.cancel), starting.pid());
-    let started = starting.wait_started(&mut |message| {
-        let report = lsp::WorkDoneProgressReport {
-            cancellable: Some(true),
-            message: Some(message.to_owned()),
-            percentage: None,
-        };
-        progress(sender, &token, lsp::WorkDoneProgress::Report(report));
-    });
+    let started = starting.wait_started(&mut |message| report(sender, &token, true, Some(message.to_owned())));
     let run_id = match started {
         Ok(Start::Started { run_id, child }) => {
             // Reaped when it ends, whether or not this server still follows the run.
@@ -221,7 +209,7 @@ pub fn attach(
     flags: Flags,
 ) -> anyhow::Result<Option<Value>> {
     let run_id = RunIdArguments::from_params(&params)?.run_id;
-    let home = home()?;
+    let home = supervisor::home()?;
     let record = runs::read_record(&home, &run_id).with_context(|| format!("no run {run_id}"))?;
     let token = params.work_done_progress_params.work_done_token.clone();
     begin(sender, &token, "Workbench run", true, "attached");
@@ -236,7 +224,7 @@ fn follow_run(
     run_id: &str,
     detach: &AtomicBool,
 ) -> anyhow::Result<Option<Value>> {
-    let home = home()?;
+    let home = supervisor::home()?;
     let followed = supervisor::follow(&home, run_id, Some(detach), &mut |value| {
         let Ok(event) = serde_json::from_value::<wb_engine::events::Event>(value.clone()) else { return };
         let params = RunEventParams { event: &event, text: render::event::event_lines(&event) };
@@ -246,8 +234,7 @@ fn follow_run(
             "output.text" => Some("writing".to_owned()),
             other => Some(other.to_owned()),
         };
-        let report = lsp::WorkDoneProgressReport { cancellable: Some(true), message, percentage: None };
-        progress(sender, token, lsp::WorkDoneProgress::Report(report));
+        report(sender, token, true, message);
     });
     let followed = match followed {
         Ok(followed) => followed,
@@ -287,6 +274,12 @@ fn follow_run(
     Ok(Some(serde_json::to_value(result)?))
 }
 
+/// One `report` on a command's progress.
+fn report(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, cancellable: bool, message: Option<String>) {
+    let report = lsp::WorkDoneProgressReport { cancellable: Some(cancellable), message, percentage: None };
+    progress(sender, token, lsp::WorkDoneProgress::Report(report));
+}
+
 /// Ends a command's progress with `message`.
 fn finish(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, message: String) {
     progress(sender, token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(message) }));
@@ -304,7 +297,7 @@ impl CancelForward {
         std::thread::spawn(move || {
             while !finished.load(Ordering::SeqCst) {
                 if cancel.load(Ordering::SeqCst) {
-                    supervisor::interrupt(pid);
+                    let _ = supervisor::interrupt(pid);
                     return;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -345,10 +338,6 @@ fn refuse_unsaved(snapshot: &Snapshot, options: &Options) -> anyhow::Result<()> 
     }
 }
 
-fn home() -> anyhow::Result<PathBuf> {
-    wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))
-}
-
 /// `workbench.runs`: the runs under the Workbench home, newest first, as `wb-lsp runs --json` lists them
 /// (`{all: true}`: finished and lost ones too).
 pub fn runs(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
@@ -356,7 +345,7 @@ pub fn runs(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::
         Some(value) => serde_json::from_value(value.clone())?,
         None => RunsArguments::default(),
     };
-    let records: Vec<Value> = runs::list(&home()?)
+    let records: Vec<Value> = runs::list(&supervisor::home()?)
         .iter()
         .filter(|record| arguments.all || record.state() == runs::RunState::Running)
         .map(runs::record_json)
@@ -368,11 +357,11 @@ pub fn runs(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::
 /// once asked, not once stopped (a follower sees the end).
 pub fn kill(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
     let run_id = RunIdArguments::from_params(&params)?.run_id;
-    let record = runs::read_record(&home()?, &run_id).with_context(|| format!("no run {run_id}"))?;
+    let record = runs::read_record(&supervisor::home()?, &run_id).with_context(|| format!("no run {run_id}"))?;
     if record.state() != runs::RunState::Running {
         anyhow::bail!("Run {run_id} is not running ({})", record.state().as_str());
     }
-    supervisor::interrupt(record.pid);
+    supervisor::interrupt(record.pid).with_context(|| format!("cannot signal the supervisor of run {run_id}"))?;
     Ok(Some(serde_json::json!({"runId": run_id, "asked": true})))
 }
 
