@@ -114,67 +114,54 @@ impl Frontmatter {
     /// Checks the frontmatter for one manifest entry: `value` is the entry as written (used in messages);
     /// `directory` is the basename of the skill directory.
     pub fn judge(&self, value: &str, directory: &str) -> SkillCheck {
-        let mut check = SkillCheck::default();
-        let first_line = self.first_line;
-        let (name, description) = match &self.shape {
-            Shape::Missing => {
-                check.problems.push(SkillProblem {
-                    code: Code::InvalidSkill,
-                    range: first_line,
-                    message: format!("Skill must begin with YAML frontmatter: {value}"),
-                });
-                return check;
-            }
-            Shape::Invalid(range, error) => {
-                check.problems.push(SkillProblem {
-                    code: Code::InvalidSkill,
-                    range: *range,
-                    message: format!("Skill {value} frontmatter is not valid YAML: {error}"),
-                });
-                return check;
-            }
-            Shape::NotObject => {
-                check.problems.push(SkillProblem {
-                    code: Code::InvalidSkill,
-                    range: first_line,
-                    message: format!("Skill {value} must be an object"),
-                });
-                return check;
-            }
-            Shape::Fields { name, description } => (name, description),
+        let (range, message) = match &self.shape {
+            Shape::Fields { name, description } => return judge_fields(name, description, value, directory),
+            Shape::Missing => (self.first_line, format!("Skill must begin with YAML frontmatter: {value}")),
+            Shape::Invalid(range, error) => (*range, format!("Skill {value} frontmatter is not valid YAML: {error}")),
+            Shape::NotObject => (self.first_line, format!("Skill {value} must be an object")),
         };
-        match &name.value {
-            None => check.problems.push(SkillProblem {
-                code: Code::InvalidSkill,
-                range: name.problem_range,
-                message: format!("Skill {value} name must be a non-empty string"),
-            }),
-            Some(text) if !crate::rules::matches(crate::rules::slug(), text) => check.problems.push(SkillProblem {
-                code: Code::InvalidName,
-                range: name.problem_range,
-                message: format!("Invalid skill name: {text}"),
-            }),
-            Some(text) => check.name = Some(Spanned::new(text.clone(), name.value_range)),
+        SkillCheck {
+            problems: vec![SkillProblem { code: Code::InvalidSkill, range, message }],
+            ..SkillCheck::default()
         }
-        match &description.value {
-            None => check.problems.push(SkillProblem {
-                code: Code::InvalidSkill,
-                range: description.problem_range,
-                message: format!("Skill {value} description must be a non-empty string"),
-            }),
-            Some(text) => check.description = Some(Spanned::new(text.clone(), description.value_range)),
-        }
-        if let Some(name) = &check.name
-            && name.value != directory
-        {
-            check.problems.push(SkillProblem {
-                code: Code::SkillNameMismatch,
-                range: name.range,
-                message: format!("Skill name must match its directory: {}", name.value),
-            });
-        }
-        check
     }
+}
+
+/// The checks of a frontmatter that is a mapping: `name` and `description` present, the name a slug matching
+/// the skill's directory.
+fn judge_fields(name: &Field, description: &Field, value: &str, directory: &str) -> SkillCheck {
+    let mut check = SkillCheck::default();
+    match &name.value {
+        None => check.problems.push(SkillProblem {
+            code: Code::InvalidSkill,
+            range: name.problem_range,
+            message: format!("Skill {value} name must be a non-empty string"),
+        }),
+        Some(text) if !crate::rules::matches(crate::rules::slug(), text) => check.problems.push(SkillProblem {
+            code: Code::InvalidName,
+            range: name.problem_range,
+            message: format!("Invalid skill name: {text}"),
+        }),
+        Some(text) => check.name = Some(Spanned::new(text.clone(), name.value_range)),
+    }
+    match &description.value {
+        None => check.problems.push(SkillProblem {
+            code: Code::InvalidSkill,
+            range: description.problem_range,
+            message: format!("Skill {value} description must be a non-empty string"),
+        }),
+        Some(text) => check.description = Some(Spanned::new(text.clone(), description.value_range)),
+    }
+    if let Some(name) = &check.name
+        && name.value != directory
+    {
+        check.problems.push(SkillProblem {
+            code: Code::SkillNameMismatch,
+            range: name.range,
+            message: format!("Skill name must match its directory: {}", name.value),
+        });
+    }
+    check
 }
 
 /// Checks a `SKILL.md` text. `value` is the manifest entry as written (used in messages); `directory` is the

@@ -166,16 +166,7 @@ impl Adapter for ClaudeCode {
                         .and_then(|s| serde_json::from_str(s).ok())
                         .unwrap_or_else(|| json!({"id": id, "name": "tool"}));
                     let failed = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                    let mut data = started.clone();
-                    data["status"] = json!(if failed { "failed" } else { "completed" });
-                    events.push(Translated::new("tool.completed", data));
-                    let name = started.get("name").and_then(Value::as_str).unwrap_or_default();
-                    if !failed
-                        && super::is_file_tool(name)
-                        && let Some(target) = started.get("target").and_then(Value::as_str)
-                    {
-                        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
-                    }
+                    events.extend(super::tool_completed(started, failed, None));
                 }
                 events
             }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use wb_manifest::Mcp;
 
 use crate::bindings::{BoundWorkspace, Environment};
@@ -363,6 +363,25 @@ pub fn list_staged(stage: &Path) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+/// `tool.completed` for a tool whose `tool.started` data was `started` (id, name, optional title and target),
+/// with `message` when it failed with one; then `file.changed` when it is a file tool that succeeded on a target.
+pub fn tool_completed(started: Value, failed: bool, message: Option<&str>) -> Vec<Translated> {
+    let name = started.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let changed = (!failed && is_file_tool(&name))
+        .then(|| started.get("target").and_then(Value::as_str).map(str::to_owned))
+        .flatten();
+    let mut data = started;
+    data["status"] = json!(if failed { "failed" } else { "completed" });
+    if let Some(message) = message {
+        data["message"] = json!(message);
+    }
+    let mut events = vec![Translated::new("tool.completed", data)];
+    if let Some(target) = changed {
+        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
+    }
+    events
 }
 
 /// A tool that edits files, by native name.

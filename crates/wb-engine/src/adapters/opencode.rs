@@ -245,18 +245,8 @@ impl Adapter for OpenCode {
                     events.push(Translated::new("tool.started", started.clone()));
                 }
                 if matches!(status, "completed" | "error") {
-                    let mut completed = started;
-                    completed["status"] = json!(if status == "error" { "failed" } else { "completed" });
-                    if let Some(message) = part.pointer("/state/error").and_then(Value::as_str) {
-                        completed["message"] = json!(message);
-                    }
-                    events.push(Translated::new("tool.completed", completed));
-                    if status == "completed"
-                        && super::is_file_tool(&name)
-                        && let Some(target) = target
-                    {
-                        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
-                    }
+                    let message = part.pointer("/state/error").and_then(Value::as_str);
+                    events.extend(super::tool_completed(started, status == "error", message));
                 }
                 events
             }

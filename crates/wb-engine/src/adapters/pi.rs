@@ -148,17 +148,7 @@ impl Adapter for Pi {
                     || json!({"id": id, "name": event.get("toolName").and_then(Value::as_str).unwrap_or("tool")}),
                 );
                 let failed = event.get("isError").and_then(Value::as_bool).unwrap_or(false);
-                let mut data = started.clone();
-                data["status"] = json!(if failed { "failed" } else { "completed" });
-                let mut events = vec![Translated::new("tool.completed", data)];
-                let name = started.get("name").and_then(Value::as_str).unwrap_or_default();
-                if !failed
-                    && super::is_file_tool(name)
-                    && let Some(target) = started.get("target").and_then(Value::as_str)
-                {
-                    events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
-                }
-                events
+                super::tool_completed(started, failed, None)
             }
             "message_end" => {
                 let usage = event.pointer("/message/usage").cloned().unwrap_or(Value::Null);

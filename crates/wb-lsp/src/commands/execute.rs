@@ -37,12 +37,7 @@ fn options(args: &RunArgs) -> anyhow::Result<Options> {
         progress: std::io::stderr()
             .is_terminal()
             .then(|| wb_engine::lifecycle::Progress(std::sync::Arc::new(|message: &str| eprintln!("  {message}")))),
-        home: None,
-        stage_dir: None,
-        cancel: None,
-        max_cost_usd: None,
-        max_duration: None,
-        interrupt_cancels: false,
+        ..Options::default()
     })
 }
 

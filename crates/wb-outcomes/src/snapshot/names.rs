@@ -3,36 +3,36 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use super::{Snapshot, ctime_ns, mtime_ns};
+use super::{Kind, Snapshot, SnapshotFile, metadata_entry};
 
 /// The metadata of an entry a changeset cannot name: enough to tell that it was created, changed or deleted.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) struct RawStat {
-    symlink: bool,
-    mode: u32,
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-    ino: u64,
-    dev: u64,
+    /// The entry as a snapshot holds it, without the target (which need not be UTF-8).
+    stat: SnapshotFile,
     target: Option<Vec<u8>>,
 }
+
+impl PartialEq for RawStat {
+    fn eq(&self, other: &RawStat) -> bool {
+        self.stat.same_metadata(&other.stat) && self.target == other.target
+    }
+}
+
+impl Eq for RawStat {}
 
 impl RawStat {
     /// The metadata of a file or symlink at `full` (`meta` is its `symlink_metadata`).
     pub(super) fn of(meta: &fs::Metadata, full: &Path) -> RawStat {
         let symlink = meta.file_type().is_symlink();
+        let mut stat = metadata_entry(meta, None);
+        if symlink {
+            stat.kind = Kind::Symlink;
+        }
         RawStat {
-            symlink,
-            mode: meta.permissions().mode() & 0o777,
-            size: meta.len(),
-            mtime_ns: mtime_ns(meta),
-            ctime_ns: ctime_ns(meta),
-            ino: meta.ino(),
-            dev: meta.dev(),
+            stat,
             target: symlink
                 .then(|| fs::read_link(full).map(|t| t.into_os_string().into_encoded_bytes()).ok())
                 .flatten(),

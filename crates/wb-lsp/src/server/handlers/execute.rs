@@ -48,13 +48,7 @@ fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
         allow_unchecked_gpu: arguments.allow_unchecked_gpu,
         task: arguments.task.clone(),
         inherited: wb_engine::bindings::process_environment(),
-        progress: None,
-        home: None,
-        stage_dir: None,
-        cancel: None,
-        max_cost_usd: None,
-        max_duration: None,
-        interrupt_cancels: false,
+        ..Options::default()
     })
 }
 
