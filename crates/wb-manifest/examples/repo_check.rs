@@ -4,9 +4,10 @@
 //! cargo run --release -p wb-manifest --example repo_check -- [PACKAGES] [--binary target/release/wb-lsp]
 //! ```
 //!
-//! Each package is a valid spec 1 manifest with instructions, two skills, a Dockerfile, MCP servers and `env`
-//! declarations (so every package check reads files). The library's `check_path` is timed over the whole
-//! repository (5 runs, first one cold); with `--binary`, `wb-lsp check --format json` is timed as a process too.
+//! Each package is the perf bench's normal package (`wb_testsupport::corpus`): a valid spec 1 manifest with
+//! instructions, two skills, a Dockerfile, an MCP server and `env` declarations, so every package check reads
+//! files. The library's `check_path` is timed over the whole repository (5 runs, first one cold); with
+//! `--binary`, `wb-lsp check --format json` is timed as a process too.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -15,31 +16,12 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use wb_manifest::{ModelCatalog, OsFileSystem, check_path};
-use wb_testsupport::write_file;
+use wb_testsupport::{corpus, write_file};
 
 fn generate(root: &Path, packages: usize) {
     write_file(&root.join("README.md"), "# generated\n");
     for i in 0..packages {
-        let dir = root.join(".workbenches").join(format!("pkg-{i:04}"));
-        write_file(&dir.join("instructions.md"), format!("Package {i}: do the work.\n"));
-        write_file(&dir.join("Dockerfile"), "FROM node:22\n");
-        for skill in ["review", "release"] {
-            write_file(
-                &dir.join("skills").join(skill).join("SKILL.md"),
-                format!("---\nname: {skill}\ndescription: The {skill} skill of package {i}.\n---\n\n# {skill}\n"),
-            );
-        }
-        let manifest = format!(
-            "spec: 1\nversion: 1.{i}.0\nname: pkg-{i:04}\ndescription: Generated package {i}.\nrunner: opencode\n\
-             model:\n  id: openai/gpt-5.6-terra\n  routes:\n    - provider: openai\ninstructions: ./instructions.md\n\
-             skills:\n  - ./skills/review\n  - ./skills/release\ntools: [node, npm]\nmcps:\n  - name: db\n    \
-             transport: http\n    url: https://db.example.com/mcp/{i}\n    headers:\n      Authorization: Bearer \
-             ${{DB_TOKEN}}\nenv:\n  DB_TOKEN:\n    required: true\n  DATABASE_URL:\n    required: false\n\
-             workspaces:\n  infra:\n    required: false\n    access: read-only\nrequirements:\n  os: [linux]\n  \
-             cpu: 2\n  memory_gb: 4\nruntimes:\n  docker:\n    image:\n      build: ./Dockerfile\n      \
-             context: ../..\n  local: {{}}\n"
-        );
-        write_file(&dir.join("workbench.yml"), &manifest);
+        corpus::normal_package(root, i);
     }
 }
 

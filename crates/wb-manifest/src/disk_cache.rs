@@ -4,9 +4,11 @@
 //! Resolving a path through its symbolic links is the checks' most frequent question: every path a package
 //! names is resolved, and so is the repository it must stay in. `realpath(3)` answers it with one `readlink` per
 //! component, every time. Here a path's real path is its parent's (remembered) joined with its name, found with
-//! one `lstat` (remembered too); only a path that is a link is resolved by the system. A directory listing
-//! tells its entries' kinds, which are remembered as their `lstat` would have answered. Everything else (file
-//! contents, listings, sizes) goes to the disk each time.
+//! one `lstat` (remembered too, with the size it gave); only a path that is a link is resolved by the system. A
+//! directory listing tells its entries' kinds, which are remembered as their `lstat` would have answered. The
+//! size of a regular file an `lstat` saw answers [`FileSystem::size`] and sizes the buffer a limited read
+//! fills (no `fstat`: the read goes on to the end of the file whatever it holds by then, still bounded).
+//! Contents and listings go to the disk each time.
 //!
 //! A cache answers for the moment it first asked: keep one for one pass, never across edits. The engine checks
 //! again without following links when it copies files at run time, so an answer that went stale within a pass
@@ -18,7 +20,9 @@ use std::path::{Path, PathBuf};
 
 use dashmap::DashMap;
 
-use crate::fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_normal, kind_of};
+use crate::fs::{
+    FileKind, FileSystem, OsFileSystem, ReadLimitError, is_normal, kind_of, open_for_reading, read_open_file,
+};
 
 /// An error as remembered: rebuilt from its OS code, so it reads as the system's did.
 #[derive(Clone, Copy)]
@@ -44,11 +48,19 @@ impl Failure {
 /// the lookup; the paths asked are absolute and normal, so equal paths have equal bytes).
 type Answers<T> = DashMap<OsString, Result<T, Failure>, rustc_hash::FxBuildHasher>;
 
+/// What a pass knows of a path without following a final link: its kind, and the size its `lstat` gave
+/// (`None` when a directory listing told the kind).
+#[derive(Clone, Copy)]
+struct Seen {
+    kind: FileKind,
+    size: Option<u64>,
+}
+
 /// The disk, with the real paths and kinds a pass already asked remembered (see the module docs).
 #[derive(Default)]
 pub struct DiskCache {
     real: Answers<PathBuf>,
-    kinds: Answers<FileKind>,
+    seen: Answers<Seen>,
 }
 
 /// The remembered answer, or the one `ask` gives (then remembered). No lock is held while asking, so two threads
@@ -83,6 +95,20 @@ impl DiskCache {
             _ => Ok(candidate),
         }
     }
+
+    fn seen(&self, path: &Path) -> io::Result<Seen> {
+        remembered(&self.seen, path, || {
+            std::fs::symlink_metadata(path).map(|meta| Seen { kind: kind_of(meta.file_type()), size: Some(meta.len()) })
+        })
+    }
+
+    /// The size an `lstat` of this pass gave `path`, when it is a regular file (not a link to one).
+    fn file_size(&self, path: &Path) -> Option<u64> {
+        match self.seen.get(path.as_os_str()).as_deref() {
+            Some(Ok(Seen { kind: FileKind::File, size })) => *size,
+            _ => None,
+        }
+    }
 }
 
 impl FileSystem for DiskCache {
@@ -91,7 +117,11 @@ impl FileSystem for DiskCache {
     }
 
     fn read_limited(&self, path: &Path, limit: usize) -> Result<Vec<u8>, ReadLimitError> {
-        OsFileSystem.read_limited(path, limit)
+        // A regular file this pass saw: opened without following a link swapped in since.
+        match self.file_size(path) {
+            Some(size) => read_open_file(open_for_reading(path, true)?, size, limit),
+            None => OsFileSystem.read_limited(path, limit),
+        }
     }
 
     fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
@@ -99,7 +129,7 @@ impl FileSystem for DiskCache {
     }
 
     fn kind(&self, path: &Path) -> io::Result<FileKind> {
-        remembered(&self.kinds, path, || OsFileSystem.kind(path))
+        self.seen(path).map(|seen| seen.kind)
     }
 
     fn kind_followed(&self, path: &Path) -> io::Result<FileKind> {
@@ -111,7 +141,10 @@ impl FileSystem for DiskCache {
     }
 
     fn size(&self, path: &Path) -> io::Result<u64> {
-        OsFileSystem.size(path)
+        match self.seen(path)? {
+            Seen { kind: FileKind::File, size: Some(size) } => Ok(size),
+            _ => OsFileSystem.size(path),
+        }
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
@@ -121,7 +154,8 @@ impl FileSystem for DiskCache {
             let entry_path = entry.path();
             // The kind a listing tells is the entry's own (a link is a link), as `lstat` answers it.
             if let Ok(file_type) = entry.file_type() {
-                self.kinds.entry(entry_path.clone().into_os_string()).or_insert(Ok(kind_of(file_type)));
+                let seen = Seen { kind: kind_of(file_type), size: None };
+                self.seen.entry(entry_path.clone().into_os_string()).or_insert(Ok(seen));
             }
             entries.push(entry_path);
         }
@@ -199,11 +233,36 @@ mod tests {
                     assert_eq!(cache.kind(&path).map_err(|e| e.kind()), want, "kind {relative}");
                     let want = OsFileSystem.kind_followed(&path).map_err(|e| e.kind());
                     assert_eq!(cache.kind_followed(&path).map_err(|e| e.kind()), want, "kind_followed {relative}");
+                    let want = OsFileSystem.size(&path).map_err(|e| e.kind());
+                    assert_eq!(cache.size(&path).map_err(|e| e.kind()), want, "size {relative}");
+                    let want = OsFileSystem.read_limited(&path, 1024).map_err(|e| format!("{e:?}"));
+                    let got = cache.read_limited(&path, 1024).map_err(|e| format!("{e:?}"));
+                    assert_eq!(got.is_ok(), want.is_ok(), "read_limited {relative}: {got:?} vs {want:?}");
+                    assert_eq!(got.ok(), want.ok(), "read_limited {relative}");
                     let want = OsFileSystem.read_dir(&path).map_err(|e| e.to_string());
                     assert_eq!(cache.read_dir(&path).map_err(|e| e.to_string()), want, "read_dir {relative}");
                 }
             }
         }
+    }
+
+    /// A file that grew or shrank after this pass saw its size is still read whole, and still bounded.
+    #[test]
+    fn a_limited_read_takes_the_file_as_it_is_now() {
+        let (_temp, root) = scratch();
+        let file = root.join("file");
+        std::fs::write(&file, "short").unwrap();
+        let cache = DiskCache::new();
+        assert_eq!(cache.size(&file).unwrap(), 5);
+        std::fs::write(&file, "a longer text").unwrap();
+        assert_eq!(cache.read_limited(&file, 100).unwrap(), b"a longer text");
+        assert!(matches!(cache.read_limited(&file, 8), Err(ReadLimitError::TooLarge(_))));
+        std::fs::write(&file, "x").unwrap();
+        assert_eq!(cache.read_limited(&file, 100).unwrap(), b"x");
+        // A link swapped in where the file was seen is not followed.
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &file).unwrap();
+        assert!(cache.read_limited(&file, 100).is_err());
     }
 
     /// A pass asks once: what it found stays its answer (a new pass asks again).

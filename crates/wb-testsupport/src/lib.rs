@@ -3,12 +3,13 @@
 //! engine's scratch [`World`] with its fake runners ([`world`]), demo packages ([`packages`]), recorded
 //! streams ([`streams`]) and event checks ([`events`]); child processes ([`process`]); the Docker bridge's
 //! gateway ([`docker`]); an in-memory file system for the checks ([`memfs`]); a language client over stdio
-//! ([`lsp`]); a scratch home for every process a test starts ([`home`]). A dev-dependency only: nothing in production uses it.
+//! ([`lsp`]); a scratch home for every process a test starts ([`home`]); the benches' generated packages ([`corpus`]). A dev-dependency only: nothing in production uses it.
 //!
 //! Every helper panics with the path or command it concerns: a failed helper is a failed test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod corpus;
 pub mod docker;
 pub mod events;
 pub mod git;

@@ -17,7 +17,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-mod corpus;
 mod scenarios;
 mod stats;
 

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::corpus::{self, LARGE_VARS};
 use crate::stats::{Samples, measure_process, mib, ms, row};
+use wb_testsupport::corpus::{self, LARGE_VARS};
 use wb_testsupport::lsp::{Client, uri};
 
 /// The peers, found through their variables (`scripts/install-peers.sh` prints them).

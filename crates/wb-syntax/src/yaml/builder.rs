@@ -80,6 +80,9 @@ impl<'a> Builder<'a> {
     pub(super) fn offset(&mut self, marker: Marker) -> usize {
         let target = marker.index();
         if self.byte_markers {
+            // The fast scanner's spans are byte offsets, exact wherever the builder reads one: one that is not
+            // (outside the text, inside a character, or a span it left unset) is a bug in the scanner.
+            debug_assert!(self.text.is_char_boundary(target), "a span at {target} read from the fast scanner");
             return target.min(self.text.len());
         }
         while self.cursor_chars < target {
@@ -172,9 +175,12 @@ impl<'a> Builder<'a> {
                 });
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                let range = self.range(span);
                 if let Some(frame) = self.stack.pop() {
-                    let (node, anchor) = self.close(frame, Some(range.end));
+                    // Only a flow collection's end is read from its span (its closing bracket): a block
+                    // collection ends with its last entry, and the fast scanner leaves that span unset.
+                    let flow = matches!(frame, Frame::Sequence { flow: true, .. } | Frame::Mapping { flow: true, .. });
+                    let end = flow.then(|| self.range(span).end);
+                    let (node, anchor) = self.close(frame, end);
                     self.register(anchor, &node);
                     self.push(node);
                 }

@@ -9,13 +9,17 @@
 //! thousands of edits of them.
 //!
 //! Its spans are byte offsets (saphyr's count characters), and only the spans the builder reads are exact:
-//! block collections' end events, which the builder does not read, are placed at the end of the text.
+//! block collections' end events, which the builder does not read, carry [`UNSET`], which the builder asserts
+//! it never reads.
 
 use std::borrow::Cow;
 
 use saphyr_parser::{Event, Marker, ScalarStyle, Span};
 
 use super::builder::Builder;
+
+/// The span of an event whose span the builder does not read (a block collection's end).
+const UNSET: usize = usize::MAX;
 
 /// Collections nested deeper than this are left to `saphyr-parser`, far below the builder's own limit.
 const MAX_NESTING: usize = 32;
@@ -194,9 +198,8 @@ impl Scanner<'_, '_, '_> {
                 break;
             }
             self.open.pop();
-            let end = self.text.len();
             let event = if matches!(open, Open::Mapping(_)) { Event::MappingEnd } else { Event::SequenceEnd };
-            self.emit(event, end, end);
+            self.emit(event, UNSET, UNSET);
         }
     }
 
@@ -378,11 +381,11 @@ impl Scanner<'_, '_, '_> {
         if let Some(pending) = self.pending.take() {
             self.empty_value(pending);
         }
-        let end = self.text.len();
         while let Some(open) = self.open.pop() {
             let event = if matches!(open, Open::Mapping(_)) { Event::MappingEnd } else { Event::SequenceEnd };
-            self.emit(event, end, end);
+            self.emit(event, UNSET, UNSET);
         }
+        let end = self.text.len();
         self.emit(Event::DocumentEnd, end, end);
         self.emit(Event::StreamEnd, end, end);
         Some(())

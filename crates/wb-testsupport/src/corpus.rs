@@ -1,8 +1,9 @@
-//! The inputs every scenario measures: generated packages and repositories, written once per run.
+//! The generated inputs of the performance benches and examples: normal packages, packages with problems, a
+//! 10,000-line manifest, and repositories of them.
 
 use std::path::{Path, PathBuf};
 
-use wb_testsupport::write_file;
+use crate::write_file;
 
 /// Lines of the large manifest: 5,000 `env` entries of two lines each, plus the header.
 pub const LARGE_VARS: usize = 5_000;
