@@ -4,7 +4,8 @@
 //! select the runtime (`runtime`), bind workspaces and the environment (`bindings`, with `--env-file` read by
 //! `dotenv`), check requirements (`requirements`), stage the runner's configuration (`adapters`), preflight
 //! inside the runtime, check authentication readiness (`routing`), launch, translate the runner's stream into
-//! canonical events (`events`), log them with the run's record (`runs`), and clean up on every path. Environment values never leave [`bindings::Environment`] except
+//! canonical events (`events`), log them with the run's record (`runs`), take a session's next turns from its
+//! inbox (`sessions`), and clean up on every path. Environment values never leave [`bindings::Environment`] except
 //! into the runner's process; everything printed carries names only, and event text is redacted (`redact`, also across streamed text deltas).
 
 pub mod adapters;
@@ -20,10 +21,11 @@ pub mod requirements;
 pub mod routing;
 pub mod runs;
 pub mod runtime;
+pub mod sessions;
 pub mod source;
 
 pub use error::{EngineError, Result};
 pub use lifecycle::{
-    BuildReport, DryRun, Ending, Options, RunResult, Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool,
+    BuildReport, DryRun, Ending, Options, RunResult, SessionOptions, Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool,
     WorkspaceReport, build, dry_run, run, smoke,
 };

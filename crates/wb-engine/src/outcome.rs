@@ -133,6 +133,40 @@ pub(crate) fn collect(
     Ok((outcome, receipt))
 }
 
+/// What a session's last turn snapshot held (at first: an empty outbox), so an unchanged result makes no new one.
+#[derive(Default)]
+pub(crate) struct TurnSnapshots {
+    last: Option<(Option<String>, Vec<wb_outcomes::Artifact>, Vec<wb_outcomes::Link>)>,
+}
+
+/// The snapshot of a session's outbox after completed turn `turn_index` (outcomes contract: partial, the turn's
+/// index, no changesets, receipt `present`), committed; `None` when the outbox holds what the last snapshot
+/// held (or, before any, nothing). Content is stored by digest, so an earlier snapshot's files keep their bytes.
+pub(crate) fn snapshot_turn(
+    home: &Path,
+    run_id: &str,
+    outbox: &Path,
+    turn_index: u64,
+    snapshots: &mut TurnSnapshots,
+) -> Result<Option<(Outcome, Receipt)>> {
+    let store = ContentStore::open(home).map_err(EngineError::Store)?;
+    let collected = collect_outbox(outbox, &store, &mut OutcomeBudget::new())?;
+    let held = (collected.summary, collected.artifacts, collected.links);
+    let unchanged = match &snapshots.last {
+        Some(last) => *last == held,
+        None => held.0.is_none() && held.1.is_empty() && held.2.is_empty(),
+    };
+    if unchanged {
+        return Ok(None);
+    }
+    let mut outcome = Outcome::new(run_id, Completeness::Partial);
+    outcome.turn_index = Some(turn_index);
+    (outcome.summary, outcome.artifacts, outcome.links) = held.clone();
+    let receipt = OutcomeStore::new(&store).commit(&outcome, ReceiptState::Present, &WorkspaceBindings::default())?;
+    snapshots.last = Some(held);
+    Ok(Some((outcome, receipt)))
+}
+
 /// The data of `outcome.available`: ids, states and counts, never contents.
 pub(crate) fn available_data(outcome: &Outcome, receipt: &Receipt) -> Value {
     let mut data = json!({
@@ -146,6 +180,9 @@ pub(crate) fn available_data(outcome: &Outcome, receipt: &Receipt) -> Value {
     });
     if let (Some(summary), Some(object)) = (&outcome.summary, data.as_object_mut()) {
         object.insert("summary".to_owned(), Value::from(summary.as_str()));
+    }
+    if let (Some(turn), Some(object)) = (outcome.turn_index, data.as_object_mut()) {
+        object.insert("turn_index".to_owned(), Value::from(turn));
     }
     data
 }

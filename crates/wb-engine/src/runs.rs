@@ -38,6 +38,8 @@ const LINE_LIMIT: usize = 4 * 1024 * 1024;
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Running,
+    /// A session between turns, waiting for the next (`send`).
+    Idle,
     Completed,
     Failed,
     Cancelled,
@@ -49,6 +51,7 @@ pub enum RunStatus {
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
     Running,
+    Idle,
     Completed,
     Failed,
     Cancelled,
@@ -56,9 +59,15 @@ pub enum RunState {
 }
 
 impl RunState {
+    /// Running or idle: the run's owner lives and the run has not ended.
+    pub fn is_live(self) -> bool {
+        matches!(self, RunState::Running | RunState::Idle)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunState::Running => "running",
+            RunState::Idle => "idle",
             RunState::Completed => "completed",
             RunState::Failed => "failed",
             RunState::Cancelled => "cancelled",
@@ -103,14 +112,21 @@ pub struct RunRecord {
     /// Why it failed or was cancelled (the terminal event's message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The run is a session: it waits for another turn after each (`send`), until it is ended.
+    #[serde(default)]
+    pub session: bool,
+    /// The turns a session has started.
+    #[serde(default)]
+    pub turns: u64,
 }
 
 impl RunRecord {
     /// The record's status, or [`RunState::Lost`] when it says running and its owner is gone.
     pub fn state(&self) -> RunState {
         match self.status {
-            RunStatus::Running if !self.owner_alive() => RunState::Lost,
+            RunStatus::Running | RunStatus::Idle if !self.owner_alive() => RunState::Lost,
             RunStatus::Running => RunState::Running,
+            RunStatus::Idle => RunState::Idle,
             RunStatus::Completed => RunState::Completed,
             RunStatus::Failed => RunState::Failed,
             RunStatus::Cancelled => RunState::Cancelled,
@@ -165,7 +181,16 @@ impl RunRecord {
                 self.activity = Some(format!("tool {title}"));
             }
             "file.changed" => self.activity = text("path").map(|path| format!("edited {path}")),
-            "outcome.available" => self.outcome_id = text("outcome_id"),
+            "turn.started" => {
+                self.status = RunStatus::Running;
+                self.turns = event.data.get("turn_index").and_then(Value::as_u64).unwrap_or(self.turns + 1);
+            }
+            "turn.completed" if self.session => {
+                self.status = RunStatus::Idle;
+                self.activity = None;
+            }
+            // A turn's snapshot is not the run's outcome.
+            "outcome.available" if event.data.get("turn_index").is_none() => self.outcome_id = text("outcome_id"),
             "run.completed" => self.end(RunStatus::Completed, event, None),
             "run.failed" => self.end(RunStatus::Failed, event, text("message")),
             "run.cancelled" => self.end(RunStatus::Cancelled, event, text("message")),

@@ -36,8 +36,10 @@ pub enum Command {
     /// Check that each Workbench can start here, without a model request (exit 0 ready, 3 needs
     /// authentication, 1 failed).
     Smoke(RunArgs),
-    /// Run a Workbench one-shot on a task.
+    /// Run a Workbench on a task: one-shot, or with --session a session that takes more turns (`send`).
     Run(RunCommandArgs),
+    /// Send a session its next turn (a task), then follow that turn to its end (exit 0 when it completed).
+    Send(SendArgs),
     /// Prepare a Workbench's runtime image (pull or build and cache it) without preflight or a runner.
     Build(BuildArgs),
     /// Inspect, apply or export a run's outcome (ID: wbo_… or the run's wb_… id).
@@ -83,6 +85,36 @@ pub struct RunCommandArgs {
     pub max_duration: Option<std::time::Duration>,
     /// Start the run and return once it has started, printing its id: it goes on without this command
     /// (`attach`, `wait`, `status`, `kill` reach it).
+    #[arg(long, short = 'd')]
+    pub detach: bool,
+    /// Keep the run open as a session after its first turn: the runtime and the runner's conversation stay,
+    /// `send` runs the next turn, `kill` ends it and collects the final outcome. The command returns when the
+    /// first turn has ended.
+    #[arg(long)]
+    pub session: bool,
+    /// End a session (its final outcome collected) after it has waited this long for a turn.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m", requires = "session")]
+    pub idle_timeout: std::time::Duration,
+}
+
+/// `send`: a session and its next task.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    #[command(flatten)]
+    pub run: RunRef,
+    /// The task of the turn.
+    #[arg(value_name = "TASK", conflicts_with_all = ["task_file", "stdin"])]
+    pub task: Option<String>,
+    /// Read the task from a file.
+    #[arg(long, value_name = "FILE", conflicts_with = "stdin")]
+    pub task_file: Option<PathBuf>,
+    /// Read the task from standard input.
+    #[arg(long)]
+    pub stdin: bool,
+    /// Print each event of the turn as a JSON line (as `run --json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Queue the turn and return at once, printing its input id (the turn's `turn.started` names it).
     #[arg(long, short = 'd')]
     pub detach: bool,
 }

@@ -247,6 +247,8 @@ pub enum Followed {
     Lost,
     /// The follower was asked to stop (the run goes on).
     Stopped,
+    /// The event the follower waited for was read (the run goes on).
+    Reached,
 }
 
 /// How often a followed run's log and record are looked at.
@@ -260,12 +262,25 @@ pub fn follow(
     stop: Option<&AtomicBool>,
     on_event: &mut dyn FnMut(&Value),
 ) -> anyhow::Result<Followed> {
+    follow_until(home, run_id, stop, &mut |event| {
+        on_event(event);
+        false
+    })
+}
+
+/// [`follow`], ending early ([`Followed::Reached`]) after the event for which `on_event` returns true.
+pub fn follow_until(
+    home: &Path,
+    run_id: &str,
+    stop: Option<&AtomicBool>,
+    on_event: &mut dyn FnMut(&Value) -> bool,
+) -> anyhow::Result<Followed> {
     let mut reader = LogReader::open(home, run_id).with_context(|| format!("cannot read the log of run {run_id}"))?;
     let (mut outcome_failed, mut owner_gone) = (false, false);
     loop {
         let events = reader.read_new()?;
         for event in &events {
-            on_event(event);
+            let reached = on_event(event);
             let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
             outcome_failed |= kind == "outcome.failed";
             let state = match kind {
@@ -276,6 +291,9 @@ pub fn follow(
             };
             if let Some(state) = state {
                 return Ok(Followed::Ended { state, outcome_failed });
+            }
+            if reached {
+                return Ok(Followed::Reached);
             }
         }
         if !events.is_empty() {

@@ -1422,3 +1422,131 @@ fn a_spend_cap_stops_a_scripted_model_run() {
         spend_cap_stops(&bin, runner);
     }
 }
+
+const SESSION_WORD: &str = "ZEBRA-17";
+
+/// The session's script: the first turn writes the report's first version and names a code word; the second
+/// turn's first request must carry the first turn's messages (the runner kept its conversation), and writes the
+/// second version with the word; the third only answers (its result is unchanged: no snapshot).
+fn session_model(runner: Runner) -> ModelServer {
+    ModelServer::start_with(move |exchange| match exchange.turn {
+        0 => tool_call(runner, exchange, Path::new("/unused"), &Action::Write("outbox:report.md", "version 1\n")),
+        1 => Turn::text(&format!("The first version is written. The code word is {SESSION_WORD}.")),
+        2 => {
+            let body = exchange.body.to_string();
+            if !body.contains(SESSION_WORD) || !body.contains("Write the first version") {
+                return script_error(format!("the second turn does not carry the first: {body}"));
+            }
+            let text = Box::leak(format!("version 2 ({SESSION_WORD})\n").into_boxed_str());
+            tool_call(runner, exchange, Path::new("/unused"), &Action::Write("outbox:report.md", text))
+        }
+        3 => Turn::text("The second version is written."),
+        _ => Turn::text("Nothing to change."),
+    })
+    .unwrap()
+}
+
+/// The outcome `id`'s manifest, valid against the official schema.
+fn stored_outcome(fixture: &Fixture, id: &str) -> Value {
+    let path = fixture.workbench_home.join("outcomes").join(id).join("outcome.json");
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let errors: Vec<String> =
+        outcomes_validator("outcome.schema.json").iter_errors(&manifest).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    manifest
+}
+
+/// The bytes of an outcome's artifact at `path`, from the content store.
+fn artifact_text(fixture: &Fixture, manifest: &Value, path: &str) -> String {
+    let artifact = manifest["artifacts"].as_array().unwrap().iter().find(|a| a["path"] == path).unwrap();
+    let digest = artifact["content"]["digest"].as_str().unwrap().trim_start_matches("sha256:");
+    let blob = fixture.workbench_home.join("blobs/sha256").join(&digest[..2]).join(&digest[2..]);
+    std::fs::read_to_string(blob).unwrap()
+}
+
+fn session_turns(bin: &Path, runner: Runner) {
+    let model = session_model(runner);
+    let fixture = fixture(runner, &model.url(), None);
+    let url = model.url();
+    let run = |args: &[&str]| run_json(&mut fixture.command(bin, runner, &url, args));
+    let (first, stderr, code) = run(&["run", "--session", "--json", "--task", "Write the first version.", "."]);
+    let first: Vec<Value> = first.into_iter().map(|(event, _)| event).collect();
+    let context = format!("{runner:?}\nevents: {first:#?}\nstderr: {stderr}\nrequests: {:#?}", model.turns());
+    assert_eq!(code, 0, "{context}");
+    let run_id = first[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        kinds(&first).into_iter().filter(|k| k.starts_with("turn.") || k.starts_with("outcome.")).collect::<Vec<_>>(),
+        ["turn.started", "outcome.available", "turn.completed"],
+        "{context}"
+    );
+    let snapshot = first.iter().find(|e| e["type"] == "outcome.available").unwrap();
+    assert_eq!(snapshot["data"]["turn_index"], 1, "{context}");
+    assert_eq!(snapshot["data"]["completeness"], "partial", "{context}");
+    assert_eq!(snapshot["data"]["application_state"], "present", "{context}");
+    let first_snapshot = snapshot["data"]["outcome_id"].as_str().unwrap().to_owned();
+
+    let (second, stderr, code) = run(&["send", "--json", &run_id, "Now write the second version."]);
+    let second: Vec<Value> = second.into_iter().map(|(event, _)| event).collect();
+    let context = format!("{runner:?}\nevents: {second:#?}\nstderr: {stderr}\nrequests: {:#?}", model.turns());
+    assert_eq!(code, 0, "{context}");
+    assert_eq!(second.first().map(|e| &e["type"]), Some(&json!("turn.started")), "{context}");
+    assert_eq!(second[0]["data"]["turn_index"], 2, "{context}");
+    assert!(second[0]["data"]["input_id"].as_str().is_some_and(|id| id.starts_with("in_")), "{context}");
+    let snapshot = second.iter().find(|e| e["type"] == "outcome.available").expect("a second snapshot");
+    assert_eq!(snapshot["data"]["turn_index"], 2, "{context}");
+    let second_snapshot = snapshot["data"]["outcome_id"].as_str().unwrap().to_owned();
+    assert!(!second.iter().any(|e| e["type"].as_str().is_some_and(|k| k.starts_with("run."))), "{context}");
+
+    // Nothing changes in the third turn: no snapshot.
+    let (third, stderr, code) = run(&["send", "--json", &run_id, "Anything else?"]);
+    let third: Vec<Value> = third.into_iter().map(|(event, _)| event).collect();
+    let context = format!("{runner:?}\nevents: {third:#?}\nstderr: {stderr}");
+    assert_eq!(code, 0, "{context}");
+    assert!(!third.iter().any(|e| e["type"] == "outcome.available"), "{context}");
+    assert_eq!(third.last().map(|e| &e["data"]["turn_index"]), Some(&json!(3)), "{context}");
+
+    let status = fixture.command(bin, runner, &url, &["runs", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let record = listed.as_array().unwrap().iter().find(|r| r["run_id"] == run_id.as_str()).unwrap();
+    assert_eq!((&record["state"], &record["turns"], &record["session"]), (&json!("idle"), &json!(3), &json!(true)));
+
+    // `kill` ends the idle session: its final outcome is collected and the run completes.
+    let killed = fixture.command(bin, runner, &url, &["kill", &run_id]).output().unwrap();
+    assert!(killed.status.success(), "{}", String::from_utf8_lossy(&killed.stderr));
+    let waited = fixture.command(bin, runner, &url, &["wait", &run_id]).output().unwrap();
+    assert_eq!(waited.status.code(), Some(0));
+    let log = std::fs::read_to_string(fixture.workbench_home.join("runs").join(&run_id).join("events.ndjson")).unwrap();
+    let events: Vec<Value> = log.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    check_events(&events);
+    assert_eq!(events.last().unwrap()["type"], "run.completed", "{events:#?}");
+    let last = events.iter().rev().find(|e| e["type"] == "outcome.available").unwrap();
+    assert!(last["data"].get("turn_index").is_none(), "the final outcome is no turn's: {last}");
+    assert_eq!(last["data"]["completeness"], "complete");
+
+    // Each snapshot keeps its own bytes; the final outcome has the last version.
+    let one = stored_outcome(&fixture, &first_snapshot);
+    assert_eq!((&one["turn_index"], &one["completeness"]), (&json!(1), &json!("partial")));
+    assert_eq!(one["changesets"], json!([]));
+    assert_eq!(artifact_text(&fixture, &one, "report.md"), "version 1\n");
+    let two = stored_outcome(&fixture, &second_snapshot);
+    assert_eq!(artifact_text(&fixture, &two, "report.md"), format!("version 2 ({SESSION_WORD})\n"));
+    let receipt: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.workbench_home.join("outcomes").join(&first_snapshot).join("application.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(receipt["state"], "present");
+    let last_id = last["data"]["outcome_id"].as_str().unwrap();
+    let last = stored_outcome(&fixture, last_id);
+    assert_eq!(artifact_text(&fixture, &last, "report.md"), format!("version 2 ({SESSION_WORD})\n"));
+    assert_no_secret(&log, "the session's log");
+    assert!(fixture.leftover_stages().is_empty(), "staged files are removed");
+}
+
+#[test]
+fn a_session_carries_the_conversation_across_turns() {
+    let Some(bin) = runners_bin() else { return };
+    for runner in RUNNERS {
+        session_turns(&bin, runner);
+    }
+}

@@ -123,6 +123,15 @@ impl Adapter for ClaudeCode {
         })
     }
 
+    fn next_turn(&self, first: &[String], task: &str, _conversation: Option<&str>) -> Result<Vec<String>> {
+        let mut next = super::with_task(first, task.to_owned());
+        let Some(flag) = next.iter_mut().find(|argument| *argument == "--session-id") else {
+            return Err(EngineError::message("The first turn of the session was not started as a session"));
+        };
+        *flag = "--resume".to_owned();
+        Ok(next)
+    }
+
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
         match kind {
@@ -353,6 +362,10 @@ fn command(context: &StageContext<'_>, max_turns: Option<u64>) -> Vec<String> {
     command.extend(["--add-dir".to_owned(), context.outbox.display().to_string()]);
     if let Some(turns) = max_turns {
         command.extend(["--max-turns".to_owned(), turns.to_string()]);
+    }
+    // A session's conversation gets its id now; the next turn resumes it (`--resume`).
+    if context.session {
+        command.extend(["--session-id".to_owned(), super::random_uuid()]);
     }
     command.extend(["--".to_owned(), context.task.to_owned()]);
     command

@@ -54,6 +54,8 @@ pub struct StageContext<'a> {
     pub unselected_variables: &'a [String],
     /// The environment the engine inherited: the base of the runner's environment (and where `HOME` is).
     pub inherited: &'a BTreeMap<String, String>,
+    /// The run is a session: the runner keeps its conversation, so that [`Adapter::next_turn`] can carry it on.
+    pub session: bool,
 }
 
 /// What the runner receives. `env` holds values and is only ever handed to the runner's process.
@@ -81,6 +83,8 @@ pub struct TranslateState {
     pub tools: BTreeMap<String, String>,
     /// A new assistant message began: its first text replaces the final answer (Pi streams deltas).
     pub new_message: bool,
+    /// The runner's own id of the conversation, when its events name it (OpenCode's `sessionID`).
+    pub conversation: Option<String>,
 }
 
 /// Who a runner is: its name in manifests, its executable, its npm package and the versions verified.
@@ -116,6 +120,28 @@ pub trait Adapter: Send + Sync {
     fn translate(&self, context: &StageContext<'_>) -> Result<Translation>;
     /// Translates one line of the runner's stdout (already parsed as JSON).
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated>;
+    /// The command of a session's next turn: `first` is the command [`Adapter::translate`] gave for the first
+    /// turn (staged with `session`), `task` the new task, `conversation` the id the runner's events gave
+    /// ([`TranslateState::conversation`]). The runner carries on its conversation, so the model sees the
+    /// earlier turns.
+    fn next_turn(&self, first: &[String], task: &str, conversation: Option<&str>) -> Result<Vec<String>>;
+}
+
+/// `command` with its last argument (the task) replaced by `task`.
+pub(crate) fn with_task(command: &[String], task: String) -> Vec<String> {
+    let mut next = command.to_vec();
+    match next.last_mut() {
+        Some(last) => *last = task,
+        None => next.push(task),
+    }
+    next
+}
+
+/// A random UUID (version 4), as runners name conversations.
+pub(crate) fn random_uuid() -> String {
+    let hex = wb_outcomes::random_hex(16);
+    let variant = ["8", "9", "a", "b"][usize::from(hex.as_bytes()[16] % 4)];
+    format!("{}-{}-4{}-{variant}{}-{}", &hex[0..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
 }
 
 /// The data of a `usage.updated` delta: each canonical counter found at its JSON pointer in `usage` (a runner's

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use wb_manifest::Access;
 
 use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::events::Translated;
 
 pub struct OpenCode;
@@ -209,8 +209,24 @@ impl Adapter for OpenCode {
         })
     }
 
+    fn next_turn(&self, first: &[String], task: &str, conversation: Option<&str>) -> Result<Vec<String>> {
+        let Some(session) = conversation else {
+            return Err(EngineError::message("OpenCode did not say which session the first turn ran in"));
+        };
+        // `--session <id>` before the `--` that ends the options.
+        let mut next = super::with_task(first, task.to_owned());
+        let at = next.iter().rposition(|argument| argument == "--").unwrap_or(next.len());
+        next.splice(at..at, ["--session".to_owned(), session.to_owned()]);
+        Ok(next)
+    }
+
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        if state.conversation.is_none()
+            && let Some(session) = event.get("sessionID").and_then(Value::as_str)
+        {
+            state.conversation = Some(session.to_owned());
+        }
         let part = event.get("part").cloned().unwrap_or(Value::Null);
         match kind {
             "text" => {

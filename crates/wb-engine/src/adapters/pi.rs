@@ -78,7 +78,6 @@ impl Adapter for Pi {
             "--mode".to_owned(),
             "json".to_owned(),
             "--print".to_owned(),
-            "--no-session".to_owned(),
             "--no-context-files".to_owned(),
             "--provider".to_owned(),
             context.route.native_provider.clone(),
@@ -89,10 +88,13 @@ impl Adapter for Pi {
             command.push("--skill".to_owned());
             command.push(context.runner_stage_dir.join("skills").join(skill).display().to_string());
         }
-        // Pi takes no `--`: an argument starting with `-` is an option and one starting with `@` a file to
-        // include (verified against 0.73.1), so such a task gets a leading space.
-        let task = context.task;
-        command.push(if task.starts_with(['-', '@']) { format!(" {task}") } else { task.to_owned() });
+        // A session keeps its conversation in the stage directory, where `--continue` finds it.
+        match context.session {
+            true => command
+                .extend(["--session-dir".to_owned(), context.runner_stage_dir.join("sessions").display().to_string()]),
+            false => command.push("--no-session".to_owned()),
+        }
+        command.push(task_argument(context.task));
         Ok(Translation {
             command,
             cwd: primary,
@@ -105,6 +107,16 @@ impl Adapter for Pi {
             warnings,
             disabled_mcps: Vec::new(),
         })
+    }
+
+    fn next_turn(&self, first: &[String], task: &str, _conversation: Option<&str>) -> Result<Vec<String>> {
+        if !first.iter().any(|argument| argument == "--session-dir") {
+            return Err(EngineError::message("The first turn of the session was not started as a session"));
+        }
+        let mut next = super::with_task(first, task_argument(task));
+        let at = next.len() - 1;
+        next.insert(at, "--continue".to_owned());
+        Ok(next)
     }
 
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
@@ -171,4 +183,10 @@ impl Adapter for Pi {
             other => vec![Translated::native(other)],
         }
     }
+}
+
+/// The task as Pi's last argument. Pi takes no `--`: an argument starting with `-` is an option and one
+/// starting with `@` a file to include (verified against 0.73.1), so such a task gets a leading space.
+fn task_argument(task: &str) -> String {
+    if task.starts_with(['-', '@']) { format!(" {task}") } else { task.to_owned() }
 }

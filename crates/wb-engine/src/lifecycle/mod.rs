@@ -8,6 +8,7 @@
 
 mod build;
 mod dry_run;
+mod limits;
 mod prepare;
 mod run;
 mod runner_output;
@@ -79,6 +80,17 @@ pub struct Options {
     /// True when this process cancels the run on SIGINT (the CLI sets `cancel` from its Ctrl-C handler): the
     /// run's record says so, and `kill` may then stop the run by sending it.
     pub interrupt_cancels: bool,
+    /// Run only: keep the session open after each turn for the next (`send`), until `kill` or this long
+    /// without a turn.
+    #[serde(default)]
+    pub session: Option<SessionOptions>,
+}
+
+/// How a session waits between turns.
+#[derive(Clone, Copy, Debug, Serialize, serde::Deserialize)]
+pub struct SessionOptions {
+    /// An idle session ends (its final outcome collected, `run.completed`) after this long without a turn.
+    pub idle_timeout: std::time::Duration,
 }
 
 impl Options {

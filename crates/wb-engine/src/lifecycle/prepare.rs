@@ -283,6 +283,7 @@ pub(super) fn prepare_package(
         mcps: &mcps.enabled,
         unselected_variables: &unselected,
         inherited: &options.inherited,
+        session: options.session.is_some(),
     })?;
     let mut warnings = mcps.warnings;
     warnings.extend(translation.warnings.iter().cloned());

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use wb_manifest::{FileSystem, ModelCatalog};
 use wb_outcomes::Completeness;
 
+use super::limits::Limits;
 use super::prepare::{Prepared, prepare_one};
 use super::runner_output::{Line, MAX_STDOUT_LINE_BYTES, keep_tail, read_lines};
 use super::{Options, Purpose, require_task};
@@ -17,6 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::events::{Event, Stream, Translated};
 use crate::outcome;
 use crate::runs::{RunLog, RunRecord, RunStatus};
+use crate::sessions::Waited;
 use crate::runtime::{Exit, Launched};
 
 /// How a run ended.
@@ -180,71 +182,9 @@ fn record(prepared: &Prepared, options: &Options) -> RunRecord {
         last_sequence: 0,
         activity: None,
         message: None,
+        session: options.session.is_some(),
+        turns: 0,
     }
-}
-
-/// The run's spend and time limits: crossing one sets the cancel flag, with the reason the terminal event
-/// gives. The duration is watched by a thread that ends with the run (dropping this ends it).
-struct Limits {
-    max_cost: Option<f64>,
-    cancel: Arc<AtomicBool>,
-    reason: Arc<Mutex<Option<String>>>,
-    _timer: Option<mpsc::Sender<()>>,
-}
-
-impl Limits {
-    fn start(options: &Options, cancel: Arc<AtomicBool>) -> Limits {
-        let reason: Arc<Mutex<Option<String>>> = Arc::default();
-        let timer = options.max_duration.map(|limit| {
-            let (done, ended) = mpsc::channel::<()>();
-            let (cancel, reason) = (Arc::clone(&cancel), Arc::clone(&reason));
-            std::thread::spawn(move || {
-                if ended.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Timeout) {
-                    stop(
-                        &cancel,
-                        &reason,
-                        format!("Stopped by --max-duration: the run went on for {}", duration_text(limit)),
-                    );
-                }
-            });
-            done
-        });
-        Limits { max_cost: options.max_cost_usd, cancel, reason, _timer: timer }
-    }
-
-    /// Stops the run once the cost so far crosses the limit.
-    fn observe(&self, record: &RunRecord) {
-        if let (Some(limit), Some(cost)) = (self.max_cost, record.cost_usd)
-            && cost > limit
-            && !self.cancel.load(Ordering::SeqCst)
-        {
-            stop(
-                &self.cancel,
-                &self.reason,
-                format!("Stopped by --max-cost {limit:.2} USD: the runner reported {cost:.4} USD"),
-            );
-        }
-    }
-}
-
-/// Records why the run stops (the first reason wins) and sets the cancel flag.
-fn stop(cancel: &AtomicBool, reason: &Mutex<Option<String>>, text: String) {
-    if let Ok(mut reason) = reason.lock() {
-        reason.get_or_insert(text);
-    }
-    cancel.store(true, Ordering::SeqCst);
-}
-
-/// `1h 5m`, `30m`, `45s`.
-fn duration_text(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    let (hours, minutes, rest) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    let parts: Vec<String> = [(hours, "h"), (minutes, "m"), (rest, "s")]
-        .iter()
-        .filter(|(value, _)| *value > 0)
-        .map(|(value, unit)| format!("{value}{unit}"))
-        .collect();
-    if parts.is_empty() { "0s".to_owned() } else { parts.join(" ") }
 }
 
 /// What [`execute`] found.
@@ -255,11 +195,21 @@ struct Executed {
     outcome_error: Option<String>,
 }
 
-/// Everything after `run.started`, through the terminal event: how the run ended, its final text and outcome.
+/// How the runner's turns ended: the run's ending and terminal event, the last turn's final text, and whether
+/// it was cancelled.
+struct Turns {
+    ending: Ending,
+    terminal: Translated,
+    final_text: String,
+    cancelled: bool,
+}
+
+/// Everything after `run.started`, through the terminal event: the runner's turn (a session's turns, one after
+/// another), then the final outcome.
 fn execute(
     prepared: &mut Prepared,
     options: &Options,
-    (cancel, stop_reason): (&AtomicBool, &Mutex<Option<String>>),
+    stops: (&AtomicBool, &Mutex<Option<String>>),
     events: &mut Events<'_>,
 ) -> Executed {
     let fail = |events: &mut Events<'_>, message: String| {
@@ -273,37 +223,18 @@ fn execute(
     }
     // The baseline of every writable workspace, before the runner can touch it.
     let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.working_copies);
-    let mut launched = match prepared.runtime.launch(&prepared.translation) {
+    let launched = match prepared.runtime.launch(&prepared.translation) {
         Ok(launched) => launched,
         Err(error) => return fail(events, error.to_string()),
     };
     events.send(Translated::new("run.ready", json!({})));
-    let (status, state, cancelled, stderr_tail) = follow(prepared, &mut launched, cancel, events);
-    let (ending, terminal) = if cancelled {
-        let mut data = json!({"duration_ms": elapsed(events.started)});
-        if let Some(reason) = stop_reason.lock().ok().and_then(|reason| reason.clone()) {
-            data["message"] = Value::from(reason);
+    let Turns { ending, terminal, final_text, cancelled } = match options.session {
+        None => {
+            let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
+            let cancelled = ending == Ending::Cancelled;
+            Turns { ending, terminal, final_text: state.final_text, cancelled }
         }
-        (Ending::Cancelled, Translated::new("run.cancelled", data))
-    } else {
-        let success = status.as_ref().is_some_and(Exit::success);
-        match (&state.failed, success) {
-            (None, true) => {
-                (Ending::Completed, Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)})))
-            }
-            (failure, _) => {
-                let message = failure.clone().unwrap_or_else(|| {
-                    let ended = match &status {
-                        Some(Exit { code: Some(code), .. }) => format!("The runner exited with status {code}"),
-                        Some(Exit { cause: Some(cause), .. }) => format!("The runner's end is unknown: {cause}"),
-                        _ => "The runner exited with a signal".to_owned(),
-                    };
-                    if stderr_tail.is_empty() { ended } else { format!("{ended}: {stderr_tail}") }
-                });
-                let failed = events.failed(&message);
-                (Ending::Failed(message), failed)
-            }
-        }
+        Some(session) => turns(prepared, options, launched, session, stops, events),
     };
     events.flush_text();
     // Execution has stopped: collect and commit the final outcome, then announce it before the terminal event.
@@ -331,7 +262,125 @@ fn execute(
         }
     };
     events.send(terminal);
-    Executed { ending, final_text: state.final_text, outcome_id, outcome_error }
+    Executed { ending, final_text, outcome_id, outcome_error }
+}
+
+/// Follows one launched turn of the runner to its end: the run's ending were it the last turn, its terminal
+/// event, and the translation state (final text, conversation).
+fn one_turn(
+    prepared: &mut Prepared,
+    mut launched: Launched,
+    (cancel, stop_reason): (&AtomicBool, &Mutex<Option<String>>),
+    events: &mut Events<'_>,
+) -> (Ending, Translated, TranslateState) {
+    let (status, state, cancelled, stderr_tail) = follow(prepared, &mut launched, cancel, events);
+    if cancelled {
+        let mut data = json!({"duration_ms": elapsed(events.started)});
+        if let Some(reason) = stop_reason.lock().ok().and_then(|reason| reason.clone()) {
+            data["message"] = Value::from(reason);
+        }
+        return (Ending::Cancelled, Translated::new("run.cancelled", data), state);
+    }
+    let success = status.as_ref().is_some_and(Exit::success);
+    match (&state.failed, success) {
+        (None, true) => {
+            let completed = Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)}));
+            (Ending::Completed, completed, state)
+        }
+        (failure, _) => {
+            let message = failure.clone().unwrap_or_else(|| {
+                let ended = match &status {
+                    Some(Exit { code: Some(code), .. }) => format!("The runner exited with status {code}"),
+                    Some(Exit { cause: Some(cause), .. }) => format!("The runner's end is unknown: {cause}"),
+                    _ => "The runner exited with a signal".to_owned(),
+                };
+                if stderr_tail.is_empty() { ended } else { format!("{ended}: {stderr_tail}") }
+            });
+            let failed = events.failed(&message);
+            (Ending::Failed(message), failed, state)
+        }
+    }
+}
+
+/// A session's turns: each followed to its end between `turn.started` and `turn.completed`, its outbox
+/// snapshotted when the turn completed with a changed result, then the next taken from the session's inbox with
+/// the runner's conversation carried on, until a turn does not complete, the session is ended while idle, or
+/// it stays idle too long.
+fn turns(
+    prepared: &mut Prepared,
+    options: &Options,
+    mut launched: Launched,
+    session: super::SessionOptions,
+    stops: (&AtomicBool, &Mutex<Option<String>>),
+    events: &mut Events<'_>,
+) -> Turns {
+    let home = options.workbench_home();
+    let first_command = prepared.translation.command.clone();
+    let mut snapshots = outcome::TurnSnapshots::default();
+    let mut conversation: Option<String> = None;
+    let (mut turn, mut input_id) = (1_u64, None::<String>);
+    loop {
+        let started = Instant::now();
+        let mut data = json!({"turn_index": turn});
+        if let Some(id) = &input_id {
+            data["input_id"] = Value::from(id.as_str());
+        }
+        events.send(Translated::new("turn.started", data));
+        let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
+        events.flush_text();
+        conversation = state.conversation.clone().or(conversation);
+        // A completed turn's outbox is snapshotted (when its result changed) before the turn is said complete,
+        // so whoever follows the turn to `turn.completed` has seen its snapshot.
+        if ending == Ending::Completed {
+            match outcome::snapshot_turn(&home, &prepared.run_id, &prepared.outbox, turn, &mut snapshots) {
+                Ok(Some((outcome, receipt))) => {
+                    events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
+                }
+                Ok(None) => {}
+                Err(error) => events.send(Translated::new(
+                    "outcome.failed",
+                    json!({"turn_index": turn, "message": error.to_string()}),
+                )),
+            }
+        }
+        let status = match &ending {
+            Ending::Completed => "completed",
+            Ending::Failed(_) => "failed",
+            Ending::Cancelled => "cancelled",
+        };
+        events.send(Translated::new(
+            "turn.completed",
+            json!({"turn_index": turn, "status": status, "duration_ms": elapsed(started)}),
+        ));
+        if ending != Ending::Completed {
+            let cancelled = ending == Ending::Cancelled;
+            return Turns { ending, terminal, final_text: state.final_text, cancelled };
+        }
+        let queued = match crate::sessions::wait_for_turn(&home, &prepared.run_id, stops.0, session.idle_timeout) {
+            Waited::Turn(queued) => queued,
+            Waited::Ended | Waited::IdleTimeout => {
+                let terminal = Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)}));
+                return Turns { ending: Ending::Completed, terminal, final_text: state.final_text, cancelled: false };
+            }
+            Waited::Failed(message) => return session_failed(events, message, state.final_text),
+        };
+        let next = prepared.adapter.next_turn(&first_command, &queued.task, conversation.as_deref());
+        prepared.translation.command = match next {
+            Ok(command) => command,
+            Err(error) => return session_failed(events, error.to_string(), state.final_text),
+        };
+        launched = match prepared.runtime.launch(&prepared.translation) {
+            Ok(launched) => launched,
+            Err(error) => return session_failed(events, error.to_string(), state.final_text),
+        };
+        (turn, input_id) = (turn + 1, Some(queued.input_id));
+    }
+}
+
+/// A session that cannot go on to its next turn: it fails, and its final outcome is collected.
+fn session_failed(events: &mut Events<'_>, message: String, final_text: String) -> Turns {
+    let terminal = events.failed(&message);
+    Turns { ending: Ending::Failed(message), terminal, final_text, cancelled: false }
 }
 
 /// Follows the launched runner until it has exited (or was cancelled): its stdout translated into events.

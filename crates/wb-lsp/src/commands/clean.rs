@@ -22,7 +22,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     // A run whose owner lives is never removed, however long it has been quiet.
     let active = wb_engine::runs::list(&home)
         .into_iter()
-        .filter(|record| record.state() == wb_engine::runs::RunState::Running)
+        .filter(|record| record.state().is_live())
         .map(|record| record.run_id)
         .collect();
     let cleaning = if args.apply {

@@ -216,6 +216,9 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     if command.detach && (args.json || args.r#final) {
         anyhow::bail!("--detach cannot be combined with --json, --final, or --dry-run");
     }
+    if command.session && args.r#final {
+        anyhow::bail!("--session cannot be combined with --final (a session's answer is its last turn's)");
+    }
     let request = request(command)?;
     // The run belongs to its supervisor. Until this command detaches, Ctrl-C is passed on to it: the runner is
     // stopped and run.cancelled is the terminal event; while the runtime prepares, what it is doing stops and
@@ -258,6 +261,10 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     }
     let home = supervisor::home()?;
     let (json, final_only) = (args.json, args.r#final);
+    if command.session {
+        // A session: this command follows its first turn; `send` the next ones.
+        return super::sessions::follow_turn(&home, &run_id, None, json);
+    }
     let followed = supervisor::follow(&home, &run_id, None, &mut |event| {
         if json || !final_only {
             print_logged(event, json);
@@ -292,6 +299,8 @@ fn request(command: &RunCommandArgs) -> anyhow::Result<Options> {
     let mut options = options(&command.run)?;
     options.max_cost_usd = command.max_cost;
     options.max_duration = command.max_duration;
+    options.session =
+        command.session.then_some(wb_engine::SessionOptions { idle_timeout: command.idle_timeout });
     Ok(options)
 }
 

@@ -9,6 +9,7 @@ mod migrate;
 mod models;
 mod outcome;
 mod runs;
+mod sessions;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Smoke(args)) => execute::smoke(&args, catalog),
         Some(Command::Build(args)) => execute::build(&args, catalog),
         Some(Command::Run(args)) => execute::run(&args, catalog),
+        Some(Command::Send(args)) => sessions::send(&args),
         Some(Command::Outcome(args)) => outcome::run(&args),
         Some(Command::Outcomes(args)) => outcome::list(&args),
         Some(Command::Clean(args)) => clean::run(&args),

@@ -23,7 +23,7 @@ const KILL_WAIT: Duration = Duration::from_secs(120);
 const RECENT: Duration = Duration::from_secs(15 * 60);
 
 /// The run a reference names: its id, or a prefix of exactly one run's id.
-fn resolve(home: &std::path::Path, reference: &str) -> anyhow::Result<RunRecord> {
+pub(super) fn resolve(home: &std::path::Path, reference: &str) -> anyhow::Result<RunRecord> {
     if let Ok(record) = runs::read_record(home, reference) {
         return Ok(record);
     }
@@ -54,7 +54,7 @@ fn elapsed_text(record: &RunRecord) -> String {
 pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
     let home = supervisor::home()?;
     let records: Vec<RunRecord> =
-        runs::list(&home).into_iter().filter(|r| args.all || r.state() == RunState::Running).collect();
+        runs::list(&home).into_iter().filter(|r| args.all || r.state().is_live()).collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{:#}", Value::Array(records.iter().map(runs::record_json).collect()))?;
@@ -89,6 +89,7 @@ pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
 fn exit_of(state: RunState, outcome_failed: bool) -> ExitCode {
     match state {
         RunState::Completed if !outcome_failed => ExitCode::SUCCESS,
+        RunState::Idle => ExitCode::SUCCESS,
         RunState::Cancelled => ExitCode::from(130),
         RunState::Running => ExitCode::from(124),
         _ => ExitCode::from(1),
@@ -107,7 +108,7 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error: run {} is lost: the process that owned it ended before the run did", record.run_id);
             ExitCode::from(1)
         }
-        Followed::Stopped => ExitCode::from(124),
+        Followed::Stopped | Followed::Reached => ExitCode::from(124),
     })
 }
 
@@ -155,7 +156,7 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
     let home = supervisor::home()?;
     let record = resolve(&home, &args.run.run)?;
     let state = record.state();
-    if state != RunState::Running {
+    if !state.is_live() {
         eprintln!("error: run {} is not running ({})", record.run_id, state.as_str());
         return Ok(ExitCode::from(1));
     }
@@ -172,7 +173,7 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
     let asked = Instant::now();
     while asked.elapsed() < KILL_WAIT {
         let now = runs::read_record(&home, &record.run_id)?;
-        if now.state() != RunState::Running {
+        if !now.state().is_live() {
             eprintln!("run {} {}", now.run_id, now.state().as_str());
             return Ok(ExitCode::SUCCESS);
         }
@@ -187,7 +188,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let records: Vec<RunRecord> = runs::list(&home)
         .into_iter()
         .filter(|record| match record.state() {
-            RunState::Running => true,
+            RunState::Running | RunState::Idle => true,
             RunState::Lost => false,
             _ => record.ended_ago().is_some_and(|ago| ago <= RECENT),
         })
@@ -198,7 +199,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.line {
-        let active: Vec<&RunRecord> = records.iter().filter(|r| r.state() == RunState::Running).collect();
+        let active: Vec<&RunRecord> = records.iter().filter(|r| r.state().is_live()).collect();
         let known: f64 = active.iter().filter_map(|r| r.cost_usd).sum();
         let line = match active.len() {
             0 => "wb: idle".to_owned(),
@@ -216,6 +217,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     for record in &records {
         let doing = match record.state() {
             RunState::Running => record.activity.clone().unwrap_or_else(|| "starting".to_owned()),
+            RunState::Idle => format!("idle after turn {}", record.turns),
             state => state.as_str().to_owned(),
         };
         writeln!(

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::runs::{self, RunState};
+use crate::runs;
 use crate::runtime::services;
 
 /// How far back runs are looked at: a sandbox older than its lease is gone anyway.
@@ -40,7 +40,7 @@ pub fn orphans(home: &Path, inherited: &BTreeMap<String, String>, apply: bool) -
     let mut found = Orphans::default();
     let runs: Vec<runs::RunRecord> = runs::list(home)
         .into_iter()
-        .filter(|record| record.state() != RunState::Running)
+        .filter(|record| !record.state().is_live())
         .filter(|record| record.elapsed_since_start().is_some_and(|age| age <= LOOK_BACK))
         .collect();
     // The providers drive their calls with `Handle::block_on`, which needs a runtime with its own workers.

@@ -246,7 +246,8 @@ fn follow_run(
             finish(sender, token, "lost".to_owned());
             anyhow::bail!("Run {run_id} is lost: its supervisor ended before the run did")
         }
-        Followed::Ended { .. } => {}
+        // Only `follow_until` stops at an event.
+        Followed::Ended { .. } | Followed::Reached => {}
     }
     let result = supervisor::result_of(&home, run_id)
         .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
@@ -341,7 +342,7 @@ pub fn runs(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::
     };
     let records: Vec<Value> = runs::list(&supervisor::home()?)
         .iter()
-        .filter(|record| arguments.all || record.state() == runs::RunState::Running)
+        .filter(|record| arguments.all || record.state().is_live())
         .map(runs::record_json)
         .collect();
     Ok(Some(Value::Array(records)))
@@ -352,7 +353,7 @@ pub fn runs(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::
 pub fn kill(_snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
     let run_id = RunIdArguments::from_params(&params)?.run_id;
     let record = runs::read_record(&supervisor::home()?, &run_id).with_context(|| format!("no run {run_id}"))?;
-    if record.state() != runs::RunState::Running {
+    if !record.state().is_live() {
         anyhow::bail!("Run {run_id} is not running ({})", record.state().as_str());
     }
     supervisor::interrupt(record.pid).with_context(|| format!("cannot signal the supervisor of run {run_id}"))?;
