@@ -26,6 +26,6 @@ pub mod source;
 
 pub use error::{EngineError, Result};
 pub use lifecycle::{
-    BuildReport, DryRun, Ending, Options, RunResult, SessionOptions, Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool,
-    WorkspaceReport, build, dry_run, run, smoke,
+    BuildReport, DryRun, Ending, Options, RunResult, SessionOptions, Smoke, SmokeError, SmokeRunner, SmokeStatus,
+    SmokeTool, WorkspaceReport, build, dry_run, run, smoke,
 };

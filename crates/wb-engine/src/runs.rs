@@ -118,6 +118,9 @@ pub struct RunRecord {
     /// The turns a session has started.
     #[serde(default)]
     pub turns: u64,
+    /// The session this one resumed (`resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<String>,
 }
 
 impl RunRecord {

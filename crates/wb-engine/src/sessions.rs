@@ -1,7 +1,11 @@
-//! A session's inbox: the turns `send` queued for a session, as files in `runs/<id>/inbox/` (the run's private
-//! directory), each written whole (a temporary name, then a rename) and taken oldest first by the session's
-//! owner, which removes it as it starts the turn. The task is never logged: the turn's `turn.started` names the
-//! input by its id.
+//! What a session keeps beside its run, in the run's private directory:
+//! - `inbox/`: the turns `send` queued, each written whole (a temporary name, then a rename) and taken oldest
+//!   first by the session's owner, which removes it as it starts the turn. The task is never logged: the turn's
+//!   `turn.started` names the input by its id.
+//! - `options.json`: what the session was started with, without its task or `--env` assignments (values: `resume`
+//!   takes them again), so `resume` can start it again.
+//! - `conversation/`: the runner's conversation after each turn (its id, and the store a runner keeps in the
+//!   stage directory), which a resumed session carries on.
 
 use std::fs;
 use std::io::Read;
@@ -12,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::EngineError;
 use crate::runs::run_dir;
 
 /// The inbox's directory name in a run's directory.
@@ -20,6 +25,13 @@ pub const INBOX_DIR: &str = "inbox";
 const QUEUED_LIMIT: u64 = 16 * 1024 * 1024;
 /// How often an idle session looks at its inbox.
 const POLL: Duration = Duration::from_millis(50);
+
+/// The file of a session's options in its run's directory.
+const OPTIONS_FILE: &str = "options.json";
+/// The directory of its conversation.
+const CONVERSATION_DIR: &str = "conversation";
+/// The conversation id's file in it.
+const CONVERSATION_ID_FILE: &str = "id";
 
 /// One queued turn.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,12 +82,7 @@ pub fn take(home: &Path, run_id: &str) -> std::io::Result<Option<Queued>> {
 }
 
 fn read_queued(path: &Path) -> std::io::Result<Queued> {
-    let file = fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits()).open(path)?;
-    let mut bytes = Vec::new();
-    file.take(QUEUED_LIMIT + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > QUEUED_LIMIT {
-        return Err(std::io::Error::other(format!("a queued turn is larger than {QUEUED_LIMIT} bytes")));
-    }
+    let bytes = read_bounded(path, QUEUED_LIMIT)?;
     serde_json::from_slice(&bytes)
         .map_err(|error| std::io::Error::other(format!("{} is not a queued turn: {error}", path.display())))
 }
@@ -110,6 +117,148 @@ pub fn wait_for_turn(home: &Path, run_id: &str, cancel: &AtomicBool, idle: Durat
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// Keeps a session's options for `resume`: the task and the `--env` assignments left out.
+pub fn save_options(home: &Path, run_id: &str, options: &crate::Options) -> std::io::Result<()> {
+    let mut kept = options.clone();
+    kept.env.clear();
+    kept.task = None;
+    let bytes = serde_json::to_vec_pretty(&kept).map_err(std::io::Error::other)?;
+    wb_outcomes::write_atomic(&run_dir(home, run_id).join(OPTIONS_FILE), &bytes, wb_outcomes::FileMode::Exactly(0o600))
+}
+
+/// A session's options as [`save_options`] kept them.
+pub fn load_options(home: &Path, run_id: &str) -> std::io::Result<crate::Options> {
+    let path = run_dir(home, run_id).join(OPTIONS_FILE);
+    let bytes = read_bounded(&path, QUEUED_LIMIT)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| std::io::Error::other(format!("{} is not a session's options: {error}", path.display())))
+}
+
+/// Keeps the runner's conversation after a turn: its id, and `store` (a directory of the stage directory
+/// `stage`, replaced whole).
+pub fn save_conversation(
+    home: &Path,
+    run_id: &str,
+    id: Option<&str>,
+    stage: &Path,
+    store: Option<&str>,
+) -> std::io::Result<()> {
+    let dir = run_dir(home, run_id).join(CONVERSATION_DIR);
+    wb_outcomes::create_private_dir(&dir)?;
+    if let Some(id) = id {
+        wb_outcomes::write_atomic(
+            &dir.join(CONVERSATION_ID_FILE),
+            id.as_bytes(),
+            wb_outcomes::FileMode::Exactly(0o600),
+        )?;
+    }
+    if let Some(store) = store {
+        let source = stage.join(store);
+        if fs::symlink_metadata(&source).is_ok_and(|meta| meta.is_dir()) {
+            let kept = dir.join(store);
+            let fresh = dir.join(format!(".{store}.new"));
+            let _ = fs::remove_dir_all(&fresh);
+            copy_tree(&source, &fresh)?;
+            let _ = fs::remove_dir_all(&kept);
+            fs::rename(&fresh, &kept)?;
+        }
+    }
+    Ok(())
+}
+
+/// Puts session `from`'s kept conversation store into `stage`; returns the conversation's id (when one was
+/// kept).
+pub fn restore_conversation(
+    home: &Path,
+    from: &str,
+    stage: &Path,
+    store: Option<&str>,
+) -> std::io::Result<Option<String>> {
+    let dir = run_dir(home, from).join(CONVERSATION_DIR);
+    if let Some(store) = store {
+        let kept = dir.join(store);
+        if fs::symlink_metadata(&kept).is_ok_and(|meta| meta.is_dir()) {
+            copy_tree(&kept, &stage.join(store))?;
+        }
+    }
+    match read_bounded(&dir.join(CONVERSATION_ID_FILE), 4096) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).trim().to_owned()).filter(|id| !id.is_empty())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// Copies a directory tree: directories and regular files (private), nothing else (a link is left out).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    wb_outcomes::create_private_dir(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            let bytes = fs::read(entry.path())?;
+            wb_outcomes::write_atomic(&target, &bytes, wb_outcomes::FileMode::Exactly(0o600))?;
+        }
+    }
+    Ok(())
+}
+
+/// Seeds a resumed session's new outbox: the latest retained revision of each file the sessions `chain`
+/// returned (their turn snapshots and final outcomes), as a working copy. Returns the paths written.
+pub fn seed_outbox(home: &Path, chain: &[String], outbox: &Path) -> crate::Result<Vec<String>> {
+    let store = wb_outcomes::ContentStore::open(home).map_err(EngineError::Store)?;
+    let mut written = std::collections::BTreeSet::new();
+    // Newest first: the first revision of a path seen is its latest.
+    for listed in wb_outcomes::list_outcomes(home) {
+        if !chain.contains(&listed.outcome.run_id) {
+            continue;
+        }
+        for artifact in &listed.outcome.artifacts {
+            let Some(path) = &artifact.path else { continue };
+            if wb_manifest::outbox_declaration::unsafe_path_reason(path).is_some() || !written.insert(path.clone()) {
+                continue;
+            }
+            let target = outbox.join(path);
+            if let Some(parent) = target.parent() {
+                wb_outcomes::create_private_dir(parent)
+                    .map_err(|e| EngineError::io(format!("Cannot seed the outbox with {path}"), e))?;
+            }
+            let bytes = store.read(&artifact.content.digest).map_err(EngineError::Store)?;
+            wb_outcomes::write_atomic(&target, &bytes, wb_outcomes::FileMode::Exactly(0o600))
+                .map_err(|e| EngineError::io(format!("Cannot seed the outbox with {path}"), e))?;
+        }
+    }
+    Ok(written.into_iter().collect())
+}
+
+/// Session `from` and the sessions it resumed, newest first (as their records say; at most 1,000, and never one
+/// twice).
+pub fn chain(home: &Path, from: &str) -> Vec<String> {
+    let mut chain = vec![from.to_owned()];
+    while chain.len() < 1000 {
+        let Some(last) = chain.last() else { break };
+        let earlier = crate::runs::read_record(home, last).ok().and_then(|record| record.resumed_from);
+        match earlier {
+            Some(earlier) if !chain.contains(&earlier) => chain.push(earlier),
+            _ => break,
+        }
+    }
+    chain
+}
+
+/// Reads a file of the run's directory, not through a link, at most `limit` bytes.
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let file = fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits()).open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!("{} is larger than {limit} bytes", path.display())));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -151,6 +300,8 @@ mod tests {
         assert!(matches!(wait_for_turn(home.path(), "wb_x", &cancel, Duration::ZERO), Waited::IdleTimeout));
         std::fs::create_dir_all(run_dir(home.path(), "wb_x")).unwrap();
         queue(home.path(), "wb_x", "next").unwrap();
-        assert!(matches!(wait_for_turn(home.path(), "wb_x", &cancel, Duration::ZERO), Waited::Turn(q) if q.task == "next"));
+        assert!(
+            matches!(wait_for_turn(home.path(), "wb_x", &cancel, Duration::ZERO), Waited::Turn(q) if q.task == "next")
+        );
     }
 }

@@ -40,6 +40,9 @@ pub enum Command {
     Run(RunCommandArgs),
     /// Send a session its next turn (a task), then follow that turn to its end (exit 0 when it completed).
     Send(SendArgs),
+    /// Start an ended session again on a fresh runtime: the runner's conversation carries on, and the new
+    /// outbox holds the latest revision of each file the session returned. With a task, its first turn runs.
+    Resume(ResumeArgs),
     /// Prepare a Workbench's runtime image (pull or build and cache it) without preflight or a runner.
     Build(BuildArgs),
     /// Inspect, apply or export a run's outcome (ID: wbo_… or the run's wb_… id).
@@ -94,6 +97,37 @@ pub struct RunCommandArgs {
     pub session: bool,
     /// End a session (its final outcome collected) after it has waited this long for a turn.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m", requires = "session")]
+    pub idle_timeout: std::time::Duration,
+}
+
+/// `resume`: an ended session, and optionally the first task of its new run.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub run: RunRef,
+    /// The task of the first turn (without one, the session waits for `send`).
+    #[arg(value_name = "TASK", conflicts_with_all = ["task_file", "stdin"])]
+    pub task: Option<String>,
+    /// Read the task from a file.
+    #[arg(long, value_name = "FILE", conflicts_with = "stdin")]
+    pub task_file: Option<PathBuf>,
+    /// Read the task from standard input.
+    #[arg(long)]
+    pub stdin: bool,
+    /// Set a declared variable or provider key: NAME=value (repeatable; a session keeps no values).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Read variables from a dotenv file (repeatable), besides the session's own.
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_files: Vec<PathBuf>,
+    /// Print each event of the first turn as a JSON line.
+    #[arg(long)]
+    pub json: bool,
+    /// Return once the session has started, printing its new id.
+    #[arg(long, short = 'd')]
+    pub detach: bool,
+    /// End the session after it has waited this long for a turn.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30m")]
     pub idle_timeout: std::time::Duration,
 }
 

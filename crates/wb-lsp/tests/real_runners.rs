@@ -1441,6 +1441,22 @@ fn session_model(runner: Runner) -> ModelServer {
             tool_call(runner, exchange, Path::new("/unused"), &Action::Write("outbox:report.md", text))
         }
         3 => Turn::text("The second version is written."),
+        4 => Turn::text("Nothing to change."),
+        // The resumed session: the conversation goes on, and the new outbox holds the second version.
+        5 => {
+            let body = exchange.body.to_string();
+            if !body.contains(SESSION_WORD) || !body.contains("Go on from where you were") {
+                return script_error(format!("the resumed session does not carry the conversation: {body}"));
+            }
+            tool_call(runner, exchange, Path::new("/unused"), &Action::Read("outbox:report.md"))
+        }
+        6 => {
+            let body = exchange.body.to_string();
+            if !body.contains("version 2 (") {
+                return script_error(format!("the resumed outbox does not hold the second version: {body}"));
+            }
+            Turn::text("Resumed with the second version in the outbox.")
+        }
         _ => Turn::text("Nothing to change."),
     })
     .unwrap()
@@ -1531,8 +1547,10 @@ fn session_turns(bin: &Path, runner: Runner) {
     let two = stored_outcome(&fixture, &second_snapshot);
     assert_eq!(artifact_text(&fixture, &two, "report.md"), format!("version 2 ({SESSION_WORD})\n"));
     let receipt: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture.workbench_home.join("outcomes").join(&first_snapshot).join("application.json"))
-            .unwrap(),
+        &std::fs::read_to_string(
+            fixture.workbench_home.join("outcomes").join(&first_snapshot).join("application.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(receipt["state"], "present");
@@ -1541,6 +1559,25 @@ fn session_turns(bin: &Path, runner: Runner) {
     assert_eq!(artifact_text(&fixture, &last, "report.md"), format!("version 2 ({SESSION_WORD})\n"));
     assert_no_secret(&log, "the session's log");
     assert!(fixture.leftover_stages().is_empty(), "staged files are removed");
+
+    // `resume` starts the ended session again: a new run that carries the conversation and the files on.
+    let (resumed, stderr, code) = run(&["resume", "--json", &run_id, "Go on from where you were."]);
+    let resumed: Vec<Value> = resumed.into_iter().map(|(event, _)| event).collect();
+    let context = format!("{runner:?}\nevents: {resumed:#?}\nstderr: {stderr}\nrequests: {:#?}", model.turns());
+    assert_eq!(code, 0, "{context}");
+    let new_id = resumed[0]["run_id"].as_str().unwrap().to_owned();
+    assert_ne!(new_id, run_id);
+    let answer: String =
+        resumed.iter().filter(|e| e["type"] == "output.text").filter_map(|e| e["data"]["text"].as_str()).collect();
+    assert!(answer.contains("Resumed with the second version"), "{context}");
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.workbench_home.join("runs").join(&new_id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["resumed_from"], run_id.as_str());
+    let killed = fixture.command(bin, runner, &url, &["kill", &new_id]).output().unwrap();
+    assert!(killed.status.success(), "{}", String::from_utf8_lossy(&killed.stderr));
+    assert_eq!(fixture.command(bin, runner, &url, &["wait", &new_id]).output().unwrap().status.code(), Some(0));
 }
 
 #[test]

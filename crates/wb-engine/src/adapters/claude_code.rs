@@ -123,13 +123,22 @@ impl Adapter for ClaudeCode {
         })
     }
 
-    fn next_turn(&self, first: &[String], task: &str, _conversation: Option<&str>) -> Result<Vec<String>> {
+    fn next_turn(&self, first: &[String], task: &str, conversation: Option<&str>) -> Result<Vec<String>> {
         let mut next = super::with_task(first, task.to_owned());
-        let Some(flag) = next.iter_mut().find(|argument| *argument == "--session-id") else {
+        let Some(at) = next.iter().position(|argument| argument == "--session-id") else {
             return Err(EngineError::message("The first turn of the session was not started as a session"));
         };
-        *flag = "--resume".to_owned();
+        next[at] = "--resume".to_owned();
+        // The conversation the runner reported (a resumed session's, from its first run), else the one named.
+        if let (Some(id), Some(named)) = (conversation, next.get_mut(at + 1)) {
+            id.clone_into(named);
+        }
         Ok(next)
+    }
+
+    fn conversation_store(&self) -> Option<&'static str> {
+        // `CLAUDE_CONFIG_DIR/projects/<workspace>/<session>.jsonl`.
+        Some("projects")
     }
 
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
@@ -206,6 +215,9 @@ impl Adapter for ClaudeCode {
                 events
             }
             "system" => {
+                if let Some(id) = event.get("session_id").and_then(Value::as_str) {
+                    state.conversation = Some(id.to_owned());
+                }
                 let subtype = event.get("subtype").and_then(Value::as_str).unwrap_or("unknown");
                 vec![Translated::native(&format!("system.{subtype}"))]
             }

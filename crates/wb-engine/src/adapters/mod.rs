@@ -125,6 +125,11 @@ pub trait Adapter: Send + Sync {
     /// ([`TranslateState::conversation`]). The runner carries on its conversation, so the model sees the
     /// earlier turns.
     fn next_turn(&self, first: &[String], task: &str, conversation: Option<&str>) -> Result<Vec<String>>;
+    /// Where in the stage directory the runner keeps a session's conversation (kept beside the run, so a
+    /// resumed session carries it on); `None` when the runner keeps it in its own data directory.
+    fn conversation_store(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// `command` with its last argument (the task) replaced by `task`.

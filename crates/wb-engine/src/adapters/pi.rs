@@ -119,6 +119,10 @@ impl Adapter for Pi {
         Ok(next)
     }
 
+    fn conversation_store(&self) -> Option<&'static str> {
+        Some("sessions")
+    }
+
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
         match kind {

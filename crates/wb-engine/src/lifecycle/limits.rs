@@ -71,4 +71,3 @@ fn duration_text(duration: Duration) -> String {
         .collect();
     if parts.is_empty() { "0s".to_owned() } else { parts.join(" ") }
 }
-

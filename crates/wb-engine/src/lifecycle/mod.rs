@@ -12,6 +12,7 @@ mod limits;
 mod prepare;
 mod run;
 mod runner_output;
+mod session;
 mod smoke;
 mod stage;
 
@@ -84,6 +85,9 @@ pub struct Options {
     /// without a turn.
     #[serde(default)]
     pub session: Option<SessionOptions>,
+    /// Run only, with `session`: the session this one resumes (`resume`): its conversation and its files carry on.
+    #[serde(default)]
+    pub resume_from: Option<String>,
 }
 
 /// How a session waits between turns.
@@ -140,7 +144,8 @@ fn redactor(prepared: &Prepared) -> Redactor {
 
 /// Dry run and run need a task; smoke and build do not.
 fn require_task(options: &Options) -> Result<()> {
-    if options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+    // A resumed session may start idle, waiting for `send`.
+    if options.resume_from.is_none() && options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
         return Err(EngineError::message("This run mode requires a non-empty task"));
     }
     Ok(())

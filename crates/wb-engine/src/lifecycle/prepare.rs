@@ -1,7 +1,7 @@
 //! Every step a dry run, smoke and run share before the launch: runtime selection, bindings, requirements,
 //! optional MCPs, route selection, staging the runner's configuration, preparing the runtime and preflight.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use wb_manifest::{FileSystem, ModelCatalog};
 
@@ -52,6 +52,11 @@ impl Prepared {
             stage.close().map_err(|e| EngineError::io("cannot remove the staged configuration", e))?;
         }
         runtime_result
+    }
+
+    /// The directory the runner's configuration is staged in, as the host sees it.
+    pub fn stage_dir(&self) -> Option<&Path> {
+        self.stage.as_ref().map(Stage::path)
     }
 
     /// Names of the variables the runner receives from the engine (never their values).

@@ -18,7 +18,6 @@ use crate::error::{EngineError, Result};
 use crate::events::{Event, Stream, Translated};
 use crate::outcome;
 use crate::runs::{RunLog, RunRecord, RunStatus};
-use crate::sessions::Waited;
 use crate::runtime::{Exit, Launched};
 
 /// How a run ended.
@@ -50,27 +49,27 @@ pub struct RunResult {
 /// The run's events on their way out: stamped, redacted and emitted in order. It owns the run's ending: should
 /// it be dropped before a terminal event went out (an early return, a panic), it emits `run.failed`, so every
 /// run that emitted `run.started` ends with exactly one terminal event.
-struct Events<'a> {
+pub(super) struct Events<'a> {
     stream: Stream,
     emit: &'a mut dyn FnMut(&Event),
-    started: Instant,
+    pub(super) started: Instant,
 }
 
 impl Events<'_> {
-    fn send(&mut self, event: Translated) {
+    pub(super) fn send(&mut self, event: Translated) {
         for event in self.stream.stamp(event) {
             (self.emit)(&event);
         }
     }
 
     /// Text held back because it could begin a bound value goes out (the runner has stopped writing).
-    fn flush_text(&mut self) {
+    pub(super) fn flush_text(&mut self) {
         for event in self.stream.flush_text() {
             (self.emit)(&event);
         }
     }
 
-    fn failed(&mut self, message: &str) -> Translated {
+    pub(super) fn failed(&mut self, message: &str) -> Translated {
         Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(self.started)}))
     }
 }
@@ -184,6 +183,7 @@ fn record(prepared: &Prepared, options: &Options) -> RunRecord {
         message: None,
         session: options.session.is_some(),
         turns: 0,
+        resumed_from: options.resume_from.clone(),
     }
 }
 
@@ -197,11 +197,11 @@ struct Executed {
 
 /// How the runner's turns ended: the run's ending and terminal event, the last turn's final text, and whether
 /// it was cancelled.
-struct Turns {
-    ending: Ending,
-    terminal: Translated,
-    final_text: String,
-    cancelled: bool,
+pub(super) struct Turns {
+    pub(super) ending: Ending,
+    pub(super) terminal: Translated,
+    pub(super) final_text: String,
+    pub(super) cancelled: bool,
 }
 
 /// Everything after `run.started`, through the terminal event: the runner's turn (a session's turns, one after
@@ -223,18 +223,18 @@ fn execute(
     }
     // The baseline of every writable workspace, before the runner can touch it.
     let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.working_copies);
-    let launched = match prepared.runtime.launch(&prepared.translation) {
-        Ok(launched) => launched,
-        Err(error) => return fail(events, error.to_string()),
-    };
-    events.send(Translated::new("run.ready", json!({})));
     let Turns { ending, terminal, final_text, cancelled } = match options.session {
         None => {
+            let launched = match prepared.runtime.launch(&prepared.translation) {
+                Ok(launched) => launched,
+                Err(error) => return fail(events, error.to_string()),
+            };
+            events.send(Translated::new("run.ready", json!({})));
             let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
             let cancelled = ending == Ending::Cancelled;
             Turns { ending, terminal, final_text: state.final_text, cancelled }
         }
-        Some(session) => turns(prepared, options, launched, session, stops, events),
+        Some(session) => super::session::turns(prepared, options, session, stops, events),
     };
     events.flush_text();
     // Execution has stopped: collect and commit the final outcome, then announce it before the terminal event.
@@ -267,7 +267,7 @@ fn execute(
 
 /// Follows one launched turn of the runner to its end: the run's ending were it the last turn, its terminal
 /// event, and the translation state (final text, conversation).
-fn one_turn(
+pub(super) fn one_turn(
     prepared: &mut Prepared,
     mut launched: Launched,
     (cancel, stop_reason): (&AtomicBool, &Mutex<Option<String>>),
@@ -300,87 +300,6 @@ fn one_turn(
             (Ending::Failed(message), failed, state)
         }
     }
-}
-
-/// A session's turns: each followed to its end between `turn.started` and `turn.completed`, its outbox
-/// snapshotted when the turn completed with a changed result, then the next taken from the session's inbox with
-/// the runner's conversation carried on, until a turn does not complete, the session is ended while idle, or
-/// it stays idle too long.
-fn turns(
-    prepared: &mut Prepared,
-    options: &Options,
-    mut launched: Launched,
-    session: super::SessionOptions,
-    stops: (&AtomicBool, &Mutex<Option<String>>),
-    events: &mut Events<'_>,
-) -> Turns {
-    let home = options.workbench_home();
-    let first_command = prepared.translation.command.clone();
-    let mut snapshots = outcome::TurnSnapshots::default();
-    let mut conversation: Option<String> = None;
-    let (mut turn, mut input_id) = (1_u64, None::<String>);
-    loop {
-        let started = Instant::now();
-        let mut data = json!({"turn_index": turn});
-        if let Some(id) = &input_id {
-            data["input_id"] = Value::from(id.as_str());
-        }
-        events.send(Translated::new("turn.started", data));
-        let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
-        events.flush_text();
-        conversation = state.conversation.clone().or(conversation);
-        // A completed turn's outbox is snapshotted (when its result changed) before the turn is said complete,
-        // so whoever follows the turn to `turn.completed` has seen its snapshot.
-        if ending == Ending::Completed {
-            match outcome::snapshot_turn(&home, &prepared.run_id, &prepared.outbox, turn, &mut snapshots) {
-                Ok(Some((outcome, receipt))) => {
-                    events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
-                }
-                Ok(None) => {}
-                Err(error) => events.send(Translated::new(
-                    "outcome.failed",
-                    json!({"turn_index": turn, "message": error.to_string()}),
-                )),
-            }
-        }
-        let status = match &ending {
-            Ending::Completed => "completed",
-            Ending::Failed(_) => "failed",
-            Ending::Cancelled => "cancelled",
-        };
-        events.send(Translated::new(
-            "turn.completed",
-            json!({"turn_index": turn, "status": status, "duration_ms": elapsed(started)}),
-        ));
-        if ending != Ending::Completed {
-            let cancelled = ending == Ending::Cancelled;
-            return Turns { ending, terminal, final_text: state.final_text, cancelled };
-        }
-        let queued = match crate::sessions::wait_for_turn(&home, &prepared.run_id, stops.0, session.idle_timeout) {
-            Waited::Turn(queued) => queued,
-            Waited::Ended | Waited::IdleTimeout => {
-                let terminal = Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)}));
-                return Turns { ending: Ending::Completed, terminal, final_text: state.final_text, cancelled: false };
-            }
-            Waited::Failed(message) => return session_failed(events, message, state.final_text),
-        };
-        let next = prepared.adapter.next_turn(&first_command, &queued.task, conversation.as_deref());
-        prepared.translation.command = match next {
-            Ok(command) => command,
-            Err(error) => return session_failed(events, error.to_string(), state.final_text),
-        };
-        launched = match prepared.runtime.launch(&prepared.translation) {
-            Ok(launched) => launched,
-            Err(error) => return session_failed(events, error.to_string(), state.final_text),
-        };
-        (turn, input_id) = (turn + 1, Some(queued.input_id));
-    }
-}
-
-/// A session that cannot go on to its next turn: it fails, and its final outcome is collected.
-fn session_failed(events: &mut Events<'_>, message: String, final_text: String) -> Turns {
-    let terminal = events.failed(&message);
-    Turns { ending: Ending::Failed(message), terminal, final_text, cancelled: false }
 }
 
 /// Follows the launched runner until it has exited (or was cancelled): its stdout translated into events.
@@ -442,7 +361,7 @@ fn follow(
     (status, state, cancelled, tail)
 }
 
-fn elapsed(started: Instant) -> u64 {
+pub(super) fn elapsed(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 

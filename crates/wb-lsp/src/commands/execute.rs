@@ -220,37 +220,11 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         anyhow::bail!("--session cannot be combined with --final (a session's answer is its last turn's)");
     }
     let request = request(command)?;
-    // The run belongs to its supervisor. Until this command detaches, Ctrl-C is passed on to it: the runner is
-    // stopped and run.cancelled is the terminal event; while the runtime prepares, what it is doing stops and
-    // the command exits 130.
-    let supervisor = Arc::new(AtomicU32::new(0));
-    let forward = Arc::clone(&supervisor);
     let detach = command.detach;
-    let _ = ctrlc::set_handler(move || match forward.load(Ordering::SeqCst) {
-        0 => std::process::exit(130),
-        pid => {
-            let _ = supervisor::interrupt(pid);
-        }
-    });
-    let starting = supervisor::spawn(&request)?;
-    supervisor.store(starting.pid(), Ordering::SeqCst);
-    let terminal = std::io::stderr().is_terminal();
-    let started = starting.wait_started(&mut |message| {
-        if terminal {
-            eprintln!("  {message}");
-        }
-    })?;
-    let (run_id, mut child) = match started {
-        Start::Started { run_id, child } => (run_id, child),
-        Start::Failed(failure) => {
-            match &failure.location {
-                Some((path, line, column)) => {
-                    eprintln!("error: {}\n  --> {}:{line}:{column}", failure.message, path.display());
-                }
-                None => eprintln!("error: {}", failure.message),
-            }
-            return Ok(ExitCode::from(failure.code));
-        }
+    let supervisor = Arc::new(AtomicU32::new(0));
+    let (run_id, mut child) = match start(&request, &supervisor)? {
+        Ok(started) => started,
+        Err(code) => return Ok(code),
     };
     if detach {
         // From here on Ctrl-C is this command's own: the run goes on.
@@ -294,13 +268,50 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     Ok(ExitCode::from(super::run_exit_code(&result)))
 }
 
+/// Starts a run's supervisor and waits until the run has started (progress on a terminal's stderr): its id
+/// and the supervisor's process, or the exit code of a run that could not start (its error printed). Until the
+/// caller stores 0 in `supervisor`, Ctrl-C is passed on to the supervisor: the runner is stopped and
+/// run.cancelled is the terminal event; while the runtime prepares, what it is doing stops and the command
+/// exits 130.
+pub(super) fn start(
+    request: &Options,
+    supervisor: &Arc<AtomicU32>,
+) -> anyhow::Result<Result<(String, std::process::Child), ExitCode>> {
+    let forward = Arc::clone(supervisor);
+    let _ = ctrlc::set_handler(move || match forward.load(Ordering::SeqCst) {
+        0 => std::process::exit(130),
+        pid => {
+            let _ = supervisor::interrupt(pid);
+        }
+    });
+    let starting = supervisor::spawn(request)?;
+    supervisor.store(starting.pid(), Ordering::SeqCst);
+    let terminal = std::io::stderr().is_terminal();
+    let started = starting.wait_started(&mut |message| {
+        if terminal {
+            eprintln!("  {message}");
+        }
+    })?;
+    Ok(match started {
+        Start::Started { run_id, child } => Ok((run_id, child)),
+        Start::Failed(failure) => {
+            match &failure.location {
+                Some((path, line, column)) => {
+                    eprintln!("error: {}\n  --> {}:{line}:{column}", failure.message, path.display());
+                }
+                None => eprintln!("error: {}", failure.message),
+            }
+            Err(ExitCode::from(failure.code))
+        }
+    })
+}
+
 /// What the supervisor is handed: the options, the task read, no environment values but `--env`'s.
 fn request(command: &RunCommandArgs) -> anyhow::Result<Options> {
     let mut options = options(&command.run)?;
     options.max_cost_usd = command.max_cost;
     options.max_duration = command.max_duration;
-    options.session =
-        command.session.then_some(wb_engine::SessionOptions { idle_timeout: command.idle_timeout });
+    options.session = command.session.then_some(wb_engine::SessionOptions { idle_timeout: command.idle_timeout });
     Ok(options)
 }
 

@@ -39,6 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Build(args)) => execute::build(&args, catalog),
         Some(Command::Run(args)) => execute::run(&args, catalog),
         Some(Command::Send(args)) => sessions::send(&args),
+        Some(Command::Resume(args)) => sessions::resume(&args),
         Some(Command::Outcome(args)) => outcome::run(&args),
         Some(Command::Outcomes(args)) => outcome::list(&args),
         Some(Command::Clean(args)) => clean::run(&args),

@@ -53,8 +53,7 @@ fn elapsed_text(record: &RunRecord) -> String {
 
 pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
     let home = supervisor::home()?;
-    let records: Vec<RunRecord> =
-        runs::list(&home).into_iter().filter(|r| args.all || r.state().is_live()).collect();
+    let records: Vec<RunRecord> = runs::list(&home).into_iter().filter(|r| args.all || r.state().is_live()).collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{:#}", Value::Array(records.iter().map(runs::record_json).collect()))?;

@@ -1,5 +1,5 @@
-//! `send`: the next turn of a session (`run --session`), queued in its inbox and followed to its end; and the
-//! following of one turn that `run --session` shares.
+//! `send`: the next turn of a session (`run --session`), queued in its inbox and followed to its end; `resume`:
+//! an ended session started again; and the following of one turn that `run --session` shares.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -13,7 +13,7 @@ use wb_engine::runs::RunState;
 
 use super::execute::print_logged;
 use super::runs::resolve;
-use crate::cli::SendArgs;
+use crate::cli::{ResumeArgs, SendArgs};
 use crate::supervisor::{self, Followed};
 
 /// Which turn a follower waits for.
@@ -36,10 +36,9 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: session {} has ended ({})", record.run_id, state.as_str());
         return Ok(ExitCode::from(1));
     }
-    let task = task(args)?;
-    if task.trim().is_empty() {
-        anyhow::bail!("the turn's task is empty");
-    }
+    let Some(task) = task_of(args.task.as_ref(), args.task_file.as_ref(), args.stdin, false)? else {
+        anyhow::bail!("give the turn's task: TASK, --task-file FILE or --stdin");
+    };
     let input_id = wb_engine::sessions::queue(&home, &record.run_id, &task)
         .with_context(|| format!("cannot queue the turn for session {}", record.run_id))?;
     if args.detach {
@@ -52,6 +51,41 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
     let flag = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
     follow_turn_of(&home, &record.run_id, Some(&stop), args.json, &Turn::Input(&input_id))
+}
+
+pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
+    let home = supervisor::home()?;
+    let record = resolve(&home, &args.run.run)?;
+    if !record.session {
+        eprintln!("error: run {} is not a session (start one with `run --session`)", record.run_id);
+        return Ok(ExitCode::from(1));
+    }
+    if record.state().is_live() {
+        eprintln!("error: session {} is still open: `wb-lsp send {}` its next turn", record.run_id, record.run_id);
+        return Ok(ExitCode::from(1));
+    }
+    let mut options = wb_engine::sessions::load_options(&home, &record.run_id)
+        .with_context(|| format!("cannot read what session {} was started with", record.run_id))?;
+    options.task = task_of(args.task.as_ref(), args.task_file.as_ref(), args.stdin, true)?;
+    options.env.clone_from(&args.env);
+    options.env_files.extend(args.env_files.iter().cloned());
+    options.inherited = wb_engine::bindings::process_environment();
+    options.session = Some(wb_engine::SessionOptions { idle_timeout: args.idle_timeout });
+    options.resume_from = Some(record.run_id.clone());
+    let supervisor = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let (run_id, _child) = match super::execute::start(&options, &supervisor)? {
+        Ok(started) => started,
+        Err(code) => return Ok(code),
+    };
+    let first_turn = options.task.is_some();
+    if args.detach || !first_turn {
+        supervisor.store(0, Ordering::SeqCst);
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{run_id}")?;
+        eprintln!("session {} resumed as {run_id} (wb-lsp send {run_id} TASK, wb-lsp kill {run_id})", record.run_id);
+        return Ok(ExitCode::SUCCESS);
+    }
+    follow_turn(&home, &run_id, None, args.json)
 }
 
 /// Follows the first turn of session `run_id` (what `run --session` does once it has started).
@@ -77,9 +111,7 @@ fn follow_turn_of(
         if index.is_none() {
             let ours = match turn {
                 Turn::First => kind == "turn.started",
-                Turn::Input(id) => {
-                    kind == "turn.started" && data.get("input_id").and_then(Value::as_str) == Some(id)
-                }
+                Turn::Input(id) => kind == "turn.started" && data.get("input_id").and_then(Value::as_str) == Some(id),
             };
             // Before the turn: `run --session` shows the run's start too; `send` shows nothing of earlier turns.
             if ours {
@@ -127,18 +159,29 @@ fn follow_turn_of(
     })
 }
 
-/// The task: the argument, a file, or standard input.
-fn task(args: &SendArgs) -> anyhow::Result<String> {
-    if let Some(task) = &args.task {
-        return Ok(task.clone());
-    }
-    if let Some(file) = &args.task_file {
-        return std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()));
-    }
-    if args.stdin {
+/// The task: the argument, a file, or standard input; `None` when none was given and `optional`. An empty task
+/// is refused.
+fn task_of(
+    task: Option<&String>,
+    file: Option<&std::path::PathBuf>,
+    stdin: bool,
+    optional: bool,
+) -> anyhow::Result<Option<String>> {
+    let task = if let Some(task) = task {
+        task.clone()
+    } else if let Some(file) = file {
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?
+    } else if stdin {
         let mut task = String::new();
         std::io::stdin().read_to_string(&mut task).context("cannot read the task from standard input")?;
-        return Ok(task);
+        task
+    } else if optional {
+        return Ok(None);
+    } else {
+        anyhow::bail!("give the turn's task: TASK, --task-file FILE or --stdin")
+    };
+    if task.trim().is_empty() {
+        anyhow::bail!("the turn's task is empty");
     }
-    anyhow::bail!("give the turn's task: TASK, --task-file FILE or --stdin")
+    Ok(Some(task))
 }

@@ -1,0 +1,154 @@
+//! A session's turns (`run --session`, `send`, `resume`): each launched with the runner's conversation carried
+//! on, followed between `turn.started` and `turn.completed`, its outbox snapshotted when it completed with a
+//! changed result, and the next taken from the session's inbox (`crate::sessions`).
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::prepare::Prepared;
+use super::run::{Ending, Events, Turns, elapsed, one_turn};
+use super::{Options, SessionOptions};
+use crate::error::{EngineError, Result};
+use crate::events::Translated;
+use crate::outcome;
+use crate::sessions::{self, Waited};
+
+/// The turns of a session, until a turn does not complete, the session is ended while idle (`kill`, a limit),
+/// or it stays idle too long. A resumed session (`Options::resume_from`) first takes its earlier
+/// conversation and files; without a task it starts idle.
+pub(super) fn turns(
+    prepared: &mut Prepared,
+    options: &Options,
+    session: SessionOptions,
+    stops: (&AtomicBool, &Mutex<Option<String>>),
+    events: &mut Events<'_>,
+) -> Turns {
+    let home = options.workbench_home();
+    let first_command = prepared.translation.command.clone();
+    let store = prepared.adapter.conversation_store();
+    let mut snapshots = outcome::TurnSnapshots::default();
+    let mut conversation: Option<String> = None;
+    let mut resumed = false;
+    // What the session was started with, kept so `resume` can start it again.
+    if let Err(error) = sessions::save_options(&home, &prepared.run_id, options) {
+        let message = format!("Cannot keep the options of session {}: {error}", prepared.run_id);
+        return session_failed(events, message, String::new());
+    }
+    if let Some(from) = &options.resume_from {
+        match resume_into(prepared, &home, from) {
+            Ok(id) => (conversation, resumed) = (id, true),
+            Err(error) => return session_failed(events, error.to_string(), String::new()),
+        }
+    }
+    let mut next = options.task.clone().filter(|task| !task.trim().is_empty()).map(|task| (task, None));
+    let mut final_text = String::new();
+    let mut turn = 0_u64;
+    events.send(Translated::new("run.ready", json!({})));
+    loop {
+        let (task, input_id) = match next.take() {
+            Some(next) => next,
+            None => match sessions::wait_for_turn(&home, &prepared.run_id, stops.0, session.idle_timeout) {
+                Waited::Turn(queued) => (queued.task, Some(queued.input_id)),
+                Waited::Ended | Waited::IdleTimeout => {
+                    let terminal = Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)}));
+                    return Turns { ending: Ending::Completed, terminal, final_text, cancelled: false };
+                }
+                Waited::Failed(message) => return session_failed(events, message, final_text),
+            },
+        };
+        turn += 1;
+        // The first turn of a new session runs the staged command; every other carries the conversation on.
+        if turn > 1 || resumed {
+            match prepared.adapter.next_turn(&first_command, &task, conversation.as_deref()) {
+                Ok(command) => prepared.translation.command = command,
+                Err(error) => return session_failed(events, error.to_string(), final_text),
+            }
+        }
+        let launched = match prepared.runtime.launch(&prepared.translation) {
+            Ok(launched) => launched,
+            Err(error) => return session_failed(events, error.to_string(), final_text),
+        };
+        let started = Instant::now();
+        let mut data = json!({"turn_index": turn});
+        if let Some(id) = &input_id {
+            data["input_id"] = Value::from(id.as_str());
+        }
+        events.send(Translated::new("turn.started", data));
+        let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
+        events.flush_text();
+        conversation = state.conversation.clone().or(conversation);
+        final_text = state.final_text;
+        let kept =
+            sessions::save_conversation(&home, &prepared.run_id, conversation.as_deref(), &stage(prepared), store);
+        if let Err(error) = kept {
+            events.send(Translated::new(
+                "runner.event",
+                json!({"native_type": "conversation", "warning": format!("The conversation was not kept for resume: {error}")}),
+            ));
+        }
+        // A completed turn's outbox is snapshotted (when its result changed) before the turn is said complete,
+        // so whoever follows the turn to `turn.completed` has seen its snapshot.
+        if ending == Ending::Completed {
+            snapshot(prepared, &home, turn, &mut snapshots, events);
+        }
+        let status = match &ending {
+            Ending::Completed => "completed",
+            Ending::Failed(_) => "failed",
+            Ending::Cancelled => "cancelled",
+        };
+        events.send(Translated::new(
+            "turn.completed",
+            json!({"turn_index": turn, "status": status, "duration_ms": elapsed(started)}),
+        ));
+        if ending != Ending::Completed {
+            let cancelled = ending == Ending::Cancelled;
+            return Turns { ending, terminal, final_text, cancelled };
+        }
+    }
+}
+
+/// The staged directory as the host sees it (where a runner's conversation store is).
+fn stage(prepared: &Prepared) -> std::path::PathBuf {
+    prepared.stage_dir().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Snapshots the outbox after turn `turn`, announcing the snapshot (or its failure).
+fn snapshot(
+    prepared: &Prepared,
+    home: &Path,
+    turn: u64,
+    snapshots: &mut outcome::TurnSnapshots,
+    events: &mut Events<'_>,
+) {
+    match outcome::snapshot_turn(home, &prepared.run_id, &prepared.outbox, turn, snapshots) {
+        Ok(Some((outcome, receipt))) => {
+            events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
+        }
+        Ok(None) => {}
+        Err(error) => {
+            events.send(Translated::new("outcome.failed", json!({"turn_index": turn, "message": error.to_string()})));
+        }
+    }
+}
+
+/// A resumed session takes its predecessor's conversation (into the new stage directory) and the latest
+/// revision of each file its chain of sessions returned (into the new outbox). Returns the conversation's id.
+fn resume_into(prepared: &Prepared, home: &Path, from: &str) -> Result<Option<String>> {
+    let stage = stage(prepared);
+    let store = prepared.adapter.conversation_store();
+    let id = sessions::restore_conversation(home, from, &stage, store)
+        .map_err(|error| EngineError::io(format!("Cannot take the conversation of session {from}"), error))?;
+    let chain = sessions::chain(home, from);
+    sessions::seed_outbox(home, &chain, &prepared.outbox)?;
+    Ok(id)
+}
+
+/// A session that cannot go on to its next turn: it fails, and its final outcome is collected.
+fn session_failed(events: &mut Events<'_>, message: String, final_text: String) -> Turns {
+    let terminal = events.failed(&message);
+    Turns { ending: Ending::Failed(message), terminal, final_text, cancelled: false }
+}
