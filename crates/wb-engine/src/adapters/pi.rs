@@ -73,26 +73,23 @@ impl Adapter for Pi {
         // GitHub when missing (verified against 0.73.1); an engine run uses what the runtime provides.
         env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
         let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
-        let mut command = vec![
-            "pi".to_owned(),
-            "--mode".to_owned(),
-            "json".to_owned(),
-            "--print".to_owned(),
-            "--no-context-files".to_owned(),
-            "--provider".to_owned(),
-            context.route.native_provider.clone(),
-            "--model".to_owned(),
-            context.route.model.clone(),
-        ];
-        for skill in &skills {
-            command.push("--skill".to_owned());
-            command.push(context.runner_stage_dir.join("skills").join(skill).display().to_string());
-        }
+        let mut command = vec!["pi".to_owned(), "--mode".to_owned(), "json".to_owned(), "--print".to_owned()];
         // A session keeps its conversation in the stage directory, where `--continue` finds it.
         match context.session {
             true => command
                 .extend(["--session-dir".to_owned(), context.runner_stage_dir.join("sessions").display().to_string()]),
             false => command.push("--no-session".to_owned()),
+        }
+        command.extend([
+            "--no-context-files".to_owned(),
+            "--provider".to_owned(),
+            context.route.native_provider.clone(),
+            "--model".to_owned(),
+            context.route.model.clone(),
+        ]);
+        for skill in &skills {
+            command.push("--skill".to_owned());
+            command.push(context.runner_stage_dir.join("skills").join(skill).display().to_string());
         }
         command.push(task_argument(context.task));
         Ok(Translation {

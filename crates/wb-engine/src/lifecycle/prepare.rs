@@ -116,6 +116,12 @@ fn check_authorizations(package: &Package, runtime_name: &str, options: &Options
             "Host Docker engine access requires explicit --allow-host-docker authorization",
         ));
     }
+    // A session keeps the runner's conversation between turns where the runner keeps it on this machine.
+    if options.session.is_some() && runtime_name != "local" {
+        return Err(EngineError::message(format!(
+            "Sessions run on the local runtime for now: runtime {runtime_name} cannot keep the runner's conversation between turns"
+        )));
+    }
     if options.home.is_none() {
         wb_outcomes::try_workbench_home(|name| options.inherited.get(name).map(Into::into))
             .map_err(|error| EngineError::message(error.to_string()))?;

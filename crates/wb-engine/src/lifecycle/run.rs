@@ -175,7 +175,12 @@ fn record(prepared: &Prepared, options: &Options) -> RunRecord {
         pid_start: crate::runs::process_start(pid),
         started_at: wb_outcomes::now_utc(),
         ended_at: None,
-        status: RunStatus::Running,
+        // A session resumed without a task waits for its first turn from the start.
+        status: if options.session.is_some() && options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+            RunStatus::Idle
+        } else {
+            RunStatus::Running
+        },
         outcome_id: None,
         cost_usd: None,
         last_sequence: 0,
