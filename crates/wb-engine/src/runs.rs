@@ -276,17 +276,17 @@ impl RunLog {
         &self.record
     }
 
-    /// Appends one event (a whole line in one write, so a reader never sees two events interleaved) and folds
-    /// it into the record, written again at the end of the run and at most every 250 ms before.
+    /// Folds one event into the record (written at once, or for streamed text at most every 250 ms, and at the
+    /// end of the run), then appends it to the log (a whole line in one write, so a reader never sees two
+    /// events interleaved).
     pub fn append(&mut self, event: &Event) {
         let mut line = match serde_json::to_vec(event) {
             Ok(line) => line,
             Err(error) => return self.fail(format!("cannot encode event {}: {error}", event.sequence)),
         };
         line.push(b'\n');
-        if let Err(error) = self.file.write_all(&line) {
-            self.fail(format!("cannot append to {}: {error}", self.dir.join(EVENTS_FILE).display()));
-        }
+        // The record first: whoever reads an event in the log finds the record already past it (a session
+        // idle once its `turn.completed` is logged).
         self.record.observe(event);
         // Streamed text and thinking come in many small events: the record follows them at most every 250 ms;
         // every other event (a tool, a file, usage, the outcome, the end) is in the record at once.
@@ -296,6 +296,9 @@ impl RunLog {
             && let Err(error) = self.write_record()
         {
             self.fail(format!("cannot write {}: {error}", self.dir.join(RECORD_FILE).display()));
+        }
+        if let Err(error) = self.file.write_all(&line) {
+            self.fail(format!("cannot append to {}: {error}", self.dir.join(EVENTS_FILE).display()));
         }
     }
 

@@ -60,7 +60,8 @@ pub enum Command {
     Runs(RunsArgs),
     /// Replay a run's events, then follow it until it ends (exit as `wait`).
     Attach(AttachArgs),
-    /// Wait for a run to end: exit 0 completed, 1 failed or lost, 124 timed out, 130 cancelled.
+    /// Wait for a run to end (or a session to wait for its next turn): exit 0 completed or idle, 1 failed or
+    /// lost, 124 timed out, 130 cancelled.
     Wait(WaitArgs),
     /// Cancel a run: its runner is stopped and its partial outcome collected, as on Ctrl-C.
     Kill(KillArgs),

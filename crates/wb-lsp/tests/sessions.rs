@@ -158,3 +158,57 @@ fn a_session_on_another_runtime_is_refused_before_it_starts() {
     );
     assert!(!world.log.join("invocation.json").exists(), "no runner started");
 }
+
+/// The editor's side: `workbench.run` with `session` answers when the first turn has ended, `workbench.send`
+/// runs the next with its events as `workbench/runEvent`, `workbench.runs` shows the session idle, and
+/// `workbench.kill` ends it.
+#[test]
+fn the_editor_runs_a_session_turn_by_turn() {
+    use wb_testsupport::lsp::{Client, uri};
+    let world = opencode_world();
+    let script = script(&world);
+    let mut command = world.command(BIN);
+    command
+        .arg("serve")
+        .env("OPENAI_API_KEY", "sk-openai-test-value")
+        .env("DATABASE_URL", "postgres://db.internal/ledger")
+        .env("FAKE_RUNNER_SCRIPT", &script);
+    let (mut client, _) = Client::start(command, &world.repo, json!({}), json!({}));
+    let manifest = world.repo.join(".workbenches/oc-demo/workbench.yml");
+    let arguments = json!([{"uri": uri(&manifest), "task": TASK, "dir": world.work, "session": true}]);
+    let (first, _) =
+        client.request("workspace/executeCommand", json!({"command": "workbench.run", "arguments": arguments}));
+    assert_eq!(
+        (&first["turnIndex"], &first["status"], &first["finalText"]),
+        (&json!(1), &json!("completed"), &json!("Turn done."))
+    );
+    let id = first["runId"].as_str().unwrap().to_owned();
+
+    let (runs, _) = client.request("workspace/executeCommand", json!({"command": "workbench.runs", "arguments": []}));
+    let listed = runs.as_array().unwrap().iter().find(|r| r["run_id"] == id.as_str()).cloned().unwrap_or(runs.clone());
+    assert_eq!(listed["state"], "idle", "{runs}");
+
+    client.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.send", "arguments": [{"runId": id, "task": "Now the second part."}]}}));
+    let (answer, before) = client.response(900);
+    let result = &answer["result"];
+    assert_eq!((&result["turnIndex"], &result["status"]), (&json!(2), &json!("completed")), "{answer}");
+    let streamed: Vec<&str> = before
+        .iter()
+        .filter(|m| m["method"] == "workbench/runEvent")
+        .filter_map(|m| m["params"]["event"]["type"].as_str())
+        .collect();
+    assert_eq!(streamed, ["turn.started", "output.text", "turn.completed"], "{before:#?}");
+
+    client.request("workspace/executeCommand", json!({"command": "workbench.kill", "arguments": [{"runId": id}]}));
+    // `workbench.kill` answers once asked (and `wait` returns at once on an idle session): the end is awaited.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while record(&world, &id)["status"] != "completed" && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(record(&world, &id)["status"], "completed");
+    client.send(&json!({"jsonrpc": "2.0", "id": 901, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.send", "arguments": [{"runId": id, "task": "Too late."}]}}));
+    let (refused, _) = client.response(901);
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("has ended"), "{refused}");
+}

@@ -15,12 +15,13 @@ pub const RUN: &str = "workbench.run";
 pub const RUNS: &str = "workbench.runs";
 pub const ATTACH: &str = "workbench.attach";
 pub const KILL: &str = "workbench.kill";
+pub const SEND: &str = "workbench.send";
 pub const OUTCOME: &str = "workbench.outcome";
 pub const APPLY_OUTCOME: &str = "workbench.applyOutcome";
 
 /// Every command the server executes, in the order `executeCommandProvider` lists them.
-pub const COMMANDS: [&str; 10] =
-    [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, RUNS, ATTACH, KILL, OUTCOME, APPLY_OUTCOME];
+pub const COMMANDS: [&str; 11] =
+    [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, RUNS, ATTACH, KILL, SEND, OUTCOME, APPLY_OUTCOME];
 
 /// `workbench/runEvent`: one canonical event of a `workbench.run`, server to client.
 pub const RUN_EVENT: &str = "workbench/runEvent";
@@ -83,6 +84,9 @@ pub struct RunArguments {
     /// Run only: stop the run (as a cancel) once it has gone on this many seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_duration_seconds: Option<u64>,
+    /// Run only: keep the run open as a session after its first turn (answered when that turn has ended).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub session: bool,
 }
 
 impl RunArguments {
@@ -109,6 +113,29 @@ pub struct RunResult {
     pub final_text: String,
     /// `null` when the run committed no outcome.
     pub outcome_id: Option<String>,
+}
+
+/// The argument of `workbench.send`: a session and its next turn's task.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendArguments {
+    pub run_id: String,
+    pub task: String,
+}
+
+/// The result of `workbench.send`, and of `workbench.run` with `session`: how the turn ended.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnResult {
+    pub run_id: String,
+    /// `null` when the session ended before the turn started.
+    pub turn_index: Option<u64>,
+    /// `completed`, `failed` or `cancelled` (the turn's), or `ended` (the session ended before the turn).
+    pub status: String,
+    /// The turn's last text.
+    pub final_text: String,
+    /// The turn's snapshot (`wbo_…`), when its outbox changed.
+    pub snapshot_id: Option<String>,
 }
 
 /// The argument of `workbench.attach` and `workbench.kill`: `{runId}` (or the id alone).

@@ -8,7 +8,7 @@ use lsp_types::{self as lsp, request as r};
 
 use super::super::ext::{self, CheckWorkspaceResult, MigrateArguments, MigrateResult};
 use super::super::global_state::{GlobalState, Outgoing};
-use super::{code_action, execute};
+use super::{code_action, execute, sessions};
 
 pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteCommandParams) -> anyhow::Result<()> {
     match params.command.as_str() {
@@ -18,6 +18,7 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
         ext::ATTACH => state.spawn_run(id, params, execute::attach),
         ext::RUNS => state.spawn::<r::ExecuteCommand>(id, params, execute::runs),
         ext::KILL => state.spawn::<r::ExecuteCommand>(id, params, execute::kill),
+        ext::SEND => state.spawn_run(id, params, sessions::send),
         ext::OUTCOME => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome),
         // It writes the workspace: never on the cancellable pool (its answer must say what it did).
         ext::APPLY_OUTCOME => state.spawn_mutation(id, params, execute::apply_outcome),

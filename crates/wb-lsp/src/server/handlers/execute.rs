@@ -76,7 +76,13 @@ fn preparation_progress(
 }
 
 /// Opens the request's progress: `cancellable` for a run, which the client may stop.
-fn begin(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, title: &str, cancellable: bool, message: &str) {
+pub(super) fn begin(
+    sender: &Sender<Message>,
+    token: &Option<lsp::ProgressToken>,
+    title: &str,
+    cancellable: bool,
+    message: &str,
+) {
     progress(
         sender,
         token,
@@ -158,6 +164,9 @@ pub fn run(
     let mut request = options;
     request.max_cost_usd = arguments.max_cost_usd;
     request.max_duration = arguments.max_duration_seconds.map(std::time::Duration::from_secs);
+    request.session = arguments
+        .session
+        .then_some(wb_engine::SessionOptions { idle_timeout: std::time::Duration::from_secs(30 * 60) });
     let starting = match supervisor::spawn(&request) {
         Ok(starting) => starting,
         Err(error) => {
@@ -190,6 +199,9 @@ pub fn run(
             return Err(error);
         }
     };
+    if arguments.session {
+        return super::sessions::follow_turn(sender, &token, &run_id, &flags.detach, None);
+    }
     follow_run(sender, &token, &run_id, &flags.detach)
 }
 
@@ -219,17 +231,7 @@ fn follow_run(
     detach: &AtomicBool,
 ) -> anyhow::Result<Option<Value>> {
     let home = supervisor::home()?;
-    let followed = supervisor::follow(&home, run_id, Some(detach), &mut |value| {
-        let Ok(event) = serde_json::from_value::<wb_engine::events::Event>(value.clone()) else { return };
-        let params = RunEventParams { event: &event, text: render::event::event_lines(&event) };
-        let _ = sender.send(Message::Notification(Notification::new(ext::RUN_EVENT.to_owned(), params)));
-        let message = match event.kind.as_str() {
-            "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
-            "output.text" => Some("writing".to_owned()),
-            other => Some(other.to_owned()),
-        };
-        report(sender, token, true, message);
-    });
+    let followed = supervisor::follow(&home, run_id, Some(detach), &mut |value| forward_event(sender, token, value));
     let followed = match followed {
         Ok(followed) => followed,
         Err(error) => {
@@ -269,24 +271,42 @@ fn follow_run(
     Ok(Some(serde_json::to_value(result)?))
 }
 
+/// One logged event to the client: a `workbench/runEvent` notification and a progress report.
+pub(super) fn forward_event(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, value: &Value) {
+    let Ok(event) = serde_json::from_value::<wb_engine::events::Event>(value.clone()) else { return };
+    let params = RunEventParams { event: &event, text: render::event::event_lines(&event) };
+    let _ = sender.send(Message::Notification(Notification::new(ext::RUN_EVENT.to_owned(), params)));
+    let message = match event.kind.as_str() {
+        "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
+        "output.text" => Some("writing".to_owned()),
+        other => Some(other.to_owned()),
+    };
+    report(sender, token, true, message);
+}
+
 /// One `report` on a command's progress.
-fn report(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, cancellable: bool, message: Option<String>) {
+pub(super) fn report(
+    sender: &Sender<Message>,
+    token: &Option<lsp::ProgressToken>,
+    cancellable: bool,
+    message: Option<String>,
+) {
     let report = lsp::WorkDoneProgressReport { cancellable: Some(cancellable), message, percentage: None };
     progress(sender, token, lsp::WorkDoneProgress::Report(report));
 }
 
 /// Ends a command's progress with `message`.
-fn finish(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, message: String) {
+pub(super) fn finish(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, message: String) {
     progress(sender, token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(message) }));
 }
 
 /// Passes the client's cancel on to a run's supervisor (SIGINT, once) while a command follows the run.
-struct CancelForward {
+pub(super) struct CancelForward {
     done: Arc<AtomicBool>,
 }
 
 impl CancelForward {
-    fn start(cancel: Arc<AtomicBool>, pid: u32) -> CancelForward {
+    pub(super) fn start(cancel: Arc<AtomicBool>, pid: u32) -> CancelForward {
         let done = Arc::new(AtomicBool::new(false));
         let finished = Arc::clone(&done);
         std::thread::spawn(move || {

@@ -14,6 +14,7 @@ pub mod links;
 pub mod notifications;
 pub mod references;
 pub mod rename;
+pub mod sessions;
 pub mod symbols;
 
 use std::path::PathBuf;
