@@ -583,7 +583,7 @@ esac
 
 /// Headless Neovim with editors/nvim: `:WorkbenchRuns`, attach, kill and open outcome on runs started with
 /// `wb-lsp run --detach`.
-const RUNS_TEST_LUA: &str = r##"
+const RUNS_HELPERS_LUA: &str = r##"
 local function detach(task)
   local bin = env("WB_LSP_BIN")
   local output = vim.fn.system({ bin, "run", "--detach", "--task", task, env("WB_TEST_REPO") .. "/.workbenches/demo" })
@@ -632,7 +632,9 @@ local function press_on(runs_buf, id, keys)
   vim.api.nvim_win_set_cursor(0, { index, 0 })
   vim.cmd("normal " .. keys)
 end
+"##;
 
+const RUNS_TEST_LUA: &str = r##"
 local function run()
   local bin = env("WB_LSP_BIN")
   local repo = env("WB_TEST_REPO")
@@ -668,7 +670,7 @@ local function run()
   check(vim.bo[runs_buf].filetype == "workbench-runs", "the runs buffer's filetype is " .. vim.bo[runs_buf].filetype)
   check(not vim.bo[runs_buf].modifiable, "the runs buffer is modifiable")
   check(
-    lines_of(runs_buf)[1] == "Workbench runs — <CR>/a attach · X kill · o outcome · r refresh · q close",
+    lines_of(runs_buf)[1] == "Workbench runs — <CR>/a attach · s send a turn · X kill · o outcome · r refresh · q close",
     "the runs buffer's header: " .. tostring(lines_of(runs_buf)[1])
   )
   for _, id in ipairs({ released, killed }) do
@@ -781,7 +783,80 @@ fn neovim_lists_attaches_and_kills_runs() {
     }
     let world = World::new(RUNS_RUNNER);
     let release = world.root.join("release");
-    run_neovim_script(&world, "runs", RUNS_TEST_LUA, &[("WB_TEST_RELEASE", &release)]);
+    run_neovim_script(&world, "runs", &format!("{RUNS_HELPERS_LUA}{RUNS_TEST_LUA}"), &[("WB_TEST_RELEASE", &release)]);
+}
+
+/// A fake OpenCode that answers each turn with the task it was given, in one conversation (`ses_nv`).
+const SESSION_RUNNER: &str = r#"#!/bin/sh
+for last; do :; done
+printf '{"type":"text","sessionID":"ses_nv","part":{"id":"t1","text":"did: %s"}}\n' "$last"
+"#;
+
+/// A session from Neovim: `:WorkbenchSession` runs the first turn, `:WorkbenchSend` the next in the same
+/// buffer, the runs buffer shows the session idle with its turns and `s` sends it a turn, and a kill ends it.
+const SESSION_TEST_LUA: &str = r##"
+local function run()
+  local repo = env("WB_TEST_REPO")
+  local workbench = require("workbench")
+  workbench.setup({ cmd = { env("WB_LSP_BIN"), "serve" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(repo .. "/.workbenches/demo/workbench.yml"))
+  local manifest_buf = vim.api.nvim_get_current_buf()
+  wait_for("the workbench client", function()
+    local client = workbench.client(manifest_buf)
+    return client and client.initialized and client or nil
+  end)
+
+  vim.cmd("WorkbenchSession write the first part")
+  expect("the first turn", "[workbench] turn 1 completed", vim.log.levels.INFO)
+  local id = workbench.last_session
+  check(workbench.is_run_id(id), "no session id: " .. tostring(id))
+  local session_buf = wait_for("the session's buffer", function()
+    return buffer_named("^workbench://run/")
+  end)
+  check(line_of(session_buf, "did: write the first part"), "the first turn's text:\n" .. table.concat(lines_of(session_buf), "\n"))
+  check(record_of(id).state == "idle", "the session is " .. tostring(record_of(id).state))
+  out("ok: :WorkbenchSession ran the first turn; the session is idle")
+
+  vim.cmd("WorkbenchSend write the second part")
+  expect("the second turn", "[workbench] turn 2 completed", vim.log.levels.INFO)
+  check(line_of(session_buf, "did: write the second part"), "the second turn's text is not in the session's buffer:\n" .. table.concat(lines_of(session_buf), "\n"))
+  out("ok: :WorkbenchSend ran the second turn in the session's buffer")
+
+  vim.cmd("WorkbenchRuns")
+  local runs_buf = wait_for("the runs buffer", function()
+    return buffer_named("^workbench://runs/")
+  end)
+  local _, line = wait_for("the session in the runs buffer", function()
+    local index, found = line_of(runs_buf, "^" .. id)
+    return index and found and found:find("session, 2 turns") and index or nil, found
+  end)
+  local _, line = line_of(runs_buf, "^" .. id)
+  check(line:find("  idle  ") and line:find("session, 2 turns"), "the session's line: " .. tostring(line))
+  vim.fn.input = function()
+    return "write the third part"
+  end
+  press_on(runs_buf, id, "s")
+  expect("the third turn", "[workbench] turn 3 completed", vim.log.levels.INFO)
+  check(line_of(session_buf, "did: write the third part"), "the third turn's text")
+  out("ok: s in the runs buffer sent the idle session its third turn")
+
+  workbench.kill({ id = id, confirm = false })
+  wait_for("the session to end", function()
+    return record_of(id).state == "completed"
+  end)
+  vim.cmd("WorkbenchSend too late")
+  expect("the refusal", "[workbench] cannot send session " .. id .. " its turn: Session " .. id .. " has ended", vim.log.levels.ERROR)
+  out("ok: the killed session completed; sending it a turn is refused")
+end
+"##;
+
+#[test]
+fn neovim_runs_a_session_turn_by_turn() {
+    if !require_neovim() {
+        return;
+    }
+    let world = World::new(SESSION_RUNNER);
+    run_neovim_script(&world, "session", &format!("{RUNS_HELPERS_LUA}{SESSION_TEST_LUA}"), &[]);
 }
 
 /// The Emacs runs test: `workbench-runs', attach, kill, outcome and refresh in batch Emacs with Eglot against the

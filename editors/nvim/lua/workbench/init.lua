@@ -9,7 +9,7 @@
 --   workbench.client     the options, the LSP client per repository, workspace/executeCommand, nvim-lspconfig
 --   workbench.attach     what an attached manifest buffer gets: omnifunc, the K/gd/gr/<leader>ca mappings
 --   workbench.commands   the :Workbench* user commands, migrate and check_workspace
---   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel, attach
+--   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel, attach, sessions
 --   workbench.runs       the runs buffer (:WorkbenchRuns), kill
 --   workbench.outcome    the outcome buffer, its review diff and artifacts, applying an outcome
 --   workbench.ui         messages and scratch buffers
@@ -30,7 +30,21 @@ local M = {}
 local PUBLIC = {
   [lsp] = { "name", "pattern", "config", "root_dir", "is_manifest", "client", "client_config", "attach" },
   [commands] = { "migrate", "check_workspace" },
-  [run] = { "RUN_EVENT", "on_run_event", "active_run", "dry_run", "last_dry_run", "smoke", "run", "cancel", "attach", "is_run_id" },
+  [run] = {
+    "RUN_EVENT",
+    "on_run_event",
+    "active_run",
+    "dry_run",
+    "last_dry_run",
+    "smoke",
+    "run",
+    "session",
+    "send",
+    "last_session",
+    "cancel",
+    "attach",
+    "is_run_id",
+  },
   [runs] = { "show_runs", "last_runs_buffer", "last_runs", "refresh_runs", "kill", "confirm_kill" },
   [outcome] = {
     "is_outcome_id",

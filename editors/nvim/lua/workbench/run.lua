@@ -2,6 +2,8 @@
 -- docs/lsp-extensions.md): the command's argument object, the one run in progress, its `workbench/runEvent`
 -- notifications streamed into a scratch buffer, its ending, and :WorkbenchCancel. :WorkbenchAttach follows a run
 -- started elsewhere (`workbench.attach`: its events replayed, then live) into the same kind of buffer.
+-- :WorkbenchSession starts a session (`workbench.run` with `session`) and :WorkbenchSend runs its next turn
+-- (`workbench.send`; docs/sessions.md), each turn's events in the session's buffer.
 
 local format = require("workbench.ui.format")
 local lsp = require("workbench.client")
@@ -28,6 +30,8 @@ M.active_run = nil
 M.on_run_end = nil
 -- The buffer of the last dry run.
 M.last_dry_run = nil
+-- The session last started or sent a turn (its id): what :WorkbenchSend sends to.
+M.last_session = nil
 local runs_by_id = {}
 local run_count = 0
 
@@ -157,6 +161,22 @@ function M.on_run_event(err, result, ctx)
   end
 end
 
+-- The message for a turn's answer (`workbench.run` with `session`, `workbench.send`) and its level.
+local function turn_message(result)
+  local status = format.text(result.status) or "failed"
+  if status == "ended" then
+    return ("session %s ended before it took the turn"):format(tostring(result.runId)), vim.log.levels.WARN
+  end
+  local message = ("turn %s %s"):format(tostring(result.turnIndex), status)
+  if outcome.is_outcome_id(result.snapshotId) then
+    message = message .. " · snapshot " .. result.snapshotId
+  end
+  if status == "completed" then
+    return message .. " · :WorkbenchSend {task} takes the next turn", vim.log.levels.INFO
+  end
+  return message, vim.log.levels.WARN
+end
+
 --- `:WorkbenchRun {task}`: runs the Workbench, streaming its events into a scratch buffer.
 --- `options` is the task, or a table { task = ..., runtime = ..., env = { "NAME=value" }, ... }.
 --- Returns the run's buffer.
@@ -194,6 +214,12 @@ function M.run(options)
   local run = { token = token, bufnr = bufnr, done = false }
   M.active_run = run
   local client, request_id = lsp.execute("workbench.run", { arguments(uri, options) }, function(result)
+    if options.session then
+      -- A session answers when its first turn has ended; it waits for :WorkbenchSend.
+      M.last_session = run.run_id or result.runId
+      finish(run, turn_message(result))
+      return
+    end
     local ending = type(result.ending) == "table" and result.ending or {}
     finish(run, format.run_ending(ending.status or "failed", ending.message))
     if outcome.is_outcome_id(result.outcomeId) then
@@ -217,6 +243,71 @@ function M.run(options)
   end
   run.client, run.request_id = client, request_id
   lsp.last_run_client = client.id
+  return bufnr
+end
+
+--- `:WorkbenchSession {task}`: starts a session of the current Workbench on a task (its first turn), streaming its
+--- events into a scratch buffer; :WorkbenchSend runs the next turns there. Returns the session's buffer.
+function M.session(options)
+  options = options_of(options)
+  options.session = true
+  return M.run(options)
+end
+
+--- `:WorkbenchSend {task}`: the next turn of a session (`workbench.send`): the last one started or sent to, or
+--- `options.id`. Its events go to the session's buffer (a new one when that is gone). `options` is the task, or a
+--- table { id = ..., task = ... }. Returns the buffer.
+function M.send(options)
+  options = options_of(options)
+  local id = options.id or M.last_session
+  if not M.is_run_id(id) then
+    ui.notify("no session: :WorkbenchSession {task} starts one (or :WorkbenchRuns, s on a session)", vim.log.levels.WARN)
+    return nil
+  end
+  if M.active_run and M.active_run.client and not lsp.is_alive(M.active_run.client.id) then
+    finish(M.active_run, nil)
+  end
+  if M.active_run then
+    ui.notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+    return nil
+  end
+  local task = ask_task(options.task)
+  if not task then
+    return nil
+  end
+  local client = lsp.any_client()
+  if not client then
+    ui.notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
+    return nil
+  end
+  if client.handlers and client.handlers[M.RUN_EVENT] == nil then
+    client.handlers[M.RUN_EVENT] = M.on_run_event
+  end
+  local previous = runs_by_id[id]
+  local bufnr = previous and vim.api.nvim_buf_is_valid(previous.bufnr) and previous.bufnr
+    or ui.scratch_buffer("run", "workbench-run", true)
+  ui.append(bufnr, { ("── %s: %s"):format(id, task) })
+  run_count = run_count + 1
+  local turn = { token = ("workbench-run-%d"):format(run_count), bufnr = bufnr, done = false, run_id = id }
+  runs_by_id[id] = turn
+  M.active_run = turn
+  local sent, request_id = lsp.execute_on(client, bufnr, "workbench.send", { { runId = id, task = task } }, function(result)
+    M.last_session = id
+    finish(turn, turn_message(result))
+  end, { workDoneToken = turn.token }, function(err)
+    if err.code == REQUEST_CANCELLED then
+      return
+    end
+    local message = ("cannot send session %s its turn: %s"):format(id, format.error_message(err))
+    ui.append(bufnr, { "■ " .. message })
+    finish(turn, message, vim.log.levels.ERROR)
+  end)
+  if not sent then
+    M.active_run = nil
+    return nil
+  end
+  turn.client, turn.request_id = sent, request_id
+  lsp.last_run_client = sent.id
   return bufnr
 end
 

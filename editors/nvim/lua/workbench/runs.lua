@@ -89,6 +89,9 @@ function M.run_line(record, now, width)
   if record.state == "running" and format.text(record.activity) then
     table.insert(parts, record.activity)
   end
+  if record.session == true then
+    table.insert(parts, ("session, %s turn%s"):format(tostring(record.turns or 0), record.turns == 1 and "" or "s"))
+  end
   if format.text(record.outcome_id) then
     table.insert(parts, "outcome " .. record.outcome_id)
   end
@@ -103,7 +106,7 @@ local function listed(answer)
   local running, finished = {}, {}
   for _, record in ipairs(format.list(answer)) do
     if type(record) == "table" and run.is_run_id(record.run_id) and format.text(record.state) then
-      if record.state == "running" then
+      if record.state == "running" or record.state == "idle" then
         table.insert(running, record)
       elseif #finished < M.RECENT then
         table.insert(finished, record)
@@ -113,7 +116,7 @@ local function listed(answer)
   return vim.list_extend(running, finished)
 end
 
-local HELP = "<CR>/a attach · X kill · o outcome · r refresh · q close"
+local HELP = "<CR>/a attach · s send a turn · X kill · o outcome · r refresh · q close"
 
 local function render(bufnr, records)
   local now = os.time()
@@ -214,8 +217,9 @@ end
 
 --- `:WorkbenchRuns`: the running and recent runs (the running first, then the 20 newest finished ones) in a
 --- scratch buffer `workbench://runs/N` (filetype `workbench-runs`), one line each: id, package, state, elapsed,
---- cost (or `cost unknown`), activity or outcome. Keys: <CR> or a attaches (:WorkbenchAttach), X kills
---- (:WorkbenchKill, confirmed), o opens the outcome (:WorkbenchOutcome), r reads the list again, q closes.
+--- cost (or `cost unknown`), activity or outcome. Keys: <CR> or a attaches (:WorkbenchAttach), s sends an idle
+--- session its next turn (:WorkbenchSend), X kills (:WorkbenchKill, confirmed), o opens the outcome
+--- (:WorkbenchOutcome), r reads the list again, q closes.
 --- Returns nothing; the buffer is M.last_runs_buffer once the answer came.
 function M.show_runs()
   fetch(function(records)
@@ -243,6 +247,16 @@ function M.show_runs()
       end
       map("<CR>", attach, "Workbench: attach to the run on this line")
       map("a", attach, "Workbench: attach to the run on this line")
+      map("s", function()
+        local record = record_under_cursor(bufnr)
+        if record then
+          if record.state ~= "idle" then
+            ui.notify(("run %s is not a session waiting for a turn (%s)"):format(record.run_id, record.state), vim.log.levels.WARN)
+            return
+          end
+          run.send({ id = record.run_id })
+        end
+      end, "Workbench: send the session on this line its next turn")
       map("X", function()
         local record = record_under_cursor(bufnr)
         if record then
