@@ -33,7 +33,7 @@
 ;; Commands: `workbench-migrate' (convert the manifest to spec 1),
 ;; `workbench-check-workspace' (re-check every package of the workspace),
 ;; `workbench-runs' (the running and recent runs: attach, kill, outcome),
-;; `workbench-attach', `workbench-kill' and `workbench-outcome'.
+;; `workbench-attach', `workbench-kill', `workbench-send' and `workbench-outcome'.
 
 ;;; Code:
 
@@ -380,7 +380,7 @@ The running runs first, then `workbench-runs-recent' finished ones."
       (let ((id (workbench--get run "run_id"))
             (state (workbench--get run "state")))
         (when (and (workbench--run-id-p id) (stringp state))
-          (if (equal state "running")
+          (if (member state '("running" "idle"))
               (push run running)
             (when (< (length finished) workbench-runs-recent)
               (push run finished))))))
@@ -396,6 +396,9 @@ The running runs first, then `workbench-runs-recent' finished ones."
                               (string-join
                                (delq nil (list (and (equal state "running")
                                                     (workbench--string (workbench--get run "activity")))
+                                               (and (eq (workbench--get run "session") t)
+                                                    (format "session, %s turn%s" (workbench--get run "turns")
+                                                            (if (equal (workbench--get run "turns") 1) "" "s")))
                                                (let ((outcome (workbench--string (workbench--get run "outcome_id"))))
                                                  (and outcome (concat "outcome " outcome)))
                                                (workbench--string (workbench--get run "message"))))
@@ -431,6 +434,7 @@ The running runs first, then `workbench-runs-recent' finished ones."
     (define-key map (kbd "RET") #'workbench-runs-attach)
     (define-key map (kbd "a") #'workbench-runs-attach)
     (define-key map (kbd "k") #'workbench-runs-kill)
+    (define-key map (kbd "s") #'workbench-runs-send)
     (define-key map (kbd "o") #'workbench-runs-outcome)
     map)
   "Keymap of `workbench-runs-mode'.")
@@ -439,6 +443,7 @@ The running runs first, then `workbench-runs-recent' finished ones."
   "The running and recent Workbench runs.
 \\<workbench-runs-mode-map>\\[workbench-runs-attach] attaches to the run at point,
 \\[workbench-runs-kill] kills it, \\[workbench-runs-outcome] shows its outcome,
+\\[workbench-runs-send] sends an idle session its next turn,
 \\[revert-buffer] reads the runs again.
 
 \\{workbench-runs-mode-map}"
@@ -454,7 +459,7 @@ The running runs first, then `workbench-runs-recent' finished ones."
   "List the running and recent Workbench runs in the buffer *Workbench Runs*.
 Runs started here, in another editor or from the CLI (`wb-lsp run --detach'):
 each is owned by its supervisor and outlives the editor.  Keys: RET or `a'
-attach, `k' kill, `o' outcome, `g' refresh."
+attach, `s' send an idle session a turn, `k' kill, `o' outcome, `g' refresh."
   (interactive)
   (let ((server-buffer (workbench--server-buffer))
         (buffer (get-buffer-create "*Workbench Runs*")))
@@ -570,7 +575,8 @@ The text is that of `wb-lsp outcome ID'.  A run id names the run's outcome."
          (outcome (workbench--string (workbench--get result "outcomeId"))))
     (message "Workbench: run %s %s%s%s" run-id status (if why (concat ": " why) "")
              (if outcome (format " (outcome %s)" outcome) "")))
-  (workbench--refresh-runs-buffers))
+  ;; Not inside the server's answer: the list is read with a request of its own.
+  (run-at-time 0 nil #'workbench--refresh-runs-buffers))
 
 (defun workbench--run-failed (run-id buffer message)
   "The attach of RUN-ID into BUFFER failed with MESSAGE."
@@ -583,6 +589,26 @@ The text is that of `wb-lsp outcome ID'.  A run id names the run's outcome."
                   (connection method params &rest args))
 (declare-function lsp-request-async "lsp-mode"
                   (method params callback &rest args))
+
+(defun workbench--request-async (params run-id buffer on-result)
+  "Send the executeCommand PARAMS for run RUN-ID, whose events go to BUFFER.
+ON-RESULT is called with RUN-ID, BUFFER and the answer; a failure is said
+in BUFFER and the echo area.  No timeout: a run may go on for hours."
+  (let ((fail (lambda (error)
+                (workbench--run-failed run-id buffer (or (workbench--get error "message")
+                                                         (format "%S" error))))))
+    (with-current-buffer (workbench--server-buffer)
+      (cond
+       ((and (fboundp 'eglot-current-server) (eglot-current-server))
+        (jsonrpc-async-request
+         (eglot-current-server) :workspace/executeCommand params
+         :success-fn (lambda (result) (funcall on-result run-id buffer result))
+         :error-fn fail
+         :timeout nil))
+       (t
+        (lsp-request-async "workspace/executeCommand" params
+                           (lambda (result) (funcall on-result run-id buffer result))
+                           :error-handler fail))))))
 
 (defun workbench-attach (run-id)
   "Follow the run RUN-ID in the buffer *Workbench Run RUN-ID*.
@@ -600,26 +626,52 @@ the user: this works from any buffer once a manifest has a server."
         (insert (format "── attached to %s\n" run-id)))
       (special-mode))
     (puthash run-id buffer workbench--attached)
-    (with-current-buffer (workbench--server-buffer)
-      (cond
-       ((and (fboundp 'eglot-current-server) (eglot-current-server))
-        (jsonrpc-async-request
-         (eglot-current-server) :workspace/executeCommand params
-         :success-fn (lambda (result) (workbench--run-ended run-id buffer result))
-         :error-fn (lambda (error)
-                     (workbench--run-failed run-id buffer (or (workbench--get error "message")
-                                                              (format "%S" error))))
-         ;; A run may go on for hours: the answer comes when it ends.
-         :timeout nil))
-       (t
-        (lsp-request-async "workspace/executeCommand" params
-                           (lambda (result) (workbench--run-ended run-id buffer result))
-                           :error-handler (lambda (error)
-                                            (workbench--run-failed
-                                             run-id buffer (or (workbench--get error "message")
-                                                               (format "%S" error))))))))
+    (workbench--request-async params run-id buffer #'workbench--run-ended)
     (display-buffer buffer)
     buffer))
+
+;;;;; Sessions: the next turn
+
+(defun workbench--turn-ended (run-id buffer result)
+  "The turn of session RUN-ID followed into BUFFER was answered with RESULT."
+  (when (eq (gethash run-id workbench--attached) buffer)
+    (remhash run-id workbench--attached))
+  (let ((status (or (workbench--string (workbench--get result "status")) "failed"))
+        (snapshot (workbench--string (workbench--get result "snapshotId"))))
+    (if (equal status "ended")
+        (message "Workbench: session %s ended before it took the turn" run-id)
+      (message "Workbench: session %s turn %s %s%s" run-id (workbench--get result "turnIndex") status
+               (if snapshot (format " (snapshot %s)" snapshot) ""))))
+  (run-at-time 0 nil #'workbench--refresh-runs-buffers))
+
+(defun workbench-send (run-id task)
+  "Send the session RUN-ID its next turn, TASK (`workbench.send').
+The turn's events go to *Workbench Run RUN-ID*; its ending to the echo
+area.  A session is started with `wb-lsp run --session' (docs/sessions.md)."
+  (interactive (list (workbench--read-run-id "Send a turn to session: ")
+                     (read-string "Task: ")))
+  (unless (workbench--run-id-p run-id)
+    (user-error "Not a run id: %s (wb_...; M-x workbench-runs lists them)" run-id))
+  (when (string-empty-p (string-trim task))
+    (user-error "The turn's task is empty"))
+  (let ((buffer (get-buffer-create (format "*Workbench Run %s*" run-id)))
+        (params (list :command "workbench.send" :arguments (vector (list :runId run-id :task task)))))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'special-mode) (special-mode)))
+    (workbench--run-buffer-append buffer (list (format "── %s: %s" run-id task)))
+    (puthash run-id buffer workbench--attached)
+    (workbench--request-async params run-id buffer #'workbench--turn-ended)
+    (display-buffer buffer)
+    buffer))
+
+(defun workbench-runs-send (task)
+  "Send the session at point its next turn, TASK: `workbench-send'."
+  (interactive (list (read-string "Task: ")))
+  (let* ((id (workbench--runs-id-at-point))
+         (run (and workbench--runs-records (gethash id workbench--runs-records))))
+    (unless (equal (workbench--get run "state") "idle")
+      (user-error "Run %s is not a session waiting for a turn (%s)" id (workbench--get run "state")))
+    (workbench-send id task)))
 
 (with-eval-after-load 'eglot
   (cl-defmethod eglot-handle-notification

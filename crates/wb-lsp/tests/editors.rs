@@ -861,7 +861,8 @@ fn neovim_runs_a_session_turn_by_turn() {
 
 /// The Emacs runs test: `workbench-runs', attach, kill, outcome and refresh in batch Emacs with Eglot against the
 /// real server, on runs started with `wb-lsp run --detach`. Exits 0 after printing `emacs: all checks passed`.
-const EMACS_RUNS_TEST_EL: &str = r##";;; test.el --- workbench-runs in batch Emacs with Eglot  -*- lexical-binding: t; -*-
+/// These are its helpers; the script ends with [`EMACS_RUN_EPILOGUE_EL`].
+const EMACS_RUNS_HELPERS_EL: &str = r##";;; test.el --- workbench-runs in batch Emacs with Eglot  -*- lexical-binding: t; -*-
 (require 'cl-lib)
 (require 'subr-x)
 (define-error 'wbt-failure "Editor test failure")
@@ -926,6 +927,10 @@ const EMACS_RUNS_TEST_EL: &str = r##";;; test.el --- workbench-runs in batch Ema
   "How many lines of BUFFER are LINE."
   (with-current-buffer buffer
     (cl-count line (split-string (buffer-string) "\n") :test #'equal)))
+"##;
+
+/// The Emacs runs test itself (after [`EMACS_RUNS_HELPERS_EL`]).
+const EMACS_RUNS_TEST_EL: &str = r##"
 (defun wbt-run ()
   (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
          (release (wbt-env "WB_TEST_RELEASE")))
@@ -1019,9 +1024,56 @@ const EMACS_RUNS_TEST_EL: &str = r##";;; test.el --- workbench-runs in batch Ema
           (wbt-check (and refusal (string-match-p (regexp-quote (format "Run %s is not running (cancelled)" killed)) refusal))
                      "killing a cancelled run: %S" refusal)))
       (wbt-out "ok: workbench-attach replays a finished run; workbench-kill on it is refused"))))
+"##;
+
+/// Runs `wbt-run`: exits 0 after printing `emacs: all checks passed`, or prints what failed and exits 1.
+const EMACS_RUN_EPILOGUE_EL: &str = r##"
 (condition-case err
     (progn (wbt-run) (wbt-out "emacs: all checks passed") (kill-emacs 0))
   (error (princ (format "FAIL (emacs): %s\n" (error-message-string err))) (kill-emacs 1)))
+"##;
+
+/// A session from Emacs: started with `wb-lsp run --session`, listed idle with its turns by `workbench-runs`,
+/// `s` sends it a turn, `workbench-send` another, each turn's text in the session's buffer; once killed, a turn
+/// is refused.
+const EMACS_SESSION_TEST_EL: &str = r##"
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO"))))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (find-file (expand-file-name ".workbenches/demo/workbench.yml" repo))
+    (wbt-command)
+    (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)
+    (let* ((output (wbt-cli "run" "--session" "--json" "--task" "write the first part"
+                            (expand-file-name ".workbenches/demo" repo)))
+           (id (progn (string-match "wb_[0-9a-f]\\{24\\}" output) (match-string 0 output)))
+           (buffer (format "*Workbench Run %s*" id)))
+      (wbt-check id "no session id in %s" output)
+      (wbt-check (equal (alist-get 'state (wbt-record id)) "idle") "the session is not idle")
+      (wbt-command #'workbench-runs)
+      (let ((line (wbt-runs-line id)))
+        (wbt-check (and line (string-match-p " idle .*session, 1 turn$" line)) "the session's line: %S" line))
+      (wbt-out "ok: workbench-runs lists the session idle after its first turn")
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "write the second part")))
+        (wbt-press-on id "s"))
+      (wbt-wait "the second turn" (lambda () (wbt-messaged (format "Workbench: session %s turn 2 completed" id))))
+      (wbt-check (= 1 (wbt-count buffer "did: write the second part")) "the second turn's text:\n%s"
+                 (with-current-buffer buffer (buffer-string)))
+      (wbt-out "ok: s sent the session its second turn")
+      (workbench-send id "write the third part")
+      (wbt-wait "the third turn" (lambda () (wbt-messaged (format "Workbench: session %s turn 3 completed" id))))
+      (wbt-check (= 1 (wbt-count buffer "did: write the third part")) "the third turn's text:\n%s"
+                 (with-current-buffer buffer (buffer-string)))
+      (wbt-wait "the runs buffer to show three turns" (lambda () (string-match-p "session, 3 turns" (or (wbt-runs-line id) ""))))
+      (wbt-out "ok: workbench-send ran the third turn in the session's buffer")
+      (wbt-cli "kill" id)
+      (wbt-check (equal (alist-get 'state (wbt-record id)) "completed") "the killed session is not completed")
+      (workbench-send id "too late")
+      (wbt-wait "the refusal" (lambda () (wbt-messaged (format "Session %s has ended" id))))
+      (wbt-out "ok: a turn sent to the ended session is refused"))))
 "##;
 
 /// `workbench-runs` in batch Emacs with Eglot (without -Q: Debian's site-start loads elpa-eglot), on two runs
@@ -1041,9 +1093,15 @@ fn emacs_lists_attaches_and_kills_runs() {
         "Emacs with Eglot is not installed (Debian/Ubuntu: `apt-get install -y emacs-nox elpa-eglot`) or set \
          {SKIP_VARIABLE}=1 to skip the editor tests."
     );
-    let world = World::new(RUNS_RUNNER);
+    run_emacs_script(RUNS_RUNNER, "runs", EMACS_RUNS_TEST_EL);
+}
+
+/// Runs batch Emacs (with Eglot, editors/emacs on the load path) on the runs helpers, `body` and the epilogue, in
+/// a world whose fake runner is `runner`, and asserts that every check passed.
+fn run_emacs_script(runner: &str, what: &str, body: &str) {
+    let world = World::new(runner);
     let script = world.root.join("test.el");
-    std::fs::write(&script, EMACS_RUNS_TEST_EL).unwrap();
+    std::fs::write(&script, format!("{EMACS_RUNS_HELPERS_EL}{body}{EMACS_RUN_EPILOGUE_EL}")).unwrap();
     let output = world
         .command("timeout")
         .args(["--kill-after=10", "180", "emacs", "--batch", "-L"])
@@ -1059,10 +1117,21 @@ fn emacs_lists_attaches_and_kills_runs() {
     eprintln!("{stdout}");
     assert!(
         output.status.success() && stdout.contains("emacs: all checks passed"),
-        "the Emacs runs test failed with {} (124/137: no result within 180 s).\n--- stdout:\n{stdout}\n\
+        "the Emacs {what} test failed with {} (124/137: no result within 180 s).\n--- stdout:\n{stdout}\n\
          --- stderr:\n{stderr}",
         output.status
     );
+}
+
+/// A session in batch Emacs with Eglot: `workbench-runs` lists it idle with its turns, `s` and `workbench-send`
+/// run its next turns into its buffer, and a turn sent after `kill` is refused.
+#[test]
+fn emacs_runs_a_session_turn_by_turn() {
+    if skipping() {
+        eprintln!("skipping the Emacs session test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    run_emacs_script(SESSION_RUNNER, "session", EMACS_SESSION_TEST_EL);
 }
 
 #[test]
