@@ -42,6 +42,7 @@ export const SERVER_COMMAND_APPLY_OUTCOME = 'workbench.applyOutcome';
 export const SERVER_COMMAND_RUNS = 'workbench.runs';
 export const SERVER_COMMAND_ATTACH = 'workbench.attach';
 export const SERVER_COMMAND_KILL = 'workbench.kill';
+export const SERVER_COMMAND_SEND = 'workbench.send';
 
 /** The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md). */
 export const RUN_EVENT_NOTIFICATION = 'workbench/runEvent';
@@ -66,6 +67,7 @@ export const COMMAND_APPLY_OUTCOME = 'wb-lsp.applyOutcome';
 export const COMMAND_REFRESH_RUNS = 'wb-lsp.refreshRuns';
 export const COMMAND_ATTACH_RUN = 'wb-lsp.attachRun';
 export const COMMAND_KILL_RUN = 'wb-lsp.killRun';
+export const COMMAND_SEND_TURN = 'wb-lsp.sendTurn';
 export const COMMAND_OPEN_RUN_OUTCOME = 'wb-lsp.openRunOutcome';
 /** The Workbench Runs view (in the Explorer): running and recent runs. */
 export const RUNS_VIEW_ID = 'wb-lsp.runs';

@@ -18,6 +18,7 @@ import {
   SERVER_COMMAND_ATTACH,
   SERVER_COMMAND_DRY_RUN,
   SERVER_COMMAND_RUN,
+  SERVER_COMMAND_SEND,
   SERVER_COMMAND_SMOKE,
 } from './constants';
 import type { ServerClient } from './controller';
@@ -31,7 +32,9 @@ import {
   executionArguments,
   isRequestCancelled,
   isRunResult,
+  isTurnResult,
   runOutcome,
+  turnOutcome,
   smokeLines,
   smokeOutcome,
   textLines,
@@ -244,6 +247,33 @@ export class ExecutionCommands implements vscode.Disposable {
   }
 
   /**
+   * Send Turn: the next turn of session `runId` (`workbench.send`), followed as a run is, in the Workbench Run
+   * channel; its snapshot (when its outbox changed) is offered as a run's outcome is. False when another run
+   * is followed.
+   */
+  async sendTurn(runId: string, task: string, description?: string): Promise<boolean> {
+    if (this.activeRun !== undefined) {
+      void vscode.window.showWarningMessage('Workbench: a run is already in progress; the run output shows it.', BUTTON_OUTPUT).then(
+        (picked) => (picked === BUTTON_OUTPUT ? this.showRunOutput() : undefined),
+      );
+      return false;
+    }
+    const client = await this.client();
+    if (client === undefined || this.activeRun !== undefined) {
+      return false;
+    }
+    await this.follow(client, {
+      task,
+      header: `── ${runId}${description === undefined ? '' : ` (${description})`}: ${task}`,
+      command: SERVER_COMMAND_SEND,
+      argument: { runId, task },
+      title: `Workbench session ${runId}`,
+      runId,
+    });
+    return true;
+  }
+
+  /**
    * Sends `workbench.run` or `workbench.attach` with a work-done token and streams the run's events into the
    * Workbench Run channel under a cancellable notification; then shows the ending and the outcome.
    */
@@ -294,9 +324,14 @@ export class ExecutionCommands implements vscode.Disposable {
           }
         },
       );
-      outcome = runOutcome(result);
-      if (isRunResult(result) && isOutcomeId(result.outcomeId)) {
-        outcomeId = result.outcomeId;
+      if (isTurnResult(result)) {
+        outcome = turnOutcome(result);
+        outcomeId = isOutcomeId(result.snapshotId) ? result.snapshotId : undefined;
+      } else {
+        outcome = runOutcome(result);
+        if (isRunResult(result) && isOutcomeId(result.outcomeId)) {
+          outcomeId = result.outcomeId;
+        }
       }
     } catch (error) {
       const goesOn = SESSION_ENDED.exec(errorMessage(error))?.[1];

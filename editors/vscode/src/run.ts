@@ -136,6 +136,43 @@ export interface RunOutcome {
  * The message for a run's ending: its result, or the error the request failed with (`started`: the run had
  * sent events, so the error interrupted it rather than refused it).
  */
+/** The answer of `workbench.send` (and of `workbench.run` with `session`): how one turn of a session ended. */
+export interface TurnResult {
+  runId: string;
+  turnIndex: number | null;
+  /** `completed`, `failed`, `cancelled`, or `ended` (the session ended before it took the turn). */
+  status: string;
+  finalText: string;
+  /** The turn's snapshot outcome, when its outbox changed. */
+  snapshotId?: string | null;
+}
+
+export function isTurnResult(value: unknown): value is TurnResult {
+  if (typeof value !== 'object' || value === null) {
+    return false;
+  }
+  const result = value as { runId?: unknown; status?: unknown; turnIndex?: unknown };
+  return (
+    typeof result.runId === 'string' &&
+    typeof result.status === 'string' &&
+    (typeof result.turnIndex === 'number' || result.turnIndex === null)
+  );
+}
+
+/** What to tell of a turn's answer. */
+export function turnOutcome(result: TurnResult): RunOutcome {
+  switch (result.status) {
+    case 'completed':
+      return { level: 'information', message: `Workbench: turn ${result.turnIndex} of session ${result.runId} completed.` };
+    case 'ended':
+      return { level: 'warning', message: `Workbench: session ${result.runId} ended before it took the turn.` };
+    case 'cancelled':
+      return { level: 'warning', message: `Workbench: turn ${result.turnIndex} was cancelled; the session ended.` };
+    default:
+      return { level: 'error', message: `Workbench: turn ${result.turnIndex} failed; the session ended.` };
+  }
+}
+
 export function runOutcome(result: unknown, error?: unknown, started = false): RunOutcome {
   if (error !== undefined) {
     if (isRequestCancelled(error)) {

@@ -4,8 +4,8 @@
  * show of them (state, elapsed time, cost or "cost unknown").
  */
 
-/** A run's state: `lost` when its supervisor ended before the run did. */
-export type RunState = 'running' | 'completed' | 'failed' | 'cancelled' | 'lost';
+/** A run's state: `idle` for a session waiting for its next turn; `lost` when its supervisor ended before the run did. */
+export type RunState = 'running' | 'idle' | 'completed' | 'failed' | 'cancelled' | 'lost';
 
 /** One record of `workbench.runs`: run.json's fields plus `state`. */
 export interface RunRecord {
@@ -25,10 +25,19 @@ export interface RunRecord {
   /** Why a run failed or stopped. */
   message?: string | null;
   last_sequence?: number;
+  /** A session (`run --session`): it takes more turns (docs/sessions.md). */
+  session?: boolean;
+  /** The turns a session has started. */
+  turns?: number;
   state: RunState;
 }
 
-const STATES: readonly string[] = ['running', 'completed', 'failed', 'cancelled', 'lost'];
+const STATES: readonly string[] = ['running', 'idle', 'completed', 'failed', 'cancelled', 'lost'];
+
+/** Running or idle: the run has not ended and its supervisor lives. */
+export function isLive(record: RunRecord): boolean {
+  return record.state === 'running' || record.state === 'idle';
+}
 
 export function isRunId(value: unknown): value is string {
   return typeof value === 'string' && /^wb_[0-9a-f]{24}$/.test(value);
@@ -83,7 +92,7 @@ export function runElapsed(record: RunRecord, now: number): number | undefined {
   if (Number.isNaN(start)) {
     return undefined;
   }
-  const end = record.state === 'running' || typeof record.ended_at !== 'string' ? now : Date.parse(record.ended_at);
+  const end = isLive(record) || typeof record.ended_at !== 'string' ? now : Date.parse(record.ended_at);
   return Number.isNaN(end) ? undefined : end - start;
 }
 
@@ -102,6 +111,10 @@ export function runDescription(record: RunRecord, now: number): string {
   parts.push(formatCost(record.cost_usd));
   if (record.state === 'running' && typeof record.activity === 'string' && record.activity.length > 0) {
     parts.push(record.activity);
+  }
+  if (record.session === true) {
+    const turns = record.turns ?? 0;
+    parts.push(`session, ${turns} turn${turns === 1 ? '' : 's'}`);
   }
   return parts.join(' · ');
 }
@@ -140,6 +153,8 @@ export function runIcon(state: RunState): string {
   switch (state) {
     case 'running':
       return 'sync~spin';
+    case 'idle':
+      return 'comment-discussion';
     case 'completed':
       return 'pass';
     case 'failed':
@@ -153,12 +168,16 @@ export function runIcon(state: RunState): string {
 
 /**
  * The Runs view item's `contextValue`, which the menus' `when` clauses match: `workbenchRun`, then `running`
- * (Kill), `attachable` (not lost: Attach) and `outcome` (Open Outcome) when they apply.
+ * (Kill: also an idle session), `idle` (Send Turn), `attachable` (not lost: Attach) and `outcome` (Open
+ * Outcome) when they apply.
  */
 export function runContextValue(record: RunRecord): string {
   const flags = ['workbenchRun'];
-  if (record.state === 'running') {
+  if (isLive(record)) {
     flags.push('running');
+  }
+  if (record.state === 'idle') {
+    flags.push('idle');
   }
   if (record.state !== 'lost') {
     flags.push('attachable');

@@ -14,6 +14,7 @@ import * as vscode from 'vscode';
 import {
   COMMAND_ATTACH_RUN,
   COMMAND_KILL_RUN,
+  COMMAND_SEND_TURN,
   COMMAND_OPEN_RUN_OUTCOME,
   COMMAND_REFRESH_RUNS,
   RUNS_VIEW_ID,
@@ -26,6 +27,7 @@ import { isOutcomeId } from './outcome';
 import type { OutcomeCommands } from './outcomeCommands';
 import { errorMessage } from './run';
 import {
+  isLive,
   parseRuns,
   presentRunningCost,
   runArgumentId,
@@ -113,6 +115,7 @@ export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disp
       vscode.commands.registerCommand(COMMAND_REFRESH_RUNS, () => this.refresh(true)),
       vscode.commands.registerCommand(COMMAND_ATTACH_RUN, (argument?: unknown) => this.attach(argument)),
       vscode.commands.registerCommand(COMMAND_KILL_RUN, (argument?: unknown) => this.kill(argument)),
+      vscode.commands.registerCommand(COMMAND_SEND_TURN, (argument?: unknown) => this.sendTurn(argument)),
       vscode.commands.registerCommand(COMMAND_OPEN_RUN_OUTCOME, (argument?: unknown) => this.openOutcome(argument)),
     ];
   }
@@ -172,7 +175,7 @@ export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disp
 
   /** Kill: after a confirmation, asks the run's supervisor to cancel it (`workbench.kill`). Without an argument, asks. */
   async kill(argument?: unknown): Promise<void> {
-    const runId = runArgumentId(argument) ?? (await this.pick('Workbench: Kill Run', (r) => r.state === 'running'));
+    const runId = runArgumentId(argument) ?? (await this.pick('Workbench: Kill Run', isLive));
     if (runId === undefined) {
       return;
     }
@@ -197,6 +200,29 @@ export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disp
       void vscode.window.showErrorMessage(`Workbench: cannot kill run ${runId}: ${errorMessage(error)}`);
     }
     await this.refresh();
+  }
+
+  /**
+   * Send Turn: the next turn of an idle session (`workbench.send`), its task asked for, its events in the
+   * Workbench Run channel and its snapshot offered as a run's outcome is. Without an argument, asks which.
+   */
+  async sendTurn(argument?: unknown): Promise<void> {
+    const runId =
+      runArgumentId(argument) ?? (await this.pick('Workbench: Send Turn', (record) => record.state === 'idle'));
+    if (runId === undefined) {
+      return;
+    }
+    const record = this.records.find((candidate) => candidate.run_id === runId);
+    const task = await vscode.window.showInputBox({
+      title: `Workbench: the next turn of ${record?.workbench ?? runId}`,
+      prompt: 'The task of the turn (the session keeps its conversation)',
+      ignoreFocusOut: true,
+      validateInput: (value) => (value.trim() === '' ? 'A task is required' : undefined),
+    });
+    if (task === undefined || task.trim() === '') {
+      return;
+    }
+    await this.execution.sendTurn(runId, task, record?.workbench);
   }
 
   /** Open Outcome: the run's outcome in Show Outcome (the outcome commands). */
@@ -244,8 +270,8 @@ export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disp
       return;
     }
     const all = parseRuns(answer);
-    const running = all.filter((record) => record.state === 'running');
-    const finished = all.filter((record) => record.state !== 'running').slice(0, RECENT_RUNS);
+    const running = all.filter(isLive);
+    const finished = all.filter((record) => !isLive(record)).slice(0, RECENT_RUNS);
     this.records = [...running, ...finished];
     this.setMessage(this.records.length === 0 ? 'No Workbench runs yet.' : undefined);
     this.changed.fire(undefined);

@@ -83,6 +83,7 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.COMMAND_REFRESH_RUNS,
     constants.COMMAND_ATTACH_RUN,
     constants.COMMAND_KILL_RUN,
+    constants.COMMAND_SEND_TURN,
     constants.COMMAND_OPEN_RUN_OUTCOME,
   ]);
   assert.deepEqual(
@@ -104,6 +105,7 @@ test('the contributed commands are exactly the ones the extension registers', ()
       'Workbench: Refresh Runs',
       'Workbench: Attach to Run',
       'Workbench: Kill Run',
+      'Workbench: Send Turn to Session',
       'Workbench: Open Run Outcome',
     ],
   );
@@ -119,6 +121,7 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.SERVER_COMMAND_RUNS,
     constants.SERVER_COMMAND_ATTACH,
     constants.SERVER_COMMAND_KILL,
+    constants.SERVER_COMMAND_SEND,
   ]) {
     assert.ok(!ids.includes(id), `${id} belongs to the server`);
     assert.ok(!id.startsWith('wb-lsp.'));
@@ -159,6 +162,10 @@ test('the Runs view is in the Explorer, and its item actions follow the run\'s s
   const running = 'workbenchRun running attachable';
   const done = 'workbenchRun attachable outcome';
   const lost = 'workbenchRun';
+  const idle = 'workbenchRun running idle attachable';
+  assert.deepEqual(shown(constants.COMMAND_SEND_TURN, idle), [true, true]);
+  assert.deepEqual(shown(constants.COMMAND_SEND_TURN, running), [false, false]);
+  assert.deepEqual(shown(constants.COMMAND_KILL_RUN, idle), [true, true]);
   assert.deepEqual(shown(constants.COMMAND_KILL_RUN, running), [true, true]);
   assert.deepEqual(shown(constants.COMMAND_KILL_RUN, done), [false, false]);
   assert.deepEqual(shown(constants.COMMAND_ATTACH_RUN, running), [true, true]);

@@ -374,3 +374,72 @@ test('a server that stops during an attach: the run goes on, and Attach follows 
   await settle();
   assert.equal(requests(client, 'workbench.attach').length, 2, 'the Attach button attached again');
 });
+
+const IDLE_ID = 'wb_abcdefabcdefabcdefabcdef';
+const idleSession: RunRecord = {
+  run_id: IDLE_ID,
+  workbench: 'notes',
+  runner: 'opencode',
+  started_at: '2026-12-04T10:00:05.000Z',
+  cost_usd: 0.5,
+  session: true,
+  turns: 1,
+  state: 'idle',
+};
+
+const sentTurn: Answer = async (args, options, client) => {
+  assert.deepEqual(args, [{ runId: IDLE_ID, task: 'Now the second part' }]);
+  await settle();
+  const token = options?.workDoneToken ?? '';
+  client.reportProgress(token, { kind: 'begin', title: 'Workbench turn', message: 'queued' });
+  const events: Array<[string, Record<string, unknown>, string[]]> = [
+    ['turn.started', { turn_index: 2, input_id: 'in_0011223344' }, ['▶ Turn 2']],
+    ['output.text', { text: 'second part written', id: 't2' }, ['second part written']],
+    ['outcome.available', { outcome_id: OUTCOME_ID, turn_index: 2 }, [`  outcome ${OUTCOME_ID} (0 changesets, 1 artifacts, 0 links)`]],
+    ['turn.completed', { turn_index: 2, status: 'completed', duration_ms: 900 }, ['■ Turn 2 completed in 0.9 s']],
+  ];
+  events.forEach(([type, data, text], index) => {
+    const event: RunEvent = { protocol: 0, run_id: IDLE_ID, sequence: index + 10, timestamp: '2026-12-04T10:01:00.000Z', type, runner: 'opencode', data };
+    client.runEvents.fire({ event, text });
+  });
+  client.reportProgress(token, { kind: 'end', message: 'completed' });
+  return { runId: IDLE_ID, turnIndex: 2, status: 'completed', finalText: 'second part written', snapshotId: OUTCOME_ID };
+};
+
+test('an idle session is listed with its turns, and Send Turn asks the task and follows the turn', async () => {
+  runs = [idleSession, running, finished];
+  behaviour.answers['workbench.send'] = sentTurn;
+  behaviour.answers['workbench.outcome'] = new Error(`Outcome not found: ${OUTCOME_ID}`);
+  const client = await activate();
+  const items = view().items();
+  assert.deepEqual(
+    [items[0]?.label, items[0]?.description, items[0]?.contextValue, items[0]?.iconPath?.id],
+    ['notes', 'idle · 1m 00s · $0.5000 · session, 1 turn', 'workbenchRun running idle attachable', 'comment-discussion'],
+  );
+  // A dismissed task sends nothing.
+  stub.inputs = [undefined];
+  await stub.commands.get('wb-lsp.sendTurn')?.(idleSession);
+  assert.deepEqual(requests(client, 'workbench.send'), []);
+  stub.inputs = ['Now the second part'];
+  await stub.commands.get('wb-lsp.sendTurn')?.(idleSession);
+  assert.equal(stub.inputBoxes.at(-1)?.title, 'Workbench: the next turn of notes');
+  const send = client.requests.findIndex((request) => request.command === 'workbench.send');
+  assert.equal(client.requestOptions[send]?.workDoneToken, 'wb-lsp-run-1', 'with a work-done token');
+  assert.deepEqual(runChannel().lines.slice(0, 5), [
+    `── ${IDLE_ID} (notes): Now the second part`,
+    '▶ Turn 2',
+    'second part written',
+    `  outcome ${OUTCOME_ID} (0 changesets, 1 artifacts, 0 links)`,
+    '■ Turn 2 completed in 0.9 s',
+  ]);
+  assert.equal(stub.progress[0]?.options.title, `Workbench session ${IDLE_ID}`);
+  // The turn's snapshot is looked up as a run's outcome is.
+  assert.deepEqual(requests(client, 'workbench.outcome')[0]?.args, [OUTCOME_ID]);
+  assert.equal(stub.messages.at(-1)?.message, `Workbench: turn 2 of session ${IDLE_ID} completed.`);
+  // From the palette, only idle sessions are offered.
+  stub.picks = ['notes'];
+  stub.inputs = ['Now the second part'];
+  await stub.commands.get('wb-lsp.sendTurn')?.();
+  assert.deepEqual(stub.quickPicks.at(-1)?.items, ['notes']);
+  assert.equal(requests(client, 'workbench.send').length, 2);
+});
