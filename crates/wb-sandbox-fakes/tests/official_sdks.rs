@@ -6,7 +6,7 @@
 //!
 //! Without `WB_SDK_MODULES` (which `scripts/test.sh` sets) the test fails with the hint.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use wb_sandbox_fakes::e2b::{E2bFake, FakeOptions, wire};
@@ -24,7 +24,7 @@ fn the_official_e2b_sdk_works_against_the_fake_and_matches_the_fixture() -> anyh
     let fake = E2bFake::start(FakeOptions::default())?;
     let context = tempfile::tempdir()?;
     let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/e2b-drive.mjs");
-    let output = Command::new("node")
+    let output = Command::new(node(&modules))
         .arg(&driver)
         .env("E2B_FAKE_URL", fake.url())
         .env("E2B_FAKE_KEY", fake.api_key())
@@ -52,4 +52,11 @@ fn the_official_e2b_sdk_works_against_the_fake_and_matches_the_fixture() -> anyh
     }
     assert_eq!(recorded.len(), expected.len(), "as many requests as the fixture");
     Ok(())
+}
+
+/// The Node that runs the SDKs: the one scripts/install-sdks.sh bundled beside them when the system's is too old,
+/// else `node` from PATH.
+fn node(modules: &Path) -> PathBuf {
+    let bundled = modules.join(".bin/node");
+    if bundled.is_file() { bundled } else { PathBuf::from("node") }
 }

@@ -43,7 +43,7 @@ fn drive(modules: &Path, fake: &DaytonaFake) -> Value {
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/daytona-drive.mjs"), &script).expect("copy");
     // ES modules resolve packages from the script's directory upwards (NODE_PATH does not apply).
     std::os::unix::fs::symlink(modules, dir.path().join("node_modules")).expect("link node_modules");
-    let mut child = Command::new("node")
+    let mut child = Command::new(node(modules))
         .arg(&script)
         .env("DAYTONA_API_URL", fake.api_url())
         .env("DAYTONA_API_KEY", fake.api_key())
@@ -174,4 +174,11 @@ fn the_fixture_agrees_with_the_shared_recording() {
         checked += 1;
     }
     assert!(checked >= 10, "{checked}");
+}
+
+/// The Node that runs the SDKs: the one scripts/install-sdks.sh bundled beside them when the system's is too old,
+/// else `node` from PATH.
+fn node(modules: &Path) -> PathBuf {
+    let bundled = modules.join(".bin/node");
+    if bundled.is_file() { bundled } else { PathBuf::from("node") }
 }

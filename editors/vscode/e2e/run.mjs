@@ -223,6 +223,12 @@ const FAKE_OPENCODE = `#!/bin/sh
 set -e
 for last; do :; done
 case "$last" in
+*"session turn"*)
+  # The session scenario: one answer in one conversation, and the task kept in the outbox (a snapshot per turn).
+  printf '{"type":"text","sessionID":"ses_e2e","part":{"id":"t1","text":"Session answer: %s"}}\\n' "$last"
+  printf '%s\\n' "$last" > "$WORKBENCH_OUTPUT_DIR/turn.md"
+  exit 0
+  ;;
 *"until killed"*)
   # The Runs view's run: a text, a cost, then it goes on until it is killed.
   echo '{"type":"text","part":{"id":"t1","text":"Waiting to be killed"}}'
@@ -1182,6 +1188,49 @@ async function runsScenarios(window, repo, workbenchHome, env) {
     await clickRunAction(window, 'cancelled', 'Open Run Outcome');
     const shown = await window.waitForToast('about the outcome', new RegExp(record.outcome_id), 30000);
     see(`Open Outcome: "${shown}"`);
+  });
+
+  await scenario(window, '18-runs-view-session-turn', async (see) => {
+    await window.clearNotifications();
+    // A session started from the CLI: its first turn ends, then it waits for the next.
+    const first = run(WB_LSP_BIN, ['run', '--session', '--json', '--task', 'session turn one', path.join(repo, '.workbenches', 'demo')], {
+      cwd: repo,
+      env,
+    });
+    const runId = /wb_[0-9a-f]{24}/.exec(first)?.[0];
+    check(runId !== undefined, `wb-lsp run --session printed no run id: ${first}`);
+    see(`wb-lsp run --session started ${runId}; its first turn ended`);
+    const listed = await waitFor('the idle session in the Runs view', async () =>
+      (await runsRows(window)).find((row) => row.includes('idle') && row.includes('session, 1 turn')), 30000).catch(async (error) => {
+      throw new Failure(`${error.message}; the view shows: ${(await runsRows(window)).join(' | ')}`);
+    });
+    see(`Runs view row: "${listed}"`);
+    await clickRunAction(window, 'session, 1 turn', 'Send Turn to Session');
+    const input = await window.waitForQuickInput();
+    await input.fill('session turn two');
+    await window.page.keyboard.press('Enter');
+    const ending = await window.waitForToast('with the turn\'s ending', new RegExp(`turn 2 of session ${runId} completed|Outcome: `), 60000);
+    see(`ending notification: "${ending}"`);
+    const lines = await window.waitForOutput('the turn in the run output', (shown) =>
+      shown.some((line) => line.includes('Session answer: session turn two')),
+    );
+    see(`Workbench Run output: ${lines.filter((line) => /session turn two/.test(line)).join(' / ')}`);
+    const records = JSON.parse(run(WB_LSP_BIN, ['runs', '--all', '--json'], { cwd: repo, env }));
+    const record = records.find((candidate) => candidate.run_id === runId);
+    check(record?.state === 'idle' && record?.turns === 2, `wb-lsp runs says ${JSON.stringify(record)}`);
+    const snapshots = JSON.parse(run(WB_LSP_BIN, ['outcomes', '--json'], { cwd: repo, env })).filter(
+      (outcome) => outcome.run_id === runId && outcome.turn_index === 2,
+    );
+    check(snapshots.length === 1, `no snapshot of turn 2: ${JSON.stringify(snapshots)}`);
+    see(`the turn's snapshot: ${snapshots[0].id}`);
+    // Kill ends the idle session: its final outcome is collected and it completes.
+    await clickRunAction(window, 'session, 2 turns', 'Kill Run');
+    const dialog = window.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: TIMEOUT });
+    await dialog.locator('.monaco-button', { hasText: /^Kill$/ }).click();
+    const ended = await waitFor('the session shown completed in the Runs view', async () =>
+      (await runsRows(window)).find((row) => row.includes('completed') && row.includes('session, 2 turns')), 30000);
+    see(`Runs view row: "${ended}"`);
   });
 }
 

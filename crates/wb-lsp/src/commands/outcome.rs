@@ -139,6 +139,7 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
                 json!({
                     "id": o.id, "run_id": o.run_id, "created_at": o.created_at, "completeness": wire_name(&o.completeness),
                     "application_state": state, "changesets": o.changesets.len(), "artifacts": o.artifacts.len(), "links": o.links.len(),
+                    "turn_index": o.turn_index,
                 })
             })
             .collect();
