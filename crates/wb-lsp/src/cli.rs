@@ -101,12 +101,10 @@ pub struct RunCommandArgs {
     pub idle_timeout: std::time::Duration,
 }
 
-/// `resume`: an ended session, and optionally the first task of its new run.
+/// A turn's task: the argument, a file, or standard input.
 #[derive(Debug, Args)]
-pub struct ResumeArgs {
-    #[command(flatten)]
-    pub run: RunRef,
-    /// The task of the first turn (without one, the session waits for `send`).
+pub struct TurnTask {
+    /// The task of the turn.
     #[arg(value_name = "TASK", conflicts_with_all = ["task_file", "stdin"])]
     pub task: Option<String>,
     /// Read the task from a file.
@@ -115,6 +113,16 @@ pub struct ResumeArgs {
     /// Read the task from standard input.
     #[arg(long)]
     pub stdin: bool,
+}
+
+/// `resume`: an ended session, and optionally the first task of its new run.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub run: RunRef,
+    /// The first turn's task (without one, the session waits for `send`).
+    #[command(flatten)]
+    pub turn: TurnTask,
     /// Set a declared variable or provider key: NAME=value (repeatable; a session keeps no values).
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
@@ -137,15 +145,8 @@ pub struct ResumeArgs {
 pub struct SendArgs {
     #[command(flatten)]
     pub run: RunRef,
-    /// The task of the turn.
-    #[arg(value_name = "TASK", conflicts_with_all = ["task_file", "stdin"])]
-    pub task: Option<String>,
-    /// Read the task from a file.
-    #[arg(long, value_name = "FILE", conflicts_with = "stdin")]
-    pub task_file: Option<PathBuf>,
-    /// Read the task from standard input.
-    #[arg(long)]
-    pub stdin: bool,
+    #[command(flatten)]
+    pub turn: TurnTask,
     /// Print each event of the turn as a JSON line (as `run --json`).
     #[arg(long)]
     pub json: bool,

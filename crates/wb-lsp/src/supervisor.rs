@@ -314,6 +314,51 @@ pub fn follow_until(
     }
 }
 
+/// How a followed turn of a session ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TurnEnd {
+    /// The turn's index; `None` when the session ended before it took the turn.
+    pub index: Option<u64>,
+    /// Its `turn.completed` status (`completed`, `failed`, `cancelled`); empty when it did not complete.
+    pub status: String,
+}
+
+/// Follows one turn of session `run_id`: the one started for queued input `input`, or (`None`) the first one
+/// started. `on_event` gets the turn's events from its `turn.started` to its `turn.completed`, and for the first
+/// turn the session's events before it too; the following ends there ([`Followed::Reached`]), or at the session's
+/// end.
+pub fn follow_turn(
+    home: &Path,
+    run_id: &str,
+    stop: Option<&AtomicBool>,
+    input: Option<&str>,
+    on_event: &mut dyn FnMut(&Value),
+) -> anyhow::Result<(Followed, TurnEnd)> {
+    let mut end = TurnEnd::default();
+    let followed = follow_until(home, run_id, stop, &mut |event| {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+        let data = event.get("data").unwrap_or(&Value::Null);
+        let turn_index = data.get("turn_index").and_then(Value::as_u64);
+        if end.index.is_none() {
+            let ours = kind == "turn.started"
+                && input.is_none_or(|id| data.get("input_id").and_then(Value::as_str) == Some(id));
+            if ours {
+                end.index = turn_index;
+            } else if input.is_some() {
+                // Earlier turns are not this follower's.
+                return false;
+            }
+        }
+        on_event(event);
+        if kind == "turn.completed" && turn_index.is_some() && turn_index == end.index {
+            end.status = data.get("status").and_then(Value::as_str).unwrap_or_default().to_owned();
+            return true;
+        }
+        false
+    })?;
+    Ok((followed, end))
+}
+
 /// What a finished run returned, once its owner has kept it (after its cleanup): `None` when the owner ended
 /// without keeping one.
 pub fn result_of(home: &Path, run_id: &str) -> Option<wb_engine::RunResult> {

@@ -8,21 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
-use serde_json::Value;
 use wb_engine::runs::RunState;
 
 use super::execute::print_logged;
 use super::runs::resolve;
-use crate::cli::{ResumeArgs, SendArgs};
+use crate::cli::{ResumeArgs, SendArgs, TurnTask};
 use crate::supervisor::{self, Followed};
-
-/// Which turn a follower waits for.
-enum Turn<'a> {
-    /// The first one started (`run --session`).
-    First,
-    /// The one started for this queued input.
-    Input(&'a str),
-}
 
 pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
     let home = supervisor::home()?;
@@ -36,7 +27,7 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: session {} has ended ({})", record.run_id, state.as_str());
         return Ok(ExitCode::from(1));
     }
-    let Some(task) = task_of(args.task.as_ref(), args.task_file.as_ref(), args.stdin, false)? else {
+    let Some(task) = task_of(&args.turn, false)? else {
         anyhow::bail!("give the turn's task: TASK, --task-file FILE or --stdin");
     };
     let input_id = wb_engine::sessions::queue(&home, &record.run_id, &task)
@@ -50,7 +41,7 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
-    follow_turn_of(&home, &record.run_id, Some(&stop), args.json, &Turn::Input(&input_id))
+    follow_turn_of(&home, &record.run_id, Some(&stop), args.json, Some(&input_id))
 }
 
 pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
@@ -66,7 +57,7 @@ pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
     }
     let mut options = wb_engine::sessions::load_options(&home, &record.run_id)
         .with_context(|| format!("cannot read what session {} was started with", record.run_id))?;
-    options.task = task_of(args.task.as_ref(), args.task_file.as_ref(), args.stdin, true)?;
+    options.task = task_of(&args.turn, true)?;
     options.env.clone_from(&args.env);
     options.env_files.extend(args.env_files.iter().cloned());
     options.inherited = wb_engine::bindings::process_environment();
@@ -90,43 +81,20 @@ pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
 
 /// Follows the first turn of session `run_id` (what `run --session` does once it has started).
 pub fn follow_turn(home: &Path, run_id: &str, stop: Option<&AtomicBool>, json: bool) -> anyhow::Result<ExitCode> {
-    follow_turn_of(home, run_id, stop, json, &Turn::First)
+    follow_turn_of(home, run_id, stop, json, None)
 }
 
-/// Prints the events of one turn of a session, from its `turn.started` to its `turn.completed` (or the
-/// session's end); exit 0 when the turn completed.
+/// Prints the events of one turn of a session (the one that took `input`, or the first), from its
+/// `turn.started` to its `turn.completed` (or the session's end); exit 0 when the turn completed.
 fn follow_turn_of(
     home: &Path,
     run_id: &str,
     stop: Option<&AtomicBool>,
     json: bool,
-    turn: &Turn<'_>,
+    input: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    let mut index: Option<u64> = None;
-    let mut status = String::new();
-    let followed = supervisor::follow_until(home, run_id, stop, &mut |event| {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-        let data = event.get("data").unwrap_or(&Value::Null);
-        let turn_index = data.get("turn_index").and_then(Value::as_u64);
-        if index.is_none() {
-            let ours = match turn {
-                Turn::First => kind == "turn.started",
-                Turn::Input(id) => kind == "turn.started" && data.get("input_id").and_then(Value::as_str) == Some(id),
-            };
-            // Before the turn: `run --session` shows the run's start too; `send` shows nothing of earlier turns.
-            if ours {
-                index = turn_index;
-            } else if !matches!(turn, Turn::First) {
-                return false;
-            }
-        }
-        print_logged(event, json);
-        if kind == "turn.completed" && turn_index.is_some() && turn_index == index {
-            status = data.get("status").and_then(Value::as_str).unwrap_or_default().to_owned();
-            return true;
-        }
-        false
-    })?;
+    let (followed, end) = supervisor::follow_turn(home, run_id, stop, input, &mut |event| print_logged(event, json))?;
+    let (index, status) = (end.index, end.status);
     Ok(match followed {
         Followed::Reached if status == "completed" => {
             if std::io::stderr().is_terminal() && !json {
@@ -161,17 +129,12 @@ fn follow_turn_of(
 
 /// The task: the argument, a file, or standard input; `None` when none was given and `optional`. An empty task
 /// is refused.
-fn task_of(
-    task: Option<&String>,
-    file: Option<&std::path::PathBuf>,
-    stdin: bool,
-    optional: bool,
-) -> anyhow::Result<Option<String>> {
-    let task = if let Some(task) = task {
+fn task_of(turn: &TurnTask, optional: bool) -> anyhow::Result<Option<String>> {
+    let task = if let Some(task) = &turn.task {
         task.clone()
-    } else if let Some(file) = file {
+    } else if let Some(file) = &turn.task_file {
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?
-    } else if stdin {
+    } else if turn.stdin {
         let mut task = String::new();
         std::io::stdin().read_to_string(&mut task).context("cannot read the task from standard input")?;
         task

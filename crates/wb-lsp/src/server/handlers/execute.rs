@@ -239,18 +239,7 @@ fn follow_run(
             return Err(error);
         }
     };
-    match followed {
-        Followed::Stopped => {
-            finish(sender, token, "goes on".to_owned());
-            anyhow::bail!("The session ended while run {run_id} goes on: attach to it again (wb-lsp attach {run_id})")
-        }
-        Followed::Lost => {
-            finish(sender, token, "lost".to_owned());
-            anyhow::bail!("Run {run_id} is lost: its supervisor ended before the run did")
-        }
-        // Only `follow_until` stops at an event.
-        Followed::Ended { .. } | Followed::Reached => {}
-    }
+    let_go(sender, token, run_id, followed)?;
     let result = supervisor::result_of(&home, run_id)
         .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
     finish(
@@ -269,6 +258,27 @@ fn follow_run(
         outcome_id: result.outcome_id,
     };
     Ok(Some(serde_json::to_value(result)?))
+}
+
+/// A follow that stopped without the run's end: the editor's session ended (the run goes on, the error says
+/// how to find it again) or the run was lost. `Ok` otherwise.
+pub(super) fn let_go(
+    sender: &Sender<Message>,
+    token: &Option<lsp::ProgressToken>,
+    run_id: &str,
+    followed: Followed,
+) -> anyhow::Result<()> {
+    match followed {
+        Followed::Stopped => {
+            finish(sender, token, "goes on".to_owned());
+            anyhow::bail!("The session ended while run {run_id} goes on: attach to it again (wb-lsp attach {run_id})")
+        }
+        Followed::Lost => {
+            finish(sender, token, "lost".to_owned());
+            anyhow::bail!("Run {run_id} is lost: its supervisor ended before the run did")
+        }
+        Followed::Ended { .. } | Followed::Reached => Ok(()),
+    }
 }
 
 /// One logged event to the client: a `workbench/runEvent` notification and a progress report.

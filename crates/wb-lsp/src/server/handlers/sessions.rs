@@ -13,8 +13,8 @@ use wb_engine::runs;
 
 use super::super::ext::{SendArguments, TurnResult};
 use super::super::snapshot::Snapshot;
-use super::execute::{CancelForward, Flags, begin, finish, forward_event};
-use crate::supervisor::{self, Followed};
+use super::execute::{CancelForward, Flags, begin, finish, forward_event, let_go};
+use crate::supervisor;
 
 /// `workbench.send`: queues the task in the session's inbox, then follows the turn that takes it (events as
 /// `workbench/runEvent`, progress) and answers how it ended. The client's cancel cancels the turn (which ends
@@ -60,53 +60,30 @@ pub(super) fn follow_turn(
     input: Option<&str>,
 ) -> anyhow::Result<Option<Value>> {
     let home = supervisor::home()?;
-    let mut result = TurnResult { run_id: run_id.to_owned(), status: "ended".to_owned(), ..TurnResult::default() };
-    let followed = supervisor::follow_until(&home, run_id, Some(detach), &mut |value| {
-        let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
-        let data = value.get("data").unwrap_or(&Value::Null);
-        let turn_index = data.get("turn_index").and_then(Value::as_u64);
-        if result.turn_index.is_none() {
-            let ours = kind == "turn.started"
-                && input.is_none_or(|id| data.get("input_id").and_then(Value::as_str) == Some(id));
-            if ours {
-                result.turn_index = turn_index;
-            } else if input.is_some() {
-                return false;
-            }
-        }
+    let mut result = TurnResult { run_id: run_id.to_owned(), ..TurnResult::default() };
+    let followed = supervisor::follow_turn(&home, run_id, Some(detach), input, &mut |value| {
         forward_event(sender, token, value);
-        match kind {
+        let data = value.get("data").unwrap_or(&Value::Null);
+        match value.get("type").and_then(Value::as_str).unwrap_or_default() {
             "output.text" => {
                 result.final_text = data.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
             }
-            "outcome.available" if turn_index.is_some() && turn_index == result.turn_index => {
+            "outcome.available" if data.get("turn_index").is_some() => {
                 result.snapshot_id = data.get("outcome_id").and_then(Value::as_str).map(str::to_owned);
-            }
-            "turn.completed" if turn_index.is_some() && turn_index == result.turn_index => {
-                result.status = data.get("status").and_then(Value::as_str).unwrap_or_default().to_owned();
-                return true;
             }
             _ => {}
         }
-        false
     });
-    let followed = match followed {
+    let (followed, end) = match followed {
         Ok(followed) => followed,
         Err(error) => {
             finish(sender, token, format!("failed: {error:#}"));
             return Err(error);
         }
     };
-    match followed {
-        Followed::Stopped => {
-            finish(sender, token, "goes on".to_owned());
-            anyhow::bail!("The editor's session ended while session {run_id} goes on")
-        }
-        Followed::Lost => {
-            finish(sender, token, "lost".to_owned());
-            anyhow::bail!("Session {run_id} is lost: its supervisor ended")
-        }
-        Followed::Reached | Followed::Ended { .. } => finish(sender, token, result.status.clone()),
-    }
+    result.turn_index = end.index;
+    result.status = if end.index.is_none() || end.status.is_empty() { "ended".to_owned() } else { end.status };
+    let_go(sender, token, run_id, followed)?;
+    finish(sender, token, result.status.clone());
     Ok(Some(serde_json::to_value(result)?))
 }
