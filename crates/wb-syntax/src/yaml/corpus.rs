@@ -125,3 +125,16 @@ pub fn corpus_cached() -> &'static [String] {
     static CORPUS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     CORPUS.get_or_init(corpus)
 }
+
+/// A random edit of a corpus text (`old`, `new`): at a random place, a few bytes removed and a snippet with a word
+/// matching `word` (a regex) inserted.
+pub fn random_edit(word: &'static str) -> impl proptest::strategy::Strategy<Value = (String, String)> {
+    use proptest::prelude::*;
+    let remove = prop_oneof![Just(0usize), 0usize..4, 0usize..40];
+    (0usize..1000, 0.0f64..1.0, remove, 0..SNIPPETS.len(), word).prop_map(|(text, at, remove, snippet, word)| {
+        let corpus = corpus_cached();
+        let old = corpus[text % corpus.len()].clone();
+        let new = edit(&old, (at * old.len() as f64) as usize, remove, &format!("{}{word}", SNIPPETS[snippet]));
+        (old, new)
+    })
+}

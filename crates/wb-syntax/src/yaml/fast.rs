@@ -397,7 +397,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::yaml::corpus::{SNIPPETS, corpus_cached, edit, large};
+    use crate::yaml::corpus::{corpus_cached, edit, large, random_edit};
     use crate::yaml::{Parse, parse_with_saphyr};
 
     /// The scanner's parse of `text`, when it takes the text.
@@ -522,17 +522,8 @@ mod tests {
 
         /// A random edit of a text: taken and parsed as saphyr does, or declined.
         #[test]
-        fn a_random_edit_is_parsed_as_saphyr_does(
-            text in 0usize..1000,
-            at in 0.0f64..1.0,
-            remove in prop_oneof![Just(0usize), 0usize..4, 0usize..40],
-            snippet in 0..SNIPPETS.len(),
-            word in "[a-zA-Z0-9_ :#-]{0,6}",
-        ) {
-            let corpus = corpus_cached();
-            let old = &corpus[text % corpus.len()];
-            let insert = format!("{}{word}", SNIPPETS[snippet]);
-            same(&edit(old, (at * old.len() as f64) as usize, remove, &insert));
+        fn a_random_edit_is_parsed_as_saphyr_does((_, new) in random_edit("[a-zA-Z0-9_ :#-]{0,6}")) {
+            same(&new);
         }
     }
 }

@@ -172,7 +172,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::yaml::corpus::{SNIPPETS, corpus_cached, edit, large};
+    use crate::yaml::corpus::{corpus_cached, edit, large, random_edit};
 
     fn check(old: &str, new: &str) -> bool {
         check_from(parse_str(old), new, &parse_str(new))
@@ -195,18 +195,8 @@ mod tests {
 
         /// A random edit of a manifest: the reparse equals the full parse.
         #[test]
-        fn a_reparse_equals_the_full_parse(
-            text in 0usize..1000,
-            at in 0.0f64..1.0,
-            remove in prop_oneof![Just(0usize), 0usize..4, 0usize..40],
-            snippet in 0..SNIPPETS.len(),
-            word in "[a-zA-Z0-9_ ]{0,6}",
-        ) {
-            let corpus = corpus_cached();
-            let old = &corpus[text % corpus.len()];
-            let insert = format!("{}{word}", SNIPPETS[snippet]);
-            let new = edit(old, (at * old.len() as f64) as usize, remove, &insert);
-            check(old, &new);
+        fn a_reparse_equals_the_full_parse((old, new) in random_edit("[a-zA-Z0-9_ ]{0,6}")) {
+            check(&old, &new);
         }
     }
 
