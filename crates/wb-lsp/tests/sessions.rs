@@ -212,3 +212,40 @@ fn the_editor_runs_a_session_turn_by_turn() {
     let (refused, _) = client.response(901);
     assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("has ended"), "{refused}");
 }
+
+/// A session whose supervisor is SIGKILLed while idle is `lost`; `resume` starts it again from what it kept after
+/// its last turn (its options and the runner's conversation id), and the next turn carries the conversation on.
+#[test]
+fn a_lost_session_is_resumed_from_what_it_kept() {
+    let world = opencode_world();
+    let script = script(&world);
+    let work = world.work.display().to_string();
+    let first =
+        wb(&world, &script, &["run", "--session", ".workbenches/oc-demo", "--dir", &work, "--task", TASK, "--json"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let id = events(&first)[0]["run_id"].as_str().unwrap().to_owned();
+    let pid = record(&world, &id)["pid"].as_i64().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let state = |world: &World| -> Value {
+        let listed: Value = serde_json::from_str(&wb(world, &script, &["runs", "--all", "--json"]).stdout).unwrap();
+        listed.as_array().unwrap().iter().find(|r| r["run_id"] == id.as_str()).unwrap()["state"].clone()
+    };
+    while state(&world) != "lost" && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(state(&world), "lost");
+    let sent = wb(&world, &script, &["send", &id, "More."]);
+    assert_eq!(sent.code, 1, "a lost session takes no turn: {sent:?}");
+
+    let resumed = wb(&world, &script, &["resume", "--json", &id, "Go on after the crash."]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let events = events(&resumed);
+    let new_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(events.iter().filter(|e| e["type"] == "turn.completed").count(), 1, "{events:#?}");
+    let argv = last_argv(&world);
+    let at = argv.iter().position(|a| a == "--session").expect("the conversation is carried on");
+    assert_eq!((argv[at + 1].as_str(), argv.last().map(String::as_str)), ("ses_1", Some("Go on after the crash.")));
+    assert_eq!(record(&world, &new_id)["resumed_from"], id.as_str());
+    assert_eq!(wb(&world, &script, &["kill", &new_id]).code, 0);
+}
