@@ -65,6 +65,14 @@ case "$task" in
     if mkdir -p nested/.GIT && printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > nested/.GIT/config; then emit "nested=created"; fi
     echo "changed by the agent" >> README.md
     ;;
+  session-*)
+    # A session's turn: what the last turn's container left in OpenCode's data directory, and the arguments.
+    mkdir -p "$XDG_DATA_HOME/opencode"
+    previous=$(cat "$XDG_DATA_HOME/opencode/last-turn" 2>/dev/null || echo none)
+    echo "$task" > "$XDG_DATA_HOME/opencode/last-turn"
+    printf '{"type":"text","sessionID":"ses_docker","part":{"type":"text","text":"%s after %s"}}\n' "$task" "$previous"
+    emit "argv=$*"
+    ;;
   *)
     emit "done"
     ;;
@@ -593,4 +601,54 @@ fn host_engine_access_is_refused_without_the_flag() {
     // The dry run still shows the translation, with the problem listed.
     let report = wb_engine::dry_run(&OsFileSystem, &granted, catalog()).unwrap();
     assert_eq!(report.problems, ["Required CLI tool is unavailable: docker"]);
+}
+
+/// A session on docker: each turn runs in a container of its own, and the next one finds OpenCode's data (kept
+/// in the staged directory the containers mount) and is given the conversation's id; ended while idle, the
+/// session completes and leaves no container.
+#[test]
+fn a_session_takes_turns_in_containers() {
+    let Some(engine) = engine() else { return };
+    let world = World::new();
+    docker_package(&world, "sess", "");
+    let mut options = options(&world, "sess", "session-one");
+    options.session = Some(wb_engine::SessionOptions { idle_timeout: Duration::from_secs(120) });
+    let home = world.home.join(".workbench");
+    let image = build(&options).image.unwrap();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (sender, received) = std::sync::mpsc::channel::<Value>();
+    let running = {
+        let (options, cancel) = (options.clone(), Arc::clone(&cancel));
+        std::thread::spawn(move || {
+            wb_engine::run(&OsFileSystem, &options, catalog(), cancel, &mut |event| {
+                let _ = sender.send(serde_json::to_value(event).unwrap());
+            })
+            .unwrap()
+        })
+    };
+    let mut events = Vec::new();
+    let mut next_until = |kind: &str, turn: u64, events: &mut Vec<Value>| loop {
+        let event =
+            received.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("no {kind}: {events:#?}"));
+        events.push(event.clone());
+        if event["type"] == kind && event["data"]["turn_index"] == turn {
+            return;
+        }
+    };
+    next_until("turn.completed", 1, &mut events);
+    let run_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    wb_engine::sessions::queue(&home, &run_id, "session-two").unwrap();
+    next_until("turn.completed", 2, &mut events);
+    cancel.store(true, Ordering::SeqCst);
+    let result = running.join().unwrap();
+    events.extend(received.try_iter());
+    assert_eq!(result.ending, Ending::Completed, "{events:#?}");
+    let texts = texts(&events);
+    assert_eq!(texts[0], "session-one after none", "{texts:?}");
+    let second = texts.iter().find(|t| t.starts_with("session-two")).unwrap_or_else(|| panic!("{texts:?}"));
+    assert_eq!(second, "session-two after session-one", "the second container found the first's data");
+    let argv = texts.iter().rev().find(|t| t.starts_with("argv=")).unwrap();
+    assert!(argv.contains("--session ses_docker"), "the conversation is carried on: {argv}");
+    assert_eq!(events.last().unwrap()["type"], "run.completed");
+    assert!(containers_of(&engine, &image.id).is_empty(), "no container is left");
 }

@@ -145,15 +145,15 @@ fn a_session_on_another_runtime_is_refused_before_it_starts() {
     let world = opencode_world();
     let manifest = world.repo.join(".workbenches/oc-demo/workbench.yml");
     let text = std::fs::read_to_string(&manifest).unwrap();
-    let docker = text.replace("runtimes:\n  local: {}\n", "runtimes:\n  docker:\n    image: node:22\n");
-    assert_ne!(docker, text);
-    std::fs::write(&manifest, docker).unwrap();
+    let remote = text.replace("runtimes:\n  local: {}\n", "runtimes:\n  e2b:\n    image: node:22\n");
+    assert_ne!(remote, text);
+    std::fs::write(&manifest, remote).unwrap();
     let script = script(&world);
     let work = world.work.display().to_string();
     let refused = wb(&world, &script, &["run", "--session", ".workbenches/oc-demo", "--dir", &work, "--task", TASK]);
     assert_eq!(refused.code, 1, "{refused:?}");
     assert!(
-        refused.stderr.contains("Sessions run on the local runtime for now: runtime docker cannot keep"),
+        refused.stderr.contains("Sessions run on the local and docker runtimes for now: runtime e2b cannot keep"),
         "{refused:?}"
     );
     assert!(!world.log.join("invocation.json").exists(), "no runner started");

@@ -440,7 +440,10 @@ fn common_capabilities() -> Vec<(&'static str, Support)> {
         ("file_changes", Support::Degraded("derived from file-editing tool calls")),
         ("usage", Support::Supported),
         ("permissions", Support::Unsupported("one-shot runs do not answer permission prompts")),
-        ("multi_turn", Support::Degraded("sessions (`run --session`, `send`, `resume`) on the local runtime only")),
+        (
+            "multi_turn",
+            Support::Degraded("sessions (`run --session`, `send`, `resume`) on the local and docker runtimes only"),
+        ),
         ("steering", Support::Unsupported("a turn's task is given when the turn starts")),
         ("image_input", Support::Unsupported("tasks are text")),
         ("image_generation", Support::Unsupported("not translated")),

@@ -14,6 +14,9 @@ use super::{Adapter, StageContext, Support, TranslateState, Translation, base_en
 use crate::error::{EngineError, Result};
 use crate::events::Translated;
 
+/// Where a session in a container keeps OpenCode's data, in the staged directory.
+const DATA_DIR: &str = "opencode-data";
+
 pub struct OpenCode;
 
 /// `${VAR}` → OpenCode's `{env:VAR}`; text that is no reference (`${lower}`) stays as written.
@@ -182,6 +185,11 @@ impl Adapter for OpenCode {
         });
         env.insert("OPENCODE_CONFIG_CONTENT".to_owned(), config.to_string());
         env.insert("OPENCODE_CONFIG_DIR".to_owned(), context.runner_stage_dir.display().to_string());
+        // In a container `HOME` is a temporary file system: a session keeps OpenCode's data (its conversations)
+        // in the staged directory, which the next turn's container mounts and `resume` carries.
+        if context.session && context.runner_stage_dir != context.stage_dir {
+            env.insert("XDG_DATA_HOME".to_owned(), context.runner_stage_dir.join(DATA_DIR).display().to_string());
+        }
         let command = vec![
             "opencode".to_owned(),
             "run".to_owned(),
@@ -218,6 +226,11 @@ impl Adapter for OpenCode {
         let at = next.iter().rposition(|argument| argument == "--").unwrap_or(next.len());
         next.splice(at..at, ["--session".to_owned(), session.to_owned()]);
         Ok(next)
+    }
+
+    fn conversation_store(&self) -> Option<&'static str> {
+        // Only in a container; on the host OpenCode keeps its data (sign-ins too) in the user's directory.
+        Some(DATA_DIR)
     }
 
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {

@@ -116,10 +116,11 @@ fn check_authorizations(package: &Package, runtime_name: &str, options: &Options
             "Host Docker engine access requires explicit --allow-host-docker authorization",
         ));
     }
-    // A session keeps the runner's conversation between turns where the runner keeps it on this machine.
-    if options.session.is_some() && runtime_name != "local" {
+    // A session keeps the runner's conversation between turns where it stays on this machine: a local runner's
+    // own directories, or the staged directory a container mounts.
+    if options.session.is_some() && !matches!(runtime_name, "local" | "docker") {
         return Err(EngineError::message(format!(
-            "Sessions run on the local runtime for now: runtime {runtime_name} cannot keep the runner's conversation between turns"
+            "Sessions run on the local and docker runtimes for now: runtime {runtime_name} cannot keep the runner's conversation between turns"
         )));
     }
     if options.home.is_none() {
