@@ -627,7 +627,7 @@ fn a_session_takes_turns_in_containers() {
         })
     };
     let mut events = Vec::new();
-    let mut next_until = |kind: &str, turn: u64, events: &mut Vec<Value>| loop {
+    let next_until = |kind: &str, turn: u64, events: &mut Vec<Value>| loop {
         let event =
             received.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("no {kind}: {events:#?}"));
         events.push(event.clone());
