@@ -82,6 +82,17 @@ case "$task" in
     touch /tmp/hanging
     sleep 300
     ;;
+  session-*)
+    # A session's turn: what the last turn left in OpenCode's data, the outbox as the turn found it, the arguments.
+    mkdir -p "$XDG_DATA_HOME/opencode"
+    previous=$(cat "$XDG_DATA_HOME/opencode/last-turn" 2>/dev/null || echo none)
+    echo "$task" > "$XDG_DATA_HOME/opencode/last-turn"
+    found=$(cat "$WORKBENCH_OUTPUT_DIR/turn.txt" 2>/dev/null || echo none)
+    echo "$task" > "$WORKBENCH_OUTPUT_DIR/turn.txt"
+    printf '{"type":"text","sessionID":"ses_remote","part":{"type":"text","text":"%s after %s"}}\n' "$task" "$previous"
+    emit "outbox=$found"
+    emit "argv=$*"
+    ;;
   *)
     emit "done"
     ;;
@@ -985,4 +996,70 @@ fn e2b_clean_reclaims_the_sandbox_of_a_lost_run() {
 #[test]
 fn daytona_clean_reclaims_the_sandbox_of_a_lost_run() {
     clean_reclaims_the_sandbox_of_a_lost_run(Kind::Daytona);
+}
+
+fn texts(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "output.text")
+        .filter_map(|e| e["data"]["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A session in a sandbox: the second turn runs in the same sandbox with the conversation carried on and its
+/// outbox snapshotted from the sandbox; `kill` collects the final outcome and destroys the sandbox; `resume`
+/// creates a fresh sandbox holding the kept conversation (OpenCode's data, in the staged directory) and the
+/// outbox seeded with the last revision.
+fn session(kind: Kind) {
+    let setup = setup(kind);
+    let work = setup.world.work.display().to_string();
+    let events_of = |output: &Output| -> Vec<Value> {
+        output.stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    };
+    let mut args = setup.args("run", Some("session-one"), &work);
+    args.push("--session");
+    let first = setup.wb(&args);
+    assert_eq!(first.code, 0, "{first:?}");
+    let first_events = events_of(&first);
+    let id = first_events[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(texts(&first_events)[..2], ["session-one after none".to_owned(), "outbox=none".to_owned()]);
+    assert_eq!(setup.service.live().len(), 1, "the sandbox stays for the next turn");
+
+    let second = setup.wb(&["send", "--json", &id, "session-two"]);
+    assert_eq!(second.code, 0, "{second:?}");
+    let second_events = events_of(&second);
+    let texts_two = texts(&second_events);
+    assert_eq!(texts_two[..2], ["session-two after session-one".to_owned(), "outbox=session-one".to_owned()]);
+    assert!(texts_two[2].contains("--session ses_remote"), "{texts_two:?}");
+    let snapshot = second_events.iter().find(|e| e["type"] == "outcome.available").expect("a snapshot of turn 2");
+    assert_eq!(snapshot["data"]["turn_index"], 2);
+    assert_eq!(setup.service.created(), 1, "one sandbox for both turns");
+
+    assert_eq!(setup.wb(&["kill", &id]).code, 0);
+    assert!(setup.service.live().is_empty(), "the ended session's sandbox is destroyed");
+
+    let resumed = setup.wb(&["resume", "--json", &id, "session-three"]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let resumed_events = events_of(&resumed);
+    let new_id = resumed_events[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        texts(&resumed_events)[..2],
+        ["session-three after session-two".to_owned(), "outbox=session-two".to_owned()],
+        "the fresh sandbox has the kept conversation and the seeded outbox"
+    );
+    assert_eq!(setup.service.created(), 2);
+    assert_eq!(setup.wb(&["kill", &new_id]).code, 0);
+    assert!(setup.service.live().is_empty());
+    setup.assert_quiet(&first);
+    setup.assert_quiet(&resumed);
+}
+
+#[test]
+fn e2b_a_session_takes_turns_in_one_sandbox_and_resumes_in_another() {
+    session(Kind::E2b);
+}
+
+#[test]
+fn daytona_a_session_takes_turns_in_one_sandbox_and_resumes_in_another() {
+    session(Kind::Daytona);
 }

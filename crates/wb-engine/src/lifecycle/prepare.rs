@@ -40,6 +40,8 @@ pub struct Prepared {
     /// The local working copies of the workspaces a remote runtime staged, `(host, copy)`; empty when the runner
     /// edits the host in place.
     pub working_copies: Vec<(PathBuf, PathBuf)>,
+    /// A resumed session: the conversation id its predecessor kept (`Options::resume_from`).
+    pub resumed_conversation: Option<String>,
     pub(super) stage: Option<Stage>,
 }
 
@@ -115,13 +117,6 @@ fn check_authorizations(package: &Package, runtime_name: &str, options: &Options
         return Err(EngineError::message(
             "Host Docker engine access requires explicit --allow-host-docker authorization",
         ));
-    }
-    // A session keeps the runner's conversation between turns where it stays on this machine: a local runner's
-    // own directories, or the staged directory a container mounts.
-    if options.session.is_some() && !matches!(runtime_name, "local" | "docker") {
-        return Err(EngineError::message(format!(
-            "Sessions run on the local and docker runtimes for now: runtime {runtime_name} cannot keep the runner's conversation between turns"
-        )));
     }
     if options.home.is_none() {
         wb_outcomes::try_workbench_home(|name| options.inherited.get(name).map(Into::into))
@@ -297,6 +292,13 @@ pub(super) fn prepare_package(
         inherited: &options.inherited,
         session: options.session.is_some(),
     })?;
+    // A resumed session takes its predecessor's conversation and files before anything is staged.
+    let resumed_conversation = match (&options.resume_from, purpose) {
+        (Some(from), Purpose::Run) => {
+            super::session::resume_into(&options.workbench_home(), from, stage.path(), &outbox, adapter.as_ref())?
+        }
+        _ => None,
+    };
     let mut warnings = mcps.warnings;
     warnings.extend(translation.warnings.iter().cloned());
     let enabled_mcps: Vec<String> = mcps
@@ -340,6 +342,7 @@ pub(super) fn prepare_package(
         preflight_problems,
         plan: preparation.plan,
         working_copies: provision.working_copies,
+        resumed_conversation,
         stage: Some(stage),
     })
 }

@@ -38,11 +38,8 @@ pub(super) fn turns(
         let message = format!("Cannot keep the options of session {}: {error}", prepared.run_id);
         return session_failed(events, message, String::new());
     }
-    if let Some(from) = &options.resume_from {
-        match resume_into(prepared, &home, from) {
-            Ok(id) => (conversation, resumed) = (id, true),
-            Err(error) => return session_failed(events, error.to_string(), String::new()),
-        }
+    if options.resume_from.is_some() {
+        (conversation, resumed) = (prepared.resumed_conversation.clone(), true);
     }
     let mut next = options.task.clone().filter(|task| !task.trim().is_empty()).map(|task| (task, None));
     let mut final_text = String::new();
@@ -82,8 +79,14 @@ pub(super) fn turns(
         events.flush_text();
         conversation = state.conversation.clone().or(conversation);
         final_text = state.final_text;
-        let kept =
-            sessions::save_conversation(&home, &prepared.run_id, conversation.as_deref(), &stage(prepared), store);
+        // A sandbox keeps the runner's conversation in its own staged directory: it comes home first.
+        let fetched = match store {
+            Some(store) => prepared.runtime.retrieve_stage(store, &stage(prepared).join(store)),
+            None => Ok(()),
+        };
+        let kept = fetched.map_err(|error| std::io::Error::other(error.to_string())).and_then(|()| {
+            sessions::save_conversation(&home, &prepared.run_id, conversation.as_deref(), &stage(prepared), store)
+        });
         if let Err(error) = kept {
             events.send(Translated::new(
                 "runner.event",
@@ -118,13 +121,18 @@ fn stage(prepared: &Prepared) -> std::path::PathBuf {
 
 /// Snapshots the outbox after turn `turn`, announcing the snapshot (or its failure).
 fn snapshot(
-    prepared: &Prepared,
+    prepared: &mut Prepared,
     home: &Path,
     turn: u64,
     snapshots: &mut outcome::TurnSnapshots,
     events: &mut Events<'_>,
 ) {
-    match outcome::snapshot_turn(home, &prepared.run_id, &prepared.outbox, turn, snapshots) {
+    // A sandbox's outbox comes home first.
+    let snapshot = prepared
+        .runtime
+        .retrieve_outbox(&prepared.outbox)
+        .and_then(|()| outcome::snapshot_turn(home, &prepared.run_id, &prepared.outbox, turn, snapshots));
+    match snapshot {
         Ok(Some((outcome, receipt))) => {
             events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
         }
@@ -135,15 +143,22 @@ fn snapshot(
     }
 }
 
-/// A resumed session takes its predecessor's conversation (into the new stage directory) and the latest
-/// revision of each file its chain of sessions returned (into the new outbox). Returns the conversation's id.
-fn resume_into(prepared: &Prepared, home: &Path, from: &str) -> Result<Option<String>> {
-    let stage = stage(prepared);
-    let store = prepared.adapter.conversation_store();
-    let id = sessions::restore_conversation(home, from, &stage, store)
+/// A resumed session takes its predecessor's conversation (into the new stage directory `stage`) and the latest
+/// revision of each file its chain of sessions returned (into the new `outbox`), before anything is staged.
+/// Returns the conversation's id.
+pub(super) fn resume_into(
+    home: &Path,
+    from: &str,
+    stage: &Path,
+    outbox: &Path,
+    adapter: &dyn crate::adapters::Adapter,
+) -> Result<Option<String>> {
+    let id = sessions::restore_conversation(home, from, stage, adapter.conversation_store())
         .map_err(|error| EngineError::io(format!("Cannot take the conversation of session {from}"), error))?;
     let chain = sessions::chain(home, from);
-    sessions::seed_outbox(home, &chain, &prepared.outbox)?;
+    wb_outcomes::create_private_dir(outbox)
+        .map_err(|error| EngineError::io(format!("Cannot create the outbox {}", outbox.display()), error))?;
+    sessions::seed_outbox(home, &chain, outbox)?;
     Ok(id)
 }
 

@@ -214,6 +214,16 @@ pub trait Runtime: Send {
     fn retrieve(&mut self, _outbox: &std::path::Path) -> Result<()> {
         Ok(())
     }
+    /// A session's turn has ended: brings the runtime's outbox into `outbox`, replacing what it held, for the
+    /// turn's snapshot. A runtime whose outbox is the host's does nothing.
+    fn retrieve_outbox(&mut self, _outbox: &std::path::Path) -> Result<()> {
+        Ok(())
+    }
+    /// A session's turn has ended: brings `relative` of the staged directory (as the runner sees it) into
+    /// `into`, replacing it, so the runner's conversation is kept. A runtime that stages on the host does nothing.
+    fn retrieve_stage(&mut self, _relative: &str, _into: &std::path::Path) -> Result<()> {
+        Ok(())
+    }
     /// The sandbox this runtime created, for reports (smoke says it created and destroyed one).
     fn sandbox_report(&self) -> Option<remote::SandboxInfo> {
         None

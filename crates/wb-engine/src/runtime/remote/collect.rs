@@ -86,18 +86,49 @@ fn parents_are_directories(root: &Path, relative: &Path) -> bool {
 }
 
 fn outbox_files(runtime: &RemoteRuntime, outbox: &Path) -> Result<()> {
-    let list = "/tmp/workbench-outbox-list";
-    let archive_path = "/tmp/workbench-outbox.tar.gz";
+    download_tree(runtime, paths::OUTBOX, outbox)
+}
+
+/// Brings the files and links of the sandbox's directory `remote` (created when missing) into `local`, packed
+/// with `tar --null` and unpacked never outside `local`.
+fn download_tree(runtime: &RemoteRuntime, remote: &str, local: &Path) -> Result<()> {
+    let list = "/tmp/workbench-download-list";
+    let archive_path = "/tmp/workbench-download.tar.gz";
     let script = format!(
-        "set -e; cd {o}; find . -mindepth 1 \\( -type f -o -type l \\) -print0 > {l}; \
+        "set -e; mkdir -p {o}; cd {o}; find . -mindepth 1 \\( -type f -o -type l \\) -print0 > {l}; \
          tar -C {o} --null --no-recursion --hard-dereference --files-from={l} -czf {a} || [ $? -eq 1 ]",
-        o = quote(paths::OUTBOX),
+        o = quote(remote),
         l = quote(list),
         a = quote(archive_path),
     );
     runtime.run_checked("find and tar failed", &script, User::Default)?;
     let bytes = runtime.sandbox()?.download(archive_path, TRANSFER_LIMIT)?;
-    wb_outcomes::create_private_dir(outbox).map_err(|e| EngineError::io("cannot create the outbox", e))?;
-    archive::unpack(&bytes, outbox, false)?;
+    wb_outcomes::create_private_dir(local)
+        .map_err(|e| EngineError::io(format!("cannot create {}", local.display()), e))?;
+    archive::unpack(&bytes, local, false)?;
     Ok(())
+}
+
+/// A session's turn has ended: the sandbox's outbox replaces the local one.
+pub(super) fn turn_outbox(runtime: &RemoteRuntime, outbox: &Path) -> Result<()> {
+    replace_with(runtime, paths::OUTBOX, outbox)
+        .map_err(|e| EngineError::staging(format!("Failed to collect the {} outbox: {e}", runtime.title())))
+}
+
+/// A session's turn has ended: `relative` of the sandbox's staged directory replaces `into`.
+pub(super) fn turn_stage(runtime: &RemoteRuntime, relative: &str, into: &Path) -> Result<()> {
+    let remote = format!("{}/{relative}", paths::STAGE);
+    replace_with(runtime, &remote, into).map_err(|e| {
+        EngineError::staging(format!("Failed to collect the runner's conversation from {}: {e}", runtime.title()))
+    })
+}
+
+/// `local` emptied, then filled with the sandbox's `remote`.
+fn replace_with(runtime: &RemoteRuntime, remote: &str, local: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(local) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(EngineError::io(format!("cannot empty {}", local.display()), e)),
+    }
+    download_tree(runtime, remote, local)
 }

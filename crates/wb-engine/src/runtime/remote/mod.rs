@@ -436,6 +436,14 @@ impl Runtime for RemoteRuntime {
         collect::retrieve(self, outbox)
     }
 
+    fn retrieve_outbox(&mut self, outbox: &Path) -> Result<()> {
+        collect::turn_outbox(self, outbox)
+    }
+
+    fn retrieve_stage(&mut self, relative: &str, into: &Path) -> Result<()> {
+        collect::turn_stage(self, relative, into)
+    }
+
     fn sandbox_report(&self) -> Option<SandboxInfo> {
         self.info.clone()
     }

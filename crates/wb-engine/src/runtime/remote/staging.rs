@@ -187,7 +187,8 @@ impl RemoteRuntime {
             let target = mount.target.display().to_string();
             let is_workspace = target == paths::WORKSPACE || target.starts_with(&format!("{}/", paths::WORKSPACES));
             let is_outbox = target == paths::OUTBOX;
-            if is_outbox {
+            // The outbox starts empty, but for a resumed session's working copies.
+            if is_outbox && archive::list_all(&mount.host).map_or(true, |paths| paths.is_empty()) {
                 continue;
             }
             let paths = if is_workspace || target == paths::PACKAGE {
