@@ -58,6 +58,7 @@ export const COMMAND_SHOW_OUTPUT = 'wb-lsp.showOutput';
 export const COMMAND_DRY_RUN = 'wb-lsp.dryRun';
 export const COMMAND_SMOKE = 'wb-lsp.smoke';
 export const COMMAND_RUN = 'wb-lsp.run';
+export const COMMAND_RUN_SESSION = 'wb-lsp.runSession';
 export const COMMAND_CANCEL_RUN = 'wb-lsp.cancelRun';
 export const COMMAND_SHOW_RUN_OUTPUT = 'wb-lsp.showRunOutput';
 export const COMMAND_SHOW_OUTCOME = 'wb-lsp.showOutcome';

@@ -12,6 +12,7 @@ import {
   COMMAND_CANCEL_RUN,
   COMMAND_DRY_RUN,
   COMMAND_RUN,
+  COMMAND_RUN_SESSION,
   COMMAND_SHOW_RUN_OUTPUT,
   COMMAND_SMOKE,
   RUNNING_CONTEXT,
@@ -105,6 +106,7 @@ export class ExecutionCommands implements vscode.Disposable {
       vscode.commands.registerCommand(COMMAND_DRY_RUN, (argument?: unknown) => this.dryRun(argument)),
       vscode.commands.registerCommand(COMMAND_SMOKE, (argument?: unknown) => this.smoke(argument)),
       vscode.commands.registerCommand(COMMAND_RUN, (argument?: unknown) => this.run(argument)),
+      vscode.commands.registerCommand(COMMAND_RUN_SESSION, (argument?: unknown) => this.run(argument, true)),
       vscode.commands.registerCommand(COMMAND_CANCEL_RUN, () => this.cancelRun()),
       vscode.commands.registerCommand(COMMAND_SHOW_RUN_OUTPUT, () => this.showRunOutput()),
     ];
@@ -180,8 +182,10 @@ export class ExecutionCommands implements vscode.Disposable {
    * "Workbench: Run Workbench": asks for the task (and the runtime), runs `workbench.run` with a work-done
    * token and streams its events into the Workbench Run channel under a cancellable notification. Cancelling
    * sends `$/cancelRequest` for the request (and `window/workDoneProgress/cancel` for its token).
+   * "Workbench: Run Workbench as Session" (`session`) does the same with `session`: the answer comes when the
+   * first turn has ended, and the session waits in the Runs view for Send Turn (docs/sessions.md).
    */
-  async run(argument?: unknown): Promise<void> {
+  async run(argument?: unknown, session = false): Promise<void> {
     if (this.activeRun !== undefined) {
       const choice = await vscode.window.showWarningMessage(
         'Workbench: a run is already in progress.',
@@ -199,7 +203,8 @@ export class ExecutionCommands implements vscode.Disposable {
     if (uri === undefined) {
       return;
     }
-    const choice = await this.askTaskAndRuntime(uri, 'Workbench: Run Workbench');
+    const title = session ? 'Workbench: Run Workbench as Session' : 'Workbench: Run Workbench';
+    const choice = await this.askTaskAndRuntime(uri, title);
     if (choice === undefined) {
       return;
     }
@@ -208,12 +213,13 @@ export class ExecutionCommands implements vscode.Disposable {
       return;
     }
     const on = choice.runtime === undefined ? '' : ` on ${choice.runtime}`;
+    const request = executionArguments(uri.toString(), choice);
     await this.follow(client, {
       task: choice.task ?? '',
-      header: `── ${uri.fsPath}${on}: ${choice.task ?? ''}`,
+      header: `── ${uri.fsPath}${on}${session ? ' (session)' : ''}: ${choice.task ?? ''}`,
       command: SERVER_COMMAND_RUN,
-      argument: executionArguments(uri.toString(), choice),
-      title: 'Workbench run',
+      argument: session ? { ...request, session: true } : request,
+      title: session ? 'Workbench session' : 'Workbench run',
     });
   }
 

@@ -47,6 +47,7 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
       'wb-lsp.refreshRuns',
       'wb-lsp.restartServer',
       'wb-lsp.run',
+      'wb-lsp.runSession',
       'wb-lsp.sendTurn',
       'wb-lsp.showOutcome',
       'wb-lsp.showOutput',

@@ -81,6 +81,7 @@ test('in a workspace with a package, the server starts from PATH and the command
     'wb-lsp.refreshRuns',
     'wb-lsp.restartServer',
     'wb-lsp.run',
+    'wb-lsp.runSession',
     'wb-lsp.sendTurn',
     'wb-lsp.showOutcome',
     'wb-lsp.showOutput',

@@ -391,3 +391,29 @@ test('events from the server reach the run channel even outside a command (a run
   assert.equal(runChannel().disposed, true);
   assert.equal(runStatusItem().disposed, true);
 });
+
+test('Run Workbench as Session asks the task, runs it as a session and reports its first turn', async () => {
+  const sessionRun: Answer = async (args, options, client) => {
+    await settle();
+    client.reportProgress(options?.workDoneToken ?? '', { kind: 'begin', title: 'Workbench run', message: 'starting' });
+    emit(client, 'run.started', { workbench: 'demo', version: '0.1.0', runtime: 'local' }, [STARTED]);
+    emit(client, 'turn.started', { turn_index: 1 }, ['▶ Turn 1']);
+    emit(client, 'output.text', { text: 'first part', id: 't1' }, ['first part']);
+    emit(client, 'turn.completed', { turn_index: 1, status: 'completed', duration_ms: 5 }, ['■ Turn 1 completed']);
+    client.reportProgress(options?.workDoneToken ?? '', { kind: 'end', message: 'completed' });
+    assert.deepEqual(args, [{ uri: URI, task: 'draft the notes', session: true }]);
+    return { runId: RUN_ID, turnIndex: 1, status: 'completed', finalText: 'first part', snapshotId: null };
+  };
+  behaviour.answers['workbench.run'] = sessionRun;
+  const client = await activate();
+  stub.inputs = ['draft the notes'];
+  await stub.commands.get('wb-lsp.runSession')?.({ uri: URI });
+  assert.deepEqual(client.sent, [
+    { command: 'workbench.run', args: [{ uri: URI, task: 'draft the notes', session: true }] },
+  ]);
+  assert.equal(stub.progress[0]?.options.title, 'Workbench session');
+  assert.deepEqual(runChannel().lines.slice(0, 2), [`── ${MANIFEST} (session): draft the notes`, STARTED]);
+  assert.ok(runChannel().lines.includes('first part'));
+  assert.equal(stub.messages.at(-1)?.message, `Workbench: turn 1 of session ${RUN_ID} completed.`);
+  assert.equal(controller.running, false);
+});
