@@ -418,6 +418,13 @@ fn requests_match_the_official_sdk_fixture_and_never_carry_the_key_to_envd() {
     let _ = process.exit.recv_timeout(Duration::from_secs(10));
     sandbox.upload("/tmp/transfer/data.bin", b"payload bytes").expect("upload");
     assert_eq!(sandbox.download("/tmp/transfer/data.bin", 1 << 20).expect("download"), b"payload bytes");
+    // Paused, then reconnected (a recovery's calls): the files are kept, and only that sandbox is reached.
+    assert!(s.e2b.pause(sandbox.id()).expect("pause"));
+    assert!(!s.e2b.pause(sandbox.id()).expect("pause again"), "already paused");
+    let again = s.e2b.reconnect(sandbox.id(), Duration::from_secs(600)).expect("reconnect");
+    assert_eq!(again.id(), sandbox.id());
+    assert_eq!(again.download("/tmp/transfer/data.bin", 1 << 20).expect("download"), b"payload bytes");
+    s.e2b.reconnect(sandbox.id(), Duration::from_secs(600)).expect("reconnect a running sandbox");
     sandbox.resources().expect("info");
     let reclaimed = s.e2b.reclaim(&BTreeMap::from([("dev.workbenches.run".to_owned(), "wb_oracle".to_owned())]));
     assert_eq!(reclaimed.expect("reclaim"), 1);
@@ -514,4 +521,24 @@ fn bodies_match_the_shared_recordings_when_given() {
         .map_or(want, |l| l["body"]["envelopes"][0]["payload"].clone());
     want["process"]["args"][2] = serde_json::json!("mkdir -p /workspace; false");
     assert_eq!(envelope, want);
+}
+
+/// A paused sandbox answers no command until it is reconnected; a reconnect reaches only the sandbox named, and one
+/// that does not exist is an error (nothing is created in its place).
+#[test]
+fn a_paused_sandbox_is_reconnected_by_its_id_only() {
+    let mut s = setup();
+    let built = s.e2b.prepare_template(&image_request(None), &quiet).expect("image");
+    let sandbox = s.e2b.create(&spec(&built.reference, "wb_paused")).expect("create");
+    sandbox.run("echo kept > /tmp/kept", &options()).expect("run");
+    assert!(s.e2b.pause(sandbox.id()).expect("pause"));
+    assert!(sandbox.run("true", &options()).is_err(), "a paused sandbox runs nothing");
+    let again = s.e2b.reconnect(sandbox.id(), Duration::from_secs(600)).expect("reconnect");
+    assert_eq!(again.run("cat /tmp/kept", &options()).expect("run").text(), "kept");
+    let created = s.fake.requests().iter().filter(|r| r.method == "POST" && r.path == "/v2/sandboxes").count();
+    assert!(s.e2b.reconnect("sbx_nonexistent", Duration::from_secs(600)).is_err());
+    assert!(s.e2b.pause("sbx_nonexistent").is_err());
+    let after = s.fake.requests().iter().filter(|r| r.method == "POST" && r.path == "/v2/sandboxes").count();
+    assert_eq!(created, after, "no sandbox is created by a reconnect");
+    assert_eq!(s.fake.sandboxes().len(), 1);
 }

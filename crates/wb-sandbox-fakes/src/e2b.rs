@@ -6,7 +6,9 @@
 //! `POST /v3/templates`, `GET /templates/{t}/files/{h}` (+ the `PUT /upload/{h}` sink, which demands an
 //! exact `Content-Length`), `POST /v2/templates/{t}/builds/{b}`, `GET …/status?logsOffset=`,
 //! `POST /v2/sandboxes`, `GET`/`DELETE /sandboxes/{id}`, `POST /sandboxes/{id}/timeout`,
-//! `GET /v2/sandboxes?metadata=`.
+//! `GET /v2/sandboxes?metadata=`, `POST /sandboxes/{id}/pause` (204; 409 when already paused) and
+//! `POST /v2/sandboxes/{id}/connect` (200 running, 201 resumed; the sandbox's details and envd token). A paused
+//! sandbox's envd answers 502, as the service's proxy does, and its processes stay as they were.
 //! envd (checks `X-Access-Token`): `POST /process.Process/Start` (really runs `bash -lc` in the sandbox's
 //! [`SandboxRoot`], streaming start, keepalive, data…, end, end-of-stream), `SendSignal`, `SendInput`,
 //! `CloseStdin`, `filesystem.Filesystem/Stat`, `POST`/`GET /files`, `GET /health`.
@@ -106,6 +108,8 @@ pub struct FakeSandbox {
     pub timeout: u64,
     pub token: String,
     pub root: SandboxRoot,
+    /// Paused (`POST /sandboxes/{id}/pause`) until a connect resumes it.
+    pub paused: bool,
     processes: Arc<Mutex<HashMap<u64, Process>>>,
 }
 
@@ -454,6 +458,40 @@ async fn control(shared: &Arc<Shared>, method: &str, path: &str, uri: &Uri, body
                 None => error(404, &format!("sandbox \"{id}\" doesn't exist or you don't have access to it")),
             }
         }
+        // The SDK's `pause`: 204, or 409 when the sandbox is already paused.
+        ("POST", ["sandboxes", id, "pause"]) => {
+            match shared.sandboxes.lock().ok().as_mut().and_then(|s| s.get_mut(*id)) {
+                Some(sandbox) if sandbox.paused => error(409, &format!("sandbox \"{id}\" is already paused")),
+                Some(sandbox) => {
+                    sandbox.paused = true;
+                    empty(204)
+                }
+                None => error(404, &format!("sandbox \"{id}\" doesn't exist or you don't have access to it")),
+            }
+        }
+        // The SDK's `Sandbox.connect`: resumes a paused sandbox (201) or extends a running one's TTL (200); the
+        // details carry the envd token.
+        ("POST", ["v2", "sandboxes", id, "connect"]) => {
+            let Some(timeout) = json_body.get("timeout").and_then(Value::as_u64) else {
+                return error(400, "timeout must be an integer number of seconds");
+            };
+            match shared.sandboxes.lock().ok().as_mut().and_then(|s| s.get_mut(*id)) {
+                Some(sandbox) => {
+                    let status = if sandbox.paused { 201 } else { 200 };
+                    sandbox.paused = false;
+                    sandbox.timeout = sandbox.timeout.max(timeout);
+                    reply(
+                        status,
+                        json!({
+                            "sandboxID": sandbox.id, "templateID": sandbox.template_id, "clientID": "fake",
+                            "alias": null, "envdVersion": shared.options.envd_version,
+                            "envdAccessToken": sandbox.token, "trafficAccessToken": null, "domain": null,
+                        }),
+                    )
+                }
+                None => error(404, &format!("sandbox \"{id}\" doesn't exist or you don't have access to it")),
+            }
+        }
         ("DELETE", ["sandboxes", id]) => match shared.sandboxes.lock().ok().and_then(|mut s| s.remove(*id)) {
             Some(sandbox) => {
                 sandbox.root.kill_all();
@@ -470,7 +508,7 @@ fn info(shared: &Shared, sandbox: &FakeSandbox) -> Value {
         "sandboxID": sandbox.id, "templateID": sandbox.template_id, "alias": null, "clientID": "fake",
         "startedAt": "2026-01-01T00:00:00Z", "endAt": "2026-01-01T01:00:00Z",
         "cpuCount": 2, "memoryMB": 512, "diskSizeMB": 1024,
-        "envdVersion": shared.options.envd_version, "state": "running", "metadata": sandbox.metadata,
+        "envdVersion": shared.options.envd_version, "state": if sandbox.paused { "paused" } else { "running" }, "metadata": sandbox.metadata,
     })
 }
 
@@ -559,6 +597,7 @@ async fn create(shared: &Arc<Shared>, body: &Value) -> Response {
         timeout: body.get("timeout").and_then(Value::as_u64).unwrap_or(300),
         token: token.clone(),
         root,
+        paused: false,
         processes: Arc::new(Mutex::new(HashMap::new())),
     };
     if let Ok(mut sandboxes) = shared.sandboxes.lock() {
@@ -607,6 +646,9 @@ async fn envd(
     let Some(sandbox) = shared.sandboxes.lock().ok().and_then(|s| s.get(id).cloned()) else {
         return error(502, &format!("The sandbox {id} was not found"));
     };
+    if sandbox.paused {
+        return error(502, &format!("The sandbox {id} is paused"));
+    }
     if headers.get("x-access-token").and_then(|v| v.to_str().ok()) != Some(sandbox.token.as_str()) {
         return connect_error(401, "unauthenticated", "invalid access token");
     }

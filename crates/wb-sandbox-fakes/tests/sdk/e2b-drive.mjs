@@ -83,6 +83,16 @@ await step('files.write (octet stream)', () =>
 const read = await step('files.read', () => sbx.files.read('/tmp/transfer/data.bin'));
 check(read === 'payload bytes', 'read back', read);
 
+// Pause, then connect again: the sandbox resumes with its files (a recovery reconnects like this).
+check((await step('pause', () => sbx.pause())) === true, 'pause');
+check((await step('pause (already paused)', () => sbx.pause())) === false, 'pause again');
+const paused = await step('Sandbox.list (paused)', () => client.Sandbox.list({ query: { metadata: { 'dev.workbenches.run': 'wb_oracle' } } }).nextItems());
+check(paused.length === 1 && paused[0].state === 'paused', 'listed paused', paused);
+const again = await step('Sandbox.connect (resume)', () => client.Sandbox.connect(sbx.sandboxId, { timeoutMs: 600_000 }));
+const kept = await step('files.read after resume', () => again.files.read('/tmp/transfer/data.bin'));
+check(kept === 'payload bytes', 'files kept across the pause', kept);
+await step('Sandbox.connect (running)', () => client.Sandbox.connect(sbx.sandboxId, { timeoutMs: 600_000 }));
+
 const info = await step('getInfo', () => sbx.getInfo());
 check(info.cpuCount === 2 && info.memoryMB === 512 && info.metadata['dev.workbenches.run'] === 'wb_oracle', 'info', info);
 

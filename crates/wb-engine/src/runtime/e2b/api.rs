@@ -158,6 +158,33 @@ impl Api {
         self.call(Method::POST, &format!("/sandboxes/{}/timeout", segment(id)), Some(&body)).await.map(|_| ())
     }
 
+    /// `POST /sandboxes/{id}/pause` (the SDK's `pause`): true when the sandbox is paused now, false when it
+    /// already was (409).
+    pub async fn pause(&self, id: &str) -> Result<bool> {
+        let path = format!("/sandboxes/{}/pause", segment(id));
+        let reply = self.send(Method::POST, &path, Some(&json!({}))).await?;
+        match reply.status {
+            status if status.is_success() => Ok(true),
+            StatusCode::CONFLICT => Ok(false),
+            _ => Err(self.failure(&Method::POST, &path, &reply)),
+        }
+    }
+
+    /// `POST /v2/sandboxes/{id}/connect` (the SDK's `Sandbox.connect`): resumes a paused sandbox, or extends a
+    /// running one's lease to at least `lease` from now; its envd details, as a create returns them.
+    pub async fn connect(&self, id: &str, lease: Duration) -> Result<Created> {
+        let path = format!("/v2/sandboxes/{}/connect", segment(id));
+        let body = json!({"timeout": lease.as_secs().max(1)});
+        let reply = self.call(Method::POST, &path, Some(&body)).await?;
+        let text = |key: &str| reply.get(key).and_then(Value::as_str).map(str::to_owned);
+        Ok(Created {
+            envd_version: text("envdVersion").unwrap_or_default(),
+            envd_access_token: text("envdAccessToken"),
+            domain: text("domain").filter(|d| !d.is_empty()),
+            sandbox_id: text("sandboxID").unwrap_or_else(|| id.to_owned()),
+        })
+    }
+
     /// `GET /sandboxes/{id}`.
     pub async fn info(&self, id: &str) -> Result<Value> {
         self.call(Method::GET, &format!("/sandboxes/{}", segment(id)), None).await

@@ -119,6 +119,25 @@ impl E2b {
         Ok(template::template_name(request, &plan))
     }
 
+    /// Pauses sandbox `id` (a recovery keeps it this way until it is reconnected): true when it is paused now,
+    /// false when it already was.
+    pub fn pause(&self, id: &str) -> Result<bool> {
+        self.handle.block_on(self.api.pause(id))
+    }
+
+    /// A handle on the existing sandbox `id` (never another): resumed when paused, its lease extended to at
+    /// least `lease` (`POST /v2/sandboxes/{id}/connect`).
+    pub fn reconnect(&self, id: &str, lease: Duration) -> Result<Box<dyn Sandbox>> {
+        let created = self.handle.block_on(self.api.connect(id, lease))?;
+        if created.sandbox_id != id {
+            return Err(EngineError::message(format!(
+                "E2B answered a reconnect to sandbox {id} with sandbox {}",
+                created.sandbox_id
+            )));
+        }
+        Ok(Box::new(self.sandbox(&created)))
+    }
+
     fn sandbox(&self, created: &api::Created) -> envd::E2bSandbox {
         let domain = created.domain.clone().unwrap_or_else(|| self.domain.clone());
         let base = envd::envd_url(self.sandbox_url.as_deref(), &domain, &created.sandbox_id);
