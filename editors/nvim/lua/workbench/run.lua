@@ -127,6 +127,83 @@ local function finish(run, message, level)
   end
 end
 
+-- True (after saying so) when a run, attach or turn is in progress; one whose server stopped is let go of first.
+local function busy()
+  if M.active_run and M.active_run.client and not lsp.is_alive(M.active_run.client.id) then
+    -- The server stopped during the run: nothing more will come of it.
+    finish(M.active_run, nil)
+  end
+  if M.active_run then
+    ui.notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+    return true
+  end
+  return false
+end
+
+-- Gives a client this plugin did not configure (nvim-lspconfig) the event handler.
+local function handle_events(client)
+  if client.handlers and client.handlers[M.RUN_EVENT] == nil then
+    client.handlers[M.RUN_EVENT] = M.on_run_event
+  end
+end
+
+-- A client for the commands on runs, which belong to the user, not to a repository (nil after saying so).
+local function runs_client()
+  local client = lsp.any_client()
+  if not client then
+    ui.notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
+    return nil
+  end
+  handle_events(client)
+  return client
+end
+
+-- A new run in progress writing to `bufnr` (its events; `run_id` when known) with a progress token of its own.
+local function new_run(bufnr, run_id)
+  run_count = run_count + 1
+  local run = { token = ("workbench-run-%d"):format(run_count), bufnr = bufnr, done = false, run_id = run_id }
+  if run_id then
+    -- Its events go to this buffer (a buffer of an earlier follower of the run gets no more).
+    runs_by_id[run_id] = run
+  end
+  M.active_run = run
+  return run
+end
+
+-- Sends `command` with `argument` for `run` (from `request_buffer`) under its progress token. `on_result` gets the
+-- answer; a failure other than the answer to a cancel ends the run with `failure(err)`, said in its buffer too.
+-- Returns the run's buffer, or nil when nothing was sent.
+local function follow(client, request_buffer, run, command, argument, on_result, failure)
+  local sent, request_id = lsp.execute_on(client, request_buffer, command, { argument }, on_result, {
+    workDoneToken = run.token,
+  }, function(err)
+    if err.code == REQUEST_CANCELLED then
+      -- The answer to :WorkbenchCancel's $/cancelRequest: the run's own events end it.
+      return
+    end
+    local message = failure(err)
+    ui.append(run.bufnr, { "■ " .. message })
+    finish(run, message, vim.log.levels.ERROR)
+  end)
+  if not sent then
+    M.active_run = nil
+    return nil
+  end
+  run.client, run.request_id = sent, request_id
+  lsp.last_run_client = sent.id
+  return run.bufnr
+end
+
+-- A run's answer (`workbench.run`, `workbench.attach`): its ending, and its outcome announced.
+local function run_ended(run, result)
+  local ending = type(result.ending) == "table" and result.ending or {}
+  finish(run, format.run_ending(ending.status or "failed", ending.message))
+  if outcome.is_outcome_id(result.outcomeId) then
+    outcome.last_outcome_id = result.outcomeId
+    outcome.announce_outcome(run.client, result.outcomeId)
+  end
+end
+
 --- The handler of `workbench/runEvent`: appends the event's lines to its run's buffer.
 function M.on_run_event(err, result, ctx)
   if err or type(result) ~= "table" or type(result.event) ~= "table" then
@@ -182,12 +259,7 @@ end
 --- Returns the run's buffer.
 function M.run(options)
   options = options_of(options)
-  if M.active_run and M.active_run.client and not lsp.is_alive(M.active_run.client.id) then
-    -- The server stopped during the run: nothing more will come of it.
-    finish(M.active_run, nil)
-  end
-  if M.active_run then
-    ui.notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+  if busy() then
     return nil
   end
   local uri = current_manifest("run it")
@@ -198,52 +270,29 @@ function M.run(options)
   if not options.task then
     return nil
   end
-  local manifest_client = lsp.client(0)
+  local manifest_buffer = vim.api.nvim_get_current_buf()
+  local manifest_client = lsp.client(manifest_buffer)
   if not manifest_client then
     ui.notify("no wb-lsp client is attached to this buffer", vim.log.levels.WARN)
     return nil
   end
-  if manifest_client.handlers and manifest_client.handlers[M.RUN_EVENT] == nil then
-    -- A client this plugin did not configure (nvim-lspconfig): give it the event handler.
-    manifest_client.handlers[M.RUN_EVENT] = M.on_run_event
-  end
-  run_count = run_count + 1
-  local token = ("workbench-run-%d"):format(run_count)
+  handle_events(manifest_client)
   local bufnr = ui.scratch_buffer("run", "workbench-run", true)
   ui.append(bufnr, { ("── %s: %s"):format(vim.uri_to_fname(uri), options.task) })
-  local run = { token = token, bufnr = bufnr, done = false }
-  M.active_run = run
-  local client, request_id = lsp.execute("workbench.run", { arguments(uri, options) }, function(result)
+  local run = new_run(bufnr)
+  return follow(manifest_client, manifest_buffer, run, "workbench.run", arguments(uri, options), function(result)
     if options.session then
       -- A session answers when its first turn has ended; it waits for :WorkbenchSend.
       M.last_session = run.run_id or result.runId
       finish(run, turn_message(result))
       return
     end
-    local ending = type(result.ending) == "table" and result.ending or {}
-    finish(run, format.run_ending(ending.status or "failed", ending.message))
-    if outcome.is_outcome_id(result.outcomeId) then
-      outcome.last_outcome_id = result.outcomeId
-      outcome.announce_outcome(run.client, result.outcomeId)
-    end
-  end, { workDoneToken = token }, function(err)
-    if err.code == REQUEST_CANCELLED then
-      -- The answer to :WorkbenchCancel's $/cancelRequest: the run's own `run.cancelled` event ends it.
-      return
-    end
+    run_ended(run, result)
+  end, function(err)
     -- Refused before it started (no event came), or interrupted.
     local what = run.run_id and "the run stopped: " or "the run could not start: "
-    local message = what .. format.error_message(err)
-    ui.append(bufnr, { "■ " .. message })
-    finish(run, message, vim.log.levels.ERROR)
+    return what .. format.error_message(err)
   end)
-  if not client then
-    M.active_run = nil
-    return nil
-  end
-  run.client, run.request_id = client, request_id
-  lsp.last_run_client = client.id
-  return bufnr
 end
 
 --- `:WorkbenchSession {task}`: starts a session of the current Workbench on a task (its first turn), streaming its
@@ -264,51 +313,28 @@ function M.send(options)
     ui.notify("no session: :WorkbenchSession {task} starts one (or :WorkbenchRuns, s on a session)", vim.log.levels.WARN)
     return nil
   end
-  if M.active_run and M.active_run.client and not lsp.is_alive(M.active_run.client.id) then
-    finish(M.active_run, nil)
-  end
-  if M.active_run then
-    ui.notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+  if busy() then
     return nil
   end
   local task = ask_task(options.task)
   if not task then
     return nil
   end
-  local client = lsp.any_client()
+  local client = runs_client()
   if not client then
-    ui.notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
     return nil
-  end
-  if client.handlers and client.handlers[M.RUN_EVENT] == nil then
-    client.handlers[M.RUN_EVENT] = M.on_run_event
   end
   local previous = runs_by_id[id]
   local bufnr = previous and vim.api.nvim_buf_is_valid(previous.bufnr) and previous.bufnr
     or ui.scratch_buffer("run", "workbench-run", true)
   ui.append(bufnr, { ("── %s: %s"):format(id, task) })
-  run_count = run_count + 1
-  local turn = { token = ("workbench-run-%d"):format(run_count), bufnr = bufnr, done = false, run_id = id }
-  runs_by_id[id] = turn
-  M.active_run = turn
-  local sent, request_id = lsp.execute_on(client, bufnr, "workbench.send", { { runId = id, task = task } }, function(result)
+  local turn = new_run(bufnr, id)
+  return follow(client, bufnr, turn, "workbench.send", { runId = id, task = task }, function(result)
     M.last_session = id
     finish(turn, turn_message(result))
-  end, { workDoneToken = turn.token }, function(err)
-    if err.code == REQUEST_CANCELLED then
-      return
-    end
-    local message = ("cannot send session %s its turn: %s"):format(id, format.error_message(err))
-    ui.append(bufnr, { "■ " .. message })
-    finish(turn, message, vim.log.levels.ERROR)
+  end, function(err)
+    return ("cannot send session %s its turn: %s"):format(id, format.error_message(err))
   end)
-  if not sent then
-    M.active_run = nil
-    return nil
-  end
-  turn.client, turn.request_id = sent, request_id
-  lsp.last_run_client = sent.id
-  return bufnr
 end
 
 --- True for a run id (`wb_` and 24 lowercase hex digits).
@@ -326,55 +352,25 @@ function M.attach(run_id, description)
     ui.notify(("not a run id: %s (wb_…; :WorkbenchRuns lists them)"):format(run_id), vim.log.levels.WARN)
     return nil
   end
-  if M.active_run and M.active_run.client and not lsp.is_alive(M.active_run.client.id) then
-    finish(M.active_run, nil)
-  end
-  if M.active_run then
-    ui.notify("a run is in progress; :WorkbenchCancel cancels it", vim.log.levels.WARN)
+  if busy() then
     return nil
   end
-  local client = lsp.any_client()
+  local client = runs_client()
   if not client then
-    ui.notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
     return nil
   end
-  if client.handlers and client.handlers[M.RUN_EVENT] == nil then
-    client.handlers[M.RUN_EVENT] = M.on_run_event
-  end
-  run_count = run_count + 1
-  local token = ("workbench-run-%d"):format(run_count)
   local bufnr = ui.scratch_buffer("run", "workbench-run", true)
   local header = ("── attached to %s"):format(run_id)
   if format.text(description) then
     header = header .. ": " .. description
   end
   ui.append(bufnr, { header })
-  -- The run's id is known: its events go to this buffer (a buffer of an earlier attach to it gets no more).
-  local run = { token = token, bufnr = bufnr, done = false, run_id = run_id }
-  runs_by_id[run_id] = run
-  M.active_run = run
-  local sent, request_id = lsp.execute_on(client, bufnr, "workbench.attach", { { runId = run_id } }, function(result)
-    local ending = type(result.ending) == "table" and result.ending or {}
-    finish(run, format.run_ending(ending.status or "failed", ending.message))
-    if outcome.is_outcome_id(result.outcomeId) then
-      outcome.last_outcome_id = result.outcomeId
-      outcome.announce_outcome(run.client, result.outcomeId)
-    end
-  end, { workDoneToken = token }, function(err)
-    if err.code == REQUEST_CANCELLED then
-      return
-    end
-    local message = "cannot follow run " .. run_id .. ": " .. format.error_message(err)
-    ui.append(bufnr, { "■ " .. message })
-    finish(run, message, vim.log.levels.ERROR)
+  local run = new_run(bufnr, run_id)
+  return follow(client, bufnr, run, "workbench.attach", { runId = run_id }, function(result)
+    run_ended(run, result)
+  end, function(err)
+    return "cannot follow run " .. run_id .. ": " .. format.error_message(err)
   end)
-  if not sent then
-    M.active_run = nil
-    return nil
-  end
-  run.client, run.request_id = sent, request_id
-  lsp.last_run_client = sent.id
-  return bufnr
 end
 
 --- `:WorkbenchCancel`: cancels the run in progress: `$/cancelRequest` for its request (client.cancel_request)
