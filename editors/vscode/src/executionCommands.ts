@@ -44,6 +44,17 @@ import {
 } from './run';
 
 export const BUTTON_CANCEL_RUN = 'Cancel Run';
+
+/** What a followed run is: its task (for the outcome), the channel's header, the server command and argument,
+ * the notification's title, and the run's id when it is known before its first event. */
+interface FollowRequest {
+  task: string;
+  header: string;
+  command: string;
+  argument: unknown;
+  title: string;
+  runId?: string;
+}
 /** The button that attaches again to a run the server let go of. */
 export const BUTTON_ATTACH = 'Attach';
 
@@ -230,18 +241,8 @@ export class ExecutionCommands implements vscode.Disposable {
    * this window is in progress, or no server).
    */
   async attach(runId: string, description?: string): Promise<boolean> {
-    if (this.activeRun !== undefined) {
-      const following = this.activeRun.runId === runId ? 'this run is already followed' : 'a run is already in progress';
-      void vscode.window.showWarningMessage(`Workbench: ${following}; the run output shows it.`, BUTTON_OUTPUT).then(
-        (picked) => (picked === BUTTON_OUTPUT ? this.showRunOutput() : undefined),
-      );
-      return false;
-    }
-    const client = await this.client();
-    if (client === undefined || this.activeRun !== undefined) {
-      return false;
-    }
-    await this.follow(client, {
+    const following = this.activeRun?.runId === runId ? 'this run is already followed' : 'a run is already in progress';
+    return this.followFromView(following, {
       task: description ?? runId,
       header: `── attached to ${runId}${description === undefined ? '' : `: ${description}`}`,
       command: SERVER_COMMAND_ATTACH,
@@ -249,7 +250,6 @@ export class ExecutionCommands implements vscode.Disposable {
       title: `Workbench run ${runId}`,
       runId,
     });
-    return true;
   }
 
   /**
@@ -258,8 +258,23 @@ export class ExecutionCommands implements vscode.Disposable {
    * is followed.
    */
   async sendTurn(runId: string, task: string, description?: string): Promise<boolean> {
+    return this.followFromView('a run is already in progress', {
+      task,
+      header: `── ${runId}${description === undefined ? '' : ` (${description})`}: ${task}`,
+      command: SERVER_COMMAND_SEND,
+      argument: { runId, task },
+      title: `Workbench session ${runId}`,
+      runId,
+    });
+  }
+
+  /**
+   * What the Runs view starts (Attach, Send Turn): refused, saying `busy` with a button to the run output, while a
+   * run of this window is followed; otherwise followed. False when nothing was followed.
+   */
+  private async followFromView(busy: string, request: FollowRequest): Promise<boolean> {
     if (this.activeRun !== undefined) {
-      void vscode.window.showWarningMessage('Workbench: a run is already in progress; the run output shows it.', BUTTON_OUTPUT).then(
+      void vscode.window.showWarningMessage(`Workbench: ${busy}; the run output shows it.`, BUTTON_OUTPUT).then(
         (picked) => (picked === BUTTON_OUTPUT ? this.showRunOutput() : undefined),
       );
       return false;
@@ -268,14 +283,7 @@ export class ExecutionCommands implements vscode.Disposable {
     if (client === undefined || this.activeRun !== undefined) {
       return false;
     }
-    await this.follow(client, {
-      task,
-      header: `── ${runId}${description === undefined ? '' : ` (${description})`}: ${task}`,
-      command: SERVER_COMMAND_SEND,
-      argument: { runId, task },
-      title: `Workbench session ${runId}`,
-      runId,
-    });
+    await this.follow(client, request);
     return true;
   }
 
@@ -283,10 +291,7 @@ export class ExecutionCommands implements vscode.Disposable {
    * Sends `workbench.run` or `workbench.attach` with a work-done token and streams the run's events into the
    * Workbench Run channel under a cancellable notification; then shows the ending and the outcome.
    */
-  private async follow(
-    client: ServerClient,
-    request: { task: string; header: string; command: string; argument: unknown; title: string; runId?: string },
-  ): Promise<void> {
+  private async follow(client: ServerClient, request: FollowRequest): Promise<void> {
     this.runCount += 1;
     const run: ActiveRun = {
       task: request.task,
