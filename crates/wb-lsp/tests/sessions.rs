@@ -53,14 +53,20 @@ fn script(world: &World) -> PathBuf {
     path
 }
 
+/// `run --session` on the demo package (its first turn), which must succeed.
+fn start_session(world: &World, script: &PathBuf) -> Output {
+    let work = world.work.display().to_string();
+    let first =
+        wb(world, script, &["run", "--session", ".workbenches/oc-demo", "--dir", &work, "--task", TASK, "--json"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    first
+}
+
 #[test]
 fn a_session_takes_turns_until_it_is_killed() {
     let world = opencode_world();
     let script = script(&world);
-    let work = world.work.display().to_string();
-    let first =
-        wb(&world, &script, &["run", "--session", ".workbenches/oc-demo", "--dir", &work, "--task", TASK, "--json"]);
-    assert_eq!(first.code, 0, "{first:?}");
+    let first = start_session(&world, &script);
     let first = events(&first);
     let id = first[0]["run_id"].as_str().unwrap().to_owned();
     assert_eq!(kinds(&first), ["run.started", "run.ready", "turn.started", "output.text", "turn.completed"]);
@@ -200,10 +206,7 @@ fn the_editor_runs_a_session_turn_by_turn() {
 fn a_lost_session_is_resumed_from_what_it_kept() {
     let world = opencode_world();
     let script = script(&world);
-    let work = world.work.display().to_string();
-    let first =
-        wb(&world, &script, &["run", "--session", ".workbenches/oc-demo", "--dir", &work, "--task", TASK, "--json"]);
-    assert_eq!(first.code, 0, "{first:?}");
+    let first = start_session(&world, &script);
     let id = events(&first)[0]["run_id"].as_str().unwrap().to_owned();
     let pid = record(&world, &id)["pid"].as_i64().unwrap();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();

@@ -8,20 +8,26 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
-use wb_engine::runs::RunState;
+use wb_engine::runs::{RunRecord, RunState};
 
 use super::execute::print_logged;
 use super::runs::resolve;
 use crate::cli::{ResumeArgs, SendArgs, TurnTask};
 use crate::supervisor::{self, Followed};
 
-pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
-    let home = supervisor::home()?;
-    let record = resolve(&home, &args.run.run)?;
+/// The session `reference` names; `None` (after saying so) when the run it names is not a session.
+fn session(home: &Path, reference: &str) -> anyhow::Result<Option<RunRecord>> {
+    let record = resolve(home, reference)?;
     if !record.session {
         eprintln!("error: run {} is not a session (start one with `run --session`)", record.run_id);
-        return Ok(ExitCode::from(1));
+        return Ok(None);
     }
+    Ok(Some(record))
+}
+
+pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
+    let home = supervisor::home()?;
+    let Some(record) = session(&home, &args.run.run)? else { return Ok(ExitCode::from(1)) };
     let state = record.state();
     if !state.is_live() {
         eprintln!("error: session {} has ended ({})", record.run_id, state.as_str());
@@ -46,11 +52,7 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
 
 pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
     let home = supervisor::home()?;
-    let record = resolve(&home, &args.run.run)?;
-    if !record.session {
-        eprintln!("error: run {} is not a session (start one with `run --session`)", record.run_id);
-        return Ok(ExitCode::from(1));
-    }
+    let Some(record) = session(&home, &args.run.run)? else { return Ok(ExitCode::from(1)) };
     if record.state().is_live() {
         eprintln!("error: session {} is still open: `wb-lsp send {}` its next turn", record.run_id, record.run_id);
         return Ok(ExitCode::from(1));
