@@ -79,20 +79,7 @@ pub(super) fn turns(
         events.flush_text();
         conversation = state.conversation.clone().or(conversation);
         final_text = state.final_text;
-        // A sandbox keeps the runner's conversation in its own staged directory: it comes home first.
-        let fetched = match store {
-            Some(store) => prepared.runtime.retrieve_stage(store, &stage(prepared).join(store)),
-            None => Ok(()),
-        };
-        let kept = fetched.map_err(|error| std::io::Error::other(error.to_string())).and_then(|()| {
-            sessions::save_conversation(&home, &prepared.run_id, conversation.as_deref(), &stage(prepared), store)
-        });
-        if let Err(error) = kept {
-            events.send(Translated::new(
-                "runner.event",
-                json!({"native_type": "conversation", "warning": format!("The conversation was not kept for resume: {error}")}),
-            ));
-        }
+        keep_conversation(prepared, &home, conversation.as_deref(), store, events);
         // A completed turn's outbox is snapshotted (when its result changed) before the turn is said complete,
         // so whoever follows the turn to `turn.completed` has seen its snapshot.
         if ending == Ending::Completed {
@@ -114,9 +101,27 @@ pub(super) fn turns(
     }
 }
 
-/// The staged directory as the host sees it (where a runner's conversation store is).
-fn stage(prepared: &Prepared) -> std::path::PathBuf {
-    prepared.stage_dir().map(Path::to_path_buf).unwrap_or_default()
+/// Keeps the runner's conversation for `resume` after a turn: its id, and its store in the staged directory (a
+/// sandbox's comes home first). A failure is said as a warning: the session goes on, only `resume` would lack it.
+fn keep_conversation(
+    prepared: &mut Prepared,
+    home: &Path,
+    conversation: Option<&str>,
+    store: Option<&'static str>,
+    events: &mut Events<'_>,
+) {
+    let Some(stage) = prepared.stage_dir().map(Path::to_path_buf) else { return };
+    let fetched = match store {
+        Some(store) => prepared.runtime.retrieve_stage(store, &stage.join(store)).map_err(|error| error.to_string()),
+        None => Ok(()),
+    };
+    let kept = fetched.and_then(|()| {
+        sessions::save_conversation(home, &prepared.run_id, conversation, &stage, store).map_err(|e| e.to_string())
+    });
+    if let Err(error) = kept {
+        let warning = format!("The conversation was not kept for resume: {error}");
+        events.send(Translated::new("runner.event", json!({"native_type": "conversation", "warning": warning})));
+    }
 }
 
 /// Snapshots the outbox after turn `turn`, announcing the snapshot (or its failure).
