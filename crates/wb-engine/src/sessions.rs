@@ -190,21 +190,9 @@ pub fn restore_conversation(
     }
 }
 
-/// Copies a directory tree: directories and regular files (private), nothing else (a link is left out).
+/// Copies a conversation store: the engine's tree copy, bounded by the store itself (a link out of it is refused).
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    wb_outcomes::create_private_dir(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            let bytes = fs::read(entry.path())?;
-            wb_outcomes::write_atomic(&target, &bytes, wb_outcomes::FileMode::Exactly(0o600))?;
-        }
-    }
-    Ok(())
+    crate::adapters::package_files::copy_tree(from, from, to, crate::adapters::package_files::Links::FollowInside)
 }
 
 /// Seeds a resumed session's new outbox: the latest retained revision of each file the sessions `chain`
