@@ -237,7 +237,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     let (json, final_only) = (args.json, args.r#final);
     if command.session {
         // A session: this command follows its first turn; `send` the next ones.
-        return super::sessions::follow_turn(&home, &run_id, None, json);
+        return super::sessions::follow_turn(&home, &run_id, None, json, None);
     }
     let followed = supervisor::follow(&home, &run_id, None, &mut |event| {
         if json || !final_only {

@@ -47,7 +47,7 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
-    follow_turn_of(&home, &record.run_id, Some(&stop), args.json, Some(&input_id))
+    follow_turn(&home, &record.run_id, Some(&stop), args.json, Some(&input_id))
 }
 
 pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
@@ -78,17 +78,12 @@ pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("session {} resumed as {run_id} (wb-lsp send {run_id} TASK, wb-lsp kill {run_id})", record.run_id);
         return Ok(ExitCode::SUCCESS);
     }
-    follow_turn(&home, &run_id, None, args.json)
-}
-
-/// Follows the first turn of session `run_id` (what `run --session` does once it has started).
-pub fn follow_turn(home: &Path, run_id: &str, stop: Option<&AtomicBool>, json: bool) -> anyhow::Result<ExitCode> {
-    follow_turn_of(home, run_id, stop, json, None)
+    follow_turn(&home, &run_id, None, args.json, None)
 }
 
 /// Prints the events of one turn of a session (the one that took `input`, or the first), from its
 /// `turn.started` to its `turn.completed` (or the session's end); exit 0 when the turn completed.
-fn follow_turn_of(
+pub(super) fn follow_turn(
     home: &Path,
     run_id: &str,
     stop: Option<&AtomicBool>,
