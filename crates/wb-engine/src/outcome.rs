@@ -83,13 +83,14 @@ fn changeset_id(name: Option<&str>, used: &mut BTreeSet<String>) -> String {
 
 /// Collects and commits the final outcome. `pending`: the runner edited copies in a sandbox (receipt
 /// `pending` until applied); otherwise it edited the host in place (receipt `present`). Changesets without
-/// entries are left out.
+/// entries are left out. `warnings` come first (a recovery's).
 pub(crate) fn collect(
     baselines: Baselines,
     run_id: &str,
     outbox: &Path,
     completeness: Completeness,
     pending: bool,
+    warnings: Vec<wb_outcomes::Warning>,
 ) -> Result<(Outcome, Receipt)> {
     let store = baselines.store?;
     if let Some(error) = baselines.error {
@@ -97,6 +98,7 @@ pub(crate) fn collect(
     }
     let mut budget = OutcomeBudget::new();
     let mut outcome = Outcome::new(run_id, completeness);
+    outcome.warnings = warnings;
     let mut bindings = WorkspaceBindings::default();
     let mut used = BTreeSet::new();
     for (workspace, before, root) in &baselines.workspaces {

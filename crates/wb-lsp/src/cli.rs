@@ -414,9 +414,14 @@ pub struct OutcomeArgs {
     /// With --apply: the primary workspace to apply to (default: the run's).
     #[arg(long, value_name = "DIR", requires = "apply")]
     pub workspace: Option<PathBuf>,
-    /// Finish or roll back an application that was interrupted (a crash during --apply).
+    /// For a run whose collection failed with its sandbox kept (E2B): reconnect to that sandbox and collect a
+    /// partial outcome. Otherwise: finish or roll back an application that was interrupted (a crash during
+    /// --apply).
     #[arg(long, conflicts_with_all = ["apply", "export"])]
     pub recover: bool,
+    /// For a run whose collection failed with its sandbox kept: delete the sandbox and its checkpoint.
+    #[arg(long, conflicts_with_all = ["apply", "export", "recover"])]
+    pub discard_recovery: bool,
 }
 
 #[derive(Debug, Args)]

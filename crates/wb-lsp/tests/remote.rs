@@ -1063,3 +1063,129 @@ fn e2b_a_session_takes_turns_in_one_sandbox_and_resumes_in_another() {
 fn daytona_a_session_takes_turns_in_one_sandbox_and_resumes_in_another() {
     session(Kind::Daytona);
 }
+
+/// Runs `edit` on E2B with every download failing: the collection fails, the sandbox is paused and kept behind a
+/// private checkpoint, and `outcome.failed` says how to recover it. Returns the run id and the sandbox id.
+fn kept_after_a_failed_collection(setup: &Setup, fake: &E2bFake) -> (String, String) {
+    fake.set_faults(e2b::Faults { download_status: Some(500), ..fake.faults() });
+    let (output, events) = setup.run("edit");
+    fake.set_faults(e2b::Faults { download_status: None, ..fake.faults() });
+    assert_ne!(output.code, 0, "a run whose outcome was not collected exits non-zero: {output:?}");
+    setup.assert_quiet(&output);
+    let run_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    let failed = events.iter().find(|e| e["type"] == "outcome.failed").expect("outcome.failed");
+    let sandbox = failed["data"]["recovery"]["sandbox_id"].as_str().expect("the kept sandbox").to_owned();
+    assert_eq!(failed["data"]["recovery"]["paused"], true, "{failed}");
+    let message = failed["data"]["message"].as_str().unwrap();
+    assert!(message.contains("Failed to collect E2B workspace changes"), "{message}");
+    assert!(message.contains(&format!("wb-lsp outcome {run_id} --recover")), "{message}");
+    assert!(fake.sandbox(&sandbox).is_some_and(|s| s.paused), "the kept sandbox is paused");
+    let checkpoint = setup.world.home.join(format!(".workbench/recovery/{run_id}.json"));
+    let mode = std::fs::metadata(&checkpoint).expect("the checkpoint").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the checkpoint is private");
+    (run_id, sandbox)
+}
+
+/// E2B recovery (outcomes contract): a failed collection keeps a paused sandbox and a checkpoint; `clean` lists
+/// it and leaves it; `--recover` reconnects to that sandbox only, and returns a partial, pending outcome with a
+/// recovery warning that applies like any other; a staged archive the sandbox changed is refused;
+/// `--discard-recovery` deletes the sandbox and the checkpoint.
+#[test]
+fn e2b_a_failed_collection_is_kept_then_recovered_or_discarded() {
+    let setup = setup(Kind::E2b);
+    let Service::E2b(fake) = &setup.service else { unreachable!() };
+    let (first, first_sandbox) = kept_after_a_failed_collection(&setup, fake);
+    let (second, second_sandbox) = kept_after_a_failed_collection(&setup, fake);
+    assert_eq!(setup.service.live().len(), 2, "both sandboxes are kept");
+
+    // `clean` lists both, and destroys neither (their runs have ended: an orphan would go).
+    let output = setup.wb(&["clean", "--apply"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    for (run, sandbox) in [(&first, &first_sandbox), (&second, &second_sandbox)] {
+        assert!(
+            output.stdout.contains(&format!("Kept for recovery: e2b sandbox {sandbox} of run {run}")),
+            "{output:?}"
+        );
+    }
+    assert_eq!(setup.service.live().len(), 2, "clean dropped a kept sandbox: {output:?}");
+
+    // Recovery reaches the first sandbox and nothing else.
+    fake.clear_requests();
+    let output = setup.wb(&["outcome", &first, "--recover", "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    setup.assert_quiet(&output);
+    let recovered: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(recovered["sandbox_id"], first_sandbox.as_str());
+    assert_eq!(recovered["application_state"], "pending", "{recovered}");
+    for request in fake.requests() {
+        let envd = request.headers.get("e2b-sandbox-id");
+        assert!(
+            envd.is_none_or(|id| *id == first_sandbox) && !request.path.contains(&second_sandbox),
+            "the recovery reached another sandbox: {} {} {envd:?}",
+            request.method,
+            request.path
+        );
+        assert!(request.method != "POST" || request.path != "/v2/sandboxes", "the recovery created a sandbox");
+    }
+    assert!(fake.requests().iter().any(|r| r.path == format!("/v2/sandboxes/{first_sandbox}/connect")));
+    assert_eq!(setup.service.live(), vec![second_sandbox.clone()], "the recovered sandbox is destroyed");
+    assert!(fake.sandbox(&second_sandbox).is_some_and(|s| s.paused), "the other kept sandbox is untouched");
+    assert!(!setup.world.home.join(format!(".workbench/recovery/{first}.json")).exists());
+
+    let output = setup.wb(&["outcome", &first, "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let shown: Value = serde_json::from_str(&output.stdout).unwrap();
+    let outcome = &shown["outcome"];
+    assert_eq!(outcome["id"], recovered["outcome_id"]);
+    assert_eq!(outcome["completeness"], "partial", "{outcome}");
+    assert_eq!(outcome["warnings"][0]["code"], "recovered_from_sandbox", "{outcome}");
+    assert!(outcome["warnings"][0]["message"].as_str().unwrap().contains(&first_sandbox), "{outcome}");
+    assert_eq!(outcome["artifacts"][0]["path"], "result.txt", "{outcome}");
+    let mut paths: Vec<&str> =
+        outcome["changesets"][0]["entries"].as_array().unwrap().iter().filter_map(|e| e["path"].as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["README.md", "build.log", "notes/new.md", "obsolete.txt"], "{outcome}");
+    let outcome_schema = wb_testsupport::schemas::outcomes_validator("outcome.schema.json");
+    assert!(outcome_schema.is_valid(outcome), "{outcome}");
+    // Its `before` is exactly what was staged (modes included), so it applies to the untouched workspace.
+    let output = setup.wb(&["outcome", &first, "--apply", "--json"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(std::fs::read_to_string(setup.world.work.join("notes/new.md")).unwrap(), "from the sandbox\n");
+    let mode = std::fs::metadata(setup.world.work.join("README.md")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o664);
+
+    // A staged archive changed in the sandbox since staging is refused: nothing collected, sandbox and
+    // checkpoint kept.
+    let root = fake.sandbox(&second_sandbox).unwrap().root;
+    let archive = root.path().join("tmp/workbench-input-0.tar.gz");
+    let mut permissions = std::fs::metadata(&archive).unwrap().permissions();
+    permissions.set_mode(0o600);
+    std::fs::set_permissions(&archive, permissions).unwrap();
+    std::fs::write(&archive, b"not what was staged").unwrap();
+    let output = setup.wb(&["outcome", &second, "--recover"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stderr.contains("was changed in sandbox"), "{output:?}");
+    assert_eq!(setup.service.live(), vec![second_sandbox.clone()]);
+    assert!(setup.world.home.join(format!(".workbench/recovery/{second}.json")).exists());
+
+    let output = setup.wb(&["outcome", &second, "--discard-recovery"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(setup.service.live().is_empty(), "the discarded sandbox is deleted");
+    assert!(!setup.world.home.join(format!(".workbench/recovery/{second}.json")).exists());
+    let output = setup.wb(&["outcome", &second, "--discard-recovery"]);
+    assert!(output.stderr.contains("has no recovery checkpoint"), "{output:?}");
+}
+
+/// Daytona keeps no recovery checkpoint: a failed collection's sandbox is deleted at cleanup.
+#[test]
+fn daytona_a_failed_collection_deletes_the_sandbox() {
+    let setup = setup(Kind::Daytona);
+    let Service::Daytona(fake) = &setup.service else { unreachable!() };
+    fake.faults(|f| f.download_status = Some(500));
+    let (output, events) = setup.run("edit");
+    assert_ne!(output.code, 0, "{output:?}");
+    let failed = events.iter().find(|e| e["type"] == "outcome.failed").expect("outcome.failed");
+    assert!(failed["data"].get("recovery").is_none(), "{failed}");
+    assert!(setup.service.live().is_empty(), "the sandbox outlived a failed collection");
+    assert!(!setup.world.home.join(".workbench/recovery").exists());
+}

@@ -71,6 +71,8 @@ pub struct Faults {
     pub retry_after_secs: u64,
     /// `files/bulk-upload` answers this status and writes nothing.
     pub upload_status: Option<u16>,
+    /// `files/download` and `files/bulk-download` answer this status (a collection that fails).
+    pub download_status: Option<u16>,
     /// Session commands run but never report an exit code.
     pub hang_commands: bool,
     /// `process/execute` answers `{result}` without an `exitCode`.
@@ -417,6 +419,11 @@ async fn handle(State(state): State<Arc<FakeState>>, request: Request) -> Respon
                 (Method::DELETE, ["process", "session", sid]) => delete_session(&state, &id, &root, sid),
                 (Method::POST, ["files", "bulk-upload"]) => {
                     upload(&state, &root, Request::from_parts(parts, Body::from(bytes))).await
+                }
+                (Method::GET | Method::POST, ["files", "download" | "bulk-download"])
+                    if state.faults().download_status.is_some() =>
+                {
+                    error(status_of(state.faults().download_status.unwrap_or(500)), "fake: download failed")
                 }
                 (Method::GET, ["files", "download"]) => {
                     let Some(path) = query.get("path") else {

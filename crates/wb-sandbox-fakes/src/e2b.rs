@@ -44,6 +44,8 @@ pub struct Faults {
     pub retry_after: u64,
     /// `POST /files` answers this status.
     pub upload_status: Option<u16>,
+    /// `GET /files` answers this status (a collection that fails).
+    pub download_status: Option<u16>,
     /// `Start` streams never send their end (the process still runs; its output still streams).
     pub hang_start: bool,
     /// `Start` streams fall silent after the start event: no output, no keepalive, no end, the connection
@@ -759,6 +761,9 @@ async fn envd(
         }
         ("GET", "/files") => {
             let Some(target) = query_map(uri).get("path").cloned() else { return error(400, "path is required") };
+            if let Some(status) = shared.faults().download_status {
+                return error(status, &format!("cannot read {target}: input/output error"));
+            }
             match sandbox.root.read_file(&target).await {
                 Ok(Some(bytes)) => ([("content-type", "application/octet-stream")], bytes).into_response(),
                 _ => error(404, &format!("path '{target}' does not exist")),

@@ -251,7 +251,7 @@ fn execute(
     let collected = match prepared.runtime.retrieve(&prepared.outbox) {
         Ok(()) => {
             let pending = prepared.runtime.placement() == crate::runtime::Placement::Sandbox;
-            outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, pending)
+            outcome::collect(baselines, &prepared.run_id, &prepared.outbox, completeness, pending, Vec::new())
         }
         Err(error) => Err(error),
     };
@@ -261,8 +261,17 @@ fn execute(
             (Some(outcome.id), None)
         }
         Err(error) => {
-            let message = error.to_string();
-            events.send(Translated::new("outcome.failed", json!({"message": message})));
+            let mut message = super::redactor(prepared).text(&error.to_string());
+            let mut data = json!({});
+            // A service that keeps recoveries keeps the sandbox behind a checkpoint (E2B): said here.
+            if let Some(kept) = prepared.runtime.keep_for_recovery(&message) {
+                message = format!("{message}. {}", kept.note);
+                if kept.kept {
+                    data["recovery"] = json!({"sandbox_id": kept.sandbox_id, "paused": kept.paused});
+                }
+            }
+            data["message"] = Value::from(message.clone());
+            events.send(Translated::new("outcome.failed", data));
             (None, Some(message))
         }
     };

@@ -224,12 +224,28 @@ pub trait Runtime: Send {
     fn retrieve_stage(&mut self, _relative: &str, _into: &std::path::Path) -> Result<()> {
         Ok(())
     }
+    /// The final collection failed: a runtime whose service keeps recoveries keeps the sandbox (paused) behind a
+    /// private checkpoint instead of destroying it at cleanup, and says so. `reason`: the collection's error.
+    fn keep_for_recovery(&mut self, _reason: &str) -> Option<Kept> {
+        None
+    }
     /// The sandbox this runtime created, for reports (smoke says it created and destroyed one).
     fn sandbox_report(&self) -> Option<remote::SandboxInfo> {
         None
     }
     /// Releases whatever `prepare` and `provision` created. Safe to call more than once.
     fn cleanup(&mut self) -> Result<()>;
+}
+
+/// What [`Runtime::keep_for_recovery`] did with the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    pub sandbox_id: String,
+    pub paused: bool,
+    /// True when the checkpoint was written (the sandbox is left for a recovery); false: it is destroyed.
+    pub kept: bool,
+    /// One sentence for the user: what was kept and how to recover or discard it.
+    pub note: String,
 }
 
 /// The sandbox services: each one module owning its rules ([`remote::provider::Service`]).

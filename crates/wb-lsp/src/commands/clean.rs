@@ -19,11 +19,14 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let home = wb_outcomes::default_home();
-    // A run whose owner lives is never removed, however long it has been quiet.
+    // A run whose owner lives is never removed, however long it has been quiet; nor one whose sandbox is kept for
+    // a recovery (listed below, never dropped: it goes with `outcome RUN --recover` or `--discard-recovery`).
+    let (checkpoints, unreadable) = wb_engine::runtime::remote::recovery::list(&home);
     let active = wb_engine::runs::list(&home)
         .into_iter()
         .filter(|record| record.state().is_live())
         .map(|record| record.run_id)
+        .chain(checkpoints.iter().map(|checkpoint| checkpoint.run_id.clone()))
         .collect();
     let cleaning = if args.apply {
         match clean(&home, older_than, &active) {
@@ -43,6 +46,9 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     for problem in &orphans.problems {
         eprintln!("warning: cannot look for sandboxes left by old runs: {}", printable(problem));
     }
+    for problem in &unreadable {
+        eprintln!("warning: a recovery checkpoint cannot be read (kept): {}", printable(problem));
+    }
     let text = if args.json {
         let mut value = serde_json::to_value(&cleaning)?;
         if let Some(object) = value.as_object_mut() {
@@ -50,6 +56,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
             object.insert("applied".into(), json!(args.apply));
             object.insert("bytes".into(), json!(cleaning.bytes()));
             object.insert("sandboxes".into(), serde_json::to_value(&orphans.sandboxes)?);
+            object.insert("recoveries".into(), serde_json::to_value(&checkpoints)?);
         }
         format!("{value}\n")
     } else {
@@ -62,6 +69,17 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
                 printable(&orphan.sandbox),
                 orphan.run_id,
                 orphan.run_state
+            ));
+        }
+        for checkpoint in &checkpoints {
+            text.push_str(&format!(
+                "Kept for recovery: {} sandbox {} of run {} ({}, {}): wb-lsp outcome {} --recover or --discard-recovery\n",
+                checkpoint.service,
+                printable(&checkpoint.sandbox_id),
+                checkpoint.run_id,
+                if checkpoint.paused { "paused" } else { "running until its lease ends" },
+                printable(&checkpoint.created_at),
+                checkpoint.run_id
             ));
         }
         text.push_str(&human(&cleaning, &args.older_than, args.apply));

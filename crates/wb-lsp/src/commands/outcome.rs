@@ -25,6 +25,18 @@ use crate::cli::OutcomeArgs;
 /// Exit 0 when done; 1 when the outcome refuses (not found, a conflict, busy, already present, an unsafe
 /// destination); 2 when the file system failed (the convention of every command: an I/O failure is exit 2).
 pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(result) = sandbox_recovery(args) {
+        return match result {
+            Ok(text) => {
+                std::io::stdout().lock().write_all(text.as_bytes())?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(error) => {
+                eprintln!("error: {}", printable(&error.to_string()));
+                Ok(ExitCode::from(if matches!(error, wb_engine::EngineError::Io { .. }) { 2 } else { 1 }))
+            }
+        };
+    }
     match execute(args) {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();
@@ -36,6 +48,67 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(if matches!(error, wb_outcomes::Error::Io { .. }) { 2 } else { 1 }))
         }
     }
+}
+
+/// `--recover` and `--discard-recovery` for a run whose sandbox was kept after a failed collection (its
+/// checkpoint exists); `None` when the id names no such run (`--recover` then finishes interrupted applications).
+fn sandbox_recovery(args: &OutcomeArgs) -> Option<wb_engine::Result<String>> {
+    use wb_engine::runtime::remote::recovery;
+    if !(args.recover || args.discard_recovery) {
+        return None;
+    }
+    if !args.id.starts_with("wb_") {
+        let refused = format!("--discard-recovery takes the id of a run (wb_…), not {}", args.id);
+        return args.discard_recovery.then(|| Err(wb_engine::EngineError::message(refused)));
+    }
+    let home = wb_outcomes::default_home();
+    match recovery::load(&home, &args.id) {
+        Ok(Some(_)) => {}
+        Ok(None) if args.discard_recovery => {
+            return Some(Err(wb_engine::EngineError::message(format!("Run {} has no recovery checkpoint", args.id))));
+        }
+        Ok(None) => return None,
+        Err(error) => return Some(Err(error)),
+    }
+    let inherited = wb_engine::bindings::process_environment();
+    if args.discard_recovery {
+        return Some(recovery::discard(&home, &inherited, &args.id).map(|kept| {
+            if args.json {
+                format!("{}\n", json!({"run_id": kept.run_id, "discarded": kept.sandbox_id}))
+            } else {
+                format!(
+                    "Deleted {} sandbox {} of run {} and its recovery checkpoint\n",
+                    kept.service,
+                    printable(&kept.sandbox_id),
+                    kept.run_id
+                )
+            }
+        }));
+    }
+    Some(recovery::recover(&home, &inherited, &args.id).map(|recovered| {
+        let mut text = if args.json {
+            format!(
+                "{}\n",
+                json!({"run_id": args.id, "sandbox_id": recovered.sandbox_id, "outcome_id": recovered.outcome.id,
+                       "application_state": recovered.receipt.state, "warnings": recovered.warnings})
+            )
+        } else {
+            let mut text = format!(
+                "Recovered run {} from sandbox {}: partial outcome {}\n",
+                args.id,
+                printable(&recovered.sandbox_id),
+                recovered.outcome.id
+            );
+            text.push_str(&summary(&recovered.outcome, &recovered.receipt));
+            text
+        };
+        if !args.json {
+            for warning in &recovered.warnings {
+                text.push_str(&format!("warning: {}\n", printable(warning)));
+            }
+        }
+        text
+    }))
 }
 
 fn execute(args: &OutcomeArgs) -> Result<String, wb_outcomes::Error> {

@@ -293,6 +293,11 @@ impl SandboxProvider for Daytona {
         self.require_key()?;
         self.shared.handle.block_on(self.reclaim_async(labels))
     }
+
+    fn destroy(&mut self, id: &str) -> Result<()> {
+        self.require_key()?;
+        self.shared.handle.block_on(self.shared.api.delete(id)).map_err(Into::into)
+    }
 }
 
 fn build_api(key: Option<String>, url: &str, timing: Timing, mut options: http::Options) -> Result<api::Api> {

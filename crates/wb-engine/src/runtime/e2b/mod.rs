@@ -66,6 +66,10 @@ impl Service for E2bService {
         crate::runtime::remote::requirements::linux_without_gpu(self.name(), &package.manifest.requirements)
     }
 
+    fn keeps_recovery(&self) -> bool {
+        true
+    }
+
     fn connect(&self, env: &ProviderEnv, handle: Handle) -> Result<Box<dyn SandboxProvider>> {
         Ok(Box::new(E2b::new(env, handle)?))
     }
@@ -117,25 +121,6 @@ impl E2b {
     pub fn template_name(request: &TemplateRequest) -> Result<String> {
         let plan = template::plan(request)?;
         Ok(template::template_name(request, &plan))
-    }
-
-    /// Pauses sandbox `id` (a recovery keeps it this way until it is reconnected): true when it is paused now,
-    /// false when it already was.
-    pub fn pause(&self, id: &str) -> Result<bool> {
-        self.handle.block_on(self.api.pause(id))
-    }
-
-    /// A handle on the existing sandbox `id` (never another): resumed when paused, its lease extended to at
-    /// least `lease` (`POST /v2/sandboxes/{id}/connect`).
-    pub fn reconnect(&self, id: &str, lease: Duration) -> Result<Box<dyn Sandbox>> {
-        let created = self.handle.block_on(self.api.connect(id, lease))?;
-        if created.sandbox_id != id {
-            return Err(EngineError::message(format!(
-                "E2B answered a reconnect to sandbox {id} with sandbox {}",
-                created.sandbox_id
-            )));
-        }
-        Ok(Box::new(self.sandbox(&created)))
     }
 
     fn sandbox(&self, created: &api::Created) -> envd::E2bSandbox {
@@ -238,5 +223,27 @@ impl SandboxProvider for E2b {
             }
             Ok(killed)
         })
+    }
+
+    fn pause(&mut self, id: &str) -> Result<bool> {
+        self.check_credentials()?;
+        self.handle.block_on(self.api.pause(id))
+    }
+
+    fn reconnect(&mut self, id: &str, lease: Duration) -> Result<Box<dyn Sandbox>> {
+        self.check_credentials()?;
+        let created = self.handle.block_on(self.api.connect(id, lease))?;
+        if created.sandbox_id != id {
+            return Err(EngineError::message(format!(
+                "E2B answered a reconnect to sandbox {id} with sandbox {}",
+                created.sandbox_id
+            )));
+        }
+        Ok(Box::new(self.sandbox(&created)))
+    }
+
+    fn destroy(&mut self, id: &str) -> Result<()> {
+        self.check_credentials()?;
+        self.handle.block_on(self.api.kill(id)).map(|_| ())
     }
 }

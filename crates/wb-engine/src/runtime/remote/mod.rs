@@ -21,6 +21,7 @@ pub mod http;
 pub mod orphans;
 mod preflight;
 pub mod provider;
+pub mod recovery;
 pub mod requirements;
 pub mod shell;
 pub mod staging;
@@ -119,6 +120,8 @@ pub struct RemoteRuntime {
     copies: Vec<WorkingCopy>,
     deferred: Vec<Deferred>,
     report: RequirementReport,
+    /// The run this runtime provisioned for (its sandbox's label, a recovery checkpoint's name).
+    run_id: Option<String>,
     /// Sandbox paths preflight checks are readable (the package's instructions and skills).
     assets: Vec<String>,
     /// The runner executable preflight found, `(name, absolute path)`: the launch runs that very file.
@@ -151,6 +154,7 @@ impl RemoteRuntime {
             copies: Vec::new(),
             deferred: Vec::new(),
             report: RequirementReport::default(),
+            run_id: None,
             assets: Vec::new(),
             runner_path: std::sync::Mutex::new(None),
         })
@@ -349,6 +353,7 @@ impl Runtime for RemoteRuntime {
     fn provision(&mut self, run_id: &str) -> Result<Provision> {
         let template =
             self.template.clone().ok_or_else(|| EngineError::message("The sandbox template is not prepared"))?;
+        self.run_id = Some(run_id.to_owned());
         let labels = labels(run_id, &self.workbench);
         let spec = SandboxSpec {
             template: template.reference.clone(),
@@ -442,6 +447,10 @@ impl Runtime for RemoteRuntime {
 
     fn retrieve_stage(&mut self, relative: &str, into: &Path) -> Result<()> {
         collect::turn_stage(self, relative, into)
+    }
+
+    fn keep_for_recovery(&mut self, reason: &str) -> Option<super::Kept> {
+        self.keep(reason)
     }
 
     fn sandbox_report(&self) -> Option<SandboxInfo> {

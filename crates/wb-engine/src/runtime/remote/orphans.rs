@@ -1,7 +1,8 @@
 //! Sandboxes whose run is gone: a run whose supervisor was killed leaves its sandbox to the service's lease.
 //! `clean` finds them by the labels every sandbox carries and destroys them, but only those of runs this
 //! Workbench home knows and that no longer run (ended, or lost): a sandbox labelled with a run this home has
-//! no record of may be another machine's live run on the same account, and is never touched.
+//! no record of may be another machine's live run on the same account, and is never touched; nor is a sandbox
+//! kept behind a recovery checkpoint.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,6 +43,8 @@ pub fn orphans(home: &Path, inherited: &BTreeMap<String, String>, apply: bool) -
         .into_iter()
         .filter(|record| !record.state().is_live())
         .filter(|record| record.elapsed_since_start().is_some_and(|age| age <= LOOK_BACK))
+        // A sandbox kept for a recovery goes only with `--recover` or `--discard-recovery`.
+        .filter(|record| !matches!(super::recovery::load(home, &record.run_id), Ok(Some(_)) | Err(_)))
         .collect();
     // The providers drive their calls with `Handle::block_on`, which needs a runtime with its own workers.
     let Ok(tokio) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() else {

@@ -179,6 +179,12 @@ pub trait Service: Sync {
         let _ = requirements;
         ResourceRequest::default()
     }
+    /// True when a failed collection keeps the sandbox (paused where the service can) behind a private recovery
+    /// checkpoint instead of destroying it (E2B, as the outcomes contract says); false: cleanup destroys it as on
+    /// every other path (Daytona).
+    fn keeps_recovery(&self) -> bool {
+        false
+    }
     /// A client for the service, configured from `env` (keys, base URLs), its calls driven on `handle`. A
     /// missing key is reported by [`SandboxProvider::check_credentials`], not here.
     fn connect(&self, env: &ProviderEnv, handle: tokio::runtime::Handle) -> Result<Box<dyn SandboxProvider>>;
@@ -226,4 +232,16 @@ pub trait SandboxProvider: Send {
     fn reclaim(&mut self, labels: &BTreeMap<String, String>) -> Result<usize>;
     /// The ids of the sandboxes carrying all of `labels` (none without labels: never every sandbox).
     fn find(&mut self, labels: &BTreeMap<String, String>) -> Result<Vec<String>>;
+    /// Pauses sandbox `id` so it keeps its state without running: true when it is paused now, false when it
+    /// already was. Only a service that [`Service::keeps_recovery`] can.
+    fn pause(&mut self, id: &str) -> Result<bool> {
+        Err(crate::error::EngineError::message(format!("This service cannot pause sandbox {id}")))
+    }
+    /// A handle on the existing sandbox `id`, never another: resumed when paused, kept for at least `lease`.
+    fn reconnect(&mut self, id: &str, lease: Duration) -> Result<Box<dyn Sandbox>> {
+        let _ = lease;
+        Err(crate::error::EngineError::message(format!("This service cannot reconnect to sandbox {id}")))
+    }
+    /// Destroys sandbox `id` (idempotent: a sandbox that is gone is not an error).
+    fn destroy(&mut self, id: &str) -> Result<()>;
 }

@@ -94,6 +94,9 @@ pub struct WorkingCopy {
     dir: tempfile::TempDir,
     /// The sandbox's baseline commit.
     pub baseline: Option<String>,
+    /// Where the staged archive is kept in the sandbox, and its SHA-256, for a recovery
+    /// ([`super::recovery`]); `None` where the service keeps no recoveries.
+    pub kept_archive: Option<(String, String)>,
 }
 
 /// Where working copies live under the Workbench home: private, and swept of the copies of runs that were
@@ -116,7 +119,7 @@ impl WorkingCopy {
             .tempdir_in(&parent)
             .map_err(|e| EngineError::io("cannot create a working copy", e))?;
         archive::unpack(&staged.archive, dir.path(), false)?;
-        Ok(WorkingCopy { host: host.to_path_buf(), target: target.to_owned(), dir, baseline: None })
+        Ok(WorkingCopy { host: host.to_path_buf(), target: target.to_owned(), dir, baseline: None, kept_archive: None })
     }
 
     pub fn path(&self) -> &Path {
@@ -143,22 +146,23 @@ pub fn sweep_abandoned(parent: &Path) {
 }
 
 impl RemoteRuntime {
-    /// Uploads one archive and unpacks it at `target` (created, owned by the sandbox's default user).
-    fn stage_archive(&self, index: usize, bytes: &[u8], target: &str, read_only: bool) -> Result<()> {
+    /// Uploads one archive and unpacks it at `target` (created, owned by the sandbox's default user). The
+    /// uploaded archive is removed, or with `keep` left where it was uploaded (its path is returned).
+    fn stage_archive(&self, index: usize, bytes: &[u8], target: &str, read_only: bool, keep: bool) -> Result<String> {
         let upload = format!("/tmp/workbench-input-{index}.tar.gz");
         self.sandbox()?.upload(&upload, bytes).map_err(|e| {
             EngineError::message(format!("Failed to stage {} runtime asset: {target}: {e}", self.title()))
         })?;
-        let mut script = format!(
-            "set -e; mkdir -p {t}; tar -xzf {u} -C {t} --no-same-owner; rm -f {u}",
-            t = quote(target),
-            u = quote(&upload)
-        );
+        let mut script =
+            format!("set -e; mkdir -p {t}; tar -xzf {u} -C {t} --no-same-owner", t = quote(target), u = quote(&upload));
+        if !keep {
+            script.push_str(&format!("; rm -f {}", quote(&upload)));
+        }
         if read_only {
             script.push_str(&format!("; chmod -R a-w {}", quote(target)));
         }
-        self.run_checked(&format!("Failed to stage {} runtime asset: {target}", self.title()), &script, User::Default)
-            .map(|_| ())
+        self.run_checked(&format!("Failed to stage {} runtime asset: {target}", self.title()), &script, User::Default)?;
+        Ok(upload)
     }
 
     /// Creates the sandbox's directories as root and gives them to the default user (the reference falls back
@@ -198,10 +202,17 @@ impl RemoteRuntime {
             };
             let staged = pack(self.title(), &mount.host, &paths)?;
             files += staged.files;
-            self.stage_archive(index, &staged.archive, &target, mount.read_only)?;
-            if is_workspace && !mount.read_only {
+            let writable = is_workspace && !mount.read_only;
+            // A service that keeps recoveries keeps what a writable workspace started from in the sandbox.
+            let keep = writable && self.service.keeps_recovery();
+            let uploaded = self.stage_archive(index, &staged.archive, &target, mount.read_only, keep)?;
+            if writable {
                 let mut copy = WorkingCopy::create(&home, &mount.host, &target, &staged)?;
                 copy.baseline = Some(self.baseline_commit(&target)?);
+                if keep {
+                    self.keep_staged_archive(&uploaded)?;
+                    copy.kept_archive = Some((uploaded, wb_outcomes::sha256_hex(&staged.archive)));
+                }
                 copies.push(copy);
             }
         }
