@@ -246,6 +246,12 @@ pub fn run_dir(home: &Path, run_id: &str) -> PathBuf {
     home.join("runs").join(run_id)
 }
 
+/// The claim on a run to adopt ([`RunLog::claim`]), held until the adopting process ends.
+pub struct Claim(nix::fcntl::Flock<fs::File>);
+
+/// The lock file an adoption holds in the run's directory.
+const ADOPT_LOCK: &str = "adopt.lock";
+
 /// The run being logged: its log file (append only) and its record.
 pub struct RunLog {
     dir: PathBuf,
@@ -254,6 +260,8 @@ pub struct RunLog {
     written: Option<Instant>,
     /// The first failure to write the log or the record; the run goes on, and it is said after the run.
     failure: Option<String>,
+    /// An adopted run's lock (`adopt.lock`, an exclusive `flock`): one process adopts it, however many try.
+    _adoption: Option<nix::fcntl::Flock<fs::File>>,
 }
 
 impl RunLog {
@@ -267,9 +275,66 @@ impl RunLog {
             .mode(0o600)
             .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
             .open(dir.join(EVENTS_FILE))?;
-        let mut log = RunLog { dir, file, record, written: None, failure: None };
+        let mut log = RunLog { dir, file, record, written: None, failure: None, _adoption: None };
         log.write_record()?;
         Ok(log)
+    }
+
+    /// Claims a run whose supervisor died, for this process to adopt: refused while its supervisor lives or
+    /// another process holds the claim (until that process ends).
+    pub fn claim(home: &Path, run_id: &str) -> std::io::Result<Claim> {
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(run_dir(home, run_id).join(ADOPT_LOCK))?;
+        let claim = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|_| std::io::Error::other(format!("run {run_id} is being adopted by another process")))?;
+        let record = read_record(home, run_id)?;
+        if record.owner_alive() {
+            return Err(std::io::Error::other(format!("run {run_id} still has its supervisor")));
+        }
+        if record.ended_at.is_some() || record.state() != RunState::Lost {
+            return Err(std::io::Error::other(format!("run {run_id} has ended")));
+        }
+        Ok(Claim(claim))
+    }
+
+    /// Opens the log of a run whose supervisor died, for this process to carry on (an adoption): the record
+    /// names this process as the run's owner and says it runs again; a last line the dead supervisor left half
+    /// written is cut off. Returns the log and the sequence of the last event in it (0: none).
+    pub fn reopen(home: &Path, run_id: &str, claim: Claim) -> std::io::Result<(RunLog, u64)> {
+        let dir = run_dir(home, run_id);
+        let mut record = read_record(home, run_id)?;
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(dir.join(EVENTS_FILE))?;
+        let mut text = Vec::new();
+        (&mut file).take(1 << 30).read_to_end(&mut text)?;
+        let complete = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        if complete < text.len() {
+            file.set_len(complete as u64)?;
+        }
+        file.seek(std::io::SeekFrom::End(0))?;
+        let last = text[..complete]
+            .split(|b| *b == b'\n')
+            .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+            .filter_map(|event| event.get("sequence").and_then(Value::as_u64))
+            .max()
+            .unwrap_or(0);
+        let pid = std::process::id();
+        record.pid = pid;
+        record.pid_start = process_start(pid);
+        record.status = RunStatus::Running;
+        record.ended_at = None;
+        record.message = None;
+        let mut log = RunLog { dir, file, record, written: None, failure: None, _adoption: Some(claim.0) };
+        log.write_record()?;
+        Ok((log, last))
     }
 
     pub fn record(&self) -> &RunRecord {

@@ -170,10 +170,19 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
     let progress =
         wb_engine::lifecycle::Progress(Arc::new(|message: &str| say(&Control::Progress(message.to_owned()))));
-    let options = options(request, progress, &cancel);
+    let mut options = options(request, progress, &cancel);
+    // An adopted run emits nothing for what its log holds: it is started once its log carries on here.
+    let adopted = Arc::new(AtomicBool::new(false));
+    if options.adopt.is_some() {
+        let told = Arc::clone(&adopted);
+        options.on_adopted = Some(wb_engine::lifecycle::Progress(Arc::new(move |run_id: &str| {
+            told.store(true, Ordering::SeqCst);
+            say(&Control::Started { run_id: run_id.to_owned() });
+        })));
+    }
     let mut started = false;
     let mut emit = |event: &wb_engine::events::Event| {
-        if !started {
+        if !started && !adopted.load(Ordering::SeqCst) {
             started = true;
             say(&Control::Started { run_id: event.run_id.clone() });
         }

@@ -137,6 +137,8 @@ fn json_output_has_one_shape_for_the_preview_and_the_removal() {
             "bytes": run_bytes + outcome_bytes,
             // No service's key is set here: no sandbox is looked for.
             "sandboxes": [],
+            // No sandbox is kept for a recovery.
+            "recoveries": [],
         })
     );
     assert_eq!(run_bytes, 7);

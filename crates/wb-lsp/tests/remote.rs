@@ -82,6 +82,18 @@ case "$task" in
     touch /tmp/hanging
     sleep 300
     ;;
+  adopt)
+    # Output before its supervisor dies, while nobody follows, and after the adoption.
+    emit "one"
+    emit "two"
+    while [ ! -e /tmp/go ]; do sleep 0.1; done
+    emit "three"
+    printf '# Adopted\n' > README.md
+    echo "artifact" > "$WORKBENCH_OUTPUT_DIR/result.txt"
+    touch /tmp/three
+    while [ ! -e /tmp/go2 ]; do sleep 0.1; done
+    emit "four"
+    ;;
   session-*)
     # A session's turn: what the last turn left in OpenCode's data, the outbox as the turn found it, the arguments.
     mkdir -p "$XDG_DATA_HOME/opencode"
@@ -1188,4 +1200,118 @@ fn daytona_a_failed_collection_deletes_the_sandbox() {
     assert!(failed["data"].get("recovery").is_none(), "{failed}");
     assert!(setup.service.live().is_empty(), "the sandbox outlived a failed collection");
     assert!(!setup.world.home.join(".workbench/recovery").exists());
+}
+
+impl Service {
+    /// The root directory of sandbox `id` on this machine.
+    fn root(&self, id: &str) -> std::path::PathBuf {
+        match self {
+            Service::E2b(fake) => fake.sandbox(id).unwrap().root.path().to_path_buf(),
+            Service::Daytona(fake) => fake.sandbox_root(id).unwrap().path().to_path_buf(),
+        }
+    }
+}
+
+/// The events a run's log holds.
+fn logged(setup: &Setup, run_id: &str) -> Vec<Value> {
+    let path = setup.world.home.join(format!(".workbench/runs/{run_id}/events.ndjson"));
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A remote run whose supervisor is SIGKILLed is lost; `attach` adopts it: the sandbox found by the run's
+/// labels, the runner followed again with its output from the first byte, only the events the log lacks
+/// logged (the output made while nobody followed included), then collection, the outcome and the destroy as
+/// for any run. Every event is in the log exactly once, in sequence.
+fn adopted_after_the_supervisor_dies(kind: Kind) {
+    let setup = setup(kind);
+    let work = setup.world.work.display().to_string();
+    let mut args: Vec<&str> = setup.args("run", Some("adopt"), &work).into_iter().filter(|a| *a != "--json").collect();
+    args.push("--detach");
+    let output = setup.wb(&args);
+    assert_eq!(output.code, 0, "{output:?}");
+    let run_id = output.stdout.trim().to_owned();
+    wait_for("the second line", || texts(&logged(&setup, &run_id)).contains(&"two".to_owned()));
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/run.json"))).unwrap(),
+    )
+    .unwrap();
+    let supervisor = i32::try_from(record["pid"].as_u64().unwrap()).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(supervisor), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_for("the supervisor's end", || run_state(&setup, &run_id) == "lost");
+    let live = setup.service.live();
+    assert_eq!(live.len(), 1, "the sandbox lives on: {live:?}");
+    let before = logged(&setup, &run_id).len();
+
+    // The runner goes on while nobody follows it.
+    let root = setup.service.root(&live[0]);
+    std::fs::write(root.join("tmp/go"), "").unwrap();
+    wait_for("the runner's third line", || root.join("tmp/three").exists());
+    assert_eq!(logged(&setup, &run_id).len(), before, "nobody logs while the run is lost");
+
+    let mut attach = setup.command();
+    attach.args(["attach", "--json", &run_id]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = attach.spawn().unwrap();
+    // "three" may be held back until the next text (it could begin a bound value): the adoption shows in the
+    // run's record, which names a live owner again.
+    wait_for("the adoption", || run_state(&setup, &run_id) == "running");
+    std::fs::write(root.join("tmp/go2"), "").unwrap();
+    let code = wait_exit(&mut child);
+    let mut printed = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut printed).unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code, 0, "attach: {stderr}");
+    assert!(stderr.contains("adopting it"), "{stderr}");
+
+    let events = logged(&setup, &run_id);
+    let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>(), "every event once, in order: {events:#?}");
+    assert_eq!(texts(&events), ["one", "two", "three", "four"], "{events:#?}");
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types.iter().filter(|t| **t == "run.started").count(), 1);
+    assert_eq!(types[types.len() - 2..], ["outcome.available", "run.completed"], "{types:?}");
+    // What attach printed is the log, whole.
+    let shown: Vec<Value> = printed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert_eq!(shown.len(), events.len(), "{printed}");
+
+    // The outcome holds the runner's work, against what was staged.
+    let outcome_id = events[events.len() - 2]["data"]["outcome_id"].as_str().unwrap().to_owned();
+    let shown = setup.wb(&["outcome", &outcome_id, "--json"]);
+    let outcome: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(outcome["receipt"]["state"], "pending");
+    let paths: Vec<&str> = outcome["outcome"]["changesets"][0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert_eq!(paths, ["README.md"], "{outcome}");
+    assert_eq!(outcome["outcome"]["artifacts"][0]["path"], "result.txt");
+    wait_for("the sandbox's destroy", || setup.service.live().is_empty());
+    assert_eq!(run_state(&setup, &run_id), "completed");
+}
+
+/// What `runs --all` says of run `run_id`.
+fn run_state(setup: &Setup, run_id: &str) -> String {
+    let listed: Value = serde_json::from_str(&setup.wb(&["runs", "--all", "--json"]).stdout).unwrap();
+    let record = listed.as_array().unwrap().iter().find(|r| r["run_id"] == run_id).cloned().unwrap_or_default();
+    record["state"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn e2b_a_run_whose_supervisor_died_is_adopted() {
+    adopted_after_the_supervisor_dies(Kind::E2b);
+}
+
+#[test]
+fn daytona_a_run_whose_supervisor_died_is_adopted() {
+    adopted_after_the_supervisor_dies(Kind::Daytona);
 }

@@ -98,6 +98,9 @@ struct Build {
 struct Process {
     bwrap_pid: Option<u32>,
     stdin: Option<tokio::process::ChildStdin>,
+    /// Every event after `start` (data, end), for `Connect` streams: as in envd, a client that connects gets
+    /// the events from then on, none from before.
+    events: tokio::sync::broadcast::Sender<Bytes>,
 }
 
 /// One live sandbox.
@@ -661,6 +664,7 @@ async fn envd(
     match (method, path) {
         ("GET", "/health") => empty(204),
         ("POST", "/process.Process/Start") => start(shared, sandbox, headers, &body).await,
+        ("POST", "/process.Process/Connect") => connect_process(&sandbox, headers, &body),
         ("POST", "/process.Process/SendSignal") => {
             let Some(pid) = pid_of(&json_body) else {
                 return connect_error(400, "invalid_argument", "pid is required");
@@ -831,8 +835,9 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, headers: &HeaderMap, 
     };
     let pid = 100 + shared.next();
     let child_stdin = spawned.child.stdin.take();
+    let (events, _) = tokio::sync::broadcast::channel::<Bytes>(1024);
     if let Ok(mut processes) = sandbox.processes.lock() {
-        processes.insert(pid, Process { bwrap_pid: spawned.child.id(), stdin: child_stdin });
+        processes.insert(pid, Process { bwrap_pid: spawned.child.id(), stdin: child_stdin, events: events.clone() });
     }
     let hang = shared.faults().hang_start;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
@@ -849,7 +854,8 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, headers: &HeaderMap, 
         let _ = tx.send(Ok(envelope(0, &json!({"event": {"keepalive": {}}})))).await;
         let pump = |reader: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>,
                     key: &'static str,
-                    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>| async move {
+                    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+                    events: tokio::sync::broadcast::Sender<Bytes>| async move {
             let Some(mut reader) = reader else { return };
             let mut buffer = vec![0u8; 16 * 1024];
             while let Ok(n) = reader.read(&mut buffer).await {
@@ -857,7 +863,9 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, headers: &HeaderMap, 
                     break;
                 }
                 let data = base64::engine::general_purpose::STANDARD.encode(&buffer[..n]);
-                let _ = tx.send(Ok(envelope(0, &json!({"event": {"data": {key: data}}})))).await;
+                let message = envelope(0, &json!({"event": {"data": {key: data}}}));
+                let _ = events.send(message.clone());
+                let _ = tx.send(Ok(message)).await;
             }
         };
         let keepalive = {
@@ -875,11 +883,13 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, headers: &HeaderMap, 
             stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
             "stdout",
             tx.clone(),
+            events.clone(),
         );
         let err = pump(
             stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
             "stderr",
             tx.clone(),
+            events.clone(),
         );
         tokio::join!(out, err);
         let status = child.wait().await;
@@ -901,8 +911,67 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, headers: &HeaderMap, 
             Some(code) => json!({"exitCode": code, "exited": true, "status": format!("exit status {code}")}),
             None => json!({"exitCode": -1, "exited": false, "status": "signal: killed"}),
         };
-        let _ = tx.send(Ok(envelope(0, &json!({"event": {"end": end}})))).await;
+        let end = envelope(0, &json!({"event": {"end": end}}));
+        let _ = events.send(end.clone());
+        let _ = tx.send(Ok(end)).await;
         let _ = tx.send(Ok(envelope(2, &json!({})))).await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/connect+json")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| empty(500))
+}
+
+/// `process.Process/Connect` (`packages/envd/internal/services/process/connect.go`): a running process's
+/// events from now on (`start{pid}`, then data and its end); an unknown pid is `not_found`.
+fn connect_process(sandbox: &FakeSandbox, headers: &HeaderMap, body: &[u8]) -> Response {
+    let Some(request) = first_envelope(body) else {
+        return connect_error(400, "invalid_argument", "no request envelope");
+    };
+    let pid =
+        request.get("process").and_then(|p| p.get("pid")).and_then(|p| p.as_u64().or_else(|| p.as_str()?.parse().ok()));
+    let Some(pid) = pid else { return connect_error(400, "invalid_argument", "process.pid is required") };
+    let subscribed = sandbox.processes.lock().ok().and_then(|p| p.get(&pid).map(|process| process.events.subscribe()));
+    let Some(mut events) = subscribed else {
+        return connect_error(404, "not_found", &format!("process with pid {pid} not found"));
+    };
+    let keepalive_every = headers
+        .get("keepalive-ping-interval")
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .map_or(Duration::from_secs(90), Duration::from_secs);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    tokio::spawn(async move {
+        let _ = tx.send(Ok(envelope(0, &json!({"event": {"start": {"pid": pid}}})))).await;
+        loop {
+            let message = tokio::select! {
+                message = events.recv() => message,
+                () = tokio::time::sleep(keepalive_every) => {
+                    if tx.send(Ok(envelope(0, &json!({"event": {"keepalive": {}}})))).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            match message {
+                Ok(message) => {
+                    let end = String::from_utf8_lossy(&message).contains("\"end\"");
+                    if tx.send(Ok(message)).await.is_err() {
+                        return;
+                    }
+                    if end {
+                        let _ = tx.send(Ok(envelope(2, &json!({})))).await;
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                    let _ = tx.send(Err(std::io::Error::other("the process is gone"))).await;
+                    return;
+                }
+            }
+        }
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
     Response::builder()

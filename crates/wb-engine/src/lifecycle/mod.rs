@@ -88,6 +88,14 @@ pub struct Options {
     /// Run only, with `session`: the session this one resumes (`resume`): its conversation and its files carry on.
     #[serde(default)]
     pub resume_from: Option<String>,
+    /// Run only: take over this remote run, whose supervisor died, instead of starting one (`attach`): its
+    /// sandbox and runner are found again and its log carries on.
+    #[serde(default)]
+    pub adopt: Option<String>,
+    /// With `adopt`: told the run's id once its log carries on in this process (no event is emitted for what
+    /// the log already holds, so this is how the supervisor knows the run is its own).
+    #[serde(skip)]
+    pub on_adopted: Option<Progress>,
 }
 
 /// How a session waits between turns.
@@ -144,8 +152,11 @@ fn redactor(prepared: &Prepared) -> Redactor {
 
 /// Dry run and run need a task; smoke and build do not.
 fn require_task(options: &Options) -> Result<()> {
-    // A resumed session may start idle, waiting for `send`.
-    if options.resume_from.is_none() && options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+    // A resumed session may start idle, waiting for `send`; an adopted run's task was given to its first supervisor.
+    if options.resume_from.is_none()
+        && options.adopt.is_none()
+        && options.task.as_deref().is_none_or(|t| t.trim().is_empty())
+    {
         return Err(EngineError::message("This run mode requires a non-empty task"));
     }
     Ok(())

@@ -13,7 +13,7 @@ use crate::error::{EngineError, Result};
 use crate::events::new_run_id;
 use crate::requirements::RequirementReport;
 use crate::routing::{self, Authentication, ModelRoute};
-use crate::runtime::{self, Preflight, PreflightRequest, Provision, Runtime};
+use crate::runtime::{self, Preflight, PreflightRequest, Preparation, Provision, Runtime};
 use crate::source::{self, Package};
 
 /// A package bound and staged, ready to launch. Dropping it removes the staged files.
@@ -42,6 +42,8 @@ pub struct Prepared {
     pub working_copies: Vec<(PathBuf, PathBuf)>,
     /// A resumed session: the conversation id its predecessor kept (`Options::resume_from`).
     pub resumed_conversation: Option<String>,
+    /// An adopted run (`Options::adopt`): its runner as found again, launched by the supervisor that died.
+    pub(super) adopted: Option<crate::runtime::Launched>,
     pub(super) stage: Option<Stage>,
 }
 
@@ -272,7 +274,8 @@ pub(super) fn prepare_package(
     require_variables(&package, &env)?;
     let mcps = select_mcps(&package, &env)?;
     let (route, authentication, unselected) = choose_route(&package, catalog, &runner, &env, options)?;
-    let run_id = new_run_id();
+    let adopting = options.adopt.clone().filter(|_| purpose == Purpose::Run);
+    let run_id = adopting.clone().unwrap_or_else(new_run_id);
     let outbox = options.workbench_home().join("runs").join(&run_id).join("outbox");
     let stage = Stage::create(options, purpose)?;
     let task = options.task.clone().unwrap_or_default();
@@ -309,15 +312,28 @@ pub(super) fn prepare_package(
         .collect();
     let mut disabled_mcps = mcps.disabled;
     disabled_mcps.extend(translation.disabled_mcps.iter().cloned());
-    let preparation = runtime.prepare(&package, view.mounts)?;
-    // A remote runtime's sandbox is billed: a run that cannot authenticate never creates one.
-    if purpose == Purpose::Run && runtime.placement() == runtime::Placement::Sandbox && !authentication.ready {
-        return Err(needs_authentication(&authentication));
-    }
-    let provision = if purpose == Purpose::DryRun { Provision::default() } else { runtime.provision(&run_id)? };
+    // An adopted run's runtime is found again as its supervisor left it: nothing is prepared or checked anew.
+    let (preparation, provision, adopted) = match &adopting {
+        Some(id) => {
+            let (provision, launched) = runtime.adopt(&package, id)?;
+            (Preparation::default(), provision, Some(launched))
+        }
+        None => {
+            let preparation = runtime.prepare(&package, view.mounts)?;
+            // A remote runtime's sandbox is billed: a run that cannot authenticate never creates one.
+            if purpose == Purpose::Run && runtime.placement() == runtime::Placement::Sandbox && !authentication.ready {
+                return Err(needs_authentication(&authentication));
+            }
+            let provision =
+                if purpose == Purpose::DryRun { Provision::default() } else { runtime.provision(&run_id)? };
+            (preparation, provision, None)
+        }
+    };
     let requirements = provision.requirements.unwrap_or(requirements);
-    let (preflight, preflight_problems) =
-        preflight(runtime.as_ref(), &package, &runner, adapter.executable(), options, purpose)?;
+    let (preflight, preflight_problems) = match adopted {
+        Some(_) => (Preflight::default(), Vec::new()),
+        None => preflight(runtime.as_ref(), &package, &runner, adapter.executable(), options, purpose)?,
+    };
     warnings.extend(requirements.unchecked.iter().map(|unchecked| format!("requirement not checked: {unchecked}")));
     if purpose == Purpose::Run && !authentication.ready {
         return Err(needs_authentication(&authentication));
@@ -343,6 +359,7 @@ pub(super) fn prepare_package(
         plan: preparation.plan,
         working_copies: provision.working_copies,
         resumed_conversation,
+        adopted,
         stage: Some(stage),
     })
 }

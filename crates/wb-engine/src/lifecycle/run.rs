@@ -104,17 +104,50 @@ pub fn run(
     emit: &mut dyn FnMut(&Event),
 ) -> Result<RunResult> {
     require_task(options)?;
+    if options.adopt.is_some() && options.session.is_some() {
+        return Err(EngineError::message("A session cannot be adopted: resume it instead"));
+    }
     let started = Instant::now();
     let mut options = options.clone();
     options.cancel = Some(Arc::clone(&cancel));
     let options = &options;
+    // An adopted run is claimed before its sandbox is touched: one process adopts it.
+    let claim = match &options.adopt {
+        Some(id) => Some(
+            RunLog::claim(&options.workbench_home(), id)
+                .map_err(|error| EngineError::message(format!("Cannot adopt run {id}: {error}")))?,
+        ),
+        None => None,
+    };
     let mut prepared = prepare_one(fs, options, catalog, Purpose::Run)?;
-    let mut log = RunLog::create(&options.workbench_home(), record(&prepared, options))
-        .map_err(|error| EngineError::io(format!("Cannot create the log of run {}", prepared.run_id), error))?;
+    // An adopted run's log carries on: the events its runner's output gives again up to the last one logged
+    // are already there, and are neither logged nor emitted twice.
+    let (mut log, logged_through) = match (&options.adopt, claim) {
+        (Some(id), Some(claim)) => RunLog::reopen(&options.workbench_home(), id, claim)
+            .map_err(|error| EngineError::io(format!("Cannot open the log of run {id}"), error))?,
+        _ => {
+            let log = RunLog::create(&options.workbench_home(), record(&prepared, options))
+                .map_err(|error| EngineError::io(format!("Cannot create the log of run {}", prepared.run_id), error))?;
+            (log, 0)
+        }
+    };
+    if let (Some(id), Some(adopted)) = (&options.adopt, &options.on_adopted) {
+        (adopted.0)(id);
+    }
+    // A remote run can be adopted should its supervisor die: what it was started with is kept for that.
+    if prepared.runtime.placement() == crate::runtime::Placement::Sandbox
+        && options.adopt.is_none()
+        && let Err(error) = crate::sessions::save_options(&options.workbench_home(), &prepared.run_id, options)
+    {
+        prepared.warnings.push(format!("The run cannot be adopted should its supervisor die: {error}"));
+    }
     let limits = Limits::start(options, Arc::clone(&cancel));
     let redactor = super::redactor(&prepared);
     let stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
     let mut logged = |event: &Event| {
+        if event.sequence <= logged_through {
+            return;
+        }
         // The terminal event says what the run cost: the sum of the runner's reports, null when it made none.
         let event = match event.kind.as_str() {
             "run.completed" | "run.failed" | "run.cancelled" => {
@@ -230,9 +263,12 @@ fn execute(
     let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.working_copies);
     let Turns { ending, terminal, final_text, cancelled } = match options.session {
         None => {
-            let launched = match prepared.runtime.launch(&prepared.translation) {
-                Ok(launched) => launched,
-                Err(error) => return fail(events, error.to_string()),
+            let launched = match prepared.adopted.take() {
+                Some(adopted) => adopted,
+                None => match prepared.runtime.launch(&prepared.translation) {
+                    Ok(launched) => launched,
+                    Err(error) => return fail(events, error.to_string()),
+                },
             };
             events.send(Translated::new("run.ready", json!({})));
             let (ending, terminal, state) = one_turn(prepared, launched, stops, events);

@@ -224,6 +224,12 @@ pub trait Runtime: Send {
     fn retrieve_stage(&mut self, _relative: &str, _into: &std::path::Path) -> Result<()> {
         Ok(())
     }
+    /// Takes over run `run_id` of `package` whose supervisor died, instead of preparing, provisioning and
+    /// launching: what provision would have made, and the runner as launched, its output from the start.
+    fn adopt(&mut self, package: &Package, run_id: &str) -> Result<(Provision, Launched)> {
+        let _ = (package, run_id);
+        Err(EngineError::message(format!("A run on {} cannot be adopted", self.name())))
+    }
     /// The final collection failed: a runtime whose service keeps recoveries keeps the sandbox (paused) behind a
     /// private checkpoint instead of destroying it at cleanup, and says so. `reason`: the collection's error.
     fn keep_for_recovery(&mut self, _reason: &str) -> Option<Kept> {

@@ -99,6 +99,13 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     let home = supervisor::home()?;
     let record = resolve(&home, &args.run.run)?;
     let json = args.json;
+    // A remote run whose supervisor died is taken over by a new one: its sandbox and runner live on.
+    if record.state() == RunState::Lost
+        && adoptable(&home, &record)
+        && let Some(code) = adopt(&home, &record)?
+    {
+        return Ok(code);
+    }
     let ended =
         supervisor::follow(&home, &record.run_id, None, &mut |event| super::execute::print_logged(event, json))?;
     Ok(match ended {
@@ -109,6 +116,28 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
         }
         Followed::Stopped | Followed::Reached => ExitCode::from(124),
     })
+}
+
+/// Whether `record` is a remote run (not a session) whose runner was launched in a sandbox.
+fn adoptable(home: &std::path::Path, record: &RunRecord) -> bool {
+    !record.session && matches!(wb_engine::runtime::remote::adopt::load(home, &record.run_id), Ok(Some(_)))
+}
+
+/// Starts a supervisor that adopts the lost run `record`; `Some(exit code)` when it could not.
+fn adopt(home: &std::path::Path, record: &RunRecord) -> anyhow::Result<Option<ExitCode>> {
+    let mut options = wb_engine::sessions::load_options(home, &record.run_id)
+        .with_context(|| format!("cannot read what run {} was started with", record.run_id))?;
+    options.adopt = Some(record.run_id.clone());
+    options.home = Some(home.to_path_buf());
+    eprintln!("Run {} lost its supervisor: adopting it", record.run_id);
+    let starting = supervisor::spawn(&options)?;
+    match starting.wait_started(&mut |message| eprintln!("{}", printable(message)))? {
+        supervisor::Start::Started { .. } => Ok(None),
+        supervisor::Start::Failed(failure) => {
+            eprintln!("error: cannot adopt run {}: {}", record.run_id, printable(&failure.message));
+            Ok(Some(ExitCode::from(1)))
+        }
+    }
 }
 
 pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {

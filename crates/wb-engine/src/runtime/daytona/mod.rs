@@ -222,6 +222,25 @@ impl Daytona {
         };
         Ok(Box::new(toolbox::DaytonaSandbox::new(self.shared.clone(), &started, &toolbox)))
     }
+
+    async fn reconnect_async(&self, id: &str) -> Result<Box<dyn Sandbox>> {
+        let api = &self.shared.api;
+        let dto = api.get(id).await?;
+        if dto.id != id {
+            return Err(EngineError::message(format!("Daytona answered for sandbox {id} with sandbox {}", dto.id)));
+        }
+        if dto.state.as_deref() != Some("started") {
+            return Err(EngineError::message(format!(
+                "Daytona sandbox {id} is {}, not started",
+                dto.state.as_deref().unwrap_or("in an unknown state")
+            )));
+        }
+        let toolbox = match dto.toolbox_proxy_url.clone().filter(|u| !u.trim().is_empty()) {
+            Some(url) => url,
+            None => api.toolbox_url(id).await?,
+        };
+        Ok(Box::new(toolbox::DaytonaSandbox::new(self.shared.clone(), &dto, &toolbox)))
+    }
 }
 
 impl SandboxProvider for Daytona {
@@ -292,6 +311,13 @@ impl SandboxProvider for Daytona {
     fn reclaim(&mut self, labels: &BTreeMap<String, String>) -> Result<usize> {
         self.require_key()?;
         self.shared.handle.block_on(self.reclaim_async(labels))
+    }
+
+    fn reconnect(&mut self, id: &str, lease: Duration) -> Result<Box<dyn Sandbox>> {
+        self.require_key()?;
+        let sandbox = self.shared.handle.block_on(self.reconnect_async(id))?;
+        sandbox.extend_lease(lease)?;
+        Ok(sandbox)
     }
 
     fn destroy(&mut self, id: &str) -> Result<()> {

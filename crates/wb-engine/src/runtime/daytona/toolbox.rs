@@ -231,24 +231,32 @@ impl DaytonaSandbox {
                 return Err(error);
             }
         };
+        Ok(self.follow(session, cmd_id, env.map(|e| e.dir)))
+    }
+
+    /// Follows command `cmd_id` of `session` from its first byte of output to its end (a started command, or
+    /// one started by a process that died: [`Sandbox::reattach`]).
+    fn follow(&self, session: String, cmd_id: String, env_dir: Option<String>) -> RemoteProcess {
         let control = Arc::new(Control { killed: AtomicBool::new(false), wake: Notify::new() });
         let (out_tx, out_rx) = tokio::sync::mpsc::channel(STREAM_CAPACITY);
         let (err_tx, err_rx) = tokio::sync::mpsc::channel(STREAM_CAPACITY);
         let (exit_tx, exit_rx) = mpsc::channel();
+        let handle = serde_json::json!({"session": session, "command": cmd_id, "env_dir": env_dir});
         let poller = Poller {
             sandbox: self.clone_handle(),
             session: session.clone(),
             cmd_id,
             control: control.clone(),
-            env_dir: env.map(|e| e.dir),
+            env_dir,
         };
         self.shared.handle.spawn(poller.run(out_tx, err_tx, exit_tx));
-        Ok(RemoteProcess {
+        RemoteProcess {
             stdout: Box::new(ChannelReader::new(out_rx)),
             stderr: Box::new(ChannelReader::new(err_rx)),
             exit: exit_rx,
             killer: Box::new(SessionKiller { sandbox: self.clone_handle(), session, control, done: false }),
-        })
+            handle,
+        }
     }
 
     /// `POST process/session` then `POST process/session/{sid}/exec`: the command's id.
@@ -335,6 +343,14 @@ impl Sandbox for DaytonaSandbox {
 
     fn start(&self, command: &str, options: &CommandOptions) -> Result<RemoteProcess> {
         self.shared.handle.block_on(self.start_async(command, options))
+    }
+
+    fn reattach(&self, handle: &serde_json::Value) -> Result<RemoteProcess> {
+        let text = |key: &str| handle.get(key).and_then(serde_json::Value::as_str).map(str::to_owned);
+        let (Some(session), Some(command)) = (text("session"), text("command")) else {
+            return Err(EngineError::message(format!("Not a Daytona session command: {handle}")));
+        };
+        Ok(self.follow(session, command, text("env_dir")))
     }
 
     fn upload(&self, path: &str, bytes: &[u8]) -> Result<()> {

@@ -38,6 +38,7 @@ use crate::runtime::remote::http::{self, Call, Failure, HttpError, Transport};
 use crate::runtime::remote::provider::{
     CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, User,
 };
+use crate::runtime::remote::shell::quote;
 
 /// The envd port.
 pub const ENVD_PORT: u16 = 49983;
@@ -51,6 +52,8 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 const CHANNEL_CHUNKS: usize = 256;
 /// The stream path.
 const START: &str = "/process.Process/Start";
+/// The stream that follows a running process again.
+const CONNECT: &str = "/process.Process/Connect";
 
 /// The envd base URL of a sandbox.
 pub fn envd_url(sandbox_url: Option<&str>, domain: &str, id: &str) -> String {
@@ -132,21 +135,37 @@ impl Envd {
                 map.insert("cwd".to_owned(), json!(cwd));
             }
         }
-        let body = Bytes::from(connect::encode(
-            connect::DATA,
-            json!({"process": process, "stdin": false}).to_string().as_bytes(),
-        ));
+        self.stream(START, &json!({"process": process, "stdin": false}), options).await
+    }
+
+    /// Opens a `process.Process/Connect` stream to the running process `pid` (its events from now on) and
+    /// reads up to its `start{pid}`.
+    async fn connect(&self, pid: u64) -> Result<ServerStream> {
+        let (started, stream) =
+            self.stream(CONNECT, &json!({"process": {"pid": pid}}), &CommandOptions::default()).await?;
+        if started != pid {
+            return Err(EngineError::message(format!(
+                "{} {CONNECT} to process {pid} answered for process {started}",
+                self.service()
+            )));
+        }
+        Ok(stream)
+    }
+
+    /// Opens the server stream `rpc` with `request` and reads up to its `start{pid}`.
+    async fn stream(
+        &self,
+        rpc: &'static str,
+        request: &Value,
+        options: &CommandOptions,
+    ) -> Result<(u64, ServerStream)> {
+        let body = Bytes::from(connect::encode(connect::DATA, request.to_string().as_bytes()));
         let limits = self.transport.limits();
         let keepalive = limits.keepalive.as_secs().max(1).to_string();
-        let url = format!("{}{START}", self.base);
+        let url = format!("{}{rpc}", self.base);
         let service = self.service();
-        let call = Call {
-            service: &service,
-            method: reqwest::Method::POST,
-            url: &url,
-            shown: START,
-            deadline: limits.request,
-        };
+        let call =
+            Call { service: &service, method: reqwest::Method::POST, url: &url, shown: rpc, deadline: limits.request };
         let build = |request| {
             let mut request = self
                 .headers(request, options.user)
@@ -402,51 +421,25 @@ impl Sandbox for E2bSandbox {
     }
 
     fn start(&self, command: &str, options: &CommandOptions) -> Result<RemoteProcess> {
-        let (pid, mut stream) = self.handle.block_on(self.envd.start(command, options))?;
+        // envd keeps no output of a process nobody follows: the runner's stdout is also appended to a file, so a
+        // supervisor that takes the run over ([`Sandbox::reattach`]) reads it from the first byte.
+        let output = format!("/tmp/workbench-output-{}", wb_outcomes::random_hex(16));
+        let command = if options.reattachable {
+            format!(
+                "if command -v tee >/dev/null 2>&1; then exec > >(tee -a {o}; : > {o}.done); fi; {command}",
+                o = quote(&output)
+            )
+        } else {
+            command.to_owned()
+        };
+        let (pid, stream) = self.handle.block_on(self.envd.start(&command, options))?;
         let (stdout_tx, stdout_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
         let (stderr_tx, stderr_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
         let (exit_tx, exit_rx) = std::sync::mpsc::channel::<crate::runtime::Exit>();
-        let (killed_tx, mut killed_rx) = tokio::sync::watch::channel(false);
-        let silence = self.envd.transport.limits().silence;
-        let silent = self.envd.silent();
+        let (killed_tx, killed_rx) = tokio::sync::watch::channel(false);
+        let limits = (self.envd.transport.limits().silence, self.envd.silent());
         self.handle.spawn(async move {
-            let killed = async {
-                while !*killed_rx.borrow_and_update() {
-                    if killed_rx.changed().await.is_err() {
-                        std::future::pending::<()>().await;
-                    }
-                }
-                tokio::time::sleep(KILL_GRACE).await;
-            };
-            tokio::pin!(killed);
-            let code = loop {
-                let message = tokio::select! {
-                    message = tokio::time::timeout(silence, stream.next()) => message,
-                    () = &mut killed => break crate::runtime::Exit::code(None),
-                };
-                // A half-open connection delivers nothing, not even the keepalives asked for: it is dead.
-                let Ok(message) = message else { break crate::runtime::Exit::unknown(silent) };
-                match message {
-                    Ok(Some(message)) => match event(&message) {
-                        Event::Stdout(bytes) => {
-                            let _ = stdout_tx.send(Bytes::from(bytes)).await;
-                        }
-                        Event::Stderr(bytes) => {
-                            let _ = stderr_tx.send(Bytes::from(bytes)).await;
-                        }
-                        Event::End(code) => break crate::runtime::Exit::code(code),
-                        _ => {}
-                    },
-                    Ok(None) => {
-                        break crate::runtime::Exit::unknown(
-                            "the sandbox's process stream ended without an exit status",
-                        );
-                    }
-                    Err(error) => {
-                        break crate::runtime::Exit::unknown(format!("the sandbox's process stream broke: {error}"));
-                    }
-                }
-            };
+            let code = follow(stream, Some((&stdout_tx, &stderr_tx)), killed_rx, limits).await;
             drop(stdout_tx);
             drop(stderr_tx);
             let _ = exit_tx.send(code);
@@ -462,6 +455,64 @@ impl Sandbox for E2bSandbox {
                 killed: killed_tx,
                 done: false,
             }),
+            handle: if options.reattachable { json!({"pid": pid, "output": output}) } else { Value::Null },
+        })
+    }
+
+    fn reattach(&self, handle: &Value) -> Result<RemoteProcess> {
+        let pid = handle.get("pid").and_then(Value::as_u64);
+        let output = handle.get("output").and_then(Value::as_str).filter(|o| o.starts_with("/tmp/workbench-output-"));
+        let (Some(pid), Some(output)) = (pid, output) else {
+            return Err(EngineError::message(format!("Not an E2B runner process: {handle}")));
+        };
+        let o = quote(output);
+        let present = self.run(&format!("test -f {o}"), &CommandOptions::default())?;
+        if !present.success() {
+            return Err(EngineError::message(format!(
+                "The runner's output was not kept in sandbox {} (the image has no tee)",
+                self.envd.id
+            )));
+        }
+        // The runner's end from envd when it still runs; once it has ended nobody can know its exit status.
+        let connected = self.handle.block_on(self.envd.connect(pid)).ok();
+        // Its output from the file, from the first byte, until the writer (tee) has ended and all is read: by
+        // size, so no byte is read twice or missed whatever the timing.
+        let tail = format!(
+            "sent=0; while :; do finished=0; [ -e {o}.done ] && finished=1; size=$(stat -c %s {o}); \
+             if [ \"$size\" -gt \"$sent\" ]; then tail -c +$((sent + 1)) {o} | head -c $((size - sent)); sent=$size; \
+             elif [ \"$finished\" = 1 ]; then exit 0; fi; sleep 0.2; done"
+        );
+        let (_, output_stream) = self.handle.block_on(self.envd.start(&tail, &CommandOptions::default()))?;
+        let (stdout_tx, stdout_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+        let (stderr_tx, stderr_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<crate::runtime::Exit>();
+        let (killed_tx, killed_rx) = tokio::sync::watch::channel(false);
+        let limits = (self.envd.transport.limits().silence, self.envd.silent());
+        self.handle.spawn(async move {
+            let output = follow(output_stream, Some((&stdout_tx, &stderr_tx)), killed_rx.clone(), limits.clone());
+            let end = async {
+                match connected {
+                    Some(stream) => follow(stream, None, killed_rx, limits).await,
+                    None => crate::runtime::Exit::unknown("the runner ended while no supervisor followed it"),
+                }
+            };
+            let (_, code) = tokio::join!(output, end);
+            drop(stdout_tx);
+            drop(stderr_tx);
+            let _ = exit_tx.send(code);
+        });
+        Ok(RemoteProcess {
+            stdout: Box::new(ChannelReader::new(stdout_rx)),
+            stderr: Box::new(ChannelReader::new(stderr_rx)),
+            exit: exit_rx,
+            killer: Box::new(E2bKiller {
+                envd: self.envd.clone(),
+                handle: self.handle.clone(),
+                pid,
+                killed: killed_tx,
+                done: false,
+            }),
+            handle: handle.clone(),
         })
     }
 
@@ -480,6 +531,51 @@ impl Sandbox for E2bSandbox {
         self.handle.block_on(self.api.kill(&self.envd.id))?;
         self.destroyed.store(true, Ordering::SeqCst);
         Ok(())
+    }
+}
+
+/// Follows a process stream to its end: its output into `output` (stdout, stderr; `None`: dropped), and how it
+/// ended. `killed` set: given up after a grace period. `(silence, why)`: a stream silent that long is dead.
+async fn follow(
+    mut stream: ServerStream,
+    output: Option<(&tokio::sync::mpsc::Sender<Bytes>, &tokio::sync::mpsc::Sender<Bytes>)>,
+    mut killed_rx: tokio::sync::watch::Receiver<bool>,
+    (silence, silent): (Duration, String),
+) -> crate::runtime::Exit {
+    let killed = async {
+        while !*killed_rx.borrow_and_update() {
+            if killed_rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        tokio::time::sleep(KILL_GRACE).await;
+    };
+    tokio::pin!(killed);
+    loop {
+        let message = tokio::select! {
+            message = tokio::time::timeout(silence, stream.next()) => message,
+            () = &mut killed => return crate::runtime::Exit::code(None),
+        };
+        // A half-open connection delivers nothing, not even the keepalives asked for: it is dead.
+        let Ok(message) = message else { return crate::runtime::Exit::unknown(silent) };
+        match message {
+            Ok(Some(message)) => match (event(&message), output) {
+                (Event::Stdout(bytes), Some((stdout, _))) => {
+                    let _ = stdout.send(Bytes::from(bytes)).await;
+                }
+                (Event::Stderr(bytes), Some((_, stderr))) => {
+                    let _ = stderr.send(Bytes::from(bytes)).await;
+                }
+                (Event::End(code), _) => return crate::runtime::Exit::code(code),
+                _ => {}
+            },
+            Ok(None) => {
+                return crate::runtime::Exit::unknown("the sandbox's process stream ended without an exit status");
+            }
+            Err(error) => {
+                return crate::runtime::Exit::unknown(format!("the sandbox's process stream broke: {error}"));
+            }
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //!   working copies, so the outcome (receipt `pending`) is computed by the same code as every other.
 //! - `cleanup`: the sandbox destroyed, on every path, idempotently.
 
+pub mod adopt;
 pub mod archive;
 mod collect;
 pub mod http;
@@ -417,8 +418,9 @@ impl Runtime for RemoteRuntime {
         // Stdin is empty and closed: a runner that reads piped stdin (OpenCode appends it to the prompt) must not
         // wait on a service's session input, which Daytona never closes.
         let command = format!("cd {} && exec {} < /dev/null", quote(&cwd), shell::command_line(&words));
-        let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None };
+        let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None, reattachable: true };
         let process = self.sandbox()?.start(&command, &options)?;
+        self.record_attachment(process.handle.clone());
         self.keep_alive();
         Ok(Launched {
             stdout: Some(process.stdout),
@@ -447,6 +449,10 @@ impl Runtime for RemoteRuntime {
 
     fn retrieve_stage(&mut self, relative: &str, into: &Path) -> Result<()> {
         collect::turn_stage(self, relative, into)
+    }
+
+    fn adopt(&mut self, package: &Package, run_id: &str) -> Result<(Provision, Launched)> {
+        self.adopt_run(&package.name, run_id)
     }
 
     fn keep_for_recovery(&mut self, reason: &str) -> Option<super::Kept> {

@@ -103,6 +103,9 @@ pub struct CommandOptions {
     pub user: User,
     /// `None`: no limit (the runner); otherwise the provider gives up (and says so) after it.
     pub timeout: Option<Duration>,
+    /// A started command (the runner) whose output another process may have to follow again from its first
+    /// byte ([`Sandbox::reattach`]): a service that keeps no output of a process nobody follows (E2B) keeps it.
+    pub reattachable: bool,
 }
 
 /// A command run to completion.
@@ -138,6 +141,8 @@ pub struct RemoteProcess {
     /// sandbox died). A dropped sender also means the end cannot be known.
     pub exit: mpsc::Receiver<crate::runtime::Exit>,
     pub killer: Box<dyn Killer>,
+    /// The service's handle on the process, for [`Sandbox::reattach`] by another process (`Null`: none).
+    pub handle: serde_json::Value,
 }
 
 /// One sandbox of a service.
@@ -153,6 +158,12 @@ pub trait Sandbox: Send + Sync {
     fn upload(&self, path: &str, bytes: &[u8]) -> Result<()>;
     /// Reads the file at the absolute sandbox path; more than `limit` bytes is an error naming the limit.
     fn download(&self, path: &str, limit: u64) -> Result<Vec<u8>>;
+    /// Follows again the process [`RemoteProcess::handle`] names (started by a process that died): its output
+    /// from the first byte, then as it comes, and its end.
+    fn reattach(&self, handle: &serde_json::Value) -> Result<RemoteProcess> {
+        let _ = handle;
+        Err(crate::error::EngineError::message("This service cannot follow a process again".to_owned()))
+    }
     /// Destroys the sandbox. Idempotent: a sandbox that is already gone is not an error.
     fn destroy(&self) -> Result<()>;
     /// Extends the sandbox's life: the service now ends it `lease` from now (never later), as long as the run

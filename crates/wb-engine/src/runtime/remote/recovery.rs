@@ -17,9 +17,8 @@ use serde::{Deserialize, Serialize};
 use wb_manifest::Access;
 use wb_outcomes::{Completeness, Outcome, Receipt};
 
-use super::provider::{Service, TRANSFER_LIMIT, User};
+use super::provider::{Service, User};
 use super::shell::quote;
-use super::staging::{Staged, WorkingCopy};
 use super::{RemoteRuntime, SandboxInfo, collect, paths};
 use crate::bindings::BoundWorkspace;
 use crate::error::{EngineError, Result};
@@ -138,7 +137,7 @@ fn remove(home: &Path, run_id: &str) -> Result<()> {
 }
 
 /// The named workspace a sandbox target is (`/workspaces/<name>`), `None` for the primary one.
-fn workspace_name(target: &str) -> Option<String> {
+pub(super) fn workspace_name(target: &str) -> Option<String> {
     target.strip_prefix(&format!("{}/", paths::WORKSPACES)).map(str::to_owned)
 }
 
@@ -151,20 +150,7 @@ impl RemoteRuntime {
         }
         let sandbox = self.sandbox.clone()?;
         let run_id = self.run_id.clone()?;
-        let workspaces = self
-            .copies
-            .iter()
-            .map(|copy| {
-                Some(KeptWorkspace {
-                    host: copy.host.clone(),
-                    name: workspace_name(&copy.target),
-                    target: copy.target.clone(),
-                    baseline: copy.baseline.clone()?,
-                    archive: copy.kept_archive.as_ref()?.0.clone(),
-                    archive_sha256: copy.kept_archive.as_ref()?.1.clone(),
-                })
-            })
-            .collect::<Option<Vec<_>>>()?;
+        let workspaces = super::adopt::kept_workspaces(self)?;
         // The lease is no longer extended: a sandbox that cannot be paused ends with it.
         self.keeper = None;
         let id = sandbox.id().to_owned();
@@ -204,7 +190,7 @@ impl RemoteRuntime {
         })
     }
 
-    /// The staged archive of a writable workspace stays in the sandbox for a recovery: root's, read-only, in the
+    /// The staged archive of a writable workspace stays in the sandbox for a recovery or an adoption: root's, read-only, in the
     /// sticky `/tmp` (an agent running as the default user can neither change nor remove it; whatever it does,
     /// the recovery checks the archive's digest).
     pub(super) fn keep_staged_archive(&self, archive: &str) -> Result<()> {
@@ -284,24 +270,12 @@ pub fn recover(home: &Path, inherited: &BTreeMap<String, String>, run_id: &str) 
 /// The working copies rebuilt from the kept archives, the sandbox's changes and outbox brought into them, and
 /// the outcome committed.
 fn collect_kept(runtime: &mut RemoteRuntime, home: &Path, checkpoint: &Checkpoint) -> Result<(Outcome, Receipt)> {
-    let mut workspaces = Vec::new();
-    for (index, kept) in checkpoint.workspaces.iter().enumerate() {
-        let readable = format!("/tmp/workbench-recovery-{index}.tar.gz");
-        let script = format!("set -e; cp {} {r}; chmod 0444 {r}", quote(&kept.archive), r = quote(&readable));
-        runtime.run_checked(&format!("The staged archive of {} is gone", kept.target), &script, User::Root)?;
-        let bytes = runtime.sandbox()?.download(&readable, TRANSFER_LIMIT)?;
-        if wb_outcomes::sha256_hex(&bytes) != kept.archive_sha256 {
-            return Err(EngineError::staging(format!(
-                "The staged archive of {} was changed in sandbox {}: refusing to recover from it",
-                kept.target, checkpoint.sandbox_id
-            )));
-        }
-        let staged = Staged { archive: bytes, files: 0 };
-        let mut copy = WorkingCopy::create(home, &kept.host, &kept.target, &staged)?;
-        copy.baseline = Some(kept.baseline.clone());
-        runtime.copies.push(copy);
-        workspaces.push(BoundWorkspace { name: kept.name.clone(), path: kept.host.clone(), access: Access::ReadWrite });
-    }
+    super::adopt::rebuild_copies(runtime, home, &checkpoint.workspaces)?;
+    let workspaces: Vec<BoundWorkspace> = checkpoint
+        .workspaces
+        .iter()
+        .map(|kept| BoundWorkspace { name: kept.name.clone(), path: kept.host.clone(), access: Access::ReadWrite })
+        .collect();
     let copies: Vec<(PathBuf, PathBuf)> =
         runtime.copies.iter().map(|c| (c.host.clone(), c.path().to_path_buf())).collect();
     let baselines = crate::outcome::baseline(home, &workspaces, &copies);

@@ -95,7 +95,7 @@ pub struct WorkingCopy {
     /// The sandbox's baseline commit.
     pub baseline: Option<String>,
     /// Where the staged archive is kept in the sandbox, and its SHA-256, for a recovery
-    /// ([`super::recovery`]); `None` where the service keeps no recoveries.
+    /// ([`super::recovery`]) or an adoption ([`super::adopt`]).
     pub kept_archive: Option<(String, String)>,
 }
 
@@ -203,8 +203,9 @@ impl RemoteRuntime {
             let staged = pack(self.title(), &mount.host, &paths)?;
             files += staged.files;
             let writable = is_workspace && !mount.read_only;
-            // A service that keeps recoveries keeps what a writable workspace started from in the sandbox.
-            let keep = writable && self.service.keeps_recovery();
+            // What a writable workspace started from stays in the sandbox (a recovery or an adoption rebuilds
+            // the working copy from it).
+            let keep = writable;
             let uploaded = self.stage_archive(index, &staged.archive, &target, mount.read_only, keep)?;
             if writable {
                 let mut copy = WorkingCopy::create(&home, &mount.host, &target, &staged)?;

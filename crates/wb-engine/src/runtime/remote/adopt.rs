@@ -1,0 +1,179 @@
+//! Adopting a remote run whose supervisor died: the sandbox and the runner in it live on (the lease still
+//! runs), so a new supervisor can take the run over instead of leaving it lost.
+//!
+//! At launch the runtime writes `runs/<id>/remote.json` (0600): the service, the sandbox's id, each writable
+//! workspace (its baseline commit and the digest of the staged archive kept in the sandbox) and the service's
+//! handle on the runner's process (Daytona: the session and command; E2B: the process and the file its output
+//! is also written to). [`RemoteRuntime::adopt`] finds the sandbox again by this run's labels (it must be the
+//! recorded one), rebuilds the working copies from the kept archives, and reattaches to the process with its
+//! output from the first byte; the run's lifecycle replays that output and logs only the events past the last
+//! one already in the log.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::provider::{TRANSFER_LIMIT, User};
+use super::recovery::KeptWorkspace;
+use super::shell::quote;
+use super::staging::{Staged, WorkingCopy};
+use super::{RemoteRuntime, SandboxInfo, labels};
+use crate::error::{EngineError, Result};
+use crate::runtime::{Handle, Launched, Provision};
+
+/// The file in a run's directory.
+const ATTACHMENT_FILE: &str = "remote.json";
+
+/// What a new supervisor needs to take a remote run over.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub service: String,
+    pub sandbox_id: String,
+    pub workspaces: Vec<KeptWorkspace>,
+    /// The service's handle on the runner's process ([`super::provider::Sandbox::reattach`] reads it).
+    pub process: serde_json::Value,
+}
+
+fn attachment_path(home: &Path, run_id: &str) -> PathBuf {
+    crate::runs::run_dir(home, run_id).join(ATTACHMENT_FILE)
+}
+
+/// The attachment of `run_id`, or `None` when its runner was never launched in a sandbox.
+pub fn load(home: &Path, run_id: &str) -> Result<Option<Attachment>> {
+    let path = attachment_path(home, run_id);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(EngineError::io(format!("cannot read {}", path.display()), e)),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| EngineError::message(format!("{} is not a remote run's attachment: {e}", path.display())))
+}
+
+/// Each writable workspace as a recovery or an adoption finds it again.
+pub(super) fn kept_workspaces(runtime: &RemoteRuntime) -> Option<Vec<KeptWorkspace>> {
+    runtime
+        .copies
+        .iter()
+        .map(|copy| {
+            let (archive, archive_sha256) = copy.kept_archive.clone()?;
+            Some(KeptWorkspace {
+                host: copy.host.clone(),
+                name: super::recovery::workspace_name(&copy.target),
+                target: copy.target.clone(),
+                baseline: copy.baseline.clone()?,
+                archive,
+                archive_sha256,
+            })
+        })
+        .collect()
+}
+
+/// The working copies of `kept`, rebuilt from the archives kept in the sandbox: each is refused unless its
+/// SHA-256 is the one recorded when it was staged.
+pub(super) fn rebuild_copies(runtime: &mut RemoteRuntime, home: &Path, kept: &[KeptWorkspace]) -> Result<()> {
+    let id = runtime.sandbox()?.id().to_owned();
+    for (index, workspace) in kept.iter().enumerate() {
+        let readable = format!("/tmp/workbench-kept-{index}.tar.gz");
+        let script = format!("set -e; cp {} {r}; chmod 0444 {r}", quote(&workspace.archive), r = quote(&readable));
+        runtime.run_checked(&format!("The staged archive of {} is gone", workspace.target), &script, User::Root)?;
+        let bytes = runtime.sandbox()?.download(&readable, TRANSFER_LIMIT)?;
+        let _ = runtime.run_checked("cleanup", &format!("rm -f {}", quote(&readable)), User::Root);
+        if wb_outcomes::sha256_hex(&bytes) != workspace.archive_sha256 {
+            return Err(EngineError::staging(format!(
+                "The staged archive of {} was changed in sandbox {id}: refusing to use it",
+                workspace.target
+            )));
+        }
+        let staged = Staged { archive: bytes, files: 0 };
+        let mut copy = WorkingCopy::create(home, &workspace.host, &workspace.target, &staged)?;
+        copy.baseline = Some(workspace.baseline.clone());
+        copy.kept_archive = Some((workspace.archive.clone(), workspace.archive_sha256.clone()));
+        runtime.copies.push(copy);
+    }
+    Ok(())
+}
+
+impl RemoteRuntime {
+    /// Writes the run's attachment once its runner is launched (a failure is said, the run goes on: it only
+    /// cannot be adopted).
+    pub(super) fn record_attachment(&self, process: serde_json::Value) {
+        let (Some(run_id), Some(sandbox)) = (&self.run_id, &self.sandbox) else { return };
+        let Some(workspaces) = kept_workspaces(self) else { return };
+        let attachment =
+            Attachment { service: self.name().to_owned(), sandbox_id: sandbox.id().to_owned(), workspaces, process };
+        let path = attachment_path(&self.setup.home, run_id);
+        let written = serde_json::to_vec_pretty(&attachment)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| wb_outcomes::write_atomic(&path, &bytes, wb_outcomes::FileMode::Exactly(0o600)));
+        if let Err(error) = written {
+            self.report_progress(&format!("The run cannot be adopted should its supervisor die: {error}"));
+        }
+    }
+
+    /// Takes over `run_id` of `workbench`: the sandbox found by the run's labels (it must be the one recorded at
+    /// launch), the working copies rebuilt, the runner's process reattached with its output from the start.
+    pub(super) fn adopt_run(&mut self, workbench: &str, run_id: &str) -> Result<(Provision, Launched)> {
+        let adopted = self.take_over(workbench, run_id);
+        if adopted.is_err() {
+            // An adoption that failed leaves the sandbox as it found it (cleanup would destroy it): the run can
+            // be adopted again, or `clean` reclaims it.
+            self.keeper = None;
+            self.sandbox = None;
+        }
+        adopted
+    }
+
+    fn take_over(&mut self, workbench: &str, run_id: &str) -> Result<(Provision, Launched)> {
+        let home = self.setup.home.clone();
+        let attachment = load(&home, run_id)?.ok_or_else(|| {
+            EngineError::message(format!("Run {run_id} cannot be adopted: its runner was never launched in a sandbox"))
+        })?;
+        if attachment.service != self.name() {
+            return Err(EngineError::message(format!(
+                "Run {run_id} ran on {}, not {}",
+                attachment.service,
+                self.name()
+            )));
+        }
+        self.workbench = workbench.to_owned();
+        self.run_id = Some(run_id.to_owned());
+        let title = self.title();
+        let found = self.provider()?.find(&labels(run_id, workbench))?;
+        if found != [attachment.sandbox_id.clone()] {
+            return Err(EngineError::message(format!(
+                "Run {run_id} cannot be adopted: {title} has {} for its labels, not its sandbox {}",
+                if found.is_empty() { "no sandbox".to_owned() } else { format!("sandboxes {}", found.join(", ")) },
+                attachment.sandbox_id
+            )));
+        }
+        let lease = self.lease;
+        let sandbox = self.provider()?.reconnect(&attachment.sandbox_id, lease)?;
+        if sandbox.id() != attachment.sandbox_id {
+            return Err(EngineError::message(format!(
+                "{title} gave sandbox {} for sandbox {}",
+                sandbox.id(),
+                attachment.sandbox_id
+            )));
+        }
+        self.sandbox = Some(std::sync::Arc::from(sandbox));
+        self.info = Some(SandboxInfo {
+            provider: self.name().to_owned(),
+            id: attachment.sandbox_id.clone(),
+            template: String::new(),
+            destroyed: false,
+        });
+        self.report_progress(&format!("Adopting {title} sandbox {}", attachment.sandbox_id));
+        rebuild_copies(self, &home, &attachment.workspaces)?;
+        let process = self.sandbox()?.reattach(&attachment.process)?;
+        self.keep_alive();
+        let working_copies = self.copies.iter().map(|c| (c.host.clone(), c.path().to_path_buf())).collect();
+        let launched = Launched {
+            stdout: Some(process.stdout),
+            stderr: Some(process.stderr),
+            handle: Handle::Remote { exit: process.exit, killer: process.killer },
+        };
+        Ok((Provision { requirements: None, working_copies }, launched))
+    }
+}
