@@ -542,3 +542,39 @@ fn a_paused_sandbox_is_reconnected_by_its_id_only() {
     assert_eq!(created, after, "no sandbox is created by a reconnect");
     assert_eq!(s.fake.sandboxes().len(), 1);
 }
+
+/// A runner started to be followed again ([`CommandOptions::reattachable`]) is followed by another client from
+/// its first byte (its stdout kept in a file, read back by size) to its end (envd's `Connect`, whose request is
+/// the official SDK's `commands.connect`); an ordinary start leaves nothing to reattach to.
+#[test]
+fn a_runner_is_followed_again_from_its_first_byte() {
+    let mut s = setup();
+    let built = s.e2b.prepare_template(&image_request(None), &quiet).expect("image");
+    let sandbox = s.e2b.create(&spec(&built.reference, "wb_reattach")).expect("create");
+    let plain = sandbox.start("echo plain", &options()).expect("start");
+    assert_eq!(plain.handle, serde_json::Value::Null);
+    let _ = plain.exit.recv_timeout(Duration::from_secs(10));
+
+    let reattachable = CommandOptions { reattachable: true, ..options() };
+    let mut first = sandbox.start("echo one; sleep 1; echo two", &reattachable).expect("start");
+    let mut line = String::new();
+    std::io::BufReader::new(&mut first.stdout).read_line(&mut line).expect("line");
+    assert_eq!(line, "one\n");
+    let handle = first.handle.clone();
+    drop(first);
+    s.fake.clear_requests();
+    let mut again = sandbox.reattach(&handle).expect("reattach");
+    let mut all = String::new();
+    again.stdout.read_to_string(&mut all).expect("output");
+    assert_eq!(all, "one\ntwo\n", "the whole output, once");
+    assert_eq!(again.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Exit::code(Some(0)));
+
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/wire/e2b-sdk.jsonl");
+    let sdk = wire::read(&fixture).expect("fixture");
+    let theirs = sdk.iter().find(|e| e["path"] == "/process.Process/Connect").expect("the SDK's connect");
+    let requests = s.fake.requests();
+    let ours = requests.iter().find(|r| r.path == "/process.Process/Connect").expect("our connect");
+    assert_eq!(&wire::entry(ours, s.fake.api_key()), theirs);
+    // An unknown handle is refused, never guessed at.
+    assert!(sandbox.reattach(&serde_json::json!({"pid": 1, "output": "/etc/passwd"})).is_err());
+}

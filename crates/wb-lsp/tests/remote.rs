@@ -1230,7 +1230,7 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 /// labels, the runner followed again with its output from the first byte, only the events the log lacks
 /// logged (the output made while nobody followed included), then collection, the outcome and the destroy as
 /// for any run. Every event is in the log exactly once, in sequence.
-fn adopted_after_the_supervisor_dies(kind: Kind) {
+fn adopted_after_the_supervisor_dies(kind: Kind, ended_while_lost: bool) {
     let setup = setup(kind);
     let work = setup.world.work.display().to_string();
     let mut args: Vec<&str> = setup.args("run", Some("adopt"), &work).into_iter().filter(|a| *a != "--json").collect();
@@ -1256,20 +1256,28 @@ fn adopted_after_the_supervisor_dies(kind: Kind) {
     wait_for("the runner's third line", || root.join("tmp/three").exists());
     assert_eq!(logged(&setup, &run_id).len(), before, "nobody logs while the run is lost");
 
+    if ended_while_lost {
+        std::fs::write(root.join("tmp/go2"), "").unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let mut attach = setup.command();
     attach.args(["attach", "--json", &run_id]).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = attach.spawn().unwrap();
-    // "three" may be held back until the next text (it could begin a bound value): the adoption shows in the
-    // run's record, which names a live owner again.
-    wait_for("the adoption", || run_state(&setup, &run_id) == "running");
-    std::fs::write(root.join("tmp/go2"), "").unwrap();
+    if !ended_while_lost {
+        // "three" may be held back until the next text (it could begin a bound value): the adoption shows in
+        // the run's record, which names a live owner again.
+        wait_for("the adoption", || run_state(&setup, &run_id) == "running");
+        std::fs::write(root.join("tmp/go2"), "").unwrap();
+    }
     let code = wait_exit(&mut child);
     let mut printed = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut printed).unwrap();
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(code, 0, "attach: {stderr}");
     assert!(stderr.contains("adopting it"), "{stderr}");
+    // E2B cannot tell how a process nobody followed ended; Daytona keeps a session command's exit code.
+    let unknown_end = ended_while_lost && kind == Kind::E2b;
+    assert_eq!(code, if unknown_end { 1 } else { 0 }, "attach: {stderr}");
 
     let events = logged(&setup, &run_id);
     let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
@@ -1277,7 +1285,12 @@ fn adopted_after_the_supervisor_dies(kind: Kind) {
     assert_eq!(texts(&events), ["one", "two", "three", "four"], "{events:#?}");
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(types.iter().filter(|t| **t == "run.started").count(), 1);
-    assert_eq!(types[types.len() - 2..], ["outcome.available", "run.completed"], "{types:?}");
+    let terminal = if unknown_end { "run.failed" } else { "run.completed" };
+    assert_eq!(types[types.len() - 2..], ["outcome.available", terminal], "{types:?}");
+    if unknown_end {
+        let message = events[events.len() - 1]["data"]["message"].as_str().unwrap();
+        assert!(message.contains("ended while no supervisor followed it"), "{message}");
+    }
     // What attach printed is the log, whole.
     let shown: Vec<Value> = printed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert_eq!(shown.len(), events.len(), "{printed}");
@@ -1296,7 +1309,7 @@ fn adopted_after_the_supervisor_dies(kind: Kind) {
     assert_eq!(paths, ["README.md"], "{outcome}");
     assert_eq!(outcome["outcome"]["artifacts"][0]["path"], "result.txt");
     wait_for("the sandbox's destroy", || setup.service.live().is_empty());
-    assert_eq!(run_state(&setup, &run_id), "completed");
+    assert_eq!(run_state(&setup, &run_id), if unknown_end { "failed" } else { "completed" });
 }
 
 /// What `runs --all` says of run `run_id`.
@@ -1308,10 +1321,21 @@ fn run_state(setup: &Setup, run_id: &str) -> String {
 
 #[test]
 fn e2b_a_run_whose_supervisor_died_is_adopted() {
-    adopted_after_the_supervisor_dies(Kind::E2b);
+    adopted_after_the_supervisor_dies(Kind::E2b, false);
 }
 
 #[test]
 fn daytona_a_run_whose_supervisor_died_is_adopted() {
-    adopted_after_the_supervisor_dies(Kind::Daytona);
+    adopted_after_the_supervisor_dies(Kind::Daytona, false);
+}
+
+/// The runner ended while nobody followed it: its output is all logged once, its work collected.
+#[test]
+fn e2b_a_run_that_ended_while_lost_is_adopted() {
+    adopted_after_the_supervisor_dies(Kind::E2b, true);
+}
+
+#[test]
+fn daytona_a_run_that_ended_while_lost_is_adopted() {
+    adopted_after_the_supervisor_dies(Kind::Daytona, true);
 }

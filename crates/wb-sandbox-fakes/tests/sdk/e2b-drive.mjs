@@ -78,6 +78,16 @@ const streamed = await step('commands.run background + kill', async () => {
 });
 check(streamed.chunks.join('') === 'started\n' && streamed.killed === true, 'background output and kill', streamed);
 
+// A process followed again by another client (an adoption reattaches like this): its events from then on.
+const followed = await step('commands.connect', async () => {
+  const handle = await sbx.commands.run('sleep 1; echo later', { background: true, timeoutMs: 0 });
+  const chunks = [];
+  const again = await sbx.commands.connect(handle.pid, { timeoutMs: 0, onStdout: (d) => chunks.push(d) });
+  const end = await again.wait();
+  return { chunks, exitCode: end.exitCode };
+});
+check(followed.chunks.join('') === 'later\n' && followed.exitCode === 0, 'connect follows the process', followed);
+
 await step('files.write (octet stream)', () =>
   sbx.files.write('/tmp/transfer/data.bin', new Blob([Buffer.from('payload bytes')]).stream(), { useOctetStream: true }));
 const read = await step('files.read', () => sbx.files.read('/tmp/transfer/data.bin'));
