@@ -414,6 +414,18 @@ pub struct OutcomeArgs {
     /// With --apply: the primary workspace to apply to (default: the run's).
     #[arg(long, value_name = "DIR", requires = "apply")]
     pub workspace: Option<PathBuf>,
+    /// With --apply: take only these paths (`path`, or `name:path` in a named workspace), with the checks and
+    /// the crash safety of a whole apply; the receipt becomes `applied` once every path holds the outcome's
+    /// content.
+    #[arg(long, value_name = "PATH", num_args = 1.., requires = "apply")]
+    pub only: Vec<String>,
+    /// Print the changes as a unified diff: every file, or only these paths (`path`, `name:path`); paged like
+    /// `git diff` on a terminal.
+    #[arg(long, value_name = "PATH", num_args = 0.., conflicts_with_all = ["apply", "export", "recover", "json"])]
+    pub diff: Option<Vec<String>>,
+    /// With --diff: colour (auto: on a terminal, unless NO_COLOR is set).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, requires = "diff")]
+    pub color: ColorChoice,
     /// For a run whose collection failed with its sandbox kept (E2B): reconnect to that sandbox and collect a
     /// partial outcome. Otherwise: finish or roll back an application that was interrupted (a crash during
     /// --apply).

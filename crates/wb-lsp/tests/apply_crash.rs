@@ -715,3 +715,187 @@ fn random_kills_during_a_large_apply() {
     assert!(killed >= iterations / 3, "{killed} of {iterations} killed");
     assert!(partial > 0, "no kill landed among the installs");
 }
+
+/// The paths `--apply --only` takes in the partial tests: a modify, an add in new directories, a named
+/// workspace's modify.
+const SELECTED: [&str; 3] = ["a.txt", "new/deep/c.sh", "docs:guide.md"];
+
+impl World {
+    /// After a partial apply (or a kill during one): each selected target old or new (all new with `new`), every
+    /// other target old, the receipt the pending one byte for byte. Returns whether the selected are all new.
+    fn check_partial(&self, context: &str, new: Option<bool>) -> bool {
+        let mut selected_new = true;
+        for workspace in &self.workspaces {
+            let now = tree(&workspace.live);
+            for path in &workspace.targets {
+                let label = format!("{}{path}", workspace.label);
+                let state = now.get(path);
+                let (old, newer) = (workspace.old.get(path), workspace.new.get(path));
+                if SELECTED.contains(&label.as_str()) {
+                    assert!(state == old || state == newer, "{context}: {label} is {state:?}");
+                    selected_new &= state == newer;
+                } else {
+                    assert_eq!(state, old, "{context}: {label} was not selected but changed");
+                }
+            }
+        }
+        if let Some(new) = new {
+            assert_eq!(selected_new, new, "{context}: the selected paths");
+        }
+        assert_eq!(fs::read(self.outcome_dir().join("application.json")).unwrap(), self.receipt, "{context}");
+        let mut names: Vec<String> = fs::read_dir(self.outcome_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "taken.json")
+            .collect();
+        names.sort();
+        if new.is_some() {
+            assert_eq!(names, ["application.json", "outcome.json", "workspaces.json"], "{context}: leftovers");
+        }
+        selected_new
+    }
+
+    fn partial_args(&self) -> Vec<&'static str> {
+        let mut args = vec!["--apply", "--only"];
+        args.extend(SELECTED);
+        args
+    }
+}
+
+/// `--apply --only` killed at every step: each selected path is old or new, the rest old, the receipt still
+/// pending; `--recover` finishes a partial apply whose record of what was taken was written (its commit point)
+/// and rolls back any other. Then the selected paths are taken again, and a whole apply takes the rest: the
+/// receipt goes from `pending` to `applied`.
+#[test]
+fn a_kill_at_every_step_of_a_partial_apply_is_finished_or_rolled_back() {
+    let world = World::new(&specs());
+    let mut outcomes = BTreeSet::new();
+    for step in 0.. {
+        assert!(step < 1000, "the partial apply never completes");
+        world.reset();
+        let output = world.wb(&world.partial_args(), Some(step));
+        if output.status.success() {
+            world.check_partial(&format!("not killed at step {step}"), Some(true));
+            let taken: serde_json::Value =
+                serde_json::from_str(&fs::read_to_string(world.outcome_dir().join("taken.json")).unwrap()).unwrap();
+            let mut listed: Vec<&str> = taken["paths"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+            listed.sort_unstable();
+            let mut expected = SELECTED.to_vec();
+            expected.sort_unstable();
+            assert_eq!(listed, expected);
+            break;
+        }
+        let name = crash_step(&output, step);
+        let context = format!("partial apply killed at step {step} ({name})");
+        let was_new = world.check_partial(&context, None);
+        let recovered = world.wb(&["--recover"], None);
+        assert!(recovered.status.success(), "{context}: {}", describe(&recovered));
+        let committed = fs::read_to_string(world.outcome_dir().join("taken.json")).is_ok_and(|t| t.contains("a.txt"));
+        let now_new = world.check_partial(&context, Some(committed));
+        assert!(!was_new || now_new || !committed, "{context}");
+        outcomes.insert(now_new);
+        // Taken again (or unchanged), then the rest: the whole outcome applied.
+        let again = world.wb(&world.partial_args(), None);
+        assert!(again.status.success(), "{context}: {}", describe(&again));
+        world.check_partial(&context, Some(true));
+        let rest = world.wb(&["--apply"], None);
+        assert!(rest.status.success(), "{context}: {}", describe(&rest));
+        let receipt = world.receipt_value();
+        assert_eq!(receipt["state"], "applied", "{context}");
+        for workspace in &world.workspaces {
+            assert_eq!(tree(&workspace.live), workspace.new, "{context}: {}", workspace.label);
+        }
+    }
+    assert_eq!(outcomes, BTreeSet::from([false, true]), "both a rollback and a finished partial apply were seen");
+}
+
+/// A conflict on a path left out does not stop the selected ones; one on a selected path refuses before
+/// anything is written. A path the outcome does not change is refused. Taking every path one by one ends with
+/// the receipt `applied`.
+#[test]
+fn a_partial_apply_checks_only_what_it_takes() {
+    let world = World::new(&specs());
+    world.reset();
+    let primary = &world.workspaces[0].live;
+    fs::write(primary.join("sub/b.txt"), "edited by hand\n").unwrap();
+    let output = world.wb(&["--apply", "--only", "a.txt", "--json"], None);
+    assert!(output.status.success(), "{}", describe(&output));
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((result["applied"].as_u64(), result["application_state"].as_str()), (Some(1), Some("pending")));
+    assert_eq!(fs::read_to_string(primary.join("a.txt")).unwrap(), "A, edited\n");
+
+    let before = tree(primary);
+    let output = world.wb(&["--apply", "--only", "sub/b.txt", "new/deep/c.sh"], None);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("conflicts with current workspace content: sub/b.txt"));
+    assert_eq!(tree(primary), before, "a refused partial apply wrote something");
+    let output = world.wb(&["--apply", "--only", "keep.txt"], None);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("changes no such path: keep.txt"));
+
+    // The summary says what was taken while the receipt is pending.
+    let shown = world.wb(&[], None);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("M a.txt (taken)"), "{text}");
+    assert!(text.contains("M sub/b.txt\n"), "{text}");
+
+    // Put back, then every path one at a time: the last one makes the receipt applied.
+    fs::write(primary.join("sub/b.txt"), "b\n").unwrap();
+    let labels: Vec<String> =
+        world.workspaces.iter().flat_map(|w| w.targets.iter().map(move |t| format!("{}{t}", w.label))).collect();
+    for (index, label) in labels.iter().enumerate() {
+        let output = world.wb(&["--apply", "--only", label, "--json"], None);
+        assert!(output.status.success(), "{label}: {}", describe(&output));
+        let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let last = index + 1 == labels.len();
+        assert_eq!(result["application_state"], if last { "applied" } else { "pending" }, "{label}: {result}");
+    }
+    world.check_settled_new_with_taken();
+}
+
+impl World {
+    fn check_settled_new_with_taken(&self) {
+        for workspace in &self.workspaces {
+            assert_eq!(tree(&workspace.live), workspace.new, "{}", workspace.label);
+        }
+        let receipt = self.receipt_value();
+        assert_eq!(receipt["state"], "applied");
+        let errors: Vec<String> = receipt_schema().iter_errors(&receipt).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{receipt}: {errors:?}");
+    }
+}
+
+/// `--diff`: every file's unified diff, or only the paths asked for; coloured only when asked (the output is a
+/// pipe here, so never paged); a path the outcome does not change is refused.
+#[test]
+fn the_diff_shows_every_file_or_the_ones_asked_for() {
+    let world = World::new(&specs());
+    let all = world.wb(&["--diff"], None);
+    assert!(all.status.success(), "{}", describe(&all));
+    let text = String::from_utf8_lossy(&all.stdout);
+    for expected in [
+        "diff --git a/a.txt b/a.txt\n",
+        "-a\n+A, edited\n",
+        "old mode 100644\nnew mode 100755\n",
+        "Binary files a/big.bin and b/big.bin differ\n",
+        "# workspace docs\ndiff --git a/guide.md b/guide.md\n",
+        "deleted file mode 100644\n",
+    ] {
+        assert!(text.contains(expected), "{expected:?} missing from:\n{text}");
+    }
+    assert!(!text.contains('\x1b'), "coloured on a pipe");
+
+    let some = world.wb(&["--diff", "a.txt", "docs:guide.md"], None);
+    assert!(some.status.success(), "{}", describe(&some));
+    let text = String::from_utf8_lossy(&some.stdout);
+    let files: Vec<&str> = text.lines().filter(|l| l.starts_with("diff --git ")).collect();
+    assert_eq!(files, ["diff --git a/a.txt b/a.txt", "diff --git a/guide.md b/guide.md"], "{text}");
+
+    let coloured = world.wb(&["--diff", "a.txt", "--color", "always"], None);
+    let text = String::from_utf8_lossy(&coloured.stdout);
+    assert!(text.contains("\x1b[32m+A, edited\x1b[m"), "{text:?}");
+
+    let missing = world.wb(&["--diff", "nope.txt"], None);
+    assert_eq!(missing.status.code(), Some(1), "{}", describe(&missing));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("changes no such path: nope.txt"));
+}

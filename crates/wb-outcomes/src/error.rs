@@ -51,6 +51,8 @@ pub enum Error {
     /// Labels are `path` for the primary workspace and `name:path` for named ones.
     #[error("Outcome conflicts with current workspace content: {}", .0.join(", "))]
     Conflict(Vec<String>),
+    #[error("The outcome changes no such path: {0}")]
+    NotInOutcome(String),
     #[error("Workspace changed during outcome application: {0}")]
     ChangedDuring(String),
     #[error("Workspace changed after outcome installation: {0}")]

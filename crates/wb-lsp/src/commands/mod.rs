@@ -2,6 +2,7 @@
 
 mod check;
 mod clean;
+mod diff;
 mod doctor;
 mod execute;
 mod init;

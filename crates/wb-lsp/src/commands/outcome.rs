@@ -25,6 +25,24 @@ use crate::cli::OutcomeArgs;
 /// Exit 0 when done; 1 when the outcome refuses (not found, a conflict, busy, already present, an unsafe
 /// destination); 2 when the file system failed (the convention of every command: an I/O failure is exit 2).
 pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
+    if let Some(only) = &args.diff {
+        let diff = ContentStore::open(&wb_outcomes::default_home()).and_then(|store| {
+            let outcomes = OutcomeStore::new(&store);
+            let outcome = outcomes.load(&outcomes.resolve(&args.id)?)?;
+            super::diff::text(&store, &outcome, only)
+        });
+        return match diff {
+            Ok(text) => {
+                let text = if super::diff::colour(args.color) { super::diff::coloured(&text) } else { text };
+                super::diff::page(&text)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(error) => {
+                eprintln!("error: {}", printable(&error.to_string()));
+                Ok(ExitCode::from(if matches!(error, wb_outcomes::Error::Io { .. }) { 2 } else { 1 }))
+            }
+        };
+    }
     if let Some(result) = sandbox_recovery(args) {
         return match result {
             Ok(text) => {
@@ -99,7 +117,7 @@ fn sandbox_recovery(args: &OutcomeArgs) -> Option<wb_engine::Result<String>> {
                 printable(&recovered.sandbox_id),
                 recovered.outcome.id
             );
-            text.push_str(&summary(&recovered.outcome, &recovered.receipt));
+            text.push_str(&summary(&recovered.outcome, &recovered.receipt, &Default::default()));
             text
         };
         if !args.json {
@@ -125,11 +143,25 @@ fn execute(args: &OutcomeArgs) -> Result<String, wb_outcomes::Error> {
     }
     if args.apply {
         let workspace = args.workspace.as_deref().map(absolute).transpose()?;
-        let result = wb_outcomes::apply::apply_with_faults(&store, &outcome_id, workspace.as_deref(), faults())?;
-        return Ok(if args.json {
-            format!("{}\n", json!({"outcome_id": outcome_id, "applied": result.applied, "unchanged": result.unchanged}))
+        let result = if args.only.is_empty() {
+            wb_outcomes::apply::apply_with_faults(&store, &outcome_id, workspace.as_deref(), faults())?
         } else {
+            wb_outcomes::apply::apply_only_with_faults(&store, &outcome_id, workspace.as_deref(), &args.only, faults())?
+        };
+        let state = outcomes.receipt(&outcome_id)?.state;
+        return Ok(if args.json {
+            let value = json!({"outcome_id": outcome_id, "applied": result.applied, "unchanged": result.unchanged,
+                "application_state": state});
+            format!("{value}\n")
+        } else if args.only.is_empty() {
             format!("Applied outcome {outcome_id}: {}\n", applied_counts(result.applied, result.unchanged))
+        } else {
+            format!(
+                "Applied {} of outcome {outcome_id}: {} (the outcome is {})\n",
+                args.only.iter().map(|p| printable(p)).collect::<Vec<_>>().join(", "),
+                applied_counts(result.applied, result.unchanged),
+                wire_name(&state)
+            )
         });
     }
     if let Some(dest) = &args.export {
@@ -142,11 +174,12 @@ fn execute(args: &OutcomeArgs) -> Result<String, wb_outcomes::Error> {
     }
     let outcome = outcomes.load(&outcome_id)?;
     let receipt = outcomes.receipt(&outcome_id)?;
+    let taken = wb_outcomes::apply::taken(&store, &outcome_id)?;
     if args.json {
-        let value = json!({"outcome": outcome, "receipt": receipt});
+        let value = json!({"outcome": outcome, "receipt": receipt, "taken": taken});
         return Ok(format!("{value:#}\n"));
     }
-    Ok(summary(&outcome, &receipt))
+    Ok(summary(&outcome, &receipt, &taken))
 }
 
 /// No faults: an apply as it ships. A build with the `test-hooks` feature adds the crash test hook.
@@ -239,9 +272,9 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The summary of `wb-lsp outcome ID`: the lines `workbench.outcome` answers too.
-fn summary(outcome: &Outcome, receipt: &Receipt) -> String {
+fn summary(outcome: &Outcome, receipt: &Receipt, taken: &std::collections::BTreeSet<String>) -> String {
     let mut out = String::new();
-    for line in render::outcome::summary_lines(outcome, receipt) {
+    for line in render::outcome::summary_lines(outcome, receipt, taken) {
         out.push_str(&line.text);
         out.push('\n');
     }

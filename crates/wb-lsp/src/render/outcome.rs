@@ -53,8 +53,13 @@ pub(crate) fn changeset_label(changeset: &Changeset) -> String {
 
 /// The summary, line by line: the header (id, run, completeness, receipt state), the summary the runner wrote
 /// (continuation lines indented; none when it is empty), each changeset with its entries, the artifacts, the
-/// links and the warnings. Everything the runner chose is made printable.
-pub(crate) fn summary_lines(outcome: &Outcome, receipt: &Receipt) -> Vec<SummaryLine> {
+/// links and the warnings. Everything the runner chose is made printable. An entry taken on its own
+/// (`--apply --only`) while the receipt is still pending says so.
+pub(crate) fn summary_lines(
+    outcome: &Outcome,
+    receipt: &Receipt,
+    taken: &std::collections::BTreeSet<String>,
+) -> Vec<SummaryLine> {
     let mut lines = vec![SummaryLine::plain(format!(
         "Outcome {} (run {}, {}, {})",
         printable(&outcome.id),
@@ -83,7 +88,9 @@ pub(crate) fn summary_lines(outcome: &Outcome, receipt: &Receipt) -> Vec<Summary
                 Entry::Modify { .. } => 'M',
                 Entry::Delete { .. } => 'D',
             };
-            lines.push(line(format!("  {mark} {}", printable(entry.path()))));
+            let taken = receipt.state == ReceiptState::Pending && taken.contains(&entry_label(changeset, entry));
+            let note = if taken { " (taken)" } else { "" };
+            lines.push(line(format!("  {mark} {}{note}", printable(entry.path()))));
         }
     }
     lines.push(SummaryLine::plain(format!("Artifacts: {}", outcome.artifacts.len())));
@@ -107,6 +114,14 @@ pub(crate) fn summary_lines(outcome: &Outcome, receipt: &Receipt) -> Vec<Summary
         lines.push(SummaryLine::plain(text));
     }
     lines
+}
+
+/// How `--apply --only` names an entry: its path, after `name:` in a named workspace.
+pub(crate) fn entry_label(changeset: &Changeset, entry: &Entry) -> String {
+    match &changeset.workspace {
+        WorkspaceRef::Primary => entry.path().to_owned(),
+        WorkspaceRef::Named { name } => format!("{name}:{}", entry.path()),
+    }
 }
 
 /// One line: `1 added, 1 modified, 1 deleted; 1 artifact; 1 link` (changes summed over the changesets), or
@@ -199,7 +214,7 @@ mod tests {
     #[test]
     fn the_summary_names_what_each_line_opens_and_escapes_runner_text() {
         let receipt = Receipt::new("wbo_00000000000000000000", ReceiptState::Pending);
-        let lines = summary_lines(&outcome(Some("Done.\r\n\tsecond \u{7}")), &receipt);
+        let lines = summary_lines(&outcome(Some("Done.\r\n\tsecond \u{7}")), &receipt, &Default::default());
         assert_eq!(
             texts(&lines),
             [
@@ -233,7 +248,7 @@ mod tests {
     fn an_empty_or_absent_summary_gives_no_summary_line() {
         let receipt = Receipt::new("wbo_00000000000000000000", ReceiptState::Present);
         for summary in [None, Some("")] {
-            let lines = summary_lines(&outcome(summary), &receipt);
+            let lines = summary_lines(&outcome(summary), &receipt, &Default::default());
             assert!(lines[1].text.starts_with("Changeset primary"), "{summary:?}: {:?}", texts(&lines));
         }
     }

@@ -81,6 +81,9 @@ pub(super) struct Recovery {
     /// them when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) created_dirs: Vec<PathBuf>,
+    /// A partial apply's transaction (`--only`): committed once `taken.json` names it, not by the receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) taken_commit: Option<String>,
 }
 
 /// The journal of a transaction.
@@ -129,6 +132,7 @@ pub(super) fn begin(
     receipt: &Receipt,
     plan: &[Planned<'_>],
     created_dirs: BTreeSet<PathBuf>,
+    taken_commit: Option<&str>,
     faults: &Faults,
 ) -> Result<(PathBuf, Recovery)> {
     let transactions = outcome_dir.join("transactions");
@@ -142,6 +146,7 @@ pub(super) fn begin(
         receipt: receipt.clone(),
         entries: Vec::new(),
         created_dirs: created_dirs.into_iter().collect(),
+        taken_commit: taken_commit.map(str::to_owned),
     };
     for (index, item) in plan.iter().enumerate() {
         let (original, backup, mode, target) = match &item.observed {

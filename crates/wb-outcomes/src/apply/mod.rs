@@ -38,6 +38,7 @@ mod lease;
 mod plan;
 mod recovery;
 mod state;
+mod taken;
 
 use std::fs;
 use std::path::Path;
@@ -51,6 +52,7 @@ use crate::store::{ContentStore, OutcomeStore};
 
 pub use faults::Faults;
 pub use recovery::{recover, recover_with_faults};
+pub use taken::taken;
 
 use install::{install, restore};
 use journal::{finish, write_receipt};
@@ -80,6 +82,42 @@ pub fn apply_with_faults(
     workspace_override: Option<&Path>,
     faults: Faults,
 ) -> Result<ApplyResult> {
+    apply_selected(store, outcome_id, workspace_override, None, faults)
+}
+
+/// Applies only the entries `only` names (labels: `path`, or `name:path` in a named workspace), with every
+/// guarantee of a whole apply: each selected entry's destination checked first (a conflict on a path left out
+/// does not matter), journalled, installed, rolled back on failure. A selected path that already holds the
+/// outcome's content counts as applied. The receipt becomes `applied` once every entry of the outcome holds
+/// its content; until then it stays `pending` and the taken paths are recorded beside it ([`taken`]).
+pub fn apply_only(
+    store: &ContentStore,
+    outcome_id: &str,
+    workspace_override: Option<&Path>,
+    only: &[String],
+) -> Result<ApplyResult> {
+    apply_only_with_faults(store, outcome_id, workspace_override, only, Faults::default())
+}
+
+#[doc(hidden)]
+pub fn apply_only_with_faults(
+    store: &ContentStore,
+    outcome_id: &str,
+    workspace_override: Option<&Path>,
+    only: &[String],
+    faults: Faults,
+) -> Result<ApplyResult> {
+    let only: std::collections::BTreeSet<String> = only.iter().cloned().collect();
+    apply_selected(store, outcome_id, workspace_override, Some(&only), faults)
+}
+
+fn apply_selected(
+    store: &ContentStore,
+    outcome_id: &str,
+    workspace_override: Option<&Path>,
+    only: Option<&std::collections::BTreeSet<String>>,
+    faults: Faults,
+) -> Result<ApplyResult> {
     let outcomes = OutcomeStore::new(store);
     let dir = outcomes.dir(outcome_id)?;
     let outcome = outcomes.load(outcome_id)?;
@@ -93,17 +131,24 @@ pub fn apply_with_faults(
 
     // Every check, before any write.
     let txn_id = random_hex(8);
-    let Plan { items: plan, created_dirs, unchanged } =
-        plan::plan(&outcome, &bindings, &receipt, workspace_override, &txn_id)?;
+    let Plan { items: plan, created_dirs, unchanged, remaining } =
+        plan::plan(&outcome, &bindings, &receipt, workspace_override, &txn_id, only)?;
+    // Some of the outcome stays out after this apply: its commit point is the record of what was taken, and
+    // the receipt stays as it is.
+    let partial = remaining > 0;
+    let selected = || only.into_iter().flatten().cloned();
     if plan.is_empty() {
-        if receipt.state != ReceiptState::Applied {
+        if partial {
+            taken::record(&dir, selected(), None, &faults)?;
+        } else if receipt.state != ReceiptState::Applied {
             write_receipt(&outcomes, &Receipt::new(outcome_id, ReceiptState::Applied), &faults)?;
         }
         return Ok(ApplyResult { applied: 0, unchanged });
     }
 
     // The transaction: backups and recovery.json first.
-    let (txn, recovery) = journal::begin(&dir, outcome_id, &txn_id, &receipt, &plan, created_dirs, &faults)?;
+    let commit = partial.then_some(txn_id.as_str());
+    let (txn, recovery) = journal::begin(&dir, outcome_id, &txn_id, &receipt, &plan, created_dirs, commit, &faults)?;
 
     let mut created_dirs = Vec::new();
     let mut installed = 0;
@@ -124,7 +169,11 @@ pub fn apply_with_faults(
                 return Err(Error::Io { context: "simulated crash".to_owned(), cause: std::io::Error::other("crash") });
             }
         }
-        write_receipt(&outcomes, &Receipt::new(outcome_id, ReceiptState::Applied), &faults)?;
+        if partial {
+            taken::record(&dir, selected(), Some(&txn_id), &faults)?;
+        } else {
+            write_receipt(&outcomes, &Receipt::new(outcome_id, ReceiptState::Applied), &faults)?;
+        }
         if faults.crash_after_receipt {
             return Err(Error::Io { context: "simulated crash".to_owned(), cause: std::io::Error::other("crash") });
         }

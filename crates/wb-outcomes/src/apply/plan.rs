@@ -30,20 +30,28 @@ pub(super) struct Plan<'a> {
     pub(super) created_dirs: BTreeSet<PathBuf>,
     /// Entries already in their after state.
     pub(super) unchanged: usize,
+    /// With a selection: the entries left out that do not hold their after state yet (the outcome is not
+    /// wholly applied after this apply).
+    pub(super) remaining: usize,
 }
 
-/// Plans an outcome's application under the lease; `txn_id` names the temp files.
+/// Plans an outcome's application under the lease; `txn_id` names the temp files. `only`: the entries to take
+/// (by label: `path`, or `name:path` in a named workspace); the others are only looked at, and a conflict
+/// there does not stop the selected ones. A label the outcome lacks is an error.
 pub(super) fn plan<'a>(
     outcome: &'a Outcome,
     bindings: &WorkspaceBindings,
     receipt: &Receipt,
     workspace_override: Option<&Path>,
     txn_id: &str,
+    only: Option<&BTreeSet<String>>,
 ) -> Result<Plan<'a>> {
     let mut created_dirs = BTreeSet::new();
     let mut plan = Vec::new();
     let mut conflicts = Vec::new();
     let mut unchanged = 0;
+    let mut remaining = 0;
+    let mut seen = BTreeSet::new();
     for changeset in &outcome.changesets {
         let (root, prefix) = match &changeset.workspace {
             WorkspaceRef::Primary => {
@@ -72,8 +80,16 @@ pub(super) fn plan<'a>(
                 Parent::Open(dir) => (current_in(&dir, place.name(), &dest, &label)?, None),
                 Parent::Missing(_, depth) => (Current::Absent, Some(depth)),
             };
+            let selected = only.is_none_or(|only| only.contains(&label));
+            if selected {
+                seen.insert(label.clone());
+            }
             if equals_after(&observed, entry.after()) {
-                unchanged += 1;
+                unchanged += usize::from(selected);
+                continue;
+            }
+            if !selected {
+                remaining += 1;
                 continue;
             }
             if receipt.state == ReceiptState::Applied || !equals_before(&observed, entry.before()) {
@@ -93,8 +109,11 @@ pub(super) fn plan<'a>(
             return Err(Error::EscapingSymlink(format!("{prefix}{path}")));
         }
     }
+    if let Some(missing) = only.and_then(|only| only.iter().find(|label| !seen.contains(*label))) {
+        return Err(Error::NotInOutcome(missing.clone()));
+    }
     if !conflicts.is_empty() {
         return Err(Error::Conflict(conflicts));
     }
-    Ok(Plan { items: plan, created_dirs, unchanged })
+    Ok(Plan { items: plan, created_dirs, unchanged, remaining })
 }

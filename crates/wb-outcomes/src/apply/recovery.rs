@@ -43,8 +43,8 @@ pub(super) fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Fa
     if let Ok(entries) = fs::read_dir(dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(".application.json.") && name.ends_with(".tmp") && fs::remove_file(entry.path()).is_ok()
-            {
+            let receipt_temp = name.starts_with(".application.json.") || name.starts_with(".taken.json.");
+            if receipt_temp && name.ends_with(".tmp") && fs::remove_file(entry.path()).is_ok() {
                 faults.at(|| "recover: receipt temp removed".to_owned());
             }
             let old_lease = name == OLD_LEASE || (name.starts_with(OLD_LEASE_TEMP) && name.ends_with(".tmp"));
@@ -85,7 +85,12 @@ pub(super) fn recover_locked(outcomes: &OutcomeStore<'_>, dir: &Path, faults: Fa
                 _ => complete = false,
             }
         }
-        if receipt.state == ReceiptState::Applied && recovery.receipt.state != ReceiptState::Applied {
+        let committed = match &recovery.taken_commit {
+            // A partial apply commits by naming its transaction in `taken.json`.
+            Some(txn_id) => super::taken::read(dir)?.last_transaction.as_deref() == Some(txn_id.as_str()),
+            None => receipt.state == ReceiptState::Applied && recovery.receipt.state != ReceiptState::Applied,
+        };
+        if committed {
             // Committed: only the cleanup was interrupted.
             if !complete {
                 return Err(Error::RollbackFailed(txn));

@@ -445,7 +445,8 @@ pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow
             Some(ReviewFile { changeset: c.id.clone(), file: store.path_of(&c.review.as_ref()?.digest).ok()? })
         })
         .collect();
-    let lines = render::outcome::summary_lines(&outcome, &receipt);
+    let taken = wb_outcomes::apply::taken(&store, &id)?;
+    let lines = render::outcome::summary_lines(&outcome, &receipt, &taken);
     let changesets = outcome
         .changesets
         .iter()
