@@ -127,7 +127,6 @@ pub(super) fn finish(txn: &Path, faults: &Faults) {
 /// journal. Returns the transaction directory and its journal.
 pub(super) fn begin(
     outcome_dir: &Path,
-    outcome_id: &str,
     txn_id: &str,
     receipt: &Receipt,
     plan: &[Planned<'_>],
@@ -142,7 +141,7 @@ pub(super) fn begin(
     faults.at(|| "transaction created".to_owned());
     let mut recovery = Recovery {
         version: 1,
-        outcome_id: outcome_id.to_owned(),
+        outcome_id: receipt.outcome_id.clone(),
         receipt: receipt.clone(),
         entries: Vec::new(),
         created_dirs: created_dirs.into_iter().collect(),

@@ -148,7 +148,7 @@ fn apply_selected(
 
     // The transaction: backups and recovery.json first.
     let commit = partial.then_some(txn_id.as_str());
-    let (txn, recovery) = journal::begin(&dir, outcome_id, &txn_id, &receipt, &plan, created_dirs, commit, &faults)?;
+    let (txn, recovery) = journal::begin(&dir, &txn_id, &receipt, &plan, created_dirs, commit, &faults)?;
 
     let mut created_dirs = Vec::new();
     let mut installed = 0;
