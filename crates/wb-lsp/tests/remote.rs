@@ -690,6 +690,87 @@ fn editor_commands(kind: Kind) {
     let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap_or_else(|| panic!("{events:?}"));
     assert_eq!(available["data"]["application_state"], "pending", "{available}");
     assert!(setup.service.live().is_empty());
+
+    // Review file by file: the changed paths, each side of one, then one file taken, then the rest.
+    let outcome_id = available["data"]["outcome_id"].as_str().unwrap().to_owned();
+    let mut ask = |id: i64, command: &str, argument: Value| {
+        send(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "workspace/executeCommand",
+            "params": {"command": command, "arguments": [argument]}}));
+        loop {
+            let message = read_message(&mut stdout);
+            if message["id"] == id {
+                break message;
+            }
+        }
+    };
+    let shown = ask(10, "workbench.outcome", serde_json::json!(outcome_id));
+    let entries = shown["result"]["entries"].as_array().unwrap().clone();
+    let brief: Vec<(String, String, u64, u64)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["label"].as_str().unwrap().to_owned(),
+                e["kind"].as_str().unwrap().to_owned(),
+                e["additions"].as_u64().unwrap(),
+                e["deletions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("README.md", "modified", 1, 1),
+        ("build.log", "modified", 1, 0),
+        ("notes/new.md", "added", 1, 0),
+        ("obsolete.txt", "deleted", 0, 1),
+    ];
+    let mut sorted = brief.clone();
+    sorted.sort();
+    assert_eq!(sorted, expected.map(|(l, k, a, d)| (l.to_owned(), k.to_owned(), a, d)), "{shown}");
+    let before =
+        ask(11, "workbench.outcomeFile", serde_json::json!({"id": outcome_id, "path": "README.md", "side": "before"}));
+    assert_eq!(
+        before["result"],
+        serde_json::json!({"kind": "text", "text": "# Old title\n\nThe ledger service.\n", "mode": 0o664})
+    );
+    let after =
+        ask(12, "workbench.outcomeFile", serde_json::json!({"id": outcome_id, "path": "README.md", "side": "after"}));
+    assert_eq!(after["result"]["text"], "# New title\n\nThe ledger service.\n", "{after}");
+    let added = ask(
+        13,
+        "workbench.outcomeFile",
+        serde_json::json!({"id": outcome_id, "path": "notes/new.md", "side": "before"}),
+    );
+    assert_eq!(added["result"]["kind"], "absent", "{added}");
+    let one = ask(14, "workbench.applyOutcome", serde_json::json!({"id": outcome_id, "only": ["README.md"]}));
+    assert_eq!(
+        (one["result"]["applied"].as_u64(), one["result"]["applicationState"].as_str()),
+        (Some(1), Some("pending")),
+        "{one}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(setup.world.work.join("README.md")).unwrap(),
+        "# New title\n\nThe ledger service.\n"
+    );
+    assert!(setup.world.work.join("obsolete.txt").exists(), "only the selected file was taken");
+    let shown = ask(15, "workbench.outcome", serde_json::json!(outcome_id));
+    let taken: Vec<&str> = shown["result"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["taken"] == true)
+        .filter_map(|e| e["label"].as_str())
+        .collect();
+    assert_eq!(taken, ["README.md"], "{shown}");
+    let rest = ask(16, "workbench.applyOutcome", serde_json::json!({"id": outcome_id}));
+    assert_eq!(
+        (
+            rest["result"]["applied"].as_u64(),
+            rest["result"]["unchanged"].as_u64(),
+            rest["result"]["applicationState"].as_str()
+        ),
+        (Some(3), Some(1), Some("applied")),
+        "{rest}"
+    );
+    assert!(!setup.world.work.join("obsolete.txt").exists());
     send(serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}));
     send(serde_json::json!({"jsonrpc": "2.0", "method": "exit"}));
     let _ = wait_exit(&mut child);

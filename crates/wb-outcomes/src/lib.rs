@@ -28,6 +28,7 @@ mod ids;
 mod manifest;
 mod outbox_collection;
 pub mod retention;
+pub mod review;
 mod snapshot;
 mod store;
 

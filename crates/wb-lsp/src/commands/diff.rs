@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::process::{Command, Stdio};
 
+use wb_outcomes::review::sections;
 use wb_outcomes::{ContentStore, Outcome, WorkspaceRef};
 
 use crate::cli::ColorChoice;
@@ -40,36 +41,6 @@ pub(super) fn text(store: &ContentStore, outcome: &Outcome, only: &[String]) -> 
         return Err(wb_outcomes::Error::NotInOutcome((*missing).to_owned()));
     }
     Ok(out)
-}
-
-/// One file's part of a review diff.
-struct Section<'a> {
-    path: &'a str,
-    text: &'a str,
-}
-
-/// The review diff cut at each `diff --git a/P b/P` line (hunk lines always begin with ` `, `+`, `-` or `\`).
-fn sections(review: &str) -> Vec<Section<'_>> {
-    let mut starts: Vec<usize> = Vec::new();
-    let mut offset = 0;
-    for line in review.split_inclusive('\n') {
-        if line.starts_with("diff --git a/") {
-            starts.push(offset);
-        }
-        offset += line.len();
-    }
-    starts.push(review.len());
-    starts
-        .windows(2)
-        .filter_map(|pair| {
-            let text = &review[pair[0]..pair[1]];
-            let header = text.lines().next()?.strip_prefix("diff --git ")?;
-            // `a/P b/P`: both halves are the same path, so its length is known even when it holds spaces.
-            let length = header.len().checked_sub(5)? / 2;
-            let path = header.get(2..2 + length)?;
-            Some(Section { path, text })
-        })
-        .collect()
 }
 
 /// Whether to colour for `choice` (auto: a terminal, and `NO_COLOR` unset or empty).

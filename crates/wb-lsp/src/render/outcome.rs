@@ -88,7 +88,8 @@ pub(crate) fn summary_lines(
                 Entry::Modify { .. } => 'M',
                 Entry::Delete { .. } => 'D',
             };
-            let taken = receipt.state == ReceiptState::Pending && taken.contains(&entry_label(changeset, entry));
+            let taken = receipt.state == ReceiptState::Pending
+                && taken.contains(&wb_outcomes::review::label(changeset, entry.path()));
             let note = if taken { " (taken)" } else { "" };
             lines.push(line(format!("  {mark} {}{note}", printable(entry.path()))));
         }
@@ -114,14 +115,6 @@ pub(crate) fn summary_lines(
         lines.push(SummaryLine::plain(text));
     }
     lines
-}
-
-/// How `--apply --only` names an entry: its path, after `name:` in a named workspace.
-pub(crate) fn entry_label(changeset: &Changeset, entry: &Entry) -> String {
-    match &changeset.workspace {
-        WorkspaceRef::Primary => entry.path().to_owned(),
-        WorkspaceRef::Named { name } => format!("{name}:{}", entry.path()),
-    }
 }
 
 /// One line: `1 added, 1 modified, 1 deleted; 1 artifact; 1 link` (changes summed over the changesets), or

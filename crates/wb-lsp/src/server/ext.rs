@@ -18,10 +18,11 @@ pub const KILL: &str = "workbench.kill";
 pub const SEND: &str = "workbench.send";
 pub const OUTCOME: &str = "workbench.outcome";
 pub const APPLY_OUTCOME: &str = "workbench.applyOutcome";
+pub const OUTCOME_FILE: &str = "workbench.outcomeFile";
 
 /// Every command the server executes, in the order `executeCommandProvider` lists them.
-pub const COMMANDS: [&str; 11] =
-    [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, RUNS, ATTACH, KILL, SEND, OUTCOME, APPLY_OUTCOME];
+pub const COMMANDS: [&str; 12] =
+    [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, RUNS, ATTACH, KILL, SEND, OUTCOME, APPLY_OUTCOME, OUTCOME_FILE];
 
 /// `workbench/runEvent`: one canonical event of a `workbench.run`, server to client.
 pub const RUN_EVENT: &str = "workbench/runEvent";
@@ -183,18 +184,21 @@ impl From<&wb_engine::Ending> for RunEnding {
     }
 }
 
-/// The argument of `workbench.outcome` and `workbench.applyOutcome`: the outcome id, or `{id, workspace?}`.
+/// The argument of `workbench.outcome` and `workbench.applyOutcome`: the outcome id, or `{id, workspace?,
+/// only?}` (`only`: the paths to take, as `--apply --only`).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OutcomeArguments {
     pub id: String,
     pub workspace: Option<PathBuf>,
+    #[serde(default)]
+    pub only: Vec<String>,
 }
 
 impl OutcomeArguments {
     pub fn from_params(params: &lsp::ExecuteCommandParams) -> anyhow::Result<OutcomeArguments> {
         match params.arguments.first() {
-            Some(Value::String(id)) => Ok(OutcomeArguments { id: id.clone(), workspace: None }),
+            Some(Value::String(id)) => Ok(OutcomeArguments { id: id.clone(), workspace: None, only: Vec::new() }),
             Some(value @ Value::Object(_)) => Ok(serde_json::from_value(value.clone())?),
             _ => anyhow::bail!("the command takes an outcome id"),
         }
@@ -214,6 +218,17 @@ pub struct OutcomeResult {
     pub brief: String,
     pub changesets: Vec<ChangesetText>,
     pub receipt_text: String,
+    /// Every changed path: its label, kind, line counts, whether it is binary and whether it was taken.
+    pub entries: Vec<wb_outcomes::review::FileChange>,
+}
+
+/// The argument of `workbench.outcomeFile`: `{id, path, side}` (`path` a label of `entries`, `side`
+/// `before` or `after`).
+#[derive(Debug, Deserialize)]
+pub struct OutcomeFileArguments {
+    pub id: String,
+    pub path: String,
+    pub side: wb_outcomes::review::Side,
 }
 
 /// `{"id": "primary", "text": "primary workspace: 1 added, 0 modified, 0 deleted"}`.
@@ -253,6 +268,8 @@ pub struct ApplyOutcomeResult {
     pub unchanged: usize,
     /// `3 applied, 0 unchanged`.
     pub text: String,
+    /// The receipt's state afterwards: `pending` while paths of the outcome are not taken yet.
+    pub application_state: wb_outcomes::ReceiptState,
 }
 
 /// The argument of `workbench.migrate`: `[uri]`, the manifest's URI.
@@ -313,11 +330,18 @@ mod tests {
             Some(json!({"status": "failed", "message": "boom"}))
         );
         assert_eq!(run(RunEnding::Cancelled).map(|v| v["ending"].clone()), Some(json!({"status": "cancelled"})));
-        let applied =
-            ApplyOutcomeResult { outcome_id: "wbo_1".into(), applied: 2, unchanged: 1, text: "2 applied".into() };
+        let applied = ApplyOutcomeResult {
+            outcome_id: "wbo_1".into(),
+            applied: 2,
+            unchanged: 1,
+            text: "2 applied".into(),
+            application_state: wb_outcomes::ReceiptState::Pending,
+        };
         assert_eq!(
             serde_json::to_value(applied).ok(),
-            Some(json!({"outcomeId": "wbo_1", "applied": 2, "unchanged": 1, "text": "2 applied"}))
+            Some(
+                json!({"outcomeId": "wbo_1", "applied": 2, "unchanged": 1, "text": "2 applied", "applicationState": "pending"})
+            )
         );
         let nothing = MigrateResult { migrated: false, applied: None, failure_reason: None };
         assert_eq!(serde_json::to_value(nothing).ok(), Some(json!({"migrated": false})));

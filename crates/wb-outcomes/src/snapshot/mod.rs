@@ -39,6 +39,7 @@ use crate::store::ContentStore;
 
 pub use git::{set_git_deadline, workspace_git, workspace_git_output};
 pub(crate) use review::guess_media_type;
+pub(crate) use review::is_binary as is_binary_text;
 pub use walk::is_excluded;
 
 use names::RawStat;

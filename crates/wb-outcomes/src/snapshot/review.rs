@@ -43,7 +43,7 @@ pub(crate) fn guess_media_type(path: &str, bytes: &[u8]) -> String {
     media_type(path, bytes)
 }
 
-pub(super) fn is_binary(bytes: &[u8]) -> bool {
+pub(crate) fn is_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8000)].contains(&0) || std::str::from_utf8(bytes).is_err()
 }
 

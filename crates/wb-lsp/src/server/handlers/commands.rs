@@ -20,6 +20,7 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
         ext::KILL => state.spawn::<r::ExecuteCommand>(id, params, execute::kill),
         ext::SEND => state.spawn_run(id, params, sessions::send),
         ext::OUTCOME => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome),
+        ext::OUTCOME_FILE => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome_file),
         // It writes the workspace: never on the cancellable pool (its answer must say what it did).
         ext::APPLY_OUTCOME => state.spawn_mutation(id, params, execute::apply_outcome),
         ext::MIGRATE => migrate(state, id, &params),

@@ -447,6 +447,7 @@ pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow
         .collect();
     let taken = wb_outcomes::apply::taken(&store, &id)?;
     let lines = render::outcome::summary_lines(&outcome, &receipt, &taken);
+    let entries = wb_outcomes::review::file_changes(&store, &outcome, &taken)?;
     let changesets = outcome
         .changesets
         .iter()
@@ -460,6 +461,7 @@ pub fn outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow
         outcome,
         receipt,
         files: OutcomeFiles { artifacts, reviews },
+        entries,
     };
     Ok(Some(serde_json::to_value(result)?))
 }
@@ -469,13 +471,36 @@ pub fn apply_outcome(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> 
     let _ = snapshot;
     let arguments = OutcomeArguments::from_params(&params)?;
     let store = outcome_store()?;
-    let id = wb_outcomes::OutcomeStore::new(&store).resolve(&arguments.id)?;
-    let result = wb_outcomes::apply(&store, &id, arguments.workspace.as_deref())?;
+    let outcomes = wb_outcomes::OutcomeStore::new(&store);
+    let id = outcomes.resolve(&arguments.id)?;
+    let workspace = arguments.workspace.as_deref();
+    let result = if arguments.only.is_empty() {
+        wb_outcomes::apply(&store, &id, workspace)?
+    } else {
+        wb_outcomes::apply::apply_only(&store, &id, workspace, &arguments.only)?
+    };
     let result = ApplyOutcomeResult {
+        application_state: outcomes.receipt(&id)?.state,
         outcome_id: id,
         applied: result.applied,
         unchanged: result.unchanged,
         text: render::outcome::applied_counts(result.applied, result.unchanged),
     };
     Ok(Some(serde_json::to_value(result)?))
+}
+
+/// `workbench.outcomeFile`: one side of one changed path, for the editor's diff view (text, a link target,
+/// binary, absent, or not kept). Never changes anything.
+pub fn outcome_file(snapshot: &Snapshot, params: lsp::ExecuteCommandParams) -> anyhow::Result<Option<Value>> {
+    let _ = snapshot;
+    let arguments: ext::OutcomeFileArguments =
+        serde_json::from_value(params.arguments.first().cloned().unwrap_or_default())
+            .context("workbench.outcomeFile takes {id, path, side}")?;
+    let store = outcome_store()?;
+    let outcomes = wb_outcomes::OutcomeStore::new(&store);
+    let id = outcomes.resolve(&arguments.id)?;
+    let outcome = outcomes.load(&id)?;
+    let bindings = outcomes.bindings(&id)?;
+    let side = wb_outcomes::review::side_content(&store, &outcome, &bindings, &arguments.path, arguments.side)?;
+    Ok(Some(serde_json::to_value(side)?))
 }
