@@ -39,6 +39,7 @@ export const SERVER_COMMAND_SMOKE = 'workbench.smoke';
 export const SERVER_COMMAND_RUN = 'workbench.run';
 export const SERVER_COMMAND_OUTCOME = 'workbench.outcome';
 export const SERVER_COMMAND_APPLY_OUTCOME = 'workbench.applyOutcome';
+export const SERVER_COMMAND_OUTCOME_FILE = 'workbench.outcomeFile';
 export const SERVER_COMMAND_RUNS = 'workbench.runs';
 export const SERVER_COMMAND_ATTACH = 'workbench.attach';
 export const SERVER_COMMAND_KILL = 'workbench.kill';
@@ -65,6 +66,10 @@ export const COMMAND_SHOW_OUTCOME = 'wb-lsp.showOutcome';
 export const COMMAND_OPEN_ARTIFACT = 'wb-lsp.openArtifact';
 export const COMMAND_VIEW_OUTCOME_DIFF = 'wb-lsp.viewOutcomeDiff';
 export const COMMAND_APPLY_OUTCOME = 'wb-lsp.applyOutcome';
+/** A changed file of an outcome in the diff editor (the Runs view's file items). */
+export const COMMAND_OPEN_OUTCOME_FILE = 'wb-lsp.openOutcomeFile';
+/** Takes one changed file of a pending outcome (`workbench.applyOutcome` with `only`). */
+export const COMMAND_APPLY_OUTCOME_FILE = 'wb-lsp.applyOutcomeFile';
 export const COMMAND_REFRESH_RUNS = 'wb-lsp.refreshRuns';
 export const COMMAND_ATTACH_RUN = 'wb-lsp.attachRun';
 export const COMMAND_KILL_RUN = 'wb-lsp.killRun';

@@ -75,6 +75,32 @@ export interface SummaryLine {
   artifact?: string;
 }
 
+/** What a change does to its path (the server's `entries[].kind`). */
+export type FileChangeKind = 'added' | 'modified' | 'deleted' | 'mode_changed' | 'link';
+
+/** One changed path, as `workbench.outcome` lists it in `entries`. */
+export interface FileChange {
+  /** How the server names it (`path`, or `name:path` in a named workspace): `--apply --only` takes it. */
+  label: string;
+  changeset: string;
+  workspace: string | null;
+  path: string;
+  kind: FileChangeKind;
+  additions: number;
+  deletions: number;
+  binary: boolean;
+  /** Taken on its own already (the receipt may still be pending). */
+  taken: boolean;
+}
+
+/** One side of a change (`workbench.outcomeFile`). */
+export type SideContent =
+  | { kind: 'absent' }
+  | { kind: 'text'; text: string; mode: number }
+  | { kind: 'binary'; size_bytes: number; mode: number }
+  | { kind: 'link'; target: string }
+  | { kind: 'not_kept'; size_bytes: number };
+
 /**
  * The answer of `workbench.outcome`: the manifest, the receipt, the stored files an editor can open, and the
  * server's text: the summary `lines`, the `brief` (`1 added, 0 modified, 0 deleted; 1 artifact; 0 links`),
@@ -91,6 +117,8 @@ export interface OutcomeView {
   brief: string;
   changesets: Array<{ id: string; text: string }>;
   receiptText: string;
+  /** Every changed path (empty from a server that does not list them). */
+  entries: FileChange[];
 }
 
 /** The answer of `workbench.applyOutcome`: the counts, and `text` (`3 applied, 0 unchanged`). */
@@ -99,6 +127,8 @@ export interface ApplyResult {
   applied: number;
   unchanged: number;
   text: string;
+  /** The receipt afterwards: `pending` while paths are not taken yet. */
+  applicationState?: ReceiptState;
 }
 
 const OUTCOME_ID = /^wbo_[a-z0-9]{20,64}$/;
@@ -233,7 +263,96 @@ export function parseOutcomeView(value: unknown): OutcomeView | undefined {
   );
   const brief = isString(value.brief) ? value.brief : '';
   const receiptText = isString(value.receiptText) ? value.receiptText : '';
-  return { outcome, receipt: value.receipt, files: { artifacts, reviews }, lines, brief, changesets, receiptText };
+  const entries = (Array.isArray(value.entries) ? value.entries : []).filter(isFileChange);
+  return {
+    outcome,
+    receipt: value.receipt,
+    files: { artifacts, reviews },
+    lines,
+    brief,
+    changesets,
+    receiptText,
+    entries,
+  };
+}
+
+const KINDS: readonly FileChangeKind[] = ['added', 'modified', 'deleted', 'mode_changed', 'link'];
+
+function isFileChange(value: unknown): value is FileChange {
+  return (
+    isObject(value) &&
+    isString(value.label) &&
+    value.label !== '' &&
+    isString(value.changeset) &&
+    (value.workspace === null || value.workspace === undefined || isString(value.workspace)) &&
+    isString(value.path) &&
+    KINDS.includes(value.kind as FileChangeKind) &&
+    isCount(value.additions) &&
+    isCount(value.deletions) &&
+    typeof value.binary === 'boolean' &&
+    typeof value.taken === 'boolean'
+  );
+}
+
+/** The answer of `workbench.outcomeFile`, checked; undefined when it is not one. */
+export function parseSideContent(value: unknown): SideContent | undefined {
+  if (!isObject(value)) {
+    return undefined;
+  }
+  switch (value.kind) {
+    case 'absent':
+      return { kind: 'absent' };
+    case 'text':
+      return isString(value.text) && isCount(value.mode) ? { kind: 'text', text: value.text, mode: value.mode } : undefined;
+    case 'binary':
+      return isCount(value.size_bytes) && isCount(value.mode)
+        ? { kind: 'binary', size_bytes: value.size_bytes, mode: value.mode }
+        : undefined;
+    case 'link':
+      return isString(value.target) ? { kind: 'link', target: value.target } : undefined;
+    case 'not_kept':
+      return isCount(value.size_bytes) ? { kind: 'not_kept', size_bytes: value.size_bytes } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** What the diff view shows for a side: the text itself, or a line saying what the side is. */
+export function sideText(side: SideContent): string {
+  switch (side.kind) {
+    case 'absent':
+      return '';
+    case 'text':
+      return side.text;
+    case 'binary':
+      return `(binary file, ${side.size_bytes} bytes)\n`;
+    case 'link':
+      return `(symbolic link to ${side.target})\n`;
+    case 'not_kept':
+      return `(the earlier content, ${side.size_bytes} bytes, was not kept and the workspace no longer holds it)\n`;
+  }
+}
+
+const MARKS: Record<FileChangeKind, string> = { added: 'A', modified: 'M', deleted: 'D', mode_changed: 'M', link: 'L' };
+
+/** `M +3 −1`, `A +2`, `D −4`, `M mode`, `L link`, `M binary`; ` · taken` once taken on its own. */
+export function fileChangeDescription(change: FileChange): string {
+  const counts =
+    change.kind === 'mode_changed'
+      ? 'mode'
+      : change.kind === 'link'
+        ? 'link'
+        : change.binary
+          ? 'binary'
+          : [change.additions > 0 ? `+${change.additions}` : '', change.deletions > 0 ? `\u2212${change.deletions}` : '']
+              .filter((part) => part !== '')
+              .join(' ');
+  return `${MARKS[change.kind]} ${counts}`.trim() + (change.taken ? ' \u00b7 taken' : '');
+}
+
+/** The path of one side of a changed file: `/OUTCOME/files/before|after/LABEL` (its name gives the language). */
+export function sidePath(outcomeId: string, side: 'before' | 'after', label: string): string {
+  return `/${outcomeId}/files/${side}/${label}`;
 }
 
 export function isApplyResult(value: unknown): value is ApplyResult {
@@ -280,7 +399,8 @@ export function reviewPath(outcomeId: string, changesetId: string): string {
 /** What a document path names, or undefined. */
 export type OutcomeFileRef =
   | { kind: 'artifact'; outcomeId: string; artifactId: string }
-  | { kind: 'review'; outcomeId: string; changesetId: string };
+  | { kind: 'review'; outcomeId: string; changesetId: string }
+  | { kind: 'side'; outcomeId: string; side: 'before' | 'after'; label: string };
 
 export function parseOutcomePath(path: string): OutcomeFileRef | undefined {
   const parts = path.split('/');
@@ -288,6 +408,13 @@ export function parseOutcomePath(path: string): OutcomeFileRef | undefined {
     return undefined;
   }
   const outcomeId = parts[1];
+  const side = parts[3];
+  if (parts.length >= 5 && parts[2] === 'files' && (side === 'before' || side === 'after')) {
+    const label = parts.slice(4).join('/');
+    return label === '' || parts.slice(4).some((part) => part === '' || part === '.' || part === '..')
+      ? undefined
+      : { kind: 'side', outcomeId, side, label };
+  }
   if (parts.length === 5 && parts[2] === 'artifacts' && CHILD_ID.test(parts[3] ?? '') && (parts[4] ?? '') !== '') {
     return { kind: 'artifact', outcomeId, artifactId: parts[3] ?? '' };
   }
@@ -303,6 +430,9 @@ export function storedFile(
   view: OutcomeView,
   ref: OutcomeFileRef,
 ): { file: string; content: OutcomeContent } | undefined {
+  if (ref.kind === 'side') {
+    return undefined;
+  }
   if (ref.kind === 'artifact') {
     const artifact = view.outcome.artifacts.find((candidate) => candidate.id === ref.artifactId);
     const file = view.files.artifacts.find((candidate) => candidate.id === ref.artifactId)?.file;

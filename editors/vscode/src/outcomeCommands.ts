@@ -11,13 +11,16 @@
 import * as vscode from 'vscode';
 import {
   COMMAND_APPLY_OUTCOME,
+  COMMAND_APPLY_OUTCOME_FILE,
   COMMAND_OPEN_ARTIFACT,
+  COMMAND_OPEN_OUTCOME_FILE,
   COMMAND_SHOW_OUTCOME,
   COMMAND_VIEW_OUTCOME_DIFF,
   OUTCOME_PENDING_CONTEXT,
   OUTCOME_SCHEME,
   SERVER_COMMAND_APPLY_OUTCOME,
   SERVER_COMMAND_OUTCOME,
+  SERVER_COMMAND_OUTCOME_FILE,
 } from './constants';
 import type { ServerClient } from './controller';
 import {
@@ -28,7 +31,10 @@ import {
   isWebLink,
   outcomeArgumentId,
   parseOutcomeView,
+  parseSideContent,
   reviewPath,
+  sidePath,
+  type FileChange,
   type OutcomeArtifact,
   type OutcomeView,
 } from './outcome';
@@ -56,6 +62,16 @@ function separator(label: string): ActionItem {
 
 type Fetched = { view: OutcomeView } | { error: string };
 
+/** The file a file command was invoked with: `{outcomeId, label}` (a Runs view file item). */
+export function fileArgument(argument: unknown): { outcomeId: string; label: string } | undefined {
+  if (typeof argument !== 'object' || argument === null) {
+    return undefined;
+  }
+  const { outcomeId, label, change } = argument as { outcomeId?: unknown; label?: unknown; change?: { label?: unknown } };
+  const name = typeof label === 'string' ? label : change?.label;
+  return isOutcomeId(outcomeId) && typeof name === 'string' && name !== '' ? { outcomeId, label: name } : undefined;
+}
+
 export class OutcomeCommands implements vscode.Disposable {
   readonly files: OutcomeFileSystem;
   /** The outcome the commands work on without an argument. */
@@ -67,10 +83,17 @@ export class OutcomeCommands implements vscode.Disposable {
     private readonly client: () => Promise<ServerClient | undefined>,
     private readonly runOutput: vscode.OutputChannel,
   ) {
-    this.files = new OutcomeFileSystem(async (id) => {
-      const fetched = await this.fetch(id);
-      return 'view' in fetched ? fetched.view : undefined;
-    });
+    this.files = new OutcomeFileSystem(
+      async (id) => {
+        const fetched = await this.fetch(id);
+        return 'view' in fetched ? fetched.view : undefined;
+      },
+      async (id, side, label) => {
+        const client = await this.client();
+        const answer = await client?.executeCommand(SERVER_COMMAND_OUTCOME_FILE, [{ id, path: label, side }]);
+        return parseSideContent(answer);
+      },
+    );
   }
 
   /** The outcome the commands default to (the last run's, or the last shown). */
@@ -89,8 +112,78 @@ export class OutcomeCommands implements vscode.Disposable {
       vscode.commands.registerCommand(COMMAND_OPEN_ARTIFACT, (argument?: unknown) => this.openArtifact(argument)),
       vscode.commands.registerCommand(COMMAND_VIEW_OUTCOME_DIFF, (argument?: unknown) => this.viewDiff(argument)),
       vscode.commands.registerCommand(COMMAND_APPLY_OUTCOME, (argument?: unknown) => this.apply(argument)),
+      vscode.commands.registerCommand(COMMAND_OPEN_OUTCOME_FILE, (argument?: unknown) => this.openFile(argument)),
+      vscode.commands.registerCommand(COMMAND_APPLY_OUTCOME_FILE, (argument?: unknown) => this.applyFile(argument)),
     ];
   }
+
+  /**
+   * The changed files of an outcome (`entries` of `workbench.outcome`) and whether it is pending (its files can
+   * be taken); none when it cannot be read.
+   */
+  async fileChanges(outcomeId: string): Promise<{ changes: FileChange[]; pending: boolean }> {
+    const fetched = await this.fetch(outcomeId);
+    return 'view' in fetched
+      ? { changes: fetched.view.entries, pending: fetched.view.receipt.state === 'pending' }
+      : { changes: [], pending: false };
+  }
+
+  /**
+   * Opens one changed file in the diff editor: before and after served read-only from the outcome store
+   * (`wb-outcome:/OUTCOME/files/…`, named like the file so it is highlighted by its type).
+   */
+  async openFile(argument?: unknown): Promise<void> {
+    const target = fileArgument(argument);
+    if (target === undefined) {
+      return;
+    }
+    const uri = (side: 'before' | 'after') =>
+      vscode.Uri.from({ scheme: OUTCOME_SCHEME, path: sidePath(target.outcomeId, side, target.label) });
+    try {
+      await vscode.commands.executeCommand(
+        'vscode.diff',
+        uri('before'),
+        uri('after'),
+        `${target.label} (outcome ${target.outcomeId})`,
+        { preview: false },
+      );
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Workbench: cannot open ${target.label}: ${errorMessage(error)}`);
+    }
+  }
+
+  /**
+   * "Apply This File": takes one file of a pending outcome (`workbench.applyOutcome` with `only`), with every
+   * check of a whole apply; the receipt becomes applied once every file is taken.
+   */
+  async applyFile(argument?: unknown): Promise<void> {
+    const target = fileArgument(argument);
+    const client = target === undefined ? undefined : await this.client();
+    if (target === undefined || client === undefined) {
+      return;
+    }
+    try {
+      const result = await client.executeCommand(SERVER_COMMAND_APPLY_OUTCOME, [
+        { id: target.outcomeId, only: [target.label] },
+      ]);
+      if (!isApplyResult(result)) {
+        throw new Error('the server answered with something unexpected');
+      }
+      const state = result.applicationState ?? 'pending';
+      this.runOutput.appendLine(`Applied ${target.label} of outcome ${target.outcomeId}: ${result.text} (${state})`);
+      void vscode.window.showInformationMessage(
+        `Workbench: applied ${target.label}${state === 'applied' ? '; the whole outcome is now applied' : ''}.`,
+      );
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Workbench: ${target.label} was not applied: ${errorMessage(error)}`);
+    }
+    await this.load(target.outcomeId, true);
+    this.changedFiles.fire(target.outcomeId);
+  }
+
+  /** Fired with an outcome's id when some of its files were taken (the Runs view reads them again). */
+  private readonly changedFiles = new vscode.EventEmitter<string>();
+  readonly onDidChangeFiles = this.changedFiles.event;
 
   /**
    * A run committed an outcome: it becomes the current one, and its summary is written to the Workbench Run
@@ -278,6 +371,7 @@ export class OutcomeCommands implements vscode.Disposable {
 
   dispose(): void {
     this.files.dispose();
+    this.changedFiles.dispose();
   }
 
   /** The outcome a command works on: its argument, else the current one, else asked for. Then loaded. */

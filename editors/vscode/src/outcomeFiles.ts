@@ -2,7 +2,9 @@
  * The read-only documents of outcomes: a file system provider for the `wb-outcome` scheme that serves an
  * artifact's stored bytes (`wb-outcome:/OUTCOME/artifacts/ARTIFACT/NAME`) and a changeset's review diff
  * (`wb-outcome:/OUTCOME/changesets/CHANGESET.diff`) from the content store, where the server's
- * `workbench.outcome` said they are. The bytes are checked against their SHA-256 digest before they are shown.
+ * `workbench.outcome` said they are (the bytes checked against their SHA-256 digest before they are shown),
+ * and either side of a changed file (`wb-outcome:/OUTCOME/files/before|after/LABEL`, for the diff editor) as
+ * the server's `workbench.outcomeFile` gives it.
  * Registered read-only: nothing can be written, renamed or deleted through it.
  */
 
@@ -10,12 +12,15 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { OUTCOME_SCHEME } from './constants';
-import { parseOutcomePath, storedFile, type OutcomeView } from './outcome';
+import { parseOutcomePath, sideText, storedFile, type OutcomeView, type SideContent } from './outcome';
 
 export { OUTCOME_SCHEME };
 
 /** Asks the server for an outcome (`workbench.outcome`); undefined when it cannot. */
 export type OutcomeLookup = (outcomeId: string) => Promise<OutcomeView | undefined>;
+
+/** Asks the server for one side of a changed file (`workbench.outcomeFile`); undefined when it cannot. */
+export type SideLookup = (outcomeId: string, side: 'before' | 'after', label: string) => Promise<SideContent | undefined>;
 
 export class OutcomeFileSystem implements vscode.FileSystemProvider {
   private readonly views = new Map<string, OutcomeView>();
@@ -23,7 +28,10 @@ export class OutcomeFileSystem implements vscode.FileSystemProvider {
   readonly onDidChangeFile = this.changes.event;
 
   /** `lookup` is asked for outcomes not seen yet (for example documents restored after a reload). */
-  constructor(private readonly lookup: OutcomeLookup) {}
+  constructor(
+    private readonly lookup: OutcomeLookup,
+    private readonly sideLookup: SideLookup = async () => undefined,
+  ) {}
 
   /** Remembers what the server said about an outcome, so its documents can be read. */
   remember(view: OutcomeView): void {
@@ -50,7 +58,24 @@ export class OutcomeFileSystem implements vscode.FileSystemProvider {
     return { file: stored.file, digest: stored.content.digest, size: stored.content.size_bytes };
   }
 
+  /** One side of a changed file, as the diff editor shows it (a line says what a side that is not text is). */
+  private async side(uri: vscode.Uri): Promise<Uint8Array | undefined> {
+    const ref = parseOutcomePath(uri.path);
+    if (ref?.kind !== 'side') {
+      return undefined;
+    }
+    const content = await this.sideLookup(ref.outcomeId, ref.side, ref.label);
+    if (content === undefined) {
+      throw vscode.FileSystemError.FileNotFound(uri);
+    }
+    return Buffer.from(sideText(content), 'utf8');
+  }
+
   async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
+    const side = await this.side(uri);
+    if (side !== undefined) {
+      return { type: vscode.FileType.File, ctime: 0, mtime: 0, size: side.length, permissions: vscode.FilePermission.Readonly };
+    }
     const { file, size } = await this.resolve(uri);
     let mtime = 0;
     try {
@@ -63,6 +88,10 @@ export class OutcomeFileSystem implements vscode.FileSystemProvider {
 
   /** The stored bytes, after checking them against the digest the outcome records. */
   async readFile(uri: vscode.Uri): Promise<Uint8Array> {
+    const side = await this.side(uri);
+    if (side !== undefined) {
+      return side;
+    }
     const { file, digest } = await this.resolve(uri);
     let bytes: Buffer;
     try {

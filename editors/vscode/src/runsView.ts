@@ -6,6 +6,9 @@
  * then followed in the Workbench Run channel, as for a run started here), kill, and open the outcome. The
  * status bar item shows the total cost of the running runs and is hidden when none runs.
  *
+ * A finished run with an outcome expands into its changed files (kind and line counts, `taken` once applied
+ * on its own): clicking one opens it in the diff editor, and a pending outcome's file has Apply This File.
+ *
  * The list is read again every few seconds while the view is visible or a run is running (slowly otherwise),
  * and at once after a run, an attach or a kill. The timer never starts the server; Refresh does.
  */
@@ -16,6 +19,7 @@ import {
   COMMAND_KILL_RUN,
   COMMAND_SEND_TURN,
   COMMAND_OPEN_RUN_OUTCOME,
+  COMMAND_OPEN_OUTCOME_FILE,
   COMMAND_REFRESH_RUNS,
   RUNS_VIEW_ID,
   SERVER_COMMAND_KILL,
@@ -23,7 +27,7 @@ import {
 } from './constants';
 import type { ServerClient } from './controller';
 import type { ExecutionCommands } from './executionCommands';
-import { isOutcomeId } from './outcome';
+import { fileChangeDescription, isOutcomeId, type FileChange } from './outcome';
 import type { OutcomeCommands } from './outcomeCommands';
 import { errorMessage } from './run';
 import {
@@ -63,13 +67,42 @@ function defaultSchedule(callback: () => void, milliseconds: number): () => void
   return () => clearTimeout(timer);
 }
 
-export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disposable {
+/** A changed file of a run's outcome, under the run in the view. */
+export interface FileNode {
+  kind: 'file';
+  runId: string;
+  outcomeId: string;
+  change: FileChange;
+  /** The outcome is pending: its files can be taken. */
+  pending: boolean;
+}
+
+export type RunsNode = RunRecord | FileNode;
+
+function isFileNode(node: RunsNode): node is FileNode {
+  return (node as FileNode).kind === 'file';
+}
+
+/** Whether a run's item expands into its outcome's files: it has ended with an outcome. */
+function hasFiles(record: RunRecord): boolean {
+  return !isLive(record) && isOutcomeId(record.outcome_id ?? undefined);
+}
+
+const FILE_ICONS: Record<FileChange['kind'], string> = {
+  added: 'diff-added',
+  modified: 'diff-modified',
+  deleted: 'diff-removed',
+  mode_changed: 'diff-modified',
+  link: 'file-symlink-file',
+};
+
+export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
   private records: RunRecord[] = [];
-  private readonly changed = new vscode.EventEmitter<RunRecord | undefined>();
-  readonly onDidChangeTreeData: vscode.Event<RunRecord | undefined> = this.changed.event;
+  private readonly changed = new vscode.EventEmitter<RunsNode | undefined>();
+  readonly onDidChangeTreeData: vscode.Event<RunsNode | undefined> = this.changed.event;
   /** The running runs' total cost; hidden when none runs. */
   readonly costItem: vscode.StatusBarItem;
-  private treeView: vscode.TreeView<RunRecord> | undefined;
+  private treeView: vscode.TreeView<RunsNode> | undefined;
   private cancelTimer: (() => void) | undefined;
   private readonly now: () => number;
   private readonly schedule: (callback: () => void, milliseconds: number) => () => void;
@@ -110,6 +143,7 @@ export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disp
         }
       }),
       this.execution.onDidChangeRuns(() => void this.refresh()),
+      this.outcomes.onDidChangeFiles(() => this.changed.fire(undefined)),
     );
     return [
       vscode.commands.registerCommand(COMMAND_REFRESH_RUNS, () => this.refresh(true)),
@@ -129,9 +163,16 @@ export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disp
     this.cancelTimer = this.schedule(() => void this.refresh(), FIRST_REFRESH_MS);
   }
 
-  getTreeItem(record: RunRecord): vscode.TreeItem {
+  getTreeItem(node: RunsNode): vscode.TreeItem {
+    if (isFileNode(node)) {
+      return this.fileItem(node);
+    }
+    const record = node;
     const now = this.now();
-    const item = new vscode.TreeItem(record.workbench, vscode.TreeItemCollapsibleState.None);
+    const collapsed = hasFiles(record)
+      ? vscode.TreeItemCollapsibleState.Collapsed
+      : vscode.TreeItemCollapsibleState.None;
+    const item = new vscode.TreeItem(record.workbench, collapsed);
     item.id = record.run_id;
     item.description = runDescription(record, now);
     item.tooltip = runTooltip(record, now);
@@ -140,8 +181,38 @@ export class RunsView implements vscode.TreeDataProvider<RunRecord>, vscode.Disp
     return item;
   }
 
-  getChildren(element?: RunRecord): RunRecord[] {
-    return element === undefined ? this.records : [];
+  getChildren(element?: RunsNode): RunsNode[] | Promise<RunsNode[]> {
+    if (element === undefined) {
+      return this.records;
+    }
+    if (isFileNode(element) || !hasFiles(element)) {
+      return [];
+    }
+    return this.files(element);
+  }
+
+  /** A run's outcome's changed files, read from the server. */
+  private async files(record: RunRecord): Promise<FileNode[]> {
+    const outcomeId = record.outcome_id ?? '';
+    const { changes, pending } = await this.outcomes.fileChanges(outcomeId);
+    return changes.map((change) => ({ kind: 'file', runId: record.run_id, outcomeId, change, pending }));
+  }
+
+  /** A changed file: its path (and workspace), kind and counts; clicking opens it in the diff editor. */
+  private fileItem(node: FileNode): vscode.TreeItem {
+    const { change } = node;
+    const item = new vscode.TreeItem(change.path, vscode.TreeItemCollapsibleState.None);
+    item.id = `${node.outcomeId}/${change.label}`;
+    item.description = `${change.workspace === null ? '' : `${change.workspace}: `}${fileChangeDescription(change)}`;
+    item.tooltip = `${change.label} in outcome ${node.outcomeId}`;
+    item.iconPath = new vscode.ThemeIcon(FILE_ICONS[change.kind]);
+    item.contextValue = `outcomeFile${node.pending && !change.taken ? ' applicable' : ''}`;
+    item.command = {
+      command: COMMAND_OPEN_OUTCOME_FILE,
+      title: 'Open Changes',
+      arguments: [{ outcomeId: node.outcomeId, label: change.label }],
+    };
+    return item;
   }
 
   /**

@@ -36,6 +36,7 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
     await extension.activate({ subscriptions } as unknown as vscode.ExtensionContext);
     assert.deepEqual([...stub.commands.keys()].sort(), [
       'wb-lsp.applyOutcome',
+      'wb-lsp.applyOutcomeFile',
       'wb-lsp.attachRun',
       'wb-lsp.cancelRun',
       'wb-lsp.checkWorkspace',
@@ -43,6 +44,7 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
       'wb-lsp.killRun',
       'wb-lsp.migrate',
       'wb-lsp.openArtifact',
+      'wb-lsp.openOutcomeFile',
       'wb-lsp.openRunOutcome',
       'wb-lsp.refreshRuns',
       'wb-lsp.restartServer',

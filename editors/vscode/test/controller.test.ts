@@ -70,6 +70,7 @@ test('in a workspace with a package, the server starts from PATH and the command
   await activate();
   assert.deepEqual([...stub.commands.keys()].sort(), [
     'wb-lsp.applyOutcome',
+    'wb-lsp.applyOutcomeFile',
     'wb-lsp.attachRun',
     'wb-lsp.cancelRun',
     'wb-lsp.checkWorkspace',
@@ -77,6 +78,7 @@ test('in a workspace with a package, the server starts from PATH and the command
     'wb-lsp.killRun',
     'wb-lsp.migrate',
     'wb-lsp.openArtifact',
+    'wb-lsp.openOutcomeFile',
     'wb-lsp.openRunOutcome',
     'wb-lsp.refreshRuns',
     'wb-lsp.restartServer',

@@ -86,6 +86,8 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.COMMAND_KILL_RUN,
     constants.COMMAND_SEND_TURN,
     constants.COMMAND_OPEN_RUN_OUTCOME,
+    constants.COMMAND_OPEN_OUTCOME_FILE,
+    constants.COMMAND_APPLY_OUTCOME_FILE,
   ]);
   assert.deepEqual(
     manifest.contributes.commands.map((command) => `${command.category ?? ''}: ${command.title}`),
@@ -109,6 +111,8 @@ test('the contributed commands are exactly the ones the extension registers', ()
       'Workbench: Kill Run',
       'Workbench: Send Turn to Session',
       'Workbench: Open Run Outcome',
+      'Workbench: Open Changes',
+      'Workbench: Apply This File',
     ],
   );
   // vscode-languageclient registers the server's own commands; contributing them again would clash.
@@ -124,6 +128,7 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.SERVER_COMMAND_ATTACH,
     constants.SERVER_COMMAND_KILL,
     constants.SERVER_COMMAND_SEND,
+    constants.SERVER_COMMAND_OUTCOME_FILE,
   ]) {
     assert.ok(!ids.includes(id), `${id} belongs to the server`);
     assert.ok(!id.startsWith('wb-lsp.'));
@@ -137,8 +142,10 @@ test('the contributed commands are exactly the ones the extension registers', ()
   assert.deepEqual(manifest.contributes.menus.commandPalette, [
     { command: constants.COMMAND_CANCEL_RUN, when: constants.RUNNING_CONTEXT },
     { command: constants.COMMAND_APPLY_OUTCOME, when: constants.OUTCOME_PENDING_CONTEXT },
-    // Open Run Outcome needs a Runs view item (Show Outcome is the palette's way).
+    // Open Run Outcome needs a Runs view item (Show Outcome is the palette's way); so do the file actions.
     { command: constants.COMMAND_OPEN_RUN_OUTCOME, when: 'false' },
+    { command: constants.COMMAND_OPEN_OUTCOME_FILE, when: 'false' },
+    { command: constants.COMMAND_APPLY_OUTCOME_FILE, when: 'false' },
   ]);
 });
 
@@ -165,6 +172,11 @@ test('the Runs view is in the Explorer, and its item actions follow the run\'s s
   const done = 'workbenchRun attachable outcome';
   const lost = 'workbenchRun';
   const idle = 'workbenchRun running idle attachable';
+  // A changed file of an outcome opens in the diff editor; only a pending outcome's untaken file is applied.
+  assert.deepEqual(shown(constants.COMMAND_OPEN_OUTCOME_FILE, 'outcomeFile'), [true, true]);
+  assert.deepEqual(shown(constants.COMMAND_APPLY_OUTCOME_FILE, 'outcomeFile applicable'), [true, true]);
+  assert.deepEqual(shown(constants.COMMAND_APPLY_OUTCOME_FILE, 'outcomeFile'), [false, false]);
+  assert.deepEqual(shown(constants.COMMAND_OPEN_OUTCOME_FILE, done), [false, false]);
   assert.deepEqual(shown(constants.COMMAND_SEND_TURN, idle), [true, true]);
   assert.deepEqual(shown(constants.COMMAND_SEND_TURN, running), [false, false]);
   assert.deepEqual(shown(constants.COMMAND_KILL_RUN, idle), [true, true]);

@@ -443,3 +443,70 @@ test('an idle session is listed with its turns, and Send Turn asks the task and 
   assert.deepEqual(stub.quickPicks.at(-1)?.items, ['notes']);
   assert.equal(requests(client, 'workbench.send').length, 2);
 });
+
+test("a finished run's outcome lists its files: each opens in the diff editor, and Apply This File takes one", async () => {
+  const entries = [
+    { label: 'README.md', changeset: 'primary', workspace: null, path: 'README.md', kind: 'modified', additions: 3, deletions: 1, binary: false, taken: false },
+    { label: 'docs:guide.md', changeset: 'workspace_docs', workspace: 'docs', path: 'guide.md', kind: 'added', additions: 2, deletions: 0, binary: false, taken: true },
+    { label: 'logo.png', changeset: 'primary', workspace: null, path: 'logo.png', kind: 'modified', additions: 0, deletions: 0, binary: true, taken: false },
+  ];
+  let state = 'pending';
+  behaviour.answers['workbench.outcome'] = (() =>
+    Promise.resolve({
+      outcome: { id: OUTCOME_ID, run_id: DONE_ID, created_at: '2026-12-04T09:02:03.000Z', completeness: 'partial', changesets: [], artifacts: [], links: [], warnings: [] },
+      receipt: { outcome_id: OUTCOME_ID, state, updated_at: '2026-12-04T09:02:03.000Z' },
+      files: { artifacts: [], reviews: [] },
+      lines: [],
+      brief: '',
+      changesets: [],
+      receiptText: '',
+      entries,
+    })) as Answer;
+  behaviour.answers['workbench.outcomeFile'] = ((args: unknown[]) => {
+    const { side } = args[0] as { side: string };
+    return Promise.resolve(side === 'before' ? { kind: 'text', text: 'old\n', mode: 0o644 } : { kind: 'binary', size_bytes: 9, mode: 0o644 });
+  }) as Answer;
+  behaviour.answers['workbench.applyOutcome'] = (() =>
+    Promise.resolve({ outcomeId: OUTCOME_ID, applied: 1, unchanged: 0, text: '1 applied, 0 unchanged', applicationState: 'pending' })) as Answer;
+  const client = await activate();
+  const [runningItem, doneItem] = view().items();
+  assert.equal(runningItem?.collapsibleState, 0, 'a running run has no files yet');
+  assert.equal(doneItem?.collapsibleState, 1, 'a finished run with an outcome expands');
+  const files = await view().children(finished);
+  assert.deepEqual(
+    files.map(({ item }) => [item.label, item.description, (item.iconPath as { id: string }).id, item.contextValue]),
+    [
+      ['README.md', 'M +3 \u22121', 'diff-modified', 'outcomeFile applicable'],
+      ['guide.md', 'docs: A +2 \u00b7 taken', 'diff-added', 'outcomeFile'],
+      ['logo.png', 'M binary', 'diff-modified', 'outcomeFile applicable'],
+    ],
+  );
+  // Clicking a file opens VS Code's diff editor on the two read-only sides, named like the file.
+  const open = files[0]?.item.command;
+  assert.equal(open?.command, 'wb-lsp.openOutcomeFile');
+  await stub.commands.get(open?.command ?? '')?.(...(open?.arguments ?? []));
+  const diff = stub.executed.find((entry) => entry.command === 'vscode.diff');
+  assert.ok(diff, 'vscode.diff was opened');
+  const [left, right, title] = diff.args as [vscode.Uri, vscode.Uri, string];
+  assert.deepEqual([left.scheme, left.path], ["wb-outcome", `/${OUTCOME_ID}/files/before/README.md`]);
+  assert.deepEqual([right.scheme, right.path], ["wb-outcome", `/${OUTCOME_ID}/files/after/README.md`]);
+  assert.equal(title, `README.md (outcome ${OUTCOME_ID})`);
+  const system = stub.fileSystems.get('wb-outcome')?.provider;
+  assert.ok(system);
+  assert.equal(Buffer.from(await system.readFile(left)).toString(), 'old\n');
+  assert.equal(Buffer.from(await system.readFile(right)).toString(), '(binary file, 9 bytes)\n');
+  assert.deepEqual(requests(client, 'workbench.outcomeFile').map((r) => r.args[0]), [
+    { id: OUTCOME_ID, path: 'README.md', side: 'before' },
+    { id: OUTCOME_ID, path: 'README.md', side: 'after' },
+  ]);
+  // Apply This File takes only that path; the view reads the files again.
+  await stub.commands.get('wb-lsp.applyOutcomeFile')?.(files[0]?.node);
+  assert.deepEqual(requests(client, 'workbench.applyOutcome').map((r) => r.args[0]), [
+    { id: OUTCOME_ID, only: ['README.md'] },
+  ]);
+  assert.equal(stub.messages.at(-1)?.message, 'Workbench: applied README.md.');
+  // Once every file is taken the receipt is applied: no file can be taken any more.
+  state = 'applied';
+  const after = await view().children(finished);
+  assert.deepEqual(after.map(({ item }) => item.contextValue), ['outcomeFile', 'outcomeFile', 'outcomeFile']);
+});

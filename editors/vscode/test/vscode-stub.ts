@@ -161,6 +161,7 @@ export class TreeItem {
   tooltip?: string;
   iconPath?: ThemeIcon;
   contextValue?: string;
+  command?: { command: string; title: string; arguments?: unknown[] };
   constructor(
     readonly label: string,
     readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,
@@ -179,6 +180,8 @@ export interface StubTreeView {
   setVisible(visible: boolean): void;
   /** The items it shows now. */
   items(): TreeItem[];
+  /** The children of `node` and their items (a provider may answer them later). */
+  children(node: unknown): Promise<Array<{ node: unknown; item: TreeItem }>>;
 }
 
 export enum StatusBarAlignment {
@@ -466,6 +469,11 @@ export const window = {
       items(): TreeItem[] {
         const children = this.provider.getChildren() as unknown[];
         return children.map((child) => this.provider.getTreeItem(child));
+      },
+      /** The children of `node` and their items (a provider may answer them later). */
+      async children(node: unknown): Promise<Array<{ node: unknown; item: TreeItem }>> {
+        const children = (await this.provider.getChildren(node)) as unknown[];
+        return children.map((child) => ({ node: child, item: this.provider.getTreeItem(child) }));
       },
       dispose() {
         this.disposed = true;
