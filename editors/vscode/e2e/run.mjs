@@ -1234,6 +1234,86 @@ async function runsScenarios(window, repo, workbenchHome, env) {
   });
 }
 
+/** The text of the diff editor's two sides, line by line. */
+async function diffSides(window) {
+  const side = async (which) =>
+    (await window.page.locator(`.monaco-diff-editor .editor.${which} .view-line`).allTextContents()).map((line) =>
+      line.replace(/\u00a0/g, ' '),
+    );
+  return { original: await side('original'), modified: await side('modified') };
+}
+
+async function reviewScenarios(window, repo, workbenchHome, env) {
+  await scenario(window, '19-review-file-by-file', async (see) => {
+    await window.clearNotifications();
+    await window.closeAllEditors();
+    // A run whose outcome is pending, as an isolated runtime leaves it: the receipt pending, the workspace as
+    // before the run.
+    const events = run(WB_LSP_BIN, ['run', '--json', '--task', 'Write the findings report', path.join(repo, '.workbenches', 'demo')], { cwd: repo, env });
+    const available = events.split('\n').filter((line) => line.includes('"outcome.available"')).map((line) => JSON.parse(line))[0];
+    const outcomeId = available?.data?.outcome_id;
+    check(typeof outcomeId === 'string', `the run gave no outcome: ${events}`);
+    const receipt = path.join(workbenchHome, 'outcomes', outcomeId, 'application.json');
+    fs.writeFileSync(receipt, JSON.stringify({ version: 1, outcome_id: outcomeId, state: 'pending', updated_at: '2026-01-01T00:00:00Z' }));
+    fs.writeFileSync(path.join(repo, 'README.md'), '# Old title\n\nThe ledger service.\n');
+    fs.rmSync(path.join(repo, 'notes'), { recursive: true, force: true });
+    fs.writeFileSync(path.join(repo, 'obsolete.txt'), 'remove me\n');
+    see(`wb-lsp run gave outcome ${outcomeId}, made pending`);
+    await window.page.keyboard.press('Escape');
+    await window.page.keyboard.press('F1');
+    const palette = await window.waitForQuickInput();
+    await palette.fill('>Focus on Workbench Runs View');
+    await window.page.locator('.quick-input-list .monaco-list-row', { hasText: 'Workbench Runs' }).first().click();
+    // The newest finished run expands into its files.
+    await waitFor('the run in the Runs view', async () => (await runsRows(window)).find((row) => row.includes('demo') && row.includes('completed')), 30000);
+    await runsPane(window).locator('.monaco-list-row', { hasText: 'completed' }).first().click();
+    const files = await waitFor('the outcome\'s files under the run', async () => {
+      const rows = await runsRows(window);
+      return rows.some((row) => row.startsWith('README.md')) ? rows : undefined;
+    }, 30000).catch(async (error) => {
+      throw new Failure(`${error.message}; the view shows: ${(await runsRows(window)).join(' | ')}`);
+    });
+    see(`Runs view: ${files.join(' | ')}`);
+    check(files.some((row) => /^README\.md\s*M \+1 \u22121$/.test(row)), 'README.md is not listed as modified, +1 -1');
+    check(files.some((row) => /^notes\/hello\.txt\s*A \+1$/.test(row)), 'notes/hello.txt is not listed as added');
+    check(files.some((row) => /^obsolete\.txt\s*D \u22121$/.test(row)), 'obsolete.txt is not listed as deleted');
+    // README.md in VS Code's own diff editor: both sides' text.
+    await runsPane(window).locator('.monaco-list-row', { hasText: /^README\.md/ }).first().click();
+    const sides = await waitFor('the diff editor with both sides', async () => {
+      const shown = await diffSides(window);
+      return shown.original.includes('# Old title') && shown.modified.includes('# New title') ? shown : undefined;
+    }, 30000).catch(async (error) => {
+      throw new Failure(`${error.message}; the diff editor shows ${JSON.stringify(await diffSides(window))}`);
+    });
+    const tab = await window.activeEditorPath();
+    see(`diff editor "${tab}": before ${JSON.stringify(sides.original)}, after ${JSON.stringify(sides.modified)} (${await window.screenshot('19-review-diff')})`);
+    check(sides.original.includes('The ledger service.') && sides.modified.includes('The ledger service.'), 'the unchanged line is not on both sides');
+    // Apply This File: only README.md is taken, the receipt stays pending.
+    await clickRunAction(window, 'README.md', 'Apply This File');
+    const toast = await window.waitForToast('about the file', /applied README\.md/, 30000);
+    see(`notification: "${toast}"`);
+    check(fs.readFileSync(path.join(repo, 'README.md'), 'utf8').startsWith('# New title'), 'README.md was not applied');
+    check(fs.existsSync(path.join(repo, 'obsolete.txt')), 'a file that was not selected was applied');
+    let state = JSON.parse(fs.readFileSync(receipt, 'utf8')).state;
+    check(state === 'pending', `the receipt is ${state} after one file`);
+    const taken = await waitFor('README.md shown taken', async () => (await runsRows(window)).find((row) => row.startsWith('README.md') && row.includes('taken')), 30000);
+    see(`Runs view: "${taken}"; the receipt is still pending`);
+    // Then the rest: the whole outcome, and the receipt is applied.
+    await window.clearNotifications();
+    await window.command('Workbench: Apply Outcome');
+    const dialog = window.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: TIMEOUT });
+    await dialog.locator('.monaco-button', { hasText: /^Apply$/ }).click();
+    const rest = await window.waitForToast('about the rest', /applied outcome/, 30000);
+    see(`notification: "${rest}"`);
+    check(/2 applied, 1 unchanged/.test(rest), `not the rest of the outcome: ${rest}`);
+    state = JSON.parse(fs.readFileSync(receipt, 'utf8')).state;
+    check(state === 'applied', `the receipt is ${state} after the rest`);
+    check(!fs.existsSync(path.join(repo, 'obsolete.txt')), 'obsolete.txt was not deleted');
+    see('the receipt went from pending to applied');
+  });
+}
+
 async function missingServerScenario(window) {
   await scenario(window, '14-missing-server', async (see) => {
     const toast = await window.waitForToast(
@@ -1340,6 +1420,7 @@ async function main() {
       await editingScenarios(window);
       await executionScenarios(window, repo, workbenchHome);
       await runsScenarios(window, repo, workbenchHome, env);
+      await reviewScenarios(window, repo, workbenchHome, env);
       await context.close();
       stopCodeServer(server);
     }
