@@ -397,10 +397,52 @@ local function run()
   check(vim.json.decode(read(receipt_path)).state == "pending", "the refused application changed the receipt")
   out("ok: :WorkbenchApplyOutcome asks first, and a conflict writes nothing")
 
-  -- The original README: every change is applied.
+  -- The original README. File by file: the changed files listed, README.md's diff in a tab, then README.md
+  -- applied alone (the receipt stays pending).
   write(repo .. "/README.md", "# Old title\n\nThe ledger service.\n")
+  vim.cmd("WorkbenchOutcomeFiles")
+  local files_buf = wait_for("the files buffer", function()
+    return buffer_named("^workbench://outcome%-files/")
+  end)
+  local file_lines = wait_for("the changed files", function()
+    local shown = lines_of(files_buf)
+    return #shown >= 4 and shown or nil
+  end)
+  check(file_lines[1] == ("Outcome %s (pending) — <CR> diff · a apply this file · r refresh"):format(id), "the files header: " .. file_lines[1])
+  check(
+    vim.deep_equal({ file_lines[2], file_lines[3], file_lines[4] }, { "M  README.md  +1 −1", "A  notes/hello.txt  +1", "D  obsolete.txt  −1" }),
+    "the changed files:\n" .. table.concat(file_lines, "\n")
+  )
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(files_buf))
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  vim.cmd([[exe "normal \<CR>"]])
+  local sides = wait_for("README.md's diff tab", function()
+    return workbench.last_file_diff
+  end)
+  local before_win, after_win = vim.fn.bufwinid(sides.before), vim.fn.bufwinid(sides.after)
+  check(vim.wo[before_win].diff and vim.wo[after_win].diff, "the two sides are not in diff mode")
+  check(vim.api.nvim_win_get_tabpage(before_win) == vim.api.nvim_win_get_tabpage(after_win), "the sides are in two tabs")
+  check(vim.deep_equal(lines_of(sides.before), { "# Old title", "", "The ledger service." }), "before: " .. vim.inspect(lines_of(sides.before)))
+  check(vim.deep_equal(lines_of(sides.after), { "# New title", "", "The ledger service." }), "after: " .. vim.inspect(lines_of(sides.after)))
+  check(vim.api.nvim_buf_get_name(sides.after):match("README%.md$") and vim.bo[sides.after].filetype == "markdown", "the after side is not named or typed like the file")
+  check(not vim.bo[sides.before].modifiable and not vim.bo[sides.after].modifiable, "a side is modifiable")
+  out("ok: :WorkbenchOutcomeFiles lists the changed files; <CR> opens README.md's two sides with :diffthis")
+  vim.cmd("tabclose")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(files_buf))
+  vim.api.nvim_win_set_cursor(0, { 2, 0 })
+  vim.cmd("normal a")
+  expect("the file's application", ("[workbench] applied README.md of outcome %s: 1 applied, 0 unchanged (pending)"):format(id))
+  check(read(repo .. "/README.md") == "# New title\n\nThe ledger service.\n", "README.md was not applied")
+  check(read(repo .. "/obsolete.txt") == "remove me\n", "a file not selected was applied")
+  check(vim.json.decode(read(receipt_path)).state == "pending", "the receipt is not pending after one file")
+  wait_for("README.md shown taken", function()
+    return lines_of(files_buf)[2] == "M  README.md  +1 −1  (taken)"
+  end)
+  out("ok: a applies README.md alone; the receipt stays pending and the list says taken")
+
+  -- Then the rest.
   vim.cmd("WorkbenchApplyOutcome " .. id)
-  expect("the application", ("[workbench] applied outcome %s: 3 applied, 0 unchanged"):format(id))
+  expect("the application", ("[workbench] applied outcome %s: 2 applied, 1 unchanged"):format(id))
   check(read(repo .. "/README.md") == "# New title\n\nThe ledger service.\n", "README.md was not applied")
   check(read(repo .. "/notes/hello.txt") == "hello from the fake runner\n", "notes/hello.txt was not applied")
   check(read(repo .. "/obsolete.txt") == nil, "obsolete.txt was not deleted")
@@ -415,7 +457,7 @@ local function run()
     return buffer_named("^workbench://outcome/", summary_buf)
   end)
   check(lines_of(applied_buf)[1]:find(", complete, applied)", 1, true), "the outcome is not shown applied")
-  out("ok: :WorkbenchApplyOutcome applied the pending outcome (3 applied)")
+  out("ok: :WorkbenchApplyOutcome applied the rest of the pending outcome (2 applied, 1 unchanged)")
 
   -- Ids: a malformed one is refused here, an unknown one by the server.
   vim.cmd("WorkbenchOutcome nonsense")

@@ -58,6 +58,11 @@ local PUBLIC = {
     "last_artifact_buffer",
     "confirm",
     "apply_outcome",
+    "outcome_files",
+    "open_file_diff",
+    "apply_file",
+    "last_files_buffer",
+    "last_file_diff",
   },
   [format] = { "json_pretty" },
 }

@@ -294,6 +294,170 @@ open_target = function(id, target)
   end)
 end
 
+-- The marks of the change kinds, as `wb-lsp outcome` prints them.
+local MARKS = { added = "A", modified = "M", deleted = "D", mode_changed = "M", link = "L" }
+
+-- `+3 −1`, `binary`, `mode`, `link`; then `(taken)` once the file was applied on its own.
+local function change_counts(entry)
+  local counts
+  if entry.kind == "mode_changed" then
+    counts = "mode"
+  elseif entry.kind == "link" then
+    counts = "link"
+  elseif entry.binary then
+    counts = "binary"
+  else
+    local parts = {}
+    if format.count(entry.additions) > 0 then
+      table.insert(parts, "+" .. format.count(entry.additions))
+    end
+    if format.count(entry.deletions) > 0 then
+      table.insert(parts, "−" .. format.count(entry.deletions))
+    end
+    counts = table.concat(parts, " ")
+  end
+  return counts .. (entry.taken and "  (taken)" or "")
+end
+
+-- What one side of a change shows: its text, or a line saying what it is.
+local function side_lines(side)
+  if side.kind == "text" then
+    return ui.lines_of(tostring(side.text))
+  elseif side.kind == "binary" then
+    return { ("(binary file, %d bytes)"):format(format.count(side.size_bytes)) }
+  elseif side.kind == "link" then
+    return { ("(symbolic link to %s)"):format(tostring(side.target)) }
+  elseif side.kind == "not_kept" then
+    return { ("(the earlier content, %d bytes, was not kept and the workspace no longer holds it)"):format(format.count(side.size_bytes)) }
+  end
+  return {}
+end
+
+local file_count = 0
+
+--- Opens a changed file of outcome `id` (its `label`) in a new tab: the before and after sides
+--- (`workbench.outcomeFile`) in read-only buffers named like the file, side by side with `:diffthis`.
+function M.open_file_diff(id, label)
+  local client = lsp.any_client()
+  if not client then
+    ui.notify("no wb-lsp client is running: open a manifest first", vim.log.levels.WARN)
+    return
+  end
+  local sides = {}
+  local function show()
+    file_count = file_count + 1
+    local name = tostring(label):gsub(":", "/")
+    vim.cmd("tabnew")
+    local windows = {}
+    for index, side in ipairs({ "before", "after" }) do
+      if index == 2 then
+        vim.cmd("rightbelow vsplit")
+      end
+      local bufnr = vim.api.nvim_create_buf(false, true)
+      pcall(vim.api.nvim_buf_set_name, bufnr, ("workbench://%s/%d/%s"):format(side, file_count, name))
+      vim.bo[bufnr].bufhidden = "wipe"
+      vim.bo[bufnr].swapfile = false
+      ui.set_lines(bufnr, 0, -1, side_lines(sides[side]))
+      vim.bo[bufnr].readonly = true
+      vim.api.nvim_win_set_buf(0, bufnr)
+      ui.detect_filetype(bufnr, name)
+      windows[index] = vim.api.nvim_get_current_win()
+    end
+    for _, window in ipairs(windows) do
+      vim.api.nvim_win_call(window, function()
+        vim.cmd("diffthis")
+      end)
+    end
+    M.last_file_diff = { before = vim.api.nvim_win_get_buf(windows[1]), after = vim.api.nvim_win_get_buf(windows[2]) }
+  end
+  for _, side in ipairs({ "before", "after" }) do
+    local argument = { id = id, path = label, side = side }
+    lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.outcomeFile", { argument }, function(result)
+      sides[side] = type(result) == "table" and result or { kind = "absent" }
+      if sides.before and sides.after then
+        show()
+      end
+    end, nil, function(err)
+      ui.notify(("cannot open %s: %s"):format(label, format.error_message(err)), vim.log.levels.ERROR)
+    end)
+  end
+end
+
+-- Per files buffer: { id = outcome id, labels = { [line] = label } }.
+local files_buffers = {}
+
+--- `:WorkbenchOutcomeFiles [id]`: the outcome's changed files, one a line (`M  README.md  +1 −1`), in a scratch
+--- buffer `workbench://outcome-files/N`: <CR> opens the file's diff in a tab, `a` applies that file alone
+--- (a pending outcome's), `r` reads the list again.
+function M.outcome_files(id, bufnr)
+  id = outcome_id(id)
+  if not id then
+    return
+  end
+  fetch_outcome(id, function(result)
+    local pending = result.receipt.state == "pending"
+    local lines = {
+      ("Outcome %s (%s) — <CR> diff%s · r refresh"):format(id, tostring(result.receipt.state), pending and " · a apply this file" or ""),
+    }
+    local labels = {}
+    for _, entry in ipairs(format.list(result.entries)) do
+      table.insert(lines, ("%s  %s  %s"):format(MARKS[entry.kind] or "?", tostring(entry.label), change_counts(entry)))
+      labels[#lines] = entry.label
+    end
+    if #lines == 1 then
+      table.insert(lines, "(no changed files)")
+    end
+    if not (bufnr and vim.api.nvim_buf_is_valid(bufnr)) then
+      bufnr = ui.scratch_buffer("outcome-files", "workbench-outcome-files", false)
+      local function label_here()
+        local entry = files_buffers[bufnr]
+        return entry, entry and entry.labels[vim.api.nvim_win_get_cursor(0)[1]]
+      end
+      vim.keymap.set("n", "<CR>", function()
+        local entry, label = label_here()
+        if label then
+          M.open_file_diff(entry.id, label)
+        end
+      end, { buffer = bufnr, desc = "Open this file's changes in a diff tab" })
+      vim.keymap.set("n", "a", function()
+        local entry, label = label_here()
+        if label then
+          M.apply_file(entry.id, label, { confirm = true, refresh = bufnr })
+        end
+      end, { buffer = bufnr, desc = "Apply this file of the outcome" })
+      vim.keymap.set("n", "r", function()
+        M.outcome_files(files_buffers[bufnr].id, bufnr)
+      end, { buffer = bufnr, desc = "Read the changed files again" })
+    end
+    ui.set_lines(bufnr, 0, -1, lines)
+    files_buffers[bufnr] = { id = id, labels = labels }
+    M.last_files_buffer = bufnr
+  end)
+end
+
+--- Applies one file of a pending outcome (`workbench.applyOutcome` with `only`), after a confirmation unless
+--- `options.confirm` is false; `options.refresh`: a files buffer to read again afterwards.
+function M.apply_file(id, label, options)
+  options = options or {}
+  if options.confirm ~= false and not M.confirm(("Apply %s of outcome %s?"):format(label, id)) then
+    ui.notify(("%s was not applied"):format(label))
+    return
+  end
+  local client = lsp.any_client()
+  if not client then
+    return
+  end
+  local argument = { id = id, only = { label } }
+  lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.applyOutcome", { argument }, function(applied)
+    ui.notify(("applied %s of outcome %s: %s (%s)"):format(label, id, tostring(applied.text), tostring(applied.applicationState)))
+    if options.refresh then
+      M.outcome_files(id, options.refresh)
+    end
+  end, nil, function(err)
+    ui.notify(("%s was not applied: %s"):format(label, format.error_message(err)), vim.log.levels.ERROR)
+  end)
+end
+
 --- Asks before applying; returns true to go on. Replaceable (the tests answer it).
 function M.confirm(message)
   return vim.fn.confirm(message, "&Apply\n&Cancel", 2, "Question") == 1
