@@ -1075,6 +1075,93 @@ const EMACS_RUN_EPILOGUE_EL: &str = r##"
   (error (princ (format "FAIL (emacs): %s\n" (error-message-string err))) (kill-emacs 1)))
 "##;
 
+/// An outcome file by file from Emacs: `workbench-outcome-files` lists a pending outcome's changed files; `d`
+/// shows README.md's two sides (read-only, in the file's mode) and their diff in `diff-mode`; `a` applies it
+/// alone (the receipt stays pending); `workbench-apply` of the rest through the server makes it applied.
+const EMACS_FILES_TEST_EL: &str = r##"
+(defun wbt-file (path)
+  (with-temp-buffer (insert-file-contents path) (buffer-string)))
+(defun wbt-write (path text)
+  (make-directory (file-name-directory path) t)
+  (with-temp-file path (insert text)))
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
+         (home (file-name-as-directory (wbt-env "WORKBENCH_HOME"))))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (find-file (expand-file-name ".workbenches/demo/workbench.yml" repo))
+    (wbt-command)
+    (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)
+    (wbt-write (expand-file-name "README.md" repo) "# Old title\n\nThe ledger service.\n")
+    (wbt-write (expand-file-name "obsolete.txt" repo) "remove me\n")
+    (let* ((output (wbt-cli "run" "--json" "--dir" repo "--task" "write the findings" (expand-file-name ".workbenches/demo" repo)))
+           (id (progn (string-match "wbo_[0-9a-z]+" output) (match-string 0 output)))
+           (receipt (expand-file-name (format "outcomes/%s/application.json" id) home)))
+      (wbt-check id "no outcome in %s" output)
+      ;; As an isolated runtime leaves it: the receipt pending, the workspace as before the run.
+      (wbt-write receipt (format "{\"version\":1,\"outcome_id\":\"%s\",\"state\":\"pending\",\"updated_at\":\"2026-01-01T00:00:00Z\"}" id))
+      (wbt-write (expand-file-name "README.md" repo) "# Old title\n\nThe ledger service.\n")
+      (delete-directory (expand-file-name "notes" repo) t)
+      (wbt-write (expand-file-name "obsolete.txt" repo) "remove me\n")
+      (let ((buffer (workbench-outcome-files id)))
+        (with-current-buffer buffer
+          (let ((lines (split-string (string-trim (buffer-string)) "\n")))
+            (wbt-check (equal (mapcar (lambda (line) (replace-regexp-in-string "[ \t]+" " " (string-trim line))) lines)
+                              '("M README.md +1 −1" "A notes/hello.txt +1" "D obsolete.txt −1"))
+                       "the changed files:\n%s" (buffer-string)))
+          (wbt-check (string-match-p "(pending).*a apply this file" (format "%s" header-line-format))
+                     "the header: %s" header-line-format)
+          (wbt-out "ok: workbench-outcome-files lists the pending outcome's three files")
+          (goto-char (point-min))
+          (search-forward "README.md")
+          (call-interactively (key-binding (kbd "d")))
+          (let ((before (get-buffer "*Workbench before README.md*"))
+                (after (get-buffer "*Workbench after README.md*")))
+            (wbt-check (equal (with-current-buffer before (buffer-string)) "# Old title\n\nThe ledger service.\n")
+                       "the before side: %S" (with-current-buffer before (buffer-string)))
+            (wbt-check (equal (with-current-buffer after (buffer-string)) "# New title\n\nThe ledger service.\n")
+                       "the after side: %S" (with-current-buffer after (buffer-string)))
+            (wbt-check (with-current-buffer after buffer-read-only) "the after side is writable")
+            (wbt-check (with-current-buffer after (not (eq major-mode 'fundamental-mode)))
+                       "the after side is not in the file's mode"))
+          (let ((diff (wbt-wait "the diff buffer" (lambda () (let ((b (get-buffer "*Diff*")))
+                                                                 (and b (with-current-buffer b (string-match-p "Diff finished" (buffer-string))) b))))))
+            (with-current-buffer diff
+              (wbt-check (eq major-mode 'diff-mode) "the diff is in %s" major-mode)
+              (wbt-check (and (string-match-p "^-# Old title$" (buffer-string)) (string-match-p "^\\+# New title$" (buffer-string)))
+                         "the diff:\n%s" (buffer-string))))
+          (wbt-out "ok: d shows README.md's two sides, read-only, and their diff in diff-mode")
+          (set-buffer buffer)
+          (goto-char (point-min))
+          (search-forward "README.md")
+          (cl-letf (((symbol-function 'yes-or-no-p) (lambda (&rest _) t)))
+            (call-interactively (key-binding (kbd "a"))))
+          (wbt-check (wbt-messaged (format "Workbench: applied README.md of outcome %s: 1 applied, 0 unchanged (pending)" id))
+                     "no message about the file: %S" (car wbt-messages))
+          (wbt-check (equal (wbt-file (expand-file-name "README.md" repo)) "# New title\n\nThe ledger service.\n") "README.md was not applied")
+          (wbt-check (file-exists-p (expand-file-name "obsolete.txt" repo)) "a file not selected was applied")
+          (wbt-check (string-match-p "\"pending\"" (wbt-file receipt)) "the receipt is not pending")
+          (goto-char (point-min))
+          (wbt-check (search-forward "(taken)" nil t) "README.md is not shown taken:\n%s" (buffer-string))
+          (wbt-out "ok: a applies README.md alone; the receipt stays pending")
+          (let ((result (workbench--execute-anywhere "workbench.applyOutcome" (vector (list :id id)))))
+            (wbt-check (equal (workbench--get result "applicationState") "applied") "the rest: %S" result))
+          (wbt-check (string-match-p "\"applied\"" (wbt-file receipt)) "the receipt is not applied")
+          (wbt-out "ok: the rest applied through the server: the receipt is applied"))))))
+"##;
+
+#[test]
+fn emacs_reviews_an_outcome_file_by_file() {
+    if skipping() {
+        eprintln!("skipping the Emacs files test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    run_emacs_script(OUTCOME_RUNNER, "files", EMACS_FILES_TEST_EL);
+}
+
 /// A session from Emacs: started with `wb-lsp run --session`, listed idle with its turns by `workbench-runs`,
 /// `s` sends it a turn, `workbench-send` another, each turn's text in the session's buffer; once killed, a turn
 /// is refused.
