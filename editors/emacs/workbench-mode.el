@@ -562,6 +562,9 @@ The text is that of `wb-lsp outcome ID'.  A run id names the run's outcome."
 (defvar-local workbench--files-outcome nil
   "The outcome id of a `workbench-files-mode' buffer.")
 
+(defvar-local workbench--files-answer nil
+  "What `workbench.outcome' last answered for a `workbench-files-mode' buffer.")
+
 (defconst workbench--change-marks
   '(("added" . "A") ("modified" . "M") ("deleted" . "D") ("mode_changed" . "M") ("link" . "L"))
   "The mark of each change kind, as `wb-lsp outcome' prints it.")
@@ -587,15 +590,57 @@ Then `(taken)' once the file was applied alone."
     (setq header-line-format
           (format " Outcome %s (%s): RET ediff, d diff%s, g refresh" workbench--files-outcome state
                   (if (equal state "pending") ", a apply this file" "")))
+    (setq workbench--files-answer answer)
     (setq tabulated-list-entries
-          (mapcar (lambda (entry)
-                    (let ((label (workbench--get entry "label")))
-                      (list label
-                            (vector (or (cdr (assoc (workbench--get entry "kind") workbench--change-marks)) "?")
-                                    label
-                                    (workbench--change-counts entry)))))
-                  (append (workbench--get answer "entries") nil)))
+          (append
+           (mapcar (lambda (entry)
+                     (let ((label (workbench--get entry "label")))
+                       (list label
+                             (vector (or (cdr (assoc (workbench--get entry "kind") workbench--change-marks)) "?")
+                                     label
+                                     (workbench--change-counts entry)))))
+                   (append (workbench--get answer "entries") nil))
+           ;; What else the outcome returned: RET opens an artifact read-only, a link in the browser.
+           (mapcar (lambda (artifact)
+                     (let ((content (workbench--get artifact "content")))
+                       (list (cons 'artifact (workbench--get artifact "id"))
+                             (vector "@" (workbench--get artifact "name")
+                                     (format "artifact, %s, %s bytes" (workbench--get content "media_type")
+                                             (workbench--get content "size_bytes"))))))
+                   (append (workbench--get (workbench--get answer "outcome") "artifacts") nil))
+           (mapcar (lambda (link)
+                     (list (cons 'link (workbench--get link "uri"))
+                           (vector "~" (workbench--get link "label") (format "link, %s" (workbench--get link "uri")))))
+                   (append (workbench--get (workbench--get answer "outcome") "links") nil))))
     (tabulated-list-print t)))
+
+(defun workbench--open-artifact (answer artifact-id)
+  "Open the stored bytes of ARTIFACT-ID of ANSWER read-only.
+The bytes are checked against their digest first."
+  (let* ((artifact (seq-find (lambda (a) (equal (workbench--get a "id") artifact-id))
+                             (workbench--get (workbench--get answer "outcome") "artifacts")))
+         (stored (seq-find (lambda (f) (equal (workbench--get f "id") artifact-id))
+                           (workbench--get (workbench--get answer "files") "artifacts")))
+         (file (and stored (workbench--get stored "file")))
+         (digest (workbench--get (workbench--get artifact "content") "digest")))
+    (unless (and file (file-readable-p file))
+      (user-error "The artifact %s is not stored" artifact-id))
+    (let ((bytes (with-temp-buffer
+                   (set-buffer-multibyte nil)
+                   (insert-file-contents-literally file)
+                   (buffer-string))))
+      (unless (equal (concat "sha256:" (secure-hash 'sha256 bytes)) digest)
+        (user-error "The stored content of %s does not match its digest" artifact-id))
+      (with-current-buffer (get-buffer-create (format "*Workbench artifact %s*" (workbench--get artifact "name")))
+        (let ((inhibit-read-only t))
+          (erase-buffer)
+          (insert (decode-coding-string bytes 'utf-8))
+          (let ((buffer-file-name (expand-file-name (file-name-nondirectory (workbench--get artifact "name"))
+                                                    temporary-file-directory)))
+            (ignore-errors (set-auto-mode)))
+          (goto-char (point-min)))
+        (setq buffer-read-only t)
+        (pop-to-buffer (current-buffer))))))
 
 (defvar workbench-files-mode-map
   (let ((map (make-sparse-keymap)))
@@ -663,14 +708,20 @@ SIDE is \"before\" or \"after\"; the buffer gets the major mode of the file's na
 
 (defun workbench--files-label-at-point ()
   "The label of the file at point, or a `user-error'."
-  (or (tabulated-list-get-id) (user-error "No file on this line")))
+  (let ((id (tabulated-list-get-id)))
+    (if (stringp id) id (user-error "No changed file on this line"))))
 
 (defun workbench-files-ediff ()
-  "Compare the before and after sides of the file at point in Ediff."
+  "Compare the before and after sides of the file at point in Ediff.
+On an artifact, open it read-only; on a link, `browse-url'."
   (interactive)
-  (let ((label (workbench--files-label-at-point)))
-    (ediff-buffers (workbench--side-buffer workbench--files-outcome label "before")
-                   (workbench--side-buffer workbench--files-outcome label "after"))))
+  (let ((id (tabulated-list-get-id)))
+    (pcase id
+      (`(artifact . ,artifact) (workbench--open-artifact workbench--files-answer artifact))
+      (`(link . ,uri) (browse-url uri))
+      (_ (let ((label (workbench--files-label-at-point)))
+           (ediff-buffers (workbench--side-buffer workbench--files-outcome label "before")
+                          (workbench--side-buffer workbench--files-outcome label "after")))))))
 
 (defun workbench-files-diff ()
   "Show the changes of the file at point in a `diff-mode' buffer (`diff-buffers')."

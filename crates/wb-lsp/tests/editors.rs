@@ -406,11 +406,17 @@ local function run()
   end)
   local file_lines = wait_for("the changed files", function()
     local shown = lines_of(files_buf)
-    return #shown >= 4 and shown or nil
+    return #shown >= 6 and shown or nil
   end)
   check(file_lines[1] == ("Outcome %s (pending) — <CR> diff · a apply this file · r refresh"):format(id), "the files header: " .. file_lines[1])
   check(
-    vim.deep_equal({ file_lines[2], file_lines[3], file_lines[4] }, { "M  README.md  +1 −1", "A  notes/hello.txt  +1", "D  obsolete.txt  −1" }),
+    vim.deep_equal({ file_lines[2], file_lines[3], file_lines[4], file_lines[5], file_lines[6] }, {
+      "M  README.md  +1 −1",
+      "A  notes/hello.txt  +1",
+      "D  obsolete.txt  −1",
+      "artifact  Findings.html  text/html, 18 bytes",
+      "link  Implementation PR  https://github.com/example/project/pull/42",
+    }),
     "the changed files:\n" .. table.concat(file_lines, "\n")
   )
   vim.api.nvim_set_current_win(vim.fn.bufwinid(files_buf))
@@ -428,6 +434,14 @@ local function run()
   check(not vim.bo[sides.before].modifiable and not vim.bo[sides.after].modifiable, "a side is modifiable")
   out("ok: :WorkbenchOutcomeFiles lists the changed files; <CR> opens README.md's two sides with :diffthis")
   vim.cmd("tabclose")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(files_buf))
+  vim.api.nvim_win_set_cursor(0, { 5, 0 })
+  local artifact_before = workbench.last_artifact_buffer
+  vim.cmd([[exe "normal \<CR>"]])
+  wait_for("<CR> on the artifact line to open it", function()
+    return workbench.last_artifact_buffer ~= artifact_before and vim.api.nvim_buf_get_name(workbench.last_artifact_buffer):match("Findings%.html$")
+  end)
+  out("ok: <CR> on the artifact line of the files list opens Findings.html")
   vim.api.nvim_set_current_win(vim.fn.bufwinid(files_buf))
   vim.api.nvim_win_set_cursor(0, { 2, 0 })
   vim.cmd("normal a")
@@ -1110,11 +1124,22 @@ const EMACS_FILES_TEST_EL: &str = r##"
         (with-current-buffer buffer
           (let ((lines (split-string (string-trim (buffer-string)) "\n")))
             (wbt-check (equal (mapcar (lambda (line) (replace-regexp-in-string "[ \t]+" " " (string-trim line))) lines)
-                              '("M README.md +1 −1" "A notes/hello.txt +1" "D obsolete.txt −1"))
+                              '("M README.md +1 −1" "A notes/hello.txt +1" "D obsolete.txt −1"
+                                "@ Findings.html artifact, text/html, 18 bytes"
+                                "~ Implementation PR link, https://github.com/example/project/pull/42"))
                        "the changed files:\n%s" (buffer-string)))
           (wbt-check (string-match-p "(pending).*a apply this file" (format "%s" header-line-format))
                      "the header: %s" header-line-format)
-          (wbt-out "ok: workbench-outcome-files lists the pending outcome's three files")
+          (wbt-out "ok: workbench-outcome-files lists the pending outcome's three files, its artifact and its link")
+          (goto-char (point-min))
+          (search-forward "Findings.html")
+          (call-interactively (key-binding (kbd "RET")))
+          (let ((artifact (get-buffer "*Workbench artifact Findings.html*")))
+            (wbt-check artifact "RET on the artifact opened nothing")
+            (wbt-check (with-current-buffer artifact (and buffer-read-only (equal (buffer-string) "<h1>Findings</h1>\n")))
+                       "the artifact buffer: %S" (with-current-buffer artifact (buffer-string))))
+          (set-buffer buffer)
+          (wbt-out "ok: RET on the artifact opens it read-only")
           (goto-char (point-min))
           (search-forward "README.md")
           (call-interactively (key-binding (kbd "d")))

@@ -121,11 +121,20 @@ export class OutcomeCommands implements vscode.Disposable {
    * The changed files of an outcome (`entries` of `workbench.outcome`) and whether it is pending (its files can
    * be taken); none when it cannot be read.
    */
-  async fileChanges(outcomeId: string): Promise<{ changes: FileChange[]; pending: boolean }> {
+  async fileChanges(
+    outcomeId: string,
+  ): Promise<{ changes: FileChange[]; pending: boolean; artifacts: OutcomeArtifact[]; links: OutcomeView['outcome']['links'] }> {
     const fetched = await this.fetch(outcomeId);
-    return 'view' in fetched
-      ? { changes: fetched.view.entries, pending: fetched.view.receipt.state === 'pending' }
-      : { changes: [], pending: false };
+    if (!('view' in fetched)) {
+      return { changes: [], pending: false, artifacts: [], links: [] };
+    }
+    const { view } = fetched;
+    return {
+      changes: view.entries,
+      pending: view.receipt.state === 'pending',
+      artifacts: view.outcome.artifacts.filter((artifact) => view.files.artifacts.some((file) => file.id === artifact.id)),
+      links: view.outcome.links,
+    };
   }
 
   /**

@@ -19,6 +19,7 @@ import {
   COMMAND_KILL_RUN,
   COMMAND_SEND_TURN,
   COMMAND_OPEN_RUN_OUTCOME,
+  COMMAND_OPEN_ARTIFACT,
   COMMAND_OPEN_OUTCOME_FILE,
   COMMAND_REFRESH_RUNS,
   RUNS_VIEW_ID,
@@ -27,7 +28,7 @@ import {
 } from './constants';
 import type { ServerClient } from './controller';
 import type { ExecutionCommands } from './executionCommands';
-import { fileChangeDescription, isOutcomeId, type FileChange } from './outcome';
+import { fileChangeDescription, isOutcomeId, isWebLink, type FileChange, type OutcomeArtifact, type OutcomeLink } from './outcome';
 import type { OutcomeCommands } from './outcomeCommands';
 import { errorMessage } from './run';
 import {
@@ -77,10 +78,20 @@ export interface FileNode {
   pending: boolean;
 }
 
-export type RunsNode = RunRecord | FileNode;
+/** An artifact or a link of a run's outcome, under its files. */
+export type ReturnedNode =
+  | { kind: 'artifact'; runId: string; outcomeId: string; artifact: OutcomeArtifact }
+  | { kind: 'link'; runId: string; outcomeId: string; link: OutcomeLink };
+
+export type RunsNode = RunRecord | FileNode | ReturnedNode;
 
 function isFileNode(node: RunsNode): node is FileNode {
   return (node as FileNode).kind === 'file';
+}
+
+function isReturnedNode(node: RunsNode): node is ReturnedNode {
+  const kind = (node as ReturnedNode).kind;
+  return kind === 'artifact' || kind === 'link';
 }
 
 /** Whether a run's item expands into its outcome's files: it has ended with an outcome. */
@@ -95,6 +106,36 @@ const FILE_ICONS: Record<FileChange['kind'], string> = {
   mode_changed: 'diff-modified',
   link: 'file-symlink-file',
 };
+
+/** An artifact (opens read-only) or a link (opens in the browser when it is a web link) of an outcome. */
+function returnedItem(node: ReturnedNode): vscode.TreeItem {
+  if (node.kind === 'artifact') {
+    const { artifact } = node;
+    const item = new vscode.TreeItem(artifact.name, vscode.TreeItemCollapsibleState.None);
+    item.id = `${node.outcomeId}/artifact/${artifact.id}`;
+    item.description = `artifact \u00b7 ${artifact.content.media_type}, ${artifact.content.size_bytes} bytes`;
+    item.tooltip = artifact.description ?? artifact.path ?? artifact.name;
+    item.iconPath = new vscode.ThemeIcon('file-media');
+    item.contextValue = 'outcomeArtifact';
+    item.command = {
+      command: COMMAND_OPEN_ARTIFACT,
+      title: 'Open Artifact',
+      arguments: [{ id: node.outcomeId, artifact: artifact.id }],
+    };
+    return item;
+  }
+  const { link } = node;
+  const item = new vscode.TreeItem(link.label, vscode.TreeItemCollapsibleState.None);
+  item.id = `${node.outcomeId}/link/${link.id}`;
+  item.description = `link${link.kind === undefined ? '' : ` \u00b7 ${link.kind}`}`;
+  item.tooltip = link.uri;
+  item.iconPath = new vscode.ThemeIcon('link-external');
+  item.contextValue = 'outcomeLink';
+  if (isWebLink(link.uri)) {
+    item.command = { command: 'vscode.open', title: 'Open Link', arguments: [vscode.Uri.parse(link.uri)] };
+  }
+  return item;
+}
 
 export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
   private records: RunRecord[] = [];
@@ -167,6 +208,9 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     if (isFileNode(node)) {
       return this.fileItem(node);
     }
+    if (isReturnedNode(node)) {
+      return returnedItem(node);
+    }
     const record = node;
     const now = this.now();
     const collapsed = hasFiles(record)
@@ -185,17 +229,22 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     if (element === undefined) {
       return this.records;
     }
-    if (isFileNode(element) || !hasFiles(element)) {
+    if (isFileNode(element) || isReturnedNode(element) || !hasFiles(element)) {
       return [];
     }
     return this.files(element);
   }
 
-  /** A run's outcome's changed files, read from the server. */
-  private async files(record: RunRecord): Promise<FileNode[]> {
+  /** A run's outcome: its changed files, then its artifacts and links, read from the server. */
+  private async files(record: RunRecord): Promise<Array<FileNode | ReturnedNode>> {
     const outcomeId = record.outcome_id ?? '';
-    const { changes, pending } = await this.outcomes.fileChanges(outcomeId);
-    return changes.map((change) => ({ kind: 'file', runId: record.run_id, outcomeId, change, pending }));
+    const runId = record.run_id;
+    const { changes, pending, artifacts, links } = await this.outcomes.fileChanges(outcomeId);
+    return [
+      ...changes.map((change): FileNode => ({ kind: 'file', runId, outcomeId, change, pending })),
+      ...artifacts.map((artifact): ReturnedNode => ({ kind: 'artifact', runId, outcomeId, artifact })),
+      ...links.map((link): ReturnedNode => ({ kind: 'link', runId, outcomeId, link })),
+    ];
   }
 
   /** A changed file: its path (and workspace), kind and counts; clicking opens it in the diff editor. */

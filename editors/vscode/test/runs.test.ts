@@ -453,9 +453,18 @@ test("a finished run's outcome lists its files: each opens in the diff editor, a
   let state = 'pending';
   behaviour.answers['workbench.outcome'] = (() =>
     Promise.resolve({
-      outcome: { id: OUTCOME_ID, run_id: DONE_ID, created_at: '2026-12-04T09:02:03.000Z', completeness: 'partial', changesets: [], artifacts: [], links: [], warnings: [] },
+      outcome: {
+        id: OUTCOME_ID,
+        run_id: DONE_ID,
+        created_at: '2026-12-04T09:02:03.000Z',
+        completeness: 'partial',
+        changesets: [],
+        artifacts: [{ id: 'report_html', name: 'Report.html', content: { digest: `sha256:${'a'.repeat(64)}`, media_type: 'text/html', size_bytes: 18 } }],
+        links: [{ id: 'pr', label: 'Implementation PR', uri: 'https://github.com/example/project/pull/42', kind: 'pull_request' }],
+        warnings: [],
+      },
       receipt: { outcome_id: OUTCOME_ID, state, updated_at: '2026-12-04T09:02:03.000Z' },
-      files: { artifacts: [], reviews: [] },
+      files: { artifacts: [{ id: 'report_html', name: 'Report.html', file: '/store/blob' }], reviews: [] },
       lines: [],
       brief: '',
       changesets: [],
@@ -479,8 +488,14 @@ test("a finished run's outcome lists its files: each opens in the diff editor, a
       ['README.md', 'M +3 \u22121', 'diff-modified', 'outcomeFile applicable'],
       ['guide.md', 'docs: A +2 \u00b7 taken', 'diff-added', 'outcomeFile'],
       ['logo.png', 'M binary', 'diff-modified', 'outcomeFile applicable'],
+      ['Report.html', 'artifact \u00b7 text/html, 18 bytes', 'file-media', 'outcomeArtifact'],
+      ['Implementation PR', 'link \u00b7 pull_request', 'link-external', 'outcomeLink'],
     ],
   );
+  // The artifact opens read-only through Open Artifact; the link in the browser.
+  assert.deepEqual(files[3]?.item.command?.arguments, [{ id: OUTCOME_ID, artifact: 'report_html' }]);
+  assert.equal(files[3]?.item.command?.command, 'wb-lsp.openArtifact');
+  assert.equal(files[4]?.item.command?.command, 'vscode.open');
   // Clicking a file opens VS Code's diff editor on the two read-only sides, named like the file.
   const open = files[0]?.item.command;
   assert.equal(open?.command, 'wb-lsp.openOutcomeFile');
@@ -508,5 +523,8 @@ test("a finished run's outcome lists its files: each opens in the diff editor, a
   // Once every file is taken the receipt is applied: no file can be taken any more.
   state = 'applied';
   const after = await view().children(finished);
-  assert.deepEqual(after.map(({ item }) => item.contextValue), ['outcomeFile', 'outcomeFile', 'outcomeFile']);
+  assert.deepEqual(
+    after.map(({ item }) => item.contextValue),
+    ['outcomeFile', 'outcomeFile', 'outcomeFile', 'outcomeArtifact', 'outcomeLink'],
+  );
 });

@@ -399,13 +399,22 @@ function M.outcome_files(id, bufnr)
     local lines = {
       ("Outcome %s (%s) — <CR> diff%s · r refresh"):format(id, tostring(result.receipt.state), pending and " · a apply this file" or ""),
     }
-    local labels = {}
+    local labels, artifacts = {}, {}
     for _, entry in ipairs(format.list(result.entries)) do
       table.insert(lines, ("%s  %s  %s"):format(MARKS[entry.kind] or "?", tostring(entry.label), change_counts(entry)))
       labels[#lines] = entry.label
     end
     if #lines == 1 then
       table.insert(lines, "(no changed files)")
+    end
+    -- What else the outcome returned: <CR> on an artifact opens it read-only.
+    for _, artifact in ipairs(format.list(result.outcome.artifacts)) do
+      local content = type(artifact.content) == "table" and artifact.content or {}
+      table.insert(lines, ("artifact  %s  %s, %d bytes"):format(tostring(artifact.name), tostring(content.media_type), format.count(content.size_bytes)))
+      artifacts[#lines] = artifact
+    end
+    for _, link in ipairs(format.list(result.outcome.links)) do
+      table.insert(lines, ("link  %s  %s"):format(tostring(link.label), tostring(link.uri)))
     end
     if not (bufnr and vim.api.nvim_buf_is_valid(bufnr)) then
       bufnr = ui.scratch_buffer("outcome-files", "workbench-outcome-files", false)
@@ -417,8 +426,15 @@ function M.outcome_files(id, bufnr)
         local entry, label = label_here()
         if label then
           M.open_file_diff(entry.id, label)
+          return
         end
-      end, { buffer = bufnr, desc = "Open this file's changes in a diff tab" })
+        local artifact = entry and entry.artifacts[vim.api.nvim_win_get_cursor(0)[1]]
+        if artifact then
+          fetch_outcome(entry.id, function(result)
+            open_artifact(result, artifact)
+          end)
+        end
+      end, { buffer = bufnr, desc = "Open this file's changes in a diff tab, or this artifact" })
       vim.keymap.set("n", "a", function()
         local entry, label = label_here()
         if label then
@@ -430,7 +446,7 @@ function M.outcome_files(id, bufnr)
       end, { buffer = bufnr, desc = "Read the changed files again" })
     end
     ui.set_lines(bufnr, 0, -1, lines)
-    files_buffers[bufnr] = { id = id, labels = labels }
+    files_buffers[bufnr] = { id = id, labels = labels, artifacts = artifacts, result = result }
     M.last_files_buffer = bufnr
   end)
 end
