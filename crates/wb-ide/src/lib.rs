@@ -9,6 +9,7 @@ mod context;
 mod hover;
 mod markdown;
 mod navigation;
+mod structure;
 mod symbols;
 
 pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completions, completions_parsed};
@@ -16,4 +17,5 @@ pub use context::{Located, YamlPath, locate};
 pub use hover::{Hover, hover};
 pub use markdown::to_plain_text;
 pub use navigation::{Link, definition, document_links, env_range_at, env_references, rename_env};
+pub use structure::{HighlightKind, Token, TokenType, document_highlights, selection_ranges, semantic_tokens};
 pub use symbols::{Fold, Symbol, SymbolKind, folding_ranges, symbols};

@@ -134,6 +134,14 @@ fn env_name_at(text: &str, root: &Node, offset: usize) -> Option<String> {
     }
 }
 
+/// The env variable under the cursor's declaration (if declared) and its `${NAME}` references; `None` when the
+/// cursor is on no env variable.
+pub(crate) fn env_occurrences(text: &str, root: &Node, offset: usize) -> Option<(Option<TextRange>, Vec<TextRange>)> {
+    let name = env_name_at(text, root, offset)?;
+    let references = header_references(text, root).into_iter().filter(|r| r.name == name).map(|r| r.range).collect();
+    Some((env_declaration(root, &name), references))
+}
+
 /// Every occurrence of the env variable under the cursor: its declaration first, then each `${NAME}`.
 pub fn env_references(text: &str, root: &Node, offset: usize, include_declaration: bool) -> Vec<TextRange> {
     let offset = crate::context::snap(text, offset);

@@ -231,6 +231,30 @@ local function run()
   )
   out("ok: setup() options turn off omnifunc and gr, and move the code action mapping")
 
+  -- Selection ranges through Neovim's client: from the model id out to the whole manifest.
+  local selected = vim.lsp.buf_request_sync(manifest_buf, "textDocument/selectionRange", {
+    textDocument = { uri = vim.uri_from_bufnr(manifest_buf) },
+    positions = { { line = 5, character = 8 } },
+  }, TIMEOUT)
+  local chain, node = {}, nil
+  for _, reply in pairs(selected or {}) do
+    node = reply.result and reply.result[1]
+  end
+  while node do
+    local range = node.range
+    local last = vim.api.nvim_buf_line_count(manifest_buf) - 1
+    local end_line, end_character = range["end"].line, range["end"].character
+    if end_line > last then
+      -- The end of the document (the line after the last): Neovim's API wants the last line's end.
+      end_line, end_character = last, #vim.api.nvim_buf_get_lines(manifest_buf, last, last + 1, false)[1]
+    end
+    table.insert(chain, table.concat(vim.api.nvim_buf_get_text(manifest_buf, range.start.line, range.start.character, end_line, end_character, {}), "\n"))
+    node = node.parent
+  end
+  check(chain[1] == "openai/gpt-5.6-terra" and chain[2] == "id: openai/gpt-5.6-terra", "the selection ranges: " .. vim.inspect(chain))
+  check(chain[#chain]:sub(1, 8) == "spec: 1\n" and #chain >= 5, "the outermost range is not the manifest: " .. vim.inspect(chain))
+  out("ok: textDocument/selectionRange grows from the model id to the manifest (" .. #chain .. " ranges)")
+
   vim.cmd("WorkbenchOutcome")
   expect("no outcome before a run", "[workbench] no outcome yet", vim.log.levels.WARN)
 

@@ -811,3 +811,95 @@ fn a_dockerfile_copying_a_credential_file_is_warned_about_in_the_dockerfile() {
     client.diagnostics(&dockerfile, |params| params.diagnostics.is_empty());
     client.drain();
 }
+
+/// Decodes relative semantic tokens into `(line, start, length, type, modifiers)`.
+fn decoded(data: &[u32]) -> Vec<(u32, u32, u32, u32, u32)> {
+    let (mut line, mut start) = (0, 0);
+    data.chunks(5)
+        .map(|token| {
+            line += token[0];
+            start = if token[0] == 0 { start + token[1] } else { token[1] };
+            (line, start, token[2], token[3], token[4])
+        })
+        .collect()
+}
+
+/// Selection ranges, document highlights and semantic tokens through the server. Semantic tokens are offered
+/// only to a client that asks for them (full, relative); their lengths follow the negotiated encoding, and a
+/// block scalar's token is cut at each line (no client is assumed to take multi-line tokens).
+#[test]
+fn selection_ranges_highlights_and_semantic_tokens() {
+    let manifest_text = MINIMAL.replace("runtimes:", "description: |\n  Résumé of\n  two lines\nruntimes:");
+    let (_dir, manifest) = repository(&manifest_text);
+    // Without the client capability, no provider.
+    let client = Client::start(Options::default());
+    let capabilities = &client.initialize_result.as_ref().expect("initialized").capabilities;
+    assert!(capabilities.semantic_tokens_provider.is_none(), "semantic tokens offered to a client without them");
+    assert!(capabilities.selection_range_provider.is_some() && capabilities.document_highlight_provider.is_some());
+    drop(client);
+
+    let semantic = json!({"semanticTokens": {
+        "requests": {"full": true}, "formats": ["relative"], "multilineTokenSupport": false,
+        "tokenTypes": ["property", "string", "number", "keyword", "variable"], "tokenModifiers": ["declaration"],
+    }});
+    for utf8 in [false, true] {
+        let mut client = Client::start(Options { utf8, text_document: semantic.clone(), ..Options::default() });
+        let provider = client.initialize_result.as_ref().and_then(|r| r.capabilities.semantic_tokens_provider.clone());
+        let Some(lsp::SemanticTokensServerCapabilities::SemanticTokensOptions(options)) = provider else {
+            panic!("no semantic tokens for a client that asks for them");
+        };
+        let types: Vec<&str> = options.legend.token_types.iter().map(|t| t.as_str()).collect();
+        assert_eq!(types, ["property", "string", "number", "keyword", "variable"]);
+        client.open(&manifest, &manifest_text);
+        let tokens =
+            client.request_raw("textDocument/semanticTokens/full", json!({"textDocument": {"uri": uri(&manifest)}}));
+        let data: Vec<u32> = serde_json::from_value(tokens["data"].clone()).expect("token data");
+        let tokens = decoded(&data);
+        let line_of = |needle: &str| manifest_text.lines().position(|l| l.contains(needle)).expect("line") as u32;
+        // `spec` (a property), `1` (a number), the env declaration, the `${API_TOKEN}` name.
+        assert_eq!(tokens[0], (0, 0, 4, 0, 0));
+        assert_eq!(tokens[1], (0, 6, 1, 2, 0));
+        assert!(tokens.contains(&(line_of("  API_TOKEN:"), 2, 9, 4, 1)), "{tokens:?}");
+        let header = line_of("Authorization");
+        let column = manifest_text.lines().nth(header as usize).expect("line").find("API_TOKEN}").expect("ref") as u32;
+        assert!(tokens.contains(&(header, column, 9, 4, 0)), "{tokens:?}");
+        // The block scalar: one string token a line; `Résumé of` is 9 UTF-16 units, 11 bytes.
+        let resume = line_of("Résumé");
+        let length = if utf8 { 11 } else { 9 };
+        assert!(tokens.contains(&(resume, 2, length, 1, 0)), "{utf8}: {tokens:?}");
+        assert!(tokens.contains(&(resume + 1, 2, 9, 1, 0)), "{tokens:?}");
+        assert!(tokens.iter().all(|t| t.2 > 0), "an empty token: {tokens:?}");
+
+        // Highlights of the env variable from its reference: the declaration (write) and the use (read).
+        let highlights = client.request_raw(
+            "textDocument/documentHighlight",
+            json!({"textDocument": {"uri": uri(&manifest)}, "position": {"line": header, "character": column + 1}}),
+        );
+        let kinds: Vec<(u64, u64)> = highlights
+            .as_array()
+            .expect("highlights")
+            .iter()
+            .map(|h| (h["range"]["start"]["line"].as_u64().unwrap_or(0), h["kind"].as_u64().unwrap_or(0)))
+            .collect();
+        assert_eq!(kinds, [(u64::from(line_of("  API_TOKEN:")), 3), (u64::from(header), 2)]);
+
+        // Selection ranges from inside the reference, growing to the whole document.
+        let ranges = client.request_raw(
+            "textDocument/selectionRange",
+            json!({"textDocument": {"uri": uri(&manifest)}, "positions": [{"line": header, "character": column + 1}]}),
+        );
+        let mut chain = Vec::new();
+        let mut current = &ranges[0];
+        while !current.is_null() {
+            chain.push(current["range"].clone());
+            current = &current["parent"];
+        }
+        assert_eq!(
+            chain[0],
+            json!({"start": {"line": header, "character": column}, "end": {"line": header, "character": column + 9}})
+        );
+        assert_eq!(chain.last().map(|r| r["start"].clone()), Some(json!({"line": 0, "character": 0})));
+        assert!(chain.len() >= 6, "{chain:?}");
+        client.drain();
+    }
+}

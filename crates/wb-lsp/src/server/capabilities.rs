@@ -47,8 +47,9 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, 
     };
     let encoding = negotiate_encoding(&params);
     let pull_diagnostics = params.capabilities.text_document.as_ref().and_then(|t| t.diagnostic.as_ref()).is_some();
+    let semantic_tokens = offers_semantic_tokens(&params.capabilities);
     let result = lsp::InitializeResult {
-        capabilities: server_capabilities(encoding, pull_diagnostics),
+        capabilities: server_capabilities(encoding, pull_diagnostics, semantic_tokens),
         server_info: Some(lsp::ServerInfo { name: "wb-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
     };
     connection.sender.send(Response::new_ok(id, result).into())?;
@@ -92,7 +93,25 @@ fn negotiate_encoding(params: &lsp::InitializeParams) -> PositionEncoding {
     }
 }
 
-fn server_capabilities(encoding: PositionEncoding, pull_diagnostics: bool) -> lsp::ServerCapabilities {
+/// Semantic tokens only for a client that asks for them in full, in the relative format (every client that
+/// has them); the others get no provider rather than tokens they would ignore.
+fn offers_semantic_tokens(capabilities: &lsp::ClientCapabilities) -> bool {
+    let Some(tokens) = capabilities.text_document.as_ref().and_then(|t| t.semantic_tokens.as_ref()) else {
+        return false;
+    };
+    let full = match &tokens.requests.full {
+        Some(lsp::SemanticTokensFullOptions::Bool(full)) => *full,
+        Some(lsp::SemanticTokensFullOptions::Delta { .. }) => true,
+        None => false,
+    };
+    full && tokens.formats.contains(&lsp::TokenFormat::RELATIVE)
+}
+
+fn server_capabilities(
+    encoding: PositionEncoding,
+    pull_diagnostics: bool,
+    semantic_tokens: bool,
+) -> lsp::ServerCapabilities {
     lsp::ServerCapabilities {
         position_encoding: Some(match encoding {
             PositionEncoding::Utf8 => lsp::PositionEncodingKind::UTF8,
@@ -118,6 +137,16 @@ fn server_capabilities(encoding: PositionEncoding, pull_diagnostics: bool) -> ls
         document_symbol_provider: Some(lsp::OneOf::Left(true)),
         code_lens_provider: Some(lsp::CodeLensOptions { resolve_provider: Some(false) }),
         folding_range_provider: Some(lsp::FoldingRangeProviderCapability::Simple(true)),
+        selection_range_provider: Some(lsp::SelectionRangeProviderCapability::Simple(true)),
+        document_highlight_provider: Some(lsp::OneOf::Left(true)),
+        semantic_tokens_provider: semantic_tokens.then(|| {
+            lsp::SemanticTokensServerCapabilities::SemanticTokensOptions(lsp::SemanticTokensOptions {
+                legend: super::handlers::structure::legend(),
+                full: Some(lsp::SemanticTokensFullOptions::Bool(true)),
+                range: None,
+                work_done_progress_options: lsp::WorkDoneProgressOptions::default(),
+            })
+        }),
         document_link_provider: Some(lsp::DocumentLinkOptions {
             resolve_provider: Some(false),
             work_done_progress_options: lsp::WorkDoneProgressOptions::default(),

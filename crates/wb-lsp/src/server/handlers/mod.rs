@@ -15,6 +15,7 @@ pub mod notifications;
 pub mod references;
 pub mod rename;
 pub mod sessions;
+pub mod structure;
 pub mod symbols;
 
 use std::path::PathBuf;
