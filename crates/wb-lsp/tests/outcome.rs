@@ -226,7 +226,7 @@ fn apply_is_all_or_nothing_onto_a_fresh_copy() {
     assert_eq!(output.code, 0, "{output:?}");
     assert_eq!(
         serde_json::from_str::<Value>(&output.stdout).unwrap(),
-        json!({"outcome_id": id, "applied": 0, "unchanged": 3})
+        json!({"outcome_id": id, "applied": 0, "unchanged": 3, "application_state": "applied"})
     );
     // --workspace only goes with --apply.
     let output = wb(&world, &["outcome", &id, "--workspace", copy.to_str().unwrap()], &[]);
