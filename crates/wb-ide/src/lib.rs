@@ -7,6 +7,7 @@
 mod completion;
 mod context;
 mod hover;
+mod inlay;
 mod markdown;
 mod navigation;
 mod structure;
@@ -15,6 +16,7 @@ mod symbols;
 pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completions, completions_parsed};
 pub use context::{Located, YamlPath, locate};
 pub use hover::{Hover, hover};
+pub use inlay::{ContextSize, context_label, context_sizes, input_price};
 pub use markdown::to_plain_text;
 pub use navigation::{Link, definition, document_links, env_range_at, env_references, rename_env};
 pub use structure::{HighlightKind, Token, TokenType, document_highlights, selection_ranges, semantic_tokens};

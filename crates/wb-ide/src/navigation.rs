@@ -52,7 +52,7 @@ pub fn document_links(fs: &dyn FileSystem, manifest_path: &Path, root: &Node) ->
 }
 
 /// The file a path value leads to: the file itself, or a skill directory's `SKILL.md`.
-fn path_target(fs: &dyn FileSystem, package: &Path, value: &str, skill: bool) -> Option<PathBuf> {
+pub(crate) fn path_target(fs: &dyn FileSystem, package: &Path, value: &str, skill: bool) -> Option<PathBuf> {
     let path = wb_manifest::normalize(&package.join(value));
     match fs.kind_followed(&path).ok()? {
         FileKind::File => Some(path),

@@ -903,3 +903,91 @@ fn selection_ranges_highlights_and_semantic_tokens() {
         client.drain();
     }
 }
+
+/// Inlay hints, offered only to a client that shows them: after `instructions:` and the skill, the context's
+/// tokens (an estimate) and its cost a run with the catalog's price; after `model.id`, the route and the
+/// credential's name; after each `env` entry, whether it is bound here, in the repository's `.env`, or not at
+/// all (never a value). A kind switched off in the settings is gone.
+#[test]
+fn inlay_hints_show_context_cost_route_and_bindings() {
+    let manifest_text = "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+        instructions: ./instructions.md\nskills:\n  - ./skills/review\nenv:\n  HOME:\n    required: false\n  \
+        WB_INLAY_FROM_DOTENV:\n    required: false\n  WB_INLAY_NOWHERE_0C4A:\n    required: true\nruntimes:\n  local: {}\n";
+    let (dir, manifest) = repository(manifest_text);
+    let package = manifest.parent().expect("package").to_path_buf();
+    std::fs::write(package.join("instructions.md"), "x".repeat(8000)).expect("write");
+    let root = dir.path().canonicalize().expect("root");
+    std::fs::write(root.join(".env"), "WB_INLAY_FROM_DOTENV=secret-value-7f3\n").expect("write");
+    // A catalog of one's own: a price, and a provider whose credential variable is one every process has.
+    let catalog = root.join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"version": "test", "providers": {"openai": {"name": "OpenAI", "env": ["WB_INLAY_NO_KEY_9D2E", "HOME"]}},
+            "models": {"openai/gpt-5.6-terra": {"name": "Terra", "providers": {"openai": "gpt-5.6-terra"}, "cost": {"input": 2.5}}}}"#,
+    )
+    .expect("write");
+    let without = Client::start(Options::default());
+    let provider = without.initialize_result.as_ref().and_then(|r| r.capabilities.inlay_hint_provider.clone());
+    assert!(provider.is_none(), "inlay hints offered to a client that does not show them");
+    drop(without);
+
+    let settings = json!({"modelCatalog": catalog});
+    let mut client = Client::start(Options {
+        text_document: json!({"inlayHint": {"dynamicRegistration": false}}),
+        settings: settings.clone(),
+        roots: vec![root.clone()],
+        ..Options::default()
+    });
+    client.open(&manifest, manifest_text);
+    let end_of_line = |needle: &str| {
+        let line = manifest_text.lines().position(|l| l.contains(needle)).expect("line");
+        (line as u64, manifest_text.lines().nth(line).map_or(0, |l| l.len() as u64))
+    };
+    let request = json!({"textDocument": {"uri": uri(&manifest)}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 40, "character": 0}}});
+    // The catalog is read off the loop: ask until the route uses it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let hints = loop {
+        let hints = client.request_raw("textDocument/inlayHint", request.clone());
+        if hints.to_string().contains("via HOME") || std::time::Instant::now() > deadline {
+            break hints;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let shown: Vec<((u64, u64), String)> = hints
+        .as_array()
+        .expect("hints")
+        .iter()
+        .map(|h| {
+            let position =
+                (h["position"]["line"].as_u64().unwrap_or(0), h["position"]["character"].as_u64().unwrap_or(0));
+            (position, h["label"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    let expected = vec![
+        (end_of_line("id: openai"), "→ openai/gpt-5.6-terra via HOME".to_owned()),
+        (end_of_line("instructions:"), "~2.0k tokens, ~$0.0050 a run (estimate)".to_owned()),
+        (end_of_line("./skills/review"), "~11 tokens, <$0.0001 a run (estimate)".to_owned()),
+        ((end_of_line("  HOME:").0, 6), "bound".to_owned()),
+        ((end_of_line("WB_INLAY_FROM_DOTENV").0, 22), "in .env (pass --env-file .env)".to_owned()),
+        ((end_of_line("WB_INLAY_NOWHERE").0, 23), "not bound (required)".to_owned()),
+    ];
+    assert_eq!(shown, expected, "{hints}");
+    assert!(!hints.to_string().contains("secret-value-7f3"), "a value in a hint: {hints}");
+
+    // Switched off, kind by kind (the client answers the server's `workspace/configuration` with them).
+    client.settings = json!({"modelCatalog": catalog, "inlayHints": {"context": false, "env": false}});
+    client.notify::<lsp::notification::DidChangeConfiguration>(lsp::DidChangeConfigurationParams {
+        settings: client.settings.clone(),
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let hints = client.request_raw("textDocument/inlayHint", request.clone());
+        let labels: Vec<&str> = hints.as_array().expect("hints").iter().filter_map(|h| h["label"].as_str()).collect();
+        if labels == ["→ openai/gpt-5.6-terra via HOME"] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the switched-off kinds are still shown: {labels:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    client.drain();
+}

@@ -32,6 +32,17 @@ pub struct CatalogModel {
     pub name: String,
     /// Provider name to the provider-native model id.
     pub providers: BTreeMap<String, String>,
+    /// What input costs, when the catalog says (the embedded one does not: prices change; a catalog of your own
+    /// may give them, and the editor's context hints use them).
+    #[serde(default)]
+    pub cost: Option<ModelCost>,
+}
+
+/// A model's price.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+pub struct ModelCost {
+    /// US dollars per million input tokens.
+    pub input: f64,
 }
 
 /// A catalog file larger than this is refused unread, as the manifest is (the embedded one is a few dozen

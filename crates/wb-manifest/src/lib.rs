@@ -26,7 +26,7 @@ pub mod schema;
 pub mod selector;
 pub mod skill;
 
-pub use catalog::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, Provider};
+pub use catalog::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, ModelCost, Provider};
 pub use check::{
     Detail, MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests,
     check_manifests_keeping, check_package, check_path, check_path_keeping, discover, sort_diagnostics,

@@ -10,7 +10,14 @@ import * as vscode from 'vscode';
 import { LEGACY_SETTINGS_SECTION, SETTINGS_SECTION } from './constants';
 
 /** Every setting, as the key after the section. */
-export const SETTING_KEYS = ['server.path', 'trace.server', 'modelCatalog', 'severity', 'runTimeWarnings'] as const;
+export const SETTING_KEYS = [
+  'server.path',
+  'trace.server',
+  'modelCatalog',
+  'severity',
+  'runTimeWarnings',
+  'inlayHints',
+] as const;
 export type SettingKey = (typeof SETTING_KEYS)[number];
 
 /** `wb-lsp.server.path`. */

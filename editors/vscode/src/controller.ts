@@ -190,6 +190,7 @@ export class WorkbenchController implements vscode.Disposable {
       modelCatalog: readSetting('modelCatalog').value,
       severity: readSetting('severity').value,
       runTimeWarnings: readSetting('runTimeWarnings').value,
+      inlayHints: readSetting('inlayHints').value,
     };
     return toServerSettings(raw, {
       homedir: this.machine.homedir,

@@ -150,6 +150,7 @@ for (const scope of ['user', 'workspace', 'folder'] as const) {
       modelCatalog: '/work/repo/ci/models.json',
       severity: {},
       runTimeWarnings: false,
+      inlayHints: { context: true, route: true, env: true },
     });
     // The new key, once set (in any scope), wins.
     stub.changeConfiguration({ 'wb-lsp.runTimeWarnings': true }, scope === 'user' ? 'folder' : 'user');

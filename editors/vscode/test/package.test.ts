@@ -229,6 +229,7 @@ test('the manifest menus (migrate, dry run, smoke, run) show on manifests only',
 test('the settings mirror the server\'s, with its defaults, all under wb-lsp.*', () => {
   const properties = manifest.contributes.configuration.properties;
   assert.deepEqual(Object.keys(properties).sort(), [
+    'wb-lsp.inlayHints',
     'wb-lsp.modelCatalog',
     'wb-lsp.runTimeWarnings',
     'wb-lsp.server.path',
@@ -242,6 +243,8 @@ test('the settings mirror the server\'s, with its defaults, all under wb-lsp.*',
   }
   assert.deepEqual(Object.keys(properties).sort(), SETTING_KEYS.map(settingName).sort());
   assert.equal(properties['wb-lsp.runTimeWarnings']?.default, true);
+  // Every kind of inlay hint is on until switched off, as the server has it.
+  assert.deepEqual(properties['wb-lsp.inlayHints']?.default, { context: true, route: true, env: true });
   assert.deepEqual(properties['wb-lsp.severity']?.default, {});
   assert.deepEqual(properties['wb-lsp.severity']?.additionalProperties?.enum, [...SEVERITY_LEVELS]);
   assert.equal(properties['wb-lsp.modelCatalog']?.default, '');

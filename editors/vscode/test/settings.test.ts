@@ -6,9 +6,9 @@ import { expandPath, toServerSettings, type PathContext } from '../src/settings'
 const context: PathContext = { homedir: '/home/me', workspaceFolder: '/work/repo', platform: 'linux' };
 
 test('the defaults are what the server assumes when nothing is set', () => {
-  assert.deepEqual(toServerSettings({}, context), { modelCatalog: null, severity: {}, runTimeWarnings: true });
-  assert.deepEqual(toServerSettings(undefined, context), { modelCatalog: null, severity: {}, runTimeWarnings: true });
-  assert.deepEqual(toServerSettings(null, context), { modelCatalog: null, severity: {}, runTimeWarnings: true });
+  assert.deepEqual(toServerSettings({}, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } });
+  assert.deepEqual(toServerSettings(undefined, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } });
+  assert.deepEqual(toServerSettings(null, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } });
   assert.deepEqual(toServerSettings({ modelCatalog: '  ' }, context).modelCatalog, null);
 });
 
@@ -21,11 +21,14 @@ test('only the server settings are sent, not VS Code\'s own workbench.* settings
     modelCatalog: '/etc/models.json',
     severity: { 'unknown-model': 'hint', 'spec-0-manifest': 'off' },
     runTimeWarnings: false,
+    inlayHints: { context: false, route: 'yes' },
   };
   assert.deepEqual(toServerSettings(raw, context), {
     modelCatalog: '/etc/models.json',
     severity: { 'unknown-model': 'hint', 'spec-0-manifest': 'off' },
     runTimeWarnings: false,
+    // A kind switched off stays off; a value that is not a boolean, or a kind not set, is on.
+    inlayHints: { context: false, route: true, env: true },
   });
 });
 
@@ -47,7 +50,7 @@ test('the model catalog path is expanded and made absolute', () => {
 test('values of the wrong type fall back to the defaults; unknown levels reach the server', () => {
   assert.deepEqual(
     toServerSettings({ modelCatalog: 42, severity: ['unknown-model'], runTimeWarnings: 'no' }, context),
-    { modelCatalog: null, severity: {}, runTimeWarnings: true },
+    { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } },
   );
   assert.deepEqual(toServerSettings({ severity: { 'unknown-model': 3, 'no-such-code': 'loud' } }, context).severity, {
     'no-such-code': 'loud',

@@ -48,8 +48,12 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, 
     let encoding = negotiate_encoding(&params);
     let pull_diagnostics = params.capabilities.text_document.as_ref().and_then(|t| t.diagnostic.as_ref()).is_some();
     let semantic_tokens = offers_semantic_tokens(&params.capabilities);
+    let inlay_hints = params.capabilities.text_document.as_ref().and_then(|t| t.inlay_hint.as_ref()).is_some();
+    let mut capabilities = server_capabilities(encoding, pull_diagnostics, semantic_tokens);
+    // Inlay hints only for a client that shows them (Neovim 0.7 and Eglot 1.9 do not).
+    capabilities.inlay_hint_provider = inlay_hints.then_some(lsp::OneOf::Left(true));
     let result = lsp::InitializeResult {
-        capabilities: server_capabilities(encoding, pull_diagnostics, semantic_tokens),
+        capabilities,
         server_info: Some(lsp::ServerInfo { name: "wb-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
     };
     connection.sender.send(Response::new_ok(id, result).into())?;

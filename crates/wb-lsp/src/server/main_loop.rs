@@ -117,6 +117,7 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
         .on::<r::SelectionRangeRequest>(handlers::structure::selection_ranges)
         .on::<r::DocumentHighlightRequest>(handlers::structure::document_highlights)
         .on::<r::SemanticTokensFullRequest>(handlers::structure::semantic_tokens)
+        .on::<r::InlayHintRequest>(handlers::inlay::handle)
         .on::<r::DocumentLinkRequest>(handlers::links::handle)
         .on::<r::CodeLensRequest>(execute::code_lens)
         .on::<r::CodeActionRequest>(handlers::code_action::handle)

@@ -33,12 +33,36 @@ pub struct Config {
     /// Per-code severity; `None` switches the code off.
     pub severity: HashMap<Code, Option<Severity>>,
     pub run_time_warnings: bool,
+    /// Which inlay hints are shown (`workbench.inlayHints`).
+    pub inlay_hints: InlayHints,
+}
+
+/// The kinds of inlay hints (`workbench.inlayHints.context`, `.route`, `.env`), each on unless switched off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlayHints {
+    /// The context a package injects: tokens and cost after `instructions:` and each skill.
+    pub context: bool,
+    /// The route and credential after `model.id`.
+    pub route: bool,
+    /// Whether each `env` entry is bound.
+    pub env: bool,
+}
+
+impl Default for InlayHints {
+    fn default() -> InlayHints {
+        InlayHints { context: true, route: true, env: true }
+    }
 }
 
 /// The settings when the user set nothing; [`Config::from_json`] starts from them.
 impl Default for Config {
     fn default() -> Config {
-        Config { model_catalog: None, severity: HashMap::new(), run_time_warnings: true }
+        Config {
+            model_catalog: None,
+            severity: HashMap::new(),
+            run_time_warnings: true,
+            inlay_hints: InlayHints::default(),
+        }
     }
 }
 
@@ -52,6 +76,20 @@ impl Config {
         }
         if let Some(flag) = value.get("runTimeWarnings").and_then(serde_json::Value::as_bool) {
             config.run_time_warnings = flag;
+        }
+        if let Some(hints) = value.get("inlayHints").and_then(|v| v.as_object()) {
+            for (name, flag) in hints {
+                let Some(flag) = flag.as_bool() else {
+                    problems.push(format!("workbench.inlayHints.{name}: expected true or false"));
+                    continue;
+                };
+                match name.as_str() {
+                    "context" => config.inlay_hints.context = flag,
+                    "route" => config.inlay_hints.route = flag,
+                    "env" => config.inlay_hints.env = flag,
+                    _ => problems.push(format!("workbench.inlayHints: unknown kind {name} (context, route, env)")),
+                }
+            }
         }
         if let Some(map) = value.get("severity").and_then(|v| v.as_object()) {
             for (name, level) in map {

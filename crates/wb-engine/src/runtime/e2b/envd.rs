@@ -32,6 +32,7 @@ use tokio::runtime::Handle;
 
 use super::api::Api;
 use super::connect::{self, ServerStream};
+use super::follow::follow;
 use crate::error::{EngineError, Result};
 use crate::runtime::channel::ChannelReader;
 use crate::runtime::remote::http::{self, Call, Failure, HttpError, Transport};
@@ -47,7 +48,7 @@ const SHARED_HOST_DOMAINS: [&str; 4] = ["e2b.app", "e2b.dev", "e2b.pro", "e2b-st
 /// The first envd that takes an `application/octet-stream` upload.
 pub const OCTET_STREAM_UPLOAD: (u64, u64, u64) = (0, 5, 7);
 /// How long a killed command's stream may take to end before it is abandoned.
-const KILL_GRACE: Duration = Duration::from_secs(3);
+pub(super) const KILL_GRACE: Duration = Duration::from_secs(3);
 /// Chunks buffered per output stream of a started command.
 const CHANNEL_CHUNKS: usize = 256;
 /// The stream path.
@@ -227,7 +228,7 @@ impl Envd {
 
 /// A process stream event.
 #[derive(Debug, PartialEq)]
-enum Event {
+pub(super) enum Event {
     Start(u64),
     Stdout(Vec<u8>),
     Stderr(Vec<u8>),
@@ -237,7 +238,7 @@ enum Event {
     Other,
 }
 
-fn event(message: &Value) -> Event {
+pub(super) fn event(message: &Value) -> Event {
     let Some(event) = message.get("event") else { return Event::Other };
     let number = |v: &Value| v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()));
     if let Some(start) = event.get("start") {
@@ -531,51 +532,6 @@ impl Sandbox for E2bSandbox {
         self.handle.block_on(self.api.kill(&self.envd.id))?;
         self.destroyed.store(true, Ordering::SeqCst);
         Ok(())
-    }
-}
-
-/// Follows a process stream to its end: its output into `output` (stdout, stderr; `None`: dropped), and how it
-/// ended. `killed` set: given up after a grace period. `(silence, why)`: a stream silent that long is dead.
-async fn follow(
-    mut stream: ServerStream,
-    output: Option<(&tokio::sync::mpsc::Sender<Bytes>, &tokio::sync::mpsc::Sender<Bytes>)>,
-    mut killed_rx: tokio::sync::watch::Receiver<bool>,
-    (silence, silent): (Duration, String),
-) -> crate::runtime::Exit {
-    let killed = async {
-        while !*killed_rx.borrow_and_update() {
-            if killed_rx.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        }
-        tokio::time::sleep(KILL_GRACE).await;
-    };
-    tokio::pin!(killed);
-    loop {
-        let message = tokio::select! {
-            message = tokio::time::timeout(silence, stream.next()) => message,
-            () = &mut killed => return crate::runtime::Exit::code(None),
-        };
-        // A half-open connection delivers nothing, not even the keepalives asked for: it is dead.
-        let Ok(message) = message else { return crate::runtime::Exit::unknown(silent) };
-        match message {
-            Ok(Some(message)) => match (event(&message), output) {
-                (Event::Stdout(bytes), Some((stdout, _))) => {
-                    let _ = stdout.send(Bytes::from(bytes)).await;
-                }
-                (Event::Stderr(bytes), Some((_, stderr))) => {
-                    let _ = stderr.send(Bytes::from(bytes)).await;
-                }
-                (Event::End(code), _) => return crate::runtime::Exit::code(code),
-                _ => {}
-            },
-            Ok(None) => {
-                return crate::runtime::Exit::unknown("the sandbox's process stream ended without an exit status");
-            }
-            Err(error) => {
-                return crate::runtime::Exit::unknown(format!("the sandbox's process stream broke: {error}"));
-            }
-        }
     }
 }
 

@@ -15,6 +15,7 @@ pub mod api;
 pub mod connect;
 pub mod copy;
 pub mod envd;
+mod follow;
 pub mod template;
 
 use std::collections::BTreeMap;

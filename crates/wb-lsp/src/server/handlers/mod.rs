@@ -10,6 +10,7 @@ pub mod diagnostics;
 pub mod execute;
 pub mod folding;
 pub mod hover;
+pub mod inlay;
 pub mod links;
 pub mod notifications;
 pub mod references;

@@ -1,0 +1,54 @@
+//! Following an envd process stream to its end (a started command, or one connected to again): its output
+//! forwarded, how it ended, a silent stream taken for dead, a killed one given up after a grace period.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::connect::ServerStream;
+use super::envd::{Event, KILL_GRACE, event};
+
+/// Follows a process stream to its end: its output into `output` (stdout, stderr; `None`: dropped), and how it
+/// ended. `killed` set: given up after a grace period. `(silence, why)`: a stream silent that long is dead.
+pub(super) async fn follow(
+    mut stream: ServerStream,
+    output: Option<(&tokio::sync::mpsc::Sender<Bytes>, &tokio::sync::mpsc::Sender<Bytes>)>,
+    mut killed_rx: tokio::sync::watch::Receiver<bool>,
+    (silence, silent): (Duration, String),
+) -> crate::runtime::Exit {
+    let killed = async {
+        while !*killed_rx.borrow_and_update() {
+            if killed_rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        tokio::time::sleep(KILL_GRACE).await;
+    };
+    tokio::pin!(killed);
+    loop {
+        let message = tokio::select! {
+            message = tokio::time::timeout(silence, stream.next()) => message,
+            () = &mut killed => return crate::runtime::Exit::code(None),
+        };
+        // A half-open connection delivers nothing, not even the keepalives asked for: it is dead.
+        let Ok(message) = message else { return crate::runtime::Exit::unknown(silent) };
+        match message {
+            Ok(Some(message)) => match (event(&message), output) {
+                (Event::Stdout(bytes), Some((stdout, _))) => {
+                    let _ = stdout.send(Bytes::from(bytes)).await;
+                }
+                (Event::Stderr(bytes), Some((_, stderr))) => {
+                    let _ = stderr.send(Bytes::from(bytes)).await;
+                }
+                (Event::End(code), _) => return crate::runtime::Exit::code(code),
+                _ => {}
+            },
+            Ok(None) => {
+                return crate::runtime::Exit::unknown("the sandbox's process stream ended without an exit status");
+            }
+            Err(error) => {
+                return crate::runtime::Exit::unknown(format!("the sandbox's process stream broke: {error}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! What the editor shows inline about the context a package injects into every run: after `instructions:` and
+//! each skill, the file's size in tokens (an estimate: a token is about four bytes of English or code) and,
+//! when the model catalog gives the model's input price, what that context costs per run.
+
+use std::path::{Path, PathBuf};
+
+use wb_manifest::{FileSystem, ModelCatalog};
+use wb_syntax::Node;
+
+use crate::navigation::path_target;
+
+/// The largest file whose size is read (a larger one is shown as at least this).
+const READ_LIMIT: usize = 16 * 1024 * 1024;
+
+/// One file the package injects, and its size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContextSize {
+    /// Where the hint goes: the end of the value that names the file.
+    pub after: usize,
+    pub file: PathBuf,
+    pub bytes: u64,
+}
+
+impl ContextSize {
+    /// The estimated tokens: a quarter of the bytes, rounded up.
+    pub fn tokens(&self) -> u64 {
+        self.bytes.div_ceil(4)
+    }
+}
+
+/// The instructions file and each skill's `SKILL.md` the manifest names (those that exist), with their sizes.
+pub fn context_sizes(fs: &dyn FileSystem, manifest_path: &Path, root: &Node) -> Vec<ContextSize> {
+    let package = manifest_path.parent().unwrap_or(Path::new("/"));
+    let Some(top) = root.as_mapping() else { return Vec::new() };
+    let mut named: Vec<(&Node, bool)> = top.get("instructions").map(|node| (node, false)).into_iter().collect();
+    if let Some(skills) = top.get("skills").and_then(Node::as_sequence) {
+        named.extend(skills.iter().map(|skill| (skill, true)));
+    }
+    named
+        .into_iter()
+        .filter_map(|(node, skill)| {
+            let value = node.as_str().map(str::trim).filter(|v| !v.is_empty())?;
+            let file = path_target(fs, package, value, skill)?;
+            let bytes = match fs.read_limited(&file, READ_LIMIT) {
+                Ok(bytes) => bytes.len() as u64,
+                Err(wb_manifest::ReadLimitError::TooLarge(size)) => size,
+                Err(wb_manifest::ReadLimitError::Io(_)) => return None,
+            };
+            Some(ContextSize { after: node.range.end, file, bytes })
+        })
+        .collect()
+}
+
+/// The input price of `model` (its catalog id) in US dollars per million tokens, when the catalog gives one.
+pub fn input_price(catalog: &ModelCatalog, model: &str) -> Option<f64> {
+    catalog.models.get(model).and_then(|m| m.cost).map(|cost| cost.input).filter(|price| price.is_finite())
+}
+
+/// `~850 tokens (estimate)`, `~12.3k tokens, ~$0.0370 a run (estimate)`.
+pub fn context_label(size: &ContextSize, price: Option<f64>) -> String {
+    let tokens = size.tokens();
+    let count =
+        if tokens >= 1000 { format!("~{:.1}k tokens", tokens as f64 / 1000.0) } else { format!("~{tokens} tokens") };
+    match price {
+        Some(price) => {
+            let cost = tokens as f64 * price / 1_000_000.0;
+            if cost < 0.0001 {
+                format!("{count}, <$0.0001 a run (estimate)")
+            } else {
+                format!("{count}, ~${cost:.4} a run (estimate)")
+            }
+        }
+        None => format!("{count} (estimate)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_a_quarter_of_the_bytes_and_the_price_is_per_million() {
+        let size = ContextSize { after: 0, file: PathBuf::from("/x"), bytes: 3401 };
+        assert_eq!(size.tokens(), 851);
+        assert_eq!(context_label(&size, None), "~851 tokens (estimate)");
+        let big = ContextSize { after: 0, file: PathBuf::from("/x"), bytes: 49_200 };
+        assert_eq!(context_label(&big, Some(3.0)), "~12.3k tokens, ~$0.0369 a run (estimate)");
+        assert_eq!(context_label(&size, Some(0.01)), "~851 tokens, <$0.0001 a run (estimate)");
+    }
+
+    #[test]
+    fn the_instructions_and_each_skill_are_measured() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let package = dir.path().join(".workbenches/demo");
+        std::fs::create_dir_all(package.join("skills/review"))?;
+        std::fs::write(package.join("instructions.md"), "a".repeat(400))?;
+        std::fs::write(package.join("skills/review/SKILL.md"), "b".repeat(80))?;
+        let text = "instructions: ./instructions.md\nskills:\n  - ./skills/review\n  - ./skills/missing\n";
+        let root = wb_syntax::parse_str(text).root.unwrap_or_else(|| panic!("no root"));
+        let sizes = context_sizes(&wb_manifest::OsFileSystem, &package.join("workbench.yml"), &root);
+        let shown: Vec<(usize, u64)> = sizes.iter().map(|s| (s.after, s.bytes)).collect();
+        assert_eq!(
+            shown,
+            [(text.find("\nskills").unwrap_or(0), 400), (text.find("\n  - ./skills/missing").unwrap_or(0), 80)]
+        );
+        Ok(())
+    }
+}
