@@ -352,6 +352,9 @@ function makeProfile(work, name, serverPath, extraPath = [], oldSettings = {}) {
     'window.restoreWindows': 'none',
     'workbench.editor.enablePreview': false,
     'chat.disableAIFeatures': true,
+    // Inlay hints are text in the editor's lines: shown only while Ctrl+Alt is held (scenario 20 holds it), so
+    // the other scenarios read the document's own text.
+    'editor.inlayHints.enabled': 'offUnlessPressed',
     ...(serverPath === undefined ? {} : { 'wb-lsp.server.path': serverPath }),
     // Settings under their old names (the moved-settings notice).
     ...oldSettings,
@@ -1264,9 +1267,12 @@ async function reviewScenarios(window, repo, workbenchHome, env) {
     const palette = await window.waitForQuickInput();
     await palette.fill('>Focus on Workbench Runs View');
     await window.page.locator('.quick-input-list .monaco-list-row', { hasText: 'Workbench Runs' }).first().click();
-    // The newest finished run expands into its files.
-    await waitFor('the run in the Runs view', async () => (await runsRows(window)).find((row) => row.includes('demo') && row.includes('completed')), 30000);
-    await runsPane(window).locator('.monaco-list-row', { hasText: 'completed' }).first().click();
+    // The run expands into its files (its row named by its id for assistive technology, and so found here).
+    const runId = /"run_id":"(wb_[0-9a-f]+)"/.exec(events)?.[1];
+    check(runId !== undefined, `no run id in ${events}`);
+    const row = runsPane(window).locator(`.monaco-list-row[aria-label*="${runId}"]`).first();
+    await waitFor('the run in the Runs view', async () => (await row.count()) > 0 || undefined, 30000);
+    await row.click();
     const files = await waitFor('the outcome\'s files under the run', async () => {
       const rows = await runsRows(window);
       return rows.some((row) => row.startsWith('README.md')) ? rows : undefined;
@@ -1311,6 +1317,32 @@ async function reviewScenarios(window, repo, workbenchHome, env) {
     check(state === 'applied', `the receipt is ${state} after the rest`);
     check(!fs.existsSync(path.join(repo, 'obsolete.txt')), 'obsolete.txt was not deleted');
     see('the receipt went from pending to applied');
+  });
+}
+
+async function inlayHintScenario(window) {
+  await scenario(window, '20-inlay-hints', async (see) => {
+    await window.clearNotifications();
+    await window.closeAllEditors();
+    await window.openFile(MANIFEST('demo'));
+    await waitFor('the document', async () => (await window.editorLines()).some((line) => line.startsWith('instructions:')) || undefined);
+    // Held down, Ctrl+Alt shows the hints (editor.inlayHints.enabled: offUnlessPressed).
+    await window.focusEditor();
+    await window.page.keyboard.down('Control');
+    await window.page.keyboard.down('Alt');
+    let lines;
+    try {
+      lines = await window.waitForEditorLines('the inlay hints', (shown) =>
+        shown.some((line) => /^instructions: .*tokens.*\(estimate\)/.test(line)) && shown.some((line) => /id: openai\/gpt-5\.6-terra.*→|no credentials/.test(line)),
+      );
+    } finally {
+      await window.page.keyboard.up('Alt');
+      await window.page.keyboard.up('Control');
+    }
+    const shown = lines.filter((line) => /tokens|→|no credentials/.test(line));
+    see(`lines with hints: ${shown.join(' / ')} (${await window.screenshot('20-inlay-hints')})`);
+    const released = await window.waitForEditorLines('the hints hidden again', (now) => !now.some((line) => /\(estimate\)/.test(line)));
+    see(`released: ${released.find((line) => line.startsWith('instructions:'))}`);
   });
 }
 
@@ -1421,6 +1453,7 @@ async function main() {
       await executionScenarios(window, repo, workbenchHome);
       await runsScenarios(window, repo, workbenchHome, env);
       await reviewScenarios(window, repo, workbenchHome, env);
+      await inlayHintScenario(window);
       await context.close();
       stopCodeServer(server);
     }

@@ -219,6 +219,8 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     const item = new vscode.TreeItem(record.workbench, collapsed);
     item.id = record.run_id;
     item.description = runDescription(record, now);
+    // A screen reader names the run by its id too (the label and description alone repeat across runs).
+    item.accessibilityInformation = { label: `${record.workbench} ${record.run_id} ${item.description}` };
     item.tooltip = runTooltip(record, now);
     item.iconPath = new vscode.ThemeIcon(runIcon(record.state));
     item.contextValue = runContextValue(record);

@@ -162,6 +162,7 @@ export class TreeItem {
   iconPath?: ThemeIcon;
   contextValue?: string;
   command?: { command: string; title: string; arguments?: unknown[] };
+  accessibilityInformation?: { label: string };
   constructor(
     readonly label: string,
     readonly collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None,

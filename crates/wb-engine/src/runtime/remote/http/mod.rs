@@ -240,10 +240,13 @@ impl Transport {
         deadline: Duration,
         future: impl Future<Output = T>,
     ) -> Result<T, HttpError> {
+        // A flag already set wins over a call that could still go out (a select's branches are otherwise polled
+        // in a random order).
         tokio::select! {
+            biased;
+            () = self.options.cancel.cancelled() => Err(self.cancelled(call)),
             output = future => Ok(output),
             () = tokio::time::sleep(deadline) => Err(self.deadline_error(call, deadline)),
-            () = self.options.cancel.cancelled() => Err(self.cancelled(call)),
         }
     }
 
