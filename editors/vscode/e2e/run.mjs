@@ -1271,8 +1271,12 @@ async function reviewScenarios(window, repo, workbenchHome, env) {
     const runId = /"run_id":"(wb_[0-9a-f]+)"/.exec(events)?.[1];
     check(runId !== undefined, `no run id in ${events}`);
     const row = runsPane(window).locator(`.monaco-list-row[aria-label*="${runId}"]`).first();
-    await waitFor('the run in the Runs view', async () => (await row.count()) > 0 || undefined, 30000);
-    await row.click();
+    // The view reads the runs every 2 s: until then it may still show the run running, with nothing to expand.
+    await waitFor('the run shown completed in the Runs view', async () =>
+      (await row.count()) > 0 && / completed /.test((await row.getAttribute('aria-label')) ?? '') || undefined, 30000);
+    // Its twistie: a click on the row's middle may land on an inline action.
+    await row.locator('.monaco-tl-twistie').click();
+    see(`run row: ${await row.getAttribute('aria-label')}, expanded ${await row.getAttribute('aria-expanded')}`);
     const files = await waitFor('the outcome\'s files under the run', async () => {
       const rows = await runsRows(window);
       return rows.some((row) => row.startsWith('README.md')) ? rows : undefined;
