@@ -1340,6 +1340,13 @@ fn adopted_after_the_supervisor_dies(kind: Kind, ended_while_lost: bool) {
     if ended_while_lost {
         std::fs::write(root.join("tmp/go2"), "").unwrap();
         std::thread::sleep(Duration::from_millis(500));
+        // As if the runner's output writer had been killed with it: its file never marked done. The adopter
+        // marks it once it knows the runner ended, and still reads everything.
+        for entry in std::fs::read_dir(root.join("tmp")).unwrap().flatten() {
+            if entry.file_name().to_string_lossy().ends_with(".done") {
+                std::fs::remove_file(entry.path()).unwrap();
+            }
+        }
     }
     let mut attach = setup.command();
     attach.args(["attach", "--json", &run_id]).stdout(Stdio::piped()).stderr(Stdio::piped());

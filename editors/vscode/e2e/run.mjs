@@ -1251,7 +1251,11 @@ async function reviewScenarios(window, repo, workbenchHome, env) {
     await window.clearNotifications();
     await window.closeAllEditors();
     // A run whose outcome is pending, as an isolated runtime leaves it: the receipt pending, the workspace as
-    // before the run.
+    // before the run. Earlier scenarios applied the same edits: the workspace is put back first, so the run
+    // changes something.
+    fs.writeFileSync(path.join(repo, 'README.md'), '# Old title\n\nThe ledger service.\n');
+    fs.rmSync(path.join(repo, 'notes'), { recursive: true, force: true });
+    fs.writeFileSync(path.join(repo, 'obsolete.txt'), 'remove me\n');
     const events = run(WB_LSP_BIN, ['run', '--json', '--task', 'Write the findings report', path.join(repo, '.workbenches', 'demo')], { cwd: repo, env });
     const available = events.split('\n').filter((line) => line.includes('"outcome.available"')).map((line) => JSON.parse(line))[0];
     const outcomeId = available?.data?.outcome_id;

@@ -126,7 +126,7 @@ impl Envd {
     }
 
     /// Opens a `process.Process/Start` stream and reads up to its `start{pid}` (within the request deadline).
-    async fn start(&self, command: &str, options: &CommandOptions) -> Result<(u64, ServerStream)> {
+    pub(super) async fn start(&self, command: &str, options: &CommandOptions) -> Result<(u64, ServerStream)> {
         let mut process = json!({"cmd": "/bin/bash", "args": ["-l", "-c", command]});
         if let Some(map) = process.as_object_mut() {
             if !options.env.is_empty() {
@@ -489,15 +489,18 @@ impl Sandbox for E2bSandbox {
         let (exit_tx, exit_rx) = std::sync::mpsc::channel::<crate::runtime::Exit>();
         let (killed_tx, killed_rx) = tokio::sync::watch::channel(false);
         let limits = (self.envd.transport.limits().silence, self.envd.silent());
+        let envd = self.envd.clone();
+        let marker = format!(": > {o}.done");
         self.handle.spawn(async move {
-            let output = follow(output_stream, Some((&stdout_tx, &stderr_tx)), killed_rx.clone(), limits.clone());
-            let end = async {
-                match connected {
-                    Some(stream) => follow(stream, None, killed_rx, limits).await,
-                    None => crate::runtime::Exit::unknown("the runner ended while no supervisor followed it"),
-                }
-            };
-            let (_, code) = tokio::join!(output, end);
+            let code = super::follow::reattached(
+                (&envd, &marker),
+                output_stream,
+                connected,
+                (&stdout_tx, &stderr_tx),
+                killed_rx,
+                limits,
+            )
+            .await;
             drop(stdout_tx);
             drop(stderr_tx);
             let _ = exit_tx.send(code);

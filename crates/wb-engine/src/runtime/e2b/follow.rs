@@ -6,7 +6,46 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::connect::ServerStream;
-use super::envd::{Event, KILL_GRACE, event};
+use super::envd::{Envd, Event, KILL_GRACE, event};
+use crate::runtime::remote::provider::CommandOptions;
+
+/// How long a reattached runner's output file may go on after the runner ended before it is taken as complete.
+const WRITER_GRACE: Duration = Duration::from_secs(2);
+
+/// A runner followed again: its output read back from its file by the follower command `output` until the
+/// file is marked done, and its end from the `Connect` stream (`None`: the runner was already gone). Should
+/// the file never be marked (its writer killed with the runner), `marker` marks it once the runner has ended
+/// and a grace period passed, and the follower reads what the file holds, then ends.
+pub(super) async fn reattached(
+    (envd, marker): (&Envd, &str),
+    output: ServerStream,
+    connected: Option<ServerStream>,
+    channels: (&tokio::sync::mpsc::Sender<Bytes>, &tokio::sync::mpsc::Sender<Bytes>),
+    killed_rx: tokio::sync::watch::Receiver<bool>,
+    limits: (Duration, String),
+) -> crate::runtime::Exit {
+    let output = follow(output, Some(channels), killed_rx.clone(), limits.clone());
+    tokio::pin!(output);
+    let end = async {
+        match connected {
+            Some(stream) => follow(stream, None, killed_rx.clone(), limits.clone()).await,
+            None => crate::runtime::Exit::unknown("the runner ended while no supervisor followed it"),
+        }
+    };
+    tokio::pin!(end);
+    tokio::select! {
+        _ = &mut output => end.await,
+        code = &mut end => {
+            if tokio::time::timeout(WRITER_GRACE, &mut output).await.is_err() {
+                if let Ok((_, stream)) = envd.start(marker, &CommandOptions::default()).await {
+                    follow(stream, None, killed_rx.clone(), limits.clone()).await;
+                }
+                output.await;
+            }
+            code
+        }
+    }
+}
 
 /// Follows a process stream to its end: its output into `output` (stdout, stderr; `None`: dropped), and how it
 /// ended. `killed` set: given up after a grace period. `(silence, why)`: a stream silent that long is dead.
