@@ -1174,8 +1174,13 @@ const EMACS_FILES_TEST_EL: &str = r##"
             (wbt-check (equal (with-current-buffer after (buffer-string)) "# New title\n\nThe ledger service.\n")
                        "the after side: %S" (with-current-buffer after (buffer-string)))
             (wbt-check (with-current-buffer after buffer-read-only) "the after side is writable")
-            (wbt-check (with-current-buffer after (not (eq major-mode 'fundamental-mode)))
-                       "the after side is not in the file's mode"))
+            ;; The mode Emacs gives a file of that name (markdown-mode when installed, else fundamental-mode).
+            (let ((expected (with-temp-buffer
+                              (let ((buffer-file-name (expand-file-name "README.md" temporary-file-directory)))
+                                (set-auto-mode))
+                              major-mode)))
+              (wbt-check (with-current-buffer after (eq major-mode expected))
+                         "the after side is in %s, not %s" (with-current-buffer after major-mode) expected)))
           (let ((diff (wbt-wait "the diff buffer" (lambda () (let ((b (get-buffer "*Diff*")))
                                                                  (and b (with-current-buffer b (string-match-p "Diff finished" (buffer-string))) b))))))
             (with-current-buffer diff
