@@ -273,6 +273,34 @@ pub struct E2bSandbox {
 }
 
 impl E2bSandbox {
+    /// The process `pid` as the runtime follows it: its output and end from the channels a following task fills,
+    /// killed by SIGKILL (which sets `killed` for that task).
+    fn process(
+        &self,
+        pid: u64,
+        (stdout, stderr, exit): (
+            tokio::sync::mpsc::Receiver<Bytes>,
+            tokio::sync::mpsc::Receiver<Bytes>,
+            std::sync::mpsc::Receiver<crate::runtime::Exit>,
+        ),
+        killed: tokio::sync::watch::Sender<bool>,
+        handle: Value,
+    ) -> RemoteProcess {
+        RemoteProcess {
+            stdout: Box::new(ChannelReader::new(stdout)),
+            stderr: Box::new(ChannelReader::new(stderr)),
+            exit,
+            killer: Box::new(E2bKiller {
+                envd: self.envd.clone(),
+                handle: self.handle.clone(),
+                pid,
+                killed,
+                done: false,
+            }),
+            handle,
+        }
+    }
+
     /// Runs a command to completion; its output together is bounded by the output limit (the command is killed
     /// and the run is an error past it), a silent stream is dead.
     async fn run_async(&self, command: &str, options: &CommandOptions) -> Result<CommandOutput> {
@@ -445,19 +473,8 @@ impl Sandbox for E2bSandbox {
             drop(stderr_tx);
             let _ = exit_tx.send(code);
         });
-        Ok(RemoteProcess {
-            stdout: Box::new(ChannelReader::new(stdout_rx)),
-            stderr: Box::new(ChannelReader::new(stderr_rx)),
-            exit: exit_rx,
-            killer: Box::new(E2bKiller {
-                envd: self.envd.clone(),
-                handle: self.handle.clone(),
-                pid,
-                killed: killed_tx,
-                done: false,
-            }),
-            handle: if options.reattachable { json!({"pid": pid, "output": output}) } else { Value::Null },
-        })
+        let handle = if options.reattachable { json!({"pid": pid, "output": output}) } else { Value::Null };
+        Ok(self.process(pid, (stdout_rx, stderr_rx, exit_rx), killed_tx, handle))
     }
 
     fn reattach(&self, handle: &Value) -> Result<RemoteProcess> {
@@ -505,19 +522,7 @@ impl Sandbox for E2bSandbox {
             drop(stderr_tx);
             let _ = exit_tx.send(code);
         });
-        Ok(RemoteProcess {
-            stdout: Box::new(ChannelReader::new(stdout_rx)),
-            stderr: Box::new(ChannelReader::new(stderr_rx)),
-            exit: exit_rx,
-            killer: Box::new(E2bKiller {
-                envd: self.envd.clone(),
-                handle: self.handle.clone(),
-                pid,
-                killed: killed_tx,
-                done: false,
-            }),
-            handle: handle.clone(),
-        })
+        Ok(self.process(pid, (stdout_rx, stderr_rx, exit_rx), killed_tx, handle.clone()))
     }
 
     fn upload(&self, path: &str, bytes: &[u8]) -> Result<()> {

@@ -96,6 +96,28 @@ pub(super) fn rebuild_copies(runtime: &mut RemoteRuntime, home: &Path, kept: &[K
 }
 
 impl RemoteRuntime {
+    /// Takes the existing sandbox `id` (a recovery's or an adoption's) as this runtime's: reconnected by its id,
+    /// and refused should the service answer with another.
+    pub(super) fn reconnect_to(&mut self, id: &str) -> Result<()> {
+        let lease = self.lease;
+        let sandbox = self.provider()?.reconnect(id, lease)?;
+        if sandbox.id() != id {
+            return Err(EngineError::message(format!(
+                "{} gave sandbox {} for sandbox {id}",
+                self.title(),
+                sandbox.id()
+            )));
+        }
+        self.sandbox = Some(std::sync::Arc::from(sandbox));
+        self.info = Some(SandboxInfo {
+            provider: self.name().to_owned(),
+            id: id.to_owned(),
+            template: String::new(),
+            destroyed: false,
+        });
+        Ok(())
+    }
+
     /// Writes the run's attachment once its runner is launched (a failure is said, the run goes on: it only
     /// cannot be adopted).
     pub(super) fn record_attachment(&self, process: serde_json::Value) {
@@ -148,22 +170,7 @@ impl RemoteRuntime {
                 attachment.sandbox_id
             )));
         }
-        let lease = self.lease;
-        let sandbox = self.provider()?.reconnect(&attachment.sandbox_id, lease)?;
-        if sandbox.id() != attachment.sandbox_id {
-            return Err(EngineError::message(format!(
-                "{title} gave sandbox {} for sandbox {}",
-                sandbox.id(),
-                attachment.sandbox_id
-            )));
-        }
-        self.sandbox = Some(std::sync::Arc::from(sandbox));
-        self.info = Some(SandboxInfo {
-            provider: self.name().to_owned(),
-            id: attachment.sandbox_id.clone(),
-            template: String::new(),
-            destroyed: false,
-        });
+        self.reconnect_to(&attachment.sandbox_id)?;
         self.report_progress(&format!("Adopting {title} sandbox {}", attachment.sandbox_id));
         rebuild_copies(self, &home, &attachment.workspaces)?;
         let process = self.sandbox()?.reattach(&attachment.process)?;

@@ -19,7 +19,7 @@ use wb_outcomes::{Completeness, Outcome, Receipt};
 
 use super::provider::{Service, User};
 use super::shell::quote;
-use super::{RemoteRuntime, SandboxInfo, collect, paths};
+use super::{RemoteRuntime, collect, paths};
 use crate::bindings::BoundWorkspace;
 use crate::error::{EngineError, Result};
 use crate::runtime::{Kept, Setup, services};
@@ -228,23 +228,7 @@ pub fn recover(home: &Path, inherited: &BTreeMap<String, String>, run_id: &str) 
     let service = service_of(&checkpoint)?;
     let setup = Setup { inherited: inherited.clone(), home: home.to_path_buf(), ..Setup::default() };
     let mut runtime = RemoteRuntime::new(service, setup)?;
-    let lease = runtime.lease;
-    let sandbox = runtime.provider()?.reconnect(&checkpoint.sandbox_id, lease)?;
-    if sandbox.id() != checkpoint.sandbox_id {
-        return Err(EngineError::message(format!(
-            "{} gave sandbox {} for sandbox {}",
-            service.title(),
-            sandbox.id(),
-            checkpoint.sandbox_id
-        )));
-    }
-    runtime.sandbox = Some(std::sync::Arc::from(sandbox));
-    runtime.info = Some(SandboxInfo {
-        provider: service.name().to_owned(),
-        id: checkpoint.sandbox_id.clone(),
-        template: String::new(),
-        destroyed: false,
-    });
+    runtime.reconnect_to(&checkpoint.sandbox_id)?;
     let outcome = collect_kept(&mut runtime, home, &checkpoint);
     // The sandbox stays (and so does the checkpoint) when the collection failed again: it can be tried once more.
     let (outcome, receipt) = match outcome {
