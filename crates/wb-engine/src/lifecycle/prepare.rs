@@ -104,6 +104,8 @@ pub(super) fn open_runtime(name: &str, options: &Options, plan_only: bool) -> Re
             home: options.workbench_home(),
             cancel: options.cancel.clone(),
             plan_only,
+            // A session is resumed, never adopted: its runner's output need not be kept for a new supervisor.
+            adoptable: options.session.is_none(),
         },
     )
 }

@@ -130,6 +130,9 @@ pub struct Setup {
     /// A dry run: `prepare` and `preflight` create nothing billable, and [`Preparation::plan`] says what a run
     /// would call.
     pub plan_only: bool,
+    /// The run can be adopted should its supervisor die (a one-shot run): a remote runtime keeps what it needs
+    /// for that (the runner's output on E2B).
+    pub adoptable: bool,
 }
 
 /// Where a runtime runs the runner, which decides how the run's directories reach it.

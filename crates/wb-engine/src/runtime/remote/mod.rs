@@ -418,7 +418,8 @@ impl Runtime for RemoteRuntime {
         // Stdin is empty and closed: a runner that reads piped stdin (OpenCode appends it to the prompt) must not
         // wait on a service's session input, which Daytona never closes.
         let command = format!("cd {} && exec {} < /dev/null", quote(&cwd), shell::command_line(&words));
-        let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None, reattachable: true };
+        let reattachable = self.setup.adoptable;
+        let options = CommandOptions { cwd: Some(cwd), env, user: User::Default, timeout: None, reattachable };
         let process = self.sandbox()?.start(&command, &options)?;
         self.record_attachment(process.handle.clone());
         self.keep_alive();
