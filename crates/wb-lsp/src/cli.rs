@@ -69,6 +69,9 @@ pub enum Command {
     Status(StatusArgs),
     /// Run the language server over stdio.
     Serve,
+    /// Serve the Model Context Protocol over stdio: check, fix, dry_run, smoke and outcome as tools, so an agent
+    /// writing a package gets the exact diagnostics (docs/mcp.md).
+    Mcp(McpArgs),
     /// A run's supervisor (started by `run` and the language server; reads its request on stdin).
     #[command(name = "supervise-run", hide = true)]
     SuperviseRun,
@@ -434,6 +437,14 @@ pub struct OutcomeArgs {
     /// For a run whose collection failed with its sandbox kept: delete the sandbox and its checkpoint.
     #[arg(long, conflicts_with_all = ["apply", "export", "recover"])]
     pub discard_recovery: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The directory relative tool paths resolve against, and the only one `fix` writes in (default: the current
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

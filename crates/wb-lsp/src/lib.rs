@@ -3,6 +3,9 @@
 
 pub mod cli;
 pub mod commands;
+/// stdout is the MCP protocol channel too.
+#[deny(clippy::print_stdout)]
+pub mod mcp;
 pub mod output;
 mod render;
 /// stdout is the protocol channel: nothing in the server may print to it.

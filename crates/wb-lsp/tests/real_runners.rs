@@ -1,7 +1,8 @@
 //! End to end with the real runner binaries (OpenCode, Claude Code, Pi from npm, installed by
 //! `scripts/install-runners.sh`), driven by the scripted model server of `wb-testkit` on loopback: smoke,
 //! dry run, a full run whose scripted model loads a skill, reads, writes, edits and deletes files and
-//! returns an artifact, and cancellation mid-turn — through `wb-lsp` exactly as a user runs it.
+//! returns an artifact, and cancellation mid-turn — through `wb-lsp` exactly as a user runs it; and an
+//! authoring agent (OpenCode) calling `wb-lsp mcp`'s tools on a draft package.
 //!
 //! The runners are found in `$WB_RUNNERS_DIR/node_modules/.bin` (default `~/.cache/wb-lsp/runners`).
 //! `scripts/test.sh` installs them; without them the tests fail with that hint, unless
@@ -432,9 +433,14 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
     for dir in [&home, &workbench_home, &tmp] {
         std::fs::create_dir_all(dir).unwrap();
     }
-    // OpenCode installs its plugin package from the npm registry into its configuration directory on every
-    // start where it is missing (docs/runners.md); a user's own directory has it after the first run. Here it is
-    // present from the start, so the runs stay offline.
+    offline_opencode(&home);
+    Fixture { _temp: temp, root, workspace, source, home, workbench_home, tmp }
+}
+
+/// OpenCode installs its plugin package from the npm registry into its configuration directory on every
+/// start where it is missing (docs/runners.md); a user's own directory has it after the first run. Here it is
+/// present from the start, so the runs stay offline.
+fn offline_opencode(home: &Path) {
     let opencode_config = home.join(".config/opencode");
     write_file(&opencode_config.join("package.json"), r#"{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}"#);
     write_file(
@@ -442,7 +448,6 @@ fn fixture_in(runner: Runner, model_url: &str, mcp_url: Option<&str>, docker: Op
         r#"{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"1.18.33"}}}}"#,
     );
     std::fs::create_dir_all(opencode_config.join("node_modules")).unwrap();
-    Fixture { _temp: temp, root, workspace, source, home, workbench_home, tmp }
 }
 
 /// Copies an executable and the shared libraries `ldd` lists into `rootfs` at their own paths.
@@ -1586,4 +1591,198 @@ fn a_session_carries_the_conversation_across_turns() {
     for runner in RUNNERS {
         session_turns(&bin, runner);
     }
+}
+
+/// The draft an authoring agent is working on: a misspelt runner and an undeclared `${API_TOKEN}` (safe fixes)
+/// and an unknown field (only a person removes it).
+const AUTHORED_DRAFT: &str = "spec: 1
+version: 0.1.0
+name: notes
+description: Drafts release notes.
+runner: opencod
+model:
+  id: openai/gpt-5.1
+instructions: ./instructions.md
+mcps:
+  - name: api
+    url: https://example.com/mcp
+    headers:
+      Authorization: Bearer ${API_TOKEN}
+runtimes:
+  local: {}
+zzz_unknown: 1
+";
+
+/// The texts of the tool results in a chat completions request, in order.
+fn tool_results(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// The authoring loop with a real runner: OpenCode, given `wb-lsp mcp` as a local MCP server by the package's
+/// `runner_config` (the manifest's `mcps` are remote only), offers its tools to the scripted model as `wb_*`;
+/// the model checks a draft package, gets the exact diagnostics, fixes it, and the file is fixed on disk (and
+/// in the run's outcome).
+#[test]
+fn opencode_authors_a_package_with_the_wb_lsp_mcp_tools() {
+    let Some(bin) = runners_bin() else { return };
+    let started = Instant::now();
+    let runner = Runner::OpenCode;
+    let draft_dir = ".workbenches/notes";
+    let model = ModelServer::start_with(move |exchange| {
+        let call = |tool: &str| match find_tool(exchange, tool) {
+            Ok(tool) => Turn::tools(None, vec![ToolCall { name: tool, arguments: json!({"path": draft_dir}) }]),
+            Err(turn) => turn,
+        };
+        match exchange.turn {
+            0 => call("wb_check"),
+            1 => call("wb_fix"),
+            _ => Turn::text("The draft is fixed but for zzz_unknown, which is yours to remove."),
+        }
+    })
+    .unwrap();
+
+    let (temp, root) = temp_dir();
+    let workspace = root.join("repo");
+    let draft = workspace.join(draft_dir).join("workbench.yml");
+    write_file(&draft, AUTHORED_DRAFT);
+    write_file(&workspace.join(draft_dir).join("instructions.md"), "# Notes\n");
+    let package = workspace.join(".workbenches/author");
+    let config = json!({
+        "provider": {"scripted": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Scripted model server",
+            "options": {"baseURL": format!("{}/v1", model.url()), "apiKey": "{env:SCRIPTED_API_KEY}"},
+            "models": {"model-1": {"name": "Scripted model 1", "tool_call": true}},
+        }},
+        "mcp": {"wb": {
+            "type": "local",
+            "command": [env!("CARGO_BIN_EXE_wb-lsp"), "mcp", "--root", workspace.display().to_string()],
+            "enabled": true,
+        }},
+    });
+    write_file(&package.join("opencode.json"), serde_json::to_string_pretty(&config).unwrap());
+    write_file(&package.join("instructions.md"), "# Author\n\nCheck every package you write with wb_check.\n");
+    write_file(
+        &package.join("workbench.yml"),
+        "spec: 1\nversion: 1.0.0\nname: author\ndescription: Writes Workbench packages and checks them as it goes.\n\
+         runner: opencode\nmodel:\n  id: scripted-lab/model-1\n  routes:\n    - provider: scripted\n      model: model-1\n\
+         runner_config: ./opencode.json\ninstructions: ./instructions.md\nenv:\n  SCRIPTED_API_KEY:\n    required: true\n\
+         runtimes:\n  local: {}\n",
+    );
+    let (home, workbench_home, tmp) = (root.join("home"), root.join("workbench-home"), root.join("tmp"));
+    for dir in [&home, &workbench_home, &tmp] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    offline_opencode(&home);
+    let fixture = Fixture {
+        _temp: temp,
+        root,
+        workspace: workspace.clone(),
+        source: ".workbenches/author".to_owned(),
+        home,
+        workbench_home,
+        tmp,
+    };
+
+    let task = "Check the draft package in .workbenches/notes and fix what can be fixed.";
+    let mut command = fixture.command(&bin, runner, &model.url(), &["run", "--json", "--task", task, &fixture.source]);
+    let (events, stderr, code) = run_json(&mut command);
+    let events: Vec<Value> = events.into_iter().map(|(event, _)| event).collect();
+    let turns = model.turns();
+    let context = format!(
+        "events: {events:#?}\nstderr: {stderr}\nturns: {:#?}",
+        turns.iter().map(|t| &t.body).collect::<Vec<_>>()
+    );
+    assert_eq!(code, 0, "{context}");
+    check_events(&events);
+    assert_eq!(kinds(&events).last(), Some(&"run.completed"), "{context}");
+    assert_no_secret(&(serde_json::to_string(&events).unwrap() + &stderr), "the run's events");
+
+    // OpenCode offered every wb-lsp tool, named `<server>_<tool>`.
+    assert_eq!(turns.len(), 3, "{context}");
+    for tool in ["wb_check", "wb_fix", "wb_dry_run", "wb_smoke", "wb_outcome"] {
+        assert!(turns[0].tools.iter().any(|t| t == tool), "{tool} not offered: {:?}", turns[0].tools);
+    }
+
+    // `wb_check`'s result reached the model: the exact diagnostics, as `check --format json` gives them.
+    let checked = tool_results(&turns[1].body);
+    let checked: Value = serde_json::from_str(checked.last().unwrap_or_else(|| panic!("no tool result: {context}")))
+        .unwrap_or_else(|e| panic!("{e}: {context}"));
+    assert_eq!(checked["root"], workspace.display().to_string(), "{checked:#}");
+    let found: Vec<(String, String, String, Value)> = checked["packages"][0]["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{checked:#}"))
+        .iter()
+        .map(|d| {
+            let text = |key: &str| d[key].as_str().unwrap_or_default().to_owned();
+            (text("code"), text("message"), text("path"), d["range"].clone())
+        })
+        .collect();
+    let range = |line: u32, start: u32, end: u32| json!({"start": {"line": line, "column": start}, "end": {"line": line, "column": end}});
+    let path = ".workbenches/notes/workbench.yml".to_owned();
+    assert_eq!(
+        found,
+        [
+            ("unsupported-runner".to_owned(), "Unsupported runner: opencod".to_owned(), path.clone(), range(5, 9, 16)),
+            (
+                "undeclared-env-reference".to_owned(),
+                "MCP api references undeclared environment variable: API_TOKEN".to_owned(),
+                path.clone(),
+                range(13, 29, 41)
+            ),
+            (
+                "unknown-field".to_owned(),
+                "Unknown manifest field: zzz_unknown".to_owned(),
+                path.clone(),
+                range(16, 1, 12)
+            ),
+        ],
+        "{checked:#}"
+    );
+    assert_eq!(checked["packages"][0]["diagnostics"][0]["fixes"][0]["title"], "Change to `opencode`");
+
+    // `wb_fix`'s result reached the model: what it changed and what is left.
+    let fixed = tool_results(&turns[2].body);
+    let fixed: Value = serde_json::from_str(fixed.last().unwrap()).unwrap_or_else(|e| panic!("{e}: {context}"));
+    assert_eq!(
+        fixed["changed"],
+        json!([{"path": path, "applied": ["Change to `opencode`", "Declare `API_TOKEN` in env"]}]),
+        "{fixed:#}"
+    );
+    let remaining = &fixed["remaining"]["packages"][0]["diagnostics"];
+    assert_eq!(remaining.as_array().map(Vec::len), Some(1), "{fixed:#}");
+    assert_eq!(remaining[0]["code"], "unknown-field");
+
+    // The file is fixed on disk, and the run's outcome records the change.
+    let text = std::fs::read_to_string(&draft).unwrap();
+    assert!(
+        text.contains("runner: opencode\n") && text.ends_with("env:\n  API_TOKEN:\n    required: true\n"),
+        "{text}"
+    );
+    assert!(text.contains("zzz_unknown: 1\n"), "{text}");
+    let available = events.iter().find(|e| e["type"] == "outcome.available").unwrap_or_else(|| panic!("{context}"));
+    let id = available["data"]["outcome_id"].as_str().unwrap();
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture.workbench_home.join("outcomes").join(id).join("outcome.json")).unwrap(),
+    )
+    .unwrap();
+    let changes: Vec<(&str, &str)> = manifest["changesets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["entries"].as_array().into_iter().flatten())
+        .map(|e| (e["path"].as_str().unwrap_or_default(), e["operation"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(changes, [(".workbenches/notes/workbench.yml", "modify")], "{manifest:#}");
+    eprintln!("the authoring run took {:?}", started.elapsed());
 }

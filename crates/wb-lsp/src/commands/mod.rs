@@ -6,6 +6,7 @@ mod diff;
 mod doctor;
 mod execute;
 mod init;
+mod mcp;
 mod migrate;
 mod models;
 mod outcome;
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Wait(args)) => runs::wait(&args),
         Some(Command::Kill(args)) => runs::kill(&args),
         Some(Command::Status(args)) => runs::status(&args),
+        Some(Command::Mcp(args)) => mcp::run(&args, catalog),
         Some(Command::SuperviseRun) => Ok(crate::supervisor::supervise(catalog)),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();

@@ -1,0 +1,294 @@
+//! The tools: each one's name, description and input schema (what `tools/list` answers), its arguments as a
+//! typed struct that refuses anything the schema does not describe, and the result every tool returns (the
+//! JSON as text for any client, and as `structuredContent`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use wb_manifest::ModelCatalog;
+
+/// What a tool call runs with.
+pub struct Call<'a> {
+    /// Absolute, with every symlink resolved.
+    pub root: &'a Path,
+    pub catalog: &'a ModelCatalog,
+    /// Set when the client cancels the call: a runtime preparing stops at its next step.
+    pub cancel: Arc<AtomicBool>,
+    /// Where the engine reports what it is preparing, when the client asked for progress.
+    pub progress: Option<wb_engine::lifecycle::Progress>,
+    /// Held while `fix` checks and writes.
+    pub writes: &'a Mutex<()>,
+}
+
+/// A tool's result: a JSON object, and whether it reports a failure (a path that does not exist, a package
+/// the engine refuses). A failure is still a result, which the agent reads; only a call the schema does not
+/// accept is a JSON-RPC error.
+pub struct ToolResult {
+    value: Value,
+    is_error: bool,
+}
+
+impl ToolResult {
+    pub fn ok(value: Value) -> ToolResult {
+        ToolResult { value, is_error: false }
+    }
+
+    /// A failure: `{"error": message}` plus `details`' fields (a location, what was refused).
+    pub fn failure(message: &str, details: Value) -> ToolResult {
+        let mut value = json!({"error": message});
+        if let (Some(object), Value::Object(details)) = (value.as_object_mut(), details) {
+            object.extend(details);
+        }
+        ToolResult { value, is_error: true }
+    }
+
+    /// The `tools/call` result: the JSON as text (what every client shows the model) and as
+    /// `structuredContent` (2025-06-18; older clients ignore it).
+    pub fn into_json(self) -> Value {
+        let text = serde_json::to_string_pretty(&self.value).unwrap_or_default();
+        json!({
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": self.value,
+            "isError": self.is_error,
+        })
+    }
+}
+
+/// `check` and `fix`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathArgs {
+    pub path: String,
+}
+
+/// `dry_run` and `smoke`: what `wb-lsp dry-run` and `smoke` take, but values (`--env`), which an agent is not
+/// handed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    pub source: String,
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(default)]
+    pub runtime: Option<String>,
+    #[serde(default)]
+    pub dir: Option<String>,
+    #[serde(default)]
+    pub workspaces: BTreeMap<String, String>,
+    #[serde(default)]
+    pub env_files: Vec<String>,
+    #[serde(default)]
+    pub allow_host_docker: bool,
+    #[serde(default)]
+    pub allow_unchecked_gpu: bool,
+}
+
+/// `smoke`: [`RunArgs`] without a task.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmokeArgs {
+    pub source: String,
+    #[serde(default)]
+    pub runtime: Option<String>,
+    #[serde(default)]
+    pub dir: Option<String>,
+    #[serde(default)]
+    pub workspaces: BTreeMap<String, String>,
+    #[serde(default)]
+    pub env_files: Vec<String>,
+    #[serde(default)]
+    pub allow_host_docker: bool,
+    #[serde(default)]
+    pub allow_unchecked_gpu: bool,
+}
+
+impl From<SmokeArgs> for RunArgs {
+    fn from(args: SmokeArgs) -> RunArgs {
+        RunArgs {
+            source: args.source,
+            task: None,
+            runtime: args.runtime,
+            dir: args.dir,
+            workspaces: args.workspaces,
+            env_files: args.env_files,
+            allow_host_docker: args.allow_host_docker,
+            allow_unchecked_gpu: args.allow_unchecked_gpu,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeArgs {
+    pub id: String,
+}
+
+/// Runs the tool `name`; `Err` (a JSON-RPC invalid-params error) for an unknown tool or arguments its schema
+/// does not accept.
+pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResult, String> {
+    match name {
+        "check" | "fix" => {
+            let path = parse::<PathArgs>(name, arguments)?.path;
+            non_empty(name, "path", &path)?;
+            Ok(if name == "check" { super::check::check(context, &path) } else { super::check::fix(context, &path) })
+        }
+        "dry_run" => Ok(super::engine::dry_run(context, run_args(name, parse(name, arguments)?)?)),
+        "smoke" => Ok(super::engine::smoke(context, run_args(name, parse::<SmokeArgs>(name, arguments)?.into())?)),
+        "outcome" => {
+            let id = parse::<OutcomeArgs>(name, arguments)?.id;
+            non_empty(name, "id", &id)?;
+            Ok(super::engine::outcome(&id))
+        }
+        _ => Err(format!("Unknown tool: {name} (the tools are check, fix, dry_run, smoke and outcome)")),
+    }
+}
+
+/// The strings the schema gives `minLength: 1` are not empty.
+fn run_args(tool: &str, args: RunArgs) -> Result<RunArgs, String> {
+    non_empty(tool, "source", &args.source)?;
+    for (field, value) in [("runtime", &args.runtime), ("dir", &args.dir), ("task", &args.task)] {
+        if let Some(value) = value {
+            non_empty(tool, field, value)?;
+        }
+    }
+    for (name, path) in &args.workspaces {
+        non_empty(tool, "workspaces", path)?;
+        if name.is_empty() || name.contains('=') {
+            return Err(format!("Invalid arguments for {tool}: a workspace name must be non-empty, without `=`"));
+        }
+    }
+    for file in &args.env_files {
+        non_empty(tool, "env_files", file)?;
+    }
+    Ok(args)
+}
+
+fn non_empty(tool: &str, field: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err(format!("Invalid arguments for {tool}: `{field}` must not be empty"));
+    }
+    Ok(())
+}
+
+fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
+    if !arguments.is_object() {
+        return Err(format!("Invalid arguments for {tool}: expected an object, got {arguments}"));
+    }
+    serde_json::from_value(arguments).map_err(|error| format!("Invalid arguments for {tool}: {error}"))
+}
+
+/// A path argument's schema.
+fn path_property(what: &str) -> Value {
+    json!({"type": "string", "minLength": 1, "description": what})
+}
+
+/// What `dry_run` and `smoke` share.
+fn run_properties() -> serde_json::Map<String, Value> {
+    let properties = json!({
+        "source": path_property(
+            "The package: its directory, its workbench.yml, or a repository with one package; `PATH#name` picks one \
+             package of a repository by directory or `name`. Relative to the server's root."
+        ),
+        "runtime": {"type": "string", "minLength": 1,
+            "description": "A runtime the manifest declares (local, docker, e2b, daytona); default: the first declared."},
+        "dir": path_property("The primary workspace (default: the server's root). Relative to the root."),
+        "workspaces": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
+            "description": "Named workspaces to bind: {\"NAME\": \"PATH\"}, each path relative to the root."},
+        "env_files": {"type": "array", "items": {"type": "string", "minLength": 1},
+            "description": "Dotenv files to read variables from (names are reported, values never). Relative to the root."},
+        "allow_host_docker": {"type": "boolean", "default": false,
+            "description": "Grant the host Docker engine to a package that declares docker.engine."},
+        "allow_unchecked_gpu": {"type": "boolean", "default": false,
+            "description": "Accept GPU requirements that cannot be checked here."},
+    });
+    match properties {
+        Value::Object(properties) => properties,
+        _ => serde_json::Map::new(),
+    }
+}
+
+fn object_schema(properties: serde_json::Map<String, Value>, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+/// What `tools/list` answers.
+pub fn list() -> Vec<Value> {
+    let path_schema = |what: &str| {
+        let mut properties = serde_json::Map::new();
+        properties.insert("path".to_owned(), path_property(what));
+        object_schema(properties, &["path"])
+    };
+    let mut dry_run = run_properties();
+    dry_run.insert(
+        "task".to_owned(),
+        json!({"type": "string", "minLength": 1,
+            "description": "The task the runner would be given (default: a placeholder; only the translation is shown)."}),
+    );
+    let mut outcome = serde_json::Map::new();
+    outcome.insert(
+        "id".to_owned(),
+        json!({"type": "string", "minLength": 1, "description": "An outcome id (wbo_…) or a run id (wb_…: that run's final outcome)."}),
+    );
+    vec![
+        json!({
+            "name": "check",
+            "title": "Check Workbench packages",
+            "description": "Check Workbench packages as `wb-lsp check` does and return every problem at once. Each \
+                diagnostic has `code` (stable, kebab-case; documented in docs/diagnostics.md), `severity` (error or \
+                warning), `message`, `path` (relative to `root`), `range` ({start, end} of 1-based `line` and \
+                `column`, in characters; end exclusive) and `fixes` ({title, safe, creates, edits: [{path, range, \
+                newText}]}). Call it after each edit of a manifest, its instructions, skills or runner_config; \
+                `summary.errors` is 0 when the packages are valid.",
+            "inputSchema": path_schema(
+                "A repository (checks every .workbenches/<name>), a package directory or a workbench.yml; \
+                 `PATH#name` picks packages by directory or `name`. Relative to the server's root."
+            ),
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+        }),
+        json!({
+            "name": "fix",
+            "title": "Apply the safe fixes",
+            "description": "Apply every safe fix (`safe: true` in check's fixes: a misspelt runner or key, an \
+                undeclared ${NAME}, a spec 0 migration) to the manifests under `path`, as `wb-lsp check --fix` does, \
+                then check again. Returns `changed` (each file written, with the fixes applied) and `remaining` \
+                (check's result after the fixes). Writes only files whose real path is inside the server's root; \
+                if any would be outside, nothing is written and the result is an error.",
+            "inputSchema": path_schema("What to fix, as for check. Relative to the server's root."),
+            "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+        }),
+        json!({
+            "name": "dry_run",
+            "title": "Dry run a package",
+            "description": "Resolve, preflight and translate one package without launching its runner, as \
+                `wb-lsp dry-run --json` does: the runner's command, model route, authentication, skills, workspaces, \
+                environment variable names (never values), MCP servers, the runner-native configuration, warnings \
+                and `problems` (what would stop a run here; empty when it could launch). A package with errors is \
+                an error result naming the first one.",
+            "inputSchema": object_schema(dry_run, &["source"]),
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
+        }),
+        json!({
+            "name": "smoke",
+            "title": "Smoke-check packages",
+            "description": "Check that each package under `source` can start here, without a model request, as \
+                `wb-lsp smoke --json` does. Returns `reports`: one per package, with `status` (ready, needs-auth or \
+                failed), the runner found, tools, authentication, requirements, workspaces, warnings and `error`.",
+            "inputSchema": object_schema(run_properties(), &["source"]),
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
+        }),
+        json!({
+            "name": "outcome",
+            "title": "Show a run's outcome",
+            "description": "Show a run's outcome as `wb-lsp outcome ID --json` does: `outcome` (its changesets, \
+                artifacts, links, completeness), `receipt` (its application state) and `taken` (paths a partial \
+                apply took). Read-only: it never applies anything.",
+            "inputSchema": object_schema(outcome, &["id"]),
+            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+        }),
+    ]
+}
