@@ -6,6 +6,7 @@
 
 mod completion;
 mod context;
+mod format;
 mod hover;
 mod inlay;
 mod markdown;
@@ -15,6 +16,7 @@ mod symbols;
 
 pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completions, completions_parsed};
 pub use context::{Located, YamlPath, locate};
+pub use format::{FormatEdit, FormatError, FormatOptions, apply, format, format_edits, format_range_edits};
 pub use hover::{Hover, hover};
 pub use inlay::{ContextSize, context_label, context_sizes, input_price};
 pub use markdown::to_plain_text;
