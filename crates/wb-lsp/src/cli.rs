@@ -25,6 +25,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Convert spec 0 manifests to spec 1, keeping comments and formatting.
     Migrate(MigrateArgs),
+    /// Format manifests in place: indentation, spacing, quotes, blank lines; comments kept, meaning never
+    /// changed (`--check` for CI).
+    Fmt(FmtArgs),
     /// Scaffold a new package under .workbenches/NAME.
     Init(InitArgs),
     /// Print the JSON schema of a manifest spec.
@@ -362,6 +365,21 @@ pub struct MigrateArgs {
     /// Exit 1 if any manifest would change; write nothing.
     #[arg(long)]
     pub check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// Paths to format: a repository, a package directory or a manifest (default: the current directory).
+    pub paths: Vec<PathBuf>,
+    /// Write nothing; list the manifests that are not formatted and exit 1 if there are any.
+    #[arg(long)]
+    pub check: bool,
+    /// Write nothing; print what formatting would change as a unified diff (exit 1 if anything would).
+    #[arg(long)]
+    pub diff: bool,
+    /// Also put each mapping's keys in the standard's order, moving each entry with its comments.
+    #[arg(long)]
+    pub field_order: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1314,3 +1314,51 @@ fn schema_prints_the_committed_schemas() {
     }
     assert_eq!(wb_lsp(&root, &["schema"]).stdout, wb_lsp(&root, &["schema", "--spec", "1"]).stdout);
 }
+
+/// A manifest written loosely: deep indentation, spacing around `:` and `-`, quotes it does not need, trailing
+/// spaces and blank lines, and a comment that must stay with its line.
+const LOOSE: &str = "spec: 1\nname:   \"loose\"\nversion: 1.0.0\ndescription: Loose.\nrunner: opencode\nmodel:\n      # the model\n      id: openai/gpt-5.1   \ninstructions: ./instructions.md\nskills:\n-    ./skills/a\n\n\n\nruntimes:\n  local: {}\n";
+const LOOSE_FORMATTED: &str = "spec: 1\nname: loose\nversion: 1.0.0\ndescription: Loose.\nrunner: opencode\nmodel:\n  # the model\n  id: openai/gpt-5.1\ninstructions: ./instructions.md\nskills:\n  - ./skills/a\n\nruntimes:\n  local: {}\n";
+
+#[test]
+fn fmt_checks_diffs_and_writes_manifests() {
+    let (_temp, repo) = fixture_copy("example-repo");
+    let loose = repo.join(".workbenches/loose/workbench.yml");
+    std::fs::create_dir_all(loose.parent().unwrap()).unwrap();
+    std::fs::write(&loose, LOOSE).unwrap();
+    let name = ".workbenches/loose/workbench.yml";
+
+    let out = wb_lsp(&repo, &["fmt", "--check"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stdout, format!("would reformat {name}\n"), "only the loose manifest: {out:?}");
+    assert!(out.stderr.ends_with("1 would be reformatted, 4 already formatted\n"), "{out:?}");
+    assert_eq!(read(&loose), LOOSE, "--check writes nothing");
+
+    let out = wb_lsp(&repo, &["fmt", "--diff", name]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.starts_with(&format!("--- a/{name}\n+++ b/{name}\n")), "{out:?}");
+    assert_eq!(apply_unified_diff(LOOSE, &out.stdout), LOOSE_FORMATTED);
+    assert_eq!(read(&loose), LOOSE, "--diff writes nothing");
+
+    let out = wb_lsp(&repo, &["fmt"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stderr, format!("formatted {name}\n1 formatted, 4 already formatted\n"));
+    assert_eq!(read(&loose), LOOSE_FORMATTED);
+    let out = wb_lsp(&repo, &["fmt", "--check"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "formatting is idempotent: {out:?}");
+
+    // The standard's order, only when asked: `runtimes` keeps the author's order.
+    std::fs::write(&loose, "name: loose\nspec: 1\nruntimes:\n  local: {}\n  docker:\n    image: x\n").unwrap();
+    assert_eq!(wb_lsp(&repo, &["fmt", "--check", name]).code, 0);
+    let out = wb_lsp(&repo, &["fmt", "--field-order", name]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(read(&loose), "spec: 1\nname: loose\nruntimes:\n  local: {}\n  docker:\n    image: x\n");
+
+    // A manifest that does not parse is reported and left alone; the exit code says so.
+    std::fs::write(&loose, "spec: 1\nname: [\n").unwrap();
+    let out = wb_lsp(&repo, &["fmt", "--check"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains(&format!("error: {name}: not formatted: it has syntax errors")), "{out:?}");
+    assert_eq!(read(&loose), "spec: 1\nname: [\n");
+    assert_eq!(wb_lsp(&repo, &["fmt", "missing-dir"]).code, 2);
+}

@@ -991,3 +991,97 @@ fn inlay_hints_show_context_cost_route_and_bindings() {
     }
     client.drain();
 }
+
+/// Applies LSP text edits in the negotiated encoding, as a client does.
+fn apply_lsp_edits(text: &str, edits: &[lsp::TextEdit], encoding: PositionEncoding) -> String {
+    let index = LineIndex::new(text);
+    let offset = |position: lsp::Position| {
+        index.offset(wb_syntax::LineCol { line: position.line, col: position.character }, encoding)
+    };
+    let mut edits: Vec<(usize, usize, &str)> =
+        edits.iter().map(|edit| (offset(edit.range.start), offset(edit.range.end), edit.new_text.as_str())).collect();
+    edits.sort_by_key(|(start, end, _)| (*start, *end));
+    let mut out = String::new();
+    let mut cursor = 0;
+    for (start, end, new_text) in edits {
+        assert!(start >= cursor, "overlapping edits");
+        out.push_str(&text[cursor..start]);
+        out.push_str(new_text);
+        cursor = end;
+    }
+    out.push_str(&text[cursor..]);
+    out
+}
+
+/// Formatting through the server: offered to every client, edits in the negotiated encoding (the closing quote
+/// after `Résumé 🚀` sits at another column in UTF-16 than in UTF-8), range formatting touches only the lines
+/// asked for, a manifest with syntax errors gets no edits, and the standard's field order follows the setting.
+#[test]
+fn formatting_a_manifest_in_either_encoding() {
+    let loose = MINIMAL
+        .replace("name: demo", "name:    \"Résumé 🚀 notes\"")
+        .replace("  id: openai/gpt-5.6-terra", "      id: openai/gpt-5.6-terra   ");
+    let (_dir, manifest) = repository(&loose);
+    let expected = wb_ide::format(&loose, wb_ide::FormatOptions::default()).expect("formats");
+    assert_ne!(expected, loose);
+    for utf8 in [false, true] {
+        let encoding = if utf8 { PositionEncoding::Utf8 } else { PositionEncoding::Utf16 };
+        let mut client = Client::start(Options { utf8, ..Options::default() });
+        let capabilities = &client.initialize_result.as_ref().expect("initialized").capabilities;
+        assert_eq!(capabilities.document_formatting_provider, Some(lsp::OneOf::Left(true)));
+        assert_eq!(capabilities.document_range_formatting_provider, Some(lsp::OneOf::Left(true)));
+        client.open(&manifest, &loose);
+        let options = json!({"tabSize": 2, "insertSpaces": true});
+        let edits: Vec<lsp::TextEdit> = serde_json::from_value(client.request_raw(
+            "textDocument/formatting",
+            json!({"textDocument": {"uri": uri(&manifest)}, "options": options}),
+        ))
+        .expect("edits");
+        assert_eq!(apply_lsp_edits(&loose, &edits, encoding), expected, "utf8: {utf8}");
+        let quote = edits.iter().find(|edit| edit.range.start.line == 2).expect("the name line's edit");
+        assert_eq!(quote.range.end.character, if utf8 { 30 } else { 26 }, "{quote:?}");
+
+        // Only the `model.id` line (line 5) is asked for.
+        let range = json!({"start": {"line": 5, "character": 0}, "end": {"line": 5, "character": 3}});
+        let edits: Vec<lsp::TextEdit> = serde_json::from_value(client.request_raw(
+            "textDocument/rangeFormatting",
+            json!({"textDocument": {"uri": uri(&manifest)}, "range": range, "options": options}),
+        ))
+        .expect("edits");
+        let partly = apply_lsp_edits(&loose, &edits, encoding);
+        assert!(partly.contains("name:    \"Résumé 🚀 notes\"") && partly.contains("\n  id: openai/gpt-5.6-terra\n"));
+
+        // Syntax errors: no edits.
+        let broken = format!("{loose}oops: [\n");
+        client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+            text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 2 },
+            content_changes: vec![lsp::TextDocumentContentChangeEvent {
+                range: None,
+                range_length: None,
+                text: broken,
+            }],
+        });
+        let answer = client.request_raw(
+            "textDocument/formatting",
+            json!({"textDocument": {"uri": uri(&manifest)}, "options": options}),
+        );
+        assert!(answer.is_null(), "{answer}");
+        client.drain();
+    }
+
+    // `workbench.format.fieldOrder`.
+    let unordered = MINIMAL.replace("spec: 1\nversion: 0.1.0\nname: demo\n", "name: demo\nspec: 1\nversion: 0.1.0\n");
+    let (_dir, manifest) = repository(&unordered);
+    let settings = json!({"workbench": {"format": {"fieldOrder": true}}});
+    let mut client = Client::start(Options { settings, ..Options::default() });
+    client.open(&manifest, &unordered);
+    let edits: Vec<lsp::TextEdit> = serde_json::from_value(client.request_raw(
+        "textDocument/formatting",
+        json!({"textDocument": {"uri": uri(&manifest)}, "options": {"tabSize": 2, "insertSpaces": true}}),
+    ))
+    .expect("edits");
+    let ordered = apply_lsp_edits(&unordered, &edits, PositionEncoding::Utf16);
+    assert!(ordered.starts_with("spec: 1\nversion: 0.1.0\nname: demo\n"), "{ordered}");
+    assert_eq!(Ok(ordered), wb_ide::format(&unordered, wb_ide::FormatOptions { field_order: true }));
+    client.drain();
+}

@@ -1,7 +1,8 @@
 //! The field-order pass: the keys of every mapping the field catalog describes (the top level, `model`,
 //! each route, MCP server, `env` entry, workspace, runtime, image build, `requirements`) in the catalog's
 //! order, which is the standard's. Keys the catalog does not know keep their order after the known ones.
-//! An entry moves with the comment lines above it; a mapping whose first key shares a line with its `-`
+//! `runtimes` keeps its order, which is the author's preference (the first is the default); its runtimes'
+//! fields are ordered. An entry moves with the comment lines above it; a mapping whose first key shares a line with its `-`
 //! is reordered only when the entry that becomes first has no comment above it.
 
 use wb_manifest::fields::{self, Field, Shape};
@@ -16,7 +17,7 @@ pub(super) fn reorder(parse: &Parse) -> Option<String> {
     };
     let text = parse.text.as_str();
     let pass = Pass { text, spec };
-    let edit = pass.mapping(root, fields::TOP_LEVEL_FIELDS)?;
+    let edit = pass.mapping(root, fields::TOP_LEVEL_FIELDS, true)?;
     Some(splice(text, TextRange::new(0, text.len()), &[edit]))
 }
 
@@ -24,6 +25,9 @@ struct Pass<'a> {
     text: &'a str,
     spec: u8,
 }
+
+/// Mappings whose order means something: `runtimes` lists the author's preference, the default first.
+const KEEP_ORDER: &[&str] = &["runtimes"];
 
 /// One entry's text: the comment and blank lines above it (whole lines) and the entry from its key to the end
 /// of its last line.
@@ -36,7 +40,7 @@ struct Chunk {
 impl Pass<'_> {
     /// The replacement of a mapping's text with its entries in order (nested mappings included), or `None`
     /// when nothing in it moves.
-    fn mapping(&self, node: &Node, catalog: &'static [Field]) -> Option<(TextRange, String)> {
+    fn mapping(&self, node: &Node, catalog: &'static [Field], reorder: bool) -> Option<(TextRange, String)> {
         let Value::Mapping(mapping) = &node.value else { return None };
         if node.style != Style::Block || mapping.entries.is_empty() {
             return None;
@@ -50,7 +54,7 @@ impl Pass<'_> {
         }
         let nested = self.nested(mapping, catalog);
         let ranks: Vec<usize> = mapping.entries.iter().map(|entry| self.rank(catalog, &entry.key)).collect();
-        let sorted = ranks.windows(2).all(|pair| pair[0] <= pair[1]);
+        let sorted = !reorder || ranks.windows(2).all(|pair| pair[0] <= pair[1]);
         if sorted {
             // Only nested mappings move: their edits, as one replacement of this mapping's span.
             if nested.is_empty() {
@@ -109,16 +113,18 @@ impl Pass<'_> {
         for entry in &mapping.entries {
             let Some(field) = fields::find(catalog, &entry.key, self.spec) else { continue };
             match &field.shape {
-                Shape::Object { fields, .. } => edits.extend(self.mapping(&entry.value, fields)),
-                Shape::Image => edits.extend(self.mapping(&entry.value, fields::IMAGE_BUILD_FIELDS)),
+                Shape::Object { fields, .. } => {
+                    edits.extend(self.mapping(&entry.value, fields, !KEEP_ORDER.contains(&field.name)));
+                }
+                Shape::Image => edits.extend(self.mapping(&entry.value, fields::IMAGE_BUILD_FIELDS, true)),
                 Shape::ObjectList { fields, .. } => {
                     for item in entry.value.as_sequence().unwrap_or_default() {
-                        edits.extend(self.mapping(item, fields));
+                        edits.extend(self.mapping(item, fields, true));
                     }
                 }
                 Shape::NamedMap { fields, .. } => {
                     for named in entry.value.as_mapping().map(|named| named.entries.as_slice()).unwrap_or_default() {
-                        edits.extend(self.mapping(&named.value, fields));
+                        edits.extend(self.mapping(&named.value, fields, true));
                     }
                 }
                 _ => {}

@@ -118,3 +118,11 @@ fn field_order_reaches_list_items_and_named_entries() {
         "spec: 1\nmcps:\n  - name: x\n    url: https://x\nenv:\n  KEY:\n    required: true\n    description: d\n";
     assert_eq!(ordered(before), after);
 }
+
+#[test]
+fn field_order_keeps_the_order_of_runtimes() {
+    let text = "spec: 1\nruntimes:\n  local: {}\n  docker:\n    image: x\n";
+    assert_eq!(ordered(text), text);
+    let text = "spec: 1\nruntimes:\n  docker:\n    image: x\n  local: {}\n";
+    assert_eq!(ordered(text), text);
+}

@@ -10,16 +10,7 @@ use crate::cli::MigrateArgs;
 
 pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     let cwd = super::current_dir()?;
-    let paths = if args.paths.is_empty() { vec![cwd.clone()] } else { args.paths.clone() };
-    let mut manifests: Vec<PathBuf> = Vec::new();
-    for path in &paths {
-        match discover(&OsFileSystem, &absolute(path, &cwd)) {
-            Target::Manifest(manifest) => manifests.push(manifest),
-            Target::Packages(found) => manifests.extend(found.into_iter().filter(|m| m.is_file())),
-            Target::Missing(path) => anyhow::bail!("Workbench path does not exist: {}", path.display()),
-            Target::Empty(path) => anyhow::bail!("No Workbenches found in {}", path.display()),
-        }
-    }
+    let manifests = manifests_under(&args.paths, &cwd)?;
     let mut changed = 0;
     let mut failed = false;
     let mut diffs = String::new();
@@ -61,6 +52,21 @@ pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
     Ok(if failed || (args.check && changed > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-fn display(path: &Path, cwd: &Path) -> String {
+/// The manifests under the paths a command was given (the current directory when none), in order.
+pub(super) fn manifests_under(paths: &[PathBuf], cwd: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let paths = if paths.is_empty() { vec![cwd.to_owned()] } else { paths.to_vec() };
+    let mut manifests: Vec<PathBuf> = Vec::new();
+    for path in &paths {
+        match discover(&OsFileSystem, &absolute(path, cwd)) {
+            Target::Manifest(manifest) => manifests.push(manifest),
+            Target::Packages(found) => manifests.extend(found.into_iter().filter(|m| m.is_file())),
+            Target::Missing(path) => anyhow::bail!("Workbench path does not exist: {}", path.display()),
+            Target::Empty(path) => anyhow::bail!("No Workbenches found in {}", path.display()),
+        }
+    }
+    Ok(manifests)
+}
+
+pub(super) fn display(path: &Path, cwd: &Path) -> String {
     path.strip_prefix(cwd).unwrap_or(path).display().to_string()
 }

@@ -5,6 +5,7 @@ mod clean;
 mod diff;
 mod doctor;
 mod execute;
+mod fmt;
 mod init;
 mod mcp;
 mod migrate;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Check(args)) => check::run(&args, catalog),
         Some(Command::Migrate(args)) => migrate::run(&args, catalog),
+        Some(Command::Fmt(args)) => fmt::run(&args),
         Some(Command::Init(args)) => init::run(&args, catalog),
         Some(Command::Models(args)) => models::run(&args, catalog),
         Some(Command::DryRun(args)) => execute::dry_run(&args, catalog),

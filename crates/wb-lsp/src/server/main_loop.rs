@@ -118,6 +118,8 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
         .on::<r::DocumentHighlightRequest>(handlers::structure::document_highlights)
         .on::<r::SemanticTokensFullRequest>(handlers::structure::semantic_tokens)
         .on::<r::InlayHintRequest>(handlers::inlay::handle)
+        .on::<r::Formatting>(handlers::formatting::document)
+        .on::<r::RangeFormatting>(handlers::formatting::range)
         .on::<r::DocumentLinkRequest>(handlers::links::handle)
         .on::<r::CodeLensRequest>(execute::code_lens)
         .on::<r::CodeActionRequest>(handlers::code_action::handle)

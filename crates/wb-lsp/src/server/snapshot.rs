@@ -35,6 +35,8 @@ pub struct Config {
     pub run_time_warnings: bool,
     /// Which inlay hints are shown (`workbench.inlayHints`).
     pub inlay_hints: InlayHints,
+    /// Formatting also puts keys in the standard's order (`workbench.format.fieldOrder`).
+    pub format_field_order: bool,
 }
 
 /// The kinds of inlay hints (`workbench.inlayHints.context`, `.route`, `.env`), each on unless switched off.
@@ -62,6 +64,7 @@ impl Default for Config {
             severity: HashMap::new(),
             run_time_warnings: true,
             inlay_hints: InlayHints::default(),
+            format_field_order: false,
         }
     }
 }
@@ -76,6 +79,15 @@ impl Config {
         }
         if let Some(flag) = value.get("runTimeWarnings").and_then(serde_json::Value::as_bool) {
             config.run_time_warnings = flag;
+        }
+        if let Some(format) = value.get("format").and_then(|v| v.as_object()) {
+            for (name, flag) in format {
+                match (name.as_str(), flag.as_bool()) {
+                    ("fieldOrder", Some(flag)) => config.format_field_order = flag,
+                    ("fieldOrder", None) => problems.push("workbench.format.fieldOrder: expected true or false".into()),
+                    _ => problems.push(format!("workbench.format: unknown setting {name} (fieldOrder)")),
+                }
+            }
         }
         if let Some(hints) = value.get("inlayHints").and_then(|v| v.as_object()) {
             for (name, flag) in hints {

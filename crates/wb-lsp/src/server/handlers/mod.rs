@@ -9,6 +9,7 @@ pub mod definition;
 pub mod diagnostics;
 pub mod execute;
 pub mod folding;
+pub mod formatting;
 pub mod hover;
 pub mod inlay;
 pub mod links;
