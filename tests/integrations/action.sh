@@ -127,7 +127,25 @@ expect_status "deny-warnings=maybe" 2
 expect_contains "deny-warnings=maybe" "$OUT" "deny-warnings must be true or false"
 pass "invalid install and deny-warnings values are refused"
 
-# 7. The install step, with wb-lsp absent from PATH and a stand-in cargo that records its arguments and
+# 7. format-check: a formatted repository passes; a manifest that is not formatted fails the step with an error
+#    annotation on its file (after the check itself passed); a bad value is refused.
+run_in "$EXAMPLE" --input format-check=true
+expect_status "example-repo, format-check" 0
+LOOSE=.workbenches/reviewer/workbench.yml
+cp "$EXAMPLE/$LOOSE" "$WORK/reviewer.yml"
+sed -i 's/^name: \(.*\)$/name:    "\1"/' "$EXAMPLE/$LOOSE"
+run_in "$EXAMPLE"
+expect_status "example-repo, loose manifest, no format-check" 0
+run_in "$EXAMPLE" --input format-check=true
+expect_status "example-repo, loose manifest, format-check" 1
+expect_contains "format-check" "$OUT" "::error file=$LOOSE,title=wb-lsp fmt::not formatted: run wb-lsp fmt $LOOSE"
+run_in "$EXAMPLE" --input format-check=sometimes
+expect_status "format-check=sometimes" 2
+expect_contains "format-check=sometimes" "$OUT" "format-check must be true or false"
+cp "$WORK/reviewer.yml" "$EXAMPLE/$LOOSE"
+pass "format-check fails on a manifest that is not formatted, with an annotation on it"
+
+# 8. The install step, with wb-lsp absent from PATH and a stand-in cargo that records its arguments and
 #    "installs" the binary under test into --root.
 FAKE="$WORK/fake-cargo"
 mkdir -p "$FAKE"

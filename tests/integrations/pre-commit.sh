@@ -95,4 +95,24 @@ git commit --quiet -m "add the pre-commit configuration" >"$OUT" 2>&1 || { cat "
 expect_contains "git commit" "$OUT" "Passed"
 pass "installed with pre-commit install, the hook blocks a commit with a broken manifest and lets a clean one through"
 
+# 6. wb-lsp-fmt: passes on formatted manifests, fails (naming the file) on one that is not, only for manifests.
+if ! pre-commit try-repo "$HOOK_REPO" wb-lsp-fmt --all-files >"$OUT" 2>&1; then
+  cat "$OUT" >&2
+  fail "wb-lsp-fmt failed on the formatted example repository"
+fi
+expect_contains "fmt, clean" "$OUT" "Passed"
+sed -i 's/^name: \(.*\)$/name:    "\1"/' "$MANIFEST"
+if pre-commit try-repo "$HOOK_REPO" wb-lsp-fmt --files "$MANIFEST" >"$OUT" 2>&1; then
+  cat "$OUT" >&2
+  fail "wb-lsp-fmt passed on a manifest that is not formatted"
+fi
+expect_contains "fmt, loose" "$OUT" "would reformat $MANIFEST"
+pre-commit try-repo "$HOOK_REPO" wb-lsp-fmt --files .workbenches/migrations/skills/sql-migrations/SKILL.md >"$OUT" 2>&1 \
+  || { cat "$OUT" >&2; fail "wb-lsp-fmt ran on a file that is not a manifest"; }
+expect_contains "fmt, skill" "$OUT" "(no files to check)"
+"$WB_LSP_BIN" fmt "$MANIFEST" >/dev/null 2>&1
+pre-commit try-repo "$HOOK_REPO" wb-lsp-fmt --files "$MANIFEST" >"$OUT" 2>&1 \
+  || { cat "$OUT" >&2; fail "wb-lsp-fmt failed after wb-lsp fmt"; }
+pass "wb-lsp-fmt fails on a manifest that is not formatted and passes once wb-lsp fmt formatted it"
+
 echo "$CHECKS passed, 0 failed"

@@ -303,6 +303,19 @@ runtime: local
 `,
 };
 MANIFESTS['legacy-fix'] = MANIFESTS.legacy.replace('name: legacy', 'name: legacy-fix');
+// Valid, but written loosely: Format Document.
+MANIFESTS.loose = `spec: 1
+version: 0.1.0
+name:    "loose"
+description: Formatting.
+runner: 'opencode'
+model:
+    # the model
+    id: openai/gpt-5.6-terra
+instructions: ./instructions.md
+runtimes:
+    local: {}
+`;
 
 function writeFile(file, text, mode) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -1354,6 +1367,43 @@ async function inlayHintScenario(window) {
   });
 }
 
+async function formattingAndTokensScenarios(window, repo) {
+  await scenario(window, '21-format-document', async (see) => {
+    await window.clearNotifications();
+    await window.closeAllEditors();
+    await window.openFile(MANIFEST('loose'));
+    await window.waitForEditorLines('the loose manifest', (lines) => lines.includes('name:    "loose"'));
+    // The server is up once its code lenses show.
+    await waitFor('the code lenses', async () => (await window.page.locator('.editor-group-container.active .codelens-decoration').count()) > 0 || undefined, 60000);
+    await window.focusEditor();
+    await window.command('Format Document');
+    const lines = await window.waitForEditorLines('the formatted manifest', (shown) =>
+      shown.includes('name: loose') && shown.includes('runner: opencode') && shown.includes('  # the model') && shown.includes('  id: openai/gpt-5.6-terra') && shown.includes('  local: {}'),
+    );
+    see(`formatted: ${lines.join(' / ')} (${await window.screenshot('21-format-document')})`);
+    const disk = fs.readFileSync(path.join(repo, MANIFEST('loose')), 'utf8');
+    check(disk === MANIFESTS.loose, 'formatting wrote the file itself instead of editing the buffer');
+    await window.command('File: Revert File');
+    await window.waitForEditorLines('the reverted manifest', (shown) => shown.includes('name:    "loose"'));
+    see('the edit is an ordinary buffer edit: File: Revert File undoes it');
+  });
+
+  await scenario(window, '22-semantic-tokens', async (see) => {
+    await window.closeAllEditors();
+    await window.openFile(MANIFEST('demo'));
+    await window.waitForEditorLines('the document', (lines) => lines.some((line) => line.startsWith('instructions:')));
+    await window.focusEditor();
+    await window.gotoLine(1, 2);
+    await window.command('Developer: Inspect Editor Tokens and Scopes');
+    const text = await waitFor('the token inspector to show a semantic token', async () => {
+      const widget = clean((await window.page.locator('.token-inspect-widget').first().textContent().catch(() => '')) ?? '');
+      return /semantic token type\s*property/.test(widget) ? widget : undefined;
+    }, 30000);
+    see(`inspector on \`spec\`: ${text.slice(0, 200)} (${await window.screenshot('22-semantic-tokens')})`);
+    await window.page.keyboard.press('Escape');
+  });
+}
+
 async function missingServerScenario(window) {
   await scenario(window, '14-missing-server', async (see) => {
     const toast = await window.waitForToast(
@@ -1462,6 +1512,7 @@ async function main() {
       await runsScenarios(window, repo, workbenchHome, env);
       await reviewScenarios(window, repo, workbenchHome, env);
       await inlayHintScenario(window);
+      await formattingAndTokensScenarios(window, repo);
       await context.close();
       stopCodeServer(server);
     }

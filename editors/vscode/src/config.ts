@@ -17,6 +17,7 @@ export const SETTING_KEYS = [
   'severity',
   'runTimeWarnings',
   'inlayHints',
+  'format',
 ] as const;
 export type SettingKey = (typeof SETTING_KEYS)[number];
 

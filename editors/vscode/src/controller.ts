@@ -191,6 +191,7 @@ export class WorkbenchController implements vscode.Disposable {
       severity: readSetting('severity').value,
       runTimeWarnings: readSetting('runTimeWarnings').value,
       inlayHints: readSetting('inlayHints').value,
+      format: readSetting('format').value,
     };
     return toServerSettings(raw, {
       homedir: this.machine.homedir,

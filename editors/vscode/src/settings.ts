@@ -11,6 +11,8 @@ export interface ServerSettings {
   runTimeWarnings: boolean;
   /** Which inlay hints the server shows: the context's size and cost, the model's route, the env bindings. */
   inlayHints: { context: boolean; route: boolean; env: boolean };
+  /** Formatting also puts keys in the standard's order. */
+  format: { fieldOrder: boolean };
 }
 
 export const SEVERITY_LEVELS: readonly string[] = ['error', 'warning', 'information', 'hint', 'off'];
@@ -53,7 +55,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /**
  * Maps the settings (read by src/config.ts from `wb-lsp.*` or the old `workbench.*` keys; a raw section may
  * have other keys, such as VS Code's own `workbench.*` settings) to what the server reads. Only the server's
- * keys are sent, always all four, so the server never mistakes the answer for "nothing configured" (it then
+ * keys are sent, always all of them, so the server never mistakes the answer for "nothing configured" (it then
  * keeps its initialization options). Values of the wrong type fall back
  * to the defaults; severity levels are passed through as written, so the server can report the unknown ones.
  */
@@ -85,7 +87,10 @@ export function toServerSettings(raw: unknown, context: PathContext): ServerSett
   const flag = (value: unknown) => (typeof value === 'boolean' ? value : true);
   const inlayHints = { context: flag(hints.context), route: flag(hints.route), env: flag(hints.env) };
 
-  return { modelCatalog, severity, runTimeWarnings, inlayHints };
+  const formatSection = isRecord(section.format) ? section.format : {};
+  const format = { fieldOrder: formatSection.fieldOrder === true };
+
+  return { modelCatalog, severity, runTimeWarnings, inlayHints, format };
 }
 
 /** Settings whose change needs a new server process (the rest reach the running server), new and old names. */

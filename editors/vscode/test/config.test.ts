@@ -151,6 +151,7 @@ for (const scope of ['user', 'workspace', 'folder'] as const) {
       severity: {},
       runTimeWarnings: false,
       inlayHints: { context: true, route: true, env: true },
+      format: { fieldOrder: false },
     });
     // The new key, once set (in any scope), wins.
     stub.changeConfiguration({ 'wb-lsp.runTimeWarnings': true }, scope === 'user' ? 'folder' : 'user');

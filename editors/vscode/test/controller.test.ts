@@ -115,7 +115,7 @@ test('the server gets the mapped settings, read afresh each time', async () => {
   await activate();
   const setup = clients[0]?.setup;
   assert.ok(setup);
-  assert.deepEqual(setup.settings(), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } });
+  assert.deepEqual(setup.settings(), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true }, format: { fieldOrder: false } });
   stub.configuration['wb-lsp.modelCatalog'] = 'ci/models.json';
   stub.configuration['wb-lsp.severity'] = { 'unknown-model': 'hint' };
   stub.configuration['wb-lsp.runTimeWarnings'] = false;
@@ -124,6 +124,7 @@ test('the server gets the mapped settings, read afresh each time', async () => {
     severity: { 'unknown-model': 'hint' },
     runTimeWarnings: false,
     inlayHints: { context: true, route: true, env: true },
+    format: { fieldOrder: false },
   });
 });
 

@@ -14,7 +14,7 @@ import {
 import type { ServerSettings } from '../src/settings';
 import { window } from './vscode-stub';
 
-const settings: ServerSettings = { modelCatalog: null, severity: { 'unknown-model': 'hint' }, runTimeWarnings: false, inlayHints: { context: true, route: true, env: true } };
+const settings: ServerSettings = { modelCatalog: null, severity: { 'unknown-model': 'hint' }, runTimeWarnings: false, inlayHints: { context: true, route: true, env: true }, format: { fieldOrder: false } };
 
 test('the server runs as `wb-lsp --stdio`', () => {
   assert.deepEqual(serverExecutable('/usr/bin/wb-lsp'), { command: '/usr/bin/wb-lsp', args: ['--stdio'] });

@@ -229,6 +229,7 @@ test('the manifest menus (migrate, dry run, smoke, run) show on manifests only',
 test('the settings mirror the server\'s, with its defaults, all under wb-lsp.*', () => {
   const properties = manifest.contributes.configuration.properties;
   assert.deepEqual(Object.keys(properties).sort(), [
+    'wb-lsp.format',
     'wb-lsp.inlayHints',
     'wb-lsp.modelCatalog',
     'wb-lsp.runTimeWarnings',
@@ -245,6 +246,8 @@ test('the settings mirror the server\'s, with its defaults, all under wb-lsp.*',
   assert.equal(properties['wb-lsp.runTimeWarnings']?.default, true);
   // Every kind of inlay hint is on until switched off, as the server has it.
   assert.deepEqual(properties['wb-lsp.inlayHints']?.default, { context: true, route: true, env: true });
+  // Formatting keeps the author's key order unless asked, as the server has it.
+  assert.deepEqual(properties['wb-lsp.format']?.default, { fieldOrder: false });
   assert.deepEqual(properties['wb-lsp.severity']?.default, {});
   assert.deepEqual(properties['wb-lsp.severity']?.additionalProperties?.enum, [...SEVERITY_LEVELS]);
   assert.equal(properties['wb-lsp.modelCatalog']?.default, '');

@@ -6,9 +6,9 @@ import { expandPath, toServerSettings, type PathContext } from '../src/settings'
 const context: PathContext = { homedir: '/home/me', workspaceFolder: '/work/repo', platform: 'linux' };
 
 test('the defaults are what the server assumes when nothing is set', () => {
-  assert.deepEqual(toServerSettings({}, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } });
-  assert.deepEqual(toServerSettings(undefined, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } });
-  assert.deepEqual(toServerSettings(null, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } });
+  assert.deepEqual(toServerSettings({}, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true }, format: { fieldOrder: false } });
+  assert.deepEqual(toServerSettings(undefined, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true }, format: { fieldOrder: false } });
+  assert.deepEqual(toServerSettings(null, context), { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true }, format: { fieldOrder: false } });
   assert.deepEqual(toServerSettings({ modelCatalog: '  ' }, context).modelCatalog, null);
 });
 
@@ -29,6 +29,7 @@ test('only the server settings are sent, not VS Code\'s own workbench.* settings
     runTimeWarnings: false,
     // A kind switched off stays off; a value that is not a boolean, or a kind not set, is on.
     inlayHints: { context: false, route: true, env: true },
+    format: { fieldOrder: false },
   });
 });
 
@@ -50,7 +51,7 @@ test('the model catalog path is expanded and made absolute', () => {
 test('values of the wrong type fall back to the defaults; unknown levels reach the server', () => {
   assert.deepEqual(
     toServerSettings({ modelCatalog: 42, severity: ['unknown-model'], runTimeWarnings: 'no' }, context),
-    { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true } },
+    { modelCatalog: null, severity: {}, runTimeWarnings: true, inlayHints: { context: true, route: true, env: true }, format: { fieldOrder: false } },
   );
   assert.deepEqual(toServerSettings({ severity: { 'unknown-model': 3, 'no-such-code': 'loud' } }, context).severity, {
     'no-such-code': 'loud',
@@ -69,4 +70,10 @@ test('expandPath', () => {
     expandPath('~\\bin\\wb-lsp.exe', { homedir: 'C:\\Users\\me', workspaceFolder: 'C:\\r', platform: 'win32' }),
     'C:\\Users\\me\\bin\\wb-lsp.exe',
   );
+});
+
+test('the standard field order is sent only when switched on with a boolean', () => {
+  assert.deepEqual(toServerSettings({ format: { fieldOrder: true } }, context).format, { fieldOrder: true });
+  assert.deepEqual(toServerSettings({ format: { fieldOrder: 'yes' } }, context).format, { fieldOrder: false });
+  assert.deepEqual(toServerSettings({ format: true }, context).format, { fieldOrder: false });
 });

@@ -39,6 +39,16 @@ local function wait_for(what, condition)
   return value
 end
 
+local function read(path)
+  local handle = io.open(path, "rb")
+  if not handle then
+    return nil
+  end
+  local text = handle:read("*a")
+  handle:close()
+  return text
+end
+
 local function request(bufnr, method, params)
   local responses, err = vim.lsp.buf_request_sync(bufnr, method, params, TIMEOUT)
   check(responses ~= nil, ("%s: no response (%s)"):format(method, tostring(err)))
@@ -500,6 +510,29 @@ local function run()
     return true
   end)
   out("ok: :WorkbenchMigrate migrated legacy-release to spec 1")
+
+  -- Formatting (vim.lsp.buf.formatting_sync in 0.7): the server's edits reach the buffer, not the file.
+  local function line_index(bufnr, prefix)
+    for index, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
+      if line:sub(1, #prefix) == prefix then
+        return index - 1
+      end
+    end
+  end
+  local tools_at = line_index(legacy_buf, "tools:")
+  check(tools_at ~= nil, "no tools: line in the migrated manifest")
+  vim.api.nvim_buf_set_lines(legacy_buf, tools_at, tools_at + 2, false, { "tools  :", "  -      'git'" })
+  local on_disk = read(legacy)
+  vim.api.nvim_set_current_buf(legacy_buf)
+  vim.lsp.buf.formatting_sync(nil, TIMEOUT)
+  local formatted = vim.api.nvim_buf_get_lines(legacy_buf, tools_at, tools_at + 2, false)
+  check(
+    formatted[1] == "tools:" and formatted[2] == "  - git",
+    "formatting gave " .. vim.inspect(formatted)
+  )
+  check(read(legacy) == on_disk, "formatting wrote the file")
+  check(vim.bo[legacy_buf].modified, "formatting did not edit the buffer")
+  out("ok: vim.lsp.buf.formatting_sync formats the buffer (tools: / - git)")
 
   execution(workbench)
 end

@@ -151,6 +151,11 @@ impl Plan<'_> {
             self.continuation(value);
             return;
         }
+        // `key   :` at the end of its line.
+        let spaces = self.text[key.end..].bytes().take_while(|b| *b == b' ').count();
+        if spaces > 0 && self.text.as_bytes().get(key.end + spaces) == Some(&b':') {
+            self.replacements.push((TextRange::new(key.end, key.end + spaces), String::new()));
+        }
         if is_block_collection(value) {
             self.block(value, column + 2);
         } else if is_block_scalar(value) {

@@ -29,6 +29,7 @@ fn indentation_becomes_two_spaces_a_level_with_sequences_under_their_key() {
 #[test]
 fn key_and_dash_spacing() {
     check("name :   demo\nskills:\n  -    ./skills/a\n", "name: demo\nskills:\n  - ./skills/a\n");
+    check("skills   :\n  - a\nmodel :   # the model\n  id: a/b\n", "skills:\n  - a\nmodel:   # the model\n  id: a/b\n");
     check("mcps:\n  -   name: x\n      url: https://x\n", "mcps:\n  - name: x\n    url: https://x\n");
 }
 
