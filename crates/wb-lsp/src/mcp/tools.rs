@@ -66,8 +66,8 @@ pub struct PathArgs {
     pub path: String,
 }
 
-/// `dry_run` and `smoke`: what `wb-lsp dry-run` and `smoke` take, but values (`--env`), which an agent is not
-/// handed.
+/// `dry_run` and `smoke` (which takes no `task`): what `wb-lsp dry-run` and `smoke` take, but values (`--env`),
+/// which an agent is not handed.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
@@ -88,40 +88,6 @@ pub struct RunArgs {
     pub allow_unchecked_gpu: bool,
 }
 
-/// `smoke`: [`RunArgs`] without a task.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SmokeArgs {
-    pub source: String,
-    #[serde(default)]
-    pub runtime: Option<String>,
-    #[serde(default)]
-    pub dir: Option<String>,
-    #[serde(default)]
-    pub workspaces: BTreeMap<String, String>,
-    #[serde(default)]
-    pub env_files: Vec<String>,
-    #[serde(default)]
-    pub allow_host_docker: bool,
-    #[serde(default)]
-    pub allow_unchecked_gpu: bool,
-}
-
-impl From<SmokeArgs> for RunArgs {
-    fn from(args: SmokeArgs) -> RunArgs {
-        RunArgs {
-            source: args.source,
-            task: None,
-            runtime: args.runtime,
-            dir: args.dir,
-            workspaces: args.workspaces,
-            env_files: args.env_files,
-            allow_host_docker: args.allow_host_docker,
-            allow_unchecked_gpu: args.allow_unchecked_gpu,
-        }
-    }
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeArgs {
@@ -138,7 +104,14 @@ pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResu
             Ok(if name == "check" { super::check::check(context, &path) } else { super::check::fix(context, &path) })
         }
         "dry_run" => Ok(super::engine::dry_run(context, run_args(name, parse(name, arguments)?)?)),
-        "smoke" => Ok(super::engine::smoke(context, run_args(name, parse::<SmokeArgs>(name, arguments)?.into())?)),
+        "smoke" => {
+            let args: RunArgs = parse(name, arguments)?;
+            // A smoke check sends no task: its schema has none.
+            if args.task.is_some() {
+                return Err(format!("Invalid arguments for {name}: unknown field `task`"));
+            }
+            Ok(super::engine::smoke(context, run_args(name, args)?))
+        }
         "outcome" => {
             let id = parse::<OutcomeArgs>(name, arguments)?.id;
             non_empty(name, "id", &id)?;
