@@ -280,7 +280,24 @@ Return its value; fail, naming WHAT, after `wbt-timeout' seconds."
     (wbt-wait "the spec-0-manifest diagnostic to clear after migrating"
               (lambda () (not (cl-find "spec-0-manifest" (wbt-lsp-diagnostics)
                                        :key (lambda (d) (plist-get d :code)) :test #'equal))))
-    (wbt-out "ok: workbench-migrate migrated legacy-release to spec 1")))
+    (wbt-out "ok: workbench-migrate migrated legacy-release to spec 1")
+
+    ;; M-x eglot-format-buffer: the server's edits reach the buffer (not the file).
+    (goto-char (point-min))
+    (re-search-forward "^tools:\n  - git$")
+    (replace-match "tools  :\n  -      'git'" t t)
+    (wbt-command)
+    (let* ((file (buffer-file-name))
+           (on-disk (with-temp-buffer (insert-file-contents file) (buffer-string))))
+      (wbt-command #'eglot-format-buffer)
+      (wbt-wait "the buffer to be formatted"
+                (lambda () (save-excursion
+                             (goto-char (point-min))
+                             (re-search-forward "^tools:\n  - git$" nil t))))
+      (wbt-check (equal on-disk (with-temp-buffer (insert-file-contents file) (buffer-string)))
+                 "formatting wrote the file")
+      (wbt-check (buffer-modified-p) "formatting did not edit the buffer"))
+    (wbt-out "ok: eglot-format-buffer formats the manifest (tools: / - git)")))
 
 (defun wbt-print-events ()
   "Print the end of every Eglot events buffer (the JSON-RPC traffic) to standard error."
