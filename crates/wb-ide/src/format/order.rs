@@ -90,6 +90,7 @@ impl Pass<'_> {
             return None;
         }
         let indent = " ".repeat(column);
+        let line_break = self.line_break();
         let mut out = String::new();
         for (index, chunk) in chunks.iter().enumerate() {
             if index > 0 || own_line {
@@ -97,12 +98,12 @@ impl Pass<'_> {
                 out.push_str(&indent);
             }
             out.push_str(&chunk.body);
-            if !out.ends_with('\n') {
-                out.push('\n');
+            if !out.ends_with(['\n', '\r']) {
+                out.push_str(line_break);
             }
         }
-        if !self.text[..region.end].ends_with('\n') && out.ends_with('\n') {
-            out.pop();
+        if !self.text[..region.end].ends_with(['\n', '\r']) && out.ends_with(line_break) {
+            out.truncate(out.len() - line_break.len());
         }
         Some((region, out))
     }
@@ -151,8 +152,18 @@ impl Pass<'_> {
             .unwrap_or(usize::MAX)
     }
 
+    /// The document's first line break (`\n` when it has none).
+    fn line_break(&self) -> &'static str {
+        match self.text.find(['\n', '\r']).map(|at| &self.text[at..]) {
+            Some(rest) if rest.starts_with("\r\n") => "\r\n",
+            Some(rest) if rest.starts_with('\r') => "\r",
+            _ => "\n",
+        }
+    }
+
+    /// Lines end at `\n`, `\r\n` or a lone `\r`, as the parser has them.
     fn line_start(&self, offset: usize) -> usize {
-        self.text[..offset].rfind('\n').map_or(0, |at| at + 1)
+        self.text[..offset].rfind(['\n', '\r']).map_or(0, |at| at + 1)
     }
 
     fn indent_at(&self, offset: usize) -> usize {
@@ -164,10 +175,18 @@ impl Pass<'_> {
     /// there).
     fn line_end(&self, offset: usize) -> usize {
         let offset = offset.min(self.text.len());
-        if offset > 0 && self.text.as_bytes()[offset - 1] == b'\n' {
+        let bytes = self.text.as_bytes();
+        if offset > 0 && bytes[offset - 1] == b'\n' {
             return offset;
         }
-        self.text[offset..].find('\n').map_or(self.text.len(), |at| offset + at + 1)
+        if offset > 0 && bytes[offset - 1] == b'\r' && bytes.get(offset) != Some(&b'\n') {
+            return offset;
+        }
+        match self.text[offset..].find(['\n', '\r']) {
+            Some(at) if bytes[offset + at] == b'\r' && bytes.get(offset + at + 1) == Some(&b'\n') => offset + at + 2,
+            Some(at) => offset + at + 1,
+            None => self.text.len(),
+        }
     }
 }
 

@@ -127,3 +127,14 @@ fn field_order_keeps_the_order_of_runtimes() {
     let text = "spec: 1\nruntimes:\n  docker:\n    image: x\n  local: {}\n";
     assert_eq!(ordered(text), text);
 }
+
+#[test]
+fn field_order_with_carriage_returns_only() {
+    // A lone `\r` ends a line too (found by the format fuzz target: the blank line it leaves at the start went
+    // away only in the second pass).
+    let before = "\rname: x\rspec: 1\r";
+    let once = ordered(before);
+    assert_eq!(once, "spec: 1\rname: x\r");
+    assert_eq!(ordered(&once), once);
+    assert_eq!(ordered("name: x\r\nspec: 1"), "spec: 1\r\nname: x\r\n");
+}
