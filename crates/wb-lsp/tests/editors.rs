@@ -1368,3 +1368,95 @@ fn helix_languages_toml_names_the_server_and_the_manifest_glob() {
         );
     }
 }
+
+/// The prose checks in Neovim 0.7: the warning the server publishes for instructions.md (a command `tools`
+/// lacks) reaches Neovim's diagnostics for that file while only the manifest is open; with instructions.md open
+/// and the client attached to it, `vim.lsp.buf.code_action()` (its menu answered by `vim.ui.select`) applies
+/// "Add `jq` to tools" to the open manifest's buffer, which clears the warning; typing another command into
+/// instructions.md (unsaved) brings a new one.
+const PROSE_TEST_LUA: &str = r##"
+local function run()
+  local repo = env("WB_TEST_REPO")
+  local workbench = require("workbench")
+  workbench.setup({ cmd = { env("WB_LSP_BIN"), "serve" } })
+  local manifest = repo .. "/.workbenches/demo/workbench.yml"
+  local instructions = repo .. "/.workbenches/demo/instructions.md"
+  vim.cmd("edit " .. vim.fn.fnameescape(manifest))
+  local manifest_buf = vim.api.nvim_get_current_buf()
+  local client = wait_for("the workbench client", function()
+    local c = workbench.client(manifest_buf)
+    return c and c.initialized and c or nil
+  end)
+  local prose_buf = vim.uri_to_bufnr(vim.uri_from_fname(instructions))
+  local function prose_warning(code, message)
+    for _, d in ipairs(vim.diagnostic.get(prose_buf)) do
+      if d.code == code and (message == nil or d.message == message) then
+        return d
+      end
+    end
+    return nil
+  end
+  local warning = wait_for("the prose warning in instructions.md", function()
+    return prose_warning("prose-undeclared-tool")
+  end)
+  check(warning.message == "Command not declared in tools: jq", "the warning: " .. warning.message)
+  check(warning.lnum == 2 and warning.col == 5 and warning.end_col == 7, "the warning's place: " .. vim.inspect(warning))
+  check(warning.severity == vim.diagnostic.severity.WARN, "the warning's severity: " .. tostring(warning.severity))
+  out("ok: the prose warning is published for instructions.md at `jq`")
+
+  vim.cmd("edit " .. vim.fn.fnameescape(instructions))
+  check(vim.api.nvim_get_current_buf() == prose_buf, "instructions.md opened in another buffer")
+  -- The plugin starts its client for manifests; a user attaches it to the package's Markdown the same way.
+  vim.lsp.buf_attach_client(prose_buf, client.id)
+  wait_for("the client attached to instructions.md", function()
+    return vim.lsp.buf_is_attached(prose_buf, client.id)
+  end)
+  vim.api.nvim_win_set_cursor(0, { 3, 6 })
+  local offered = {}
+  vim.ui.select = function(items, opts, on_choice)
+    for index, item in ipairs(items) do
+      local title = opts.format_item and opts.format_item(item) or tostring(item)
+      table.insert(offered, title)
+      if title == "Add `jq` to tools" then
+        return on_choice(item, index)
+      end
+    end
+    on_choice(nil, nil)
+  end
+  vim.lsp.buf.code_action()
+  wait_for("the quick fix to edit the manifest's buffer", function()
+    local text = table.concat(vim.api.nvim_buf_get_lines(manifest_buf, 0, -1, false), "\n")
+    return text:find("tools:\n  - git\n  - jq\n", 1, true)
+  end)
+  check(vim.bo[manifest_buf].modified, "the fix went to the file, not the open buffer")
+  check(#offered == 1, "the code actions offered: " .. vim.inspect(offered))
+  wait_for("the warning to clear once jq is in tools", function()
+    return prose_warning("prose-undeclared-tool") == nil or nil
+  end)
+  out("ok: vim.lsp.buf.code_action() in instructions.md added jq to the manifest's tools; the warning cleared")
+
+  vim.api.nvim_buf_set_lines(prose_buf, 2, 3, false, { "Run `jq .` and then `yq .`." })
+  local typed = wait_for("a warning for the command typed into instructions.md", function()
+    return prose_warning("prose-undeclared-tool", "Command not declared in tools: yq")
+  end)
+  check(typed.lnum == 2 and typed.col == 21, "the new warning's place: " .. vim.inspect(typed))
+  out("ok: typing `yq` into the open instructions.md rechecks the package")
+end
+"##;
+
+#[test]
+fn neovim_shows_and_fixes_a_prose_warning_in_the_instructions() {
+    if !require_neovim() {
+        return;
+    }
+    let world = World::new("#!/bin/sh\n");
+    let package = world.repo.join(".workbenches/demo");
+    std::fs::write(
+        package.join("workbench.yml"),
+        "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+         instructions: ./instructions.md\ntools:\n  - git\nruntimes:\n  local: {}\n",
+    )
+    .unwrap();
+    std::fs::write(package.join("instructions.md"), "# Demo\n\nRun `jq .` on the data, then `git status`.\n").unwrap();
+    run_neovim_script(&world, "prose", PROSE_TEST_LUA, &[]);
+}

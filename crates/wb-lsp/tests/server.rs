@@ -1085,3 +1085,115 @@ fn formatting_a_manifest_in_either_encoding() {
     assert_eq!(Ok(ordered), wb_ide::format(&unordered, wb_ide::FormatOptions { field_order: true }));
     client.drain();
 }
+
+/// The prose checks through the server: a command the instructions run that `tools` lacks is published in
+/// instructions.md; its quick fix, asked for in instructions.md, edits workbench.yml; an edit of the open
+/// instructions.md (not saved) rechecks the package; and an open SKILL.md shows its own diagnostics together
+/// with the package's prose warnings in it.
+#[test]
+fn prose_warnings_are_published_in_markdown_and_fixed_in_the_manifest() {
+    let text =
+        MINIMAL.replace("instructions: ./instructions.md\n", "instructions: ./instructions.md\ntools:\n  - git\n");
+    let (_dir, manifest) = repository(&text);
+    let instructions = manifest.with_file_name("instructions.md");
+    let prose = "# Demo\n\nRun `jq -r .name package.json` and `git status`.\n";
+    std::fs::write(&instructions, prose).expect("write");
+    let code = |d: &lsp::Diagnostic| match &d.code {
+        Some(lsp::NumberOrString::String(code)) => code.clone(),
+        other => format!("{other:?}"),
+    };
+    let mut client = Client::start(Options::default());
+    client.open(&manifest, &text);
+    let published = client.diagnostics(&instructions, |p| !p.diagnostics.is_empty());
+    let warning = &published.diagnostics[0];
+    assert_eq!(published.diagnostics.len(), 1, "{:?}", published.diagnostics);
+    assert_eq!(code(warning), "prose-undeclared-tool");
+    assert_eq!(warning.severity, Some(lsp::DiagnosticSeverity::WARNING));
+    assert_eq!(warning.message, "Command not declared in tools: jq");
+    assert_eq!(warning.range, lsp::Range::new(lsp::Position::new(2, 5), lsp::Position::new(2, 7)));
+
+    // The quick fix, asked for in the Markdown file (open, as an editor has it), edits the manifest.
+    client.open(&instructions, prose);
+    let actions = client.request::<r::CodeActionRequest>(lsp::CodeActionParams {
+        text_document: lsp::TextDocumentIdentifier { uri: uri(&instructions) },
+        range: warning.range,
+        context: lsp::CodeActionContext { diagnostics: vec![warning.clone()], only: None, trigger_kind: None },
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let actions: Vec<lsp::CodeAction> = actions
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(action) => Some(action),
+            lsp::CodeActionOrCommand::Command(_) => None,
+        })
+        .collect();
+    assert_eq!(actions.iter().map(|a| a.title.as_str()).collect::<Vec<_>>(), ["Add `jq` to tools"]);
+    assert_eq!(actions[0].kind, Some(lsp::CodeActionKind::QUICKFIX));
+    let changes = actions[0].edit.as_ref().and_then(|e| e.changes.as_ref()).expect("changes");
+    assert_eq!(changes.keys().collect::<Vec<_>>(), [&uri(&manifest)], "only the manifest is edited");
+    let fixed = apply_lsp_edits(&text, &changes[&uri(&manifest)], PositionEncoding::Utf16);
+    assert!(fixed.contains("tools:\n  - git\n  - jq\n"), "{fixed}");
+
+    // Typing in the open instructions rechecks the package from the buffer.
+    let typed = "# Demo\n\nRun `yq .` now; post to ${WEBHOOK_URL}.\n";
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&instructions), version: 2 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: typed.into(),
+        }],
+    });
+    let published = client.diagnostics(&instructions, |p| p.version == Some(2));
+    let messages: Vec<&str> = published.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["Command not declared in tools: yq", "Environment variable not declared in env: WEBHOOK_URL"]
+    );
+    let clean = "# Demo\n\nRun `git status`.\n";
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&instructions), version: 3 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: clean.into(),
+        }],
+    });
+    client.diagnostics(&instructions, |p| p.version == Some(3) && p.diagnostics.is_empty());
+
+    // An open SKILL.md: its own frontmatter problem and the package's prose warning in it, published together.
+    let listed = text.replace("tools:\n", "skills:\n  - ./skills/review\ntools:\n");
+    std::fs::write(&manifest, &listed).expect("write");
+    client.notify::<lsp::notification::DidChangeTextDocument>(lsp::DidChangeTextDocumentParams {
+        text_document: lsp::VersionedTextDocumentIdentifier { uri: uri(&manifest), version: 2 },
+        content_changes: vec![lsp::TextDocumentContentChangeEvent { range: None, range_length: None, text: listed }],
+    });
+    let skill = manifest.with_file_name("skills/review/SKILL.md");
+    let body = "---\nname: reviewer\ndescription: Reviews.\n---\nRun `shellcheck x.sh`.\n";
+    std::fs::write(&skill, body).expect("write");
+    client.open(&skill, body);
+    let published = client.diagnostics(&skill, |p| p.diagnostics.len() == 2);
+    let mut codes: Vec<String> = published.diagnostics.iter().map(code).collect();
+    codes.sort();
+    assert_eq!(codes, ["prose-undeclared-tool", "skill-name-mismatch"]);
+    client.drain();
+
+    // A pull client asks for the Markdown file's diagnostics and gets the package's prose warnings in it.
+    let mut client = Client::start(Options { pull: true, ..Options::default() });
+    client.open(&manifest, &text);
+    let report = client.request::<r::DocumentDiagnosticRequest>(lsp::DocumentDiagnosticParams {
+        text_document: lsp::TextDocumentIdentifier { uri: uri(&instructions) },
+        identifier: None,
+        previous_result_id: None,
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    });
+    let lsp::DocumentDiagnosticReportResult::Report(lsp::DocumentDiagnosticReport::Full(full)) = report else {
+        panic!("full report")
+    };
+    let messages: Vec<String> = full.full_document_diagnostic_report.items.iter().map(|d| d.message.clone()).collect();
+    assert_eq!(messages, ["Command not declared in tools: jq"]);
+    client.drain();
+}

@@ -298,6 +298,7 @@ pub(crate) fn check_bytes(
         let mut checks = PackageChecks {
             fs,
             manifest_path,
+            manifest_parse: &parse,
             package_dir: &package_dir,
             root: root.as_deref(),
             diagnostics: Vec::new(),
@@ -306,6 +307,7 @@ pub(crate) fn check_bytes(
             skill_files: Default::default(),
             siblings: Default::default(),
             dockerfiles: Default::default(),
+            prose_files: Default::default(),
         };
         checks.run(&manifest);
         diagnostics.extend(checks.diagnostics);

@@ -114,6 +114,10 @@ codes! {
     MissingBuildFile = "missing-build-file", Warning, "An image build's Dockerfile or context does not exist (the build would fail).";
     DockerfileCopiesCredential = "dockerfile-copies-credential", Warning, "An image build's Dockerfile copies a credential file into the image.";
     IoError = "io-error", Error, "A file could not be read.";
+    // What the instructions and skills say, against what the manifest declares
+    ProseUndeclaredTool = "prose-undeclared-tool", Warning, "The instructions or a skill tell the agent to run a command that `tools` does not declare.";
+    ProseUnlistedSkill = "prose-unlisted-skill", Warning, "The instructions name a skill that `skills` does not list.";
+    ProseUndeclaredEnv = "prose-undeclared-env", Warning, "The instructions or a skill reference `${NAME}` that `env` does not declare.";
     // Run-time problems that are known statically
     UnsupportedRunner = "unsupported-runner", Warning, "The runner is not one of opencode, claude-code and pi.";
     UndeclaredEnvReference = "undeclared-env-reference", Error, "An MCP header references a variable that `env` does not declare.";

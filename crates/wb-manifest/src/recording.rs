@@ -145,8 +145,8 @@ mod tests {
     use super::*;
     use crate::{DiskCache, ModelCatalog, check_path};
 
-    /// `check` reads every file it needs once: the manifest and each `SKILL.md` (of the instructions only the
-    /// size matters, which is asked, not read); what a package asked about is what its diagnostics depend on.
+    /// `check` reads every file it needs once: the manifest, the instructions and each `SKILL.md`; what a
+    /// package asked about is what its diagnostics depend on.
     #[test]
     fn a_check_reads_each_file_once() {
         let temp = tempfile::tempdir().unwrap();
@@ -186,7 +186,8 @@ mod tests {
         let expected: Vec<(String, usize)> = ["alpha", "beta"]
             .iter()
             .flat_map(|name| {
-                ["skills/review/SKILL.md", "workbench.yml"].map(|file| (format!(".workbenches/{name}/{file}"), 1))
+                ["instructions.md", "skills/review/SKILL.md", "workbench.yml"]
+                    .map(|file| (format!(".workbenches/{name}/{file}"), 1))
             })
             .collect();
         assert_eq!(reads, expected);

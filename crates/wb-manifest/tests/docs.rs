@@ -30,6 +30,9 @@ const NOT_SELF_CONTAINED: &[Code] = &[
     Code::RunnerConfigContent,
     Code::DockerfileCopiesCredential,
     Code::IoError,
+    Code::ProseUndeclaredTool,
+    Code::ProseUnlistedSkill,
+    Code::ProseUndeclaredEnv,
 ];
 
 struct Section {

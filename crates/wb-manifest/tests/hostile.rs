@@ -253,9 +253,9 @@ fn an_oversized_skill_manifest_is_reported_without_being_read() {
     assert_eq!(report.sources.len(), 1, "the skill's text is not carried");
 }
 
-/// The instructions are sized, never read, by the check: one over the limit is reported at the value, for the
-/// file itself and for a link to it inside the repository (whose target's size counts), on the disk and
-/// through the pass cache.
+/// The instructions are sized before they are read (the prose checks read them): one over the limit is reported
+/// at the value without being read, for the file itself and for a link to it inside the repository (whose
+/// target's size counts), on the disk and through the pass cache.
 #[test]
 fn oversized_instructions_are_reported_by_their_size() {
     let repo = Repo::new("instructions: ./docs/long.md\n");

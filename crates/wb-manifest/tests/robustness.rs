@@ -521,3 +521,55 @@ fn many_unknown_fields_check_in_bounded_time() {
     let report = check_bounded(text.into_bytes(), PATHOLOGICAL);
     assert!(codes(&report).iter().filter(|c| **c == "unknown-field").count() == 10_000);
 }
+
+/// Instructions the prose checks read, each about 4 MiB (the most a package file may hold) of what makes a
+/// Markdown or shell scan slow if any step is quadratic: thousands of unmatched backtick runs of growing
+/// lengths, link openers without an end, spans without punctuation after them, unclosed quotes, heredocs and
+/// `$(`, and an unclosed shell fence. Each is checked in bounded time with valid ranges, and the tools the
+/// spans name are reported once each.
+#[test]
+fn pathological_instructions_are_scanned_in_bounded_time() {
+    const SIZE: usize = 4 * 1024 * 1024 - 64;
+    let fill = |unit: &str| {
+        let mut text = unit.repeat(SIZE / unit.len());
+        text.truncate(SIZE);
+        while !text.is_char_boundary(text.len()) {
+            text.pop();
+        }
+        text
+    };
+    let mut runs = String::new();
+    let mut len = 1;
+    while runs.len() < SIZE - 2048 {
+        runs.push_str(&"`".repeat(len));
+        runs.push_str(" x ");
+        len = len % 2000 + 1;
+    }
+    let inputs = [
+        runs,
+        fill("](]("),
+        fill("run `tool-a` run `tool-b` "),
+        fill("run `a \"b 'c $(d <<E ${X} "),
+        format!("```sh\n{}", fill("a \"$( <<E `x` ${Y} | && ; ( ) \\\n")),
+        fill("`$ é` ☃ "),
+    ];
+    let manifest = "spec: 1\nversion: 0.1.0\nname: pkg\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+                    instructions: ./instructions.md\nruntimes:\n  local: {}\n";
+    for (index, instructions) in inputs.iter().enumerate() {
+        assert!(instructions.len() <= MAX_MANIFEST_BYTES, "input {index} is over the read limit");
+        let fs = MemFs::with_files([(MANIFEST, manifest), ("/repo/.workbenches/pkg/instructions.md", instructions)]);
+        let started = Instant::now();
+        let report = check_timed(&fs, Path::new(MANIFEST), manifest.as_bytes(), PATHOLOGICAL);
+        eprintln!("input {index}: {:?}, {} diagnostics", started.elapsed(), report.diagnostics.len());
+        assert!(report.diagnostics.len() < 100, "input {index}: {} diagnostics", report.diagnostics.len());
+        if index == 2 {
+            let tools: Vec<&str> = report
+                .diagnostics
+                .iter()
+                .filter(|d| d.code == Code::ProseUndeclaredTool)
+                .map(|d| d.message.as_str())
+                .collect();
+            assert_eq!(tools, ["Command not declared in tools: tool-a", "Command not declared in tools: tool-b"]);
+        }
+    }
+}

@@ -650,6 +650,9 @@ fn manifest_level(code: Code) -> bool {
         | Code::MissingBuildFile
         | Code::DockerfileCopiesCredential
         | Code::IoError
+        | Code::ProseUndeclaredTool
+        | Code::ProseUnlistedSkill
+        | Code::ProseUndeclaredEnv
         | Code::UnsupportedRunner
         | Code::UndeclaredEnvReference
         | Code::PiMcpUnsupported

@@ -64,13 +64,17 @@ pub struct Run {
 }
 
 /// Per diagnostics owner (a manifest, an open `SKILL.md` or outbox declaration): what must be recomputed, the
-/// latest generation scheduled, and the files last published for it.
+/// latest generation scheduled, and what it last published in each file.
 #[derive(Default)]
 pub struct DiagnosticsSchedule {
     pub dirty: BTreeSet<PathBuf>,
     generations: HashMap<PathBuf, u64>,
     next_generation: u64,
-    published: HashMap<PathBuf, HashSet<PathBuf>>,
+    /// Each owner's diagnostics last published, per file.
+    published: HashMap<PathBuf, HashMap<PathBuf, Vec<lsp::Diagnostic>>>,
+    /// The owners reporting on each file: a file several owners report on (an open `SKILL.md` and the manifest
+    /// whose prose checks read it, instructions two packages share) shows what all of them found.
+    reporters: HashMap<PathBuf, BTreeSet<PathBuf>>,
     /// What each manifest's last check read: a change elsewhere does not recheck it.
     dependencies: HashMap<PathBuf, Dependencies>,
     /// The large batch in flight, shown as progress.
@@ -294,14 +298,53 @@ impl GlobalState {
         }
     }
 
-    /// Withdraws everything published for `owner`; a result still being computed for it is dropped.
+    /// Withdraws everything published for `owner` (what other owners report in the same files stays); a result
+    /// still being computed for it is dropped.
     pub fn clear_owner(&mut self, owner: &Path) -> anyhow::Result<()> {
         self.diagnostics.generations.insert(owner.to_owned(), u64::MAX);
         let files = self.diagnostics.published.remove(owner).unwrap_or_default();
-        for file in files.into_iter().chain(std::iter::once(owner.to_owned())) {
-            self.publish(&file, Vec::new(), None)?;
+        let mut touched: BTreeSet<PathBuf> = files.into_keys().collect();
+        touched.insert(owner.to_owned());
+        for file in &touched {
+            self.stop_reporting(owner, file);
+        }
+        for file in &touched {
+            self.publish_file(file)?;
         }
         Ok(())
+    }
+
+    fn stop_reporting(&mut self, owner: &Path, file: &Path) {
+        if let Some(owners) = self.diagnostics.reporters.get_mut(file) {
+            owners.remove(owner);
+            if owners.is_empty() {
+                self.diagnostics.reporters.remove(file);
+            }
+        }
+    }
+
+    /// Publishes what every owner reports in `file`, in the owners' order, each diagnostic once.
+    fn publish_file(&self, file: &Path) -> anyhow::Result<()> {
+        let version = self.documents.get(file).map(|d| d.version);
+        let owners = self.diagnostics.reporters.get(file);
+        let mut reports = owners
+            .into_iter()
+            .flatten()
+            .filter_map(|owner| self.diagnostics.published.get(owner).and_then(|files| files.get(file)));
+        let diagnostics = match (reports.next(), owners.map_or(0, BTreeSet::len)) {
+            (None, _) => Vec::new(),
+            (Some(only), 1) => only.clone(),
+            (Some(first), _) => {
+                let key = |d: &lsp::Diagnostic| (d.range, format!("{:?}{}", d.code, d.message));
+                let mut seen: HashSet<(lsp::Range, String)> = first.iter().map(key).collect();
+                let mut all = first.clone();
+                for report in reports {
+                    all.extend(report.iter().filter(|d| seen.insert(key(d))).cloned());
+                }
+                all
+            }
+        };
+        self.publish(file, diagnostics, version)
     }
 
     pub fn mark_all_dirty(&mut self) {
@@ -489,22 +532,28 @@ impl GlobalState {
             Some(dependencies) => self.diagnostics.dependencies.insert(owner.clone(), dependencies),
             None => self.diagnostics.dependencies.remove(&owner),
         };
-        let mut now: HashSet<PathBuf> = HashSet::new();
+        let mut now: HashMap<PathBuf, Vec<lsp::Diagnostic>> = HashMap::new();
         for (path, version, diagnostics) in files {
             let current = self.documents.get(&path).map(|d| d.version);
             if version.is_some() && current != version {
                 continue;
             }
-            self.publish(&path, diagnostics, current)?;
-            now.insert(path);
+            now.insert(path, diagnostics);
         }
-        let before = self.diagnostics.published.insert(owner.clone(), now.clone()).unwrap_or_default();
-        for stale in before.difference(&now) {
-            let still_owned =
-                self.diagnostics.published.iter().any(|(other, files)| *other != owner && files.contains(stale));
-            if !still_owned {
-                self.publish(stale, Vec::new(), None)?;
-            }
+        // The files it reports on now, then those it no longer does (cleared, unless another owner reports there).
+        let mut touched: Vec<PathBuf> = now.keys().cloned().collect();
+        touched.sort();
+        for file in &touched {
+            self.diagnostics.reporters.entry(file.clone()).or_default().insert(owner.clone());
+        }
+        let before = self.diagnostics.published.insert(owner.clone(), now).unwrap_or_default();
+        let mut stale: Vec<PathBuf> = before.into_keys().filter(|file| touched.binary_search(file).is_err()).collect();
+        stale.sort();
+        for file in &stale {
+            self.stop_reporting(&owner, file);
+        }
+        for file in touched.iter().chain(&stale) {
+            self.publish_file(file)?;
         }
         Ok(())
     }

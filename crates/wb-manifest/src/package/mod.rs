@@ -2,6 +2,7 @@
 //! manifest names: image build paths, instructions, skills and `runner_config`.
 
 mod dockerfile;
+mod prose;
 mod runner_config;
 mod skills;
 
@@ -11,6 +12,7 @@ use std::sync::Arc;
 
 use wb_syntax::TextRange;
 
+pub(crate) use prose::ProseFiles;
 pub use runner_config::claude_config_problem;
 pub(crate) use skills::SkillFiles;
 
@@ -32,6 +34,8 @@ pub fn repository_root(manifest_path: &Path) -> Option<PathBuf> {
 pub(crate) struct PackageChecks<'a> {
     pub fs: &'a dyn FileSystem,
     pub manifest_path: &'a Path,
+    /// The manifest's parse, for the fixes that edit it from a diagnostic in another file.
+    pub manifest_parse: &'a wb_syntax::Parse,
     pub package_dir: &'a Path,
     pub root: Option<&'a Path>,
     pub diagnostics: Vec<Diagnostic>,
@@ -46,6 +50,8 @@ pub(crate) struct PackageChecks<'a> {
     pub siblings: HashMap<(PathBuf, FileKind), crate::rules::suggestions::Candidates>,
     /// The real paths of the Dockerfiles looked into.
     pub dockerfiles: std::collections::HashSet<PathBuf>,
+    /// The Markdown files read for the prose checks.
+    pub prose_files: ProseFiles,
 }
 
 impl PackageChecks<'_> {
@@ -175,12 +181,14 @@ impl PackageChecks<'_> {
             if !self.within(instructions, "instructions", &path, false) {
                 // Refused: nothing of it is read.
             } else if matches!(self.fs.kind_followed(&path), Ok(FileKind::File)) {
-                // Only its size matters here (the engine reads it into the system prompt), so it is not read.
-                match self.fs.size(&path) {
-                    Ok(size) if size > MAX_PACKAGE_FILE_BYTES as u64 => {
-                        self.too_large(&path, size, instructions.range, "Instructions file");
+                // Read once, bounded (the engine reads it into the system prompt): the prose checks read it.
+                match self.read_bounded(&path, instructions.range, "Instructions file") {
+                    Ok(bytes) => self.prose_files.instructions = Some((path, text_of(bytes))),
+                    Err(None) => {}
+                    Err(Some(error)) => {
+                        let message = format!("Instructions file is unreadable: {}: {error}", path.display());
+                        self.report(Code::IoError, instructions.range, message);
                     }
-                    _ => {}
                 }
             } else {
                 let title = manifest.name.as_ref().map_or("Instructions", |n| n.value.as_str()).to_owned();
@@ -204,8 +212,15 @@ impl PackageChecks<'_> {
             }
         }
         self.skills(manifest, root);
+        self.prose(manifest);
         self.runner_config(manifest);
     }
+}
+
+/// A file's text as read (no copy), or with what is not UTF-8 replaced.
+fn text_of(bytes: Vec<u8>) -> Arc<str> {
+    let text = String::from_utf8(bytes).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+    Arc::from(text)
 }
 
 fn has_drive(value: &str) -> bool {

@@ -49,6 +49,7 @@ impl PackageChecks<'_> {
                     continue;
                 }
             };
+            self.prose_files.add_skill(&skill_file, &text);
             let check = frontmatter.judge(&skill.value, &directory);
             for problem in &check.problems {
                 let message = problem.message.clone();

@@ -1,4 +1,5 @@
-//! The quick fixes the rules attach: rename a value, remove an entry, add a missing field or env declaration.
+//! The quick fixes the rules attach: rename a value, remove an entry, add a missing field or env declaration;
+//! and [`ManifestText`], the insertions the package checks' fixes make too (an env declaration, a list item).
 
 use std::path::Path;
 
@@ -44,32 +45,14 @@ impl Rules<'_> {
         })
     }
 
-    /// Inserts `lines` (each without indentation or newline) as new entries after the last entry of a block
-    /// mapping, at the indentation of its first key.
+    /// The manifest's text as the fixes that insert into it see it.
+    fn manifest_text(&self) -> ManifestText<'_> {
+        ManifestText { path: &self.path, text: self.text, newline: self.newline }
+    }
+
+    /// See [`ManifestText::append_entries`].
     pub(super) fn append_entries_fix(&self, mapping: &Mapping, title: String, lines: &[String]) -> Option<Fix> {
-        let first = mapping.entries.first()?;
-        let last_end = mapping.entries.iter().map(|e| e.range().end.max(e.key_range.end)).max()?;
-        let line_start = self.text[..first.key_range.start].rfind('\n').map_or(0, |at| at + 1);
-        let indent = &self.text[line_start..first.key_range.start];
-        if !indent.chars().all(|ch| ch == ' ') {
-            return None;
-        }
-        let newline = self.newline;
-        let (at, mut new_text) = match self.text[last_end..].find('\n') {
-            Some(offset) => (last_end + offset + 1, String::new()),
-            None => (self.text.len(), newline.to_owned()),
-        };
-        for line in lines {
-            new_text.push_str(indent);
-            new_text.push_str(line);
-            new_text.push_str(newline);
-        }
-        Some(Fix {
-            title,
-            creates: Vec::new(),
-            edits: vec![TextEdit { path: self.path.clone(), range: TextRange::empty(at), new_text }],
-            safe: false,
-        })
+        self.manifest_text().append_entries(mapping, title, lines)
     }
 
     /// A placeholder for a missing required top-level field.
@@ -89,48 +72,144 @@ impl Rules<'_> {
         self.append_entries_fix(top, format!("Add `{key}`"), &lines)
     }
 
+    /// See [`ManifestText::declare_env`].
+    pub(super) fn declare_env_fix(&self, top: &Mapping, name: &str) -> Option<Fix> {
+        self.manifest_text().declare_env(top, name)
+    }
+}
+
+/// A manifest's text, for the fixes that insert entries into it (the rules', and the package checks' that
+/// edit the manifest from a diagnostic in another file).
+#[derive(Clone, Copy)]
+pub(crate) struct ManifestText<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+    /// The document's line ending, for inserted text.
+    pub newline: &'static str,
+}
+
+impl<'a> ManifestText<'a> {
+    pub(crate) fn new(path: &'a Path, text: &'a str) -> ManifestText<'a> {
+        ManifestText { path, text, newline: if text.contains("\r\n") { "\r\n" } else { "\n" } }
+    }
+
+    /// Inserts `lines` (each without indentation or newline) as new entries after the last entry of a block
+    /// mapping, at the indentation of its first key.
+    pub(crate) fn append_entries(&self, mapping: &Mapping, title: String, lines: &[String]) -> Option<Fix> {
+        self.entries_after(mapping, None, title, lines)
+    }
+
+    /// Inserts `lines` as new entries of a block mapping after `after` (or its last entry), at the indentation
+    /// of its first key.
+    fn entries_after(&self, mapping: &Mapping, after: Option<&Entry>, title: String, lines: &[String]) -> Option<Fix> {
+        let first = mapping.entries.first()?;
+        let end_of = |e: &Entry| e.range().end.max(e.key_range.end);
+        let last_end = match after {
+            Some(entry) => end_of(entry),
+            None => mapping.entries.iter().map(end_of).max()?,
+        };
+        let line_start = self.text[..first.key_range.start].rfind('\n').map_or(0, |at| at + 1);
+        let indent = &self.text[line_start..first.key_range.start];
+        if !indent.chars().all(|ch| ch == ' ') {
+            return None;
+        }
+        let newline = self.newline;
+        let (at, mut new_text) = match self.text[last_end..].find('\n') {
+            Some(offset) => (last_end + offset + 1, String::new()),
+            None => (self.text.len(), newline.to_owned()),
+        };
+        for line in lines {
+            new_text.push_str(indent);
+            new_text.push_str(line);
+            new_text.push_str(newline);
+        }
+        Some(self.insert(title, at, new_text))
+    }
+
     /// "Declare `NAME` in env" for every shape `env` can have: a block mapping (a new entry), a flow mapping (a
     /// new entry inside the braces, or block entries in place of an empty `{}` like the scaffold's), an empty
     /// `env:` and no `env` at all.
-    pub(super) fn declare_env_fix(&self, top: &Mapping, name: &str) -> Option<Fix> {
+    pub(crate) fn declare_env(&self, top: &Mapping, name: &str) -> Option<Fix> {
         let title = format!("Declare `{name}` in env");
         if !crate::env_refs::is_env_name(name) {
             return None;
         }
         let Some(env) = top.entry("env") else {
             let lines = ["env:".to_owned(), format!("  {name}:"), "    required: true".to_owned()];
-            return self.append_entries_fix(top, title, &lines).map(certain);
+            return self.append_entries(top, title, &lines).map(certain);
         };
         // Judged from the text: the tree marks a flow mapping with entries as block style.
         let flow = self.text.get(env.value.range.as_range()).is_some_and(|text| text.starts_with('{'));
         let fix = match &env.value.value {
             Value::Mapping(map) if !flow && !map.entries.is_empty() => {
-                self.append_entries_fix(map, title, &[format!("{name}:"), "  required: true".to_owned()])
+                self.append_entries(map, title, &[format!("{name}:"), "  required: true".to_owned()])
             }
             Value::Mapping(map) if !map.entries.is_empty() => {
                 let close = flow_close(self.text, env.value.range.start)?;
                 let at = self.text[..close].trim_end().len();
-                Some(self.insert_fix(title, at, format!(", {name}: {{ required: true }}")))
+                Some(self.insert(title, at, format!(", {name}: {{ required: true }}")))
             }
             Value::Mapping(_) | Value::Null => {
-                self.block_value_fix(env, title, &[format!("{name}:"), "  required: true".to_owned()])
+                self.block_value(env, title, &[format!("{name}:"), "  required: true".to_owned()])
             }
             _ => None,
         };
         fix.map(certain)
     }
 
-    fn insert_fix(&self, title: String, at: usize, new_text: String) -> Fix {
+    /// "Add `item` to key" for a top-level list: a new item in the list's own style (a `- item` line of a block
+    /// list, `, item` inside a flow list), a block list in place of an empty value, or a new `key:` after the
+    /// first of `after` the manifest has (else after its last entry). Not safe: callers judge that.
+    pub(crate) fn add_to_list(&self, top: &Mapping, key: &str, item: &str, after: &[&str]) -> Option<Fix> {
+        let title = format!("Add `{item}` to {key}");
+        let item = yaml_item(item);
+        let Some(entry) = top.entry(key) else {
+            let predecessor = after.iter().find_map(|key| top.entry(key));
+            return self.entries_after(top, predecessor, title, &[format!("{key}:"), format!("  - {item}")]);
+        };
+        let value = &entry.value;
+        let flow = self.text.get(value.range.as_range()).is_some_and(|text| text.starts_with('['));
+        match &value.value {
+            Value::Sequence(items) if flow => {
+                let close = flow_close(self.text, value.range.start)?;
+                let inside = self.text.get(value.range.start + 1..close)?;
+                let at = self.text[..close].trim_end().len();
+                let new_text = if inside.trim().is_empty() { item } else { format!(", {item}") };
+                Some(self.insert(title, at, new_text))
+            }
+            Value::Sequence(items) if !items.is_empty() => {
+                let first = items.first()?;
+                let line_start = self.text[..first.range.start].rfind('\n').map_or(0, |at| at + 1);
+                let prefix = &self.text[line_start..first.range.start];
+                let dash = prefix.find('-')?;
+                let indent = &prefix[..dash];
+                if !(indent.chars().all(|ch| ch == ' ') && prefix[dash + 1..].chars().all(|ch| ch == ' ')) {
+                    return None;
+                }
+                let end = items.iter().map(|node| node.range.end).max()?;
+                let (at, mut new_text) = match self.text[end..].find('\n') {
+                    Some(offset) => (end + offset + 1, String::new()),
+                    None => (self.text.len(), self.newline.to_owned()),
+                };
+                new_text.push_str(&format!("{indent}- {item}{}", self.newline));
+                Some(self.insert(title, at, new_text))
+            }
+            Value::Null => self.block_value(entry, title, &[format!("- {item}")]),
+            _ => None,
+        }
+    }
+
+    fn insert(&self, title: String, at: usize, new_text: String) -> Fix {
         Fix {
             title,
             creates: Vec::new(),
-            edits: vec![TextEdit { path: self.path.clone(), range: TextRange::empty(at), new_text }],
+            edits: vec![TextEdit { path: self.path.to_owned(), range: TextRange::empty(at), new_text }],
             safe: false,
         }
     }
 
     /// Replaces an empty value (`{}`, `[]` or nothing) with block entries two spaces deeper than its key.
-    fn block_value_fix(&self, entry: &Entry, title: String, lines: &[String]) -> Option<Fix> {
+    fn block_value(&self, entry: &Entry, title: String, lines: &[String]) -> Option<Fix> {
         let line_start = self.text[..entry.key_range.start].rfind('\n').map_or(0, |at| at + 1);
         let indent = &self.text[line_start..entry.key_range.start];
         if !indent.chars().all(|ch| ch == ' ') {
@@ -153,10 +232,18 @@ impl Rules<'_> {
         Some(Fix {
             title,
             creates: Vec::new(),
-            edits: vec![TextEdit { path: self.path.clone(), range: TextRange::new(colon, end), new_text }],
+            edits: vec![TextEdit { path: self.path.to_owned(), range: TextRange::new(colon, end), new_text }],
             safe: false,
         })
     }
+}
+
+/// `item` as a YAML list item: plain when it reads back as the same string, else double-quoted.
+fn yaml_item(item: &str) -> String {
+    let plain = item.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/'))
+        && item.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'+' | b'-'))
+        && wb_syntax::parse_str(item).root.is_some_and(|node| node.as_str() == Some(item));
+    if plain { item.to_owned() } else { format!("\"{}\"", item.replace('\\', "\\\\").replace('"', "\\\"")) }
 }
 
 /// A declaration is certain (the reference names the variable), so `check --fix` may apply it.

@@ -9,6 +9,7 @@ use wb_manifest::{Fix, TextEdit};
 use super::super::convert;
 use super::super::snapshot::{Snapshot, is_manifest};
 use super::File;
+use super::diagnostics::owners_of;
 
 pub const SOURCE_MIGRATE: &str = "source.migrate";
 
@@ -77,19 +78,27 @@ pub fn migration_edit(snapshot: &Snapshot, uri: &Url) -> anyhow::Result<Option<l
     Ok(Some(lsp::WorkspaceEdit { changes: Some(changes), ..lsp::WorkspaceEdit::default() }))
 }
 
+/// Quick fixes for the diagnostics in the requested range of a manifest, or of another file a package's checks
+/// report in (instructions, a `SKILL.md`: their fixes edit the manifest); the migration for a manifest.
 pub fn handle(snapshot: &Snapshot, params: lsp::CodeActionParams) -> anyhow::Result<Option<lsp::CodeActionResponse>> {
     let uri = params.text_document.uri;
     let Some(path) = convert::url_to_path(&uri) else { return Ok(None) };
-    if !is_manifest(&path) {
+    let manifest = is_manifest(&path);
+    let owners = if manifest { vec![path.clone()] } else { owners_of(snapshot, &path) };
+    if owners.is_empty() {
         return Ok(None);
     }
     let wants = |kind: &lsp::CodeActionKind| {
         params.context.only.as_ref().is_none_or(|only| only.iter().any(|o| kind.as_str().starts_with(o.as_str())))
     };
     let mut actions = Vec::new();
-    let report = snapshot.check(&path);
     let index = snapshot.index(&path).unwrap_or_else(|| std::sync::Arc::new(wb_syntax::LineIndex::new("")));
-    if wants(&lsp::CodeActionKind::QUICKFIX) {
+    let reports: Vec<wb_manifest::PackageReport> = if wants(&lsp::CodeActionKind::QUICKFIX) {
+        owners.iter().map(|owner| snapshot.check(owner)).collect()
+    } else {
+        Vec::new()
+    };
+    for report in &reports {
         for diagnostic in report.diagnostics.iter().filter(|d| d.path == path) {
             let converted = convert::diagnostic(diagnostic, &index, snapshot.encoding, &|other| snapshot.index(other));
             if !overlaps(converted.range, params.range) {
@@ -109,7 +118,8 @@ pub fn handle(snapshot: &Snapshot, params: lsp::CodeActionParams) -> anyhow::Res
         }
     }
     let source = lsp::CodeActionKind::new(SOURCE_MIGRATE);
-    if wants(&source)
+    if manifest
+        && wants(&source)
         && let Ok(Some(edit)) = migration_edit(snapshot, &uri)
     {
         actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {

@@ -104,8 +104,49 @@ fn convert_all(
         .collect()
 }
 
+/// What every owner reports in `path`: the file's own check (a manifest, an open `SKILL.md`), and for any other
+/// file the checks of the packages that may read it ([`owners_of`]).
 fn for_file(snapshot: &Snapshot, path: &Path) -> Vec<lsp::Diagnostic> {
-    compute(snapshot, path).into_iter().filter(|(file, _, _)| file == path).flat_map(|(_, _, d)| d).collect()
+    let mut owners = vec![path.to_owned()];
+    if !is_manifest(path) {
+        owners.extend(owners_of(snapshot, path));
+    }
+    let single = owners.len() == 1;
+    let mut diagnostics: Vec<lsp::Diagnostic> = Vec::new();
+    for owner in owners {
+        let found = compute(snapshot, &owner).into_iter().filter(|(file, _, _)| file == path).flat_map(|(_, _, d)| d);
+        if single {
+            return found.collect();
+        }
+        // What two owners both report (instructions two packages share) is shown once.
+        for diagnostic in found {
+            if !diagnostics.contains(&diagnostic) {
+                diagnostics.push(diagnostic);
+            }
+        }
+    }
+    diagnostics
+}
+
+/// The manifests whose checks may report in `path`, a file that is not a manifest (instructions, a `SKILL.md`,
+/// a Dockerfile): those of the packages it lies in, else every manifest of the repository it lies in (a
+/// package may name files anywhere in its repository).
+pub fn owners_of(snapshot: &Snapshot, path: &Path) -> Vec<PathBuf> {
+    let inside: Vec<PathBuf> = snapshot
+        .manifests
+        .iter()
+        .filter(|manifest| manifest.parent().is_some_and(|dir| path.starts_with(dir)))
+        .cloned()
+        .collect();
+    if !inside.is_empty() {
+        return inside;
+    }
+    snapshot
+        .manifests
+        .iter()
+        .filter(|manifest| wb_manifest::repository_root(manifest).is_some_and(|root| path.starts_with(root)))
+        .cloned()
+        .collect()
 }
 
 pub fn document(
