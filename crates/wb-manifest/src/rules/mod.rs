@@ -29,8 +29,8 @@ pub(crate) mod suggestions;
 mod values;
 mod workspaces;
 
-use suggestions::{absent_names, closest, closest_or_extension};
 pub(crate) use fixes::ManifestText;
+use suggestions::{absent_names, closest, closest_or_extension};
 pub(crate) use values::js_trim;
 
 /// The patterns are constants compiled once; a unit test proves each compiles, and a pattern that failed to
