@@ -1406,11 +1406,11 @@ local function run()
 
   vim.cmd("edit " .. vim.fn.fnameescape(instructions))
   check(vim.api.nvim_get_current_buf() == prose_buf, "instructions.md opened in another buffer")
-  -- The plugin starts its client for manifests; a user attaches it to the package's Markdown the same way.
-  vim.lsp.buf_attach_client(prose_buf, client.id)
+  -- The plugin attaches the repository's client to the package's Markdown too.
   wait_for("the client attached to instructions.md", function()
     return vim.lsp.buf_is_attached(prose_buf, client.id)
   end)
+  check(vim.bo[prose_buf].filetype ~= "yaml.workbench", "the plugin gave instructions.md the manifests' filetype")
   vim.api.nvim_win_set_cursor(0, { 3, 6 })
   local offered = {}
   vim.ui.select = function(items, opts, on_choice)

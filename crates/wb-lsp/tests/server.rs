@@ -1197,3 +1197,54 @@ fn prose_warnings_are_published_in_markdown_and_fixed_in_the_manifest() {
     assert_eq!(messages, ["Command not declared in tools: jq"]);
     client.drain();
 }
+
+/// As VS Code has it: only the instructions are open; the quick fix opens the manifest with its edit applied
+/// (`didOpen` of a text that is not on disk), and the warning in the instructions goes.
+#[test]
+fn a_prose_warning_goes_when_the_fixed_manifest_is_opened() {
+    let text =
+        MINIMAL.replace("instructions: ./instructions.md\n", "instructions: ./instructions.md\ntools:\n  - git\n");
+    let (_dir, manifest) = repository(&text);
+    let instructions = manifest.with_file_name("instructions.md");
+    let prose = "# Demo\n\nRun `jq .` and `git status`.\n";
+    std::fs::write(&instructions, prose).expect("write");
+    let root = manifest.ancestors().nth(3).expect("the repository").to_path_buf();
+    let mut client = Client::start(Options { roots: vec![root], ..Options::default() });
+    client.open(&instructions, prose);
+    let published = client.diagnostics(&instructions, |p| !p.diagnostics.is_empty());
+    assert_eq!(published.diagnostics[0].message, "Command not declared in tools: jq");
+    client.open(&manifest, &text.replace("  - git\n", "  - git\n  - jq\n"));
+    client.diagnostics(&instructions, |p| p.diagnostics.is_empty());
+    client.drain();
+}
+
+/// A pull client (VS Code) is asked to pull again after a change, so a file whose diagnostics come from another
+/// file's check (the instructions' prose warning, fixed in the manifest) is refreshed: the capability is read as
+/// the specification spells it, `workspace.diagnostics.refreshSupport`.
+#[test]
+fn a_pull_client_is_asked_to_pull_again_after_a_change() {
+    let text =
+        MINIMAL.replace("instructions: ./instructions.md\n", "instructions: ./instructions.md\ntools:\n  - git\n");
+    let (_dir, manifest) = repository(&text);
+    let instructions = manifest.with_file_name("instructions.md");
+    let prose = "# Demo\n\nRun `jq .` and `git status`.\n";
+    std::fs::write(&instructions, prose).expect("write");
+    let root = manifest.ancestors().nth(3).expect("the repository").to_path_buf();
+    let mut client = Client::start(Options { roots: vec![root], pull: true, ..Options::default() });
+    client.open(&instructions, prose);
+    let pull = |client: &mut Client| {
+        let report =
+            client.request_raw("textDocument/diagnostic", json!({"textDocument": {"uri": uri(&instructions)}}));
+        report["items"].as_array().map(|items| items.iter().map(|d| d["message"].to_string()).collect::<Vec<_>>())
+    };
+    assert_eq!(pull(&mut client), Some(vec!["\"Command not declared in tools: jq\"".to_owned()]));
+    client.open(&manifest, &text.replace("  - git\n", "  - git\n  - jq\n"));
+    // The refresh request is answered as it arrives, while the next request waits for its answer.
+    assert_eq!(pull(&mut client), Some(Vec::new()));
+    assert!(
+        client.server_requests.iter().any(|method| method == "workspace/diagnostic/refresh"),
+        "no refresh: {:?}",
+        client.server_requests
+    );
+    client.drain();
+}

@@ -303,6 +303,21 @@ runtime: local
 `,
 };
 MANIFESTS['legacy-fix'] = MANIFESTS.legacy.replace('name: legacy', 'name: legacy-fix');
+// Its instructions run `jq`, which `tools` lacks: the prose check and its quick fix.
+MANIFESTS.prose = `spec: 1
+version: 0.1.0
+name: prose
+description: Prose checks.
+runner: opencode
+model:
+  id: openai/gpt-5.6-terra
+instructions: ./instructions.md
+tools:
+  - git
+runtimes:
+  local: {}
+`;
+const PROSE_INSTRUCTIONS = '# prose\n\nRun `jq .` on the data, then `git status`.\n';
 // Valid, but written loosely: Format Document.
 MANIFESTS.loose = `spec: 1
 version: 0.1.0
@@ -331,6 +346,7 @@ function makeRepository(work) {
     writeFile(path.join(repo, '.workbenches', name, 'workbench.yml'), manifest);
     writeFile(path.join(repo, '.workbenches', name, 'instructions.md'), `# ${name}\n\nWork on the repository.\n`);
   }
+  writeFile(path.join(repo, '.workbenches', 'prose', 'instructions.md'), PROSE_INSTRUCTIONS);
   writeFile(path.join(repo, 'README.md'), '# Old title\n\nThe ledger service.\n');
   writeFile(path.join(repo, 'obsolete.txt'), 'remove me\n');
   run('git', ['init', '-q', repo]);
@@ -1386,6 +1402,33 @@ async function formattingAndTokensScenarios(window, repo) {
     await window.command('File: Revert File');
     await window.waitForEditorLines('the reverted manifest', (shown) => shown.includes('name:    "loose"'));
     see('the edit is an ordinary buffer edit: File: Revert File undoes it');
+  });
+
+  await scenario(window, '23-prose-check-quick-fix', async (see) => {
+    await window.closeAllEditors();
+    await window.openFile('.workbenches/prose/instructions.md');
+    await window.waitForEditorLines('the instructions', (lines) => lines.some((line) => line.startsWith('Run `jq .`')));
+    await window.openProblems();
+    const row = await waitFor('the prose warning in Problems', async () =>
+      (await window.problems()).find((text) => text.includes('Command not declared in tools: jq')),
+    60000);
+    see(`Problems: "${row}"`);
+    check(row.includes('prose-undeclared-tool') && /\[Ln 3, Col 6\]/.test(row), `the entry lacks its code or place: ${row}`);
+    await window.focusEditor();
+    await window.gotoLine(3, 7);
+    const menu = await window.openQuickFix();
+    const items = (await menu.locator('.monaco-list-row').allTextContents()).map(clean);
+    see(`the quick fix menu offers: ${items.join(' | ')}`);
+    const fix = menu.locator('.monaco-list-row', { hasText: 'Add `jq` to tools' }).first();
+    check(await fix.count() > 0, `no "Add \`jq\` to tools" fix: ${items.join(' | ')}`);
+    await fix.click();
+    await waitFor('the warning to go once jq is declared', async () =>
+      (await window.problems()).every((text) => !text.includes('Command not declared in tools: jq')) || undefined,
+    60000);
+    await window.openFile(MANIFEST('prose'));
+    const lines = await window.waitForEditorLines('the manifest to list jq', (shown) => shown.includes('  - jq'));
+    see(`the manifest's tools: ${lines.filter((line) => line.startsWith('  - ')).join(', ')} (${await window.screenshot('23-prose-fix')})`);
+    await window.command('File: Revert File');
   });
 
   await scenario(window, '22-semantic-tokens', async (see) => {

@@ -97,7 +97,8 @@ export const LENS_COMMANDS: Readonly<Record<string, string>> = {
 export const OUTCOME_SCHEME = 'wb-outcome';
 
 export const MANIFEST_GLOB = '**/.workbenches/*/workbench.yml';
-export const SKILL_GLOB = '**/.workbenches/*/skills/*/SKILL.md';
+/** A package's Markdown: its instructions and skills, where the prose checks report (docs/prose-checks.md). */
+export const PACKAGE_MARKDOWN_GLOB = '**/.workbenches/*/**/*.md';
 
 export const INSTALL_URL = 'https://github.com/wb-lsp/wb-lsp#install';
 export const RELEASES_URL = 'https://github.com/wb-lsp/wb-lsp/releases';

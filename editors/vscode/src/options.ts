@@ -11,14 +11,14 @@ import {
   MANIFEST_GLOB,
   SERVER_CONFIGURATION_SECTION,
   SETTINGS_SECTION,
-  SKILL_GLOB,
+  PACKAGE_MARKDOWN_GLOB,
 } from './constants';
 import type { ServerSettings } from './settings';
 
 /** The manifests (YAML, by pattern) and the skill files of every package. */
 export const DOCUMENT_SELECTOR: DocumentFilter[] = [
   { scheme: 'file', language: 'yaml', pattern: MANIFEST_GLOB },
-  { scheme: 'file', pattern: SKILL_GLOB },
+  { scheme: 'file', pattern: PACKAGE_MARKDOWN_GLOB },
 ];
 
 /** The server process: `wb-lsp --stdio`, speaking LSP over its standard input and output. */

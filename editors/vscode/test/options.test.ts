@@ -22,10 +22,10 @@ test('the server runs as `wb-lsp --stdio`', () => {
   assert.equal('transport' in serverExecutable('wb-lsp'), false);
 });
 
-test('the document selector covers manifests (YAML) and skill files', () => {
+test('the document selector covers manifests (YAML) and a package\'s Markdown (instructions, skills)', () => {
   assert.deepEqual(DOCUMENT_SELECTOR, [
     { scheme: 'file', language: 'yaml', pattern: '**/.workbenches/*/workbench.yml' },
-    { scheme: 'file', pattern: '**/.workbenches/*/skills/*/SKILL.md' },
+    { scheme: 'file', pattern: '**/.workbenches/*/**/*.md' },
   ]);
 });
 

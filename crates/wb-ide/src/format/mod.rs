@@ -57,15 +57,37 @@ pub fn format(text: &str, options: FormatOptions) -> Result<String, FormatError>
     if let Some(error) = original.errors.first() {
         return Err(FormatError::Syntax(error.range));
     }
-    let mut current = original.clone();
-    if options.field_order
-        && let Some(reordered) = order::reorder(&current)
-    {
-        let parse = wb_syntax::parse_str(&reordered);
-        same_meaning(&original.root, &parse.root, &parse.errors, Compare::AnyOrder)?;
-        current = parse;
+    let mut formatted = one_pass(&original, options)?;
+    // A pass can leave work for the next (a blank line that only becomes one at the end); the passes run until
+    // nothing changes, so formatting a formatted text changes nothing. Real manifests settle in one.
+    for _ in 0..MAX_PASSES {
+        let parse = wb_syntax::parse_str(&formatted);
+        let again = one_pass(&parse, options)?;
+        if again == formatted {
+            break;
+        }
+        formatted = again;
     }
-    let formatted = layout::layout(&current);
+    Ok(formatted)
+}
+
+/// How many passes after the first may run before the result is taken as it is.
+const MAX_PASSES: usize = 3;
+
+/// The field order (when asked) then the layout, each checked to mean what its input meant.
+fn one_pass(current: &wb_syntax::Parse, options: FormatOptions) -> Result<String, FormatError> {
+    let reordered;
+    let current = if options.field_order
+        && let Some(text) = order::reorder(current)
+    {
+        let parse = wb_syntax::parse_str(&text);
+        same_meaning(&current.root, &parse.root, &parse.errors, Compare::AnyOrder)?;
+        reordered = parse;
+        &reordered
+    } else {
+        current
+    };
+    let formatted = layout::layout(current);
     let parse = wb_syntax::parse_str(&formatted);
     same_meaning(&current.root, &parse.root, &parse.errors, Compare::InOrder)?;
     Ok(formatted)

@@ -138,3 +138,11 @@ fn field_order_with_carriage_returns_only() {
     assert_eq!(ordered(&once), once);
     assert_eq!(ordered("name: x\r\nspec: 1"), "spec: 1\r\nname: x\r\n");
 }
+
+#[test]
+fn a_pass_that_leaves_work_for_the_next_is_run_again() {
+    // Found by the format fuzz target: an explicit key whose last line holds only a space.
+    let text = "?  \u{fffd}\n ";
+    let once = formatted(text);
+    assert_eq!(formatted(&once), once);
+}

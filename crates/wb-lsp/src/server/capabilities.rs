@@ -14,13 +14,15 @@ pub struct Negotiated {
     pub encoding: PositionEncoding,
     /// The client pulls diagnostics (`textDocument/diagnostic`) instead of receiving them.
     pub pull_diagnostics: bool,
+    /// The client re-pulls every document's diagnostics when the server asks (`workspace/diagnostic/refresh`).
+    pub diagnostics_refresh: bool,
 }
 
 /// Answers requests with `ServerNotInitialized` until `initialize`, then answers it. `Err` with how the session
 /// ended when the client exits (without `shutdown`, necessarily) or disconnects first, or sends parameters
 /// that cannot be read (answered with `InvalidParams`).
 pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, SessionEnd>> {
-    let (id, params) = loop {
+    let (id, params, raw) = loop {
         let request = match connection.receiver.recv() {
             Ok(Message::Request(request)) => request,
             Ok(Message::Notification(notification)) if notification.method == "exit" => {
@@ -31,8 +33,9 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, 
         };
         // `extract` keeps the request's id only on success; the answers to the others need it.
         let id = request.id.clone();
+        let raw = request.params.clone();
         match request.extract::<lsp::InitializeParams>(lsp::request::Initialize::METHOD) {
-            Ok((_, params)) => break (id, params),
+            Ok((_, params)) => break (id, params, raw),
             Err(ExtractError::MethodMismatch(_)) => {
                 let response =
                     Response::new_err(id, ErrorCode::ServerNotInitialized as i32, "server not initialized".into());
@@ -47,6 +50,15 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, 
     };
     let encoding = negotiate_encoding(&params);
     let pull_diagnostics = params.capabilities.text_document.as_ref().and_then(|t| t.diagnostic.as_ref()).is_some();
+    // The specification (and VS Code) spell it `workspace.diagnostics`; lsp-types reads `workspace.diagnostic`
+    // only, so the raw parameters are asked too.
+    let diagnostics_refresh = raw
+        .pointer("/capabilities/workspace/diagnostics/refreshSupport")
+        .and_then(serde_json::Value::as_bool)
+        .or_else(|| {
+            params.capabilities.workspace.as_ref().and_then(|w| w.diagnostic.as_ref()).and_then(|d| d.refresh_support)
+        })
+        .unwrap_or(false);
     let semantic_tokens = offers_semantic_tokens(&params.capabilities);
     let inlay_hints = params.capabilities.text_document.as_ref().and_then(|t| t.inlay_hint.as_ref()).is_some();
     let mut capabilities = server_capabilities(encoding, pull_diagnostics, semantic_tokens);
@@ -57,7 +69,7 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, 
         server_info: Some(lsp::ServerInfo { name: "wb-lsp".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
     };
     connection.sender.send(Response::new_ok(id, result).into())?;
-    Ok(Ok(Negotiated { params, encoding, pull_diagnostics }))
+    Ok(Ok(Negotiated { params, encoding, pull_diagnostics, diagnostics_refresh }))
 }
 
 /// What the client declared it can show and insert; the features answer accordingly.

@@ -99,6 +99,8 @@ pub struct GlobalState {
     pub manifests: Arc<BTreeSet<PathBuf>>,
     pub diagnostics: DiagnosticsSchedule,
     pull_diagnostics: bool,
+    /// The client re-pulls when asked (`workspace/diagnostic/refresh`).
+    diagnostics_refresh: bool,
     client: lsp::ClientCapabilities,
     pub(super) initialization_options: Option<serde_json::Value>,
     /// `shutdown` was received: further requests are refused.
@@ -120,7 +122,7 @@ pub struct GlobalState {
 
 impl GlobalState {
     pub fn new(sender: Sender<Message>, jobs: Sender<Job>, negotiated: Negotiated) -> GlobalState {
-        let Negotiated { params, encoding, pull_diagnostics } = negotiated;
+        let Negotiated { params, encoding, pull_diagnostics, diagnostics_refresh } = negotiated;
         let (task_sender, tasks) = unbounded();
         let mut roots: Vec<PathBuf> = params
             .workspace_folders
@@ -155,6 +157,7 @@ impl GlobalState {
             manifests: Arc::new(BTreeSet::new()),
             diagnostics: DiagnosticsSchedule::default(),
             pull_diagnostics,
+            diagnostics_refresh,
             client: params.capabilities,
             initialization_options: params.initialization_options,
             shutdown_requested: false,
@@ -406,14 +409,7 @@ impl GlobalState {
         if !self.pull_diagnostics {
             return;
         }
-        let supported = self
-            .client
-            .workspace
-            .as_ref()
-            .and_then(|w| w.diagnostic.as_ref())
-            .and_then(|d| d.refresh_support)
-            .unwrap_or(false);
-        if supported {
+        if self.diagnostics_refresh {
             let _ = self.request_client::<lsp::request::WorkspaceDiagnosticRefresh>((), Outgoing::Other);
         }
     }

@@ -23,6 +23,8 @@ pub struct Client {
     pub settings: Value,
     /// Edits the server asked the client to apply.
     pub applied_edits: Vec<lsp::WorkspaceEdit>,
+    /// The methods of the requests the server sent, in order.
+    pub server_requests: Vec<String>,
     /// The answer to `workspace/applyEdit` (by default the edit is applied).
     pub apply_edit_answer: Value,
     pub initialize_result: Option<lsp::InitializeResult>,
@@ -106,6 +108,7 @@ impl Client {
             unread: VecDeque::new(),
             settings: options.settings,
             applied_edits: Vec::new(),
+            server_requests: Vec::new(),
             apply_edit_answer: json!({"applied": true}),
             initialize_result: None,
         };
@@ -138,6 +141,8 @@ impl Client {
         }
         if options.pull {
             capabilities["textDocument"]["diagnostic"] = json!({"dynamicRegistration": false});
+            // As the specification and VS Code spell it (`diagnostics`, plural).
+            capabilities["workspace"]["diagnostics"] = json!({"refreshSupport": true});
         }
         let mut initialization_options = json!({"wbLspTestHooks": options.test_hooks});
         if let Some(extra) = options.initialization_options.as_object() {
@@ -189,6 +194,7 @@ impl Client {
 
     /// Handles a server-to-client request; returns true when it was one.
     fn answer_server_request(&mut self, request: &Request) {
+        self.server_requests.push(request.method.clone());
         let result = match request.method.as_str() {
             "workspace/configuration" => json!([self.settings.clone()]),
             "workspace/applyEdit" => {

@@ -14,6 +14,10 @@ M.name = "workbench"
 local MANIFEST = "^(.*)/%.workbenches/[^/]+/workbench%.yml$"
 -- The autocmd pattern of a manifest path.
 M.pattern = "*/.workbenches/*/workbench.yml"
+-- A package's Markdown (its instructions and skills, where the prose checks report), and its autocmd pattern
+-- (`*` also matches `/` there).
+local PACKAGE_MARKDOWN = "^(.*)/%.workbenches/[^/]+/.+%.md$"
+M.markdown_pattern = "*/.workbenches/*.md"
 
 local defaults = {
   -- The server command: `wb-lsp` speaks LSP over stdio with no arguments or with `serve`.
@@ -70,17 +74,18 @@ local clients = {}
 -- The id of the client of the last run: the outcome commands use it from buffers without a client.
 M.last_run_client = nil
 
---- The repository root of a manifest path (the directory containing `.workbenches`), or nil.
+--- The repository root of a manifest path, or of a package's Markdown (the directory containing `.workbenches`),
+--- or nil.
 function M.root_dir(path)
   if type(path) ~= "string" or path == "" then
     return nil
   end
-  return path:match(MANIFEST)
+  return path:match(MANIFEST) or path:match(PACKAGE_MARKDOWN)
 end
 
 --- True when the path is a Workbench manifest.
 function M.is_manifest(path)
-  return M.root_dir(path) ~= nil
+  return type(path) == "string" and path:match(MANIFEST) ~= nil
 end
 
 local function section(settings)
