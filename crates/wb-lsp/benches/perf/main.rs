@@ -17,13 +17,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod floor;
 mod scenarios;
 mod stats;
 
 use std::path::PathBuf;
 
 fn main() {
-    if let Some(code) = stats::rusage_child() {
+    if let Some(code) = stats::rusage_child().or_else(floor::serve) {
         std::process::exit(code);
     }
     let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();

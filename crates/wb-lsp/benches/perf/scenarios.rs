@@ -39,6 +39,8 @@ fn schema() -> PathBuf {
 enum Server<'a> {
     Wb,
     YamlLs(&'a Path),
+    /// The bench itself as the least a server can be ([`crate::floor`]).
+    Floor,
 }
 
 impl Server<'_> {
@@ -67,6 +69,11 @@ impl Server<'_> {
                 command.arg("--stdio");
                 Client::start(command, root, capabilities, json!({"workbench": {}}))
             }
+            Server::Floor => {
+                let mut command = Command::new(std::env::current_exe().expect("the bench binary"));
+                command.arg("--floor-server");
+                Client::start(command, root, capabilities, json!({}))
+            }
             Server::YamlLs(path) => {
                 let mut command = Command::new(path);
                 command.arg("--stdio");
@@ -83,7 +90,7 @@ impl Server<'_> {
     /// The version a publication is matched on (yaml-language-server sends none).
     fn version(self, version: i64) -> Option<i64> {
         match self {
-            Server::Wb => Some(version),
+            Server::Wb | Server::Floor => Some(version),
             Server::YamlLs(_) => None,
         }
     }
@@ -197,6 +204,13 @@ pub fn large(scratch: &Path, peers: &Peers, samples: usize) {
         results.push(vec![normal_edits.summary(), ms(open), edits.summary(), value, key, hover_key, hover_var]);
         client.shutdown();
     }
+    // The floor of an edit's round trip here: the same client, document and pauses, a server that does nothing.
+    let (mut client, _) = Server::Floor.start(&root, false);
+    client.open(&normal, &text(&normal));
+    client.diagnostics(&[(uri(&normal), Some(1))]);
+    client.settle(Duration::from_millis(300));
+    let floor = edit_latency(&mut client, Server::Floor, &normal, samples);
+    client.shutdown();
     let labels = [
         "edit → diagnostics, a normal manifest (30 lines)".to_owned(),
         "open → diagnostics".to_owned(),
@@ -210,6 +224,7 @@ pub fn large(scratch: &Path, peers: &Peers, samples: usize) {
         let peer = results.get(1).map_or("skipped".to_owned(), |r| r[i].clone());
         row(label, &results[0][i], &peer);
     }
+    row("the floor: edit → diagnostics from a server that does nothing", &floor.summary(), "");
 }
 
 /// Edits `description: Generated …` (line 4) `samples` times, each one incremental change flipping the
@@ -226,7 +241,7 @@ fn edit_latency(client: &mut Client, server: Server, path: &Path, samples: usize
         if server == Server::Wb {
             assert_eq!(count, 0, "the edited manifest stays clean");
         }
-        client.settle(Duration::from_millis(if server == Server::Wb { 30 } else { 100 }));
+        client.settle(Duration::from_millis(if matches!(server, Server::YamlLs(_)) { 100 } else { 30 }));
     }
     Samples::new(edits)
 }
