@@ -916,6 +916,11 @@ async fn start(shared: &Arc<Shared>, sandbox: FakeSandbox, headers: &HeaderMap, 
         let _ = tx.send(Ok(end)).await;
         let _ = tx.send(Ok(envelope(2, &json!({})))).await;
     });
+    connect_stream(rx)
+}
+
+/// A Connect server stream (`application/connect+json`) of the envelopes `rx` gives, ending when it closes.
+fn connect_stream(rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
     Response::builder()
         .status(200)
@@ -973,12 +978,7 @@ fn connect_process(sandbox: &FakeSandbox, headers: &HeaderMap, body: &[u8]) -> R
             }
         }
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/connect+json")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| empty(500))
+    connect_stream(rx)
 }
 
 /// Wire fixtures: a recorded request reduced to what must match between the official SDK and our client
