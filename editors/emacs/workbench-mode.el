@@ -155,6 +155,32 @@ The wb-lsp language server is registered with Eglot and lsp-mode; see
 (add-to-list 'auto-mode-alist
              '("/\\.workbenches/[^/]+/workbench\\.yml\\'" . workbench-mode))
 
+;;;; The package's Markdown: instructions and skills
+
+;; `provided-mode-derived-p' follows this alias too: Markdown commands and
+;; hooks that test for `markdown-mode' hold in these buffers.
+(defalias 'workbench--markdown-parent-mode
+  (if (fboundp 'markdown-mode) 'markdown-mode 'text-mode)
+  "The parent of `workbench-markdown-mode'.
+That is `markdown-mode' when installed, else `text-mode'.")
+
+;;;###autoload
+(define-derived-mode workbench-markdown-mode workbench--markdown-parent-mode
+  "Workbench-MD"
+  "Major mode for a Workbench package's Markdown (instructions, skills).
+
+Markdown (or text), with wb-lsp attached as in `workbench-mode': the
+prose checks warn of a command the text tells the agent to run that the
+manifest's `tools' lacks, a skill it names that `skills' does not list,
+and a ${VAR} that `env' does not declare; their fixes edit the manifest."
+  (pcase workbench-lsp-client
+    ('eglot (when (require 'eglot nil t) (eglot-ensure)))
+    ('lsp-mode (when (require 'lsp-mode nil t) (lsp-deferred)))))
+
+;;;###autoload
+(add-to-list 'auto-mode-alist
+             '("/\\.workbenches/[^/]+/.*\\.md\\'" . workbench-markdown-mode))
+
 ;;;; The project: the directory containing .workbenches
 
 (defun workbench-repository-root (&optional directory)
@@ -194,8 +220,10 @@ The command `workbench-lsp-server-command' and initialization options."
           (list :initializationOptions #'workbench--initialization-options)))
 
 (with-eval-after-load 'eglot
+  ;; One server for a repository's manifests and its packages' Markdown.
   (add-to-list 'eglot-server-programs
-               '(workbench-mode . workbench--eglot-contact)))
+               '((workbench-mode workbench-markdown-mode)
+                 . workbench--eglot-contact)))
 
 ;;;; lsp-mode
 
@@ -210,12 +238,16 @@ The command `workbench-lsp-server-command' and initialization options."
 
 (with-eval-after-load 'lsp-mode
   (add-to-list 'lsp-language-id-configuration '(workbench-mode . "workbench"))
+  (add-to-list 'lsp-language-id-configuration
+               '(workbench-markdown-mode . "markdown"))
   (lsp-register-client
    (make-lsp-client
     :new-connection (lsp-stdio-connection
                      (lambda () workbench-lsp-server-command))
-    :activation-fn (lsp-activate-on "workbench")
-    :major-modes '(workbench-mode)
+    ;; By mode, not language: other Markdown is not wb-lsp's.
+    :activation-fn (lambda (_file mode)
+                     (memq mode '(workbench-mode workbench-markdown-mode)))
+    :major-modes '(workbench-mode workbench-markdown-mode)
     :initialization-options #'workbench--initialization-options
     :notification-handlers
     (let ((handlers (make-hash-table :test #'equal)))

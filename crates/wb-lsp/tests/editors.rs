@@ -1282,7 +1282,11 @@ fn emacs_lists_attaches_and_kills_runs() {
 /// Runs batch Emacs (with Eglot, editors/emacs on the load path) on the runs helpers, `body` and the epilogue, in
 /// a world whose fake runner is `runner`, and asserts that every check passed.
 fn run_emacs_script(runner: &str, what: &str, body: &str) {
-    let world = World::new(runner);
+    run_emacs_script_in(&World::new(runner), what, body);
+}
+
+/// [`run_emacs_script`] in a world made by the caller.
+fn run_emacs_script_in(world: &World, what: &str, body: &str) {
     let script = world.root.join("test.el");
     std::fs::write(&script, format!("{EMACS_RUNS_HELPERS_EL}{body}{EMACS_RUN_EPILOGUE_EL}")).unwrap();
     let output = world
@@ -1444,11 +1448,88 @@ local function run()
 end
 "##;
 
+/// The prose checks in batch Emacs with Eglot: instructions.md opens in `workbench-markdown-mode`, managed by the
+/// manifest's server; Flymake shows the warning at `jq`; `eglot-code-actions` (its menu answered) adds `jq` to the
+/// manifest's open buffer, which clears the warning; typing another command brings a new one.
+const EMACS_PROSE_TEST_EL: &str = r##"
+(defun wbt-prose-warning (message)
+  "The Flymake diagnostic of the current buffer that says MESSAGE, or nil.
+Eglot shows it as `SOURCE [CODE]: MESSAGE'."
+  (cl-find-if (lambda (d) (equal (flymake-diagnostic-text d)
+                                 (concat "wb-lsp [prose-undeclared-tool]: " message)))
+              (flymake-diagnostics)))
+(defun wbt-idle ()
+  "Run the idle timers, as a command loop left idle would (Eglot sends a buffer's changes from one)."
+  (dolist (timer (copy-sequence timer-idle-list))
+    (when (memq timer timer-idle-list)
+      (timer-event-handler timer))))
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
+         (package (expand-file-name ".workbenches/demo/" repo))
+         (manifest (expand-file-name "workbench.yml" package))
+         (instructions (expand-file-name "instructions.md" package)))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (find-file manifest)
+    (wbt-command)
+    (let ((manifest-buffer (current-buffer))
+          (server (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)))
+      (find-file instructions)
+      ;; Flymake waits for a new buffer to be shown; batch Emacs never redisplays, so run what redisplay runs.
+      (run-window-configuration-change-hook)
+      (wbt-check (eq major-mode 'workbench-markdown-mode) "instructions.md opened in %s" major-mode)
+      (wbt-command)
+      (wbt-check (eq (eglot-current-server) server) "instructions.md is not managed by the manifest's server")
+      (wbt-out "ok: instructions.md opens in workbench-markdown-mode, managed by the manifest's server")
+      (let ((warning (wbt-wait "the prose warning in Flymake"
+                               (lambda () (wbt-prose-warning "Command not declared in tools: jq")))))
+        (wbt-check (eq (flymake-diagnostic-type warning) 'eglot-warning)
+                   "the diagnostic's type is %S" (flymake-diagnostic-type warning))
+        (wbt-check (equal (buffer-substring (flymake-diagnostic-beg warning) (flymake-diagnostic-end warning)) "jq")
+                   "the warning covers %S" (buffer-substring (flymake-diagnostic-beg warning)
+                                                              (flymake-diagnostic-end warning)))
+        (wbt-out "ok: Flymake shows the prose warning at `jq' in instructions.md")
+        (goto-char (flymake-diagnostic-beg warning)))
+      ;; M-x eglot-code-actions, its menu answered: one fix, and it edits the manifest's buffer.
+      (let (offered)
+        (cl-letf (((symbol-function 'completing-read)
+                   (lambda (_prompt collection &rest _)
+                     (setq offered (mapcar #'car collection))
+                     "Add `jq` to tools")))
+          (let ((last-nonmenu-event ?\r))
+            (eglot-code-actions (point) (point) nil t)))
+        (wbt-check (equal offered '("Add `jq` to tools")) "the code actions offered: %S" offered))
+      (with-current-buffer manifest-buffer
+        (wbt-check (string-match-p "tools:\n  - git\n  - jq\n" (buffer-string))
+                   "the manifest's buffer after the fix:\n%s" (buffer-string))
+        (wbt-check (buffer-modified-p) "the fix went to the file, not the open buffer")
+        (wbt-command)
+        (wbt-idle))
+      (wbt-wait "the warning to clear once jq is in tools"
+                (lambda () (not (wbt-prose-warning "Command not declared in tools: jq"))))
+      (wbt-out "ok: eglot-code-actions in instructions.md added jq to the manifest's tools; the warning cleared")
+      (goto-char (point-max))
+      (insert "Then run `yq .` on it.\n")
+      (wbt-command)
+      (wbt-wait "a warning for the command typed into instructions.md"
+                (lambda () (wbt-idle) (wbt-prose-warning "Command not declared in tools: yq")))
+      (wbt-out "ok: typing `yq' into the open instructions.md rechecks the package"))))
+"##;
+
 #[test]
-fn neovim_shows_and_fixes_a_prose_warning_in_the_instructions() {
-    if !require_neovim() {
+fn emacs_shows_and_fixes_a_prose_warning_in_the_instructions() {
+    if skipping() {
+        eprintln!("skipping the Emacs prose test: {SKIP_VARIABLE}=1");
         return;
     }
+    run_emacs_script_in(&prose_world(), "prose", EMACS_PROSE_TEST_EL);
+}
+
+/// A repository whose `demo` package's instructions run `jq`, which its `tools` lacks.
+fn prose_world() -> World {
     let world = World::new("#!/bin/sh\n");
     let package = world.repo.join(".workbenches/demo");
     std::fs::write(
@@ -1458,5 +1539,13 @@ fn neovim_shows_and_fixes_a_prose_warning_in_the_instructions() {
     )
     .unwrap();
     std::fs::write(package.join("instructions.md"), "# Demo\n\nRun `jq .` on the data, then `git status`.\n").unwrap();
-    run_neovim_script(&world, "prose", PROSE_TEST_LUA, &[]);
+    world
+}
+
+#[test]
+fn neovim_shows_and_fixes_a_prose_warning_in_the_instructions() {
+    if !require_neovim() {
+        return;
+    }
+    run_neovim_script(&prose_world(), "prose", PROSE_TEST_LUA, &[]);
 }

@@ -144,8 +144,12 @@ Return its value; fail, naming WHAT, after `wbt-timeout' seconds."
     (setq eglot-confirm-server-initiated-edits nil)
     (setq eglot-sync-connect t)
 
-    (wbt-check (assoc 'workbench-mode eglot-server-programs)
-               "workbench-mode is not in eglot-server-programs")
+    ;; One entry, so one server, for the manifests and the packages' Markdown.
+    (let ((entry (cl-find-if (lambda (entry) (memq 'workbench-mode (ensure-list (car entry))))
+                             eglot-server-programs)))
+      (wbt-check entry "workbench-mode is not in eglot-server-programs")
+      (wbt-check (memq 'workbench-markdown-mode (ensure-list (car entry)))
+                 "workbench-markdown-mode is not served with workbench-mode: %S" (car entry)))
     (find-file manifest)
     (wbt-check (eq major-mode 'workbench-mode) "%s opened in %s, not workbench-mode" manifest major-mode)
     (wbt-out "ok: the manifest opens in workbench-mode")
