@@ -534,6 +534,40 @@ local function run()
   check(vim.bo[legacy_buf].modified, "formatting did not edit the buffer")
   out("ok: vim.lsp.buf.formatting_sync formats the buffer (tools: / - git)")
 
+  -- Document highlight (vim.lsp.buf.document_highlight): on a ${VAR} use, its declaration under env is marked
+  -- written and the use read, as extmarks of Neovim's reference highlights.
+  local migrations = legacy_repo .. "/.workbenches/migrations/workbench.yml"
+  vim.cmd("edit " .. vim.fn.fnameescape(migrations))
+  local migrations_buf = vim.api.nvim_get_current_buf()
+  wait_for("the client attached to the migrations manifest", function()
+    return vim.lsp.buf_is_attached(migrations_buf, legacy_client.id)
+  end)
+  local use_at = line_index(migrations_buf, "      Authorization: Bearer ${DATABASE_API_TOKEN}")
+  local declared_at = line_index(migrations_buf, "  DATABASE_API_TOKEN:")
+  check(use_at ~= nil and declared_at ~= nil, "the migrations manifest lacks the use or the declaration")
+  vim.api.nvim_win_set_cursor(0, { use_at + 1, 36 })
+  local references = vim.api.nvim_create_namespace("vim_lsp_references")
+  vim.lsp.buf.document_highlight()
+  local marks = wait_for("the reference highlights", function()
+    local found = vim.api.nvim_buf_get_extmarks(migrations_buf, references, 0, -1, { details = true })
+    return #found >= 2 and found or nil
+  end)
+  local seen = {}
+  for _, mark in ipairs(marks) do
+    local row, col, details = mark[2], mark[3], mark[4]
+    local text = vim.api.nvim_buf_get_text(migrations_buf, row, col, details.end_row, details.end_col, {})[1]
+    table.insert(seen, string.format("%d:%s %s", row, text, details.hl_group))
+  end
+  table.sort(seen)
+  local expected = {
+    string.format("%d:DATABASE_API_TOKEN LspReferenceRead", use_at),
+    string.format("%d:DATABASE_API_TOKEN LspReferenceWrite", declared_at),
+  }
+  table.sort(expected)
+  check(vim.deep_equal(seen, expected), "the reference highlights: " .. vim.inspect(seen))
+  vim.lsp.buf.clear_references()
+  out("ok: vim.lsp.buf.document_highlight marks DATABASE_API_TOKEN's declaration (write) and its use (read)")
+
   execution(workbench)
 end
 
