@@ -115,4 +115,15 @@ if [ "${WB_LSP_SKIP_EDITOR_TESTS:-}" != 1 ]; then
   fi
 fi
 
+# lsp-mode for the Emacs test that drives the server through it: Debian's elpa-lsp-mode and what it needs, unpacked
+# into a cache (not installed: its markdown-mode would change what the Eglot tests see).
+if [ "${WB_LSP_SKIP_EDITOR_TESTS:-}" != 1 ]; then
+  if ! WB_LSP_MODE_SOURCES="$(./scripts/install-lsp-mode.sh)"; then
+    echo "error: scripts/install-lsp-mode.sh failed to unpack Debian's lsp-mode (WB_LSP_SKIP_EDITOR_TESTS=1 skips" \
+      "the editor tests)" >&2
+    exit 1
+  fi
+  export WB_LSP_MODE_SOURCES
+fi
+
 cargo test --workspace --locked "$@"

@@ -962,6 +962,12 @@ const EMACS_RUNS_HELPERS_EL: &str = r##";;; test.el --- workbench-runs in batch 
     (run-hooks 'pre-command-hook)
     (when command (call-interactively command))
     (run-hooks 'post-command-hook)))
+(defun wbt-idle ()
+  "Run the idle timers, as a command loop left idle would (Eglot sends a buffer's
+  changes from one, lsp-mode's `lsp-deferred' starts from one)."
+  (dolist (timer (copy-sequence timer-idle-list))
+    (when (memq timer timer-idle-list)
+      (timer-event-handler timer))))
 (defun wbt-wait (what predicate)
   "Poll PREDICATE, running process output and timers, until non-nil; fail after 20 s."
   (let ((deadline (+ (float-time) 20)) value)
@@ -1287,11 +1293,28 @@ fn run_emacs_script(runner: &str, what: &str, body: &str) {
 
 /// [`run_emacs_script`] in a world made by the caller.
 fn run_emacs_script_in(world: &World, what: &str, body: &str) {
+    run_emacs_script_with(world, what, body, &[]);
+}
+
+/// [`run_emacs_script_in`] with more directories on Emacs's load path.
+fn run_emacs_script_with(world: &World, what: &str, body: &str, load_path: &[PathBuf]) {
     let script = world.root.join("test.el");
     std::fs::write(&script, format!("{EMACS_RUNS_HELPERS_EL}{body}{EMACS_RUN_EPILOGUE_EL}")).unwrap();
-    let output = world
-        .command("timeout")
-        .args(["--kill-after=10", "180", "emacs", "--batch", "-L"])
+    let mut command = world.command("timeout");
+    command.args(["--kill-after=10", "180", "emacs", "--batch"]);
+    for dir in load_path {
+        command.arg("-L").arg(dir);
+    }
+    // What package.el's activation does for an installed package: load its autoloads.
+    for dir in load_path {
+        let name = dir.file_name().unwrap().to_string_lossy().rsplit_once('-').map(|(name, _)| name.to_owned());
+        let autoloads = name.map(|name| dir.join(format!("{name}-autoloads.el")));
+        if let Some(autoloads) = autoloads.filter(|file| file.is_file()) {
+            command.arg("-l").arg(autoloads);
+        }
+    }
+    let output = command
+        .arg("-L")
         .arg(repository_root().join("editors/emacs"))
         .arg("-l")
         .arg(&script)
@@ -1458,11 +1481,6 @@ Eglot shows it as `SOURCE [CODE]: MESSAGE'."
   (cl-find-if (lambda (d) (equal (flymake-diagnostic-text d)
                                  (concat "wb-lsp [prose-undeclared-tool]: " message)))
               (flymake-diagnostics)))
-(defun wbt-idle ()
-  "Run the idle timers, as a command loop left idle would (Eglot sends a buffer's changes from one)."
-  (dolist (timer (copy-sequence timer-idle-list))
-    (when (memq timer timer-idle-list)
-      (timer-event-handler timer))))
 (defun wbt-run ()
   (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
          (package (expand-file-name ".workbenches/demo/" repo))
@@ -1518,6 +1536,90 @@ Eglot shows it as `SOURCE [CODE]: MESSAGE'."
                 (lambda () (wbt-idle) (wbt-prose-warning "Command not declared in tools: yq")))
       (wbt-out "ok: typing `yq' into the open instructions.md rechecks the package"))))
 "##;
+
+/// wb-lsp through lsp-mode (Debian's elpa-lsp-mode, unpacked by scripts/install-lsp-mode.sh) in batch Emacs:
+/// `workbench-lsp-client` set to `lsp-mode` starts the server for a manifest with the repository as its root; the
+/// manifest's diagnostic, hover, instructions.md in `workbench-markdown-mode` on the same workspace with its prose
+/// warning, and `workbench-check-workspace` through `lsp-request`.
+const EMACS_LSP_MODE_TEST_EL: &str = r##"
+(defun wbt-lsp-diagnostic (file message)
+  "The diagnostic lsp-mode holds for FILE that says MESSAGE, or nil."
+  (cl-find-if (lambda (d) (equal (gethash "message" d) message)) (gethash file (lsp-diagnostics t))))
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
+         (package (expand-file-name ".workbenches/demo/" repo))
+         (manifest (expand-file-name "workbench.yml" package))
+         (instructions (expand-file-name "instructions.md" package)))
+    (wbt-check (require 'lsp-mode nil t) "lsp-mode is not on the load path")
+    (require 'workbench-mode)
+    (setq lsp-session-file (expand-file-name "lsp-session" (wbt-env "HOME"))
+          lsp-auto-guess-root t
+          lsp-enable-file-watchers nil
+          lsp-keep-workspace-alive nil
+          lsp-restart 'ignore)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'lsp-mode)
+    (find-file manifest)
+    (wbt-check (eq major-mode 'workbench-mode) "the manifest opened in %s" major-mode)
+    ;; lsp-deferred waits for the buffer to be shown: batch Emacs never redisplays, so run what redisplay runs.
+    (run-window-configuration-change-hook)
+    (wbt-command)
+    (let ((workspace (wbt-wait "lsp-mode to start wb-lsp" (lambda () (wbt-idle) (car (lsp-workspaces))))))
+      (wbt-check (eq (lsp--client-server-id (lsp--workspace-client workspace)) 'wb-lsp)
+                 "the workspace's client is %S" (lsp--client-server-id (lsp--workspace-client workspace)))
+      (wbt-check (equal (file-name-as-directory (lsp--workspace-root workspace)) repo)
+                 "the workspace root is %s, expected %s" (lsp--workspace-root workspace) repo)
+      (wbt-out "ok: lsp-mode started wb-lsp for the manifest, the repository as its root")
+      (let ((diagnostic (wbt-wait "the manifest's diagnostic"
+                                  (lambda () (wbt-idle) (wbt-lsp-diagnostic manifest "Unsupported runner: open-code")))))
+        (wbt-check (equal (gethash "code" diagnostic) "unsupported-runner") "the code is %S" (gethash "code" diagnostic))
+        (wbt-check (equal (gethash "line" (gethash "start" (gethash "range" diagnostic))) 3)
+                   "the diagnostic is not on line 4: %S" (gethash "range" diagnostic)))
+      (wbt-out "ok: lsp-mode holds the diagnostic 4: Unsupported runner: open-code")
+      (goto-char (point-min))
+      (forward-line 3)
+      (forward-char 2)
+      (let* ((hover (lsp-request "textDocument/hover" (lsp--text-document-position-params)))
+             (contents (and hover (gethash "contents" hover)))
+             (text (if (hash-table-p contents) (gethash "value" contents) (format "%S" contents))))
+        (wbt-check (string-match-p (regexp-quote "runner: opencode") text) "hover on `runner' is %S" text))
+      (wbt-out "ok: hover on `runner' through lsp-request documents the field")
+      (find-file instructions)
+      (run-window-configuration-change-hook)
+      (wbt-command)
+      (wbt-check (eq major-mode 'workbench-markdown-mode) "instructions.md opened in %s" major-mode)
+      (wbt-wait "lsp-mode to attach instructions.md to the same workspace"
+                (lambda () (wbt-idle) (memq workspace (lsp-workspaces))))
+      (wbt-wait "the prose warning in instructions.md"
+                (lambda () (wbt-idle) (wbt-lsp-diagnostic instructions "Command not declared in tools: jq")))
+      (wbt-out "ok: instructions.md is served by the same workspace, with its prose warning")
+      (let ((result (workbench-check-workspace)))
+        (wbt-check (equal (workbench--get result "packages") 1) "workbench.checkWorkspace answered %S" result))
+      (wbt-out "ok: workbench-check-workspace through lsp-mode checks the 1 package"))))
+"##;
+
+#[test]
+fn emacs_with_lsp_mode_drives_the_server() {
+    if skipping() {
+        eprintln!("skipping the Emacs lsp-mode test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    let sources = std::env::var_os("WB_LSP_MODE_SOURCES").map(PathBuf::from).filter(|dir| dir.is_dir());
+    let sources = sources.unwrap_or_else(|| {
+        panic!(
+            "WB_LSP_MODE_SOURCES does not name lsp-mode's unpacked sources: run the suite with scripts/test.sh, or \
+             set WB_LSP_MODE_SOURCES=\"$(scripts/install-lsp-mode.sh)\" (or {SKIP_VARIABLE}=1 to skip the editor tests)"
+        )
+    });
+    let mut load_path: Vec<PathBuf> =
+        std::fs::read_dir(&sources).unwrap().map(|entry| entry.unwrap().path()).filter(|p| p.is_dir()).collect();
+    load_path.sort();
+    let world = prose_world();
+    let manifest = world.repo.join(".workbenches/demo/workbench.yml");
+    let text = std::fs::read_to_string(&manifest).unwrap().replace("runner: opencode", "runner: open-code");
+    std::fs::write(&manifest, text).unwrap();
+    run_emacs_script_with(&world, "lsp-mode", EMACS_LSP_MODE_TEST_EL, &load_path);
+}
 
 #[test]
 fn emacs_shows_and_fixes_a_prose_warning_in_the_instructions() {
