@@ -71,7 +71,7 @@ precedence.  Example:
   :type 'plist)
 
 (defcustom workbench-lsp-client nil
-  "The LSP client `workbench-mode' starts in manifest buffers.
+  "The LSP client started in manifests and a package's Markdown.
 nil starts none (add `eglot-ensure' or `lsp-deferred' to `workbench-mode-hook'
 yourself), `eglot' calls `eglot-ensure' and `lsp-mode' calls `lsp-deferred'."
   :type '(choice (const :tag "None" nil)
@@ -138,6 +138,12 @@ That is `yaml-mode' when installed, else `workbench-yaml-base-mode'.")
 (declare-function eglot-ensure "eglot" ())
 (declare-function lsp-deferred "lsp-mode" ())
 
+(defun workbench--start-client ()
+  "Start the client `workbench-lsp-client' names in the current buffer."
+  (pcase workbench-lsp-client
+    ('eglot (when (require 'eglot nil t) (eglot-ensure)))
+    ('lsp-mode (when (require 'lsp-mode nil t) (lsp-deferred)))))
+
 ;;;###autoload
 (define-derived-mode workbench-mode workbench--parent-mode "Workbench"
   "Major mode for Workbench manifests (.workbenches/<name>/workbench.yml).
@@ -147,9 +153,7 @@ The wb-lsp language server is registered with Eglot and lsp-mode; see
 
 \\{workbench-mode-map}"
   (setq-local indent-tabs-mode nil)
-  (pcase workbench-lsp-client
-    ('eglot (when (require 'eglot nil t) (eglot-ensure)))
-    ('lsp-mode (when (require 'lsp-mode nil t) (lsp-deferred)))))
+  (workbench--start-client))
 
 ;;;###autoload
 (add-to-list 'auto-mode-alist
@@ -173,9 +177,7 @@ Markdown (or text), with wb-lsp attached as in `workbench-mode': the
 prose checks warn of a command the text tells the agent to run that the
 manifest's `tools' lacks, a skill it names that `skills' does not list,
 and a ${VAR} that `env' does not declare; their fixes edit the manifest."
-  (pcase workbench-lsp-client
-    ('eglot (when (require 'eglot nil t) (eglot-ensure)))
-    ('lsp-mode (when (require 'lsp-mode nil t) (lsp-deferred)))))
+  (workbench--start-client))
 
 ;;;###autoload
 (add-to-list 'auto-mode-alist

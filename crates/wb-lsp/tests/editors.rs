@@ -1307,10 +1307,11 @@ fn run_emacs_script_with(world: &World, what: &str, body: &str, load_path: &[Pat
     }
     // What package.el's activation does for an installed package: load its autoloads.
     for dir in load_path {
-        let name = dir.file_name().unwrap().to_string_lossy().rsplit_once('-').map(|(name, _)| name.to_owned());
-        let autoloads = name.map(|name| dir.join(format!("{name}-autoloads.el")));
-        if let Some(autoloads) = autoloads.filter(|file| file.is_file()) {
-            command.arg("-l").arg(autoloads);
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let file = entry.unwrap().path();
+            if file.to_string_lossy().ends_with("-autoloads.el") {
+                command.arg("-l").arg(file);
+            }
         }
     }
     let output = command

@@ -3,9 +3,10 @@
 //! document an empty `publishDiagnostics` of its version at once), measured with the same client and pauses as
 //! wb-lsp. What wb-lsp takes beyond it is its own; the floor is the pipe, the scheduler and the client.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 
-use serde_json::{Value, json};
+use serde_json::json;
+use wb_testsupport::lsp::{frame, try_read_message};
 
 /// Serves as the floor server when started with `--floor-server`; `None` otherwise.
 pub fn serve() -> Option<i32> {
@@ -14,7 +15,7 @@ pub fn serve() -> Option<i32> {
     }
     let mut input = io::stdin().lock();
     let mut output = io::stdout().lock();
-    while let Some(message) = read(&mut input) {
+    while let Some(message) = try_read_message(&mut input) {
         let method = message["method"].as_str().unwrap_or_default();
         let answer = match method {
             "initialize" => Some(json!({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}})),
@@ -30,35 +31,11 @@ pub fn serve() -> Option<i32> {
             _ => None,
         };
         if let Some(answer) = answer {
-            let body = answer.to_string();
-            let written = write!(output, "Content-Length: {}\r\n\r\n{body}", body.len()).and_then(|()| output.flush());
+            let written = output.write_all(&frame(&answer.to_string())).and_then(|()| output.flush());
             if written.is_err() {
                 return Some(1);
             }
         }
     }
     Some(0)
-}
-
-/// One framed message, or `None` at the end of the input.
-fn read(input: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if input.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; length?];
-    input.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
 }
