@@ -5,8 +5,10 @@
 //! message) and the reader carries on. A frame whose length cannot be known (a bad or missing `Content-Length`,
 //! a header line over [`MAX_HEADER_LINE_BYTES`], a length over [`MAX_MESSAGE_BYTES`]) is answered the same
 //! way, and the reader resynchronises on the next `Content-Length` header. Only EOF or an I/O error stops it.
-//! Messages are written with [`Message::write`]; the id-less error replies, which `lsp_server` cannot
-//! express, are written as raw frames.
+//! Messages are framed with [`Message::write`]; the id-less error replies, which `lsp_server` cannot
+//! express, are framed by hand. Each frame is built whole and goes out in one `write` on a duplicate of standard
+//! output: `Stdout` buffers by line, so it would send a frame's header (which ends in a line break) and its body
+//! in two writes, and a client waiting on the pipe would be woken twice for one message.
 
 use std::io::{self, BufRead, Read, Write};
 use std::thread;
@@ -45,9 +47,9 @@ pub fn stdio() -> io::Result<(Sender<Message>, Receiver<Message>, Threads)> {
     let (writer_sender, writer_receiver) = unbounded::<Message>();
     let (reader_sender, reader_receiver) = unbounded::<Message>();
     let (errors, error_receiver) = unbounded::<String>();
+    let mut output = unbuffered_stdout()?;
     let writer = thread::Builder::new().name("lsp-writer".into()).spawn(move || {
-        let stdout = io::stdout();
-        write_loop(&mut stdout.lock(), &writer_receiver, error_receiver);
+        write_loop(&mut output, &writer_receiver, error_receiver);
     })?;
     let reader = thread::Builder::new().name("lsp-reader".into()).spawn(move || {
         let stdin = io::stdin();
@@ -60,34 +62,49 @@ pub fn stdio() -> io::Result<(Sender<Message>, Receiver<Message>, Threads)> {
     Ok((writer_sender, reader_receiver, Threads { reader, writer }))
 }
 
-/// Writes messages and error replies until the message channel closes or the output breaks. The error
-/// channel closes when the reader ends, while runs may still be sending: from then on only messages are waited for.
+/// Standard output without `Stdout`'s line buffer: a close-on-exec duplicate of descriptor 1, as a file.
+fn unbuffered_stdout() -> io::Result<std::fs::File> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    let copy = nix::unistd::dup(io::stdout())?;
+    fcntl(&copy, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok(std::fs::File::from(copy))
+}
+
+/// Writes messages and error replies until the message channel closes or the output breaks, each frame with
+/// one `write_all`. The error channel closes when the reader ends, while runs may still be sending: from then on
+/// only messages are waited for.
 pub fn write_loop(out: &mut impl Write, messages: &Receiver<Message>, errors: Receiver<String>) {
     let mut errors = errors;
+    let mut frame = Vec::new();
     loop {
-        let written = crossbeam_channel::select! {
+        frame.clear();
+        let framed = crossbeam_channel::select! {
             recv(messages) -> message => match message {
-                Ok(message) => message.write(out),
+                Ok(message) => message.write(&mut frame),
                 Err(_) => break,
             },
             recv(errors) -> raw => match raw {
-                Ok(raw) => write_raw(out, &raw),
+                Ok(raw) => frame_raw(&mut frame, &raw),
                 Err(_) => {
                     errors = crossbeam_channel::never();
-                    Ok(())
+                    continue;
                 }
             },
         };
-        if written.is_err() {
+        if framed.and_then(|()| out.write_all(&frame)).and_then(|()| out.flush()).is_err() {
             break;
+        }
+        // A frame as large as a big file's diagnostics is not kept for the rest of the session.
+        if frame.capacity() > 1024 * 1024 {
+            frame = Vec::new();
         }
     }
 }
 
-fn write_raw(out: &mut impl Write, body: &str) -> io::Result<()> {
-    write!(out, "Content-Length: {}\r\n\r\n", body.len())?;
-    out.write_all(body.as_bytes())?;
-    out.flush()
+fn frame_raw(frame: &mut Vec<u8>, body: &str) -> io::Result<()> {
+    write!(frame, "Content-Length: {}\r\n\r\n", body.len())?;
+    frame.extend_from_slice(body.as_bytes());
+    Ok(())
 }
 
 /// Reads messages until EOF, answering malformed ones on `errors` (raw JSON-RPC error responses). Returns an
@@ -360,6 +377,39 @@ mod tests {
         let (reasons, messages) =
             read_all(&format!("Content-Length: x\r\n\r\n{body}content-length :{}\r\n\r\n{body}", body.len()));
         assert_eq!((reasons.len(), messages), (1, 1));
+    }
+
+    /// Records each `write` call it is given.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_frame_goes_out_in_one_write() {
+        let (messages_tx, messages_rx) = unbounded::<Message>();
+        let (errors_tx, errors_rx) = unbounded::<String>();
+        let notification = lsp_server::Notification::new("window/logMessage".to_owned(), serde_json::json!({"n": 1}));
+        messages_tx.send(Message::Notification(notification)).unwrap();
+        errors_tx.send(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#.to_owned()).unwrap();
+        drop((messages_tx, errors_tx));
+        let mut out = Writes::default();
+        write_loop(&mut out, &messages_rx, errors_rx);
+        assert_eq!(out.0.len(), 2, "one write per frame");
+        for frame in &out.0 {
+            let text = String::from_utf8_lossy(frame);
+            let (header, body) = text.split_once("\r\n\r\n").unwrap();
+            assert_eq!(header, format!("Content-Length: {}", body.len()));
+            assert!(serde_json::from_str::<serde_json::Value>(body).is_ok(), "{body}");
+        }
     }
 
     /// CPU time this thread has used, in clock ticks (`utime + stime` of `/proc/thread-self/stat`).
