@@ -11,4 +11,5 @@ mod render;
 /// stdout is the protocol channel: nothing in the server may print to it.
 #[deny(clippy::print_stdout)]
 pub mod server;
+mod stdio;
 pub mod supervisor;

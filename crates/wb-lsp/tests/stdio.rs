@@ -709,3 +709,51 @@ fn a_server_whose_binary_was_replaced_still_runs() {
     assert_eq!(run["result"]["ending"]["status"], "completed", "{run}");
     assert_eq!(run["result"]["finalText"], "done", "{run}");
 }
+
+/// Once a protocol runs, descriptor 0 reads `/dev/null` and descriptor 1 writes to stderr (the protocol has
+/// private copies), so a child process that inherits them, or a stray print, cannot read or write the protocol.
+/// Both servers, the language server and the MCP server, and each still answers on the pipes.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_protocol_moves_off_descriptors_0_and_1() {
+    use std::io::BufRead;
+    use std::path::PathBuf;
+
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().canonicalize().unwrap();
+    let log = root.join("stderr.log");
+    let root_arg = root.display().to_string();
+    for (args, framed) in [(vec![], true), (vec!["mcp", "--root", root_arg.as_str()], false)] {
+        let mut child = isolate(&mut Command::new(env!("CARGO_BIN_EXE_wb-lsp")))
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let answer = if framed {
+            let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}});
+            stdin.write_all(&frame(&initialize.to_string())).unwrap();
+            stdin.flush().unwrap();
+            read_message(&mut stdout)
+        } else {
+            let params = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "wb-lsp-tests", "version": "1.0.0"}});
+            let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params});
+            writeln!(stdin, "{initialize}").unwrap();
+            stdin.flush().unwrap();
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            serde_json::from_str(&line).unwrap()
+        };
+        assert_eq!(answer["id"], 1, "{args:?}: {answer}");
+        assert!(answer["result"].is_object(), "{args:?}: {answer}");
+        let descriptor = |n: u32| std::fs::read_link(format!("/proc/{}/fd/{n}", child.id())).unwrap();
+        assert_eq!(descriptor(0), PathBuf::from("/dev/null"), "{args:?}");
+        assert_eq!(descriptor(1), log, "{args:?}");
+        drop(stdin);
+        assert!(child.wait().unwrap().success(), "{args:?}");
+    }
+}

@@ -6,9 +6,8 @@
 //! a header line over [`MAX_HEADER_LINE_BYTES`], a length over [`MAX_MESSAGE_BYTES`]) is answered the same
 //! way, and the reader resynchronises on the next `Content-Length` header. Only EOF or an I/O error stops it.
 //! Messages are framed with [`Message::write`]; the id-less error replies, which `lsp_server` cannot
-//! express, are framed by hand. Each frame is built whole and goes out in one `write` on a duplicate of standard
-//! output: `Stdout` buffers by line, so it would send a frame's header (which ends in a line break) and its body
-//! in two writes, and a client waiting on the pipe would be woken twice for one message.
+//! express, are framed by hand. The protocol takes over standard input and output (`crate::stdio`), and each frame
+//! is built whole and goes out in one `write` (two would wake a client waiting on the pipe twice per message).
 
 use std::io::{self, BufRead, Read, Write};
 use std::thread;
@@ -47,27 +46,18 @@ pub fn stdio() -> io::Result<(Sender<Message>, Receiver<Message>, Threads)> {
     let (writer_sender, writer_receiver) = unbounded::<Message>();
     let (reader_sender, reader_receiver) = unbounded::<Message>();
     let (errors, error_receiver) = unbounded::<String>();
-    let mut output = unbuffered_stdout()?;
+    let crate::stdio::Protocol { input, mut output } = crate::stdio::take_over()?;
     let writer = thread::Builder::new().name("lsp-writer".into()).spawn(move || {
         write_loop(&mut output, &writer_receiver, error_receiver);
     })?;
     let reader = thread::Builder::new().name("lsp-reader".into()).spawn(move || {
-        let stdin = io::stdin();
-        let mut input = stdin.lock();
+        let mut input = io::BufReader::new(input);
         if let Err(error) = read_loop(&mut input, &reader_sender, &errors) {
             // stderr is the server's log; stdout is the protocol.
             eprintln!("wb-lsp: cannot read the client's messages: {error}");
         }
     })?;
     Ok((writer_sender, reader_receiver, Threads { reader, writer }))
-}
-
-/// Standard output without `Stdout`'s line buffer: a close-on-exec duplicate of descriptor 1, as a file.
-fn unbuffered_stdout() -> io::Result<std::fs::File> {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    let copy = nix::unistd::dup(io::stdout())?;
-    fcntl(&copy, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    Ok(std::fs::File::from(copy))
 }
 
 /// Writes messages and error replies until the message channel closes or the output breaks, each frame with
