@@ -32,9 +32,10 @@ fn main() {
     let samples: usize = std::env::var("WB_BENCH_SAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(30);
     let peers = scenarios::Peers::from_env();
     println!(
-        "wb-lsp perf bench: {} CPUs, {samples} samples per latency figure; yaml-language-server: {}; \
+        "wb-lsp perf bench: {} CPUs, {samples} samples per latency figure; wb-lsp: {}; yaml-language-server: {}; \
          check-jsonschema: {}",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
+        scenarios::wb_lsp().display(),
         peers.yaml_ls.as_ref().map_or("skipped (WB_PEER_YAML_LS unset)".to_owned(), |p| p.display().to_string()),
         peers
             .check_jsonschema
