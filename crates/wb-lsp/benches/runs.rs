@@ -196,7 +196,7 @@ exit 0
         let _ = std::fs::remove_file(self.stamps.join("started"));
         let _ = std::fs::remove_file(self.stamps.join("exited"));
         let system = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
+        let mut command = Command::new(wb_testsupport::product::wb_lsp());
         command
             .current_dir(&self.repo)
             .env_clear()

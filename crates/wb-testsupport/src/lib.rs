@@ -3,7 +3,7 @@
 //! engine's scratch [`World`] with its fake runners ([`world`]), demo packages ([`packages`]), recorded
 //! streams ([`streams`]) and event checks ([`events`]); child processes ([`process`]); the Docker bridge's
 //! gateway ([`docker`]); an in-memory file system for the checks ([`memfs`]); a language client over stdio
-//! ([`lsp`]); a scratch home for every process a test starts ([`home`]); the benches' generated packages ([`corpus`]). A dev-dependency only: nothing in production uses it.
+//! ([`lsp`]); a scratch home for every process a test starts ([`home`]); the benches' generated packages ([`corpus`]) and the `wb-lsp` they measure ([`product`]). A dev-dependency only: nothing in production uses it.
 //!
 //! Every helper panics with the path or command it concerns: a failed helper is a failed test.
 
@@ -18,6 +18,7 @@ pub mod lsp;
 pub mod memfs;
 pub mod packages;
 pub mod process;
+pub mod product;
 pub mod schemas;
 pub mod streams;
 pub mod tree;

@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -25,29 +24,9 @@ impl Peers {
 }
 
 /// The `wb-lsp` measured: the one `WB_BENCH_WB_LSP` names (another build, compared within one run), else the
-/// product built from this tree (see [`product`]).
+/// product built from this tree ([`wb_testsupport::product`]).
 pub fn wb_lsp() -> PathBuf {
-    static MEASURED: OnceLock<PathBuf> = OnceLock::new();
-    MEASURED.get_or_init(|| std::env::var_os("WB_BENCH_WB_LSP").map_or_else(product, PathBuf::from)).clone()
-}
-
-/// The release `wb-lsp` as it ships, built into `target/bench-product`. The binary cargo builds beside this bench
-/// is not it: a bench, like a test, turns on the dev-dependency's `test-hooks` feature, and with it the hooks'
-/// code and strings (a different layout, and other pages resident). A target directory of its own keeps the two
-/// builds from replacing each other.
-fn product() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = workspace.join("target/bench-product");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("building the product wb-lsp (release, no test hooks) into {}", target.display());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "-p", "wb-lsp", "--bin", "wb-lsp", "--target-dir"])
-        .arg(&target)
-        .current_dir(&workspace)
-        .status()
-        .expect("run cargo");
-    assert!(status.success(), "cargo build of the product wb-lsp failed");
-    target.join("release/wb-lsp").canonicalize().expect("the product wb-lsp")
+    std::env::var_os("WB_BENCH_WB_LSP").map_or_else(wb_testsupport::product::wb_lsp, PathBuf::from)
 }
 
 /// Our generated spec 1 schema, which yaml-language-server and check-jsonschema validate against.
