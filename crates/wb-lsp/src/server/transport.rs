@@ -369,13 +369,19 @@ mod tests {
         assert_eq!((reasons.len(), messages), (1, 1));
     }
 
-    /// Records each `write` call it is given.
-    #[derive(Default)]
-    struct Writes(Vec<Vec<u8>>);
+    /// Records each `write` call it is given, and closes the message channel (drops its sender) at the second,
+    /// so the loop ends only after both frames (the loop picks among ready channels at random).
+    struct Writes {
+        calls: Vec<Vec<u8>>,
+        messages: Option<crossbeam_channel::Sender<Message>>,
+    }
 
     impl Write for Writes {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.push(buf.to_vec());
+            self.calls.push(buf.to_vec());
+            if self.calls.len() == 2 {
+                self.messages = None;
+            }
             Ok(buf.len())
         }
         fn flush(&mut self) -> io::Result<()> {
@@ -390,11 +396,11 @@ mod tests {
         let notification = lsp_server::Notification::new("window/logMessage".to_owned(), serde_json::json!({"n": 1}));
         messages_tx.send(Message::Notification(notification)).unwrap();
         errors_tx.send(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#.to_owned()).unwrap();
-        drop((messages_tx, errors_tx));
-        let mut out = Writes::default();
+        drop(errors_tx);
+        let mut out = Writes { calls: Vec::new(), messages: Some(messages_tx) };
         write_loop(&mut out, &messages_rx, errors_rx);
-        assert_eq!(out.0.len(), 2, "one write per frame");
-        for frame in &out.0 {
+        assert_eq!(out.calls.len(), 2, "one write per frame");
+        for frame in &out.calls {
             let text = String::from_utf8_lossy(frame);
             let (header, body) = text.split_once("\r\n\r\n").unwrap();
             assert_eq!(header, format!("Content-Length: {}", body.len()));
