@@ -1,8 +1,8 @@
 //! The rules ARCHITECTURE.md states about the source, checked: every module opens with a `//!` line, no
 //! production file runs past about 600 lines, its unit tests aside (the few listed below say why), production
 //! code never calls `unwrap` or `expect` (clippy finds every call; this holds its lints on for every shipping
-//! crate and lets only unit tests off), and `rust-version` in `Cargo.toml` is at least what every locked
-//! dependency declares it needs.
+//! crate and lets only unit tests off), `rust-version` in `Cargo.toml` is at least what every locked
+//! dependency declares it needs, and CONTRIBUTING.md lists every environment variable the code reads.
 
 use std::path::{Path, PathBuf};
 
@@ -202,4 +202,54 @@ fn rust_version_covers_every_locked_dependency() {
         cargo_home.display()
     );
     assert!(needs.is_empty(), "rust-version {}.{} is less than the lockfile needs: {needs:#?}", ours.0, ours.1);
+}
+
+/// Every file below `dir` whose name ends in one of `extensions` (or is named in `names`), skipping installed
+/// and built trees.
+fn files_below(dir: &Path, extensions: &[&str], names: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !matches!(name.as_str(), "node_modules" | "target" | "out" | "dist" | ".git") {
+                files_below(&path, extensions, names, out);
+            }
+        } else if names.contains(&name.as_str()) || path.extension().is_some_and(|e| extensions.iter().any(|x| e == *x))
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// CONTRIBUTING.md's tables name every `WB_*` variable the code reads from its environment: Rust's `var` and
+/// `var_os`, a shell's `$WB_…`, Node's `process.env`, Lua's `getenv` and the editor test helpers' `env`, Emacs
+/// Lisp's `getenv`.
+#[test]
+fn every_environment_knob_is_in_contributing() {
+    let root = repository();
+    let reads = regex::Regex::new(
+        r#"(?:\bvar(?:_os)?|getenv|\benv)\(\s*"(WB_[A-Z0-9_]+)"|\(getenv "(WB_[A-Z0-9_]+)"|\$\{?(WB_[A-Z0-9_]+)|process\.env(?:\.|\[["'])(WB_[A-Z0-9_]+)"#,
+    )
+    .unwrap();
+    let mut files = Vec::new();
+    for dir in ["crates", "scripts", "editors", "tests", ".ci"] {
+        files_below(&root.join(dir), &["rs", "sh", "mjs", "js", "ts", "lua", "el", "py"], &["run"], &mut files);
+    }
+    let mut knobs = std::collections::BTreeMap::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for found in reads.captures_iter(&text) {
+            if let Some(name) = found.iter().skip(1).flatten().next() {
+                knobs.entry(name.as_str().to_owned()).or_insert_with(|| relative(file));
+            }
+        }
+    }
+    assert!(knobs.len() > 30, "found only {} knobs: {knobs:?}", knobs.len());
+    let contributing = std::fs::read_to_string(root.join("CONTRIBUTING.md")).unwrap();
+    let listed = regex::Regex::new(r"\bWB_[A-Z0-9_]+").unwrap();
+    let named: std::collections::BTreeSet<&str> = listed.find_iter(&contributing).map(|m| m.as_str()).collect();
+    let missing: Vec<String> =
+        knobs.iter().filter(|(name, _)| !named.contains(name.as_str())).map(|(n, f)| format!("{n} ({f})")).collect();
+    assert!(missing.is_empty(), "read but not in CONTRIBUTING.md's tables: {missing:?}");
 }
