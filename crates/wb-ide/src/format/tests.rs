@@ -6,6 +6,11 @@ fn formatted(text: &str) -> String {
     format(text, FormatOptions::default()).unwrap_or_else(|error| panic!("{error}: {text}"))
 }
 
+/// The edits that format `text`, or the test fails naming it.
+fn edits(text: &str) -> Vec<FormatEdit> {
+    format_edits(text, FormatOptions::default()).unwrap_or_else(|error| panic!("{error}: {text}"))
+}
+
 fn ordered(text: &str) -> String {
     format(text, FormatOptions { field_order: true }).unwrap_or_else(|error| panic!("{error}: {text}"))
 }
@@ -15,7 +20,7 @@ fn check(before: &str, after: &str) {
     assert_eq!(formatted(before), after);
     // Idempotent, and the edits give the same text.
     assert_eq!(formatted(after), after);
-    assert_eq!(apply(before, &format_edits(before, FormatOptions::default()).unwrap()), after);
+    assert_eq!(apply(before, &edits(before)), after);
 }
 
 #[test]
@@ -84,20 +89,20 @@ fn a_document_with_syntax_errors_is_not_formatted() {
 #[test]
 fn already_formatted_text_has_no_edits() {
     let text = "spec: 1\nname: x\nmodel:\n  id: a/b\n";
-    assert_eq!(format_edits(text, FormatOptions::default()).unwrap(), Vec::new());
+    assert_eq!(edits(text), Vec::new());
 }
 
 #[test]
 fn edits_are_cut_to_what_changed() {
     let text = "model:\n    id: a/b\n";
-    let edits = format_edits(text, FormatOptions::default()).unwrap();
-    assert_eq!(edits, vec![FormatEdit { range: TextRange::new(9, 11), new_text: String::new() }]);
+    assert_eq!(edits(text), vec![FormatEdit { range: TextRange::new(9, 11), new_text: String::new() }]);
 }
 
 #[test]
 fn range_formatting_keeps_only_the_lines_in_range() {
     let text = "model:\n    id: a/b\nname:    x\n";
-    let edits = format_range_edits(text, TextRange::new(20, 21), FormatOptions::default()).unwrap();
+    let edits = format_range_edits(text, TextRange::new(20, 21), FormatOptions::default())
+        .unwrap_or_else(|error| panic!("{error}: {text}"));
     assert_eq!(apply(text, &edits), "model:\n    id: a/b\nname: x\n");
 }
 
