@@ -53,7 +53,7 @@ pub fn stdio() -> io::Result<(Sender<Message>, Receiver<Message>, Threads)> {
     let reader = thread::Builder::new().name("lsp-reader".into()).spawn(move || {
         let mut input = io::BufReader::new(input);
         if let Err(error) = read_loop(&mut input, &reader_sender, &errors) {
-            // stderr is the server's log; stdout is the protocol.
+            // stderr is the server's log.
             eprintln!("wb-lsp: cannot read the client's messages: {error}");
         }
     })?;
@@ -65,9 +65,8 @@ pub fn stdio() -> io::Result<(Sender<Message>, Receiver<Message>, Threads)> {
 /// only messages are waited for.
 pub fn write_loop(out: &mut impl Write, messages: &Receiver<Message>, errors: Receiver<String>) {
     let mut errors = errors;
-    let mut frame = Vec::new();
     loop {
-        frame.clear();
+        let mut frame = Vec::new();
         let framed = crossbeam_channel::select! {
             recv(messages) -> message => match message {
                 Ok(message) => message.write(&mut frame),
@@ -83,10 +82,6 @@ pub fn write_loop(out: &mut impl Write, messages: &Receiver<Message>, errors: Re
         };
         if framed.and_then(|()| out.write_all(&frame)).and_then(|()| out.flush()).is_err() {
             break;
-        }
-        // A frame as large as a big file's diagnostics is not kept for the rest of the session.
-        if frame.capacity() > 1024 * 1024 {
-            frame = Vec::new();
         }
     }
 }
