@@ -757,3 +757,33 @@ fn the_protocol_moves_off_descriptors_0_and_1() {
         assert!(child.wait().unwrap().success(), "{args:?}");
     }
 }
+
+/// A client may start the server with descriptor 2 closed: the protocol's copies must not land there (and so on
+/// descriptor 1 too). `/dev/null` takes descriptors 1 and 2 (the standard library opens it on a closed standard
+/// descriptor at start-up), and the server answers.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_started_without_stderr_keeps_the_protocol_to_itself() {
+    use std::path::PathBuf;
+
+    let mut child = isolate(&mut Command::new("sh"))
+        .args(["-c", "exec 2>&-; exec \"$0\"", env!("CARGO_BIN_EXE_wb-lsp")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}});
+    stdin.write_all(&frame(&initialize.to_string())).unwrap();
+    stdin.flush().unwrap();
+    let answer = read_message(&mut stdout);
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["result"].is_object(), "{answer}");
+    let descriptor = |n: u32| std::fs::read_link(format!("/proc/{}/fd/{n}", child.id())).unwrap();
+    for n in 0..3 {
+        assert_eq!(descriptor(n), PathBuf::from("/dev/null"), "descriptor {n}");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
