@@ -115,14 +115,16 @@ pub(crate) fn collect(
         }
         let id = changeset_id(workspace.name.as_deref(), &mut used);
         let changeset = Changeset::between(&id, reference, before, &after, &store, &mut budget)?;
-        if changeset.entries.is_empty() {
-            continue;
-        }
+        // Every writable workspace is recorded, changed or not: whose outcome it is (`wb-lsp mcp` shows an
+        // agent only the outcomes of runs that worked beneath its root).
         match &workspace.name {
             None => bindings.primary = Some(workspace.path.clone()),
             Some(name) => {
                 bindings.named.insert(name.clone(), workspace.path.clone());
             }
+        }
+        if changeset.entries.is_empty() {
+            continue;
         }
         outcome.changesets.push(changeset);
     }

@@ -463,6 +463,10 @@ pub struct McpArgs {
     /// directory).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Let the `smoke` tool create sandboxes on E2B and Daytona (they cost money and run off this machine). The
+    /// tools' caller is the agent: without this, a smoke check on those runtimes is refused.
+    #[arg(long)]
+    pub allow_remote_sandboxes: bool,
 }
 
 #[derive(Debug, Args)]

@@ -254,15 +254,13 @@ fn the_handshake_negotiates_the_version_and_lists_the_tools() {
             assert_eq!(schema["properties"][field]["minLength"], 1, "{tool}");
         }
         assert!(tool["description"].as_str().unwrap().len() > 80, "{tool}");
-        assert_eq!(tool["annotations"]["readOnlyHint"], name != "fix", "{tool}");
+        // Only what neither writes nor builds images nor starts containers or sandboxes is read-only.
+        assert_eq!(tool["annotations"]["readOnlyHint"], ["check", "outcome"].contains(&name), "{tool}");
     }
     let dry_run = &tools[2]["inputSchema"]["properties"];
     let mut properties: Vec<&str> = dry_run.as_object().unwrap().keys().map(String::as_str).collect();
     properties.sort_unstable();
-    assert_eq!(
-        properties,
-        ["allow_host_docker", "allow_unchecked_gpu", "dir", "env_files", "runtime", "source", "task", "workspaces"]
-    );
+    assert_eq!(properties, ["allow_unchecked_gpu", "dir", "env_files", "runtime", "source", "task", "workspaces"]);
     assert!(tools[3]["inputSchema"]["properties"].get("task").is_none(), "smoke takes no task");
 }
 
@@ -339,15 +337,19 @@ fn fix_writes_inside_the_root_and_refuses_a_symlink_out_of_it() {
 
     let mut server = Server::start(&root);
     server.initialize("2025-03-26");
-    for path in ["escape", "linked"] {
-        let refused = server.failed("fix", json!({"path": path}));
-        assert!(refused["error"].as_str().unwrap().contains("nothing was written"), "{refused}");
-        let reasons = refused["refused"].as_array().unwrap();
-        assert_eq!(reasons.len(), 1, "{refused}");
-        assert_eq!(reasons[0]["path"], format!("{path}/workbench.yml"), "{refused}");
-        assert!(reasons[0]["reason"].as_str().unwrap().contains("is outside the root"), "{refused}");
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), FIXABLE, "{path}: the file outside was written");
-    }
+    // A path that leads out through a link is refused before anything is checked.
+    let escape = server.failed("fix", json!({"path": "escape"}));
+    assert_eq!(escape["refused"][0]["path"], "escape", "{escape}");
+    assert_eq!(escape["refused"][0]["field"], "path", "{escape}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), FIXABLE, "escape: the file outside was written");
+    // A directory inside the root whose manifest is a link out of it: fix's own write rule refuses it.
+    let refused = server.failed("fix", json!({"path": "linked"}));
+    assert!(refused["error"].as_str().unwrap().contains("nothing was written"), "{refused}");
+    let reasons = refused["refused"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "{refused}");
+    assert_eq!(reasons[0]["path"], "linked/workbench.yml", "{refused}");
+    assert!(reasons[0]["reason"].as_str().unwrap().contains("is outside the root"), "{refused}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), FIXABLE, "linked: the file outside was written");
 
     let fixed = server.ok("fix", json!({"path": ".workbenches/fixable"}));
     assert_eq!(
@@ -545,18 +547,34 @@ fn in_a_world_with_a_runner_smoke_dry_run_and_outcome_match_the_cli() {
     let dry_run_cli = wb(&["dry-run", "--json", "--task", TASK, "--dir", &work, ".workbenches/oc-demo"], &variables);
     let dry_run_cli: Value = serde_json::from_str(&dry_run_cli.stdout).unwrap();
 
+    // Rooted at the repository: the run worked in `work`, beside it, so its outcome is not this root's, and
+    // neither is `work` as a workspace.
     let mut command = world.command(env!("CARGO_BIN_EXE_wb-lsp"));
     command.args(["mcp", "--root"]).arg(&world.repo).envs(variables);
+    let mut server = Server::spawn(&mut command);
+    server.initialize("2025-03-26");
+    for id in [&outcome_id, &run_id] {
+        let refused = server.failed("outcome", json!({"id": id}));
+        assert!(refused["error"].as_str().unwrap().contains("worked outside the server's root"), "{refused}");
+        assert!(refused.get("outcome").is_none(), "{refused}");
+    }
+    let smoke = server.ok("smoke", json!({"source": ".workbenches/oc-demo"}));
+    assert_eq!(smoke["reports"], json!(smoke_cli));
+    assert_eq!(smoke["reports"][0]["status"], "ready", "{smoke:#}");
+    let outside = server.failed("dry_run", json!({"source": ".workbenches/oc-demo", "task": TASK, "dir": work}));
+    assert_eq!(outside["refused"][0]["field"], "dir", "{outside}");
+    let (status, _) = server.finish();
+    assert!(status.success());
+
+    // Rooted above both: the outcome is this root's, and shown as the CLI shows it.
+    let mut command = world.command(env!("CARGO_BIN_EXE_wb-lsp"));
+    command.args(["mcp", "--root"]).arg(&world.root).envs(variables);
     let mut server = Server::spawn(&mut command);
     server.initialize("2025-03-26");
     assert_eq!(server.ok("outcome", json!({"id": outcome_id})), from_cli);
     assert_eq!(server.ok("outcome", json!({"id": run_id})), from_cli);
     assert_eq!(from_cli["outcome"]["id"], outcome_id.as_str());
-
-    let smoke = server.ok("smoke", json!({"source": ".workbenches/oc-demo"}));
-    assert_eq!(smoke["reports"], json!(smoke_cli));
-    assert_eq!(smoke["reports"][0]["status"], "ready", "{smoke:#}");
-    let dry_run = server.ok("dry_run", json!({"source": ".workbenches/oc-demo", "task": TASK, "dir": work}));
+    let dry_run = server.ok("dry_run", json!({"source": "repo/.workbenches/oc-demo", "task": TASK, "dir": "work"}));
     for field in
         ["workbench", "runner", "runtime", "cwd", "model_route", "authentication", "env", "removed_env", "problems"]
     {
@@ -662,4 +680,144 @@ fn arbitrary_input_never_stops_the_server() {
     let (status, rest) = server.finish();
     assert_eq!(status.code(), Some(0));
     assert!(answered + rest.len() >= 150, "answers: {answered} + {}", rest.len());
+}
+
+/// A package of `name` with the given `runtimes:` block (and `instructions.md`).
+fn package_with_runtimes(dir: &Path, name: &str, runtimes: &str) {
+    write_file(
+        &dir.join("workbench.yml"),
+        format!(
+            "spec: 1\nversion: 1.0.0\nname: {name}\ndescription: A package.\nrunner: opencode\nmodel:\n  id: \
+             openai/gpt-5.1\ninstructions: ./instructions.md\n{runtimes}"
+        ),
+    );
+    write_file(&dir.join("instructions.md"), "# A package\n");
+}
+
+/// The tools' caller is the agent, not the person. Hostile runs round 3, high: an agent wrote a package that
+/// declares host-engine mode and called `smoke` with `allow_host_docker`, and wb-lsp mounted the host's Docker
+/// socket into the agent's image. No tool takes the grant, and the engine refuses the package without it.
+#[test]
+fn the_agent_cannot_grant_itself_the_host_docker_engine() {
+    let (_temp, root) = temp_dir();
+    let engine =
+        "runtimes:\n  docker:\n    image:\n      build: ./Dockerfile\n    docker:\n      engine:\n        mode: host\n";
+    package_with_runtimes(&root.join(".workbenches/engine"), "engine", engine);
+    write_file(&root.join(".workbenches/engine/Dockerfile"), "FROM scratch\n");
+    let mut server = Server::start(&root);
+    server.initialize("2025-06-18");
+    for tool in ["smoke", "dry_run"] {
+        let answer = server.request(
+            "tools/call",
+            json!({"name": tool, "arguments": {"source": ".workbenches/engine", "allow_host_docker": true}}),
+        );
+        assert_eq!(answer["error"]["code"], -32602, "{tool}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains("allow_host_docker"), "{answer}");
+    }
+    let host = "Host Docker engine access requires explicit --allow-host-docker authorization";
+    let smoke = server.ok("smoke", json!({"source": ".workbenches/engine"}));
+    assert_eq!(smoke["reports"][0]["status"], "failed", "{smoke:#}");
+    assert!(smoke["reports"][0]["error"]["message"].as_str().unwrap().contains(host), "{smoke:#}");
+    let dry_run = server.failed("dry_run", json!({"source": ".workbenches/engine"}));
+    assert_eq!(dry_run["error"], host, "{dry_run:#}");
+    let tools = server.request("tools/list", json!({}))["result"]["tools"].clone();
+    assert!(!tools.to_string().contains("allow_host_docker"), "{tools}");
+    let (status, _) = server.finish();
+    assert!(status.success());
+}
+
+/// Hostile runs round 3, medium: `check` read any YAML file of the host (and the line count of any file),
+/// `smoke` uploaded any host directory. Every path argument must lie beneath the root once every link is
+/// resolved; the refusal says which argument, and nothing of what lies outside.
+#[test]
+fn every_path_argument_is_confined_to_the_root() {
+    let (_temp, dir) = temp_dir();
+    let root = dir.join("root");
+    package_with_runtimes(&root.join(".workbenches/notes"), "notes", "runtimes:\n  local: {}\n");
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    write_file(&root.join("work/.env"), "A=1\n");
+    // Outside: a YAML file with a secret, a directory, a package, and links into them from inside the root.
+    write_file(&dir.join("secret.yml"), "token: outside-secret-5b1e\n");
+    write_file(&dir.join("outside/.env"), "TOKEN=outside-secret-5b1e\n");
+    package_with_runtimes(&dir.join("outside/.workbenches/pkg"), "pkg", "runtimes:\n  local: {}\n");
+    std::os::unix::fs::symlink(dir.join("outside"), root.join("link")).unwrap();
+    std::os::unix::fs::symlink(dir.join("secret.yml"), root.join("secret.yml")).unwrap();
+    let mut server = Server::start(&root);
+    server.initialize("2025-06-18");
+    let outside = dir.join("outside").display().to_string();
+    let secret = dir.join("secret.yml").display().to_string();
+    let attempts: Vec<(&str, Value, &str)> = vec![
+        ("check", json!({"path": "/etc/passwd"}), "path"),
+        ("check", json!({"path": secret}), "path"),
+        ("check", json!({"path": "../secret.yml"}), "path"),
+        ("check", json!({"path": "secret.yml"}), "path"),
+        ("check", json!({"path": "link/.workbenches/pkg"}), "path"),
+        ("check", json!({"path": format!("{outside}#pkg")}), "path"),
+        ("fix", json!({"path": "link"}), "path"),
+        ("dry_run", json!({"source": "link/.workbenches/pkg"}), "source"),
+        ("dry_run", json!({"source": ".workbenches/notes", "dir": outside}), "dir"),
+        ("dry_run", json!({"source": ".workbenches/notes", "dir": "link"}), "dir"),
+        ("dry_run", json!({"source": ".workbenches/notes", "workspaces": {"docs": "../outside"}}), "workspaces"),
+        ("dry_run", json!({"source": ".workbenches/notes", "env_files": ["link/.env"]}), "env_files"),
+        ("smoke", json!({"source": ".workbenches/notes", "dir": "/"}), "dir"),
+        ("smoke", json!({"source": ".workbenches/notes", "env_files": ["/etc/hostname"]}), "env_files"),
+        ("smoke", json!({"source": "/"}), "source"),
+    ];
+    let mut answers = Vec::new();
+    for (tool, arguments, field) in attempts {
+        let refused = server.failed(tool, arguments.clone());
+        assert!(
+            refused["error"].as_str().unwrap().starts_with(&format!("Refused `{field}`")),
+            "{tool} {arguments}: {refused}"
+        );
+        assert_eq!(refused["refused"][0]["field"], field, "{tool} {arguments}: {refused}");
+        assert!(refused.get("packages").is_none() && refused.get("reports").is_none(), "{refused}");
+        answers.push(refused);
+    }
+    let text = serde_json::to_string(&answers).unwrap();
+    assert!(!text.contains("outside-secret-5b1e") && !text.contains("root:x:0"), "{text}");
+    // Inside the root, the same arguments work.
+    assert_eq!(server.ok("check", json!({"path": ".workbenches/notes"}))["summary"]["errors"], 0);
+    let dry_run = server.ok(
+        "dry_run",
+        json!({"source": ".workbenches/notes", "dir": "work", "env_files": ["work/.env"], "workspaces": {}}),
+    );
+    assert_eq!(dry_run["cwd"], root.canonicalize().unwrap().join("work").display().to_string(), "{dry_run:#}");
+    let (status, _) = server.finish();
+    assert!(status.success());
+}
+
+/// A smoke check on E2B or Daytona creates a sandbox on a paid service, off this machine: the person allows it
+/// when starting the server (`--allow-remote-sandboxes`), never the agent.
+#[test]
+fn sandboxes_on_paid_services_need_the_persons_option() {
+    let (_temp, root) = temp_dir();
+    let runtimes = "runtimes:\n  e2b:\n    image: ghcr.io/x/y:1\n  local: {}\n";
+    package_with_runtimes(&root.join(".workbenches/remote"), "remote", runtimes);
+    // A key is set: what stops the smoke check is the missing option, not a missing credential.
+    let mut server = Server::start_with(&root, &[("E2B_API_KEY", "e2b_test_key_0000")]);
+    server.initialize("2025-06-18");
+    let refused = server.failed("smoke", json!({"source": ".workbenches/remote"}));
+    assert!(refused["error"].as_str().unwrap().contains("--allow-remote-sandboxes"), "{refused}");
+    assert_eq!(refused["runtime"], "e2b");
+    let refused = server.failed("smoke", json!({"source": ".", "runtime": "e2b"}));
+    assert!(refused["error"].as_str().unwrap().contains("--allow-remote-sandboxes"), "{refused}");
+    // The local runtime it also declares needs nothing, and a dry run on e2b creates nothing.
+    let local = server.ok("smoke", json!({"source": ".workbenches/remote", "runtime": "local"}));
+    assert_eq!(local["reports"][0]["runtime"], "local", "{local:#}");
+    let plan = server.ok("dry_run", json!({"source": ".workbenches/remote"}));
+    assert_eq!(plan["runtime"], "e2b", "{plan:#}");
+    let (status, _) = server.finish();
+    assert!(status.success());
+
+    // With the person's option the smoke check goes on to the service (here: no key, so it says so).
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wb-lsp"));
+    isolate(&mut command).args(["mcp", "--allow-remote-sandboxes", "--root"]).arg(&root).env_remove("E2B_API_KEY");
+    let mut server = Server::spawn(&mut command);
+    server.initialize("2025-06-18");
+    let smoke = server.ok("smoke", json!({"source": ".workbenches/remote"}));
+    let message = smoke["reports"][0]["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("E2B_API_KEY"), "{smoke:#}");
+    let (status, _) = server.finish();
+    assert!(status.success());
 }

@@ -17,6 +17,7 @@ pub fn run(args: &McpArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     }
     let protocol = crate::stdio::take_over().context("cannot take over standard input and output")?;
     eprintln!("wb-lsp mcp: serving {} over stdio", root.display());
-    crate::mcp::serve(&root, catalog, std::io::BufReader::new(protocol.input), protocol.output)?;
+    let grants = crate::mcp::Grants { root: &root, remote_sandboxes: args.allow_remote_sandboxes };
+    crate::mcp::serve(&grants, catalog, std::io::BufReader::new(protocol.input), protocol.output)?;
     Ok(ExitCode::SUCCESS)
 }

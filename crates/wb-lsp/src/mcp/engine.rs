@@ -1,13 +1,16 @@
 //! `dry_run`, `smoke` and `outcome`: the engine's and the outcome store's own entry points, as
 //! `wb-lsp dry-run --json`, `smoke --json` and `outcome ID --json` call them. Relative paths resolve against the
-//! root; the environment is the server's own (names reach the results, values never do: the engine redacts).
+//! root (every path already confined beneath it: `confine.rs`); the environment is the server's own (names reach
+//! the results, values never do: the engine redacts). What only the person grants is never granted here: no host
+//! Docker engine, no values, and no sandbox on a paid service unless the server was started to allow it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use wb_engine::{EngineError, Options};
 use wb_manifest::OsFileSystem;
 
+use super::confine;
 use super::tools::{Call, RunArgs, ToolResult};
 use crate::output;
 
@@ -22,7 +25,8 @@ fn options(call: &Call<'_>, args: RunArgs) -> Options {
         runtime: args.runtime,
         workspaces: args.workspaces.into_iter().map(|(name, path)| format!("{name}={path}")).collect(),
         env_files: args.env_files.into_iter().map(PathBuf::from).collect(),
-        allow_host_docker: args.allow_host_docker,
+        // The caller is the agent: the host engine is the person's to grant, on the command line only.
+        allow_host_docker: false,
         allow_unchecked_gpu: args.allow_unchecked_gpu,
         task: args.task,
         inherited: wb_engine::bindings::process_environment(),
@@ -58,6 +62,17 @@ pub fn dry_run(call: &Call<'_>, mut args: RunArgs) -> ToolResult {
 
 pub fn smoke(call: &Call<'_>, args: RunArgs) -> ToolResult {
     let options = options(call, args);
+    if !call.remote_sandboxes
+        && let Some(service) = remote_runtime(call, &options)
+    {
+        return ToolResult::failure(
+            &format!(
+                "Refused: a smoke check on {service} creates a sandbox on a paid service; the person must start the \
+                 server with --allow-remote-sandboxes to allow it"
+            ),
+            json!({"runtime": service}),
+        );
+    }
     match wb_engine::smoke(&OsFileSystem, &options, call.catalog) {
         Ok(reports) => match serde_json::to_value(&reports) {
             Ok(reports) => ToolResult::ok(json!({"reports": reports})),
@@ -67,21 +82,52 @@ pub fn smoke(call: &Call<'_>, args: RunArgs) -> ToolResult {
     }
 }
 
-/// `outcome`: the outcome, its receipt and what a partial apply took. Nothing is applied, exported or
-/// recovered.
-pub fn outcome(id: &str) -> ToolResult {
-    match read_outcome(id) {
+/// The remote service one of the packages `options` names would run on (`--runtime`, else its first declared
+/// runtime), if any. A source that does not resolve is left to the smoke check to report.
+fn remote_runtime(call: &Call<'_>, options: &Options) -> Option<&'static str> {
+    let packages =
+        wb_engine::source::resolve(&OsFileSystem, &options.source, &options.cwd, call.catalog, false).ok()?;
+    let services = wb_engine::runtime::services();
+    packages.iter().flatten().find_map(|package| {
+        let mut declared = package.manifest.runtimes.iter().map(|r| r.provider.value.as_str());
+        // A runtime the package does not declare is the engine's to refuse.
+        let runtime = match options.runtime.as_deref() {
+            Some(requested) => declared.find(|name| *name == requested)?,
+            None => declared.next()?,
+        };
+        services.iter().map(|service| service.name()).find(|name| *name == runtime)
+    })
+}
+
+/// `outcome`: the outcome, its receipt and what a partial apply took, when its run worked beneath the root.
+/// Nothing is applied, exported or recovered.
+pub fn outcome(root: &Path, id: &str) -> ToolResult {
+    match read_outcome(root, id) {
         Ok(value) => ToolResult::ok(value),
-        Err(message) => ToolResult::failure(&message, json!({"id": id})),
+        Err(Shown::Refused(reason)) => confine::outcome_refused(id, &reason),
+        Err(Shown::Failed(message)) => ToolResult::failure(&message, json!({"id": id})),
     }
 }
 
-fn read_outcome(id: &str) -> Result<Value, String> {
+enum Shown {
+    Refused(String),
+    Failed(String),
+}
+
+impl From<String> for Shown {
+    fn from(message: String) -> Shown {
+        Shown::Failed(message)
+    }
+}
+
+fn read_outcome(root: &Path, id: &str) -> Result<Value, Shown> {
     // Without a home there is no store: the error says what to set (never a shared fallback).
     let home = wb_outcomes::try_default_home().map_err(|error| error.to_string())?;
     let store = wb_outcomes::ContentStore::open(&home).map_err(|error| error.to_string())?;
     let outcomes = wb_outcomes::OutcomeStore::new(&store);
     let outcome_id = outcomes.resolve(id).map_err(|error| error.to_string())?;
+    let bindings = outcomes.bindings(&outcome_id).map_err(|error| error.to_string())?;
+    confine::outcome_visible(root, &bindings).map_err(Shown::Refused)?;
     let outcome = outcomes.load(&outcome_id).map_err(|error| error.to_string())?;
     let receipt = outcomes.receipt(&outcome_id).map_err(|error| error.to_string())?;
     let taken = wb_outcomes::apply::taken(&store, &outcome_id).map_err(|error| error.to_string())?;

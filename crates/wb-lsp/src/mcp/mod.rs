@@ -9,6 +9,7 @@
 //! pipe its requests in and close), then the server returns.
 
 mod check;
+mod confine;
 mod engine;
 pub mod protocol;
 mod tools;
@@ -30,17 +31,25 @@ use transport::{Line, LineReader, MAX_LINE, Output};
 /// The most tool calls that run at once; the next waits for one to end (reading stops meanwhile).
 pub const MAX_CALLS: usize = 4;
 
-/// Serves one MCP session: reads `input` to its end, answering on `output`. `root` must be absolute and
-/// resolved (no symlinks): relative tool paths resolve against it, and `fix` writes only beneath it. Returns
-/// when the input ends (or cannot be read), once every call in flight has been answered.
+/// What the person who started the server decided: the root the agent is confined to, and what it may spend.
+pub struct Grants<'a> {
+    /// Absolute and resolved (no symlinks): every tool path must lie beneath it, and `fix` writes only there.
+    pub root: &'a Path,
+    /// `--allow-remote-sandboxes`: `smoke` may create sandboxes on E2B and Daytona.
+    pub remote_sandboxes: bool,
+}
+
+/// Serves one MCP session: reads `input` to its end, answering on `output`. Returns when the input ends (or
+/// cannot be read), once every call in flight has been answered.
 pub fn serve<R: BufRead, W: Write + Send + 'static>(
-    root: &Path,
+    grants: &Grants<'_>,
     catalog: &ModelCatalog,
     input: R,
     output: W,
 ) -> std::io::Result<()> {
     let session = Session {
-        root,
+        root: grants.root,
+        remote_sandboxes: grants.remote_sandboxes,
         catalog,
         out: Arc::new(Output::new(output)),
         in_flight: Mutex::new(HashMap::new()),
@@ -74,6 +83,7 @@ type Flags = Mutex<HashMap<String, Arc<AtomicBool>>>;
 
 struct Session<'a, W> {
     root: &'a Path,
+    remote_sandboxes: bool,
     catalog: &'a ModelCatalog,
     out: Arc<Output<W>>,
     in_flight: Flags,
@@ -169,6 +179,7 @@ impl<'a, W: Write + Send + 'static> Session<'a, W> {
             cancel: Arc::clone(cancel),
             progress,
             writes: &self.writes,
+            remote_sandboxes: self.remote_sandboxes,
         };
         let name = params.get("name").and_then(Value::as_str);
         let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));

@@ -12,6 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use wb_manifest::ModelCatalog;
 
+use super::confine;
+
 /// What a tool call runs with.
 pub struct Call<'a> {
     /// Absolute, with every symlink resolved.
@@ -23,6 +25,9 @@ pub struct Call<'a> {
     pub progress: Option<wb_engine::lifecycle::Progress>,
     /// Held while `fix` checks and writes.
     pub writes: &'a Mutex<()>,
+    /// The person started the server with `--allow-remote-sandboxes`: `smoke` may create sandboxes on E2B
+    /// or Daytona (which cost money and run off this machine). Off by default.
+    pub remote_sandboxes: bool,
 }
 
 /// A tool's result: a JSON object, and whether it reports a failure (a path that does not exist, a package
@@ -66,8 +71,9 @@ pub struct PathArgs {
     pub path: String,
 }
 
-/// `dry_run` and `smoke` (which takes no `task`): what `wb-lsp dry-run` and `smoke` take, but values (`--env`),
-/// which an agent is not handed.
+/// `dry_run` and `smoke` (which takes no `task`): what `wb-lsp dry-run` and `smoke` take, but what only the
+/// person may grant: no values (`--env`), no credentials, no host Docker engine (`--allow-host-docker`). The
+/// caller is the agent; an argument the schema does not name is refused.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
@@ -82,8 +88,6 @@ pub struct RunArgs {
     pub workspaces: BTreeMap<String, String>,
     #[serde(default)]
     pub env_files: Vec<String>,
-    #[serde(default)]
-    pub allow_host_docker: bool,
     #[serde(default)]
     pub allow_unchecked_gpu: bool,
 }
@@ -101,24 +105,48 @@ pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResu
         "check" | "fix" => {
             let path = parse::<PathArgs>(name, arguments)?.path;
             non_empty(name, "path", &path)?;
+            let path = match confine::source(context.root, "path", &path) {
+                Ok(path) => path,
+                Err(refusal) => return Ok(refusal.into_result(context.root)),
+            };
             Ok(if name == "check" { super::check::check(context, &path) } else { super::check::fix(context, &path) })
         }
-        "dry_run" => Ok(super::engine::dry_run(context, run_args(name, parse(name, arguments)?)?)),
+        "dry_run" => {
+            let args = run_args(name, parse(name, arguments)?)?;
+            Ok(match confined(context.root, args) {
+                Ok(args) => super::engine::dry_run(context, args),
+                Err(refusal) => refusal.into_result(context.root),
+            })
+        }
         "smoke" => {
             let args: RunArgs = parse(name, arguments)?;
             // A smoke check sends no task: its schema has none.
             if args.task.is_some() {
                 return Err(format!("Invalid arguments for {name}: unknown field `task`"));
             }
-            Ok(super::engine::smoke(context, run_args(name, args)?))
+            Ok(match confined(context.root, run_args(name, args)?) {
+                Ok(args) => super::engine::smoke(context, args),
+                Err(refusal) => refusal.into_result(context.root),
+            })
         }
         "outcome" => {
             let id = parse::<OutcomeArgs>(name, arguments)?.id;
             non_empty(name, "id", &id)?;
-            Ok(super::engine::outcome(&id))
+            Ok(super::engine::outcome(context.root, &id))
         }
         _ => Err(format!("Unknown tool: {name} (the tools are check, fix, dry_run, smoke and outcome)")),
     }
+}
+
+/// Every path argument resolved beneath the root, or the first that is not.
+fn confined(root: &Path, mut args: RunArgs) -> Result<RunArgs, confine::Refusal> {
+    args.source = confine::source(root, "source", &args.source)?;
+    if let Some(dir) = &mut args.dir {
+        *dir = confine::path(root, "dir", dir)?;
+    }
+    confine::each(root, "workspaces", args.workspaces.values_mut())?;
+    confine::each(root, "env_files", args.env_files.iter_mut())?;
+    Ok(args)
 }
 
 /// The strings the schema gives `minLength: 1` are not empty.
@@ -165,17 +193,16 @@ fn run_properties() -> serde_json::Map<String, Value> {
     let properties = json!({
         "source": path_property(
             "The package: its directory, its workbench.yml, or a repository with one package; `PATH#name` picks one \
-             package of a repository by directory or `name`. Relative to the server's root."
+             package of a repository by directory or `name`. Relative to the server's root, and beneath it once every \
+             link is resolved."
         ),
         "runtime": {"type": "string", "minLength": 1,
             "description": "A runtime the manifest declares (local, docker, e2b, daytona); default: the first declared."},
-        "dir": path_property("The primary workspace (default: the server's root). Relative to the root."),
+        "dir": path_property("The primary workspace (default: the server's root). Relative to the root, and beneath it."),
         "workspaces": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
-            "description": "Named workspaces to bind: {\"NAME\": \"PATH\"}, each path relative to the root."},
+            "description": "Named workspaces to bind: {\"NAME\": \"PATH\"}, each path relative to the root, and beneath it."},
         "env_files": {"type": "array", "items": {"type": "string", "minLength": 1},
             "description": "Dotenv files to read variables from (names are reported, values never). Relative to the root."},
-        "allow_host_docker": {"type": "boolean", "default": false,
-            "description": "Grant the host Docker engine to a package that declares docker.engine."},
         "allow_unchecked_gpu": {"type": "boolean", "default": false,
             "description": "Accept GPU requirements that cannot be checked here."},
     });
@@ -241,25 +268,29 @@ pub fn list() -> Vec<Value> {
                 `wb-lsp dry-run --json` does: the runner's command, model route, authentication, skills, workspaces, \
                 environment variable names (never values), MCP servers, the runner-native configuration, warnings \
                 and `problems` (what would stop a run here; empty when it could launch). A package with errors is \
-                an error result naming the first one.",
+                an error result naming the first one. On the docker runtime this builds the package's image; on \
+                e2b and daytona it creates nothing. Paths must lie beneath the server's root.",
             "inputSchema": object_schema(dry_run, &["source"]),
-            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
+            "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
         }),
         json!({
             "name": "smoke",
             "title": "Smoke-check packages",
             "description": "Check that each package under `source` can start here, without a model request, as \
                 `wb-lsp smoke --json` does. Returns `reports`: one per package, with `status` (ready, needs-auth or \
-                failed), the runner found, tools, authentication, requirements, workspaces, warnings and `error`.",
+                failed), the runner found, tools, authentication, requirements, workspaces, warnings and `error`. \
+                On docker this builds the image and starts a container; on e2b and daytona it creates a sandbox, \
+                which the server refuses unless the person started it with --allow-remote-sandboxes.",
             "inputSchema": object_schema(run_properties(), &["source"]),
-            "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
+            "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
         }),
         json!({
             "name": "outcome",
             "title": "Show a run's outcome",
             "description": "Show a run's outcome as `wb-lsp outcome ID --json` does: `outcome` (its changesets, \
                 artifacts, links, completeness), `receipt` (its application state) and `taken` (paths a partial \
-                apply took). Read-only: it never applies anything.",
+                apply took). Read-only: it never applies anything. Only outcomes of runs whose workspaces lie beneath the \
+                server's root are shown.",
             "inputSchema": object_schema(outcome, &["id"]),
             "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
         }),
