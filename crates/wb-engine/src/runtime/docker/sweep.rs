@@ -12,10 +12,14 @@ use crate::leftovers::Identity;
 
 /// Removes (unless `dry`) the managed containers of `owner`, or without one, those whose creator has ended (and
 /// the stopped ones that name no creator, made before containers did). Returns their names. Nothing is asked
-/// of an engine that is not there: without `DOCKER_HOST` and without the default socket, there is none.
+/// of an engine that is not there: a Unix socket (`DOCKER_HOST`'s, else the default) that does not exist.
 pub fn remove_leftovers(owner: Option<Identity>, dry: bool) -> Result<Vec<String>, String> {
-    let configured = std::env::var_os("DOCKER_HOST").is_some_and(|host| !host.is_empty());
-    if !configured && !std::path::Path::new(super::SOCKET).exists() {
+    let host = std::env::var("DOCKER_HOST").ok().filter(|host| !host.is_empty());
+    let socket = match &host {
+        None => Some(super::SOCKET),
+        Some(host) => host.strip_prefix("unix://"),
+    };
+    if socket.is_some_and(|socket| !std::path::Path::new(socket).exists()) {
         return Ok(Vec::new());
     }
     let tokio = tokio::runtime::Builder::new_current_thread()
