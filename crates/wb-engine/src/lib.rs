@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod dotenv;
 mod error;
 pub mod events;
+pub mod leftovers;
 pub mod lifecycle;
 mod outcome;
 mod redact;

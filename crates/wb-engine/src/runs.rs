@@ -210,6 +210,10 @@ impl RunRecord {
 }
 
 /// Whether the process `pid` lives and is the one that started at `start` (when known).
+pub fn process_alive(pid: u32, start: Option<u64>) -> bool {
+    owner_alive(pid, start)
+}
+
 fn owner_alive(pid: u32, start: Option<u64>) -> bool {
     let Ok(raw) = i32::try_from(pid) else { return false };
     if raw <= 0 {

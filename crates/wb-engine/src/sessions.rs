@@ -122,6 +122,9 @@ pub fn wait_for_turn(home: &Path, run_id: &str, cancel: &AtomicBool, idle: Durat
 /// Keeps a session's options for `resume`: the task and the `--env` assignments left out.
 pub fn save_options(home: &Path, run_id: &str, options: &crate::Options) -> std::io::Result<()> {
     let mut kept = options.clone();
+    // Values never reach the disk; the names do, so adopting the run can ask for them again.
+    kept.env_names =
+        options.env.iter().filter_map(|entry| entry.split_once('=')).map(|(name, _)| name.to_owned()).collect();
     kept.env.clear();
     kept.task = None;
     let bytes = serde_json::to_vec_pretty(&kept).map_err(std::io::Error::other)?;

@@ -46,6 +46,9 @@ case "$task" in
     if [ -n "$CANARY_TOKEN" ]; then emit "canary=set"; else emit "canary=unset"; fi
     echo "artifact" > "$WORKBENCH_OUTPUT_DIR/result.txt"
     ;;
+  groups)
+    emit "groups=$(id -G)"
+    ;;
   fail)
     echo "the fake runner failed on purpose" >&2
     exit 3
@@ -601,6 +604,42 @@ fn host_engine_access_is_refused_without_the_flag() {
     // The dry run still shows the translation, with the problem listed.
     let report = wb_engine::dry_run(&OsFileSystem, &granted, catalog()).unwrap();
     assert_eq!(report.problems, ["Required CLI tool is unavailable: docker"]);
+}
+
+/// Host engine mode as a user who reaches the engine through the socket's group (`docker`): the container runs as
+/// the user's uid:gid and gets that group too (issue 40: before, no supplementary group, so host engine mode could
+/// not work for such a user).
+#[test]
+fn host_engine_containers_get_the_sockets_group() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Some(_engine) = engine() else { return };
+    let socket = std::env::var("DOCKER_HOST").ok().and_then(|h| h.strip_prefix("unix://").map(str::to_owned));
+    let socket = socket.unwrap_or_else(|| "/var/run/docker.sock".to_owned());
+    let gid = std::fs::metadata(&socket).unwrap().gid();
+    if gid == nix::unistd::getgid().as_raw() {
+        eprintln!("skipped: the engine's socket has the user's own primary group, nothing to add");
+        return;
+    }
+    let world = World::new();
+    let dir = docker_package(&world, "dk-groups", "");
+    let manifest = std::fs::read_to_string(dir.join("workbench.yml")).unwrap();
+    std::fs::write(dir.join("workbench.yml"), format!("{manifest}    docker:\n      engine:\n        mode: host\n"))
+        .unwrap();
+    // A docker CLI for preflight: it answers.
+    let docker = dir.join("image/rootfs/usr/local/bin/docker");
+    std::fs::write(&docker, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut options = options(&world, "dk-groups", "groups");
+    options.allow_host_docker = true;
+    let (result, events, _) = run_collect(&options, None);
+    assert_eq!(result.ending, Ending::Completed, "{events:#?}");
+    let groups = events
+        .iter()
+        .filter_map(|e| e["data"]["text"].as_str())
+        .find_map(|text| text.strip_prefix("groups="))
+        .unwrap_or_else(|| panic!("{events:#?}"))
+        .to_owned();
+    assert!(groups.split_whitespace().any(|g| g == gid.to_string()), "groups {groups} lack the socket's {gid}");
 }
 
 /// A session on docker: each turn runs in a container of its own, and the next one finds OpenCode's data (kept

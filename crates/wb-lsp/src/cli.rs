@@ -78,6 +78,9 @@ pub enum Command {
     /// A run's supervisor (started by `run` and the language server; reads its request on stdin).
     #[command(name = "supervise-run", hide = true)]
     SuperviseRun,
+    /// A supervisor's watchdog: stops what its supervisor leaves running should it die (reads on stdin).
+    #[command(name = "supervise-watch", hide = true)]
+    SuperviseWatch,
 }
 
 /// `run` takes what dry-run and smoke take, and its limits.
@@ -185,6 +188,12 @@ pub struct AttachArgs {
     /// Print each event as a JSON line (as `run --json`).
     #[arg(long)]
     pub json: bool,
+    /// Adopting a lost remote run started with `--env`: the same NAME=value again (its value was never kept).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Adopting a lost remote run: read variables from a dotenv file too (repeatable).
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

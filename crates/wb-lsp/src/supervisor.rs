@@ -7,7 +7,9 @@
 //! `failed` (the run never started: a bad package, missing credentials, a cancelled preparation). From then
 //! on the supervisor writes only its run's log, record and, at the end, its result
 //! (`wb_engine::runs`), and whoever wants the run follows those: the caller that started it, `attach`,
-//! `wait`, the editor. SIGINT to the supervisor cancels the run (`kill`, or the caller's Ctrl-C forwarded).
+//! `wait`, the editor. SIGINT, SIGTERM and SIGHUP to the supervisor cancel the run (`kill`, the caller's Ctrl-C
+//! forwarded, a shutdown, a hang-up), and the run's `run.cancelled` names the signal. Should the supervisor die
+//! without its cleanup, its [`watchdog`] stops what it left running.
 //!
 //! Environment values never travel in a request: the supervisor inherits its caller's environment.
 
@@ -15,8 +17,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -25,6 +27,8 @@ use serde_json::Value;
 use wb_engine::runs::{self, LogReader, RunState};
 use wb_engine::{EngineError, Options};
 use wb_manifest::{ModelCatalog, OsFileSystem};
+
+pub mod watchdog;
 
 /// The hidden subcommand that runs a supervisor.
 pub const SUBCOMMAND: &str = "supervise-run";
@@ -125,7 +129,7 @@ pub fn spawn(request: &Options) -> anyhow::Result<Starting> {
 
 /// This program, to start as the supervisor. A binary replaced while this process runs (an upgrade, a
 /// rebuild) has left its path: `/proc/self/exe` still runs the very binary this process is.
-fn program() -> anyhow::Result<PathBuf> {
+pub(crate) fn program() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find this program to start the run's supervisor")?;
     if exe.is_file() {
         return Ok(exe);
@@ -148,6 +152,8 @@ pub fn interrupt(pid: u32) -> std::io::Result<()> {
 /// The supervisor: reads its request, runs it to the end, keeps the result beside the log. The exit code is
 /// the run's (as `wait` gives it); nobody may be reading it.
 pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
+    // Before any other thread exists, so that every thread of this process has them blocked.
+    let signals = block_cancel_signals();
     let mut body = Vec::new();
     let request = std::io::stdin()
         .take(REQUEST_LIMIT)
@@ -166,17 +172,22 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
         }
     };
     let cancel = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&cancel);
-    let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    let reason: Arc<Mutex<Option<String>>> = Arc::default();
+    cancel_on_signals(signals, &cancel, &reason);
     let progress =
         wb_engine::lifecycle::Progress(Arc::new(|message: &str| say(&Control::Progress(message.to_owned()))));
     let mut options = options(request, progress, &cancel);
+    options.cancel_reason = Some(reason);
+    if let Some(home) = options.home.clone().or_else(|| wb_outcomes::try_default_home().ok()) {
+        watchdog::start(home);
+    }
     // An adopted run emits nothing for what its log holds: it is started once its log carries on here.
     let adopted = Arc::new(AtomicBool::new(false));
     if options.adopt.is_some() {
         let told = Arc::clone(&adopted);
         options.on_adopted = Some(wb_engine::lifecycle::Progress(Arc::new(move |run_id: &str| {
             told.store(true, Ordering::SeqCst);
+            watchdog::run_started(run_id);
             say(&Control::Started { run_id: run_id.to_owned() });
         })));
     }
@@ -184,6 +195,7 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     let mut emit = |event: &wb_engine::events::Event| {
         if !started && !adopted.load(Ordering::SeqCst) {
             started = true;
+            watchdog::run_started(&event.run_id);
             say(&Control::Started { run_id: event.run_id.clone() });
         }
     };
@@ -202,6 +214,36 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
         let _ = wb_engine::runs::write_result(&home, &result);
     }
     ExitCode::from(crate::commands::run_exit_code(&result))
+}
+
+/// The signals that cancel a run, blocked in this thread (and so in every thread it starts): a thread takes them
+/// with `sigwait` ([`cancel_on_signals`]). Processes this one starts get an empty mask (the standard library
+/// resets it). `None` when they could not be blocked (then they end the process, as before a handler).
+fn block_cancel_signals() -> Option<nix::sys::signal::SigSet> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    set.thread_block().ok().map(|()| set)
+}
+
+/// Cancels the run on each signal of `signals`, the first one named as the reason (`Cancelled by SIGTERM`).
+fn cancel_on_signals(
+    signals: Option<nix::sys::signal::SigSet>,
+    cancel: &Arc<AtomicBool>,
+    reason: &Arc<Mutex<Option<String>>>,
+) {
+    let Some(signals) = signals else { return };
+    let (cancel, reason) = (Arc::clone(cancel), Arc::clone(reason));
+    std::thread::spawn(move || {
+        while let Ok(signal) = signals.wait() {
+            if let Ok(mut reason) = reason.lock() {
+                reason.get_or_insert_with(|| format!("Cancelled by {}", signal.as_str()));
+            }
+            cancel.store(true, Ordering::SeqCst);
+        }
+    });
 }
 
 /// Writes one control line to the caller (stdout, one locked write). The caller may be gone (detached,

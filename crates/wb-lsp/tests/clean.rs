@@ -58,6 +58,9 @@ fn clean(home: &Path, args: &[&str]) -> (i32, String, String) {
         .env_clear()
         .env("HOME", home)
         .env("WORKBENCH_HOME", home)
+        // What dead processes left (containers, stage directories) is looked for in this test's own places.
+        .env("TMPDIR", home)
+        .env("DOCKER_HOST", format!("unix://{}/no-engine.sock", home.display()))
         .output()
         .unwrap();
     let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
@@ -139,6 +142,9 @@ fn json_output_has_one_shape_for_the_preview_and_the_removal() {
             "sandboxes": [],
             // No sandbox is kept for a recovery.
             "recoveries": [],
+            // No process left a container or a stage directory.
+            "containers": [],
+            "stage_directories": [],
         })
     );
     assert_eq!(run_bytes, 7);

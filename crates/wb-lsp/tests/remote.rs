@@ -94,6 +94,14 @@ case "$task" in
     while [ ! -e /tmp/go2 ]; do sleep 0.1; done
     emit "four"
     ;;
+  adopt-env)
+    # A run started with --env, adopted: the value it prints is the one given again, and redacted.
+    emit "one"
+    emit "two"
+    while [ ! -e /tmp/go ]; do sleep 0.1; done
+    emit "key=$OPENAI_API_KEY"
+    emit "end"
+    ;;
   session-*)
     # A session's turn: what the last turn left in OpenCode's data, the outbox as the turn found it, the arguments.
     mkdir -p "$XDG_DATA_HOME/opencode"
@@ -1398,6 +1406,56 @@ fn adopted_after_the_supervisor_dies(kind: Kind, ended_while_lost: bool) {
     assert_eq!(outcome["outcome"]["artifacts"][0]["path"], "result.txt");
     wait_for("the sandbox's destroy", || setup.service.live().is_empty());
     assert_eq!(run_state(&setup, &run_id), if unknown_end { "failed" } else { "completed" });
+}
+
+/// A run started with `--env`, adopted (issue 40): the value was never kept, so `attach` without it refuses and
+/// names the variable (before: it adopted with whatever the environment held, and printed the value unredacted);
+/// with it again, the run is adopted and the value redacted from everything logged.
+#[test]
+fn e2b_adopting_a_run_started_with_env_asks_for_it_again_and_redacts_it() {
+    const FLAG_KEY: &str = "sk-given-with-env-flag-5e1f";
+    let setup = setup(Kind::E2b);
+    let work = setup.world.work.display().to_string();
+    let assignment = format!("OPENAI_API_KEY={FLAG_KEY}");
+    let mut args: Vec<&str> =
+        setup.args("run", Some("adopt-env"), &work).into_iter().filter(|a| *a != "--json").collect();
+    args.extend(["--detach", "--env", &assignment]);
+    let output = setup.wb(&args);
+    assert_eq!(output.code, 0, "{output:?}");
+    let run_id = output.stdout.trim().to_owned();
+    wait_for("the first line", || texts(&logged(&setup, &run_id)).contains(&"one".to_owned()));
+    let saved = std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/options.json")));
+    assert!(!saved.unwrap_or_default().contains(FLAG_KEY), "the value is never written");
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/run.json"))).unwrap(),
+    )
+    .unwrap();
+    let supervisor = i32::try_from(record["pid"].as_u64().unwrap()).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(supervisor), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_for("the supervisor's end", || run_state(&setup, &run_id) == "lost");
+    let live = setup.service.live();
+
+    let refused = setup.wb(&["attach", &run_id]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("--env OPENAI_API_KEY=..."), "{refused:?}");
+    assert_eq!(run_state(&setup, &run_id), "lost", "a refused adoption leaves the run to adopt again");
+
+    let mut attach = setup.command();
+    attach.args(["attach", "--json", &run_id, "--env", &assignment]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = attach.spawn().unwrap();
+    wait_for("the adoption", || run_state(&setup, &run_id) == "running");
+    std::fs::write(setup.service.root(&live[0]).join("tmp/go"), "").unwrap();
+    let code = wait_exit(&mut child);
+    let mut printed = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut printed).unwrap();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut printed).unwrap();
+    assert_eq!(code, 0, "{printed}");
+    let events = logged(&setup, &run_id);
+    // Text that could begin a bound value may come out in more than one piece: their concatenation counts.
+    assert!(texts(&events).concat().contains("key=[redacted]"), "{events:#?}");
+    let log = std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/events.ndjson")));
+    assert!(!log.unwrap().contains(FLAG_KEY), "the value is redacted from the log");
+    assert!(!printed.contains(FLAG_KEY), "{printed}");
 }
 
 /// What `runs --all` says of run `run_id`.

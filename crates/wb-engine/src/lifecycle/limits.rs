@@ -19,7 +19,7 @@ pub(super) struct Limits {
 
 impl Limits {
     pub(super) fn start(options: &Options, cancel: Arc<AtomicBool>) -> Limits {
-        let reason: Arc<Mutex<Option<String>>> = Arc::default();
+        let reason: Arc<Mutex<Option<String>>> = options.cancel_reason.clone().unwrap_or_default();
         let timer = options.max_duration.map(|limit| {
             let (done, ended) = mpsc::channel::<()>();
             let (cancel, reason) = (Arc::clone(&cancel), Arc::clone(&reason));

@@ -26,6 +26,7 @@ pub use dry_run::{DryRun, dry_run};
 pub use prepare::Prepared;
 pub use run::{Ending, RunResult, run};
 pub use smoke::{Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool, smoke};
+pub use stage::stage_leftovers;
 
 use crate::bindings::{BoundWorkspace, is_credential_name};
 use crate::error::{EngineError, Result};
@@ -54,6 +55,10 @@ pub struct Options {
     pub runtime: Option<String>,
     pub workspaces: Vec<String>,
     pub env: Vec<String>,
+    /// The names (never the values) of a run's `--env` assignments, as kept for its adoption
+    /// ([`crate::sessions::save_options`]): adopting the run needs each given again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_names: Vec<String>,
     pub env_files: Vec<PathBuf>,
     pub allow_host_docker: bool,
     pub allow_unchecked_gpu: bool,
@@ -73,6 +78,10 @@ pub struct Options {
     /// a sandbox being created or a stalled upload stops at its next step. [`run`] sets it from its own flag.
     #[serde(skip)]
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Why `cancel` was set, when its setter knows (the supervisor: the signal it got): a run's `run.cancelled`
+    /// gives it as its message. The first reason set wins (a limit crossed sets its own).
+    #[serde(skip)]
+    pub cancel_reason: Option<std::sync::Arc<std::sync::Mutex<Option<String>>>>,
     /// Run only: stop the run cleanly (as a cancel: partial outcome, `run.cancelled` naming the limit) once the
     /// costs its runner reports add up to more than this many USD.
     pub max_cost_usd: Option<f64>,

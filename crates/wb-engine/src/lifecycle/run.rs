@@ -107,6 +107,9 @@ pub fn run(
     if options.adopt.is_some() && options.session.is_some() {
         return Err(EngineError::message("A session cannot be adopted: resume it instead"));
     }
+    if let Some(id) = &options.adopt {
+        require_env_again(id, options)?;
+    }
     let started = Instant::now();
     let mut options = options.clone();
     options.cancel = Some(Arc::clone(&cancel));
@@ -193,6 +196,23 @@ pub fn run(
     })
 }
 
+/// An adopted run started with `--env` needs each of those variables given again: their values were never kept
+/// (they are bound, and redacted, from what this adoption is given).
+fn require_env_again(id: &str, options: &Options) -> Result<()> {
+    let given: Vec<&str> = options.env.iter().filter_map(|entry| entry.split_once('=')).map(|(name, _)| name).collect();
+    let missing: Vec<&str> =
+        options.env_names.iter().map(String::as_str).filter(|name| !given.contains(name)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let flags: Vec<String> = missing.iter().map(|name| format!("--env {name}=...")).collect();
+    Err(EngineError::message(format!(
+        "Cannot adopt run {id}: it was started with --env {}, whose value is never kept; give it again: wb-lsp attach {id} {}",
+        missing.join(", --env "),
+        flags.join(" ")
+    )))
+}
+
 /// The record a run's log starts with.
 fn record(prepared: &Prepared, options: &Options) -> RunRecord {
     let pid = std::process::id();
@@ -266,7 +286,10 @@ fn execute(
             let launched = match prepared.adopted.take() {
                 Some(adopted) => adopted,
                 None => match prepared.runtime.launch(&prepared.translation) {
-                    Ok(launched) => launched,
+                    Ok(launched) => {
+                        crate::leftovers::note_runner(&options.workbench_home(), &prepared.run_id, &launched);
+                        launched
+                    }
                     Err(error) => return fail(events, error.to_string()),
                 },
             };

@@ -66,7 +66,10 @@ pub(super) fn turns(
             }
         }
         let launched = match prepared.runtime.launch(&prepared.translation) {
-            Ok(launched) => launched,
+            Ok(launched) => {
+                crate::leftovers::note_runner(&home, &prepared.run_id, &launched);
+                launched
+            }
             Err(error) => return session_failed(events, error.to_string(), final_text),
         };
         let started = Instant::now();

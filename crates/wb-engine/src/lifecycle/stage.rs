@@ -37,13 +37,68 @@ impl Stage {
                 builder.create(&dir).map_err(failed)?;
                 Ok(Stage::Kept(dir))
             }
-            _ => tempfile::Builder::new()
-                .prefix("wb-lsp-stage-")
-                .tempdir()
-                .map(Stage::Temporary)
-                .map_err(|e| EngineError::io("cannot create the staging directory", e)),
+            _ => {
+                // 0700: it holds the runner's configuration and, during the run, its transcripts. Its name says
+                // which process made it, so a process that died leaves a directory `clean` can tell is left over.
+                let mut builder = tempfile::Builder::new();
+                let prefix = format!("{STAGE_PREFIX}{}-", owner_tag(std::process::id()));
+                builder.prefix(&prefix);
+                #[cfg(unix)]
+                builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+                builder
+                    .tempdir()
+                    .map(Stage::Temporary)
+                    .map_err(|e| EngineError::io("cannot create the staging directory", e))
+            }
         }
     }
+}
+
+/// How a temporary stage directory's name begins: then `<pid>-<start>-` of the process that made it.
+const STAGE_PREFIX: &str = "wb-lsp-stage-";
+
+/// `<pid>-<start>` of process `pid` (`x` for a start time that cannot be read).
+fn owner_tag(pid: u32) -> String {
+    let start = crate::runs::process_start(pid).map_or_else(|| "x".to_owned(), |start| start.to_string());
+    format!("{pid}-{start}")
+}
+
+/// The temporary stage directories left by processes that ended (or, with `owner`, made by that process: its
+/// pid and start time), removed unless `dry`. Only this user's directories, never through a link.
+pub fn stage_leftovers(owner: Option<(u32, Option<u64>)>, dry: bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(STAGE_PREFIX)) else { continue };
+        let mut parts = rest.splitn(3, '-');
+        let (Some(pid), Some(start)) = (parts.next().and_then(|p| p.parse::<u32>().ok()), parts.next()) else {
+            continue;
+        };
+        let start = start.parse::<u64>().ok();
+        let left = match owner {
+            Some(owner) => owner == (pid, start),
+            // Without a start time the process cannot be told from one that took its pid: kept while it lives.
+            None => !crate::runs::process_alive(pid, start),
+        };
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        #[cfg(unix)]
+        let mine = std::os::unix::fs::MetadataExt::uid(&meta) == nix::unistd::getuid().as_raw();
+        #[cfg(not(unix))]
+        let mine = true;
+        if !left || !meta.is_dir() || !mine {
+            continue;
+        }
+        if !dry {
+            make_writable(&path);
+            if std::fs::remove_dir_all(&path).is_err() {
+                continue;
+            }
+        }
+        found.push(path);
+    }
+    found
 }
 
 /// The directory `--stage-dir` names, relative to the run's working directory.

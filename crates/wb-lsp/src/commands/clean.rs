@@ -1,5 +1,7 @@
 //! `wb-lsp clean`: previews (or with `--apply` removes) the old runs, outcomes and unreferenced content of
-//! WORKBENCH_HOME, as the reference's `wb clean` does; an outcome with an interrupted application is kept.
+//! WORKBENCH_HOME, as the reference's `wb clean` does; an outcome with an interrupted application is kept. Also
+//! what processes that died left behind, whatever its age: the Docker containers they created and their stage
+//! directories (`wb_engine::leftovers`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -46,6 +48,12 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     for problem in &orphans.problems {
         eprintln!("warning: cannot look for sandboxes left by old runs: {}", printable(problem));
     }
+    // Containers and stage directories whose creator has ended (a supervisor killed before its cleanup).
+    let containers = wb_engine::runtime::docker::remove_leftovers(None, !args.apply).unwrap_or_else(|problem| {
+        eprintln!("warning: cannot look for containers left by old runs: {}", printable(&problem));
+        Vec::new()
+    });
+    let stages = wb_engine::lifecycle::stage_leftovers(None, !args.apply);
     for problem in &unreadable {
         eprintln!("warning: a recovery checkpoint cannot be read (kept): {}", printable(problem));
     }
@@ -57,6 +65,8 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
             object.insert("bytes".into(), json!(cleaning.bytes()));
             object.insert("sandboxes".into(), serde_json::to_value(&orphans.sandboxes)?);
             object.insert("recoveries".into(), serde_json::to_value(&checkpoints)?);
+            object.insert("containers".into(), json!(containers));
+            object.insert("stage_directories".into(), json!(stages));
         }
         format!("{value}\n")
     } else {
@@ -69,6 +79,16 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
                 printable(&orphan.sandbox),
                 orphan.run_id,
                 orphan.run_state
+            ));
+        }
+        let verb = if args.apply { "Removed" } else { "Would remove" };
+        for container in &containers {
+            text.push_str(&format!("{verb} container {} (the process that made it has ended)\n", printable(container)));
+        }
+        for stage in &stages {
+            text.push_str(&format!(
+                "{verb} stage directory {} (the process that made it has ended)\n",
+                printable(&stage.display().to_string())
             ));
         }
         for checkpoint in &checkpoints {

@@ -55,6 +55,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Status(args)) => runs::status(&args),
         Some(Command::Mcp(args)) => mcp::run(&args, catalog),
         Some(Command::SuperviseRun) => Ok(crate::supervisor::supervise(catalog)),
+        Some(Command::SuperviseWatch) => Ok(crate::supervisor::watchdog::watch()),
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;

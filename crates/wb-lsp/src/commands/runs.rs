@@ -1,7 +1,8 @@
 //! The runs under `$WORKBENCH_HOME/runs`: `runs` (alias `ps`) lists them, `attach` replays a run's event log
 //! then follows it, `wait` waits for its end, `kill` cancels it, `status` says what the active ones are doing
 //! and what they cost. Everything here reads the log and the record the run's own process writes
-//! (`wb_engine::runs`); nothing but `kill` acts on a run.
+//! (`wb_engine::runs`); nothing but `kill` acts on a run (and `attach`, adopting a lost remote run). `kill` of a
+//! lost run stops what its dead supervisor left (`wb_engine::leftovers`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -102,7 +103,7 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     // A remote run whose supervisor died is taken over by a new one: its sandbox and runner live on.
     if record.state() == RunState::Lost
         && adoptable(&home, &record)
-        && let Some(code) = adopt(&home, &record)?
+        && let Some(code) = adopt(&home, &record, args)?
     {
         return Ok(code);
     }
@@ -124,9 +125,12 @@ fn adoptable(home: &std::path::Path, record: &RunRecord) -> bool {
 }
 
 /// Starts a supervisor that adopts the lost run `record`; `Some(exit code)` when it could not.
-fn adopt(home: &std::path::Path, record: &RunRecord) -> anyhow::Result<Option<ExitCode>> {
+/// A run started with `--env` needs those given again (`attach --env`): their values were never kept.
+fn adopt(home: &std::path::Path, record: &RunRecord, args: &AttachArgs) -> anyhow::Result<Option<ExitCode>> {
     let mut options = wb_engine::sessions::load_options(home, &record.run_id)
         .with_context(|| format!("cannot read what run {} was started with", record.run_id))?;
+    options.env.clone_from(&args.env);
+    options.env_files.extend(args.env_files.iter().cloned());
     options.adopt = Some(record.run_id.clone());
     options.home = Some(home.to_path_buf());
     eprintln!("Run {} lost its supervisor: adopting it", record.run_id);
@@ -184,8 +188,20 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
     let home = supervisor::home()?;
     let record = resolve(&home, &args.run.run)?;
     let state = record.state();
+    if state == RunState::Lost {
+        return Ok(stop_leftovers(&home, &record));
+    }
     if !state.is_live() {
         eprintln!("error: run {} is not running ({})", record.run_id, state.as_str());
+        return Ok(ExitCode::from(1));
+    }
+    // Without its start time the process cannot be told from another that took its pid since: not signalled.
+    if record.pid_start.is_none() {
+        eprintln!(
+            "error: run {} names process {} without its start time: cannot tell it from a process that took its \
+             pid, so it is not signalled",
+            record.run_id, record.pid
+        );
         return Ok(ExitCode::from(1));
     }
     if !record.interrupt_cancels {
@@ -209,6 +225,34 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("error: run {} was asked to stop and is still running after {}s", record.run_id, KILL_WAIT.as_secs());
     Ok(ExitCode::from(1))
+}
+
+/// `kill` of a lost run: its supervisor died; whatever it left running is stopped (its runner's process group,
+/// its containers, its stage directory). Exit 0 once nothing of it runs, 1 when something could not be stopped.
+fn stop_leftovers(home: &std::path::Path, record: &RunRecord) -> ExitCode {
+    let owner = wb_engine::leftovers::Identity { pid: record.pid, start: record.pid_start };
+    let swept = wb_engine::leftovers::sweep_run(home, Some(&record.run_id), owner, Some(&record.runtime));
+    let id = &record.run_id;
+    if swept.is_empty() {
+        eprintln!("run {id} is lost (its supervisor died): nothing of it was left running");
+    }
+    if !swept.processes.is_empty() {
+        let pids: Vec<String> = swept.processes.iter().map(u32::to_string).collect();
+        eprintln!("run {id} is lost (its supervisor died): stopped its runner (processes {})", pids.join(", "));
+    }
+    for container in &swept.containers {
+        eprintln!("run {id} is lost (its supervisor died): removed its container {}", printable(container));
+    }
+    for stage in &swept.stages {
+        eprintln!(
+            "run {id} is lost (its supervisor died): removed its stage directory {}",
+            printable(&stage.display().to_string())
+        );
+    }
+    for problem in &swept.problems {
+        eprintln!("warning: {}", printable(problem));
+    }
+    if swept.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {

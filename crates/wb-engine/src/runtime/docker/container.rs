@@ -62,8 +62,24 @@ impl Docker {
             init: Some(true),
             cap_drop: Some(vec!["ALL".to_owned()]),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            // The runner runs as the user's uid:gid, without the user's supplementary groups: in host engine mode
+            // it gets the socket's group, so a user who reaches the engine through the `docker` group can here too.
+            group_add: self.socket_group().map(|gid| vec![gid.to_string()]),
             ..Default::default()
         }
+    }
+
+    /// The group of the host engine's socket, in host engine mode, when it is one of the user's own groups
+    /// other than the primary one (root reaches every socket): never a group the user is not in.
+    fn socket_group(&self) -> Option<u32> {
+        use std::os::unix::fs::MetadataExt;
+        if !self.host_engine {
+            return None;
+        }
+        let gid = std::fs::metadata(self.host_socket().ok()?).ok()?.gid();
+        let member = nix::unistd::getuid().is_root()
+            || nix::unistd::getgroups().is_ok_and(|groups| groups.iter().any(|group| group.as_raw() == gid));
+        (gid != nix::unistd::getgid().as_raw() && member).then_some(gid)
     }
 
     pub(super) fn image_id(&self) -> Result<String> {

@@ -21,6 +21,7 @@ mod context;
 mod git_guard;
 mod image;
 mod preflight;
+mod sweep;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ use wb_manifest::Image;
 
 pub use context::{ContextArchive, context_archive};
 pub use image::ImageInfo;
+pub use sweep::remove_leftovers;
 
 use super::{Launched, Mount, Placement, Preflight, PreflightRequest, Preparation, Runtime, Setup};
 use crate::adapters::Translation;
@@ -41,6 +43,9 @@ use preflight::Scratch;
 pub const LABEL: &str = "dev.wb-lsp.managed";
 /// The label naming the runtime instance (one run) a container belongs to.
 pub const INSTANCE_LABEL: &str = "dev.wb-lsp.instance";
+/// The label naming the process that created a container (`<pid>:<start>`, [`crate::leftovers::Identity`]): a
+/// container whose creator has ended is left over ([`remove_leftovers`]).
+pub const OWNER_LABEL: &str = "dev.wb-lsp.owner";
 /// Where the host engine's socket appears inside the container (host engine mode).
 pub const SOCKET: &str = "/var/run/docker.sock";
 
@@ -117,7 +122,12 @@ impl Docker {
     }
 
     pub(super) fn labels(&self) -> HashMap<String, String> {
-        HashMap::from([(LABEL.to_owned(), "1".to_owned()), (INSTANCE_LABEL.to_owned(), self.instance.clone())])
+        let owner = crate::leftovers::Identity::of(std::process::id()).label();
+        HashMap::from([
+            (LABEL.to_owned(), "1".to_owned()),
+            (INSTANCE_LABEL.to_owned(), self.instance.clone()),
+            (OWNER_LABEL.to_owned(), owner),
+        ])
     }
 
     pub(super) fn user() -> String {

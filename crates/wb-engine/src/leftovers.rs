@@ -1,0 +1,151 @@
+//! What a run leaves running when its owner (its supervisor) dies, and stopping it: the runner's process group
+//! (local), the Docker containers the owner created, the owner's temporary stage directories.
+//!
+//! Each is found by the identity of the process that made it, its pid and its start time (never a pid alone: it
+//! may have been reused): a local runner's in `runs/<id>/runner.json` ([`note_runner`]), a container's in its
+//! [`crate::runtime::docker::OWNER_LABEL`], a stage directory's in its name. The supervisor's watchdog sweeps
+//! them when the supervisor dies; `kill` of a lost run and `clean` find them the same way.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::runs::{process_alive, process_start, run_dir};
+use crate::runtime::{Handle, Launched};
+
+/// The file in a run's directory naming its local runner.
+const RUNNER_FILE: &str = "runner.json";
+
+/// A process as it is told apart from any later one with its pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub pid: u32,
+    /// Its start time as the kernel counts it; `None` off Linux, where nothing of it is ever signalled.
+    pub start: Option<u64>,
+}
+
+impl Identity {
+    pub fn of(pid: u32) -> Identity {
+        Identity { pid, start: process_start(pid) }
+    }
+
+    /// `<pid>:<start>`, the value of a container's owner label (`<pid>:` without a start time).
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.pid, self.start.map(|s| s.to_string()).unwrap_or_default())
+    }
+
+    pub fn from_label(label: &str) -> Option<Identity> {
+        let (pid, start) = label.split_once(':')?;
+        Some(Identity { pid: pid.parse().ok()?, start: start.parse().ok() })
+    }
+
+    /// Whether this very process still lives (one without a start time counts as living while its pid does).
+    pub fn alive(&self) -> bool {
+        process_alive(self.pid, self.start)
+    }
+}
+
+/// Notes the local runner a run launched (its process group's leader), for whoever stops what a dead supervisor
+/// left: nothing for a container or a sandbox. A failure is not the run's: the runner is then not found later.
+pub(crate) fn note_runner(home: &Path, run_id: &str, launched: &Launched) {
+    let Handle::Child(child) = &launched.handle else { return };
+    let Ok(bytes) = serde_json::to_vec(&Identity::of(child.id())) else { return };
+    let _ = wb_outcomes::write_atomic(
+        &run_dir(home, run_id).join(RUNNER_FILE),
+        &bytes,
+        wb_outcomes::FileMode::Exactly(0o600),
+    );
+}
+
+/// What was stopped or removed of a run (or, for `clean`, of every run whose owner is gone).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Swept {
+    /// Processes of the runner's group that were still running (killed).
+    pub processes: Vec<u32>,
+    /// Containers removed (names, or ids).
+    pub containers: Vec<String>,
+    /// Stage directories removed.
+    pub stages: Vec<PathBuf>,
+    /// What could not be looked at or stopped.
+    pub problems: Vec<String>,
+}
+
+impl Swept {
+    pub fn is_empty(&self) -> bool {
+        self.processes.is_empty() && self.containers.is_empty() && self.stages.is_empty()
+    }
+}
+
+/// Stops what is left of run `run_id` (when known) whose owner was `owner`: its runner's process group, the
+/// containers `owner` created, `owner`'s stage directories. Call it only once `owner` has ended.
+pub fn sweep_run(home: &Path, run_id: Option<&str>, owner: Identity, runtime: Option<&str>) -> Swept {
+    let mut swept = Swept::default();
+    if let Some(run_id) = run_id {
+        match stop_runner_group(home, run_id) {
+            Ok(processes) => swept.processes = processes,
+            Err(problem) => swept.problems.push(problem),
+        }
+    }
+    if owner.start.is_none() {
+        swept.problems.push(format!("process {} has no recorded start time: what it made is not touched", owner.pid));
+        return swept;
+    }
+    if runtime.is_none_or(|runtime| runtime == "docker") {
+        match crate::runtime::docker::remove_leftovers(Some(owner), false) {
+            Ok(containers) => swept.containers = containers,
+            Err(problem) => swept.problems.push(problem),
+        }
+    }
+    swept.stages = crate::lifecycle::stage_leftovers(Some((owner.pid, owner.start)), false);
+    swept
+}
+
+/// Kills what is left of run `run_id`'s local runner: every process of its group. The group is the runner's
+/// while its leader is the recorded process, or, once the leader is gone, while any process is in it (Linux
+/// never gives a pid to a new process while a group still bears it), and only processes started no earlier than
+/// the runner count. Off Linux (no start time recorded) nothing is signalled.
+fn stop_runner_group(home: &Path, run_id: &str) -> Result<Vec<u32>, String> {
+    let path = run_dir(home, run_id).join(RUNNER_FILE);
+    let runner: Identity = match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{} is unreadable: {e}", path.display()))?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    let Some(since) = runner.start else {
+        return Err(format!(
+            "the runner of run {run_id} (pid {}) has no recorded start time: it is not signalled",
+            runner.pid
+        ));
+    };
+    // Its pid taken by another process: the runner's group ended before that could be.
+    if process_start(runner.pid).is_some_and(|start| start != since) {
+        return Ok(Vec::new());
+    }
+    let members = group_members(runner.pid, since);
+    if members.is_empty() {
+        return Ok(Vec::new());
+    }
+    let group = i32::try_from(runner.pid).map_err(|_| format!("{} is not a process id", runner.pid))?;
+    match nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(members),
+        Err(error) => Err(format!("cannot stop the runner of run {run_id} (process group {group}): {error}")),
+    }
+}
+
+/// The living processes of process group `group` that started no earlier than `since` (`/proc`).
+fn group_members(group: u32, since: u64) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()))
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+            let Some(after) = stat.rfind(')').and_then(|end| stat.get(end + 1..)) else { return false };
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            let state = fields.first().copied().unwrap_or("Z");
+            let pgrp = fields.get(2).and_then(|f| f.parse::<u32>().ok());
+            let start = fields.get(19).and_then(|f| f.parse::<u64>().ok());
+            !matches!(state, "Z" | "X") && pgrp == Some(group) && start.is_some_and(|start| start >= since)
+        })
+        .collect()
+}
