@@ -389,3 +389,63 @@ fn spend_and_time_limits_stop_a_run_cleanly() {
         assert_eq!(output.code, 2, "{bad:?}: {output:?}");
     }
 }
+
+/// Hostile runs round 3: `--max-cost` could not stop a Claude Code run before it ended (its stream gives a cost
+/// only in the final `result`), and a run whose final cost crossed the cap was reported cancelled though it had
+/// completed. Each message's usage is now priced from the catalog as it streams (Claude Sonnet 4.5 here), and
+/// a cap crossed by the final result leaves the run completed.
+#[test]
+fn claude_code_runs_are_held_to_max_cost_as_their_usage_streams() {
+    let world = support::claude_world();
+    let docs = format!("docs={}", world.root.join("docs").display());
+    let work = world.work.display().to_string();
+    let message = |id: &str, input: u64, output: u64| {
+        json!({"type": "assistant", "message": {"id": id, "role": "assistant",
+            "content": [{"type": "text", "text": format!("step {id}")}],
+            "usage": {"input_tokens": input, "output_tokens": output,
+                      "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}})
+    };
+    let result = |cost: f64| {
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "done", "total_cost_usd": cost,
+            "usage": {"input_tokens": 200_000, "output_tokens": 20_000}})
+    };
+    let run = |name: &str, lines: &[Value], cap: &str| {
+        let path = world.root.join(format!("{name}.jsonl"));
+        std::fs::write(&path, lines.iter().map(|line| format!("{line}\n")).collect::<String>()).unwrap();
+        let mut command = world.command(BIN);
+        command
+            .args(["run", ".workbenches/cc-demo", "--dir", &work, "--workspace", &docs, "--task", TASK, "--json"])
+            .args(["--max-cost", cap])
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-value")
+            .env("TRACKER_TOKEN", "tracker-test-value")
+            .env("FAKE_RUNNER_SCRIPT", &path);
+        let output = finish(&mut command);
+        let events: Vec<Value> = output.stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+        (output.code, events)
+    };
+
+    // 100k input and 10k output tokens a message: $0.45 each at $3 and $15 per million. The second message
+    // crosses $0.50 while the runner still works (it would hang until stopped), long before any result.
+    let hang = json!({"fake": "hang"});
+    let (code, events) = run(
+        "spend",
+        &[message("m1", 100_000, 10_000), message("m1", 100_000, 10_000), message("m2", 100_000, 10_000), hang],
+        "0.50",
+    );
+    assert_eq!(code, 130, "{events:#?}");
+    let terminal = events.last().unwrap();
+    assert_eq!(terminal["type"], "run.cancelled", "{terminal}");
+    let text = terminal["data"]["message"].as_str().unwrap();
+    assert!(text.starts_with("Stopped by --max-cost 0.50 USD: "), "{text}");
+    // The repeated event of m1 was not counted twice: two messages, $0.90.
+    assert!((terminal["data"]["cost_usd"].as_f64().unwrap() - 0.9).abs() < 1e-9, "{terminal}");
+    assert!(events.iter().any(|e| e["type"] == "outcome.available" && e["data"]["completeness"] == "partial"));
+
+    // Under the cap while it streams; the result's own total crosses it at the very end: the run completed.
+    let (code, events) = run("late", &[message("m1", 1_000, 100), result(2.0)], "1");
+    assert_eq!(code, 0, "{events:#?}");
+    let terminal = events.last().unwrap();
+    assert_eq!(terminal["type"], "run.completed", "{terminal}");
+    assert!((terminal["data"]["cost_usd"].as_f64().unwrap() - 2.0).abs() < 1e-9, "the runner's total: {terminal}");
+    assert_eq!(record(&world, &run_id(&events))["status"], "completed");
+}

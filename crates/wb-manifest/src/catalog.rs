@@ -32,17 +32,48 @@ pub struct CatalogModel {
     pub name: String,
     /// Provider name to the provider-native model id.
     pub providers: BTreeMap<String, String>,
-    /// What input costs, when the catalog says (the embedded one does not: prices change; a catalog of your own
-    /// may give them, and the editor's context hints use them).
+    /// What the model costs, when the catalog says: the embedded one prices the models Claude Code runs (whose
+    /// stream reports a cost only at its end, so `--max-cost` prices its usage as it streams); a catalog of your
+    /// own may price others or correct these. The editor's context hints show the input price.
     #[serde(default)]
     pub cost: Option<ModelCost>,
 }
 
-/// A model's price.
+/// A model's price, in US dollars per million tokens.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
 pub struct ModelCost {
-    /// US dollars per million input tokens.
+    /// Per million input tokens.
     pub input: f64,
+    /// Per million output tokens.
+    #[serde(default)]
+    pub output: Option<f64>,
+    /// Per million tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    /// Per million tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+impl ModelCost {
+    /// What these token counts cost, when every kind that was used has a price (`None` otherwise: a
+    /// guess would let a spend cap pass what it should stop).
+    pub fn estimate(&self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> Option<f64> {
+        let part = |tokens: u64, price: Option<f64>| match (tokens, price) {
+            (0, _) => Some(0.0),
+            (tokens, Some(price)) if price.is_finite() && price >= 0.0 =>
+            {
+                #[allow(clippy::cast_precision_loss)]
+                Some(tokens as f64 * price / 1_000_000.0)
+            }
+            _ => None,
+        };
+        let total = part(input, Some(self.input))?
+            + part(output, self.output)?
+            + part(cache_read, self.cache_read)?
+            + part(cache_write, self.cache_write)?;
+        Some(total)
+    }
 }
 
 /// A catalog file larger than this is refused unread, as the manifest is (the embedded one is a few dozen

@@ -110,11 +110,31 @@ pub fn success_types(runner: &str) -> Vec<&'static str> {
                 "usage.updated",
             ]);
         }
-        "claude-code" => {
-            out.extend(["runner.event", "runner.event", "output.text"]);
-            out.extend(tools);
-            out.extend(["runner.event", "runner.event", "output.text", "usage.updated"]);
-        }
+        // Each assistant message's usage as it streams (priced for --max-cost), then what the result adds.
+        "claude-code" => out.extend([
+            "runner.event",
+            "runner.event",
+            "usage.updated",
+            "output.text",
+            "tool.started",
+            "tool.completed",
+            "file.changed",
+            "tool.started",
+            "usage.updated",
+            "tool.completed",
+            "file.changed",
+            "tool.started",
+            "usage.updated",
+            "tool.completed",
+            "tool.started",
+            "usage.updated",
+            "tool.completed",
+            "runner.event",
+            "runner.event",
+            "output.text",
+            "usage.updated",
+            "usage.updated",
+        ]),
         "pi" => {
             out.extend(["runner.event"; 6]);
             out.extend(["runner.event", "output.text", "output.text", "usage.updated"]);

@@ -83,7 +83,7 @@ impl Adapter for ClaudeCode {
                 "streamed_text",
                 Support::Degraded("stream-json without partial messages carries each assistant message whole"),
             ),
-            ("usage", Support::Degraded("reported once, for the whole run, by the final result message")),
+            ("usage", Support::Supported),
             (
                 "permissions",
                 Support::Unsupported("rules come from the staged settings.json; anything else is denied, never asked"),
@@ -168,6 +168,10 @@ impl Adapter for ClaudeCode {
                         None => {}
                     }
                 }
+                if let Some(usage) = event.pointer("/message/usage") {
+                    let id = event.pointer("/message/id").and_then(Value::as_str);
+                    events.extend(message_usage(state, id, usage));
+                }
                 events
             }
             "user" => {
@@ -191,15 +195,9 @@ impl Adapter for ClaudeCode {
             "result" => {
                 let mut events = Vec::new();
                 let usage = event.get("usage").cloned().unwrap_or(Value::Null);
-                let counters = [
-                    ("input_tokens", "/input_tokens"),
-                    ("output_tokens", "/output_tokens"),
-                    ("cache_read_tokens", "/cache_read_input_tokens"),
-                    ("cache_write_tokens", "/cache_creation_input_tokens"),
-                ];
                 let cost = event.get("total_cost_usd").and_then(Value::as_f64);
-                let data = super::usage_delta(&usage, &counters, cost);
-                events.push(Translated::new("usage.updated", data));
+                events.push(Translated::new("usage.updated", final_usage(state, &usage, cost)));
+                state.finished = true;
                 if let Some(result) = event.get("result").and_then(Value::as_str) {
                     state.final_text = result.to_owned();
                 }
@@ -224,6 +222,63 @@ impl Adapter for ClaudeCode {
             other => vec![Translated::native(other)],
         }
     }
+}
+
+/// Claude Code's usage fields, in the order of [`super::UsageSoFar`]'s counts.
+const USAGE_FIELDS: [(&str, &str); 4] = [
+    ("input_tokens", "input_tokens"),
+    ("output_tokens", "output_tokens"),
+    ("cache_read_tokens", "cache_read_input_tokens"),
+    ("cache_write_tokens", "cache_creation_input_tokens"),
+];
+
+fn usage_counts(usage: &Value) -> [u64; 4] {
+    USAGE_FIELDS.map(|(_, native)| usage.get(native).and_then(Value::as_u64).unwrap_or(0))
+}
+
+/// A `usage.updated` delta of these counts, with their cost when there is one.
+fn usage_event(delta: [u64; 4], cost: Option<f64>) -> Translated {
+    let mut data = json!({"kind": "delta"});
+    for ((key, _), count) in USAGE_FIELDS.iter().zip(delta) {
+        if count > 0 {
+            data[*key] = Value::from(count);
+        }
+    }
+    if let Some(cost) = cost.filter(|c| c.is_finite() && *c >= 0.0) {
+        data["cost_usd"] = Value::from(cost);
+    }
+    Translated::new("usage.updated", data)
+}
+
+/// The usage of one assistant message as it streams: what it adds since the message was last seen (Claude
+/// Code repeats a message's usage on every event of it), priced from the catalog when the route has a price,
+/// so `--max-cost` can stop a run before the runner's own total arrives at the end.
+fn message_usage(state: &mut TranslateState, id: Option<&str>, usage: &Value) -> Option<Translated> {
+    let counts = usage_counts(usage);
+    let key = id.map_or_else(|| format!("#{}", state.usage.messages.len()), str::to_owned);
+    let before = state.usage.messages.get(&key).copied().unwrap_or_default();
+    let delta: [u64; 4] = std::array::from_fn(|i| counts[i].saturating_sub(before[i]));
+    state.usage.messages.insert(key, std::array::from_fn(|i| counts[i].max(before[i])));
+    if delta.iter().all(|count| *count == 0) {
+        return None;
+    }
+    for (emitted, count) in state.usage.emitted.iter_mut().zip(delta) {
+        *emitted = emitted.saturating_add(count);
+    }
+    let cost = state.price.and_then(|price| price.estimate(delta[0], delta[1], delta[2], delta[3]));
+    if let Some(cost) = cost {
+        state.usage.cost += cost;
+    }
+    Some(usage_event(delta, cost))
+}
+
+/// The final `result`'s totals as the delta they add to what the messages carried: the run's deltas then
+/// sum to the runner's own totals and its own cost (an estimate above it is not taken back).
+fn final_usage(state: &mut TranslateState, usage: &Value, total_cost: Option<f64>) -> Value {
+    let totals = usage_counts(usage);
+    let delta: [u64; 4] = std::array::from_fn(|i| totals[i].saturating_sub(state.usage.emitted[i]));
+    let cost = total_cost.map(|total| (total - state.usage.cost).max(0.0));
+    usage_event(delta, cost).data
 }
 
 /// The permissions the run's `settings.json` grants and denies, and the turn limit.

@@ -85,6 +85,26 @@ pub struct TranslateState {
     pub new_message: bool,
     /// The runner's own id of the conversation, when its events name it (OpenCode's `sessionID`).
     pub conversation: Option<String>,
+    /// The route's price, when the catalog gives one: usage the runner reports without a cost is priced
+    /// with it as it streams, so a spend cap can act before the runner's own total arrives.
+    pub price: Option<wb_manifest::ModelCost>,
+    /// The runner reported its final result (Claude Code's `result`): the run's work is done, and a stop
+    /// after it does not make it a cancelled run.
+    pub finished: bool,
+    /// Usage reported so far by message (Claude Code repeats a message's usage on each of its events), and
+    /// the sums already emitted, so the runner's final totals are emitted as what they add.
+    pub usage: UsageSoFar,
+}
+
+/// The usage a run's deltas have carried so far.
+#[derive(Default)]
+pub struct UsageSoFar {
+    /// Each message's counts (input, output, cache read, cache write) as last reported.
+    pub messages: BTreeMap<String, [u64; 4]>,
+    /// The counts emitted so far, in the same order.
+    pub emitted: [u64; 4],
+    /// The cost emitted so far (estimates from the price).
+    pub cost: f64,
 }
 
 /// Who a runner is: its name in manifests, its executable, its npm package and the versions verified.

@@ -25,6 +25,8 @@ pub struct Prepared {
     pub workspaces: Vec<BoundWorkspace>,
     pub env: Environment,
     pub route: ModelRoute,
+    /// The route's price from the catalog, when it gives one (runner usage without a cost is priced with it).
+    pub price: Option<wb_manifest::ModelCost>,
     pub authentication: Authentication,
     pub requirements: RequirementReport,
     pub preflight: Preflight,
@@ -341,6 +343,7 @@ pub(super) fn prepare_package(
         return Err(needs_authentication(&authentication));
     }
     remove_repeated(&mut warnings);
+    let price = catalog.models.get(&route.canonical).and_then(|model| model.cost);
     Ok(Prepared {
         package,
         run_id,
@@ -348,6 +351,7 @@ pub(super) fn prepare_package(
         adapter,
         workspaces,
         env,
+        price,
         route,
         authentication,
         requirements,

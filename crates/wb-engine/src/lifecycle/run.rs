@@ -385,12 +385,17 @@ fn follow(
 ) -> (Option<Exit>, TranslateState, bool, String) {
     let lines_rx = read_lines(launched.stdout.take());
     let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
-    let mut state = TranslateState::default();
+    let mut state = TranslateState { price: prepared.price, ..TranslateState::default() };
     let mut cancelled = false;
     let mut stdout_open = true;
     // Until the runner has exited: a runner that closed its stdout may live on, and still obeys the cancel flag.
     let status = loop {
         if cancel.load(Ordering::SeqCst) {
+            // The runner already gave its final result (the cost that crossed a cap may arrive in it): the run
+            // completed. It is given a moment to exit by itself, then stopped, and its ending stays its own.
+            if state.finished {
+                break Some(finish_after_result(prepared, launched));
+            }
             prepared.runtime.cancel(launched);
             cancelled = true;
             break None;
@@ -432,6 +437,20 @@ fn follow(
     }
     let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
     (status, state, cancelled, tail)
+}
+
+/// Waits up to two seconds for a runner that reported its final result to exit; stops it if it does not. Its
+/// result is what the run did: a success, whatever stopped the process afterwards.
+fn finish_after_result(prepared: &mut Prepared, launched: &mut Launched) -> Exit {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if let Some(exit) = launched.try_wait() {
+            return exit;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    prepared.runtime.cancel(launched);
+    Exit { code: Some(0), cause: None }
 }
 
 pub(super) fn elapsed(started: Instant) -> u64 {
