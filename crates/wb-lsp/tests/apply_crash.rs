@@ -899,3 +899,33 @@ fn the_diff_shows_every_file_or_the_ones_asked_for() {
     assert_eq!(missing.status.code(), Some(1), "{}", describe(&missing));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("changes no such path: nope.txt"));
 }
+
+fn hostile_setup(root: &Path) {
+    write(root, "notes.txt", "old\n");
+}
+
+fn hostile_change(root: &Path) {
+    write(root, "notes.txt", "\x1b]0;owned\x07new\r\x1b[2K\u{9b}1A\n");
+}
+
+/// `--diff` never sends the agent's escape sequences (content or file names) to the terminal: they are shown
+/// escaped (issue 40; checked once to fail before the fix).
+#[test]
+fn the_diff_escapes_the_agents_control_characters() {
+    let world = World::new(&[Spec { name: None, setup: hostile_setup, change: hostile_change }]);
+    for args in [&["--diff"][..], &["--diff", "--color", "always"][..]] {
+        let output = world.command(args, None).env("PAGER", "cat").output().unwrap();
+        assert!(output.status.success(), "{}", describe(&output));
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("+\\u{1b}]0;owned\\u{7}new\\r") && text.contains("\\u{1b}[2K\\u{9b}1A"), "{text:?}");
+        let raw: Vec<&str> = text
+            .split('\x1b')
+            .skip(1)
+            .filter(|rest| !rest.starts_with("[1m") && !rest.starts_with("[3") && !rest.starts_with("[m"))
+            .collect();
+        assert!(
+            raw.is_empty() && !text.contains('\x07') && !text.contains('\r') && !text.contains('\u{9b}'),
+            "{args:?}: {text:?}"
+        );
+    }
+}
