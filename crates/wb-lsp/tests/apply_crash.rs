@@ -929,3 +929,32 @@ fn the_diff_escapes_the_agents_control_characters() {
         );
     }
 }
+
+/// On a terminal (`script` gives the diff one), a pager that cannot start is an error naming it, never an
+/// empty success; `PAGER=cat` shows the diff escaped.
+#[test]
+fn a_pager_that_cannot_start_fails_loudly() {
+    let world = World::new(&[Spec { name: None, setup: hostile_setup, change: hostile_change }]);
+    let on_terminal = |pager: &str| {
+        let line = format!("'{}' outcome {} --diff", env!("CARGO_BIN_EXE_wb-lsp"), world.outcome_id);
+        let mut command = Command::new("script");
+        command
+            .args(["-qec", &line, "/dev/null"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &world.home)
+            .env("WORKBENCH_HOME", &world.home)
+            .env("PAGER", pager)
+            .current_dir(&world.home)
+            .stdin(Stdio::null());
+        command.output().unwrap()
+    };
+    let failed = on_terminal("/nonexistent/pager");
+    let text = String::from_utf8_lossy(&failed.stdout);
+    assert_eq!(failed.status.code(), Some(2), "{text}");
+    assert!(text.contains("the pager `/nonexistent/pager` failed"), "{text}");
+    let shown = on_terminal("cat");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{text}");
+    assert!(text.contains("\\u{1b}]0;owned\\u{7}new") && !text.contains("\x1b]0;"), "{text:?}");
+}
