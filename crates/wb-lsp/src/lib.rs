@@ -13,3 +13,4 @@ mod render;
 pub mod server;
 mod stdio;
 pub mod supervisor;
+mod writes;

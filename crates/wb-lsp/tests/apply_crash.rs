@@ -899,3 +899,62 @@ fn the_diff_shows_every_file_or_the_ones_asked_for() {
     assert_eq!(missing.status.code(), Some(1), "{}", describe(&missing));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("changes no such path: nope.txt"));
 }
+
+fn hostile_setup(root: &Path) {
+    write(root, "notes.txt", "old\n");
+}
+
+fn hostile_change(root: &Path) {
+    write(root, "notes.txt", "\x1b]0;owned\x07new\r\x1b[2K\u{9b}1A\n");
+}
+
+/// `--diff` never sends the agent's escape sequences (content or file names) to the terminal: they are shown
+/// escaped (issue 40; checked once to fail before the fix).
+#[test]
+fn the_diff_escapes_the_agents_control_characters() {
+    let world = World::new(&[Spec { name: None, setup: hostile_setup, change: hostile_change }]);
+    for args in [&["--diff"][..], &["--diff", "--color", "always"][..]] {
+        let output = world.command(args, None).env("PAGER", "cat").output().unwrap();
+        assert!(output.status.success(), "{}", describe(&output));
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("+\\u{1b}]0;owned\\u{7}new\\r") && text.contains("\\u{1b}[2K\\u{9b}1A"), "{text:?}");
+        let raw: Vec<&str> = text
+            .split('\x1b')
+            .skip(1)
+            .filter(|rest| !rest.starts_with("[1m") && !rest.starts_with("[3") && !rest.starts_with("[m"))
+            .collect();
+        assert!(
+            raw.is_empty() && !text.contains('\x07') && !text.contains('\r') && !text.contains('\u{9b}'),
+            "{args:?}: {text:?}"
+        );
+    }
+}
+
+/// On a terminal (`script` gives the diff one), a pager that cannot start is an error naming it, never an
+/// empty success; `PAGER=cat` shows the diff escaped.
+#[test]
+fn a_pager_that_cannot_start_fails_loudly() {
+    let world = World::new(&[Spec { name: None, setup: hostile_setup, change: hostile_change }]);
+    let on_terminal = |pager: &str| {
+        let line = format!("'{}' outcome {} --diff", env!("CARGO_BIN_EXE_wb-lsp"), world.outcome_id);
+        let mut command = Command::new("script");
+        command
+            .args(["-qec", &line, "/dev/null"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &world.home)
+            .env("WORKBENCH_HOME", &world.home)
+            .env("PAGER", pager)
+            .current_dir(&world.home)
+            .stdin(Stdio::null());
+        command.output().unwrap()
+    };
+    let failed = on_terminal("/nonexistent/pager");
+    let text = String::from_utf8_lossy(&failed.stdout);
+    assert_eq!(failed.status.code(), Some(2), "{text}");
+    assert!(text.contains("the pager `/nonexistent/pager` failed"), "{text}");
+    let shown = on_terminal("cat");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{text}");
+    assert!(text.contains("\\u{1b}]0;owned\\u{7}new") && !text.contains("\x1b]0;"), "{text:?}");
+}

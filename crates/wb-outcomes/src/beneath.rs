@@ -38,6 +38,8 @@ pub(crate) struct Stat {
     pub(crate) kind: Kind,
     /// The permission bits (`st_mode & 0o777`).
     pub(crate) mode: u32,
+    /// The device and inode: which file this is, whatever name now leads to it.
+    pub(crate) identity: (u64, u64),
 }
 
 impl Stat {
@@ -52,7 +54,10 @@ impl Stat {
         } else {
             Kind::Other
         };
-        Stat { kind, mode: stat.st_mode & 0o777 }
+        // The widths of `st_dev` and `st_ino` differ between platforms.
+        #[allow(clippy::useless_conversion)]
+        let identity = (u64::from(stat.st_dev), u64::from(stat.st_ino));
+        Stat { kind, mode: stat.st_mode & 0o777, identity }
     }
 }
 
@@ -78,6 +83,11 @@ impl Dir {
     pub(crate) fn open(path: &Path) -> io::Result<Dir> {
         let fd = nix::fcntl::open(path, DIR_FLAGS, Mode::empty())?;
         Ok(Dir { fd, path: path.to_path_buf() })
+    }
+
+    /// A second handle on the same directory.
+    pub(crate) fn try_clone(&self) -> io::Result<Dir> {
+        Ok(Dir { fd: self.fd.try_clone()?, path: self.path.clone() })
     }
 
     /// Where the directory was when opened (for messages).
@@ -127,6 +137,11 @@ impl Dir {
         // Back to blocking reads (`O_NONBLOCK` was only for the open).
         nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFL(OFlag::empty()))?;
         Ok(file)
+    }
+
+    /// What the open file `file` is (`fstat`).
+    pub(crate) fn stat_of(file: &File) -> io::Result<Stat> {
+        Ok(Stat::of(&fstat(file)?))
     }
 
     /// Reads the whole regular file `entry` (see [`Dir::open_file`]).

@@ -12,6 +12,8 @@
 //!   application).
 //! - [`workspace_git`], [`workspace_git_output`]: Git on an agent-writable workspace, running nothing its
 //!   configuration names, within a deadline.
+//! - [`Root`]: a file beneath a directory an agent may be changing, found, read and replaced through
+//!   directory handles that never follow a link (how `fix`, `fmt` and `migrate --write` write manifests).
 //! - [`workbench_home`]: where all of it lives, one rule for the engine and every front end.
 //! - [`write_atomic`], [`create_private_dir`], [`random_hex`], [`now_utc`]: the atomic writes, private (0700)
 //!   directories, random ids and RFC 3339 timestamps the
@@ -19,6 +21,7 @@
 
 pub mod apply;
 mod beneath;
+mod confined;
 mod digest;
 mod error;
 mod export;
@@ -33,6 +36,7 @@ mod snapshot;
 mod store;
 
 pub use apply::{ApplyResult, apply, recover};
+pub use confined::{Confined, Refusal, Root};
 pub use digest::{is_digest, sha256_hex};
 pub use error::{Error, Result};
 pub use export::export;

@@ -338,15 +338,36 @@ fn shift(indent: usize, delta: isize) -> usize {
     indent.saturating_add_signed(delta)
 }
 
-/// Older YAML 1.1 readers (PyYAML in pre-commit, many linters) take `yes`, `off`, `0755`, `1_000` or `12:30`
-/// for a boolean or a number: such strings keep their quotes.
+/// Older YAML 1.1 readers (PyYAML in pre-commit, many linters) resolve more plain scalars than YAML 1.2 does:
+/// booleans `y`/`n`/`yes`/`no`/`on`/`off` (any case), integers with `_`, `0b`, a leading `0` (octal) or a sign
+/// before `0x`, sexagesimal numbers (`1:30`), floats such as `1_0.5` or `+.inf` in any case, dates and
+/// timestamps with a time (`2001-12-14 21:59:43.10 -5`, `2001-12-14t21:59:43Z`), the merge key `<<`, the value
+/// key `=`, and null `~`. Such strings keep their quotes. The test is wider than the YAML 1.1 resolvers
+/// (anything that starts like a date, any mix of digits and the characters numbers use): a quote kept that
+/// was not needed changes nothing.
 fn reads_otherwise_in_yaml_1_1(value: &str) -> bool {
-    const WORDS: &[&str] = &["y", "n", "yes", "no", "on", "off"];
+    const WORDS: &[&str] = &["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "=", "<<"];
+    let unsigned = value.strip_prefix(['+', '-']).unwrap_or(value);
     WORDS.iter().any(|word| value.eq_ignore_ascii_case(word))
+        || [".inf", ".nan"].iter().any(|special| unsigned.eq_ignore_ascii_case(special))
+        || starts_like_a_date(value)
         || (value.starts_with(|ch: char| ch.is_ascii_digit() || matches!(ch, '+' | '-' | '.'))
             && value
                 .chars()
                 .all(|ch| ch.is_ascii_hexdigit() || matches!(ch, '+' | '-' | '.' | '_' | ':' | 'x' | 'o' | 'X' | 'O')))
+}
+
+/// `YYYY-M`: the start of every YAML 1.1 date and timestamp.
+fn starts_like_a_date(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.len() >= 6 && bytes[..4].iter().all(u8::is_ascii_digit) && bytes[4] == b'-' && bytes[5].is_ascii_digit()
+}
+
+/// Characters a plain scalar must not hold for every reader: controls (C0, C1 including U+0085 NEL), the
+/// byte-order mark, U+2028 and U+2029 (line breaks to a YAML 1.1 reader, which would fold the value), and the
+/// non-characters U+FFFE and U+FFFF (which a YAML 1.1 reader refuses unescaped).
+fn is_special(ch: char) -> bool {
+    ch.is_control() || matches!(ch, '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}')
 }
 
 fn is_block_scalar(node: &Node) -> bool {
@@ -365,7 +386,7 @@ pub(super) fn reads_back_plain(value: &str) -> bool {
         || value.ends_with([' ', ':'])
         || value.contains(": ")
         || value.contains(" #")
-        || value.chars().any(|ch| ch.is_control() || ch == '\u{feff}')
+        || value.chars().any(is_special)
         || reads_otherwise_in_yaml_1_1(value)
     {
         return false;

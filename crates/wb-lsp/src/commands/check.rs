@@ -1,14 +1,18 @@
 //! `wb-lsp check` (and `check --fix`).
 
+use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context;
 
 use wb_manifest::selector::check_source_keeping;
 use wb_manifest::{Detail, DiskCache, ModelCatalog, OsFileSystem, PackageReport, absolute, check_path_keeping};
 
 use crate::cli::{CheckArgs, ColorChoice, Format};
 use crate::output;
+use crate::writes::{Roots, Unreached, cli_root};
 
 pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     let cwd = super::current_dir()?;
@@ -53,27 +57,40 @@ pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Applies the safe fixes of every checked manifest, writing each changed file atomically and saying on
-/// stderr (stdout stays the report) what changed. Returns whether any file changed.
+/// Applies the safe fixes of every checked manifest, writing each changed file atomically through directory
+/// handles opened from its repository (`crate::writes`: a manifest whose real path has left the repository
+/// is not written, and named) and saying on stderr (stdout stays the report) what changed. Returns whether
+/// any file changed.
 fn fix(reports: &[PackageReport], cwd: &Path, catalog: &ModelCatalog) -> anyhow::Result<bool> {
     let mut changed = false;
-    let mut seen: Vec<&Path> = Vec::new();
+    let mut roots = Roots::default();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
     for report in reports {
         let manifest = report.manifest_path.as_path();
-        if seen.contains(&manifest) || !report.diagnostics.iter().any(|d| d.fixes.iter().any(|f| f.safe)) {
+        if !report.diagnostics.iter().any(|d| d.fixes.iter().any(|f| f.safe)) {
             continue;
         }
-        seen.push(manifest);
-        // The file as it is now; one that is not text is left alone.
-        let Ok(text) = std::fs::read_to_string(manifest) else { continue };
-        let Some(fixed) = wb_manifest::safe_fixes::fix_manifest(&OsFileSystem, manifest, &text, catalog) else {
+        let shown = output::relative(manifest, cwd);
+        let found = match roots.manifest(manifest, &cli_root(manifest), "repository") {
+            Ok(found) => found,
+            Err(Unreached::Refused(reason)) => {
+                eprintln!("not fixed {}: {}", super::printable(&shown), super::printable(&reason));
+                continue;
+            }
+            // One that is not text is left alone.
+            Err(Unreached::Unreadable(_)) => continue,
+        };
+        // One file reached by two paths is fixed once.
+        if !seen.insert(found.real_path()) {
+            continue;
+        }
+        let Some(fixed) = wb_manifest::safe_fixes::fix_manifest(&OsFileSystem, manifest, &found.text, catalog) else {
             continue;
         };
-        super::write_atomic(manifest, fixed.text.as_bytes())?;
+        found.write(&fixed.text).with_context(|| format!("cannot write {}", found.real_path().display()))?;
         changed = true;
-        let shown = output::relative(manifest, cwd);
         for title in &fixed.applied {
-            eprintln!("fixed {shown}: {}", super::printable(title));
+            eprintln!("fixed {}: {}", super::printable(&shown), super::printable(title));
         }
     }
     Ok(changed)

@@ -32,15 +32,30 @@ pub(super) fn text(store: &ContentStore, outcome: &Outcome, only: &[String]) -> 
             }
             found.insert(label);
             if !prefix.is_empty() {
-                out.push_str(&format!("# workspace {}\n", prefix.trim_end_matches(':')));
+                out.push_str(&escaped(&format!("# workspace {}\n", prefix.trim_end_matches(':'))));
             }
-            out.push_str(section.text);
+            out.push_str(&escaped(section.text));
         }
     }
     if let Some(missing) = wanted.iter().find(|label| !found.contains(**label)) {
         return Err(wb_outcomes::Error::NotInOutcome((*missing).to_owned()));
     }
     Ok(out)
+}
+
+/// The agent's content and names made safe for a terminal: every character `render::is_unsafe` names (escape
+/// sequences, carriage returns, C1 controls, bidirectional controls) becomes its `\u{..}` escape; line breaks
+/// and tabs stay. Only [`coloured`]'s own sequences, added afterwards, reach the terminal.
+fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c != '\n' && c != '\t' && crate::render::is_unsafe(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether to colour for `choice` (auto: a terminal, and `NO_COLOR` unset or empty).
@@ -98,14 +113,17 @@ pub(super) fn page(text: &str) -> std::io::Result<()> {
             if std::env::var_os("LESS").is_none() {
                 command.env("LESS", "FRX");
             }
-            if let Ok(mut child) = command.spawn() {
-                if let Some(mut stdin) = child.stdin.take() {
-                    // A pager quit early closes its input: not an error.
-                    let _ = stdin.write_all(text.as_bytes());
-                }
-                child.wait()?;
-                return Ok(());
+            let mut child = command.spawn().map_err(|error| pager_failed(&pager, &error.to_string()))?;
+            if let Some(mut stdin) = child.stdin.take() {
+                // A pager quit early closes its input: not an error.
+                let _ = stdin.write_all(text.as_bytes());
             }
+            let status = child.wait()?;
+            if !status.success() {
+                // A pager that cannot start (127: not found, 126: not executable) showed nothing.
+                return Err(pager_failed(&pager, &status.to_string()));
+            }
+            return Ok(());
         }
     }
     let mut stdout = std::io::stdout().lock();
@@ -113,6 +131,15 @@ pub(super) fn page(text: &str) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
+}
+
+/// The error of a pager that could not start or failed: the diff was not shown.
+fn pager_failed(pager: &str, why: &str) -> std::io::Error {
+    std::io::Error::other(format!(
+        "the pager `{}` failed ({why}), so the diff was not shown; set WB_PAGER or PAGER to a pager that works, \
+         or pipe the output",
+        crate::render::printable(pager)
+    ))
 }
 
 #[cfg(test)]
@@ -130,5 +157,13 @@ mod tests {
         assert!(painted.contains("\x1b[31m-x\x1b[m\n") && painted.contains("\x1b[32m+y\x1b[m\n"), "{painted:?}");
         assert!(painted.contains("\x1b[36m@@ -1 +1 @@\x1b[m"), "{painted:?}");
         assert!(painted.contains("\x1b[1m--- a/a b.txt\x1b[m"), "{painted:?}");
+    }
+
+    #[test]
+    fn the_agents_escape_sequences_are_shown_not_sent() {
+        let hostile = "+\x1b]0;owned\x07title\r\tx\u{9b}2J\u{202e}\n";
+        assert_eq!(escaped(hostile), "+\\u{1b}]0;owned\\u{7}title\\r\tx\\u{9b}2J\\u{202e}\n");
+        let painted = coloured(&escaped(hostile));
+        assert_eq!(painted.matches('\x1b').count(), 2, "only the colour's own: {painted:?}");
     }
 }

@@ -1,13 +1,17 @@
 //! `wb-lsp fmt`: formats manifests in place with `wb_ide::format` (`--check` and `--diff` write nothing).
 //! Exit 0 when every manifest is formatted (or was just formatted), 1 when `--check`/`--diff` found one to
-//! change or a manifest could not be formatted (syntax errors), 2 on usage and I/O errors.
+//! change or a manifest could not be formatted (syntax errors, or a link out of its repository), 2 on usage and
+//! I/O errors. Each manifest is read and written through directory handles opened from its repository
+//! (`crate::writes`): one whose real path is outside it is neither read nor written, and named.
 
 use std::process::ExitCode;
 
 use wb_ide::{FormatError, FormatOptions};
 
 use super::migrate::{display, manifests_under};
+use super::printable;
 use crate::cli::FmtArgs;
+use crate::writes::{Roots, Unreached, cli_root};
 
 pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
     let cwd = super::current_dir()?;
@@ -16,10 +20,20 @@ pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
     let write = !args.check && !args.diff;
     let (mut changed, mut failed) = (0usize, 0usize);
     let mut diffs = String::new();
+    let mut roots = Roots::default();
     for manifest in &manifests {
         let name = display(manifest, &cwd);
-        let text = std::fs::read_to_string(manifest).map_err(|error| anyhow::anyhow!("cannot read {name}: {error}"))?;
-        let formatted = match wb_ide::format(&text, options) {
+        let found = match roots.manifest(manifest, &cli_root(manifest), "repository") {
+            Ok(found) => found,
+            Err(Unreached::Refused(reason)) => {
+                eprintln!("error: {name}: not formatted: {}", printable(&reason));
+                failed += 1;
+                continue;
+            }
+            Err(Unreached::Unreadable(reason)) => anyhow::bail!("cannot read {name}: {}", printable(&reason)),
+        };
+        let text = &found.text;
+        let formatted = match wb_ide::format(text, options) {
             Ok(formatted) => formatted,
             Err(FormatError::Syntax(_)) => {
                 eprintln!("error: {name}: not formatted: it has syntax errors (see `wb-lsp check {name}`)");
@@ -32,15 +46,15 @@ pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        if formatted == text {
+        if formatted == *text {
             continue;
         }
         changed += 1;
         if write {
-            super::write_atomic(manifest, formatted.as_bytes())?;
+            found.write(&formatted).map_err(|error| anyhow::anyhow!("cannot write {name}: {error}"))?;
             eprintln!("formatted {name}");
         } else if args.diff {
-            let diff = similar::TextDiff::from_lines(&text, &formatted);
+            let diff = similar::TextDiff::from_lines(text, &formatted);
             diffs.push_str(
                 &diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string(),
             );

@@ -1,4 +1,5 @@
-//! `wb-lsp migrate`.
+//! `wb-lsp migrate`: each manifest is read and written (`--write`) through directory handles opened from its
+//! repository (`crate::writes`): one whose real path is outside it is neither read nor written, and named.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,7 +7,9 @@ use std::process::ExitCode;
 use wb_manifest::migrate::{MigrateError, checked_migration};
 use wb_manifest::{ModelCatalog, OsFileSystem, Target, absolute, discover};
 
+use super::printable;
 use crate::cli::MigrateArgs;
+use crate::writes::{Roots, Unreached, cli_root};
 
 pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
     let cwd = super::current_dir()?;
@@ -14,10 +17,21 @@ pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
     let mut changed = 0;
     let mut failed = false;
     let mut diffs = String::new();
+    let mut roots = Roots::default();
     for manifest in &manifests {
-        let text = std::fs::read_to_string(manifest)
-            .map_err(|error| anyhow::anyhow!("cannot read {}: {error}", manifest.display()))?;
-        let migrated = match checked_migration(&OsFileSystem, manifest, &text, catalog) {
+        let found = match roots.manifest(manifest, &cli_root(manifest), "repository") {
+            Ok(found) => found,
+            Err(Unreached::Refused(reason)) => {
+                eprintln!("error: {}: not migrated: {}", display(manifest, &cwd), printable(&reason));
+                failed = true;
+                continue;
+            }
+            Err(Unreached::Unreadable(reason)) => {
+                anyhow::bail!("cannot read {}: {}", manifest.display(), printable(&reason))
+            }
+        };
+        let text = &found.text;
+        let migrated = match checked_migration(&OsFileSystem, manifest, text, catalog) {
             Ok(Some(migration)) => migration.text,
             Ok(None) => continue,
             Err(error @ MigrateError::AddsErrors) => {
@@ -33,11 +47,13 @@ pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         };
         changed += 1;
         if args.write {
-            super::write_atomic(manifest, migrated.as_bytes())?;
+            found
+                .write(&migrated)
+                .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", display(manifest, &cwd)))?;
             eprintln!("migrated {}", display(manifest, &cwd));
         } else {
             let name = display(manifest, &cwd);
-            let diff = similar::TextDiff::from_lines(&text, &migrated);
+            let diff = similar::TextDiff::from_lines(text, &migrated);
             diffs.push_str(
                 &diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string(),
             );

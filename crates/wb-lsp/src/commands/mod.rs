@@ -95,9 +95,3 @@ fn load_catalog(path: Option<&Path>) -> anyhow::Result<std::borrow::Cow<'static,
 pub(crate) fn current_dir() -> anyhow::Result<PathBuf> {
     std::env::current_dir().context("the current directory is unavailable")
 }
-
-/// Writes a file atomically (keeping its permissions), so a crash never leaves half a file.
-pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    wb_outcomes::write_atomic(path, contents, wb_outcomes::FileMode::KeepExisting)
-        .with_context(|| format!("cannot write {}", path.display()))
-}

@@ -1,6 +1,6 @@
 //! `check` and `fix`: `wb-lsp check`'s checks, its JSON document (`output/json.rs`, with paths relative to the
 //! root) and `check --fix`'s safe fixes (`wb_manifest::safe_fixes`), written only where the file's real path
-//! lies beneath the root.
+//! lies beneath the root, through directory handles opened from it (`crate::writes`).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,7 @@ use wb_manifest::{Code, Detail, DiskCache, OsFileSystem, PackageReport};
 
 use super::tools::{Call, ToolResult};
 use crate::output;
+use crate::writes::{Manifest, Roots, Unreached};
 
 /// `check`: the JSON document of `wb-lsp check --format json`, with the `root` its paths are relative to.
 pub fn check(call: &Call<'_>, source: &str) -> ToolResult {
@@ -21,7 +22,8 @@ pub fn check(call: &Call<'_>, source: &str) -> ToolResult {
 }
 
 /// `fix`: every safe fix of each manifest under `source`, all written or, when any file would be outside
-/// the root, none; then the check again.
+/// the root, none; then the check again. Each manifest is found, read and written through directory handles
+/// opened from the root (`crate::writes`), so a directory swapped for a link meanwhile cannot redirect a write.
 pub fn fix(call: &Call<'_>, source: &str) -> ToolResult {
     let _writing = call.writes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let root = call.root.display().to_string();
@@ -29,38 +31,50 @@ pub fn fix(call: &Call<'_>, source: &str) -> ToolResult {
         Ok(reports) => reports,
         Err(message) => return ToolResult::failure(&message, json!({"root": root})),
     };
-    let mut planned: Vec<(PathBuf, String, Vec<String>)> = Vec::new();
+    let mut roots = Roots::default();
+    let mut planned: Vec<(Manifest, String, Vec<String>)> = Vec::new();
     let mut refused: Vec<Value> = Vec::new();
-    let mut seen: HashSet<&Path> = HashSet::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
     for report in &reports {
         let manifest = report.manifest_path.as_path();
-        if !seen.insert(manifest) || !report.diagnostics.iter().any(|d| d.fixes.iter().any(|f| f.safe)) {
+        if !report.diagnostics.iter().any(|d| d.fixes.iter().any(|f| f.safe)) {
             continue;
         }
-        // The file as it is now; one that is not text is left alone, as `check --fix` leaves it.
-        let Ok(text) = std::fs::read_to_string(manifest) else { continue };
-        let Some(fixed) = wb_manifest::safe_fixes::fix_manifest(&OsFileSystem, manifest, &text, call.catalog) else {
+        let found = match roots.manifest(manifest, call.root, "root") {
+            Ok(found) => found,
+            Err(Unreached::Refused(reason)) => {
+                refused.push(json!({"path": output::relative(manifest, call.root), "reason": reason}));
+                continue;
+            }
+            // One that is not text is left alone, as `check --fix` leaves it.
+            Err(Unreached::Unreadable(_)) => continue,
+        };
+        // One file reached by two paths is fixed once.
+        if !seen.insert(found.real_path()) {
+            continue;
+        }
+        let Some(fixed) = wb_manifest::safe_fixes::fix_manifest(&OsFileSystem, manifest, &found.text, call.catalog)
+        else {
             continue;
         };
-        match real_path_beneath(manifest, call.root) {
-            Ok(real) => planned.push((real, fixed.text, fixed.applied)),
-            Err(reason) => refused.push(json!({"path": output::relative(manifest, call.root), "reason": reason})),
-        }
+        planned.push((found, fixed.text, fixed.applied));
     }
     if !refused.is_empty() {
         let message = format!(
-            "Refused to fix: {} file(s) would be written outside the root {root}; nothing was written",
+            "Refused to fix: {} file(s) would be written outside the root {root} or cannot be reached beneath it; \
+             nothing was written",
             refused.len()
         );
         return ToolResult::failure(&message, json!({"root": root, "refused": refused}));
     }
     let mut changed = Vec::new();
-    for (real, text, applied) in &planned {
-        if let Err(error) = wb_outcomes::write_atomic(real, text.as_bytes(), wb_outcomes::FileMode::KeepExisting) {
+    for (found, text, applied) in &planned {
+        let real = found.real_path();
+        if let Err(error) = found.write(text) {
             let message = format!("Cannot write {}: {error}", real.display());
             return ToolResult::failure(&message, json!({"root": root, "changed": changed}));
         }
-        changed.push(json!({"path": output::relative(real, call.root), "applied": applied}));
+        changed.push(json!({"path": output::relative(&real, call.root), "applied": applied}));
     }
     let after = if planned.is_empty() {
         reports
@@ -108,13 +122,4 @@ fn document(reports: &[PackageReport], root: &Path) -> Value {
         document.extend(fields);
     }
     Value::Object(document)
-}
-
-/// The real path of `file` (every symlink resolved) when it lies beneath `root` (itself resolved), else why not.
-fn real_path_beneath(file: &Path, root: &Path) -> Result<PathBuf, String> {
-    match std::fs::canonicalize(file) {
-        Ok(real) if real.starts_with(root) => Ok(real),
-        Ok(real) => Err(format!("its real path {} is outside the root", real.display())),
-        Err(error) => Err(format!("its real path cannot be resolved: {error}")),
-    }
 }
