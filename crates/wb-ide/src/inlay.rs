@@ -9,8 +9,9 @@ use wb_syntax::Node;
 
 use crate::navigation::path_target;
 
-/// The largest file whose size is read (a larger one is shown as at least this).
-const READ_LIMIT: usize = 16 * 1024 * 1024;
+/// At most this many inlay hints of one kind for one document (the first by position). A package names a few
+/// skills and a few dozen variables.
+pub const MAX_HINTS: usize = 500;
 
 /// One file the package injects, and its size.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,20 +35,18 @@ pub fn context_sizes(fs: &dyn FileSystem, manifest_path: &Path, root: &Node) -> 
     let Some(top) = root.as_mapping() else { return Vec::new() };
     let mut named: Vec<(&Node, bool)> = top.get("instructions").map(|node| (node, false)).into_iter().collect();
     if let Some(skills) = top.get("skills").and_then(Node::as_sequence) {
-        named.extend(skills.iter().map(|skill| (skill, true)));
+        named.extend(skills.iter().take(MAX_HINTS).map(|skill| (skill, true)));
     }
     named
         .into_iter()
         .filter_map(|(node, skill)| {
             let value = node.as_str().map(str::trim).filter(|v| !v.is_empty())?;
             let file = path_target(fs, package, value, skill)?;
-            let bytes = match fs.read_limited(&file, READ_LIMIT) {
-                Ok(bytes) => bytes.len() as u64,
-                Err(wb_manifest::ReadLimitError::TooLarge(size)) => size,
-                Err(wb_manifest::ReadLimitError::Io(_)) => return None,
-            };
+            // Its size, never its content: a thousand skills naming one large file cost a thousand `stat`s.
+            let bytes = fs.size(&file).ok()?;
             Some(ContextSize { after: node.range.end, file, bytes })
         })
+        .take(MAX_HINTS)
         .collect()
 }
 

@@ -18,8 +18,12 @@ pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completi
 pub use context::{Located, YamlPath, locate};
 pub use format::{FormatEdit, FormatError, FormatOptions, apply, format, format_edits, format_range_edits};
 pub use hover::{Hover, hover};
-pub use inlay::{ContextSize, context_label, context_sizes, input_price};
+pub use inlay::{ContextSize, MAX_HINTS, context_label, context_sizes, input_price};
 pub use markdown::to_plain_text;
-pub use navigation::{Link, definition, document_links, env_range_at, env_references, rename_env};
-pub use structure::{HighlightKind, Token, TokenType, document_highlights, selection_ranges, semantic_tokens};
-pub use symbols::{Fold, Symbol, SymbolKind, folding_ranges, symbols};
+pub use navigation::{Link, MAX_LINKS, definition, document_links, env_range_at, env_references, rename_env};
+pub use structure::{
+    HighlightKind, MAX_TOKENS, Token, TokenType, document_highlights, selection_ranges, semantic_tokens,
+};
+pub use symbols::{
+    Fold, MAX_FOLDS, MAX_OUTLINE_CHILDREN, MAX_OUTLINE_SYMBOLS, Symbol, SymbolKind, folding_ranges, symbols,
+};

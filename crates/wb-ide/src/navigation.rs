@@ -18,7 +18,10 @@ pub struct Link {
     pub target_range: Option<TextRange>,
 }
 
-/// Every path value in the manifest with the file it names (files that exist only).
+/// At most this many document links (each is a look at the disk): the first skills of a longer list.
+pub const MAX_LINKS: usize = 500;
+
+/// Every path value in the manifest with the file it names (files that exist only), at most [`MAX_LINKS`].
 pub fn document_links(fs: &dyn FileSystem, manifest_path: &Path, root: &Node) -> Vec<Link> {
     let package = manifest_path.parent().unwrap_or(Path::new("/"));
     let mut links = Vec::new();
@@ -35,7 +38,7 @@ pub fn document_links(fs: &dyn FileSystem, manifest_path: &Path, root: &Node) ->
         }
     }
     if let Some(skills) = top.get("skills").and_then(Node::as_sequence) {
-        for skill in skills {
+        for skill in skills.iter().take(MAX_LINKS) {
             push(skill, true);
         }
     }
@@ -43,11 +46,12 @@ pub fn document_links(fs: &dyn FileSystem, manifest_path: &Path, root: &Node) ->
     if let Some(runtimes) = top.get("runtimes").and_then(Node::as_mapping) {
         images.extend(runtimes.entries.iter().filter_map(|e| e.value.as_mapping()?.get("image")));
     }
-    for image in images {
+    for image in images.into_iter().take(MAX_LINKS) {
         if let Some(build) = image.as_mapping().and_then(|m| m.get("build")) {
             push(build, false);
         }
     }
+    links.truncate(MAX_LINKS);
     links
 }
 

@@ -121,9 +121,15 @@ pub struct Token {
     pub declaration: bool,
 }
 
-/// The semantic tokens of a manifest, in document order, never overlapping.
+/// At most this many semantic tokens for one document (the rest of a longer one is left uncoloured). A
+/// 10,000-line manifest has about 25,000.
+pub const MAX_TOKENS: usize = 50_000;
+
+/// The semantic tokens of a manifest, in document order, never overlapping; the first [`MAX_TOKENS`].
 pub fn semantic_tokens(text: &str, root: &Node) -> Vec<Token> {
     let mut tokens = Vec::new();
+    // The walk goes in document order, so stopping it once the budget is reached keeps the first tokens
+    // (with room for the empty and overlapping ones dropped below).
     walk(text, root, true, false, &mut tokens);
     tokens.retain(|token| !token.range.is_empty());
     tokens.sort_by_key(|token| token.range.start);
@@ -136,14 +142,24 @@ pub fn semantic_tokens(text: &str, root: &Node) -> Vec<Token> {
         }
         keep
     });
+    tokens.truncate(MAX_TOKENS);
     tokens
 }
 
+/// Where the walk stops: past the budget, with room for the tokens dropped as empty or overlapping.
+const WALK_LIMIT: usize = 2 * MAX_TOKENS;
+
 /// Tokens of `node` and below. `env`: the node is the top-level `env` mapping (its keys declare variables).
 fn walk(text: &str, node: &Node, top: bool, env: bool, tokens: &mut Vec<Token>) {
+    if tokens.len() > WALK_LIMIT {
+        return;
+    }
     match &node.value {
         Value::Mapping(mapping) => {
             for entry in &mapping.entries {
+                if tokens.len() > WALK_LIMIT {
+                    return;
+                }
                 let kind = if env { TokenType::Variable } else { TokenType::Property };
                 tokens.push(Token { range: entry.key_range, kind, declaration: env });
                 walk(text, &entry.value, false, top && entry.key == "env", tokens);
@@ -151,6 +167,9 @@ fn walk(text: &str, node: &Node, top: bool, env: bool, tokens: &mut Vec<Token>) 
         }
         Value::Sequence(items) => {
             for item in items {
+                if tokens.len() > WALK_LIMIT {
+                    return;
+                }
                 walk(text, item, false, false, tokens);
             }
         }

@@ -308,6 +308,7 @@ pub(crate) fn check_bytes(
             siblings: Default::default(),
             dockerfiles: Default::default(),
             prose_files: Default::default(),
+            omitted: Default::default(),
         };
         checks.run(&manifest);
         diagnostics.extend(checks.diagnostics);
@@ -318,6 +319,7 @@ pub(crate) fn check_bytes(
         sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
         sources.extend(checks.sources);
         sort_diagnostics(&mut diagnostics);
+        crate::diagnostic::cap_diagnostics(&mut diagnostics, checks.omitted);
         let valid = !fatal_syntax && manifest.is_complete();
         let mut manifest = manifest;
         manifest.complete = valid && !diagnostics.iter().any(|d| d.severity == Severity::Error);

@@ -238,3 +238,136 @@ impl Diagnostic {
         self
     }
 }
+
+/// At most this many diagnostics of one code in one file: the first ones by position, then one diagnostic of
+/// the same code that says how many more there are (`docs/diagnostics.md`, "Limits"). A 4 MB instructions file
+/// could otherwise name hundreds of thousands of commands, each a warning the editor republishes on every edit.
+pub const MAX_DIAGNOSTICS_PER_CODE: usize = 100;
+
+/// The diagnostics a check left out of its report, by file and code.
+#[derive(Clone, Debug, Default)]
+pub struct Omitted {
+    /// How many, where the first of them was, and the most severe of their severities.
+    by_file_and_code: std::collections::BTreeMap<(PathBuf, Code), (usize, TextRange, Severity)>,
+}
+
+impl Omitted {
+    /// One more diagnostic of `code` in `path` left out, at `range`.
+    pub fn add(&mut self, path: &std::path::Path, code: Code, range: TextRange, severity: Severity) {
+        self.add_many(path, code, 1, range, severity);
+    }
+
+    fn add_many(&mut self, path: &std::path::Path, code: Code, count: usize, range: TextRange, severity: Severity) {
+        let entry = self.by_file_and_code.entry((path.to_owned(), code)).or_insert((0, range, severity));
+        entry.0 += count;
+        if range.start < entry.1.start {
+            entry.1 = range;
+        }
+        entry.2 = entry.2.min(severity);
+    }
+
+    /// Takes in what another pass left out.
+    pub fn merge(&mut self, other: Omitted) {
+        for ((path, code), (count, range, severity)) in other.by_file_and_code {
+            self.add_many(&path, code, count, range, severity);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_file_and_code.is_empty()
+    }
+}
+
+/// Keeps the first [`MAX_DIAGNOSTICS_PER_CODE`] diagnostics of each code in each file (`diagnostics` sorted by
+/// file and position) and adds, for each code and file with more (those dropped here and those `omitted`
+/// upstream), one diagnostic of that code at the first one left out that says how many. Sorted again after.
+pub fn cap_diagnostics(diagnostics: &mut Vec<Diagnostic>, mut omitted: Omitted) {
+    let mut counts: std::collections::HashMap<(&PathBuf, Code), usize> = std::collections::HashMap::new();
+    let mut keep = Vec::with_capacity(diagnostics.len());
+    for diagnostic in diagnostics.iter() {
+        let count = counts.entry((&diagnostic.path, diagnostic.code)).or_insert(0);
+        *count += 1;
+        keep.push(*count <= MAX_DIAGNOSTICS_PER_CODE);
+    }
+    drop(counts);
+    if keep.iter().all(|kept| *kept) && omitted.is_empty() {
+        return;
+    }
+    let mut kept = keep.into_iter();
+    diagnostics.retain(|diagnostic| {
+        let keep = kept.next().unwrap_or(true);
+        if !keep {
+            omitted.add(&diagnostic.path, diagnostic.code, diagnostic.range, diagnostic.severity);
+        }
+        keep
+    });
+    for ((path, code), (count, range, severity)) in omitted.by_file_and_code {
+        let mut summary = Diagnostic::new(code, path, range, more_message(code, count));
+        summary.severity = severity;
+        diagnostics.push(summary);
+    }
+    crate::check::sort_diagnostics(diagnostics);
+}
+
+/// `… and 279,900 more prose-undeclared-tool diagnostics in this file (only the first 100 of each code are
+/// reported)`.
+fn more_message(code: Code, count: usize) -> String {
+    let digits = count.to_string();
+    let mut grouped = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    let noun = if count == 1 { "diagnostic" } else { "diagnostics" };
+    format!(
+        "… and {grouped} more {code} {noun} in this file (only the first {MAX_DIAGNOSTICS_PER_CODE} of each code are \
+         reported)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(code: Code, path: &str, start: usize) -> Diagnostic {
+        Diagnostic::new(code, path, TextRange::new(start, start + 1), format!("{code} at {start}"))
+    }
+
+    #[test]
+    fn each_code_of_each_file_keeps_its_first_diagnostics_and_one_that_counts_the_rest() {
+        let mut diagnostics: Vec<Diagnostic> = (0..250)
+            .map(|i| at(Code::ProseUndeclaredTool, "/p/instructions.md", i * 2))
+            .chain((0..3).map(|i| at(Code::ProseUndeclaredEnv, "/p/instructions.md", i * 2 + 1)))
+            .chain((0..150).map(|i| at(Code::UnknownField, "/p/workbench.yml", i)))
+            .collect();
+        crate::check::sort_diagnostics(&mut diagnostics);
+        let mut upstream = Omitted::default();
+        upstream.add(
+            std::path::Path::new("/p/instructions.md"),
+            Code::ProseUndeclaredTool,
+            TextRange::new(900, 901),
+            Severity::Warning,
+        );
+        cap_diagnostics(&mut diagnostics, upstream);
+        let of = |code: Code| diagnostics.iter().filter(|d| d.code == code).collect::<Vec<_>>();
+        let tools = of(Code::ProseUndeclaredTool);
+        assert_eq!(tools.len(), MAX_DIAGNOSTICS_PER_CODE + 1);
+        let summary = tools.iter().find(|d| d.message.starts_with('…')).unwrap_or_else(|| panic!("no summary"));
+        assert_eq!(
+            summary.message,
+            "… and 151 more prose-undeclared-tool diagnostics in this file (only the first 100 of each code are reported)"
+        );
+        assert_eq!(summary.range, TextRange::new(200, 201), "at the first one left out");
+        assert_eq!(of(Code::ProseUndeclaredEnv).len(), 3, "a code under the cap is untouched");
+        let fields = of(Code::UnknownField);
+        assert_eq!(fields.len(), 101);
+        assert!(fields.iter().any(|d| d.message.starts_with("… and 50 more unknown-field diagnostics")), "{fields:?}");
+        assert_eq!(fields.iter().find(|d| d.message.starts_with('…')).map(|d| d.severity), Some(Severity::Error));
+        for pair in diagnostics.windows(2) {
+            assert!((&pair[0].path, pair[0].range.start) <= (&pair[1].path, pair[1].range.start), "sorted");
+        }
+        assert_eq!(more_message(Code::YamlSyntax, 1_234_567).split(' ').nth(2), Some("1,234,567"));
+    }
+}

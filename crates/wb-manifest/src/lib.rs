@@ -32,7 +32,10 @@ pub use check::{
     check_manifests_keeping, check_package, check_path, check_path_keeping, discover, sort_diagnostics,
 };
 pub use credentials::is_credential_path;
-pub use diagnostic::{Code, Diagnostic, DiagnosticTag, Fix, Related, Severity, TextEdit};
+pub use diagnostic::{
+    Code, Diagnostic, DiagnosticTag, Fix, MAX_DIAGNOSTICS_PER_CODE, Omitted, Related, Severity, TextEdit,
+    cap_diagnostics,
+};
 pub use disk_cache::DiskCache;
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
 pub use manifest::{

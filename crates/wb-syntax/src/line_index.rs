@@ -30,6 +30,45 @@ pub struct LineIndex {
     line_starts: Vec<usize>,
     /// True when the text is pure ASCII, so every encoding counts the same.
     ascii: bool,
+    /// For a text that is not ASCII: about every [`CHECKPOINT_BYTES`], what the text before that offset counts
+    /// in each encoding. A column is then measured from the nearest checkpoint, never from the start of a line
+    /// that may be megabytes long (a one-line manifest's thousands of positions would cost quadratic time).
+    checkpoints: Vec<Checkpoint>,
+}
+
+/// How far apart the checkpoints of a non-ASCII text are.
+const CHECKPOINT_BYTES: usize = 1024;
+
+/// What the text before `offset` (a character boundary) counts.
+#[derive(Clone, Copy, Debug)]
+struct Checkpoint {
+    offset: usize,
+    utf16: usize,
+    chars: usize,
+}
+
+impl Checkpoint {
+    fn units(&self, encoding: PositionEncoding) -> usize {
+        match encoding {
+            PositionEncoding::Utf8 => self.offset,
+            PositionEncoding::Utf16 => self.utf16,
+            PositionEncoding::Utf32 => self.chars,
+        }
+    }
+}
+
+fn checkpoints(text: &str) -> Vec<Checkpoint> {
+    let mut checkpoints = vec![Checkpoint { offset: 0, utf16: 0, chars: 0 }];
+    let (mut utf16, mut chars, mut next) = (0, 0, CHECKPOINT_BYTES);
+    for (offset, ch) in text.char_indices() {
+        if offset >= next {
+            checkpoints.push(Checkpoint { offset, utf16, chars });
+            next = offset + CHECKPOINT_BYTES;
+        }
+        utf16 += ch.len_utf16();
+        chars += 1;
+    }
+    checkpoints
 }
 
 impl LineIndex {
@@ -49,7 +88,9 @@ impl LineIndex {
             }
             i += 1;
         }
-        LineIndex { text: text.to_owned(), line_starts, ascii: text.is_ascii() }
+        let ascii = text.is_ascii();
+        let checkpoints = if ascii { Vec::new() } else { checkpoints(text) };
+        LineIndex { text: text.to_owned(), line_starts, ascii, checkpoints }
     }
 
     pub fn text(&self) -> &str {
@@ -99,9 +140,19 @@ impl LineIndex {
         while !self.text.is_char_boundary(offset) {
             offset -= 1;
         }
-        let prefix = &self.text[range.start..offset];
-        let col = if self.ascii { prefix.len() } else { measure(prefix, encoding) };
+        let col = if self.ascii || encoding == PositionEncoding::Utf8 {
+            offset - range.start
+        } else {
+            self.units_before(offset, encoding) - self.units_before(range.start, encoding)
+        };
         LineCol { line: to_u32(line), col: to_u32(col) }
+    }
+
+    /// What the text before `offset` (a character boundary) counts in `encoding`: from the nearest checkpoint.
+    fn units_before(&self, offset: usize, encoding: PositionEncoding) -> usize {
+        let at = self.checkpoints.partition_point(|c| c.offset <= offset).saturating_sub(1);
+        let Some(checkpoint) = self.checkpoints.get(at) else { return measure(&self.text[..offset], encoding) };
+        checkpoint.units(encoding) + measure(&self.text[checkpoint.offset..offset], encoding)
     }
 
     /// Converts a position to a byte offset. Lines past the end give the end of the text; columns past the end
@@ -112,20 +163,31 @@ impl LineIndex {
             return self.text.len();
         }
         let range = self.line_range(line);
-        let content = &self.text[range.start..range.end];
         let wanted = position.col as usize;
         if self.ascii || encoding == PositionEncoding::Utf8 {
-            let mut offset = range.start + wanted.min(content.len());
+            let mut offset = range.start + wanted.min(range.len());
             while !self.text.is_char_boundary(offset) {
                 offset -= 1;
             }
             return offset;
         }
-        let mut units = 0;
-        for (index, ch) in content.char_indices() {
+        // Scan from the last checkpoint inside the line before the wanted column, not from the line's start.
+        let line_units = self.units_before(range.start, encoding);
+        let target = line_units + wanted;
+        let by_units = self.checkpoints.partition_point(|c| c.units(encoding) <= target);
+        let by_line = self.checkpoints.partition_point(|c| c.offset <= range.end);
+        let (from, mut units) = match self.checkpoints.get(by_units.min(by_line).saturating_sub(1)) {
+            Some(checkpoint) if checkpoint.offset >= range.start => {
+                (checkpoint.offset, checkpoint.units(encoding) - line_units)
+            }
+            _ => (range.start, 0),
+        };
+        // A checkpoint inside a character's units (a surrogate pair) is never chosen: its units are the count
+        // before the character, at most the target.
+        for (index, ch) in self.text[from..range.end].char_indices() {
             let width = char_width(ch, encoding);
             if units + width > wanted {
-                return range.start + index;
+                return from + index;
             }
             units += width;
         }
@@ -195,6 +257,33 @@ mod tests {
         assert_eq!(index.offset(LineCol { line: 0, col: 5 }, Utf16), text.find('𝄞').unwrap_or_default());
         // An offset inside a multi-byte character moves back to its start.
         assert_eq!(index.line_col(4, Utf16).col, 3);
+    }
+
+    /// Columns measured from checkpoints equal columns measured from the line's start, on long lines that mix
+    /// one-, two-, three- and four-byte characters and line breaks, both ways.
+    #[test]
+    fn long_non_ascii_lines_count_as_measured_from_their_start() {
+        let mut text = String::new();
+        for i in 0..3000 {
+            text.push_str(["a", "é", "€", "𝄞", "b\n", "\r\n", "c"][i % 7]);
+            if i % 1000 == 999 {
+                text.push_str(&"x".repeat(2000));
+            }
+        }
+        let index = LineIndex::new(&text);
+        assert!(index.checkpoints.len() > 5);
+        for (offset, _) in text.char_indices() {
+            for encoding in [Utf8, Utf16, Utf32] {
+                let position = index.line_col(offset, encoding);
+                let start = index.line_range(index.line_of(offset)).start;
+                let expected =
+                    measure(&text[start..offset.max(start).min(index.line_range(index.line_of(offset)).end)], encoding);
+                assert_eq!(position.col as usize, expected, "{offset} {encoding:?}");
+                if offset <= index.line_range(position.line as usize).end {
+                    assert_eq!(index.offset(position, encoding), offset, "{offset} {encoding:?}");
+                }
+            }
+        }
     }
 
     #[test]

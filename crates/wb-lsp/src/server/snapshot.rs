@@ -6,7 +6,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use wb_manifest::{Code, DiskCache, FileKind, FileSystem, ModelCatalog, PackageReport, ReadLimitError, Severity};
+use wb_manifest::{
+    Code, DiskCache, FileKind, FileSystem, MAX_MANIFEST_BYTES, ModelCatalog, PackageReport, ReadLimitError, Severity,
+};
 use wb_syntax::{LineIndex, Parse, PositionEncoding};
 
 use super::capabilities::ClientFeatures;
@@ -284,14 +286,18 @@ impl Snapshot {
     }
 
     /// The text, line index and parse of a file: the open buffer's (its parse shared, see [`ParseCache`]), or
-    /// the disk's.
+    /// the disk's. `None` for a text over [`MAX_MANIFEST_BYTES`], which no feature parses: `check` refuses such a
+    /// manifest on disk, and an editor buffer gets the same `file-too-large` diagnostic and empty answers.
     pub fn file(&self, path: &Path) -> Option<(Arc<str>, Arc<LineIndex>, Arc<Parse>)> {
         match self.document(path) {
+            Some(document) if is_oversize(&document.text) => None,
             Some(document) => {
                 Some((Arc::clone(&document.text), Arc::clone(&document.index), self.overlay.parses.get(path, document)))
             }
             None => {
-                let text = self.text(path)?;
+                let bytes = self.overlay.read_limited(path, MAX_MANIFEST_BYTES).ok()?;
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                drop(bytes);
                 let index = Arc::new(LineIndex::new(&text));
                 let parse = Arc::new(wb_syntax::parse_str(&text));
                 Some((Arc::from(text), index, parse))
@@ -313,6 +319,12 @@ impl Snapshot {
         self.config.apply(&mut report);
         report
     }
+}
+
+/// Whether a text is over the manifest size limit ([`MAX_MANIFEST_BYTES`], the one `check` applies on disk):
+/// the editor features never parse it.
+pub fn is_oversize(text: &str) -> bool {
+    text.len() > MAX_MANIFEST_BYTES
 }
 
 /// True for a path that looks like a Workbench manifest.

@@ -52,6 +52,8 @@ pub(crate) struct PackageChecks<'a> {
     pub dockerfiles: std::collections::HashSet<PathBuf>,
     /// The Markdown files read for the prose checks.
     pub prose_files: ProseFiles,
+    /// The diagnostics left out of the report before they were made (see [`crate::diagnostic::cap_diagnostics`]).
+    pub omitted: crate::diagnostic::Omitted,
 }
 
 impl PackageChecks<'_> {

@@ -9,7 +9,7 @@ mod known;
 mod markdown;
 mod shell;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use wb_syntax::{Mapping, Node, TextRange};
 
 use self::markdown::SkillMention;
 use super::PackageChecks;
-use crate::diagnostic::{Code, Diagnostic, Fix};
+use crate::diagnostic::{Code, Diagnostic, Fix, MAX_DIAGNOSTICS_PER_CODE, Omitted};
 use crate::fs::{FileKind, is_inside, join_normalized, normalize};
 use crate::manifest::Manifest;
 use crate::rules::ManifestText;
@@ -63,9 +63,25 @@ struct File<'m, 't> {
     edits: Option<(ManifestText<'m>, &'m Mapping)>,
     path: &'t Path,
     diagnostics: Vec<Diagnostic>,
+    /// How many of each code were found, and those past [`MAX_DIAGNOSTICS_PER_CODE`], counted but not made
+    /// (nor their fixes): a huge file's warnings cost their scan, never a diagnostic each.
+    counts: HashMap<Code, usize>,
+    omitted: Omitted,
 }
 
 impl File<'_, '_> {
+    /// Counts one finding of `code` at `range`; false when the report already holds the most it keeps (the
+    /// finding is then only counted in `omitted`).
+    fn room(&mut self, code: Code, range: TextRange) -> bool {
+        let count = self.counts.entry(code).or_insert(0);
+        *count += 1;
+        if *count > MAX_DIAGNOSTICS_PER_CODE {
+            self.omitted.add(self.path, code, range, code.severity());
+            return false;
+        }
+        true
+    }
+
     fn report(&mut self, code: Code, range: TextRange, message: String, fix: Option<Fix>) {
         let diagnostic = Diagnostic::new(code, self.path, range, message);
         self.diagnostics.push(match fix {
@@ -89,7 +105,7 @@ impl File<'_, '_> {
                 || known::contains(known::BASE_UTILITIES, word)
                 || own.contains(word)
                 || tools.contains(word);
-            if given || !seen.insert(word) {
+            if given || !seen.insert(word) || !self.room(Code::ProseUndeclaredTool, range) {
                 continue;
             }
             let fix = self.add_to_list("tools", word, TOOLS_AFTER);
@@ -109,7 +125,7 @@ impl File<'_, '_> {
                 // The engine's own: WORKBENCH_OUTPUT_DIR and WORKBENCH_WORKSPACE_<NAME>.
                 || name.starts_with("WORKBENCH_")
                 || assigned.contains(name);
-            if declared || !seen.insert(name) {
+            if declared || !seen.insert(name) || !self.room(Code::ProseUndeclaredEnv, range) {
                 continue;
             }
             let fix = self.edits.and_then(|(text, top)| text.declare_env(top, name));
@@ -136,12 +152,20 @@ impl PackageChecks<'_> {
         let instructions = files.instructions.iter().map(|file| (file, true));
         for ((path, text), is_instructions) in instructions.chain(files.skills.iter().map(|file| (file, false))) {
             let prose = markdown::scan(text);
-            let mut file = File { manifest, edits, path, diagnostics: Vec::new() };
+            let mut file = File {
+                manifest,
+                edits,
+                path,
+                diagnostics: Vec::new(),
+                counts: HashMap::new(),
+                omitted: Omitted::default(),
+            };
             file.commands(&prose.shell);
             if is_instructions {
                 self.skill_mentions(&mut file, &prose.skills);
             }
             file.env(&prose.env, &prose.shell.assigned);
+            self.omitted.merge(std::mem::take(&mut file.omitted));
             if !file.diagnostics.is_empty() {
                 self.diagnostics.append(&mut file.diagnostics);
                 self.sources.push((path.clone(), Arc::clone(text)));
@@ -178,8 +202,12 @@ impl PackageChecks<'_> {
             if by_path && !is_inside(&dir, self.package_dir) {
                 continue;
             }
+            // A name is reported whether or not its directory exists: the budget is checked before the disk.
+            if !by_path && !file.room(Code::ProseUnlistedSkill, range) {
+                continue;
+            }
             let exists = self.has_skill_file(&dir);
-            if by_path && !exists {
+            if by_path && (!exists || !file.room(Code::ProseUnlistedSkill, range)) {
                 continue;
             }
             let fix = exists.then(|| dir.strip_prefix(self.package_dir).ok()).flatten().and_then(|relative| {

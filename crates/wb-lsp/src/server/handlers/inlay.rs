@@ -4,7 +4,7 @@
 //! environment or the repository's `.env` (never a value). Each kind can be switched off
 //! (`workbench.inlayHints.context`, `.route`, `.env`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use lsp_types as lsp;
 use wb_manifest::Manifest;
@@ -47,12 +47,12 @@ pub fn handle(snapshot: &Snapshot, params: lsp::InlayHintParams) -> anyhow::Resu
         hints.push(hint(offset, label, "The route a run started from this editor would take (credential names only)."));
     }
     if config.env {
-        let dotenv = repository_dotenv(&file.path);
-        for var in &manifest.env {
+        let dotenv: HashSet<String> = repository_dotenv(&file.path).into_iter().collect();
+        for var in manifest.env.iter().take(wb_ide::MAX_HINTS) {
             let name = var.name.value.as_str();
             let label = if inherited.get(name).is_some_and(|value| !value.is_empty()) {
                 "bound".to_owned()
-            } else if dotenv.iter().any(|bound| bound == name) {
+            } else if dotenv.contains(name) {
                 "in .env (pass --env-file .env)".to_owned()
             } else if var.required {
                 "not bound (required)".to_owned()

@@ -76,9 +76,13 @@ pub fn semantic_tokens(
     let Some(root) = file.parse.root.as_ref() else { return Ok(None) };
     let mut data = Vec::new();
     let (mut previous_line, mut previous_start) = (0u32, 0u32);
-    for token in wb_ide::semantic_tokens(&file.text, root) {
+    'tokens: for token in wb_ide::semantic_tokens(&file.text, root) {
         // One token per line: a token may not span lines unless the client says so, and every client reads these.
         for piece in lines_of(&file.text, token.range) {
+            // A block scalar of many lines is many pieces: the answer keeps to the tokens' budget all the same.
+            if data.len() == wb_ide::MAX_TOKENS {
+                break 'tokens;
+            }
             let range = file.range(snapshot, piece);
             if range.end.line != range.start.line || range.end.character <= range.start.character {
                 continue;
