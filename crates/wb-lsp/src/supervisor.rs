@@ -152,8 +152,6 @@ pub fn interrupt(pid: u32) -> std::io::Result<()> {
 /// The supervisor: reads its request, runs it to the end, keeps the result beside the log. The exit code is
 /// the run's (as `wait` gives it); nobody may be reading it.
 pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
-    // Before any other thread exists, so that every thread of this process has them blocked.
-    let signals = block_cancel_signals();
     let mut body = Vec::new();
     let request = std::io::stdin()
         .take(REQUEST_LIMIT)
@@ -173,7 +171,7 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     };
     let cancel = Arc::new(AtomicBool::new(false));
     let reason: Arc<Mutex<Option<String>>> = Arc::default();
-    cancel_on_signals(signals, &cancel, &reason);
+    cancel_on_signals(&cancel, &reason);
     let progress =
         wb_engine::lifecycle::Progress(Arc::new(|message: &str| say(&Control::Progress(message.to_owned()))));
     let mut options = options(request, progress, &cancel);
@@ -216,30 +214,23 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     ExitCode::from(crate::commands::run_exit_code(&result))
 }
 
-/// The signals that cancel a run, blocked in this thread (and so in every thread it starts): a thread takes them
-/// with `sigwait` ([`cancel_on_signals`]). Processes this one starts get an empty mask (the standard library
-/// resets it). `None` when they could not be blocked (then they end the process, as before a handler).
-fn block_cancel_signals() -> Option<nix::sys::signal::SigSet> {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(signal);
-    }
-    set.thread_block().ok().map(|()| set)
-}
-
-/// Cancels the run on each signal of `signals`, the first one named as the reason (`Cancelled by SIGTERM`).
-fn cancel_on_signals(
-    signals: Option<nix::sys::signal::SigSet>,
-    cancel: &Arc<AtomicBool>,
-    reason: &Arc<Mutex<Option<String>>>,
-) {
-    let Some(signals) = signals else { return };
+/// SIGINT, SIGTERM and SIGHUP each cancel the run, naming the signal. Handlers are installed (through
+/// `signal-hook`), not the signals blocked: a supervisor started with them ignored (an editor's language server
+/// may start it so) still hears them, and processes it starts get the default dispositions back at `exec`.
+/// Nothing is installed when the handlers cannot be (then the signals end the process, as before).
+fn cancel_on_signals(cancel: &Arc<AtomicBool>, reason: &Arc<Mutex<Option<String>>>) {
+    use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
     let (cancel, reason) = (Arc::clone(cancel), Arc::clone(reason));
     std::thread::spawn(move || {
-        while let Ok(signal) = signals.wait() {
+        for signal in signals.forever() {
+            let name = match signal {
+                SIGINT => "SIGINT",
+                SIGTERM => "SIGTERM",
+                _ => "SIGHUP",
+            };
             if let Ok(mut reason) = reason.lock() {
-                reason.get_or_insert_with(|| format!("Cancelled by {}", signal.as_str()));
+                reason.get_or_insert_with(|| format!("Cancelled by {name}"));
             }
             cancel.store(true, Ordering::SeqCst);
         }
