@@ -96,7 +96,7 @@ pub fn sweep_run(home: &Path, run_id: Option<&str>, owner: Identity, runtime: Op
             Err(problem) => swept.problems.push(problem),
         }
     }
-    swept.stages = crate::lifecycle::stage_leftovers(Some((owner.pid, owner.start)), false);
+    swept.stages = crate::lifecycle::stage_leftovers(Some(owner), false);
     swept
 }
 

@@ -6,16 +6,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use wb_testsupport::{self as support, Output, TASK, World, finish, opencode_world};
+use wb_testsupport::{
+    self as support, Output, Started, TASK, World, events_until, finish, opencode_text, opencode_world, run_id,
+    run_record, script_file,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wb-lsp");
 
@@ -23,22 +25,10 @@ fn wb(world: &World, args: &[&str]) -> Output {
     finish(world.command(BIN).args(args))
 }
 
-fn script(world: &World, name: &str, lines: &[Value]) -> PathBuf {
-    let path = world.root.join(format!("{name}.jsonl"));
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn text(words: &str) -> Value {
-    json!({"type": "text", "timestamp": 1764480000020u64, "sessionID": "ses_1", "part": {"sessionID": "ses_1",
-        "messageID": "msg_1", "id": "prt_text", "type": "text", "text": words, "time": {"start": 1, "end": 2}}})
-}
-
 /// Starts `wb-lsp run --json` of `package` on `script` and reads its events until one of type `until`.
-fn start(world: &World, package: &str, script: &Path, until: &str) -> (Child, Vec<Value>, BufReader<ChildStdout>) {
+fn start(world: &World, package: &str, script: &Path, until: &str) -> Started {
     let work = world.work.display().to_string();
-    let mut child = world
+    let child = world
         .command(BIN)
         .args(["run", package, "--dir", &work, "--task", TASK, "--json"])
         .env("OPENAI_API_KEY", "sk-openai-test-value")
@@ -48,34 +38,7 @@ fn start(world: &World, package: &str, script: &Path, until: &str) -> (Child, Ve
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut events = Vec::new();
-    let mut line = String::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
-        line.clear();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        let event: Value = serde_json::from_str(line.trim()).unwrap();
-        let found = event["type"] == until;
-        events.push(event);
-        if found {
-            return (child, events, reader);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("no {until} event: {events:?}");
-}
-
-fn run_id(events: &[Value]) -> String {
-    events[0]["run_id"].as_str().unwrap().to_owned()
-}
-
-fn record(world: &World, id: &str) -> Value {
-    let path = world.home.join(".workbench/runs").join(id).join("run.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    events_until(child, Duration::from_secs(120), &format!("no {until} event"), |event| event["type"] == until)
 }
 
 fn logged(world: &World, id: &str) -> Vec<Value> {
@@ -127,12 +90,25 @@ fn children_with(parent: u64, word: &str) -> Vec<u64> {
 }
 
 fn hanging_run(world: &World) -> (Child, String, u64, u64) {
-    let stream = script(world, "hang", &[text("hanging"), json!({"fake": "hang"})]);
+    let stream = script_file(world, "hang", &[opencode_text("hanging"), json!({"fake": "hang"})]);
     let (child, events, _reader) = start(world, ".workbenches/oc-demo", &stream, "output.text");
     let id = run_id(&events);
-    let supervisor = record(world, &id)["pid"].as_u64().unwrap();
+    let supervisor = run_record(world, &id)["pid"].as_u64().unwrap();
     let runner = runner_pid(world);
     (child, id, supervisor, runner)
+}
+
+/// SIGKILLs the supervisor's watchdog, then the supervisor, and lets go of the `run` child: what the run
+/// started is left with no owner at all (its run is lost).
+fn orphan(child: &mut Child, supervisor: u64) {
+    let watchdogs = children_with(supervisor, "supervise-watch");
+    assert_eq!(watchdogs.len(), 1, "the supervisor has a watchdog");
+    signal(watchdogs[0], Signal::SIGKILL);
+    wait_gone(watchdogs[0], "the watchdog", Duration::from_secs(20));
+    signal(supervisor, Signal::SIGKILL);
+    wait_gone(supervisor, "the supervisor", Duration::from_secs(20));
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 #[test]
@@ -176,7 +152,7 @@ fn sigterm_and_sighup_cancel_a_run_as_sigint_does() {
         assert_eq!(terminal["data"]["message"], format!("Cancelled by {name}"), "{terminal}");
         let available = events.iter().find(|e| e["type"] == "outcome.available").expect("a partial outcome");
         assert_eq!(available["data"]["completeness"], "partial", "{available}");
-        assert_eq!(record(&world, &id)["status"], "cancelled");
+        assert_eq!(run_record(&world, &id)["status"], "cancelled");
         assert!(stages(&world).is_empty(), "{name}: the stage directory is removed");
         assert_eq!(child.wait().unwrap().code(), Some(130), "{name}");
     }
@@ -187,14 +163,7 @@ fn kill_of_a_lost_run_stops_what_is_left_of_it() {
     let world = opencode_world();
     let (mut child, id, supervisor, runner) = hanging_run(&world);
     // The supervisor and its watchdog both SIGKILLed: the runner is left working, the run lost.
-    let watchdogs = children_with(supervisor, "supervise-watch");
-    assert_eq!(watchdogs.len(), 1, "the supervisor has a watchdog");
-    signal(watchdogs[0], Signal::SIGKILL);
-    wait_gone(watchdogs[0], "the watchdog", Duration::from_secs(20));
-    signal(supervisor, Signal::SIGKILL);
-    wait_gone(supervisor, "the supervisor", Duration::from_secs(20));
-    let _ = child.kill();
-    let _ = child.wait();
+    orphan(&mut child, supervisor);
     std::thread::sleep(Duration::from_millis(300));
     assert!(!support::process_is_gone(i64::try_from(runner).unwrap()), "the runner outlives both");
     let listed: Value = serde_json::from_str(&wb(&world, &["runs", "--all", "--json"]).stdout).unwrap();
@@ -299,10 +268,10 @@ fn wait_removed(id: &str, what: &str) {
 
 /// A run of the Docker package hanging in its container: the caller, run id, supervisor and container.
 fn hanging_container(world: &World) -> (Child, String, u64, String) {
-    let stream = script(world, "unused", &[]);
+    let stream = script_file(world, "unused", &[]);
     let (child, events, _reader) = start(world, ".workbenches/dk-hang", &stream, "output.text");
     let id = run_id(&events);
-    let supervisor = record(world, &id)["pid"].as_u64().unwrap();
+    let supervisor = run_record(world, &id)["pid"].as_u64().unwrap();
     let containers = containers_of(supervisor);
     assert_eq!(containers.len(), 1, "the run's container carries its supervisor as owner: {containers:?}");
     (child, id, supervisor, containers[0].clone())
@@ -336,14 +305,7 @@ fn docker_kill_of_a_lost_run_and_clean_remove_its_container() {
     let Some(world) = docker_world() else { return };
     for cleaner in ["kill", "clean"] {
         let (mut child, id, supervisor, container) = hanging_container(&world);
-        let watchdogs = children_with(supervisor, "supervise-watch");
-        assert_eq!(watchdogs.len(), 1, "the supervisor has a watchdog");
-        signal(watchdogs[0], Signal::SIGKILL);
-        wait_gone(watchdogs[0], "the watchdog", Duration::from_secs(20));
-        signal(supervisor, Signal::SIGKILL);
-        wait_gone(supervisor, "the supervisor", Duration::from_secs(20));
-        let _ = child.kill();
-        let _ = child.wait();
+        orphan(&mut child, supervisor);
         assert!(container_exists(&container), "the container outlives its supervisor and watchdog");
         if cleaner == "kill" {
             let output = wb(&world, &["kill", &id]);

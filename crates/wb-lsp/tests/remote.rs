@@ -518,32 +518,16 @@ fn daytona_a_failed_create_leaves_nothing() {
 /// says it hangs.
 fn start_hanging(setup: &Setup) -> (std::process::Child, Vec<Value>, BufReader<std::process::ChildStdout>) {
     let work = setup.world.work.display().to_string();
-    let mut child = setup
+    let child = setup
         .command()
         .args(setup.args("run", Some("hang"), &work))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut events = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut line = String::new();
-    while Instant::now() < deadline {
-        line.clear();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        let event: Value = serde_json::from_str(line.trim()).unwrap();
-        let hanging = event["type"] == "output.text" && event["data"]["text"] == "hanging";
-        events.push(event);
-        if hanging {
-            return (child, events, reader);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("the runner never said it hangs: {events:?}");
+    wb_testsupport::events_until(child, Duration::from_secs(60), "the runner never said it hangs", |event| {
+        event["type"] == "output.text" && event["data"]["text"] == "hanging"
+    })
 }
 
 fn rest(mut events: Vec<Value>, reader: BufReader<std::process::ChildStdout>) -> Vec<Value> {
@@ -1328,13 +1312,7 @@ fn adopted_after_the_supervisor_dies(kind: Kind, ended_while_lost: bool) {
     assert_eq!(output.code, 0, "{output:?}");
     let run_id = output.stdout.trim().to_owned();
     wait_for("the second line", || texts(&logged(&setup, &run_id)).contains(&"two".to_owned()));
-    let record: Value = serde_json::from_str(
-        &std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/run.json"))).unwrap(),
-    )
-    .unwrap();
-    let supervisor = i32::try_from(record["pid"].as_u64().unwrap()).unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(supervisor), nix::sys::signal::Signal::SIGKILL).unwrap();
-    wait_for("the supervisor's end", || run_state(&setup, &run_id) == "lost");
+    kill_supervisor(&setup, &run_id);
     let live = setup.service.live();
     assert_eq!(live.len(), 1, "the sandbox lives on: {live:?}");
     let before = logged(&setup, &run_id).len();
@@ -1426,13 +1404,7 @@ fn e2b_adopting_a_run_started_with_env_asks_for_it_again_and_redacts_it() {
     wait_for("the first line", || texts(&logged(&setup, &run_id)).contains(&"one".to_owned()));
     let saved = std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/options.json")));
     assert!(!saved.unwrap_or_default().contains(FLAG_KEY), "the value is never written");
-    let record: Value = serde_json::from_str(
-        &std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/run.json"))).unwrap(),
-    )
-    .unwrap();
-    let supervisor = i32::try_from(record["pid"].as_u64().unwrap()).unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(supervisor), nix::sys::signal::Signal::SIGKILL).unwrap();
-    wait_for("the supervisor's end", || run_state(&setup, &run_id) == "lost");
+    kill_supervisor(&setup, &run_id);
     let live = setup.service.live();
 
     let refused = setup.wb(&["attach", &run_id]);
@@ -1456,6 +1428,14 @@ fn e2b_adopting_a_run_started_with_env_asks_for_it_again_and_redacts_it() {
     let log = std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/events.ndjson")));
     assert!(!log.unwrap().contains(FLAG_KEY), "the value is redacted from the log");
     assert!(!printed.contains(FLAG_KEY), "{printed}");
+}
+
+/// SIGKILLs the supervisor of `run_id` and waits until the run shows as lost.
+fn kill_supervisor(setup: &Setup, run_id: &str) {
+    let record = wb_testsupport::run_record(&setup.world, run_id);
+    let supervisor = i32::try_from(record["pid"].as_u64().unwrap()).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(supervisor), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_for("the supervisor's end", || run_state(setup, run_id) == "lost");
 }
 
 /// What `runs --all` says of run `run_id`.

@@ -12,7 +12,10 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wb_testsupport::{self as support, Output, TASK, World, finish, opencode_world};
+use wb_testsupport::{
+    self as support, Output, Started, TASK, World, events_until, finish, opencode_text, opencode_world, run_id,
+    run_record, script_file,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wb-lsp");
 
@@ -22,19 +25,6 @@ fn wb(world: &World, args: &[&str]) -> Output {
 
 fn runs_dir(world: &World) -> PathBuf {
     world.home.join(".workbench/runs")
-}
-
-/// The OpenCode native stream `lines` as a script for the fake runner.
-fn script(world: &World, name: &str, lines: &[Value]) -> PathBuf {
-    let path = world.root.join(format!("{name}.jsonl"));
-    let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn text(words: &str) -> Value {
-    json!({"type": "text", "timestamp": 1764480000020u64, "sessionID": "ses_1", "part": {"sessionID": "ses_1",
-        "messageID": "msg_1", "id": "prt_text", "type": "text", "text": words, "time": {"start": 1, "end": 2}}})
 }
 
 fn step_finish(cost: f64) -> Value {
@@ -51,14 +41,9 @@ fn run_args<'a>(work: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 
 /// Starts `wb-lsp run --json` on `script` and reads its events until one of type `until` (returned with the
 /// child and the rest of its stdout).
-fn start(
-    world: &World,
-    script: &PathBuf,
-    extra: &[&str],
-    until: &str,
-) -> (Child, Vec<Value>, BufReader<std::process::ChildStdout>) {
+fn start(world: &World, script: &PathBuf, extra: &[&str], until: &str) -> Started {
     let work = world.work.display().to_string();
-    let mut child = world
+    let child = world
         .command(BIN)
         .args(run_args(&work, extra))
         .env("OPENAI_API_KEY", "sk-openai-test-value")
@@ -68,25 +53,7 @@ fn start(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut events = Vec::new();
-    let mut line = String::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        line.clear();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        let event: Value = serde_json::from_str(line.trim()).unwrap();
-        let found = event["type"] == until;
-        events.push(event);
-        if found {
-            return (child, events, reader);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("no {until} event: {events:?}");
+    events_until(child, Duration::from_secs(60), &format!("no {until} event"), |event| event["type"] == until)
 }
 
 /// The rest of a started run's events and its exit code.
@@ -102,14 +69,6 @@ fn finish_run(
     (events, status.code().unwrap_or(-1))
 }
 
-fn run_id(events: &[Value]) -> String {
-    events[0]["run_id"].as_str().unwrap().to_owned()
-}
-
-fn record(world: &World, id: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(runs_dir(world).join(id).join("run.json")).unwrap()).unwrap()
-}
-
 fn logged(world: &World, id: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(runs_dir(world).join(id).join("events.ndjson")).unwrap();
     text.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
@@ -122,7 +81,11 @@ fn mode(path: PathBuf) -> u32 {
 #[test]
 fn a_run_is_logged_listed_replayed_and_waited_for() {
     let world = opencode_world();
-    let stream = script(&world, "cost", &[text("working"), step_finish(0.25), text("done"), step_finish(0.5)]);
+    let stream = script_file(
+        &world,
+        "cost",
+        &[opencode_text("working"), step_finish(0.25), opencode_text("done"), step_finish(0.5)],
+    );
     let (child, events, reader) = start(&world, &stream, &[], "run.started");
     let (events, code) = finish_run(child, events, reader);
     assert_eq!(code, 0, "{events:?}");
@@ -137,7 +100,7 @@ fn a_run_is_logged_listed_replayed_and_waited_for() {
     assert_eq!(mode(runs_dir(&world).join(&id)), 0o700);
 
     // The record: what ran, how it ended, what it cost; the task only as a digest.
-    let run = record(&world, &id);
+    let run = run_record(&world, &id);
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(
         (run["workbench"].as_str(), run["runtime"].as_str(), run["runner"].as_str()),
@@ -186,20 +149,20 @@ fn a_run_is_logged_listed_replayed_and_waited_for() {
 #[test]
 fn attach_and_wait_follow_a_live_run_and_kill_cancels_it() {
     let world = opencode_world();
-    let stream = script(
+    let stream = script_file(
         &world,
         "hang",
         &[
-            text("hanging"),
+            opencode_text("hanging"),
             step_finish(0.1),
             json!({"fake": "sleep", "seconds": 1.5}),
-            text("later"),
+            opencode_text("later"),
             json!({"fake": "hang"}),
         ],
     );
     let (child, events, reader) = start(&world, &stream, &[], "usage.updated");
     let id = run_id(&events);
-    let run = record(&world, &id);
+    let run = run_record(&world, &id);
     assert_eq!(run["status"], "running");
 
     // Active runs are listed; status says what it does and what it cost so far.
@@ -234,7 +197,7 @@ fn attach_and_wait_follow_a_live_run_and_kill_cancels_it() {
     // The partial outcome is collected, as on Ctrl-C.
     let available = events.iter().find(|e| e["type"] == "outcome.available").expect("an outcome");
     assert_eq!(available["data"]["completeness"], "partial", "{available}");
-    assert_eq!(record(&world, &id)["status"], "cancelled");
+    assert_eq!(run_record(&world, &id)["status"], "cancelled");
 
     let followed = follower.wait_with_output().unwrap();
     assert_eq!(followed.status.code(), Some(130));
@@ -254,13 +217,13 @@ fn attach_and_wait_follow_a_live_run_and_kill_cancels_it() {
 #[test]
 fn a_run_outlives_its_caller_and_is_lost_only_when_its_supervisor_dies() {
     let world = opencode_world();
-    let stream = script(&world, "hang", &[text("hanging"), json!({"fake": "hang"})]);
+    let stream = script_file(&world, "hang", &[opencode_text("hanging"), json!({"fake": "hang"})]);
     let (mut child, events, _reader) = start(&world, &stream, &[], "output.text");
     let id = run_id(&events);
     // SIGKILL of the command that started the run: the run is its supervisor's, and goes on.
     child.kill().unwrap();
     child.wait().unwrap();
-    let supervisor = record(&world, &id)["pid"].as_u64().unwrap();
+    let supervisor = run_record(&world, &id)["pid"].as_u64().unwrap();
     assert_ne!(supervisor, u64::from(child.id()), "the run is owned by a supervisor, not by its caller");
     let listed: Value = serde_json::from_str(&wb(&world, &["runs", "--json"]).stdout).unwrap();
     assert_eq!(listed[0]["state"], "running", "{listed}");
@@ -279,7 +242,7 @@ fn a_run_outlives_its_caller_and_is_lost_only_when_its_supervisor_dies() {
     support::wait_for(&world.log.join("hanging"));
     let runner: i32 = std::fs::read_to_string(world.log.join("hanging")).unwrap().trim().parse().unwrap();
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(runner), nix::sys::signal::Signal::SIGKILL);
-    assert_eq!(record(&world, &id)["status"], "running", "the record still says running");
+    assert_eq!(run_record(&world, &id)["status"], "running", "the record still says running");
     let listed: Value = serde_json::from_str(&wb(&world, &["runs", "--all", "--json"]).stdout).unwrap();
     assert_eq!(listed[0]["state"], "lost", "{listed}");
     assert_eq!(serde_json::from_str::<Value>(&wb(&world, &["runs", "--json"]).stdout).unwrap(), json!([]));
@@ -295,10 +258,10 @@ fn a_run_outlives_its_caller_and_is_lost_only_when_its_supervisor_dies() {
 fn a_detached_run_goes_on_and_is_reached_by_id() {
     let world = opencode_world();
     let work = world.work.display().to_string();
-    let stream = script(
+    let stream = script_file(
         &world,
         "detached",
-        &[text("working"), step_finish(0.25), json!({"fake": "sleep", "seconds": 1}), text("done")],
+        &[opencode_text("working"), step_finish(0.25), json!({"fake": "sleep", "seconds": 1}), opencode_text("done")],
     );
     let output = finish(
         world
@@ -323,7 +286,7 @@ fn a_detached_run_goes_on_and_is_reached_by_id() {
     let logged: Vec<Value> = log.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert_eq!(logged, events);
     assert_eq!(wb(&world, &["wait", &id]).code, 0);
-    let finished = record(&world, &id);
+    let finished = run_record(&world, &id);
     assert_eq!((finished["status"].as_str(), finished["cost_usd"].as_f64()), (Some("completed"), Some(0.25)));
     // The final answer is kept beside the log, private, once the supervisor has cleaned up.
     let result = runs_dir(&world).join(&id).join("result.json");
@@ -347,10 +310,16 @@ fn a_detached_run_goes_on_and_is_reached_by_id() {
 fn spend_and_time_limits_stop_a_run_cleanly() {
     let world = opencode_world();
     // Usage crossing --max-cost: the run is stopped as a cancel, with a partial outcome and the limit named.
-    let stream = script(
+    let stream = script_file(
         &world,
         "spend",
-        &[text("step one"), step_finish(0.3), text("step two"), step_finish(0.3), json!({"fake": "hang"})],
+        &[
+            opencode_text("step one"),
+            step_finish(0.3),
+            opencode_text("step two"),
+            step_finish(0.3),
+            json!({"fake": "hang"}),
+        ],
     );
     let (child, events, reader) = start(&world, &stream, &["--max-cost", "0.50"], "run.started");
     let (events, code) = finish_run(child, events, reader);
@@ -362,10 +331,10 @@ fn spend_and_time_limits_stop_a_run_cleanly() {
     assert!((terminal["data"]["cost_usd"].as_f64().unwrap() - 0.6).abs() < 1e-9, "the terminal event's cost");
     assert!(events.iter().any(|e| e["type"] == "outcome.available" && e["data"]["completeness"] == "partial"));
     let id = run_id(&events);
-    assert!((record(&world, &id)["cost_usd"].as_f64().unwrap() - 0.6).abs() < 1e-9);
+    assert!((run_record(&world, &id)["cost_usd"].as_f64().unwrap() - 0.6).abs() < 1e-9);
 
     // --max-duration.
-    let stream = script(&world, "slow", &[text("slow"), json!({"fake": "hang"})]);
+    let stream = script_file(&world, "slow", &[opencode_text("slow"), json!({"fake": "hang"})]);
     let (child, events, reader) = start(&world, &stream, &["--max-duration", "1s"], "run.started");
     let (events, code) = finish_run(child, events, reader);
     assert_eq!(code, 130, "{events:?}");
@@ -373,11 +342,11 @@ fn spend_and_time_limits_stop_a_run_cleanly() {
     assert_eq!(message, "Stopped by --max-duration: the run went on for 1s");
 
     // A runner that reports no cost: the record says so (null), never 0.
-    let stream = script(&world, "free", &[text("no usage")]);
+    let stream = script_file(&world, "free", &[opencode_text("no usage")]);
     let (child, events, reader) = start(&world, &stream, &["--max-cost", "1"], "run.started");
     let (events, code) = finish_run(child, events, reader);
     assert_eq!(code, 0, "{events:?}");
-    assert_eq!(record(&world, &run_id(&events))["cost_usd"], Value::Null);
+    assert_eq!(run_record(&world, &run_id(&events))["cost_usd"], Value::Null);
     assert_eq!(events.last().unwrap()["data"]["cost_usd"], Value::Null, "cost unknown, never 0");
     let listed = wb(&world, &["runs", "--all"]).stdout;
     assert!(listed.contains("cost unknown"), "{listed}");
@@ -447,5 +416,5 @@ fn claude_code_runs_are_held_to_max_cost_as_their_usage_streams() {
     let terminal = events.last().unwrap();
     assert_eq!(terminal["type"], "run.completed", "{terminal}");
     assert!((terminal["data"]["cost_usd"].as_f64().unwrap() - 2.0).abs() < 1e-9, "the runner's total: {terminal}");
-    assert_eq!(record(&world, &run_id(&events))["status"], "completed");
+    assert_eq!(run_record(&world, &run_id(&events))["status"], "completed");
 }

@@ -12,6 +12,7 @@
 pub mod corpus;
 pub mod docker;
 pub mod events;
+pub mod followed;
 pub mod git;
 pub mod home;
 pub mod lsp;
@@ -25,6 +26,7 @@ pub mod tree;
 pub mod world;
 
 pub use events::{check_events, check_outcome_event, success_native_types, success_types, types};
+pub use followed::{Started, events_until, opencode_text, run_id, run_record, script_file};
 pub use git::git;
 pub use home::{ScratchHome, isolate};
 pub use lsp::{frame, read_message};

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Options, Purpose};
 use crate::error::{EngineError, Result};
+use crate::leftovers::Identity;
 
 /// Where the runner's configuration is staged: a private temporary directory, or one the person asked to keep.
 pub(super) enum Stage {
@@ -41,7 +42,7 @@ impl Stage {
                 // 0700: it holds the runner's configuration and, during the run, its transcripts. Its name says
                 // which process made it, so a process that died leaves a directory `clean` can tell is left over.
                 let mut builder = tempfile::Builder::new();
-                let prefix = format!("{STAGE_PREFIX}{}-", owner_tag(std::process::id()));
+                let prefix = format!("{STAGE_PREFIX}{}-", owner_tag(Identity::of(std::process::id())));
                 builder.prefix(&prefix);
                 #[cfg(unix)]
                 builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
@@ -57,15 +58,15 @@ impl Stage {
 /// How a temporary stage directory's name begins: then `<pid>-<start>-` of the process that made it.
 const STAGE_PREFIX: &str = "wb-lsp-stage-";
 
-/// `<pid>-<start>` of process `pid` (`x` for a start time that cannot be read).
-fn owner_tag(pid: u32) -> String {
-    let start = crate::runs::process_start(pid).map_or_else(|| "x".to_owned(), |start| start.to_string());
-    format!("{pid}-{start}")
+/// `<pid>-<start>` of the process that makes a stage directory (`x` for a start time that cannot be read).
+fn owner_tag(owner: Identity) -> String {
+    let start = owner.start.map_or_else(|| "x".to_owned(), |start| start.to_string());
+    format!("{}-{start}", owner.pid)
 }
 
 /// The temporary stage directories left by processes that ended (or, with `owner`, made by that process: its
 /// pid and start time), removed unless `dry`. Only this user's directories, never through a link.
-pub fn stage_leftovers(owner: Option<(u32, Option<u64>)>, dry: bool) -> Vec<PathBuf> {
+pub fn stage_leftovers(owner: Option<Identity>, dry: bool) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
     let mut found = Vec::new();
     for entry in entries.flatten() {
@@ -75,11 +76,11 @@ pub fn stage_leftovers(owner: Option<(u32, Option<u64>)>, dry: bool) -> Vec<Path
         let (Some(pid), Some(start)) = (parts.next().and_then(|p| p.parse::<u32>().ok()), parts.next()) else {
             continue;
         };
-        let start = start.parse::<u64>().ok();
+        let maker = Identity { pid, start: start.parse::<u64>().ok() };
         let left = match owner {
-            Some(owner) => owner == (pid, start),
+            Some(owner) => owner == maker,
             // Without a start time the process cannot be told from one that took its pid: kept while it lives.
-            None => !crate::runs::process_alive(pid, start),
+            None => !maker.alive(),
         };
         let path = entry.path();
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
