@@ -1083,6 +1083,37 @@ fn daytona_clean_reclaims_the_sandbox_of_a_lost_run() {
     clean_reclaims_the_sandbox_of_a_lost_run(Kind::Daytona);
 }
 
+/// `kill` of a remote run whose supervisor died destroys its sandbox (left alone, the sandbox would go on until
+/// its lease, the agent working): the user asked for the run to stop.
+fn kill_destroys_the_sandbox_of_a_lost_run(kind: Kind) {
+    let setup = setup(kind);
+    let (mut child, events, _reader) = start_hanging(&setup);
+    let run_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    kill_supervisor(&setup, &run_id);
+    let _ = child.kill();
+    let _ = child.wait();
+    let live = setup.service.live();
+    assert_eq!(live.len(), 1, "the lost run's sandbox outlives its supervisor");
+    let output = setup.wb(&["kill", &run_id]);
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(output.stderr.contains(&format!("destroyed its sandbox {}", live[0])), "{output:?}");
+    assert!(setup.service.live().is_empty(), "kill left the lost run's sandbox: {output:?}");
+    // Nothing is left: a second kill says so.
+    let again = setup.wb(&["kill", &run_id]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stderr.contains("nothing of it was left running"), "{again:?}");
+}
+
+#[test]
+fn e2b_kill_destroys_the_sandbox_of_a_lost_run() {
+    kill_destroys_the_sandbox_of_a_lost_run(Kind::E2b);
+}
+
+#[test]
+fn daytona_kill_destroys_the_sandbox_of_a_lost_run() {
+    kill_destroys_the_sandbox_of_a_lost_run(Kind::Daytona);
+}
+
 fn texts(events: &[Value]) -> Vec<String> {
     events
         .iter()

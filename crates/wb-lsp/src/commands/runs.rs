@@ -232,27 +232,37 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
 fn stop_leftovers(home: &std::path::Path, record: &RunRecord) -> ExitCode {
     let owner = wb_engine::leftovers::Identity { pid: record.pid, start: record.pid_start };
     let swept = wb_engine::leftovers::sweep_run(home, Some(&record.run_id), owner, Some(&record.runtime));
-    let id = &record.run_id;
-    if swept.is_empty() {
-        eprintln!("run {id} is lost (its supervisor died): nothing of it was left running");
+    let mut problems = swept.problems.clone();
+    // A remote run's sandbox outlives its supervisor (so that `attach` can adopt it): killed, it is destroyed.
+    let mut sandboxes = Vec::new();
+    if wb_engine::runtime::services().iter().any(|service| service.name() == record.runtime) {
+        let inherited = wb_engine::bindings::process_environment();
+        match wb_engine::runtime::remote::orphans::reclaim_run(record, &inherited) {
+            Ok(destroyed) => sandboxes = destroyed,
+            Err(problem) => problems.push(problem),
+        }
+    }
+    let lost = format!("run {} is lost (its supervisor died)", record.run_id);
+    if swept.is_empty() && sandboxes.is_empty() && problems.is_empty() {
+        eprintln!("{lost}: nothing of it was left running");
     }
     if !swept.processes.is_empty() {
         let pids: Vec<String> = swept.processes.iter().map(u32::to_string).collect();
-        eprintln!("run {id} is lost (its supervisor died): stopped its runner (processes {})", pids.join(", "));
+        eprintln!("{lost}: stopped its runner (processes {})", pids.join(", "));
     }
     for container in &swept.containers {
-        eprintln!("run {id} is lost (its supervisor died): removed its container {}", printable(container));
+        eprintln!("{lost}: removed its container {}", printable(container));
+    }
+    for sandbox in &sandboxes {
+        eprintln!("{lost}: destroyed its sandbox {}", printable(sandbox));
     }
     for stage in &swept.stages {
-        eprintln!(
-            "run {id} is lost (its supervisor died): removed its stage directory {}",
-            printable(&stage.display().to_string())
-        );
+        eprintln!("{lost}: removed its stage directory {}", printable(&stage.display().to_string()));
     }
-    for problem in &swept.problems {
+    for problem in &problems {
         eprintln!("warning: {}", printable(problem));
     }
-    if swept.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {

@@ -46,18 +46,13 @@ pub fn orphans(home: &Path, inherited: &BTreeMap<String, String>, apply: bool) -
         // A sandbox kept for a recovery goes only with `--recover` or `--discard-recovery`.
         .filter(|record| !matches!(super::recovery::load(home, &record.run_id), Ok(Some(_)) | Err(_)))
         .collect();
-    // The providers drive their calls with `Handle::block_on`, which needs a runtime with its own workers.
-    let Ok(tokio) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() else {
+    let Ok(tokio) = client_runtime() else {
         found.problems.push("cannot start the services' client".to_owned());
         return found;
     };
     for service in services() {
-        let with_credentials = service
-            .credential_keys()
-            .iter()
-            .any(|key| inherited.get(*key).is_some_and(|value| !value.trim().is_empty()));
         let ours: Vec<&runs::RunRecord> = runs.iter().filter(|record| record.runtime == service.name()).collect();
-        if !with_credentials || ours.is_empty() {
+        if !has_credentials(service.credential_keys(), inherited) || ours.is_empty() {
             continue;
         }
         let mut provider = match service.connect(inherited, tokio.handle().clone()) {
@@ -94,4 +89,41 @@ pub fn orphans(home: &Path, inherited: &BTreeMap<String, String>, apply: bool) -
         }
     }
     found
+}
+
+/// Destroys the sandboxes of one remote run that no longer runs (`kill` of a lost run: its supervisor died and
+/// its sandbox went on until its lease). Answers the sandboxes destroyed; an error names what could not be done
+/// (no credentials, a service that could not be asked).
+pub fn reclaim_run(record: &runs::RunRecord, inherited: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
+    if record.state().is_live() {
+        return Err(format!("run {} is still running", record.run_id));
+    }
+    let Some(service) = services().into_iter().find(|service| service.name() == record.runtime) else {
+        return Ok(Vec::new());
+    };
+    if !has_credentials(service.credential_keys(), inherited) {
+        return Err(format!(
+            "{}: its sandbox is left to its lease: no {} in the environment to destroy it with",
+            service.title(),
+            service.credential_keys().join(" or ")
+        ));
+    }
+    let tokio = client_runtime().map_err(|_| "cannot start the services' client".to_owned())?;
+    let mut provider =
+        service.connect(inherited, tokio.handle().clone()).map_err(|error| format!("{}: {error}", service.title()))?;
+    let labels = super::labels(&record.run_id, &record.workbench);
+    let ids = provider.find(&labels).map_err(|error| format!("{}: {error}", service.title()))?;
+    if !ids.is_empty() {
+        provider.reclaim(&labels).map_err(|error| format!("{}: {error}", service.title()))?;
+    }
+    Ok(ids)
+}
+
+fn has_credentials(keys: &[&str], inherited: &BTreeMap<String, String>) -> bool {
+    keys.iter().any(|key| inherited.get(*key).is_some_and(|value| !value.trim().is_empty()))
+}
+
+/// The providers drive their calls with `Handle::block_on`, which needs a runtime with its own workers.
+fn client_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()
 }
