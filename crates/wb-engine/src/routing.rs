@@ -195,3 +195,36 @@ pub fn select_route(
     };
     (routes.first().cloned(), auth)
 }
+
+/// What a run started here would do for its model, in a few words: `→ openai/gpt-5.6-terra via
+/// OPENAI_API_KEY`, `→ … (the runner's own login)`, or which variables would make a route ready. Credential
+/// names only, never a value. `None` without a model or a runner, or when the manifest allows no route.
+pub fn route_summary(
+    manifest: &Manifest,
+    catalog: &ModelCatalog,
+    inherited: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    manifest.model.as_ref()?;
+    let runner = manifest.runner.as_ref()?.value.as_str();
+    let routes = allowed_routes(manifest, catalog, runner).ok()?;
+    let name = manifest.name.as_ref().map(|n| n.value.as_str()).unwrap_or_default();
+    let env = crate::bindings::bind_environment(manifest, name, catalog, &[], &[], inherited).ok()?;
+    let home = inherited.get("HOME").map(String::as_str);
+    let (_, authentication) = select_route(&routes, catalog, runner, &env, home, &|_| false);
+    Some(match (authentication.ready, authentication.route, authentication.method.as_deref()) {
+        (true, Some(route), Some("environment")) => {
+            format!("→ {route} via {}", authentication.variable.unwrap_or_default())
+        }
+        (true, Some(route), Some("runner")) => format!("→ {route} (the runner's own login)"),
+        (true, Some(route), _) => format!("→ {route}"),
+        _ => {
+            let mut names: Vec<String> = routes
+                .iter()
+                .filter_map(|route| catalog.provider(&route.provider))
+                .flat_map(|provider| provider.env.iter().cloned())
+                .collect();
+            names.dedup();
+            if names.is_empty() { "no route".to_owned() } else { format!("no credentials: set {}", names.join(" or ")) }
+        }
+    })
+}

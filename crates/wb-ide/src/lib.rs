@@ -18,7 +18,9 @@ pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completi
 pub use context::{Located, YamlPath, locate};
 pub use format::{FormatEdit, FormatError, FormatOptions, apply, format, format_edits, format_range_edits};
 pub use hover::{Hover, hover};
-pub use inlay::{ContextSize, MAX_HINTS, context_label, context_sizes, input_price};
+pub use inlay::{
+    ContextSize, HintInputs, HintKinds, InlayHint, MAX_HINTS, context_label, context_sizes, inlay_hints, input_price,
+};
 pub use markdown::to_plain_text;
 pub use navigation::{Link, MAX_LINKS, definition, document_links, env_range_at, env_references, rename_env};
 pub use structure::{

@@ -974,6 +974,20 @@ fn inlay_hints_show_context_cost_route_and_bindings() {
     assert_eq!(shown, expected, "{hints}");
     assert!(!hints.to_string().contains("secret-value-7f3"), "a value in a hint: {hints}");
 
+    // Only the requested range: the `env` lines alone give the three bindings.
+    let env_line = end_of_line("env:").0;
+    let env_only = json!({"textDocument": {"uri": uri(&manifest)},
+        "range": {"start": {"line": env_line, "character": 0}, "end": {"line": env_line + 6, "character": 0}}});
+    let hints = client.request_raw("textDocument/inlayHint", env_only.clone());
+    let labels: Vec<&str> = hints.as_array().expect("hints").iter().filter_map(|h| h["label"].as_str()).collect();
+    assert_eq!(labels, ["bound", "in .env (pass --env-file .env)", "not bound (required)"], "{hints}");
+    // The editor's `.env`, unsaved, is the one that counts.
+    client.open(&root.join(".env"), "WB_INLAY_FROM_DOTENV=secret-value-7f3\nWB_INLAY_NOWHERE_0C4A=typed\n");
+    let hints = client.request_raw("textDocument/inlayHint", env_only);
+    let labels: Vec<&str> = hints.as_array().expect("hints").iter().filter_map(|h| h["label"].as_str()).collect();
+    assert_eq!(labels, ["bound", "in .env (pass --env-file .env)", "in .env (pass --env-file .env)"], "{hints}");
+    assert!(!hints.to_string().contains("typed"), "a value in a hint: {hints}");
+
     // Switched off, kind by kind (the client answers the server's `workspace/configuration` with them).
     client.settings = json!({"modelCatalog": catalog, "inlayHints": {"context": false, "env": false}});
     client.notify::<lsp::notification::DidChangeConfiguration>(lsp::DidChangeConfigurationParams {

@@ -248,6 +248,16 @@ pub fn check_manifest_bytes(
     check_bytes(fs, manifest_path, bytes, catalog, MigrationFix::Offer)
 }
 
+/// The model of a parsed manifest by its own rules alone: no package file is read and no prose checked. What
+/// an editor feature needs of a buffer (its model, env and routes) without checking the package again.
+pub fn manifest_model(manifest_path: &Path, parse: &wb_syntax::Parse, catalog: &ModelCatalog) -> Manifest {
+    crate::rules::suggestions::in_pass(|| {
+        let (mut manifest, _) = crate::rules::check_manifest(manifest_path, parse, catalog);
+        manifest.complete &= parse.errors.iter().all(|e| e.kind == SyntaxErrorKind::ByteOrderMark);
+        manifest
+    })
+}
+
 /// Whether a check attaches the "Migrate to spec 1" fix. Checking a migration's result does not, so the
 /// migration guard never recurses.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -29,7 +29,7 @@ pub mod skill;
 pub use catalog::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, ModelCost, Provider};
 pub use check::{
     Detail, MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests,
-    check_manifests_keeping, check_package, check_path, check_path_keeping, discover, sort_diagnostics,
+    check_manifests_keeping, check_package, check_path, check_path_keeping, discover, manifest_model, sort_diagnostics,
 };
 pub use credentials::is_credential_path;
 pub use diagnostic::{
