@@ -684,6 +684,43 @@ fn an_apply_cancelled_at_once_answers_with_what_it_did() {
     assert!(status.success(), "{status:?}");
 }
 
+/// `workbench.kill` signals a run, so a `$/cancelRequest` sent with it (in the same write) does not turn its
+/// answer into "cancelled" while the run is cancelled anyway: the answer says the run was asked to stop, and it
+/// stops. (On the cancellable pool the answer was `RequestCancelled`, or the kill never sent.)
+#[test]
+fn a_kill_cancelled_at_once_still_stops_the_run_and_says_so() {
+    let temp = tempfile::tempdir().unwrap();
+    let manifest = fake_repository(temp.path());
+    std::fs::write(temp.path().join("bin/opencode"), "#!/bin/sh\nexec sleep 60\n").unwrap();
+    let path = format!("{}:{}", temp.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let mut session = Client::spawn(
+        Command::new(env!("CARGO_BIN_EXE_wb-lsp"))
+            .env("PATH", &path)
+            .env("OPENAI_API_KEY", "sk-test")
+            .env("WORKBENCH_HOME", temp.path().join("home")),
+    );
+    session.send(&initialize(1));
+    session.response(1);
+    let uri = format!("file://{}", manifest.display());
+    session.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.run", "arguments": [{"uri": uri, "task": "wait"}]}}));
+    let run_id = loop {
+        let message = session.receive("run.ready");
+        if message["method"] == "workbench/runEvent" && message["params"]["event"]["type"] == "run.ready" {
+            break message["params"]["event"]["run_id"].as_str().unwrap().to_owned();
+        }
+    };
+    let kill = json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand",
+        "params": {"command": "workbench.kill", "arguments": [{"runId": run_id}]}});
+    let cancel = json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 3}});
+    let bytes = [kill, cancel].iter().flat_map(|message| frame(&message.to_string())).collect::<Vec<u8>>();
+    session.send_bytes(&bytes);
+    let (answer, _) = session.response(3);
+    assert_eq!(answer["result"], json!({"runId": run_id, "asked": true}), "{answer}");
+    let (run, _) = session.response(2);
+    assert_eq!(run["result"]["ending"]["status"], "cancelled", "{run}");
+}
+
 /// A server whose binary was replaced while it runs (an upgrade, a rebuild) still starts its runs' supervisors:
 /// they run the very binary the server is.
 #[test]

@@ -14,6 +14,7 @@
 
 mod capabilities;
 pub mod convert;
+mod diagnostics_schedule;
 pub mod ext;
 mod global_state;
 mod handlers;

@@ -1,6 +1,7 @@
 //! `workspace/executeCommand`: routes each `workbench.*` command (documented in `docs/lsp-extensions.md`)
-//! to its handler. The execution commands run on their own threads, `workbench.outcome` on the workers and
-//! `workbench.applyOutcome`, which writes, on a thread of its own that is never cancelled;
+//! to its handler. The execution commands run on their own threads, `workbench.runs` and `workbench.outcome`
+//! on the workers, and `workbench.kill` (it signals) and `workbench.applyOutcome` (it writes) on threads of
+//! their own that are never cancelled;
 //! `workbench.migrate` and `workbench.checkWorkspace` change the server's state and run here.
 
 use lsp_server::{ErrorCode, RequestId, Response};
@@ -17,11 +18,12 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
         ext::RUN => state.spawn_run(id, params, execute::run),
         ext::ATTACH => state.spawn_run(id, params, execute::attach),
         ext::RUNS => state.spawn::<r::ExecuteCommand>(id, params, execute::runs),
-        ext::KILL => state.spawn::<r::ExecuteCommand>(id, params, execute::kill),
         ext::SEND => state.spawn_run(id, params, sessions::send),
         ext::OUTCOME => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome),
         ext::OUTCOME_FILE => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome_file),
-        // It writes the workspace: never on the cancellable pool (its answer must say what it did).
+        // They signal a run or write the workspace: never on the cancellable pool (the answer must say what
+        // was done, and a cancelled request must not leave it half done).
+        ext::KILL => state.spawn_mutation(id, params, execute::kill),
         ext::APPLY_OUTCOME => state.spawn_mutation(id, params, execute::apply_outcome),
         ext::MIGRATE => migrate(state, id, &params),
         ext::CHECK_WORKSPACE => check_workspace(state, id),
