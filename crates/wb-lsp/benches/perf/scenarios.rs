@@ -337,6 +337,26 @@ pub fn session(scratch: &Path, samples: usize) {
     let label = format!("{edits} edits of the 2 large manifests, completion, hover");
     let figure = format!("peak {} (now {}, after opening {})", mib(peak), mib(now), mib(after_open));
     row(&label, &figure, &format!("session {}", ms(started.elapsed())));
+    // Then three rounds of whole-text changes of both large manifests (a paste, a formatter, a branch switch),
+    // both sent before either is checked: one adds an error to every `env` entry (2,500 of them, capped in the
+    // publication) and the next takes them away again. The old and new trees and diagnostics meet.
+    let clean: Vec<String> = repo.large.iter().map(|path| text(path)).collect();
+    for round in 0..6 {
+        let broken = round % 2 == 0;
+        for (i, path) in repo.large.iter().enumerate() {
+            versions[i] += 1;
+            let full = if broken { clean[i].replace("required: true", "required: \"yes\"") } else { clean[i].clone() };
+            client.change_full(path, versions[i], &full);
+        }
+        let wanted: Vec<_> =
+            repo.large.iter().zip(&versions).map(|(path, version)| (uri(path), Server::Wb.version(*version))).collect();
+        let found = client.diagnostics(&wanted);
+        assert_eq!(found > 0, broken, "{found} diagnostics in round {round}");
+    }
+    client.settle(Duration::from_millis(500));
+    let (peak, now) = client.memory_kib();
+    let figure = format!("peak {} (now {}, after opening {})", mib(peak), mib(now), mib(after_open));
+    row("then 3 rounds of full changes of both: 2,500 errors each, then fixed", &figure, "");
     client.shutdown();
 }
 

@@ -31,6 +31,8 @@ pub struct DiagnosticsSchedule {
     dependencies: HashMap<PathBuf, Dependencies>,
     /// The large batch in flight, shown as progress.
     progress: Option<CheckProgress>,
+    /// Checks scheduled whose result has not come back (stale ones included).
+    in_flight: usize,
 }
 
 impl DiagnosticsSchedule {
@@ -48,16 +50,24 @@ impl DiagnosticsSchedule {
         self.dependencies.get(manifest).is_none_or(|read| read.depends_on(path))
     }
 
-    /// The dirty owners, each with the generation of its new check.
+    /// The dirty owners, each with the generation of its new check, counted in flight.
     fn take_dirty(&mut self) -> Vec<(PathBuf, u64)> {
-        std::mem::take(&mut self.dirty)
+        let dirty: Vec<(PathBuf, u64)> = std::mem::take(&mut self.dirty)
             .into_iter()
             .map(|owner| {
                 self.next_generation += 1;
                 self.generations.insert(owner.clone(), self.next_generation);
                 (owner, self.next_generation)
             })
-            .collect()
+            .collect();
+        self.in_flight += dirty.len();
+        dirty
+    }
+
+    /// A check came back; answers whether it was the last one in flight.
+    fn returned(&mut self) -> bool {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.in_flight == 0
     }
 
     /// Forgets what `owner` published (a result still in flight for it is dropped); answers the files whose
@@ -231,8 +241,12 @@ impl GlobalState {
     /// Starts a check of every dirty owner on the workers, each tagged with a new generation (push clients only;
     /// pull clients ask when they want diagnostics).
     pub fn schedule_diagnostics(&mut self) {
+        if self.pull_diagnostics {
+            self.diagnostics.dirty.clear();
+            return;
+        }
         let dirty = self.diagnostics.take_dirty();
-        if self.pull_diagnostics || dirty.is_empty() {
+        if dirty.is_empty() {
             return;
         }
         let snapshot = self.snapshot();
@@ -319,6 +333,11 @@ impl GlobalState {
         result: Result<(Computed, Option<Dependencies>), String>,
     ) -> anyhow::Result<()> {
         self.progress_finished(generation);
+        if self.diagnostics.returned() {
+            // The checks are done: what they allocated and freed goes back to the system (the glibc arenas of
+            // the workers would otherwise keep the session's peak resident).
+            let _ = self.jobs.send(Box::new(super::memory::release));
+        }
         if self.diagnostics.is_stale(generation, &owner) {
             return Ok(());
         }

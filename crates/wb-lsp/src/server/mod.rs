@@ -19,6 +19,7 @@ pub mod ext;
 mod global_state;
 mod handlers;
 mod main_loop;
+mod memory;
 mod progress;
 mod settings;
 mod snapshot;
