@@ -359,6 +359,29 @@ fn spend_and_time_limits_stop_a_run_cleanly() {
     }
 }
 
+/// Issue 41: every duration flag takes the one grammar (`wb_engine::duration`): `run --max-duration 2w` (which
+/// `clean` took and `run` refused), `wait --timeout 1h30m`; a value outside it is a usage error naming the flag.
+#[test]
+fn duration_flags_take_the_one_grammar() {
+    let world = opencode_world();
+    let stream = script_file(&world, "quick", &[opencode_text("done")]);
+    let (child, events, reader) = start(&world, &stream, &["--max-duration", "2w"], "run.started");
+    let (events, code) = finish_run(child, events, reader);
+    assert_eq!(code, 0, "a two-week limit does not stop a short run: {events:?}");
+    assert_eq!(events.last().unwrap()["type"], "run.completed");
+    let output = wb(&world, &["wait", &run_id(&events), "--timeout", "1h30m"]);
+    assert_eq!(output.code, 0, "{output:?}");
+
+    let work = world.work.display().to_string();
+    for (flag, bad) in [("--max-duration", "2mo"), ("--max-duration", "soon"), ("--idle-timeout", "-5m")] {
+        let given = format!("{flag}={bad}");
+        let output = wb(&world, &run_args(&work, &[&given, "--session"]));
+        assert_eq!(output.code, 2, "{flag} {bad}: {output:?}");
+        assert!(output.stderr.contains(&format!("invalid value '{bad}' for '{flag} <DURATION>'")), "{output:?}");
+        assert!(output.stderr.contains("docs/runs.md#durations"), "{output:?}");
+    }
+}
+
 /// Hostile runs round 3: `--max-cost` could not stop a Claude Code run before it ended (its stream gives a cost
 /// only in the final `result`), and a run whose final cost crossed the cap was reported cancelled though it had
 /// completed. Each message's usage is now priced from the catalog as it streams (Claude Sonnet 4.5 here), and
