@@ -57,11 +57,7 @@ fn start(world: &World, script: &PathBuf, extra: &[&str], until: &str) -> Starte
 }
 
 /// The rest of a started run's events and its exit code.
-fn finish_run(
-    mut child: Child,
-    mut events: Vec<Value>,
-    reader: BufReader<std::process::ChildStdout>,
-) -> (Vec<Value>, i32) {
+fn finish_run(mut child: Child, mut events: Vec<Value>, reader: BufReader<support::Deadline>) -> (Vec<Value>, i32) {
     for line in reader.lines() {
         events.push(serde_json::from_str(&line.unwrap()).unwrap());
     }
