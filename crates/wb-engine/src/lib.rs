@@ -12,6 +12,7 @@ pub mod adapters;
 pub mod bindings;
 pub mod doctor;
 pub mod dotenv;
+pub mod duration;
 mod error;
 pub mod events;
 pub mod leftovers;

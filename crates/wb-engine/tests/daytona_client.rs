@@ -20,6 +20,11 @@ use wb_engine::runtime::remote::provider::{
     TemplateSource, User,
 };
 use wb_sandbox_fakes::daytona::{DaytonaFake, LogReplies, Options, wire_entry};
+use wb_testsupport::{Deadline, deadline, deadline_taken};
+
+/// How long a test waits for a sandbox command's output before it fails naming what was missing (a root where
+/// bubblewrap cannot start once left `a_hung_command_is_stopped_by_kill` reading for 50 minutes).
+const READ: Duration = Duration::from_secs(60);
 
 struct Setup {
     provider: Daytona,
@@ -99,12 +104,9 @@ fn env_dirs_left(setup: &Setup, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn read_all(mut reader: Box<dyn Read + Send>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = reader.read_to_end(&mut out);
-        out
-    })
+/// A started command's stream, read from now on (its end by [`READ`]).
+fn read_all(reader: Box<dyn Read + Send>, what: &str) -> Deadline {
+    deadline(reader, READ, what)
 }
 
 #[test]
@@ -194,9 +196,9 @@ fn environment_reaches_commands_but_never_command_text() {
     assert!(env_dirs_left(&setup, sandbox.id()).is_empty(), "removed on every path");
 
     let started = sandbox.start("printf '%s' \"$SECRET_TOKEN\"", &options).expect("start");
-    let stdout = read_all(started.stdout);
+    let mut stdout = read_all(started.stdout, "the command's output up to its end");
     assert_eq!(started.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
-    assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), secret);
+    assert_eq!(stdout.text_to_end(), secret);
     assert!(env_dirs_left(&setup, sandbox.id()).is_empty());
 
     for request in setup.fake.requests() {
@@ -219,11 +221,11 @@ fn start_streams_stdout_and_stderr_separately_then_exits() {
     let options = CommandOptions { cwd: Some("/workspace".to_owned()), ..CommandOptions::default() };
     let process =
         sandbox.start("echo out1; echo err1 >&2; sleep 0.3; pwd; echo err2 >&2; exit 7", &options).expect("start");
-    let stdout = read_all(process.stdout);
-    let stderr = read_all(process.stderr);
+    let mut stdout = read_all(process.stdout, "the command's stdout up to its end");
+    let mut stderr = read_all(process.stderr, "the command's stderr up to its end");
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(7));
-    assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "out1\n/workspace\n");
-    assert_eq!(String::from_utf8_lossy(&stderr.join().expect("stderr")), "err1\nerr2\n");
+    assert_eq!(stdout.text_to_end(), "out1\n/workspace\n");
+    assert_eq!(stderr.text_to_end(), "err1\nerr2\n");
     assert!(setup.fake.session_ids(sandbox.id()).is_empty(), "the session is deleted after the exit");
     let execs: Vec<_> =
         setup.fake.requests().into_iter().filter(|r| r.method == "POST" && r.path.ends_with("/exec")).collect();
@@ -240,17 +242,17 @@ fn logs_in_plain_text_as_the_daemon_answers_clients_without_the_sdk_header_are_f
     let process = sandbox
         .start("echo out1; echo err1 >&2; sleep 0.3; echo '{\"stdout\":1}'; exit 0", &CommandOptions::default())
         .expect("start");
-    let stdout = read_all(process.stdout);
-    let stderr = read_all(process.stderr);
+    let mut stdout = read_all(process.stdout, "the command's stdout up to its end");
+    let mut stderr = read_all(process.stderr, "the command's stderr up to its end");
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
     // Plain text combines the streams: everything arrives as stdout, a JSON-looking line included (the two
     // pipes are read apart, so out1 and err1 may arrive in either order, as from the daemon).
-    let text = String::from_utf8_lossy(&stdout.join().expect("stdout")).into_owned();
+    let text = stdout.text_to_end();
     let mut lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.pop(), Some("{\"stdout\":1}"), "{text}");
     lines.sort_unstable();
     assert_eq!(lines, ["err1", "out1"], "{text}");
-    assert_eq!(stderr.join().expect("stderr"), b"");
+    assert_eq!(stderr.text_to_end(), "");
     let logs = setup.fake.requests().into_iter().find(|r| r.path.ends_with("/logs")).expect("logs polled");
     assert_eq!(logs.headers.get("x-daytona-sdk-version").map(String::as_str), Some("0.190.0"));
 }
@@ -260,8 +262,9 @@ fn kill_ends_a_started_command_with_143() {
     let mut setup = setup();
     let sandbox = setup.provider.create(&spec("wb_run_kill")).expect("create");
     let mut process = sandbox.start("echo started; sleep 30", &CommandOptions::default()).expect("start");
+    let mut stdout = deadline_taken(&mut process.stdout, READ, "the command's first output, then its end");
     let mut first = [0u8; 8];
-    process.stdout.read_exact(&mut first).expect("first output");
+    stdout.read_exact(&mut first).expect("first output");
     assert_eq!(&first, b"started\n");
     let began = Instant::now();
     process.killer.kill();
@@ -270,7 +273,7 @@ fn kill_ends_a_started_command_with_143() {
     assert!(began.elapsed() < Duration::from_secs(5));
     assert!(setup.fake.session_ids(sandbox.id()).is_empty(), "kill deletes the session");
     let mut rest = Vec::new();
-    process.stdout.read_to_end(&mut rest).expect("eof");
+    stdout.read_to_end(&mut rest).expect("eof");
 }
 
 #[test]
@@ -389,13 +392,13 @@ fn a_sandbox_dying_mid_run_ends_with_an_unknown_exit() {
     let mut setup = setup();
     let sandbox = setup.provider.create(&spec("wb_run_dies")).expect("create");
     let process = sandbox.start("echo up; sleep 30", &CommandOptions::default()).expect("start");
-    let stdout = read_all(process.stdout);
+    let mut stdout = read_all(process.stdout, "the command's output up to its end");
     std::thread::sleep(Duration::from_millis(200));
     setup.fake.kill_sandbox(sandbox.id());
     let end = process.exit.recv_timeout(Duration::from_secs(10)).expect("an end");
     assert_eq!(end.code, None);
     assert!(end.cause.is_some_and(|cause| cause.contains("did not answer")), "the end says what happened");
-    assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "up\n");
+    assert_eq!(stdout.text_to_end(), "up\n");
     let text = error_text(sandbox.run("true", &CommandOptions::default()));
     assert!(text.starts_with("Daytona toolbox POST process/execute failed with 404"), "{text}");
 }
@@ -419,9 +422,9 @@ fn a_few_failed_polls_are_tolerated() {
     let sandbox = setup.provider.create(&spec("wb_run_flaky")).expect("create");
     let process = sandbox.start("echo one; sleep 0.5; echo two", &CommandOptions::default()).expect("start");
     setup.fake.faults(|f| f.toolbox_failures = 4);
-    let stdout = read_all(process.stdout);
+    let mut stdout = read_all(process.stdout, "the command's output up to its end");
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(10)).expect("exit").code, Some(0));
-    assert_eq!(String::from_utf8_lossy(&stdout.join().expect("stdout")), "one\ntwo\n");
+    assert_eq!(stdout.text_to_end(), "one\ntwo\n");
 }
 
 #[test]
@@ -431,7 +434,8 @@ fn a_hung_command_is_stopped_by_kill() {
     setup.fake.faults(|f| f.hang_commands = true);
     let mut process = sandbox.start("echo hi", &CommandOptions::default()).expect("start");
     let mut first = [0u8; 3];
-    process.stdout.read_exact(&mut first).expect("output");
+    let mut stdout = deadline_taken(&mut process.stdout, READ, "the hung command's first output");
+    stdout.read_exact(&mut first).expect("output");
     assert!(process.exit.recv_timeout(Duration::from_millis(500)).is_err(), "no exit is ever reported");
     process.killer.kill();
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)).expect("exit").code, Some(143));

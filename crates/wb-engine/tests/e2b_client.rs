@@ -17,6 +17,15 @@ use wb_engine::runtime::remote::provider::{
     CommandOptions, ResourceRequest, SandboxProvider, SandboxSpec, TemplateRequest, TemplateSource, User,
 };
 use wb_sandbox_fakes::e2b::{E2bFake, FakeOptions, Faults, wire};
+use wb_testsupport::{Deadline, deadline_taken};
+
+/// How long a test waits for a sandbox command's output before it fails naming what was missing.
+const READ: Duration = Duration::from_secs(60);
+
+/// A started command's stream, read by [`READ`]: a hung fake fails the test instead of hanging it.
+fn within(stream: &mut Box<dyn Read + Send>, what: &str) -> Deadline {
+    deadline_taken(stream, READ, what)
+}
 
 /// The files hash the official SDK computed for `COPY hello.txt /opt/app/hello.txt` over a `hello.txt` of
 /// `hi\n`, mode 0644 (from `fixtures/wire/e2b-sdk.jsonl`).
@@ -225,15 +234,13 @@ fn started_commands_stream_output_and_are_killed() {
     let mut s = setup();
     let sandbox = s.e2b.create(&spec("base", "s")).expect("create");
     let mut process = sandbox.start("echo one; sleep 0.3; echo two; echo err >&2", &options()).expect("start");
-    let mut stdout = String::new();
-    process.stdout.read_to_string(&mut stdout).expect("read");
-    let mut stderr = String::new();
-    process.stderr.read_to_string(&mut stderr).expect("read");
+    let stdout = within(&mut process.stdout, "the command's stdout up to its end").text_to_end();
+    let stderr = within(&mut process.stderr, "the command's stderr up to its end").text_to_end();
     assert_eq!((stdout.as_str(), stderr.as_str()), ("one\ntwo\n", "err\n"));
     assert_eq!(process.exit.recv_timeout(Duration::from_secs(5)).map(|e| e.code), Ok(Some(0)));
 
     let mut process = sandbox.start("echo started; sleep 30", &options()).expect("start");
-    let mut reader = std::io::BufReader::new(process.stdout);
+    let mut reader = std::io::BufReader::new(within(&mut process.stdout, "the command's first line"));
     let mut line = String::new();
     reader.read_line(&mut line).expect("line");
     assert_eq!(line, "started\n");
@@ -328,8 +335,8 @@ fn uploads_use_octet_stream_from_envd_0_5_7_and_multipart_before() {
 fn a_sandbox_that_dies_mid_run_ends_without_an_exit_code() {
     let mut s = setup();
     let sandbox = s.e2b.create(&spec("base", "x")).expect("create");
-    let process = sandbox.start("echo started; sleep 30", &options()).expect("start");
-    let mut reader = std::io::BufReader::new(process.stdout);
+    let mut process = sandbox.start("echo started; sleep 30", &options()).expect("start");
+    let mut reader = std::io::BufReader::new(within(&mut process.stdout, "the command's first line, then its end"));
     let mut line = String::new();
     reader.read_line(&mut line).expect("line");
     s.fake.kill_sandbox(sandbox.id());
@@ -356,7 +363,7 @@ fn a_hung_stream_is_stopped_by_kill() {
     let sandbox = s.e2b.create(&spec("base", "x")).expect("create");
     s.fake.set_faults(Faults { hang_start: true, ..Faults::default() });
     let mut process = sandbox.start("echo started; sleep 30", &options()).expect("start");
-    let mut reader = std::io::BufReader::new(process.stdout);
+    let mut reader = std::io::BufReader::new(within(&mut process.stdout, "the hung stream's first line"));
     let mut line = String::new();
     reader.read_line(&mut line).expect("line");
     let begun = Instant::now();
@@ -413,7 +420,9 @@ fn requests_match_the_official_sdk_fixture_and_never_carry_the_key_to_envd() {
     assert_eq!(sandbox.run("exit 3", &options()).expect("exit").exit_code, 3);
     let mut process = sandbox.start("echo started; sleep 30", &options()).expect("start");
     let mut line = String::new();
-    std::io::BufReader::new(&mut process.stdout).read_line(&mut line).expect("line");
+    std::io::BufReader::new(within(&mut process.stdout, "the command's first line"))
+        .read_line(&mut line)
+        .expect("line");
     process.killer.kill();
     let _ = process.exit.recv_timeout(Duration::from_secs(10));
     sandbox.upload("/tmp/transfer/data.bin", b"payload bytes").expect("upload");
@@ -558,14 +567,13 @@ fn a_runner_is_followed_again_from_its_first_byte() {
     let reattachable = CommandOptions { reattachable: true, ..options() };
     let mut first = sandbox.start("echo one; sleep 1; echo two", &reattachable).expect("start");
     let mut line = String::new();
-    std::io::BufReader::new(&mut first.stdout).read_line(&mut line).expect("line");
+    std::io::BufReader::new(within(&mut first.stdout, "the first line")).read_line(&mut line).expect("line");
     assert_eq!(line, "one\n");
     let handle = first.handle.clone();
     drop(first);
     s.fake.clear_requests();
     let mut again = sandbox.reattach(&handle).expect("reattach");
-    let mut all = String::new();
-    again.stdout.read_to_string(&mut all).expect("output");
+    let all = within(&mut again.stdout, "the reattached output up to its end").text_to_end();
     assert_eq!(all, "one\ntwo\n", "the whole output, once");
     assert_eq!(again.exit.recv_timeout(Duration::from_secs(10)).expect("exit"), Exit::code(Some(0)));
 

@@ -92,8 +92,8 @@ pub struct RunCommandArgs {
     /// than this many US dollars.
     #[arg(long, value_name = "USD", value_parser = parse_cost)]
     pub max_cost: Option<f64>,
-    /// Stop the run cleanly once it has gone on this long: `90s`, `30m`, `2h`, `1h30m` (a bare number is
-    /// seconds).
+    /// Stop the run cleanly once it has gone on this long: `90s`, `30m`, `1h30m`, `2w` (a bare number is
+    /// seconds; docs/runs.md#durations).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
     /// Start the run and return once it has started, printing its id: it goes on without this command
@@ -203,7 +203,7 @@ pub struct WaitArgs {
     /// Return at the first event after this sequence number instead of at the end (exit 0 when one came).
     #[arg(long, value_name = "SEQ")]
     pub after: Option<u64>,
-    /// Give up after this long (exit 124): `90s`, `30m`, a bare number is seconds.
+    /// Give up after this long (exit 124): `90s`, `30m`, `1h30m` (a bare number is seconds; docs/runs.md#durations).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<std::time::Duration>,
     /// Print the run's record (with its state) as JSON.
@@ -235,34 +235,9 @@ fn parse_cost(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `90s`, `30m`, `2h`, `1h30m`, `1d`, or a bare number of seconds.
+/// A duration flag's value in the one grammar (`wb_engine::duration`, documented in docs/runs.md#durations).
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let invalid = || format!("expected a duration like 90s, 30m, 2h or 1h30m, not {text:?}");
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(std::time::Duration::from_secs(seconds));
-    }
-    let mut total: u64 = 0;
-    let mut number = String::new();
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            _ => return Err(invalid()),
-        };
-        let value: u64 = std::mem::take(&mut number).parse().map_err(|_| invalid())?;
-        total = value.checked_mul(unit).and_then(|v| total.checked_add(v)).ok_or_else(invalid)?;
-    }
-    if !number.is_empty() || text.is_empty() {
-        return Err(invalid());
-    }
-    Ok(std::time::Duration::from_secs(total))
+    wb_engine::duration::clap_parser(text)
 }
 
 #[derive(Debug, Args)]
@@ -494,7 +469,8 @@ pub struct DoctorArgs {
 
 #[derive(Debug, Args)]
 pub struct CleanArgs {
-    /// Remove what last changed longer ago than this (a number and s, m, h, d or w).
+    /// Remove what last changed longer ago than this: `30d`, `2w`, `12h`, `1h30m` (docs/runs.md#durations; a bare
+    /// number is refused here: write `30d` or `30s`).
     #[arg(long, value_name = "AGE", default_value = "30d")]
     pub older_than: String,
     /// Remove them (without it, only list what would go).

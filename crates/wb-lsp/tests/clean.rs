@@ -163,6 +163,34 @@ fn an_invalid_age_is_a_usage_error() {
     let (code, stdout, stderr) = clean(&h.home, &["--older-than", "30", "--apply"]);
     assert_eq!(code, 2);
     assert_eq!(stdout, "");
-    assert_eq!(stderr, "error: Invalid age: 30 (expected a number and a unit: s, m, h, d or w, as in 30d)\n");
+    assert_eq!(
+        stderr,
+        "error: invalid value '30' for --older-than: a bare number is ambiguous for what clean removes; write 30d \
+         for days or 30s for seconds (see docs/runs.md#durations)\n"
+    );
+    // Outside the grammar: the flag, the value and where the grammar is documented.
+    for (bad, why) in [("soon", "expected a duration such as"), ("2mo", "months and years"), ("-1d", "negative")] {
+        let (code, stdout, stderr) = clean(&h.home, &[&format!("--older-than={bad}"), "--apply"]);
+        assert_eq!((code, stdout.as_str()), (2, ""), "{bad}");
+        assert!(stderr.starts_with(&format!("error: invalid value '{bad}' for --older-than: ")), "{stderr}");
+        assert!(stderr.contains(why) && stderr.ends_with("(see docs/runs.md#durations)\n"), "{stderr}");
+    }
     assert_eq!(names(&h.home.join("outcomes")).len(), 3);
+}
+
+/// Issue 41: `--older-than` takes the one duration grammar of every duration flag, `1h30m` and `2w` included.
+#[test]
+fn older_than_takes_the_one_duration_grammar() {
+    let h = home();
+    for age in ["1h30m", "2w", "1w 2d", "PT12H"] {
+        let (code, stdout, stderr) = clean(&h.home, &["--json", "--older-than", age]);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{age}: {stdout}");
+        let preview: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(preview["older_than"], age);
+        assert_eq!(preview["outcomes"].as_array().unwrap().len(), 1, "{age}: the old outcome, not the new one");
+    }
+    let (code, stdout, _) = clean(&h.home, &["--older-than", "1h30m", "--apply"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(!h.old_run.exists(), "the old run is removed: {stdout}");
+    assert_eq!(names(&h.home.join("outcomes")).len(), 2, "the new and the interrupted outcomes stay");
 }

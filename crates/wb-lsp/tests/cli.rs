@@ -1140,6 +1140,25 @@ fn models_lists_the_catalog() {
 // ---------------------------------------------------------------------------------------------------------------
 // check: SOURCE#selector and suggestions
 
+/// Issue 41: a selector in a directory with no `.workbenches/` gets the reference's text, not "No Workbenches found
+/// in …": from `check` (once, at the source's path) and `smoke`.
+#[test]
+fn a_selector_where_there_is_no_package_matches_nothing() {
+    let (_temp, dir) = temp_dir();
+    let (code, document) = check_json(&dir, &[".#tidy"]);
+    assert_eq!(code, 1, "{document}");
+    let found = diagnostics(&document);
+    assert_eq!(found.len(), 1, "{document}");
+    assert_eq!(found[0]["code"], "no-workbenches", "{document}");
+    assert_eq!(found[0]["message"], "No matching Workbenches found", "{document}");
+    assert_eq!(document["packages"][0]["path"], ".");
+    let out = wb_lsp(&dir, &["smoke", ".#tidy"]);
+    assert_eq!(out.stderr, "error: No matching Workbenches found\n", "{out:?}");
+    // Without a selector the directory keeps its own text.
+    let (_, document) = check_json(&dir, &[]);
+    assert!(diagnostics(&document)[0]["message"].as_str().unwrap().starts_with("No Workbenches found in "));
+}
+
 #[test]
 fn check_accepts_a_selector_like_run() {
     let dir = fixture("cli");

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use wb_testkit::{Exchange, McpServer, ModelServer, ToolCall, Turn};
-use wb_testsupport::{event_validator, outcomes_validator, read_message, temp_dir, write_file};
+use wb_testsupport::process::FINISH_WITHIN;
+use wb_testsupport::{deadline, event_validator, outcomes_validator, read_message, temp_dir, write_file};
 
 const OPENAI_KEY: &str = "sk-openai-canary-5a1e";
 const OPENROUTER_KEY: &str = "sk-or-canary-77c3";
@@ -605,15 +606,11 @@ fn kinds(events: &[Value]) -> Vec<&str> {
 /// Runs `wb-lsp run --json`: the events (each with the moment its line arrived), stderr and the exit code.
 fn run_json(command: &mut Command) -> (Vec<(Value, SystemTime)>, String, i32) {
     let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let stderr_pipe = child.stderr.take().unwrap();
-    let stderr_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr_pipe), &mut text);
-        text
-    });
+    let mut stderr_reader = deadline(child.stderr.take().unwrap(), FINISH_WITHIN, "wb-lsp run's stderr up to its end");
+    let stdout = deadline(child.stdout.take().unwrap(), FINISH_WITHIN, "wb-lsp run's events up to its end");
     let mut events = Vec::new();
     let mut lines = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+    for line in BufReader::new(stdout).lines() {
         let line = line.unwrap();
         let at = SystemTime::now();
         lines.push(line.clone());
@@ -623,7 +620,7 @@ fn run_json(command: &mut Command) -> (Vec<(Value, SystemTime)>, String, i32) {
         }
     }
     let status = child.wait().unwrap();
-    let stderr = stderr_reader.join().unwrap();
+    let stderr = stderr_reader.text_to_end();
     assert_eq!(lines.len(), events.len(), "stdout holds only events: {lines:#?}\nstderr: {stderr}");
     (events, stderr, status.code().unwrap_or(-1))
 }
@@ -1226,7 +1223,7 @@ fn cancel_with(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let stdout = deadline(child.stdout.take().unwrap(), FINISH_WITHIN, "the cancelled run's events up to its end");
     let reader = std::thread::spawn(move || {
         BufReader::new(stdout)
             .lines()
@@ -1245,8 +1242,8 @@ fn cancel_with(
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let status = child.wait().unwrap();
     let events = reader.join().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let stderr = wb_testsupport::deadline(child.stderr.take().unwrap(), FINISH_WITHIN, "the cancelled run's stderr")
+        .text_to_end();
     check_events(&events);
     assert_eq!(events.last().unwrap()["type"], "run.cancelled", "{runner:?}: {events:#?}\n{stderr}");
     assert_eq!(status.code(), Some(130), "{runner:?}: {stderr}");

@@ -18,7 +18,16 @@ use serde_json::Value;
 use wb_sandbox_fakes::Recorded;
 use wb_sandbox_fakes::daytona::{self, DaytonaFake};
 use wb_sandbox_fakes::e2b::{self, E2bFake};
-use wb_testsupport::{Output, World, finish, frame, read_message};
+use wb_testsupport::{Deadline, Output, World, deadline, finish, frame, read_message};
+
+/// How long a test reads what a process prints (its events, its replies, its last words) before it fails naming
+/// what was missing: the commands run in the fakes' bubblewrap sandboxes, which may fail to start.
+const READ: Duration = Duration::from_secs(300);
+
+/// What a child that has ended printed on `stream`, read by [`READ`] (a process it left may hold the pipe).
+fn printed(stream: Option<impl std::io::Read + Send + 'static>, what: &str) -> String {
+    deadline(stream.unwrap(), READ, what).text_to_end()
+}
 
 /// The model key bound to the runner: it must reach the runner, and no output.
 const OPENAI_KEY: &str = "sk-remote-test-5d1c9e7a3b";
@@ -516,7 +525,7 @@ fn daytona_a_failed_create_leaves_nothing() {
 
 /// Starts `wb-lsp run` with the hanging task; returns the child and a reader of its events once the runner
 /// says it hangs.
-fn start_hanging(setup: &Setup) -> (std::process::Child, Vec<Value>, BufReader<std::process::ChildStdout>) {
+fn start_hanging(setup: &Setup) -> (std::process::Child, Vec<Value>, BufReader<Deadline>) {
     let work = setup.world.work.display().to_string();
     let child = setup
         .command()
@@ -530,7 +539,7 @@ fn start_hanging(setup: &Setup) -> (std::process::Child, Vec<Value>, BufReader<s
     })
 }
 
-fn rest(mut events: Vec<Value>, reader: BufReader<std::process::ChildStdout>) -> Vec<Value> {
+fn rest(mut events: Vec<Value>, reader: BufReader<Deadline>) -> Vec<Value> {
     for line in reader.lines() {
         let line = line.unwrap();
         if let Ok(event) = serde_json::from_str(line.trim()) {
@@ -639,7 +648,8 @@ fn editor_commands(kind: Kind) {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let what = "the language server's next message (smoke, run, then the outcome's review)";
+    let mut stdout = BufReader::new(deadline(child.stdout.take().unwrap(), READ, what));
     let mut send = |value: Value| {
         stdin.write_all(&frame(&value.to_string())).unwrap();
         stdin.flush().unwrap();
@@ -969,8 +979,7 @@ fn ctrl_c_while_creating(kind: Kind) {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let code = wait_exit(&mut child);
     assert_eq!(code, 130);
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let stderr = printed(child.stderr.take(), "the cancelled run's stderr up to its end");
     assert!(stderr.contains("cancelled"), "{stderr}");
     assert!(setup.service.live().is_empty(), "a cancelled create left a sandbox");
 }
@@ -1375,10 +1384,8 @@ fn adopted_after_the_supervisor_dies(kind: Kind, ended_while_lost: bool) {
         std::fs::write(root.join("tmp/go2"), "").unwrap();
     }
     let code = wait_exit(&mut child);
-    let mut printed = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut printed).unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let attached = printed(child.stdout.take(), "attach's events up to their end");
+    let stderr = printed(child.stderr.take(), "attach's stderr up to its end");
     assert!(stderr.contains("adopting it"), "{stderr}");
     // E2B cannot tell how a process nobody followed ended; Daytona keeps a session command's exit code.
     let unknown_end = ended_while_lost && kind == Kind::E2b;
@@ -1397,8 +1404,8 @@ fn adopted_after_the_supervisor_dies(kind: Kind, ended_while_lost: bool) {
         assert!(message.contains("ended while no supervisor followed it"), "{message}");
     }
     // What attach printed is the log, whole.
-    let shown: Vec<Value> = printed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert_eq!(shown.len(), events.len(), "{printed}");
+    let shown: Vec<Value> = attached.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert_eq!(shown.len(), events.len(), "{attached}");
 
     // The outcome holds the runner's work, against what was staged.
     let outcome_id = events[events.len() - 2]["data"]["outcome_id"].as_str().unwrap().to_owned();
@@ -1449,16 +1456,15 @@ fn e2b_adopting_a_run_started_with_env_asks_for_it_again_and_redacts_it() {
     wait_for("the adoption", || run_state(&setup, &run_id) == "running");
     std::fs::write(setup.service.root(&live[0]).join("tmp/go"), "").unwrap();
     let code = wait_exit(&mut child);
-    let mut printed = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut printed).unwrap();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut printed).unwrap();
-    assert_eq!(code, 0, "{printed}");
+    let mut shown = printed(child.stdout.take(), "attach's events up to their end");
+    shown.push_str(&printed(child.stderr.take(), "attach's stderr up to its end"));
+    assert_eq!(code, 0, "{shown}");
     let events = logged(&setup, &run_id);
     // Text that could begin a bound value may come out in more than one piece: their concatenation counts.
     assert!(texts(&events).concat().contains("key=[redacted]"), "{events:#?}");
     let log = std::fs::read_to_string(setup.world.home.join(format!(".workbench/runs/{run_id}/events.ndjson")));
     assert!(!log.unwrap().contains(FLAG_KEY), "the value is redacted from the log");
-    assert!(!printed.contains(FLAG_KEY), "{printed}");
+    assert!(!shown.contains(FLAG_KEY), "{shown}");
 }
 
 /// SIGKILLs the supervisor of `run_id` and waits until the run shows as lost.

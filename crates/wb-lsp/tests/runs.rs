@@ -57,11 +57,7 @@ fn start(world: &World, script: &PathBuf, extra: &[&str], until: &str) -> Starte
 }
 
 /// The rest of a started run's events and its exit code.
-fn finish_run(
-    mut child: Child,
-    mut events: Vec<Value>,
-    reader: BufReader<std::process::ChildStdout>,
-) -> (Vec<Value>, i32) {
+fn finish_run(mut child: Child, mut events: Vec<Value>, reader: BufReader<support::Deadline>) -> (Vec<Value>, i32) {
     for line in reader.lines() {
         events.push(serde_json::from_str(&line.unwrap()).unwrap());
     }
@@ -356,6 +352,29 @@ fn spend_and_time_limits_stop_a_run_cleanly() {
     for bad in [["--max-cost", "-1"], ["--max-cost", "lots"], ["--max-duration", "soon"]] {
         let output = wb(&world, &run_args(&work, &bad));
         assert_eq!(output.code, 2, "{bad:?}: {output:?}");
+    }
+}
+
+/// Issue 41: every duration flag takes the one grammar (`wb_engine::duration`): `run --max-duration 2w` (which
+/// `clean` took and `run` refused), `wait --timeout 1h30m`; a value outside it is a usage error naming the flag.
+#[test]
+fn duration_flags_take_the_one_grammar() {
+    let world = opencode_world();
+    let stream = script_file(&world, "quick", &[opencode_text("done")]);
+    let (child, events, reader) = start(&world, &stream, &["--max-duration", "2w"], "run.started");
+    let (events, code) = finish_run(child, events, reader);
+    assert_eq!(code, 0, "a two-week limit does not stop a short run: {events:?}");
+    assert_eq!(events.last().unwrap()["type"], "run.completed");
+    let output = wb(&world, &["wait", &run_id(&events), "--timeout", "1h30m"]);
+    assert_eq!(output.code, 0, "{output:?}");
+
+    let work = world.work.display().to_string();
+    for (flag, bad) in [("--max-duration", "2mo"), ("--max-duration", "soon"), ("--idle-timeout", "-5m")] {
+        let given = format!("{flag}={bad}");
+        let output = wb(&world, &run_args(&work, &[&given, "--session"]));
+        assert_eq!(output.code, 2, "{flag} {bad}: {output:?}");
+        assert!(output.stderr.contains(&format!("invalid value '{bad}' for '{flag} <DURATION>'")), "{output:?}");
+        assert!(output.stderr.contains("docs/runs.md#durations"), "{output:?}");
     }
 }
 

@@ -34,7 +34,8 @@ pub fn selects(selector: &str, report: &PackageReport) -> bool {
 }
 
 /// Checks what a source names, as `check` does: every package under its path, or with `#selector` only the
-/// ones it picks; a selector picking none is one [`NO_MATCH`] problem of the path.
+/// ones it picks; a selector picking none (also in a directory holding no package) is one [`NO_MATCH`] problem of
+/// the path.
 pub fn check_source(fs: &dyn FileSystem, source: &str, cwd: &Path, catalog: &ModelCatalog) -> Vec<PackageReport> {
     check_source_keeping(fs, source, cwd, catalog, Detail::Full)
 }
@@ -51,8 +52,10 @@ pub fn check_source_keeping(
     let path = source_path(path_text, cwd);
     let Some(selector) = selector else { return check_path_keeping(fs, &path, catalog, detail) };
     let manifests = match discover(fs, &path) {
-        // A path that does not exist or holds no package keeps its own problem.
-        Target::Missing(_) | Target::Empty(_) => return check_path_keeping(fs, &path, catalog, detail),
+        // A path that does not exist keeps its own problem; one holding no package is one where nothing matched
+        // (the reference's text for a selector, as for a repository where it picks none).
+        Target::Missing(_) => return check_path_keeping(fs, &path, catalog, detail),
+        Target::Empty(_) => Vec::new(),
         Target::Manifest(manifest) => vec![manifest],
         Target::Packages(manifests) => manifests,
     };

@@ -98,7 +98,7 @@ fn home() -> Home {
     Home { _temp: temp, home, old, old_blob, new, shared_blob, interrupted, old_run, new_run }
 }
 
-const THIRTY_DAYS: jiff::SignedDuration = jiff::SignedDuration::from_hours(720);
+const THIRTY_DAYS: std::time::Duration = std::time::Duration::from_secs(720 * 3600);
 
 #[test]
 fn a_preview_lists_the_old_and_changes_nothing() {
@@ -136,7 +136,7 @@ fn a_preview_lists_the_old_and_changes_nothing() {
     assert!(clean(&h.home, THIRTY_DAYS, &active).unwrap().runs.is_empty());
     assert!(h.old_run.exists());
     // Nothing is older than a century.
-    let none = preview(&h.home, jiff::SignedDuration::from_hours(24 * 365 * 100), &HashSet::new());
+    let none = preview(&h.home, std::time::Duration::from_secs(24 * 365 * 100 * 3600), &HashSet::new());
     assert!(none.runs.is_empty() && none.outcomes.is_empty() && none.blobs.count == 0 && none.kept.is_empty());
 }
 

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use wb_sandbox_fakes::e2b::{E2bFake, FakeOptions, wire};
 
@@ -23,19 +24,19 @@ fn the_official_e2b_sdk_works_against_the_fake_and_matches_the_fixture() -> anyh
     anyhow::ensure!(modules.join("e2b/package.json").is_file(), "no e2b package under {}", modules.display());
     let fake = E2bFake::start(FakeOptions::default())?;
     let context = tempfile::tempdir()?;
-    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/e2b-drive.mjs");
-    let output = Command::new(node(&modules))
-        .arg(&driver)
+    let driver_script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/e2b-drive.mjs");
+    let mut driver = Command::new(node(&modules));
+    driver
+        .arg(&driver_script)
         .env("E2B_FAKE_URL", fake.url())
         .env("E2B_FAKE_KEY", fake.api_key())
         .env("WB_SDK_CTX", context.path())
         .env("WB_SDK_MODULES", &modules)
-        .env_remove("E2B_API_KEY")
-        .output()?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+        .env_remove("E2B_API_KEY");
+    let output = wb_testsupport::process::finish_within(&mut driver, Duration::from_secs(300), "the SDK driver's end");
+    let (stdout, stderr) = (&output.stdout, &output.stderr);
     anyhow::ensure!(
-        output.status.success() && stdout.contains("DONE"),
+        output.code == 0 && stdout.contains("DONE"),
         "the SDK driver failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     let recorded: Vec<serde_json::Value> = fake.requests().iter().map(|r| wire::entry(r, fake.api_key())).collect();

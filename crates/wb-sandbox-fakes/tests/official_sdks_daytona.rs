@@ -9,10 +9,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 use wb_sandbox_fakes::daytona::{DaytonaFake, Options, wire_entry};
@@ -43,31 +42,15 @@ fn drive(modules: &Path, fake: &DaytonaFake) -> Value {
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/daytona-drive.mjs"), &script).expect("copy");
     // ES modules resolve packages from the script's directory upwards (NODE_PATH does not apply).
     std::os::unix::fs::symlink(modules, dir.path().join("node_modules")).expect("link node_modules");
-    let mut child = Command::new(node(modules))
+    let mut driver = Command::new(node(modules));
+    driver
         .arg(&script)
         .env("DAYTONA_API_URL", fake.api_url())
         .env("DAYTONA_API_KEY", fake.api_key())
-        .env("DAYTONA_USE_DEPRECATED_POLLING", "true")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node");
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the SDK driver did not finish within 90 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    child.stdout.take().expect("stdout").read_to_string(&mut stdout).expect("read");
-    child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read");
-    assert!(status.success(), "the SDK driver failed ({status}):\n{stdout}\n{stderr}");
+        .env("DAYTONA_USE_DEPRECATED_POLLING", "true");
+    let output = wb_testsupport::process::finish_within(&mut driver, Duration::from_secs(90), "the SDK driver's end");
+    let (stdout, stderr) = (output.stdout, output.stderr);
+    assert!(output.code == 0, "the SDK driver failed (exit {}):\n{stdout}\n{stderr}", output.code);
     let last = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(last).unwrap_or_else(|e| panic!("driver output is not JSON ({e}):\n{stdout}\n{stderr}"))
 }

@@ -3,15 +3,17 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdout};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::World;
+use crate::deadline::{Deadline, deadline};
 
-/// A started run: its process, the events read so far, and the rest of its standard output.
-pub type Started = (Child, Vec<Value>, BufReader<ChildStdout>);
+/// A started run: its process, the events read so far, and the rest of its standard output (read by a new
+/// deadline as long as the first).
+pub type Started = (Child, Vec<Value>, BufReader<Deadline>);
 
 /// The native stream `lines` written to `<world.root>/<name>.jsonl`, for the fake runner's `FAKE_RUNNER_SCRIPT`.
 pub fn script_file(world: &World, name: &str, lines: &[Value]) -> PathBuf {
@@ -28,12 +30,17 @@ pub fn opencode_text(words: &str) -> Value {
 }
 
 /// Reads the events `child` (with its stdout piped) prints, one JSON object a line, until one for which `done`
-/// holds. Past `within`, or at the end of its output, the child is killed and the test fails naming `what`.
+/// holds. Past `within` (a read waiting included), or at the end of its output, the child is killed and the test
+/// fails naming `what`.
 pub fn events_until(mut child: Child, within: Duration, what: &str, done: impl Fn(&Value) -> bool) -> Started {
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let stdout = child.stdout.take().unwrap();
+    let pid = child.id();
+    let mut reader = BufReader::new(deadline(stdout, within, &format!("{what} (from process {pid})")));
     let mut events = Vec::new();
     let mut line = String::new();
     let deadline = Instant::now() + within;
+    // A read past the deadline panics: the child is killed first, by this guard.
+    let mut guard = KillOnDrop(Some(child));
     while Instant::now() < deadline {
         line.clear();
         if reader.read_line(&mut line).unwrap() == 0 {
@@ -43,12 +50,25 @@ pub fn events_until(mut child: Child, within: Duration, what: &str, done: impl F
         let found = done(&event);
         events.push(event);
         if found {
+            reader.get_mut().renew(within);
+            let child = guard.0.take().unwrap();
             return (child, events, reader);
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(guard);
     panic!("{what}: {events:?}");
+}
+
+/// Kills and reaps the child it holds when dropped (a failed test leaves no process behind).
+struct KillOnDrop(Option<Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// The run id of a run's events.

@@ -7,13 +7,13 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::json;
-use wb_outcomes::retention::{Cleaning, clean, human_size as size, parse_age, preview};
+use wb_outcomes::retention::{Cleaning, clean, human_size as size, preview};
 
 use super::printable;
 use crate::cli::CleanArgs;
 
 pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
-    let older_than = match parse_age(&args.older_than) {
+    let older_than = match older_than(&args.older_than) {
         Ok(age) => age,
         Err(message) => {
             eprintln!("error: {}", printable(&message));
@@ -107,6 +107,20 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--older-than` in the one duration grammar (`wb_engine::duration`), except a bare number: `clean` removes
+/// things, and `30` is as likely meant as days as seconds.
+fn older_than(text: &str) -> Result<std::time::Duration, String> {
+    let name = "--older-than";
+    let trimmed = text.trim();
+    if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {
+        let why = format!(
+            "a bare number is ambiguous for what clean removes; write {trimmed}d for days or {trimmed}s for seconds"
+        );
+        return Err(wb_engine::duration::invalid(name, text, &why));
+    }
+    wb_engine::duration::parse_for(name, text)
 }
 
 fn human(cleaning: &Cleaning, older_than: &str, applied: bool) -> String {

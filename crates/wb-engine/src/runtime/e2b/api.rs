@@ -257,11 +257,28 @@ pub fn segment(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>().replace('+', "%20")
 }
 
-/// `major.minor.patch` compared numerically; unparsable parts count as 0.
+/// Whether a service's `version` is at least `minimum` (`major.minor.patch`), by semantic-versioning precedence
+/// (the `semver` crate: a pre-release such as `0.5.7-beta` comes before `0.5.7`). Looser spellings are read
+/// as what they mean: a leading `v`, surrounding spaces, and a missing minor or patch (`0.5` is `0.5.0`). A
+/// version that still does not parse is not at least anything above `0.0.0`.
 pub fn version_at_least(version: &str, minimum: (u64, u64, u64)) -> bool {
-    let mut parts = version.trim_start_matches('v').split(['.', '-', '+']).map(|p| p.parse::<u64>().unwrap_or(0));
-    let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    found >= minimum
+    let minimum = semver::Version::new(minimum.0, minimum.1, minimum.2);
+    lenient_version(version).map_or(minimum == semver::Version::new(0, 0, 0), |found| found >= minimum)
+}
+
+/// `version` as semver, completing a missing minor or patch (`1`, `1.2`, `v1.2-beta`).
+fn lenient_version(version: &str) -> Option<semver::Version> {
+    let text = version.trim();
+    let text = text.strip_prefix(['v', 'V']).unwrap_or(text);
+    if let Ok(parsed) = semver::Version::parse(text) {
+        return Some(parsed);
+    }
+    let (core, rest) = text.split_at(text.find(['-', '+']).unwrap_or(text.len()));
+    let parts = core.split('.').count();
+    if core.is_empty() || parts >= 3 {
+        return None;
+    }
+    semver::Version::parse(&format!("{core}{}{rest}", ".0".repeat(3 - parts))).ok()
 }
 
 #[cfg(test)]
@@ -285,5 +302,28 @@ mod tests {
         assert!(version_at_least("0.5.7", (0, 1, 0)));
         assert!(version_at_least("0.10.0", (0, 2, 0)));
         assert!(!version_at_least("0.0.9", (0, 1, 0)));
+        assert!(version_at_least("0.5.7", (0, 5, 7)));
+        assert!(!version_at_least("0.5.6", (0, 5, 7)));
+        assert!(version_at_least("1.0.0+build.5", (1, 0, 0)), "build metadata does not count");
+    }
+
+    #[test]
+    fn loose_versions_read_as_what_they_mean() {
+        assert!(version_at_least("v0.5.7", (0, 5, 7)));
+        assert!(version_at_least(" V1.2.3 ", (1, 2, 3)));
+        assert!(version_at_least("0.6", (0, 5, 7)), "0.6 is 0.6.0");
+        assert!(!version_at_least("0.5", (0, 5, 7)), "0.5 is 0.5.0");
+        assert!(version_at_least("1", (0, 5, 7)), "1 is 1.0.0");
+        assert!(version_at_least("v1.2-rc.1", (1, 1, 0)), "1.2-rc.1 is 1.2.0-rc.1");
+    }
+
+    #[test]
+    fn pre_releases_come_before_their_release_and_garbage_is_not_at_least_anything() {
+        assert!(!version_at_least("0.5.7-beta.1", (0, 5, 7)));
+        assert!(version_at_least("0.5.8-beta.1", (0, 5, 7)));
+        for garbage in ["", "latest", "0.5.7.1", "x.y.z", "-1.0.0"] {
+            assert!(!version_at_least(garbage, (0, 1, 0)), "{garbage:?}");
+            assert!(version_at_least(garbage, (0, 0, 0)), "{garbage:?}: anything is at least 0.0.0");
+        }
     }
 }

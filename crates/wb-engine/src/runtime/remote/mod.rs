@@ -56,30 +56,23 @@ pub const RUN_LABEL: &str = "dev.wb-lsp.run";
 /// The label naming the Workbench (what `clean` and people see).
 pub const SCOPE_LABEL: &str = "dev.wb-lsp.scope";
 /// How long a service keeps a sandbox the engine never destroyed (the reference's 60 minutes), counted from its
-/// creation and again from each extension while its run lives. `WB_SANDBOX_LEASE` (`90s`, `30m`, `2h`) changes
-/// it: shorter for less spend on a sandbox whose run's owner died.
+/// creation and again from each extension while its run lives. `WB_SANDBOX_LEASE` (a duration, [`crate::duration`]:
+/// `90s`, `30m`, `2h`) changes it: shorter for less spend on a sandbox whose run's owner died.
 pub const LEASE: Duration = Duration::from_secs(60 * 60);
 
-/// The lease: `WB_SANDBOX_LEASE` when set, else [`LEASE`].
+/// The lease: `WB_SANDBOX_LEASE` when set (a duration, [`crate::duration`], of at least a second), else [`LEASE`].
 fn lease(inherited: &BTreeMap<String, String>) -> Result<Duration> {
-    let Some(text) = inherited.get("WB_SANDBOX_LEASE").map(|t| t.trim()).filter(|t| !t.is_empty()) else {
+    let Some(text) = inherited.get("WB_SANDBOX_LEASE").filter(|t| !t.trim().is_empty()) else {
         return Ok(LEASE);
     };
-    let invalid =
-        || EngineError::message(format!("WB_SANDBOX_LEASE must be a duration such as 90s, 30m or 2h: {text}"));
-    let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
-    let number: u64 = number.parse().map_err(|_| invalid())?;
-    let seconds = match unit {
-        "" | "s" => number,
-        "m" => number.checked_mul(60).ok_or_else(invalid)?,
-        "h" => number.checked_mul(3600).ok_or_else(invalid)?,
-        _ => return Err(invalid()),
-    };
-    if seconds == 0 {
-        return Err(invalid());
+    let lease = crate::duration::parse_for("WB_SANDBOX_LEASE", text).map_err(EngineError::message)?;
+    if lease < Duration::from_secs(1) {
+        let why = "a lease must be at least 1s";
+        return Err(EngineError::message(crate::duration::invalid("WB_SANDBOX_LEASE", text, why)));
     }
-    Ok(Duration::from_secs(seconds))
+    Ok(lease)
 }
+
 /// Commands the engine runs itself (staging, preflight, collection) give up after this.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
@@ -506,4 +499,32 @@ fn plan(calls: &Calls) -> Vec<String> {
     ));
     plan.push(format!("destroy: {}", calls.destroy));
     plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease_of(value: &str) -> std::result::Result<Duration, String> {
+        lease(&BTreeMap::from([("WB_SANDBOX_LEASE".to_owned(), value.to_owned())])).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_lease_takes_the_one_duration_grammar() {
+        assert_eq!(lease(&BTreeMap::new()).ok(), Some(LEASE));
+        assert_eq!(lease_of("  "), Ok(LEASE));
+        assert_eq!(lease_of("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(lease_of("20m"), Ok(Duration::from_secs(1200)));
+        assert_eq!(lease_of("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(lease_of("1d"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(
+            lease_of("soon").unwrap_err(),
+            "invalid value 'soon' for WB_SANDBOX_LEASE: expected a duration such as 90s, 30m, 2h, 1h30m, 7d or 2w \
+             (a bare number is seconds) (see docs/runs.md#durations)"
+        );
+        for short in ["0", "0s", "500ms"] {
+            let error = lease_of(short).unwrap_err();
+            assert!(error.contains("a lease must be at least 1s"), "{short}: {error}");
+        }
+    }
 }
