@@ -2,9 +2,13 @@
 //! production file runs past about 600 lines, its unit tests aside (the few listed below say why), production
 //! code never calls `unwrap` or `expect` (clippy finds every call; this holds its lints on for every shipping
 //! crate and lets only unit tests off), `rust-version` in `Cargo.toml` is at least what every locked
-//! dependency declares it needs, and CONTRIBUTING.md lists every environment variable the code reads.
+//! dependency declares it needs, CONTRIBUTING.md lists every environment variable the code reads, and no crate
+//! has an import circle between its modules (the rule is in `tidy/circles.rs`).
 
 use std::path::{Path, PathBuf};
+
+#[path = "tidy/circles.rs"]
+mod circles;
 
 /// The longest a production source file may be.
 const MAX_LINES: usize = 600;
@@ -252,4 +256,38 @@ fn every_environment_knob_is_in_contributing() {
     let missing: Vec<String> =
         knobs.iter().filter(|(name, _)| !named.contains(name.as_str())).map(|(n, f)| format!("{n} ({f})")).collect();
     assert!(missing.is_empty(), "read but not in CONTRIBUTING.md's tables: {missing:?}");
+}
+
+/// No crate's modules import each other in a circle: `tidy/circles.rs` says how the graph is read (a module and
+/// its ancestors make no edge; every `use` path and every `crate::`/`super::`/`self::` path in code does). Open a
+/// new circle where it is cheapest: move the shared item to a leaf both sides use.
+#[test]
+fn no_import_circles_inside_a_crate() {
+    let root = repository();
+    let Ok(crates) = std::fs::read_dir(root.join("crates")) else { panic!("no crates/ beside {}", root.display()) };
+    let mut report = Vec::new();
+    let mut modules = 0;
+    for krate in crates.flatten() {
+        let name = krate.file_name().to_string_lossy().into_owned();
+        let graph = circles::Graph::read(&krate.path().join("src"));
+        modules += graph.edges.len();
+        for circle in graph.circles() {
+            let mut lines =
+                vec![format!("{}:", circle.iter().map(|m| circles::name(&name, m)).collect::<Vec<_>>().join(" <-> "))];
+            for from in &circle {
+                for (to, path) in &graph.edges[from] {
+                    if circle.contains(to) {
+                        lines.push(format!(
+                            "    {} -> {} ({path})",
+                            circles::name(&name, from),
+                            circles::name(&name, to)
+                        ));
+                    }
+                }
+            }
+            report.push(lines.join("\n"));
+        }
+    }
+    assert!(modules > 250, "read only {modules} modules");
+    assert!(report.is_empty(), "{} import circles inside crates:\n{}", report.len(), report.join("\n"));
 }
