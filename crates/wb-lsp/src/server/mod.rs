@@ -13,6 +13,7 @@
 //! `state` (documents, settings, snapshots), `transport` (stdio framing).
 
 mod capabilities;
+mod client_features;
 pub mod convert;
 pub mod ext;
 mod global_state;
