@@ -2,8 +2,10 @@
 //! production file runs past about 600 lines, its `#[cfg(test)]` modules aside (the few listed below say why), production
 //! code never calls `unwrap` or `expect` (clippy finds every call; this holds its lints on for every shipping
 //! crate and lets only unit tests off), `rust-version` in `Cargo.toml` is at least what every locked
-//! dependency declares it needs, CONTRIBUTING.md lists every environment variable the code reads, and no crate
-//! has an import circle between its modules (the rule is in `tidy/circles.rs`).
+//! dependency declares it needs, CONTRIBUTING.md lists every environment variable the code reads, no crate
+//! has an import circle between its modules (the rule is in `tidy/circles.rs`), the shipped editor code keeps
+//! the length rule too, `docs/lsp-extensions.md` documents exactly the extensions the server registers, and no
+//! capability text names fewer runtimes than support it.
 
 use std::path::{Path, PathBuf};
 
@@ -144,6 +146,30 @@ fn production_files_stay_short() {
     for (file, _) in LONG_FILES {
         assert!(repository().join(file).is_file(), "{file} is listed as long but is gone: take it off the list");
     }
+}
+
+/// The editor code that ships, by directory and the ending of its files: the Neovim plugin's Lua, the Emacs
+/// package's Lisp, the VS Code extension's TypeScript (its sources, not its tests or what npm installs).
+const EDITOR_CODE: &[(&str, &str)] = &[("editors/nvim", "lua"), ("editors/emacs", "el"), ("editors/vscode/src", "ts")];
+
+/// The shipped editor code is held to the length rule of the Rust: no file past [`MAX_LINES`] (split one by
+/// concern; the Emacs package's parts `require` each other).
+#[test]
+fn shipped_editor_code_stays_short() {
+    let root = repository();
+    let mut long = Vec::new();
+    for (dir, ending) in EDITOR_CODE {
+        let mut files = Vec::new();
+        files_below(&root.join(dir), &[ending], &[], &mut files);
+        assert!(!files.is_empty(), "no .{ending} files below {dir}");
+        for file in files {
+            let lines = std::fs::read_to_string(&file).unwrap_or_default().lines().count();
+            if lines > MAX_LINES {
+                long.push(format!("{}: {lines} lines", relative(&file)));
+            }
+        }
+    }
+    assert!(long.is_empty(), "editor files over {MAX_LINES} lines (split them by concern): {long:#?}");
 }
 
 /// The lints that find every `unwrap` and `expect` call.
@@ -347,4 +373,56 @@ fn no_import_circles_inside_a_crate() {
     }
     assert!(modules > 250, "read only {modules} modules");
     assert!(report.is_empty(), "{} import circles inside crates:\n{}", report.len(), report.join("\n"));
+}
+
+/// `docs/lsp-extensions.md` and the server agree on the extensions: the commands `executeCommandProvider`
+/// lists (`ext::COMMANDS`) are the ones the doc's capability table lists, in order, and each has a section of
+/// its own; the methods the server adds (`workbench/runEvent`, the test hook `wbLsp/debug/panic`) are the only
+/// `workbench/…` and `wbLsp/…` methods the doc names.
+#[test]
+fn the_extensions_doc_lists_what_the_server_registers() {
+    use lsp_types::request::Request as _;
+    use wb_lsp::server::ext;
+    let doc = std::fs::read_to_string(repository().join("docs/lsp-extensions.md")).unwrap_or_default();
+    let command = regex::Regex::new(r"`(workbench\.[a-z][A-Za-z]*)`").unwrap();
+    let row = doc.lines().find(|line| line.starts_with("| `executeCommandProvider.commands`")).unwrap_or_default();
+    let listed: Vec<&str> = command.captures_iter(row).map(|c| c.get(1).map_or("", |m| m.as_str())).collect();
+    assert_eq!(listed, ext::COMMANDS, "the capability table's executeCommandProvider.commands against ext::COMMANDS");
+    let headed: std::collections::BTreeSet<&str> = doc
+        .lines()
+        .filter(|line| line.starts_with("### "))
+        .flat_map(|line| command.captures_iter(line).filter_map(|c| c.get(1).map(|m| m.as_str())))
+        .collect();
+    let server: std::collections::BTreeSet<&str> = ext::COMMANDS.into_iter().collect();
+    assert_eq!(headed, server, "the commands with a section (### …) against ext::COMMANDS");
+    let method = regex::Regex::new(r"\b((?:workbench|wbLsp)/[A-Za-z/]+)").unwrap();
+    let named: std::collections::BTreeSet<&str> = method.find_iter(&doc).map(|m| m.as_str()).collect();
+    let methods: std::collections::BTreeSet<&str> = [ext::RUN_EVENT, ext::DebugPanic::METHOD].into_iter().collect();
+    assert_eq!(named, methods, "the methods the doc names against the server's");
+}
+
+/// No capability text of a runner's adapter names fewer runtimes than the capability holds on: every runtime
+/// this build runs (`wb_engine::runtime::runtimes()`). A text that says "the local and docker runtimes only"
+/// while sessions run on E2B and Daytona too shows in every dry run's report; it fails here.
+#[test]
+fn capability_texts_name_every_runtime_they_hold_on() {
+    let runtimes = wb_engine::runtime::runtimes();
+    assert!(runtimes.len() >= 4, "runtimes: {runtimes:?}");
+    let mut wrong = Vec::new();
+    for runner in wb_engine::adapters::RUNNERS {
+        let Ok(adapter) = wb_engine::adapters::adapter(runner) else { panic!("no adapter for {runner}") };
+        for (capability, support) in adapter.capabilities() {
+            let text = match support {
+                wb_engine::adapters::Support::Supported => continue,
+                wb_engine::adapters::Support::Degraded(text) | wb_engine::adapters::Support::Unsupported(text) => text,
+            };
+            let words: Vec<String> =
+                text.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase).collect();
+            let named: Vec<&str> = runtimes.iter().copied().filter(|r| words.iter().any(|w| w == r)).collect();
+            if !named.is_empty() && named.len() < runtimes.len() {
+                wrong.push(format!("{runner} {capability}: {text:?} names {named:?} of {runtimes:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "capability texts naming some runtimes only: {wrong:#?}");
 }
