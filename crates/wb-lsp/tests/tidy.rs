@@ -96,9 +96,7 @@ fn production_lines(text: &str) -> usize {
 
 /// The files of test modules declared with `#[cfg(test)] mod name;`: they are all tests.
 fn test_module_files(sources: &[(String, PathBuf)]) -> Vec<PathBuf> {
-    let declared =
-        regex::Regex::new(r"(?m)^#\[cfg\((?:test|all\(test[^\]]*\))\)\]\s*\n(?:pub(?:\(crate\))? )?mod (\w+);")
-            .unwrap();
+    let declared = circles::regex(r"(?m)^#\[cfg\((?:test|all\(test[^\]]*\))\)\]\s*\n(?:pub(?:\(crate\))? )?mod (\w+);");
     let mut out = Vec::new();
     for (_, path) in sources {
         let text = std::fs::read_to_string(path).unwrap_or_default();
