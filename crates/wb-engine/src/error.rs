@@ -28,7 +28,7 @@ pub enum EngineError {
     /// A call to a sandbox service failed (its text names the service, the call and what happened; its
     /// failure says whether the service may still have acted).
     #[error(transparent)]
-    Transport(#[from] crate::runtime::remote::http::HttpError),
+    Transport(#[from] crate::runtime::remote::http::failure::HttpError),
     /// Staging into a sandbox or collecting from it refused what it met (an unsafe archive entry, a file over
     /// a limit, a Dockerfile that copies a credential).
     #[error("{0}")]

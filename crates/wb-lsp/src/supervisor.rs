@@ -211,7 +211,7 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     if let Some(home) = home {
         let _ = wb_engine::runs::write_result(&home, &result);
     }
-    ExitCode::from(crate::commands::run_exit_code(&result))
+    ExitCode::from(run_exit_code(&result))
 }
 
 /// SIGINT, SIGTERM and SIGHUP each cancel the run, naming the signal. Handlers are installed (through
@@ -414,5 +414,17 @@ pub fn result_of(home: &Path, run_id: &str) -> Option<wb_engine::RunResult> {
             return runs::read_result(home, run_id).ok();
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// A finished run's exit code: 0 completed with its outcome, 1 failed (or its work not collected), 130
+/// cancelled.
+pub(crate) fn run_exit_code(result: &wb_engine::RunResult) -> u8 {
+    match result.ending {
+        // The runner succeeded but its work could not be collected (outcome.failed says why): not a success.
+        wb_engine::Ending::Completed if result.outcome_error.is_some() => 1,
+        wb_engine::Ending::Completed => 0,
+        wb_engine::Ending::Failed(_) => 1,
+        wb_engine::Ending::Cancelled => 130,
     }
 }

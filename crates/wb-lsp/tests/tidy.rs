@@ -1,10 +1,16 @@
 //! The rules ARCHITECTURE.md states about the source, checked: every module opens with a `//!` line, no
-//! production file runs past about 600 lines, its unit tests aside (the few listed below say why), production
+//! production file runs past about 600 lines, its `#[cfg(test)]` modules aside (the few listed below say why), production
 //! code never calls `unwrap` or `expect` (clippy finds every call; this holds its lints on for every shipping
 //! crate and lets only unit tests off), `rust-version` in `Cargo.toml` is at least what every locked
-//! dependency declares it needs, and CONTRIBUTING.md lists every environment variable the code reads.
+//! dependency declares it needs, CONTRIBUTING.md lists every environment variable the code reads, no crate
+//! has an import circle between its modules (the rule is in `tidy/circles.rs`), the shipped editor code keeps
+//! the length rule too, `docs/lsp-extensions.md` documents exactly the extensions the server registers, and no
+//! capability text names fewer runtimes than support it.
 
 use std::path::{Path, PathBuf};
+
+#[path = "tidy/circles.rs"]
+mod circles;
 
 /// The longest a production source file may be.
 const MAX_LINES: usize = 600;
@@ -61,16 +67,71 @@ fn every_module_opens_with_its_doc_line() {
     assert!(missing.is_empty(), "modules without a `//!` first line: {missing:#?}");
 }
 
+/// The lines of a source file that ship: every line but those of its `#[cfg(test)]` (or `cfg(all(test, …))`)
+/// modules, from the attribute to the module's closing brace. Nothing else is let off: code behind
+/// `#[cfg(feature = "test-hooks")]` is compiled into the tests' build of the product and counts.
+fn production_lines(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let is_test_cfg = |line: &str| line.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(all(test");
+    let (mut count, mut index) = (0, 0);
+    while index < lines.len() {
+        if is_test_cfg(lines[index]) {
+            let mut item = index + 1;
+            while item < lines.len() && lines[item].starts_with("#[") {
+                item += 1;
+            }
+            let module = lines.get(item).map(|line| line.trim_start_matches("pub ").trim_start_matches("pub(crate) "));
+            if module.is_some_and(|line| line.starts_with("mod ") && line.ends_with('{')) {
+                // A top-level module's body ends at the first `}` in column 0 (rustfmt's layout).
+                let end = (item + 1..lines.len()).find(|&line| lines[line] == "}").unwrap_or(lines.len());
+                index = end + 1;
+                continue;
+            }
+        }
+        count += 1;
+        index += 1;
+    }
+    count
+}
+
+/// The files of test modules declared with `#[cfg(test)] mod name;`: they are all tests.
+fn test_module_files(sources: &[(String, PathBuf)]) -> Vec<PathBuf> {
+    let declared = circles::regex(r"(?m)^#\[cfg\((?:test|all\(test[^\]]*\))\)\]\s*\n(?:pub(?:\(crate\))? )?mod (\w+);");
+    let mut out = Vec::new();
+    for (_, path) in sources {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let dir = match path.file_name().and_then(|n| n.to_str()) {
+            Some("mod.rs" | "lib.rs" | "main.rs") => path.parent().map(Path::to_path_buf),
+            _ => Some(path.with_extension("")),
+        };
+        for found in declared.captures_iter(&text) {
+            if let Some(dir) = &dir {
+                out.push(dir.join(format!("{}.rs", &found[1])));
+                out.push(dir.join(&found[1]).join("mod.rs"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn test_modules_alone_are_let_off_the_length() {
+    let text = "//! m\nfn a() {}\n#[cfg(feature = \"test-hooks\")]\nfn hook() {\n}\n#[cfg(test)]\nmod tests {\n    fn t() {\n    }\n}\nfn b() {}\n";
+    // Everything but the five lines of the test module counts, the test hook's included.
+    assert_eq!(production_lines(text), 6);
+}
+
 #[test]
 fn production_files_stay_short() {
     let mut long = Vec::new();
-    for (krate, path) in sources() {
-        if !PRODUCTION.contains(&krate.as_str()) {
+    let sources = sources();
+    let tests = test_module_files(&sources);
+    for (krate, path) in sources {
+        if !PRODUCTION.contains(&krate.as_str()) || tests.contains(&path) {
             continue;
         }
-        // The unit tests at a file's end do not count: only what ships.
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let lines = text.lines().take_while(|line| !line.starts_with("#[cfg(") || !line.contains("test")).count();
+        let lines = production_lines(&text);
         let name = relative(&path);
         if lines > MAX_LINES && !LONG_FILES.iter().any(|(file, _)| *file == name) {
             long.push(format!("{name}: {lines} lines"));
@@ -83,6 +144,30 @@ fn production_files_stay_short() {
     for (file, _) in LONG_FILES {
         assert!(repository().join(file).is_file(), "{file} is listed as long but is gone: take it off the list");
     }
+}
+
+/// The editor code that ships, by directory and the ending of its files: the Neovim plugin's Lua, the Emacs
+/// package's Lisp, the VS Code extension's TypeScript (its sources, not its tests or what npm installs).
+const EDITOR_CODE: &[(&str, &str)] = &[("editors/nvim", "lua"), ("editors/emacs", "el"), ("editors/vscode/src", "ts")];
+
+/// The shipped editor code is held to the length rule of the Rust: no file past [`MAX_LINES`] (split one by
+/// concern; the Emacs package's parts `require` each other).
+#[test]
+fn shipped_editor_code_stays_short() {
+    let root = repository();
+    let mut long = Vec::new();
+    for (dir, ending) in EDITOR_CODE {
+        let mut files = Vec::new();
+        files_below(&root.join(dir), &[ending], &[], &mut files);
+        assert!(!files.is_empty(), "no .{ending} files below {dir}");
+        for file in files {
+            let lines = std::fs::read_to_string(&file).unwrap_or_default().lines().count();
+            if lines > MAX_LINES {
+                long.push(format!("{}: {lines} lines", relative(&file)));
+            }
+        }
+    }
+    assert!(long.is_empty(), "editor files over {MAX_LINES} lines (split them by concern): {long:#?}");
 }
 
 /// The lints that find every `unwrap` and `expect` call.
@@ -140,6 +225,38 @@ fn production_code_never_unwraps() {
         }
     }
     assert!(allowed.is_empty(), "production code lets unwrap/expect off outside its unit tests: {allowed:#?}");
+}
+
+/// The one file allowed `unsafe` code (the workspace lint denies it everywhere else): `malloc_trim`, which
+/// takes no pointer. Every crate's sources, tests and benches included, are read.
+const UNSAFE_FILE: &str = "crates/wb-lsp/src/server/memory.rs";
+
+#[test]
+fn unsafe_code_lives_in_one_file() {
+    let mut files = Vec::new();
+    files_below(&repository().join("crates"), &["rs"], &[], &mut files);
+    assert!(files.len() > 100, "found only {} Rust files", files.len());
+    let mut found = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let uses = text.lines().filter(|line| {
+            let code = line.split("//").next().unwrap_or_default();
+            code.contains("unsafe {")
+                || code.contains("unsafe extern")
+                || code.contains("unsafe fn")
+                || code.contains("unsafe impl")
+                || code.contains("allow(unsafe_code)")
+        });
+        let count = uses.count();
+        // This test names the words it looks for.
+        let name = relative(&path);
+        if count > 0 && name != UNSAFE_FILE && !name.starts_with("crates/wb-lsp/tests/tidy") {
+            found.push(format!("{name}: {count} lines"));
+        }
+    }
+    assert!(found.is_empty(), "unsafe code outside {UNSAFE_FILE}: {found:#?}");
+    let manifest = std::fs::read_to_string(repository().join("Cargo.toml")).unwrap_or_default();
+    assert!(manifest.contains("unsafe_code = \"deny\""), "the workspace lint denies unsafe code");
 }
 
 fn version(text: &str) -> Option<(u64, u64)> {
@@ -252,4 +369,90 @@ fn every_environment_knob_is_in_contributing() {
     let missing: Vec<String> =
         knobs.iter().filter(|(name, _)| !named.contains(name.as_str())).map(|(n, f)| format!("{n} ({f})")).collect();
     assert!(missing.is_empty(), "read but not in CONTRIBUTING.md's tables: {missing:?}");
+}
+
+/// No crate's modules import each other in a circle: `tidy/circles.rs` says how the graph is read (a module and
+/// its ancestors make no edge; every `use` path and every `crate::`/`super::`/`self::` path in code does). Open a
+/// new circle where it is cheapest: move the shared item to a leaf both sides use.
+#[test]
+fn no_import_circles_inside_a_crate() {
+    let root = repository();
+    let Ok(crates) = std::fs::read_dir(root.join("crates")) else { panic!("no crates/ beside {}", root.display()) };
+    let mut report = Vec::new();
+    let mut modules = 0;
+    for krate in crates.flatten() {
+        let name = krate.file_name().to_string_lossy().into_owned();
+        let graph = circles::Graph::read(&krate.path().join("src"));
+        modules += graph.edges.len();
+        for circle in graph.circles() {
+            let mut lines =
+                vec![format!("{}:", circle.iter().map(|m| circles::name(&name, m)).collect::<Vec<_>>().join(" <-> "))];
+            for from in &circle {
+                for (to, path) in &graph.edges[from] {
+                    if circle.contains(to) {
+                        lines.push(format!(
+                            "    {} -> {} ({path})",
+                            circles::name(&name, from),
+                            circles::name(&name, to)
+                        ));
+                    }
+                }
+            }
+            report.push(lines.join("\n"));
+        }
+    }
+    assert!(modules > 250, "read only {modules} modules");
+    assert!(report.is_empty(), "{} import circles inside crates:\n{}", report.len(), report.join("\n"));
+}
+
+/// `docs/lsp-extensions.md` and the server agree on the extensions: the commands `executeCommandProvider`
+/// lists (`ext::COMMANDS`) are the ones the doc's capability table lists, in order, and each has a section of
+/// its own; the methods the server adds (`workbench/runEvent`, the test hook `wbLsp/debug/panic`) are the only
+/// `workbench/…` and `wbLsp/…` methods the doc names.
+#[test]
+fn the_extensions_doc_lists_what_the_server_registers() {
+    use lsp_types::request::Request as _;
+    use wb_lsp::server::ext;
+    let doc = std::fs::read_to_string(repository().join("docs/lsp-extensions.md")).unwrap_or_default();
+    let command = regex::Regex::new(r"`(workbench\.[a-z][A-Za-z]*)`").unwrap();
+    let row = doc.lines().find(|line| line.starts_with("| `executeCommandProvider.commands`")).unwrap_or_default();
+    let listed: Vec<&str> = command.captures_iter(row).map(|c| c.get(1).map_or("", |m| m.as_str())).collect();
+    assert_eq!(listed, ext::COMMANDS, "the capability table's executeCommandProvider.commands against ext::COMMANDS");
+    let headed: std::collections::BTreeSet<&str> = doc
+        .lines()
+        .filter(|line| line.starts_with("### "))
+        .flat_map(|line| command.captures_iter(line).filter_map(|c| c.get(1).map(|m| m.as_str())))
+        .collect();
+    let server: std::collections::BTreeSet<&str> = ext::COMMANDS.into_iter().collect();
+    assert_eq!(headed, server, "the commands with a section (### …) against ext::COMMANDS");
+    let method = regex::Regex::new(r"\b((?:workbench|wbLsp)/[A-Za-z/]+)").unwrap();
+    let named: std::collections::BTreeSet<&str> = method.find_iter(&doc).map(|m| m.as_str()).collect();
+    let methods: std::collections::BTreeSet<&str> = [ext::RUN_EVENT, ext::DebugPanic::METHOD].into_iter().collect();
+    assert_eq!(named, methods, "the methods the doc names against the server's");
+}
+
+/// No capability text of a runner's adapter names fewer runtimes than the capability holds on: every runtime
+/// this build runs (`wb_engine::runtime::runtimes()`). A text that says "the local and docker runtimes only"
+/// while sessions run on E2B and Daytona too shows in every dry run's report; it fails here.
+#[test]
+fn capability_texts_name_every_runtime_they_hold_on() {
+    let runtimes = wb_engine::runtime::runtimes();
+    assert!(runtimes.len() >= 4, "runtimes: {runtimes:?}");
+    let mut wrong = Vec::new();
+    for runner in wb_engine::adapters::RUNNERS {
+        let Ok(adapter) = wb_engine::adapters::adapter(runner) else { panic!("no adapter for {runner}") };
+        for (capability, support) in adapter.capabilities() {
+            let text = match support {
+                wb_engine::adapters::Support::Supported => continue,
+                wb_engine::adapters::Support::Degraded(text) | wb_engine::adapters::Support::Unsupported(text) => text,
+            };
+            let words: Vec<String> =
+                text.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase).collect();
+            let named: Vec<&str> = runtimes.iter().copied().filter(|r| words.iter().any(|w| w == r)).collect();
+            if !named.is_empty() && named.len() < runtimes.len() {
+                wrong.push(format!("{runner} {capability}: {text:?} names {named:?} of {runtimes:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "capability texts naming some runtimes only: {wrong:#?}");
 }

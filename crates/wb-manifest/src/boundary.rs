@@ -12,7 +12,7 @@ const PSEUDO_ROOTS: [&str; 3] = ["/proc", "/sys", "/dev"];
 
 /// Files a package names that the checker and the engine read (`SKILL.md`, instructions, `runner_config` JSON)
 /// are refused above this size, as the manifest is.
-pub const MAX_PACKAGE_FILE_BYTES: usize = crate::check::MAX_MANIFEST_BYTES;
+pub const MAX_PACKAGE_FILE_BYTES: usize = crate::limits::MAX_MANIFEST_BYTES;
 
 /// Why a path a package names is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

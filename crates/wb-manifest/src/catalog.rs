@@ -78,7 +78,7 @@ impl ModelCost {
 
 /// A catalog file larger than this is refused unread, as the manifest is (the embedded one is a few dozen
 /// kilobytes).
-pub const MAX_CATALOG_BYTES: usize = crate::check::MAX_MANIFEST_BYTES;
+pub const MAX_CATALOG_BYTES: usize = crate::limits::MAX_MANIFEST_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {

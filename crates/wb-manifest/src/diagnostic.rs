@@ -306,7 +306,7 @@ pub fn cap_diagnostics(diagnostics: &mut Vec<Diagnostic>, mut omitted: Omitted) 
         summary.severity = severity;
         diagnostics.push(summary);
     }
-    crate::check::sort_diagnostics(diagnostics);
+    sort_diagnostics(diagnostics);
 }
 
 /// `… and 279,900 more prose-undeclared-tool diagnostics in this file (only the first 100 of each code are
@@ -327,6 +327,19 @@ fn more_message(code: Code, count: usize) -> String {
     )
 }
 
+/// Orders diagnostics by file and position, so every front end shows them the same way.
+pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| {
+        (&a.path, a.range.start, a.range.end, a.code, &a.message).cmp(&(
+            &b.path,
+            b.range.start,
+            b.range.end,
+            b.code,
+            &b.message,
+        ))
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,7 +355,7 @@ mod tests {
             .chain((0..3).map(|i| at(Code::ProseUndeclaredEnv, "/p/instructions.md", i * 2 + 1)))
             .chain((0..150).map(|i| at(Code::UnknownField, "/p/workbench.yml", i)))
             .collect();
-        crate::check::sort_diagnostics(&mut diagnostics);
+        sort_diagnostics(&mut diagnostics);
         let mut upstream = Omitted::default();
         upstream.add(
             std::path::Path::new("/p/instructions.md"),

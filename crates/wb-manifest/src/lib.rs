@@ -14,6 +14,7 @@ pub mod env_refs;
 pub mod fields;
 mod fs;
 pub mod init;
+mod limits;
 mod manifest;
 pub mod migrate;
 mod nearest_path;
@@ -28,16 +29,17 @@ pub mod skill;
 
 pub use catalog::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, ModelCost, Provider};
 pub use check::{
-    Detail, MAX_MANIFEST_BYTES, PackageReport, Target, absolute, check_manifest_bytes, check_manifests,
-    check_manifests_keeping, check_package, check_path, check_path_keeping, discover, manifest_model, sort_diagnostics,
+    Detail, PackageReport, Target, absolute, check_manifest_bytes, check_manifests, check_manifests_keeping,
+    check_package, check_path, check_path_keeping, discover, manifest_model,
 };
 pub use credentials::is_credential_path;
 pub use diagnostic::{
     Code, Diagnostic, DiagnosticTag, Fix, MAX_DIAGNOSTICS_PER_CODE, Omitted, Related, Severity, TextEdit,
-    cap_diagnostics,
+    cap_diagnostics, sort_diagnostics,
 };
 pub use disk_cache::DiskCache;
 pub use fs::{FileKind, FileSystem, OsFileSystem, ReadLimitError, is_inside, normalize};
+pub use limits::MAX_MANIFEST_BYTES;
 pub use manifest::{
     Access, EnvVar, Image, Manifest, Mcp, ModelPolicy, Requirements, Route, Runtime, Spanned, Workspace,
 };

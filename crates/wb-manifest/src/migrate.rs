@@ -9,7 +9,7 @@ use std::path::Path;
 use wb_syntax::{Entry, Mapping, Style, TextRange, Value};
 
 use crate::catalog::ModelCatalog;
-use crate::check::{MigrationFix, check_bytes};
+use crate::check::one::check_bytes;
 use crate::diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
 use crate::fields::RUNTIME_PROVIDERS;
 use crate::fs::FileSystem;
@@ -153,7 +153,7 @@ pub fn checked_migration(
     if edits.is_empty() {
         return Ok(None);
     }
-    let source_errors = check_bytes(fs, manifest_path, text.as_bytes(), catalog, MigrationFix::Omit).errors();
+    let source_errors = check_bytes(fs, manifest_path, text.as_bytes(), catalog, None).errors();
     guard(fs, manifest_path, text, catalog, edits, source_errors).map(Some)
 }
 
@@ -167,7 +167,7 @@ fn guard(
     source_errors: usize,
 ) -> Result<Migration, MigrateError> {
     let migrated = apply_edits(text, &edits);
-    let errors = check_bytes(fs, manifest_path, migrated.as_bytes(), catalog, MigrationFix::Omit).errors();
+    let errors = check_bytes(fs, manifest_path, migrated.as_bytes(), catalog, None).errors();
     if errors > source_errors {
         return Err(MigrateError::AddsErrors);
     }

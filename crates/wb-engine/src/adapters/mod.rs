@@ -460,10 +460,7 @@ fn common_capabilities() -> Vec<(&'static str, Support)> {
         ("file_changes", Support::Degraded("derived from file-editing tool calls")),
         ("usage", Support::Supported),
         ("permissions", Support::Unsupported("one-shot runs do not answer permission prompts")),
-        (
-            "multi_turn",
-            Support::Degraded("sessions (`run --session`, `send`, `resume`) on the local and docker runtimes only"),
-        ),
+        ("multi_turn", Support::Degraded("sessions (`run --session`, `send`, `resume`), on every runtime")),
         ("steering", Support::Unsupported("a turn's task is given when the turn starts")),
         ("image_input", Support::Unsupported("tasks are text")),
         ("image_generation", Support::Unsupported("not translated")),

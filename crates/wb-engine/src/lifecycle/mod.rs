@@ -4,7 +4,9 @@
 //!
 //! - `prepare`: every step up to the launch, into a [`Prepared`] package (shared by all modes).
 //! - `stage`: the directory the runner's configuration is staged in (temporary, or kept by `--stage-dir`).
-//! - `dry_run`, `smoke`, `run`, `build`: one module per mode, each with the report it returns.
+//! - `dry_run`, `smoke`, `run`, `build`: one module per mode, each with the report it returns; `session` a
+//!   session's turns in place of a run's one launch; `turn` one turn of the runner followed to its end, as both
+//!   run it.
 
 mod build;
 mod dry_run;
@@ -15,6 +17,7 @@ mod runner_output;
 mod session;
 mod smoke;
 mod stage;
+mod turn;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,9 +27,10 @@ use serde::Serialize;
 pub use build::{BuildReport, build};
 pub use dry_run::{DryRun, dry_run};
 pub use prepare::Prepared;
-pub use run::{Ending, RunResult, run};
+pub use run::{RunResult, run};
 pub use smoke::{Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool, smoke};
 pub use stage::stage_leftovers;
+pub use turn::Ending;
 
 use crate::bindings::{BoundWorkspace, is_credential_name};
 use crate::error::{EngineError, Result};

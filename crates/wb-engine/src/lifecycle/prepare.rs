@@ -14,6 +14,7 @@ use crate::events::new_run_id;
 use crate::requirements::RequirementReport;
 use crate::routing::{self, Authentication, ModelRoute};
 use crate::runtime::{self, Preflight, PreflightRequest, Preparation, Provision, Runtime};
+use crate::sessions;
 use crate::source::{self, Package};
 
 /// A package bound and staged, ready to launch. Dropping it removes the staged files.
@@ -302,7 +303,7 @@ pub(super) fn prepare_package(
     // A resumed session takes its predecessor's conversation and files before anything is staged.
     let resumed_conversation = match (&options.resume_from, purpose) {
         (Some(from), Purpose::Run) => {
-            super::session::resume_into(&options.workbench_home(), from, stage.path(), &outbox, adapter.as_ref())?
+            resume_into(&options.workbench_home(), from, stage.path(), &outbox, adapter.as_ref())?
         }
         _ => None,
     };
@@ -420,6 +421,25 @@ pub(super) fn prepare_one(
 fn remove_repeated(texts: &mut Vec<String>) {
     let mut seen = std::collections::HashSet::new();
     texts.retain(|text| seen.insert(text.clone()));
+}
+
+/// A resumed session takes its predecessor's conversation (into the new stage directory `stage`) and the latest
+/// revision of each file its chain of sessions returned (into the new `outbox`), before anything is staged.
+/// Returns the conversation's id.
+fn resume_into(
+    home: &Path,
+    from: &str,
+    stage: &Path,
+    outbox: &Path,
+    adapter: &dyn crate::adapters::Adapter,
+) -> Result<Option<String>> {
+    let id = sessions::restore_conversation(home, from, stage, adapter.conversation_store())
+        .map_err(|error| EngineError::io(format!("Cannot take the conversation of session {from}"), error))?;
+    let chain = sessions::chain(home, from);
+    wb_outcomes::create_private_dir(outbox)
+        .map_err(|error| EngineError::io(format!("Cannot create the outbox {}", outbox.display()), error))?;
+    sessions::seed_outbox(home, &chain, outbox)?;
+    Ok(id)
 }
 
 #[cfg(test)]

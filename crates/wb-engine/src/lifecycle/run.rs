@@ -1,9 +1,9 @@
 //! `run`: launch the runner one-shot, translate its stdout into canonical events, collect the outcome, and
 //! end with exactly one terminal event.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use wb_manifest::{FileSystem, ModelCatalog};
@@ -11,23 +11,12 @@ use wb_outcomes::Completeness;
 
 use super::limits::Limits;
 use super::prepare::{Prepared, prepare_one};
-use super::runner_output::{Line, MAX_STDOUT_LINE_BYTES, keep_tail, read_lines};
+use super::turn::{Ending, Events, Turns, one_turn};
 use super::{Options, Purpose, require_task};
-use crate::adapters::TranslateState;
 use crate::error::{EngineError, Result};
 use crate::events::{Event, Stream, Translated};
 use crate::outcome;
 use crate::runs::{RunLog, RunRecord, RunStatus};
-use crate::runtime::{Exit, Launched};
-
-/// How a run ended.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "message")]
-pub enum Ending {
-    Completed,
-    Failed(String),
-    Cancelled,
-}
 
 /// The outcome of [`run`]: how it ended and the final answer (its supervisor keeps it beside the run's log:
 /// [`crate::runs::write_result`]).
@@ -44,53 +33,6 @@ pub struct RunResult {
     pub outcome_error: Option<String>,
     /// What went wrong after the run had ended (its cleanup); never the run's result, said beside it.
     pub warnings: Vec<String>,
-}
-
-/// The run's events on their way out: stamped, redacted and emitted in order. It owns the run's ending: should
-/// it be dropped before a terminal event went out (an early return, a panic), it emits `run.failed`, so every
-/// run that emitted `run.started` ends with exactly one terminal event.
-pub(super) struct Events<'a> {
-    stream: Stream,
-    emit: &'a mut dyn FnMut(&Event),
-    pub(super) started: Instant,
-}
-
-impl Events<'_> {
-    pub(super) fn send(&mut self, event: Translated) {
-        for event in self.stream.stamp(event) {
-            (self.emit)(&event);
-        }
-    }
-
-    /// Text held back because it could begin a bound value goes out (the runner has stopped writing).
-    pub(super) fn flush_text(&mut self) {
-        for event in self.stream.flush_text() {
-            (self.emit)(&event);
-        }
-    }
-
-    pub(super) fn failed(&mut self, message: &str) -> Translated {
-        Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(self.started)}))
-    }
-}
-
-impl Drop for Events<'_> {
-    fn drop(&mut self) {
-        if self.stream.is_finished() {
-            return;
-        }
-        let message = if std::thread::panicking() {
-            "The engine failed unexpectedly during the run"
-        } else {
-            "The run ended without a result"
-        };
-        // Emitting may itself fail while a panic unwinds; that must not abort the process.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.flush_text();
-            let failed = self.failed(message);
-            self.send(failed);
-        }));
-    }
 }
 
 /// Launches the runner one-shot and streams canonical events to `emit` until exactly one terminal event.
@@ -253,15 +195,6 @@ struct Executed {
     outcome_error: Option<String>,
 }
 
-/// How the runner's turns ended: the run's ending and terminal event, the last turn's final text, and whether
-/// it was cancelled.
-pub(super) struct Turns {
-    pub(super) ending: Ending,
-    pub(super) terminal: Translated,
-    pub(super) final_text: String,
-    pub(super) cancelled: bool,
-}
-
 /// Everything after `run.started`, through the terminal event: the runner's turn (a session's turns, one after
 /// another), then the final outcome.
 fn execute(
@@ -336,138 +269,4 @@ fn execute(
     };
     events.send(terminal);
     Executed { ending, final_text, outcome_id, outcome_error }
-}
-
-/// Follows one launched turn of the runner to its end: the run's ending were it the last turn, its terminal
-/// event, and the translation state (final text, conversation).
-pub(super) fn one_turn(
-    prepared: &mut Prepared,
-    mut launched: Launched,
-    (cancel, stop_reason): (&AtomicBool, &Mutex<Option<String>>),
-    events: &mut Events<'_>,
-) -> (Ending, Translated, TranslateState) {
-    let (status, state, cancelled, stderr_tail) = follow(prepared, &mut launched, cancel, events);
-    if cancelled {
-        let mut data = json!({"duration_ms": elapsed(events.started)});
-        if let Some(reason) = stop_reason.lock().ok().and_then(|reason| reason.clone()) {
-            data["message"] = Value::from(reason);
-        }
-        return (Ending::Cancelled, Translated::new("run.cancelled", data), state);
-    }
-    let success = status.as_ref().is_some_and(Exit::success);
-    match (&state.failed, success) {
-        (None, true) => {
-            let completed = Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)}));
-            (Ending::Completed, completed, state)
-        }
-        (failure, _) => {
-            let message = failure.clone().unwrap_or_else(|| {
-                let ended = match &status {
-                    Some(Exit { code: Some(code), .. }) => format!("The runner exited with status {code}"),
-                    Some(Exit { cause: Some(cause), .. }) => format!("The runner's end is unknown: {cause}"),
-                    _ => "The runner exited with a signal".to_owned(),
-                };
-                if stderr_tail.is_empty() { ended } else { format!("{ended}: {stderr_tail}") }
-            });
-            let failed = events.failed(&message);
-            (Ending::Failed(message), failed, state)
-        }
-    }
-}
-
-/// Follows the launched runner until it has exited (or was cancelled): its stdout translated into events.
-/// Returns how it ended, the translation state, whether it was cancelled, and the last line of its stderr.
-fn follow(
-    prepared: &mut Prepared,
-    launched: &mut Launched,
-    cancel: &AtomicBool,
-    events: &mut Events<'_>,
-) -> (Option<Exit>, TranslateState, bool, String) {
-    let lines_rx = read_lines(launched.stdout.take());
-    let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
-    let mut state = TranslateState { price: prepared.price, ..TranslateState::default() };
-    let mut cancelled = false;
-    let mut stdout_open = true;
-    // Until the runner has exited: a runner that closed its stdout may live on, and still obeys the cancel flag.
-    let status = loop {
-        if cancel.load(Ordering::SeqCst) {
-            // The runner already gave its final result (the cost that crossed a cap may arrive in it): the run
-            // completed. It is given a moment to exit by itself, then stopped, and its ending stays its own.
-            if state.finished {
-                break Some(finish_after_result(prepared, launched));
-            }
-            prepared.runtime.cancel(launched);
-            cancelled = true;
-            break None;
-        }
-        if !stdout_open {
-            match launched.try_wait() {
-                Some(exit) => break Some(exit),
-                None => std::thread::sleep(Duration::from_millis(20)),
-            }
-            continue;
-        }
-        match lines_rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Line::Out(line)) if line.dropped > 0 => events.send(oversized_line(&line)),
-            Ok(Line::Out(line)) => {
-                let trimmed = line.text.trim();
-                if trimmed.is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<Value>(trimmed) {
-                    Ok(value) => {
-                        for event in prepared.adapter.translate_event(&value, &mut state) {
-                            events.send(event);
-                        }
-                    }
-                    Err(_) => events.send(Translated::native("stdout")),
-                }
-            }
-            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => stdout_open = false,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-    };
-    // The runner has exited: let the stderr reader take its last lines before a failure quotes them (bounded,
-    // in case something the runner started still holds the pipe).
-    if let Some(reader) = stderr_reader {
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while !reader.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-    let tail = stderr_tail.lock().map(|t| t.last().cloned().unwrap_or_default()).unwrap_or_default();
-    (status, state, cancelled, tail)
-}
-
-/// Waits up to two seconds for a runner that reported its final result to exit; stops it if it does not. Its
-/// result is what the run did: a success, whatever stopped the process afterwards.
-fn finish_after_result(prepared: &mut Prepared, launched: &mut Launched) -> Exit {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        if let Some(exit) = launched.try_wait() {
-            return exit;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    prepared.runtime.cancel(launched);
-    Exit { code: Some(0), cause: None }
-}
-
-pub(super) fn elapsed(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The warning that replaces a stdout line over the limit (it cannot be a whole native event).
-fn oversized_line(line: &super::runner_output::OutputLine) -> Translated {
-    Translated::new(
-        "runner.event",
-        json!({
-            "native_type": "stdout",
-            "warning": format!(
-                "A line of the runner's output was longer than {} MiB ({} bytes more): it was dropped",
-                MAX_STDOUT_LINE_BYTES / (1024 * 1024),
-                line.dropped
-            ),
-        }),
-    )
 }

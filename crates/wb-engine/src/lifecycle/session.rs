@@ -10,9 +10,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::prepare::Prepared;
-use super::run::{Ending, Events, Turns, elapsed, one_turn};
+use super::turn::{Ending, Events, Turns, elapsed, one_turn};
 use super::{Options, SessionOptions};
-use crate::error::{EngineError, Result};
 use crate::events::Translated;
 use crate::outcome;
 use crate::sessions::{self, Waited};
@@ -149,25 +148,6 @@ fn snapshot(
             events.send(Translated::new("outcome.failed", json!({"turn_index": turn, "message": error.to_string()})));
         }
     }
-}
-
-/// A resumed session takes its predecessor's conversation (into the new stage directory `stage`) and the latest
-/// revision of each file its chain of sessions returned (into the new `outbox`), before anything is staged.
-/// Returns the conversation's id.
-pub(super) fn resume_into(
-    home: &Path,
-    from: &str,
-    stage: &Path,
-    outbox: &Path,
-    adapter: &dyn crate::adapters::Adapter,
-) -> Result<Option<String>> {
-    let id = sessions::restore_conversation(home, from, stage, adapter.conversation_store())
-        .map_err(|error| EngineError::io(format!("Cannot take the conversation of session {from}"), error))?;
-    let chain = sessions::chain(home, from);
-    wb_outcomes::create_private_dir(outbox)
-        .map_err(|error| EngineError::io(format!("Cannot create the outbox {}", outbox.display()), error))?;
-    sessions::seed_outbox(home, &chain, outbox)?;
-    Ok(id)
 }
 
 /// A session that cannot go on to its next turn: it fails, and its final outcome is collected.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Options, Purpose};
 use crate::error::{EngineError, Result};
-use crate::leftovers::Identity;
+use crate::leftovers::identity::Identity;
 
 /// Where the runner's configuration is staged: a private temporary directory, or one the person asked to keep.
 pub(super) enum Stage {

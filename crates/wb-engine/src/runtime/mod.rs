@@ -262,6 +262,14 @@ pub fn services() -> [&'static dyn remote::provider::Service; 2] {
     [&e2b::SERVICE, &daytona::SERVICE]
 }
 
+/// Every runtime this build runs, by its provider name: the host, Docker and each sandbox service. What an
+/// adapter's capabilities say holds on each of them (the tidy test holds the capability texts to this list).
+pub fn runtimes() -> Vec<&'static str> {
+    let mut names = vec!["local", "docker"];
+    names.extend(services().into_iter().map(|service| service.name()));
+    names
+}
+
 /// The runtime for a declared provider name, built from `setup`. Providers this build cannot run are refused
 /// explicitly: a run never falls back to the host.
 pub fn runtime_for(provider: &str, setup: Setup) -> Result<Box<dyn Runtime>> {

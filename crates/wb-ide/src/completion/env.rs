@@ -4,8 +4,8 @@
 use wb_manifest::env_refs::env_refs;
 use wb_syntax::{Node, TextRange};
 
+use super::UNIT;
 use super::context::shape;
-use super::keys::UNIT;
 use super::{CompletionItem, CompletionKind, value_item};
 
 /// Environment names declared in `env` (from the tree, else from the text).

@@ -3,8 +3,8 @@
 use wb_manifest::fields::{self, Field, Lookup, Segment, Shape};
 use wb_syntax::{Node, TextRange};
 
-use super::env;
 use super::{CompletionItem, CompletionKind};
+use super::{UNIT, env};
 
 /// The fields a mapping at `path` may hold.
 pub(super) fn fields_at(spec: u8, path: &[Segment]) -> Option<Vec<&'static Field>> {
@@ -24,8 +24,6 @@ pub(super) fn fields_at(spec: u8, path: &[Segment]) -> Option<Vec<&'static Field
     };
     Some(children.iter().filter(|field| field.specs.includes(spec)).collect())
 }
-
-pub(super) const UNIT: &str = "  ";
 
 /// The snippet that inserts a field with the skeleton of its value.
 pub(super) fn field_snippet(field: &Field) -> String {

@@ -24,6 +24,9 @@ mod paths;
 mod snippet;
 mod values;
 
+/// One level of indentation in the snippets the completions insert (the key snippets and the `env` entries).
+const UNIT: &str = "  ";
+
 /// What the editor can insert.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompletionOptions {

@@ -237,11 +237,11 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     let (json, final_only) = (args.json, args.r#final);
     if command.session {
         // A session: this command follows its first turn; `send` the next ones.
-        return super::sessions::follow_turn(&home, &run_id, None, json, None);
+        return super::followed::follow_turn(&home, &run_id, None, json, None);
     }
     let followed = supervisor::follow(&home, &run_id, None, &mut |event| {
         if json || !final_only {
-            print_logged(event, json);
+            super::followed::print_logged(event, json);
         }
     })?;
     if followed == Followed::Lost {
@@ -265,7 +265,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         };
         write_stdout(&format!("{text}\n"))?;
     }
-    Ok(ExitCode::from(super::run_exit_code(&result)))
+    Ok(ExitCode::from(supervisor::run_exit_code(&result)))
 }
 
 /// Starts a run's supervisor and waits until the run has started (progress on a terminal's stderr): its id
@@ -373,54 +373,6 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
     }
     write_stdout(&out)?;
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
-}
-
-/// Prints one event read from a run's log: the line as logged with `json`, else for a person.
-pub(super) fn print_logged(event: &serde_json::Value, json: bool) {
-    if json {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{event}");
-    } else {
-        let kind = event.get("type").and_then(|kind| kind.as_str()).unwrap_or_default();
-        print_event(kind, event.get("data").unwrap_or(&serde_json::Value::Null));
-    }
-}
-
-/// Prints one event for a person: the runner's text on stdout, tools, outcomes and failures on stderr.
-fn print_event(kind: &str, data: &serde_json::Value) {
-    let mut stdout = std::io::stdout().lock();
-    match kind {
-        // Everything here is the runner's text: made printable, so it cannot drive the terminal.
-        "output.text" => {
-            let text = data.get("text").and_then(|t| t.as_str()).unwrap_or_default();
-            let _ = writeln!(stdout, "{}", super::printable_text(text));
-        }
-        "tool.started" => {
-            let name = data.get("name").and_then(|t| t.as_str()).unwrap_or_default();
-            let target = data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
-            eprintln!("• {} {}", super::printable(name), super::printable(target));
-        }
-        "outcome.available" => {
-            let id = data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
-            eprintln!("outcome: {id} (wb-lsp outcome {id})");
-        }
-        // The run's work did not reach the user: the command exits 1 even when the runner succeeded.
-        "outcome.failed" => {
-            let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
-            eprintln!("error: {}", super::printable(message));
-        }
-        "run.failed" => {
-            let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
-            eprintln!("error: {}", super::printable(message));
-        }
-        // What the engine noticed about the runner's output (a line over the limit).
-        "runner.event" => {
-            if let Some(warning) = data.get("warning").and_then(|t| t.as_str()) {
-                eprintln!("warning: {}", super::printable(warning));
-            }
-        }
-        _ => {}
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod diff;
 mod doctor;
 mod execute;
 mod fmt;
+mod followed;
 mod init;
 mod mcp;
 mod migrate;
@@ -67,18 +68,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // `exit` without `shutdown` ends with status 1 (the LSP specification).
             Ok(crate::server::run_stdio()?.exit_code())
         }
-    }
-}
-
-/// A finished run's exit code: 0 completed with its outcome, 1 failed (or its work not collected), 130
-/// cancelled.
-pub(crate) fn run_exit_code(result: &wb_engine::RunResult) -> u8 {
-    match result.ending {
-        // The runner succeeded but its work could not be collected (outcome.failed says why): not a success.
-        wb_engine::Ending::Completed if result.outcome_error.is_some() => 1,
-        wb_engine::Ending::Completed => 0,
-        wb_engine::Ending::Failed(_) => 1,
-        wb_engine::Ending::Cancelled => 130,
     }
 }
 

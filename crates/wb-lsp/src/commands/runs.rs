@@ -108,7 +108,7 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     let ended =
-        supervisor::follow(&home, &record.run_id, None, &mut |event| super::execute::print_logged(event, json))?;
+        supervisor::follow(&home, &record.run_id, None, &mut |event| super::followed::print_logged(event, json))?;
     Ok(match ended {
         Followed::Ended { state, outcome_failed } => exit_of(state, outcome_failed),
         Followed::Lost => {

@@ -1,19 +1,19 @@
 //! `send`: the next turn of a session (`run --session`), queued in its inbox and followed to its end; `resume`:
-//! an ended session started again; and the following of one turn that `run --session` shares.
+//! an ended session started again.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
-use wb_engine::runs::{RunRecord, RunState};
+use wb_engine::runs::RunRecord;
 
-use super::execute::print_logged;
+use super::followed::follow_turn;
 use super::runs::resolve;
 use crate::cli::{ResumeArgs, SendArgs, TurnTask};
-use crate::supervisor::{self, Followed};
+use crate::supervisor;
 
 /// The session `reference` names; `None` (after saying so) when the run it names is not a session.
 fn session(home: &Path, reference: &str) -> anyhow::Result<Option<RunRecord>> {
@@ -79,49 +79,6 @@ pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     follow_turn(&home, &run_id, None, args.json, None)
-}
-
-/// Prints the events of one turn of a session (the one that took `input`, or the first), from its
-/// `turn.started` to its `turn.completed` (or the session's end); exit 0 when the turn completed.
-pub(super) fn follow_turn(
-    home: &Path,
-    run_id: &str,
-    stop: Option<&AtomicBool>,
-    json: bool,
-    input: Option<&str>,
-) -> anyhow::Result<ExitCode> {
-    let (followed, end) = supervisor::follow_turn(home, run_id, stop, input, &mut |event| print_logged(event, json))?;
-    let (index, status) = (end.index, end.status);
-    Ok(match followed {
-        Followed::Reached if status == "completed" => {
-            if std::io::stderr().is_terminal() && !json {
-                eprintln!(
-                    "session {run_id} is waiting: `wb-lsp send {run_id} TASK` runs the next turn, `wb-lsp kill {run_id}` \
-                     ends it and collects its outcome"
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Followed::Reached => ExitCode::from(1),
-        Followed::Ended { state, .. } => {
-            if index.is_none() {
-                eprintln!("error: session {run_id} ended ({}) before it took the turn", state.as_str());
-            }
-            match state {
-                RunState::Cancelled => ExitCode::from(130),
-                RunState::Completed if index.is_some() => ExitCode::SUCCESS,
-                _ => ExitCode::from(1),
-            }
-        }
-        Followed::Lost => {
-            eprintln!("error: session {run_id} is lost: the process that owned it ended");
-            ExitCode::from(1)
-        }
-        Followed::Stopped => {
-            eprintln!("stopped following; the turn goes on (wb-lsp attach {run_id}, wb-lsp kill {run_id})");
-            ExitCode::from(130)
-        }
-    })
 }
 
 /// The task: the argument, a file, or standard input; `None` when none was given and `optional`. An empty task

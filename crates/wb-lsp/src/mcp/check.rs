@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use wb_manifest::selector::{check_source_keeping, source_path, split_source};
 use wb_manifest::{Code, Detail, DiskCache, OsFileSystem, PackageReport};
 
-use super::tools::{Call, ToolResult};
+use super::call::{Call, ToolResult};
 use crate::output;
 use crate::writes::{Manifest, Roots, Unreached};
 

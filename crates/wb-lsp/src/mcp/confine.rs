@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use wb_manifest::selector::split_source;
 
-use super::tools::ToolResult;
+use super::call::ToolResult;
 
 /// Why a path argument was refused: the field, what the agent gave, and the reason. Never the real path of
 /// something outside the root (the agent learns nothing about what lies there).

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use wb_engine::{EngineError, Options};
 use wb_manifest::OsFileSystem;
 
+use super::call::{Call, RunArgs, ToolResult};
 use super::confine;
-use super::tools::{Call, RunArgs, ToolResult};
 use crate::output;
 
 /// The task of a dry run that was given none: the translation is the point, not the task.

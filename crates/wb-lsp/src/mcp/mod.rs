@@ -8,6 +8,7 @@
 //! `outcome`). At the end of the input the calls in flight run to their end and are answered (a client may
 //! pipe its requests in and close), then the server returns.
 
+mod call;
 mod check;
 mod confine;
 mod engine;
@@ -173,7 +174,7 @@ impl<'a, W: Write + Send + 'static> Session<'a, W> {
     /// Runs `tools/call`; `None` when the client cancelled it (a cancelled request is not answered).
     fn call(&self, id: &Value, params: &Value, cancel: &Arc<AtomicBool>) -> Option<Value> {
         let progress = params.pointer("/_meta/progressToken").cloned().map(|token| self.progress(token));
-        let context = tools::Call {
+        let context = call::Call {
             root: self.root,
             catalog: self.catalog,
             cancel: Arc::clone(cancel),

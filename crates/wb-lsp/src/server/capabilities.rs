@@ -1,5 +1,5 @@
-//! The `initialize` handshake: what the client offers, what the server answers with (its capabilities and
-//! the negotiated position encoding), and what the client can show and insert (`ClientFeatures`).
+//! The `initialize` handshake: what the client offers and what the server answers with (its capabilities and
+//! the negotiated position encoding). What the client can show and insert is `client_features.rs`.
 
 use lsp_server::{Connection, ErrorCode, ExtractError, Message, Response};
 use lsp_types::{self as lsp, request::Request as _};
@@ -70,35 +70,6 @@ pub fn initialize(connection: &Connection) -> anyhow::Result<Result<Negotiated, 
     };
     connection.sender.send(Response::new_ok(id, result).into())?;
     Ok(Ok(Negotiated { params, encoding, pull_diagnostics, diagnostics_refresh }))
-}
-
-/// What the client declared it can show and insert; the features answer accordingly.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClientFeatures {
-    /// Completion may insert snippets (`textDocument.completion.completionItem.snippetSupport`); without,
-    /// plain text with the indentation of every line.
-    pub snippets: bool,
-    /// Completion documentation may be Markdown (`completionItem.documentationFormat`); else plain text.
-    pub completion_markdown: bool,
-    /// Hover may be Markdown (`textDocument.hover.contentFormat`); else plain text.
-    pub hover_markdown: bool,
-}
-
-impl ClientFeatures {
-    /// Markdown only where the client lists it (a client that lists no format gets plain text).
-    pub fn of(capabilities: &lsp::ClientCapabilities) -> ClientFeatures {
-        let text_document = capabilities.text_document.as_ref();
-        let item = text_document.and_then(|t| t.completion.as_ref()).and_then(|c| c.completion_item.as_ref());
-        let markdown =
-            |formats: Option<&Vec<lsp::MarkupKind>>| formats.is_some_and(|f| f.contains(&lsp::MarkupKind::Markdown));
-        ClientFeatures {
-            snippets: item.and_then(|i| i.snippet_support).unwrap_or(false),
-            completion_markdown: markdown(item.and_then(|i| i.documentation_format.as_ref())),
-            hover_markdown: markdown(
-                text_document.and_then(|t| t.hover.as_ref()).and_then(|h| h.content_format.as_ref()),
-            ),
-        }
-    }
 }
 
 fn negotiate_encoding(params: &lsp::InitializeParams) -> PositionEncoding {

@@ -16,7 +16,8 @@ use lsp_types as lsp;
 use wb_manifest::{Dependencies, ModelCatalog};
 use wb_syntax::PositionEncoding;
 
-use super::capabilities::{ClientFeatures, Negotiated};
+use super::capabilities::Negotiated;
+use super::client_features::ClientFeatures;
 use super::convert;
 use super::diagnostics_schedule::DiagnosticsSchedule;
 use super::handlers::diagnostics::Computed;

@@ -13,6 +13,7 @@
 //! `state` (documents, settings, snapshots), `transport` (stdio framing).
 
 mod capabilities;
+mod client_features;
 pub mod convert;
 mod diagnostics_schedule;
 pub mod ext;
@@ -21,6 +22,7 @@ mod handlers;
 mod main_loop;
 mod memory;
 mod progress;
+mod publication;
 mod settings;
 mod snapshot;
 pub mod transport;

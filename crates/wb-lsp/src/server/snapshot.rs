@@ -11,7 +11,7 @@ use wb_manifest::{
 };
 use wb_syntax::{LineIndex, Parse, PositionEncoding};
 
-use super::capabilities::ClientFeatures;
+use super::client_features::ClientFeatures;
 
 /// One open document.
 #[derive(Clone, Debug)]

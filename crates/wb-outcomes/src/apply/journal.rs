@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Faults;
 use super::plan::Planned;
-use super::state::{Current, Parent, Place, Workspace};
+use super::state::{Current, Parent, Place, Workspace, temp_for};
 use crate::error::{Error, Result, io};
 use crate::files::{FileMode, private_dir, write_atomic_with};
 use crate::ids::random_hex;
@@ -88,12 +88,6 @@ pub(super) struct Recovery {
 
 /// The journal of a transaction.
 pub(super) const JOURNAL: &str = "recovery.json";
-
-/// `<dest>.workbench-<hex>.tmp`.
-pub(super) fn temp_for(dest: &Path, hex: &str) -> PathBuf {
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    dest.with_file_name(format!("{name}.workbench-{hex}.tmp"))
-}
 
 /// Writes a small private file atomically (see [`crate::write_atomic`]), with a step before and after the
 /// rename. The temp file is named `.<name>.<random>.tmp`: recovery removes a receipt's by that pattern.

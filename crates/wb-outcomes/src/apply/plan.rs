@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::journal::temp_for;
+use super::state::temp_for;
 use super::state::{Current, Parent, Place, Workspace, current_in, equals_after, equals_before};
 use crate::error::{Error, Result};
 use crate::manifest::{Entry, Outcome, Receipt, ReceiptState, WorkspaceBindings, WorkspaceRef};

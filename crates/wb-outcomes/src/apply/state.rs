@@ -193,3 +193,9 @@ pub(super) fn remove_empty_dir(workspace: &Workspace, path: &str) -> bool {
     }
     removed
 }
+
+/// The temporary file a destination is written to before its rename: `<dest>.workbench-<hex>.tmp`.
+pub(super) fn temp_for(dest: &Path, hex: &str) -> PathBuf {
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    dest.with_file_name(format!("{name}.workbench-{hex}.tmp"))
+}

@@ -19,6 +19,7 @@ mod cache;
 mod changeset;
 mod git;
 mod index;
+mod listing;
 mod names;
 mod review;
 mod walk;
@@ -157,7 +158,7 @@ impl Snapshot {
         // tree and where its index is (`true\n<path>\n`); outside a work tree they fail and are not used.
         // Blob sizes are remembered in the Workbench home (see `index::read_index`).
         let sizes_cache = home.filter(|_| with_index).map(|home| home.join("cache").join("blob-sizes"));
-        let started = git::GitListing::start(root, with_index, sizes_cache);
+        let started = listing::GitListing::start(root, with_index, sizes_cache);
         // With the object format the index's ids are in (a Git before 2.25 does not know `--show-object-format`:
         // asked again without it, and no blob is trusted).
         let probe =

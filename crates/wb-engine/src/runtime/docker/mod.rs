@@ -122,7 +122,7 @@ impl Docker {
     }
 
     pub(super) fn labels(&self) -> HashMap<String, String> {
-        let owner = crate::leftovers::Identity::of(std::process::id()).label();
+        let owner = crate::leftovers::identity::Identity::of(std::process::id()).label();
         HashMap::from([
             (LABEL.to_owned(), "1".to_owned()),
             (INSTANCE_LABEL.to_owned(), self.instance.clone()),

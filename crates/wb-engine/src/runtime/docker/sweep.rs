@@ -8,7 +8,7 @@ use bollard::models::ContainerSummaryStateEnum;
 use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
 
 use super::{LABEL, OWNER_LABEL};
-use crate::leftovers::Identity;
+use crate::leftovers::identity::Identity;
 
 /// Removes (unless `dry`) the managed containers of `owner`, or without one, those whose creator has ended (and
 /// the stopped ones that name no creator, made before containers did). Returns their names. Nothing is asked

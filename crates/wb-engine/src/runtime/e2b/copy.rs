@@ -114,7 +114,7 @@ pub fn files_hash(context: &Path, src: &str, dest: &str) -> Result<String> {
             hash.update(std::fs::read(path).map_err(unreadable)?);
         }
     }
-    Ok(super::template::hex(&hash.finalize()))
+    Ok(hex(&hash.finalize()))
 }
 
 /// The gzip tar of a COPY source's entries (paths relative to the context, links kept as links).
@@ -130,6 +130,11 @@ pub fn pack(context: &Path, src: &str) -> Result<Vec<u8>> {
     }
     let encoder = builder.into_inner().map_err(|error| EngineError::message(format!("Cannot pack {src}: {error}")))?;
     encoder.finish().map_err(|error| EngineError::message(format!("Cannot pack {src}: {error}")))
+}
+
+/// Lower-case hex of a digest (the files hash here, the template name's digest in `template.rs`).
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -9,13 +9,16 @@
 //!   (`remote::http`: deadlines, bounded replies, cancellation, no redirects, one retry policy).
 //! - `template`: template names, the Dockerfile subset, files hashes, builds.
 //! - `connect`: the Connect JSON codec envd speaks.
-//! - `envd`: the [`Sandbox`] implementation (commands, files).
+//! - `envd`: the client of envd, the daemon in the sandbox (process streams, headers); `follow`: a process
+//!   stream followed to its end.
+//! - `sandbox`: the [`Sandbox`] implementation (commands, files) on it.
 
 pub mod api;
 pub mod connect;
 pub mod copy;
 pub mod envd;
 mod follow;
+pub mod sandbox;
 pub mod template;
 
 use std::collections::BTreeMap;
@@ -124,10 +127,10 @@ impl E2b {
         Ok(template::template_name(request, &plan))
     }
 
-    fn sandbox(&self, created: &api::Created) -> envd::E2bSandbox {
+    fn sandbox(&self, created: &api::Created) -> sandbox::E2bSandbox {
         let domain = created.domain.clone().unwrap_or_else(|| self.domain.clone());
         let base = envd::envd_url(self.sandbox_url.as_deref(), &domain, &created.sandbox_id);
-        envd::E2bSandbox {
+        sandbox::E2bSandbox {
             envd: Arc::new(envd::Envd::new(
                 &created.sandbox_id,
                 base,

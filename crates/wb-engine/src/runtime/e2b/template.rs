@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::api::{Api, segment};
-use super::copy::{files_hash, pack};
+use super::copy::{files_hash, hex, pack};
 use crate::error::{EngineError, Result};
 use crate::runtime::remote::http::Call;
 use crate::runtime::remote::provider::{PreparedTemplate, TemplateRequest, TemplateSource};
@@ -158,10 +158,6 @@ pub fn slug(name: &str) -> String {
         out.pop();
     }
     if out.is_empty() { "package".to_owned() } else { out }
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Splits a Dockerfile into logical instructions (keyword, argument text).

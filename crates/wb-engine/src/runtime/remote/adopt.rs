@@ -13,10 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::provider::{TRANSFER_LIMIT, User};
-use super::recovery::KeptWorkspace;
-use super::shell::quote;
-use super::staging::{Staged, WorkingCopy};
+use super::kept::{KeptWorkspace, kept_workspaces, rebuild_copies};
 use super::{RemoteRuntime, SandboxInfo, labels};
 use crate::error::{EngineError, Result};
 use crate::runtime::{Handle, Launched, Provision};
@@ -49,50 +46,6 @@ pub fn load(home: &Path, run_id: &str) -> Result<Option<Attachment>> {
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| EngineError::message(format!("{} is not a remote run's attachment: {e}", path.display())))
-}
-
-/// Each writable workspace as a recovery or an adoption finds it again.
-pub(super) fn kept_workspaces(runtime: &RemoteRuntime) -> Option<Vec<KeptWorkspace>> {
-    runtime
-        .copies
-        .iter()
-        .map(|copy| {
-            let (archive, archive_sha256) = copy.kept_archive.clone()?;
-            Some(KeptWorkspace {
-                host: copy.host.clone(),
-                name: super::recovery::workspace_name(&copy.target),
-                target: copy.target.clone(),
-                baseline: copy.baseline.clone()?,
-                archive,
-                archive_sha256,
-            })
-        })
-        .collect()
-}
-
-/// The working copies of `kept`, rebuilt from the archives kept in the sandbox: each is refused unless its
-/// SHA-256 is the one recorded when it was staged.
-pub(super) fn rebuild_copies(runtime: &mut RemoteRuntime, home: &Path, kept: &[KeptWorkspace]) -> Result<()> {
-    let id = runtime.sandbox()?.id().to_owned();
-    for (index, workspace) in kept.iter().enumerate() {
-        let readable = format!("/tmp/workbench-kept-{index}.tar.gz");
-        let script = format!("set -e; cp {} {r}; chmod 0444 {r}", quote(&workspace.archive), r = quote(&readable));
-        runtime.run_checked(&format!("The staged archive of {} is gone", workspace.target), &script, User::Root)?;
-        let bytes = runtime.sandbox()?.download(&readable, TRANSFER_LIMIT)?;
-        let _ = runtime.run_checked("cleanup", &format!("rm -f {}", quote(&readable)), User::Root);
-        if wb_outcomes::sha256_hex(&bytes) != workspace.archive_sha256 {
-            return Err(EngineError::staging(format!(
-                "The staged archive of {} was changed in sandbox {id}: refusing to use it",
-                workspace.target
-            )));
-        }
-        let staged = Staged { archive: bytes, files: 0 };
-        let mut copy = WorkingCopy::create(home, &workspace.host, &workspace.target, &staged)?;
-        copy.baseline = Some(workspace.baseline.clone());
-        copy.kept_archive = Some((workspace.archive.clone(), workspace.archive_sha256.clone()));
-        runtime.copies.push(copy);
-    }
-    Ok(())
 }
 
 impl RemoteRuntime {

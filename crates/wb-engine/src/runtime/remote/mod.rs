@@ -19,6 +19,7 @@ pub mod adopt;
 pub mod archive;
 mod collect;
 pub mod http;
+pub mod kept;
 pub mod orphans;
 mod preflight;
 pub mod provider;

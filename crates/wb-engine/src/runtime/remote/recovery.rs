@@ -17,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use wb_manifest::Access;
 use wb_outcomes::{Completeness, Outcome, Receipt};
 
+use super::kept::KeptWorkspace;
 use super::provider::{Service, User};
 use super::shell::quote;
-use super::{RemoteRuntime, collect, paths};
+use super::{RemoteRuntime, collect};
 use crate::bindings::BoundWorkspace;
 use crate::error::{EngineError, Result};
 use crate::runtime::{Kept, Setup, services};
@@ -41,22 +42,6 @@ pub struct Checkpoint {
     /// Why the collection failed.
     pub reason: String,
     pub workspaces: Vec<KeptWorkspace>,
-}
-
-/// A writable workspace of the kept sandbox.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeptWorkspace {
-    /// The host workspace the outcome applies to.
-    pub host: PathBuf,
-    /// The named workspace, or `None` for the primary one.
-    pub name: Option<String>,
-    /// Where the sandbox has it.
-    pub target: String,
-    /// The baseline commit changes are taken against.
-    pub baseline: String,
-    /// The staged archive, kept in the sandbox, and its SHA-256 (hex) when it was staged.
-    pub archive: String,
-    pub archive_sha256: String,
 }
 
 /// The checkpoint file of `run_id`, after checking the id can name nothing else.
@@ -136,11 +121,6 @@ fn remove(home: &Path, run_id: &str) -> Result<()> {
     }
 }
 
-/// The named workspace a sandbox target is (`/workspaces/<name>`), `None` for the primary one.
-pub(super) fn workspace_name(target: &str) -> Option<String> {
-    target.strip_prefix(&format!("{}/", paths::WORKSPACES)).map(str::to_owned)
-}
-
 impl RemoteRuntime {
     /// The collection failed: where the service keeps recovery, pause the sandbox, write the checkpoint and
     /// let go of the sandbox so cleanup leaves it. `None`: nothing kept (cleanup destroys it as usual).
@@ -150,7 +130,7 @@ impl RemoteRuntime {
         }
         let sandbox = self.sandbox.clone()?;
         let run_id = self.run_id.clone()?;
-        let workspaces = super::adopt::kept_workspaces(self)?;
+        let workspaces = super::kept::kept_workspaces(self)?;
         // The lease is no longer extended: a sandbox that cannot be paused ends with it.
         self.keeper = None;
         let id = sandbox.id().to_owned();
@@ -254,7 +234,7 @@ pub fn recover(home: &Path, inherited: &BTreeMap<String, String>, run_id: &str) 
 /// The working copies rebuilt from the kept archives, the sandbox's changes and outbox brought into them, and
 /// the outcome committed.
 fn collect_kept(runtime: &mut RemoteRuntime, home: &Path, checkpoint: &Checkpoint) -> Result<(Outcome, Receipt)> {
-    super::adopt::rebuild_copies(runtime, home, &checkpoint.workspaces)?;
+    super::kept::rebuild_copies(runtime, home, &checkpoint.workspaces)?;
     let workspaces: Vec<BoundWorkspace> = checkpoint
         .workspaces
         .iter()
@@ -346,11 +326,5 @@ mod tests {
         remove(home.path(), &kept.run_id)?;
         assert_eq!(load(home.path(), &kept.run_id)?, None);
         Ok(())
-    }
-
-    #[test]
-    fn a_named_workspace_is_told_from_its_target() {
-        assert_eq!(workspace_name("/workspace"), None);
-        assert_eq!(workspace_name("/workspaces/docs"), Some("docs".to_owned()));
     }
 }

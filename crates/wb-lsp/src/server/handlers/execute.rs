@@ -20,7 +20,7 @@ use wb_engine::{Ending, Options};
 use super::super::convert;
 use super::super::ext::{
     self, ApplyOutcomeResult, ArtifactFile, ChangesetText, OutcomeArguments, OutcomeFiles, OutcomeResult, ReviewFile,
-    RunArguments, RunEnding, RunEventParams, RunIdArguments, RunResult, RunsArguments, SmokeReport,
+    RunArguments, RunEnding, RunEventParams, RunIdArguments, RunResult, RunsArguments, SmokeReport, TurnResult,
 };
 use super::super::snapshot::{Snapshot, is_manifest};
 use crate::render;
@@ -200,7 +200,7 @@ pub fn run(
         }
     };
     if arguments.session {
-        return super::sessions::follow_turn(sender, &token, &run_id, &flags.detach, None);
+        return follow_turn(sender, &token, &run_id, &flags.detach, None);
     }
     follow_run(sender, &token, &run_id, &flags.detach)
 }
@@ -308,6 +308,44 @@ pub(super) fn report(
 /// Ends a command's progress with `message`.
 pub(super) fn finish(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, message: String) {
     progress(sender, token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(message) }));
+}
+
+/// Follows one turn of session `run_id` (the first started, or the one that took input `input`) from its
+/// `turn.started` to its `turn.completed`, forwarding its events, and answers how it ended.
+pub(super) fn follow_turn(
+    sender: &Sender<Message>,
+    token: &Option<lsp::ProgressToken>,
+    run_id: &str,
+    detach: &AtomicBool,
+    input: Option<&str>,
+) -> anyhow::Result<Option<Value>> {
+    let home = supervisor::home()?;
+    let mut result = TurnResult { run_id: run_id.to_owned(), ..TurnResult::default() };
+    let followed = supervisor::follow_turn(&home, run_id, Some(detach), input, &mut |value| {
+        forward_event(sender, token, value);
+        let data = value.get("data").unwrap_or(&Value::Null);
+        match value.get("type").and_then(Value::as_str).unwrap_or_default() {
+            "output.text" => {
+                result.final_text = data.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+            }
+            "outcome.available" if data.get("turn_index").is_some() => {
+                result.snapshot_id = data.get("outcome_id").and_then(Value::as_str).map(str::to_owned);
+            }
+            _ => {}
+        }
+    });
+    let (followed, end) = match followed {
+        Ok(followed) => followed,
+        Err(error) => {
+            finish(sender, token, format!("failed: {error:#}"));
+            return Err(error);
+        }
+    };
+    result.turn_index = end.index;
+    result.status = if end.index.is_none() || end.status.is_empty() { "ended".to_owned() } else { end.status };
+    let_go(sender, token, run_id, followed)?;
+    finish(sender, token, result.status.clone());
+    Ok(Some(serde_json::to_value(result)?))
 }
 
 /// Passes the client's cancel on to a run's supervisor (SIGINT, once) while a command follows the run.

@@ -12,6 +12,7 @@
 //!   credential the transport carries.
 
 pub mod clock;
+pub mod failure;
 pub mod retry;
 
 use std::future::Future;
@@ -23,6 +24,7 @@ use reqwest::{Method, RequestBuilder, Response};
 
 use crate::error::EngineError;
 pub use clock::{Clock, RecordingClock, SystemClock};
+pub use failure::{Failure, HttpError};
 
 /// How often a wait looks at the cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -124,37 +126,6 @@ impl Options {
         }
         let _ = env;
         options
-    }
-}
-
-/// Why a call failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// The service answered this status.
-    Status(u16),
-    /// The deadline passed (the service may still have acted).
-    Deadline,
-    Cancelled,
-    /// The reply was larger than the limit.
-    TooLarge,
-    /// The connection failed or broke.
-    Connection,
-}
-
-/// A failed call: the text (service, method, path, what happened; redacted) and why.
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{text}")]
-pub struct HttpError {
-    pub text: String,
-    pub failure: Failure,
-}
-
-impl HttpError {
-    /// The service may have done what was asked (a deadline passed, the call was cancelled in flight, or the
-    /// service failed on its side).
-    pub fn uncertain(&self) -> bool {
-        matches!(self.failure, Failure::Deadline | Failure::Cancelled)
-            || matches!(self.failure, Failure::Status(s) if s >= 500)
     }
 }
 

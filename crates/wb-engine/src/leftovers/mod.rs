@@ -6,44 +6,19 @@
 //! [`crate::runtime::docker::OWNER_LABEL`], a stage directory's in its name. The supervisor's watchdog sweeps
 //! them when the supervisor dies; `kill` of a lost run and `clean` find them the same way.
 
+pub mod identity;
+
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::runs::{process_alive, process_start, run_dir};
+pub use identity::Identity;
+
+use crate::runs::{process_start, run_dir};
 use crate::runtime::{Handle, Launched};
 
 /// The file in a run's directory naming its local runner.
 const RUNNER_FILE: &str = "runner.json";
-
-/// A process as it is told apart from any later one with its pid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Identity {
-    pub pid: u32,
-    /// Its start time as the kernel counts it; `None` off Linux, where nothing of it is ever signalled.
-    pub start: Option<u64>,
-}
-
-impl Identity {
-    pub fn of(pid: u32) -> Identity {
-        Identity { pid, start: process_start(pid) }
-    }
-
-    /// `<pid>:<start>`, the value of a container's owner label (`<pid>:` without a start time).
-    pub fn label(&self) -> String {
-        format!("{}:{}", self.pid, self.start.map(|s| s.to_string()).unwrap_or_default())
-    }
-
-    pub fn from_label(label: &str) -> Option<Identity> {
-        let (pid, start) = label.split_once(':')?;
-        Some(Identity { pid: pid.parse().ok()?, start: start.parse().ok() })
-    }
-
-    /// Whether this very process still lives (one without a start time counts as living while its pid does).
-    pub fn alive(&self) -> bool {
-        process_alive(self.pid, self.start)
-    }
-}
 
 /// Notes the local runner a run launched (its process group's leader), for whoever stops what a dead supervisor
 /// left: nothing for a container or a sandbox. A failure is not the run's: the runner is then not found later.

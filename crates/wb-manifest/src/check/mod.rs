@@ -5,17 +5,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wb_syntax::{SyntaxErrorKind, TextRange};
+use wb_syntax::TextRange;
 
 use crate::boundary::{Escape, is_pseudo};
 use crate::catalog::ModelCatalog;
-use crate::diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
+use crate::diagnostic::{Code, Diagnostic, Severity};
 use crate::fs::{FileKind, FileSystem, ReadLimitError, normalize};
+use crate::limits::MAX_MANIFEST_BYTES;
 use crate::manifest::Manifest;
-use crate::package::{PackageChecks, repository_root};
+use crate::package::repository_root;
+use one::too_large_message;
 
-/// Manifests larger than this are refused before parsing (a real manifest is a few kilobytes).
-pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) mod one;
 
 /// The result of checking one package (or one path that holds none).
 #[derive(Clone, Debug)]
@@ -234,10 +235,6 @@ fn manifest_escape(fs: &dyn FileSystem, manifest_path: &Path) -> Option<String> 
     escape.map(|escape| escape.message("Workbench manifest", &shown, "repository"))
 }
 
-fn too_large_message(size: u64) -> String {
-    format!("Workbench manifest is too large: {size} bytes (the limit is {} MiB)", MAX_MANIFEST_BYTES / (1024 * 1024))
-}
-
 /// Checks one package whose manifest content is given (an editor buffer); other files come from `fs`.
 pub fn check_manifest_bytes(
     fs: &dyn FileSystem,
@@ -245,145 +242,18 @@ pub fn check_manifest_bytes(
     bytes: &[u8],
     catalog: &ModelCatalog,
 ) -> PackageReport {
-    check_bytes(fs, manifest_path, bytes, catalog, MigrationFix::Offer)
+    let offer = |text: &str, diagnostics: &mut [Diagnostic]| {
+        crate::migrate::offer_migration(fs, manifest_path, text, catalog, diagnostics);
+    };
+    one::check_bytes(fs, manifest_path, bytes, catalog, Some(&offer))
 }
 
 /// The model of a parsed manifest by its own rules alone: no package file is read and no prose checked. What
 /// an editor feature needs of a buffer (its model, env and routes) without checking the package again.
-pub fn manifest_model(manifest_path: &Path, parse: &wb_syntax::Parse, catalog: &ModelCatalog) -> Manifest {
+pub fn manifest_model(manifest_path: &Path, parse: &wb_syntax::Parse, catalog: &ModelCatalog) -> crate::Manifest {
     crate::rules::suggestions::in_pass(|| {
         let (mut manifest, _) = crate::rules::check_manifest(manifest_path, parse, catalog);
-        manifest.complete &= parse.errors.iter().all(|e| e.kind == SyntaxErrorKind::ByteOrderMark);
+        manifest.complete &= parse.errors.iter().all(|e| e.kind == wb_syntax::SyntaxErrorKind::ByteOrderMark);
         manifest
     })
-}
-
-/// Whether a check attaches the "Migrate to spec 1" fix. Checking a migration's result does not, so the
-/// migration guard never recurses.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MigrationFix {
-    Offer,
-    Omit,
-}
-
-pub(crate) fn check_bytes(
-    fs: &dyn FileSystem,
-    manifest_path: &Path,
-    bytes: &[u8],
-    catalog: &ModelCatalog,
-    migration: MigrationFix,
-) -> PackageReport {
-    // Every "did you mean" of one check draws on one budget (a `return` below ends the pass's closure).
-    crate::rules::suggestions::in_pass(|| {
-        let package_dir = manifest_path.parent().map(Path::to_path_buf).unwrap_or_default();
-        if bytes.len() > MAX_MANIFEST_BYTES {
-            return PackageReport::problem(manifest_path, Code::FileTooLarge, too_large_message(bytes.len() as u64));
-        }
-        let parse = fs.cached_parse(manifest_path, bytes).unwrap_or_else(|| Arc::new(wb_syntax::parse(bytes)));
-        let mut diagnostics: Vec<Diagnostic> =
-            parse.errors.iter().map(|error| syntax_diagnostic(manifest_path, &parse.text, error)).collect();
-        let fatal_syntax = parse.errors.iter().any(|e| e.kind != SyntaxErrorKind::ByteOrderMark);
-        let (manifest, rule_diagnostics) = crate::rules::check_manifest(manifest_path, &parse, catalog);
-        // A document that failed to parse is partial: its missing fields are a consequence, not a problem.
-        let partial = parse
-            .errors
-            .iter()
-            .any(|e| matches!(e.kind, SyntaxErrorKind::Syntax | SyntaxErrorKind::Tab | SyntaxErrorKind::TooDeep));
-        diagnostics.extend(rule_diagnostics.into_iter().filter(|d| !(partial && d.code == Code::MissingField)));
-        let root = repository_root(manifest_path);
-        let anchor = parse
-            .root
-            .as_ref()
-            .and_then(|root| root.as_mapping())
-            .and_then(|m| m.entries.first())
-            .map_or(TextRange::empty(0), |e| e.key_range);
-        if root.is_none() {
-            diagnostics.push(Diagnostic::new(
-                Code::OutsideWorkbenchesDirectory,
-                manifest_path,
-                anchor,
-                "Workbench must live beneath a .workbenches directory",
-            ));
-        }
-        let mut checks = PackageChecks {
-            fs,
-            manifest_path,
-            manifest_parse: &parse,
-            package_dir: &package_dir,
-            root: root.as_deref(),
-            diagnostics: Vec::new(),
-            sources: Vec::new(),
-            real_boundaries: Default::default(),
-            skill_files: Default::default(),
-            siblings: Default::default(),
-            dockerfiles: Default::default(),
-            prose_files: Default::default(),
-            omitted: Default::default(),
-        };
-        checks.run(&manifest);
-        diagnostics.extend(checks.diagnostics);
-        if migration == MigrationFix::Offer {
-            crate::migrate::offer_migration(fs, manifest_path, &parse.text, catalog, &mut diagnostics);
-        }
-        let mut sources = BTreeMap::new();
-        sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
-        sources.extend(checks.sources);
-        sort_diagnostics(&mut diagnostics);
-        crate::diagnostic::cap_diagnostics(&mut diagnostics, checks.omitted);
-        let valid = !fatal_syntax && manifest.is_complete();
-        let mut manifest = manifest;
-        manifest.complete = valid && !diagnostics.iter().any(|d| d.severity == Severity::Error);
-        PackageReport {
-            manifest_path: manifest_path.to_owned(),
-            package_dir,
-            name: manifest.name.as_ref().map(|n| n.value.clone()),
-            manifest: Some(manifest),
-            diagnostics,
-            sources,
-        }
-    })
-}
-
-/// Orders diagnostics by file and position, so every front end shows them the same way.
-pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
-    diagnostics.sort_by(|a, b| {
-        (&a.path, a.range.start, a.range.end, a.code, &a.message).cmp(&(
-            &b.path,
-            b.range.start,
-            b.range.end,
-            b.code,
-            &b.message,
-        ))
-    });
-}
-
-fn syntax_diagnostic(path: &Path, text: &str, error: &wb_syntax::SyntaxError) -> Diagnostic {
-    let code = match error.kind {
-        SyntaxErrorKind::Syntax => Code::YamlSyntax,
-        SyntaxErrorKind::Tab => Code::TabIndentation,
-        SyntaxErrorKind::DuplicateKey => Code::DuplicateKey,
-        SyntaxErrorKind::MultipleDocuments => Code::MultipleDocuments,
-        SyntaxErrorKind::Tag => Code::UnsupportedTag,
-        SyntaxErrorKind::ComplexKey => Code::ComplexKey,
-        SyntaxErrorKind::ByteOrderMark => Code::ByteOrderMark,
-        SyntaxErrorKind::InvalidUtf8 => Code::InvalidUtf8,
-        SyntaxErrorKind::AliasBudget => Code::AliasExpansionLimit,
-        SyntaxErrorKind::TooDeep => Code::NestingTooDeep,
-    };
-    let mut diagnostic = Diagnostic::new(code, path, error.range, error.message.clone());
-    if let Some((range, message)) = &error.related {
-        diagnostic = diagnostic.with_related(path, *range, message.clone());
-    }
-    if code == Code::ByteOrderMark && text.starts_with('\u{feff}') {
-        diagnostic = diagnostic.with_fix(Fix {
-            title: "Remove the byte-order mark".to_owned(),
-            creates: Vec::new(),
-            edits: vec![TextEdit { path: path.to_owned(), range: TextRange::new(0, 3), new_text: String::new() }],
-            safe: true,
-        });
-    }
-    if code == Code::DuplicateKey {
-        diagnostic = diagnostic.with_tag(crate::DiagnosticTag::Unnecessary);
-    }
-    diagnostic
 }

@@ -1,0 +1,337 @@
+//! One E2B sandbox: commands and files through envd (its client in `envd.rs`, a stream followed to its end in
+//! `follow.rs`), and destruction through the control plane.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::runtime::Handle;
+
+use super::api::Api;
+use super::envd::{Envd, Event, OCTET_STREAM_UPLOAD, START, event};
+use super::follow::follow;
+use crate::error::{EngineError, Result};
+use crate::runtime::channel::ChannelReader;
+use crate::runtime::remote::http::{self, Call, Failure, HttpError};
+use crate::runtime::remote::provider::{
+    CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, User,
+};
+use crate::runtime::remote::shell::quote;
+
+/// Chunks buffered per output stream of a started command.
+const CHANNEL_CHUNKS: usize = 256;
+
+/// A sandbox of E2B.
+pub struct E2bSandbox {
+    pub(crate) envd: Arc<Envd>,
+    pub(crate) api: Api,
+    pub(crate) handle: Handle,
+    pub(crate) destroyed: AtomicBool,
+}
+
+impl E2bSandbox {
+    /// The process `pid` as the runtime follows it: its output and end from the channels a following task fills,
+    /// killed by SIGKILL (which sets `killed` for that task).
+    fn process(
+        &self,
+        pid: u64,
+        (stdout, stderr, exit): (
+            tokio::sync::mpsc::Receiver<Bytes>,
+            tokio::sync::mpsc::Receiver<Bytes>,
+            std::sync::mpsc::Receiver<crate::runtime::Exit>,
+        ),
+        killed: tokio::sync::watch::Sender<bool>,
+        handle: Value,
+    ) -> RemoteProcess {
+        RemoteProcess {
+            stdout: Box::new(ChannelReader::new(stdout)),
+            stderr: Box::new(ChannelReader::new(stderr)),
+            exit,
+            killer: Box::new(E2bKiller {
+                envd: self.envd.clone(),
+                handle: self.handle.clone(),
+                pid,
+                killed,
+                done: false,
+            }),
+            handle,
+        }
+    }
+
+    /// Runs a command to completion; its output together is bounded by the output limit (the command is killed
+    /// and the run is an error past it), a silent stream is dead.
+    async fn run_async(&self, command: &str, options: &CommandOptions) -> Result<CommandOutput> {
+        let (pid, mut stream) = self.envd.start(command, options).await?;
+        let limits = self.envd.transport.limits();
+        let fail = |detail: String| {
+            EngineError::message(format!("{} {START} failed: {detail} (pid {pid})", self.envd.service()))
+        };
+        let mut output = CommandOutput::default();
+        loop {
+            let message = tokio::time::timeout(limits.silence, stream.next())
+                .await
+                .map_err(|_| fail(self.envd.silent()))?
+                .map_err(fail)?;
+            let Some(message) = message else {
+                return Err(fail("the stream ended without the process end".to_owned()));
+            };
+            match event(&message) {
+                Event::Stdout(bytes) => output.stdout.extend(bytes),
+                Event::Stderr(bytes) => output.stderr.extend(bytes),
+                Event::End(code) => {
+                    output.exit_code = code.unwrap_or(-1);
+                    // Read to the end-of-stream, which may carry an error.
+                    tokio::time::timeout(limits.silence, stream.next())
+                        .await
+                        .map_err(|_| fail(self.envd.silent()))?
+                        .map_err(fail)?;
+                    return Ok(output);
+                }
+                _ => {}
+            }
+            if (output.stdout.len() + output.stderr.len()) as u64 > limits.output {
+                drop(stream);
+                let _ = self.envd.kill_pid(pid).await;
+                return Err(EngineError::message(format!(
+                    "{}: the command's output exceeds the {} limit (it was killed)",
+                    self.envd.service(),
+                    http::size(limits.output)
+                )));
+            }
+        }
+    }
+
+    fn files_call<'a>(
+        &'a self,
+        method: reqwest::Method,
+        url: &'a str,
+        service: &'a str,
+        deadline: Duration,
+    ) -> Call<'a> {
+        Call { service, method, url, shown: "/files", deadline }
+    }
+
+    async fn download_async(&self, path: &str, limit: u64) -> Result<Vec<u8>> {
+        let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("path", path).finish();
+        let url = format!("{}/files?{query}", self.envd.base);
+        let service = self.envd.service();
+        let transport = &self.envd.transport;
+        let call = self.files_call(reqwest::Method::GET, &url, &service, transport.limits().transfer(limit));
+        let response = transport.send_ok(&call, &|request| self.envd.headers(request, User::Default)).await?;
+        transport.read(&call, response, limit).await.map_err(|error| match error.failure {
+            Failure::TooLarge => limit_error(limit),
+            _ => error.into(),
+        })
+    }
+
+    async fn upload_async(&self, path: &str, bytes: Bytes) -> Result<()> {
+        let query = url::form_urlencoded::Serializer::new(String::new()).append_pair("path", path).finish();
+        let url = format!("{}/files?{query}", self.envd.base);
+        let service = self.envd.service();
+        let transport = &self.envd.transport;
+        let call =
+            self.files_call(reqwest::Method::POST, &url, &service, transport.limits().transfer(bytes.len() as u64));
+        let octet_stream = super::api::version_at_least(&self.envd.version, OCTET_STREAM_UPLOAD);
+        let build = |request| {
+            let request = self.envd.headers(request, User::Default);
+            if octet_stream {
+                return request.header(reqwest::header::CONTENT_TYPE, "application/octet-stream").body(bytes.clone());
+            }
+            let part = reqwest::multipart::Part::stream(bytes.clone()).file_name(path.to_owned());
+            request.multipart(reqwest::multipart::Form::new().part("file", part))
+        };
+        match transport.send_ok(&call, &build).await {
+            Ok(_) => Ok(()),
+            Err(HttpError { text, failure: Failure::Status(507) }) => {
+                Err(EngineError::message(format!("{text} (the sandbox is out of disk space)")))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// `future` stopped by the run's cancellation, naming the sandbox.
+    async fn cancellable<T>(&self, what: &str, future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            result = future => result,
+            () = self.envd.transport.cancel().cancelled() => {
+                Err(EngineError::message(format!("{}: {what} was cancelled", self.envd.service())))
+            }
+        }
+    }
+}
+
+/// `E2B output exceeds the <N> transfer safety limit`.
+pub fn limit_error(limit: u64) -> EngineError {
+    const MIB: u64 = 1024 * 1024;
+    let size = if limit >= MIB && limit.is_multiple_of(MIB) {
+        format!("{} MiB", limit / MIB)
+    } else {
+        format!("{limit} byte")
+    };
+    EngineError::message(format!("E2B output exceeds the {size} transfer safety limit"))
+}
+
+impl Sandbox for E2bSandbox {
+    fn id(&self) -> &str {
+        &self.envd.id
+    }
+
+    fn extend_lease(&self, lease: Duration) -> Result<()> {
+        self.handle.block_on(self.api.set_timeout(&self.envd.id, lease))
+    }
+
+    fn resources(&self) -> Result<Resources> {
+        let info = self.handle.block_on(self.api.info(&self.envd.id))?;
+        let number = |key: &str| info.get(key).and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()));
+        Ok(Resources { cpu: number("cpuCount"), memory_mib: number("memoryMB"), disk_mib: number("diskSizeMB") })
+    }
+
+    fn run(&self, command: &str, options: &CommandOptions) -> Result<CommandOutput> {
+        self.handle.block_on(self.cancellable("the command", async {
+            match options.timeout {
+                None => self.run_async(command, options).await,
+                // The service enforces the deadline (Connect-Timeout-Ms); this one is a backstop.
+                Some(timeout) => {
+                    tokio::time::timeout(timeout + Duration::from_secs(5), self.run_async(command, options))
+                        .await
+                        .map_err(|_| {
+                            EngineError::message(format!(
+                                "E2B sandbox {}: the command did not finish within {} s",
+                                self.envd.id,
+                                timeout.as_secs()
+                            ))
+                        })?
+                }
+            }
+        }))
+    }
+
+    fn start(&self, command: &str, options: &CommandOptions) -> Result<RemoteProcess> {
+        // envd keeps no output of a process nobody follows: the runner's stdout is also appended to a file, so a
+        // supervisor that takes the run over ([`Sandbox::reattach`]) reads it from the first byte.
+        let output = format!("/tmp/workbench-output-{}", wb_outcomes::random_hex(16));
+        let command = if options.reattachable {
+            format!(
+                "if command -v tee >/dev/null 2>&1; then exec > >(tee -a {o}; : > {o}.done); fi; {command}",
+                o = quote(&output)
+            )
+        } else {
+            command.to_owned()
+        };
+        let (pid, stream) = self.handle.block_on(self.envd.start(&command, options))?;
+        let (stdout_tx, stdout_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+        let (stderr_tx, stderr_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<crate::runtime::Exit>();
+        let (killed_tx, killed_rx) = tokio::sync::watch::channel(false);
+        let limits = (self.envd.transport.limits().silence, self.envd.silent());
+        self.handle.spawn(async move {
+            let code = follow(stream, Some((&stdout_tx, &stderr_tx)), killed_rx, limits).await;
+            drop(stdout_tx);
+            drop(stderr_tx);
+            let _ = exit_tx.send(code);
+        });
+        let handle = if options.reattachable { json!({"pid": pid, "output": output}) } else { Value::Null };
+        Ok(self.process(pid, (stdout_rx, stderr_rx, exit_rx), killed_tx, handle))
+    }
+
+    fn reattach(&self, handle: &Value) -> Result<RemoteProcess> {
+        let pid = handle.get("pid").and_then(Value::as_u64);
+        let output = handle.get("output").and_then(Value::as_str).filter(|o| o.starts_with("/tmp/workbench-output-"));
+        let (Some(pid), Some(output)) = (pid, output) else {
+            return Err(EngineError::message(format!("Not an E2B runner process: {handle}")));
+        };
+        let o = quote(output);
+        let present = self.run(&format!("test -f {o}"), &CommandOptions::default())?;
+        if !present.success() {
+            return Err(EngineError::message(format!(
+                "The runner's output was not kept in sandbox {} (the image has no tee)",
+                self.envd.id
+            )));
+        }
+        // The runner's end from envd when it still runs; once it has ended nobody can know its exit status.
+        let connected = self.handle.block_on(self.envd.connect(pid)).ok();
+        // Its output from the file, from the first byte, until the writer (tee) has ended and all is read: by
+        // size, so no byte is read twice or missed whatever the timing.
+        let tail = format!(
+            "sent=0; while :; do finished=0; [ -e {o}.done ] && finished=1; size=$(stat -c %s {o}); \
+             if [ \"$size\" -gt \"$sent\" ]; then tail -c +$((sent + 1)) {o} | head -c $((size - sent)); sent=$size; \
+             elif [ \"$finished\" = 1 ]; then exit 0; fi; sleep 0.2; done"
+        );
+        let (_, output_stream) = self.handle.block_on(self.envd.start(&tail, &CommandOptions::default()))?;
+        let (stdout_tx, stdout_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+        let (stderr_tx, stderr_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
+        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<crate::runtime::Exit>();
+        let (killed_tx, killed_rx) = tokio::sync::watch::channel(false);
+        let limits = (self.envd.transport.limits().silence, self.envd.silent());
+        let envd = self.envd.clone();
+        let marker = format!(": > {o}.done");
+        self.handle.spawn(async move {
+            let code = super::follow::reattached(
+                (&envd, &marker),
+                output_stream,
+                connected,
+                (&stdout_tx, &stderr_tx),
+                killed_rx,
+                limits,
+            )
+            .await;
+            drop(stdout_tx);
+            drop(stderr_tx);
+            let _ = exit_tx.send(code);
+        });
+        Ok(self.process(pid, (stdout_rx, stderr_rx, exit_rx), killed_tx, handle.clone()))
+    }
+
+    fn upload(&self, path: &str, bytes: &[u8]) -> Result<()> {
+        self.handle.block_on(self.upload_async(path, Bytes::copy_from_slice(bytes)))
+    }
+
+    fn download(&self, path: &str, limit: u64) -> Result<Vec<u8>> {
+        self.handle.block_on(self.download_async(path, limit))
+    }
+
+    fn destroy(&self) -> Result<()> {
+        if self.destroyed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.handle.block_on(self.api.kill(&self.envd.id))?;
+        self.destroyed.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Sends SIGKILL to a started process; its stream is abandoned if it does not end soon after.
+struct E2bKiller {
+    envd: Arc<Envd>,
+    handle: Handle,
+    pid: u64,
+    killed: tokio::sync::watch::Sender<bool>,
+    done: bool,
+}
+
+impl Killer for E2bKiller {
+    fn kill(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let _ = self.killed.send(true);
+        let envd = self.envd.clone();
+        let pid = self.pid;
+        let _ = self
+            .handle
+            .block_on(async move { tokio::time::timeout(Duration::from_secs(10), envd.kill_pid(pid)).await });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_error_names_the_limit() {
+        assert_eq!(limit_error(512 * 1024 * 1024).to_string(), "E2B output exceeds the 512 MiB transfer safety limit");
+    }
+}

@@ -1,0 +1,102 @@
+//! A run's events followed from its log and printed: each event as logged (`--json`) or for a person, and one
+//! turn of a session followed to its end (`run --session`, `send`, `resume`).
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+use wb_engine::runs::RunState;
+
+use crate::supervisor::{self, Followed};
+
+/// Prints one event read from a run's log: the line as logged with `json`, else for a person.
+pub(super) fn print_logged(event: &serde_json::Value, json: bool) {
+    if json {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{event}");
+    } else {
+        let kind = event.get("type").and_then(|kind| kind.as_str()).unwrap_or_default();
+        print_event(kind, event.get("data").unwrap_or(&serde_json::Value::Null));
+    }
+}
+
+/// Prints one event for a person: the runner's text on stdout, tools, outcomes and failures on stderr.
+fn print_event(kind: &str, data: &serde_json::Value) {
+    let mut stdout = std::io::stdout().lock();
+    match kind {
+        // Everything here is the runner's text: made printable, so it cannot drive the terminal.
+        "output.text" => {
+            let text = data.get("text").and_then(|t| t.as_str()).unwrap_or_default();
+            let _ = writeln!(stdout, "{}", super::printable_text(text));
+        }
+        "tool.started" => {
+            let name = data.get("name").and_then(|t| t.as_str()).unwrap_or_default();
+            let target = data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("• {} {}", super::printable(name), super::printable(target));
+        }
+        "outcome.available" => {
+            let id = data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("outcome: {id} (wb-lsp outcome {id})");
+        }
+        // The run's work did not reach the user: the command exits 1 even when the runner succeeded.
+        "outcome.failed" => {
+            let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("error: {}", super::printable(message));
+        }
+        "run.failed" => {
+            let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
+            eprintln!("error: {}", super::printable(message));
+        }
+        // What the engine noticed about the runner's output (a line over the limit).
+        "runner.event" => {
+            if let Some(warning) = data.get("warning").and_then(|t| t.as_str()) {
+                eprintln!("warning: {}", super::printable(warning));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Prints the events of one turn of a session (the one that took `input`, or the first), from its
+/// `turn.started` to its `turn.completed` (or the session's end); exit 0 when the turn completed.
+pub(super) fn follow_turn(
+    home: &Path,
+    run_id: &str,
+    stop: Option<&AtomicBool>,
+    json: bool,
+    input: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let (followed, end) = supervisor::follow_turn(home, run_id, stop, input, &mut |event| print_logged(event, json))?;
+    let (index, status) = (end.index, end.status);
+    Ok(match followed {
+        Followed::Reached if status == "completed" => {
+            if std::io::stderr().is_terminal() && !json {
+                eprintln!(
+                    "session {run_id} is waiting: `wb-lsp send {run_id} TASK` runs the next turn, `wb-lsp kill {run_id}` \
+                     ends it and collects its outcome"
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Followed::Reached => ExitCode::from(1),
+        Followed::Ended { state, .. } => {
+            if index.is_none() {
+                eprintln!("error: session {run_id} ended ({}) before it took the turn", state.as_str());
+            }
+            match state {
+                RunState::Cancelled => ExitCode::from(130),
+                RunState::Completed if index.is_some() => ExitCode::SUCCESS,
+                _ => ExitCode::from(1),
+            }
+        }
+        Followed::Lost => {
+            eprintln!("error: session {run_id} is lost: the process that owned it ended");
+            ExitCode::from(1)
+        }
+        Followed::Stopped => {
+            eprintln!("stopped following; the turn goes on (wb-lsp attach {run_id}, wb-lsp kill {run_id})");
+            ExitCode::from(130)
+        }
+    })
+}
