@@ -26,6 +26,7 @@ pub mod safe_fixes;
 pub mod schema;
 pub mod selector;
 pub mod skill;
+pub mod trial_task;
 
 pub use catalog::{CatalogError, CatalogModel, MAX_CATALOG_BYTES, ModelCatalog, ModelCost, Provider};
 pub use check::{
