@@ -821,3 +821,78 @@ fn sandboxes_on_paid_services_need_the_persons_option() {
     let (status, _) = server.finish();
     assert!(status.success());
 }
+
+/// Every tool's advertised `inputSchema` (derived from its argument type) is a JSON Schema 2020-12 that accepts
+/// what the server accepts: the arguments the tests above send validate and are answered with a result, and
+/// what the server refuses with `-32602` (an unknown field, an empty string, a wrong type, a workspace name
+/// with `=`, smoke's `task`, a grant only the person may give) does not validate.
+#[test]
+fn every_input_schema_accepts_what_the_server_accepts() {
+    let (_temp, root) = temp_dir();
+    let mut server = Server::start(&root);
+    server.initialize("2025-06-18");
+    let tools = server.request("tools/list", json!({}))["result"]["tools"].clone();
+    let mut validators = std::collections::BTreeMap::new();
+    for tool in tools.as_array().unwrap() {
+        let schema = &tool["inputSchema"];
+        assert!(jsonschema::draft202012::meta::is_valid(schema), "{tool}");
+        validators.insert(tool["name"].as_str().unwrap().to_owned(), jsonschema::draft202012::new(schema).unwrap());
+    }
+    let accepted = [
+        ("check", json!({"path": "."})),
+        ("check", json!({"path": ".#other"})),
+        ("fix", json!({"path": ".workbenches/fixable"})),
+        ("dry_run", json!({"source": ".#notes", "task": "Write the notes."})),
+        (
+            "dry_run",
+            json!({"source": ".workbenches/notes", "dir": "work", "env_files": ["work/.env"], "workspaces": {}}),
+        ),
+        ("dry_run", json!({"source": "repo/.workbenches/oc-demo", "task": TASK, "dir": "work"})),
+        ("dry_run", json!({"source": ".workbenches/notes", "workspaces": {"docs": "../outside"}})),
+        ("dry_run", json!({"source": ".", "runtime": "local", "allow_unchecked_gpu": true})),
+        ("smoke", json!({"source": ".#notes", "runtime": "e2b"})),
+        ("smoke", json!({"source": ".workbenches/notes", "env_files": ["/etc/hostname"]})),
+        ("outcome", json!({"id": "wbo_0123456789abcdef"})),
+        ("outcome", json!({"id": "wb_does_not_exist"})),
+    ];
+    for (tool, arguments) in &accepted {
+        let errors: Vec<String> = validators[*tool].iter_errors(arguments).map(|error| error.to_string()).collect();
+        assert!(errors.is_empty(), "{tool} {arguments}: {errors:?}");
+        let answer = server.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(answer.get("result").is_some(), "{tool} {arguments}: {answer}");
+        // A field the schema does not name is refused by both.
+        let mut unknown = arguments.clone();
+        unknown.as_object_mut().unwrap().insert("zzz_unknown".to_owned(), json!(1));
+        assert!(!validators[*tool].is_valid(&unknown), "{tool} {unknown}");
+        let answer = server.request("tools/call", json!({"name": tool, "arguments": unknown}));
+        assert_eq!(answer["error"]["code"], -32602, "{tool} {unknown}: {answer}");
+    }
+    let refused = [
+        ("check", json!({"path": 3})),
+        ("check", json!({"path": ".", "format": "sarif"})),
+        ("check", json!({})),
+        ("check", json!({"path": ""})),
+        ("check", json!(["."])),
+        ("fix", json!({"path": ""})),
+        ("dry_run", json!({"source": ".", "task": ""})),
+        ("dry_run", json!({"source": ".", "runtime": ""})),
+        ("dry_run", json!({"source": ".", "allow_host_docker": true})),
+        ("dry_run", json!({"source": ".", "workspaces": {"a=b": "docs"}})),
+        ("dry_run", json!({"source": ".", "workspaces": {"": "docs"}})),
+        ("dry_run", json!({"source": ".", "env_files": [""]})),
+        ("dry_run", json!({"source": ".", "allow_unchecked_gpu": "yes"})),
+        ("smoke", json!({"source": ".", "task": "Go."})),
+        ("smoke", json!({"source": ".", "workspaces": {"docs": ""}})),
+        ("smoke", json!({"source": ".", "dir": ""})),
+        ("smoke", json!({"source": ".", "allow_host_docker": true})),
+        ("outcome", json!({"id": ""})),
+        ("outcome", json!({"id": 1})),
+    ];
+    for (tool, arguments) in &refused {
+        assert!(!validators[*tool].is_valid(arguments), "{tool} {arguments}");
+        let answer = server.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_eq!(answer["error"]["code"], -32602, "{tool} {arguments}: {answer}");
+    }
+    let (status, _) = server.finish();
+    assert!(status.success());
+}

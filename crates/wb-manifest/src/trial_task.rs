@@ -26,16 +26,25 @@ pub const TASK_FIELDS: &[(&str, &str)] = &[
     ("id", "The task's id: its directory's name under `trials/`."),
     ("title", "One line on what the task asks."),
     ("workbench", "The package the task is for (optional here: the package whose `trials/` holds it)."),
-    ("fixture", "The repository an attempt starts from: `{\"kind\": \"empty\"}`, `{\"kind\": \"dir\", \"path\"}` or `{\"kind\": \"git\", \"url\", \"commit\", \"subdir\"}`, each with an optional `overlay`."),
+    (
+        "fixture",
+        "The repository an attempt starts from: `{\"kind\": \"empty\"}`, `{\"kind\": \"dir\", \"path\"}` or `{\"kind\": \"git\", \"url\", \"commit\", \"subdir\"}`, each with an optional `overlay`.",
+    ),
     ("timeoutMinutes", "How long one attempt may run, in minutes (its `--max-duration`)."),
     ("setup", "Shell commands run in the fixture before the agent starts (a string or an array of strings)."),
-    ("gates", "The checks of an attempt's result: `{id, title, run, timeoutSeconds}`, each a shell command whose exit status is the verdict. The agent never sees them."),
+    (
+        "gates",
+        "The checks of an attempt's result: `{id, title, run, timeoutSeconds}`, each a shell command whose exit status is the verdict. The agent never sees them.",
+    ),
     ("criteria", "What a reviewer looks for, kept as text: `{id, text}`."),
 ];
 
 /// The fields of a fixture, by kind.
-pub const FIXTURE_KINDS: &[(&str, &[&str])] =
-    &[("empty", &["kind", "overlay"]), ("dir", &["kind", "path", "overlay"]), ("git", &["kind", "url", "commit", "subdir", "overlay"])];
+pub const FIXTURE_KINDS: &[(&str, &[&str])] = &[
+    ("empty", &["kind", "overlay"]),
+    ("dir", &["kind", "path", "overlay"]),
+    ("git", &["kind", "url", "commit", "subdir", "overlay"]),
+];
 /// The fields of a gate.
 pub const GATE_FIELDS: &[&str] = &["id", "title", "run", "timeoutSeconds"];
 /// The fields of a criterion.
@@ -69,7 +78,11 @@ pub enum FixtureSource {
     Empty,
     /// A directory (absolute).
     Dir(PathBuf),
-    Git { url: String, commit: String, subdir: Option<String> },
+    Git {
+        url: String,
+        commit: String,
+        subdir: Option<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,7 +234,8 @@ impl Checker<'_> {
         match self.fs.kind_followed(&prompt) {
             Ok(FileKind::File) => {}
             _ => {
-                let message = format!("Trial task has no {PROMPT_FILE} (the task the agent gets): {}", prompt.display());
+                let message =
+                    format!("Trial task has no {PROMPT_FILE} (the task the agent gets): {}", prompt.display());
                 self.report(Code::PathNotFound, anchor, message);
             }
         }
@@ -236,7 +250,14 @@ impl Checker<'_> {
     }
 
     /// A non-empty string field.
-    fn string(&mut self, mapping: &Mapping, key: &str, label: &str, required: bool, anchor: TextRange) -> Option<String> {
+    fn string(
+        &mut self,
+        mapping: &Mapping,
+        key: &str,
+        label: &str,
+        required: bool,
+        anchor: TextRange,
+    ) -> Option<String> {
         let Some(entry) = mapping.entry(key) else {
             if required {
                 self.report(Code::MissingField, anchor, format!("{label} is required"));
@@ -311,7 +332,8 @@ impl Checker<'_> {
                     && crate::outbox_declaration::unsafe_path_reason(subdir).is_some()
                 {
                     let range = map.get("subdir").map_or(anchor, |n| n.range);
-                    let message = format!("Trial task fixture subdir must be a relative path inside the repository: {subdir}");
+                    let message =
+                        format!("Trial task fixture subdir must be a relative path inside the repository: {subdir}");
                     self.report(Code::PathOutsideRepository, range, message);
                 }
                 FixtureSource::Git { url: url?, commit: commit?, subdir }
@@ -328,7 +350,11 @@ impl Checker<'_> {
             return None;
         };
         if Path::new(value).is_absolute() {
-            self.report(Code::PathNotRelative, node.range, format!("{label} must be relative to the task's directory: {value}"));
+            self.report(
+                Code::PathNotRelative,
+                node.range,
+                format!("{label} must be relative to the task's directory: {value}"),
+            );
             return None;
         }
         let path = crate::normalize(&self.dir.join(value));

@@ -529,8 +529,8 @@ fn many_unknown_fields_check_in_bounded_time() {
 /// Instructions the prose checks read, each about 4 MiB (the most a package file may hold) of what makes a
 /// Markdown or shell scan slow if any step is quadratic: thousands of unmatched backtick runs of growing
 /// lengths, link openers without an end, spans without punctuation after them, unclosed quotes, heredocs and
-/// `$(`, and an unclosed shell fence. Each is checked in bounded time with valid ranges, and the tools the
-/// spans name are reported once each.
+/// `$(`, an unclosed shell fence, and one HTML block of tag lines and spans (read again as Markdown). Each is
+/// checked in bounded time with valid ranges, and the tools the spans name are reported once each.
 #[test]
 fn pathological_instructions_are_scanned_in_bounded_time() {
     const SIZE: usize = 4 * 1024 * 1024 - 64;
@@ -556,6 +556,7 @@ fn pathological_instructions_are_scanned_in_bounded_time() {
         fill("run `a \"b 'c $(d <<E ${X} "),
         format!("```sh\n{}", fill("a \"$( <<E `x` ${Y} | && ; ( ) \\\n")),
         fill("`$ é` ☃ "),
+        fill("<div>\nrun `tool-c` <b> [x](skills/y\n"),
     ];
     let manifest = "spec: 1\nversion: 0.1.0\nname: pkg\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
                     instructions: ./instructions.md\nruntimes:\n  local: {}\n";

@@ -1,12 +1,15 @@
-//! The tools: each one's name, description and input schema (what `tools/list` answers), and each call checked
-//! against its schema and dispatched (its typed arguments and its result are in `call.rs`).
+//! The tools: each one's name, description and input schema (what `tools/list` answers, each derived by
+//! `schemars` from its argument struct in `call.rs`), and each call checked against its schema and dispatched.
 
 use std::path::Path;
 
+use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::call::{Call, OutcomeArgs, PathArgs, RunArgs, ToolResult};
+use super::call::{Call, CheckArgs, FixArgs, OutcomeArgs, RunArgs, ToolResult};
 use super::confine;
 
 /// Runs the tool `name`; `Err` (a JSON-RPC invalid-params error) for an unknown tool or arguments its schema
@@ -14,7 +17,11 @@ use super::confine;
 pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResult, String> {
     match name {
         "check" | "fix" => {
-            let path = parse::<PathArgs>(name, arguments)?.path;
+            let path = if name == "check" {
+                parse::<CheckArgs>(name, arguments)?.path
+            } else {
+                parse::<FixArgs>(name, arguments)?.path
+            };
             non_empty(name, "path", &path)?;
             let path = match confine::source(context.root, "path", &path) {
                 Ok(path) => path,
@@ -60,7 +67,7 @@ fn confined(root: &Path, mut args: RunArgs) -> Result<RunArgs, confine::Refusal>
     Ok(args)
 }
 
-/// The strings the schema gives `minLength: 1` are not empty.
+/// The strings the schema gives `minLength: 1` are not empty, and workspace names match its `propertyNames`.
 fn run_args(tool: &str, args: RunArgs) -> Result<RunArgs, String> {
     non_empty(tool, "source", &args.source)?;
     for (field, value) in [("runtime", &args.runtime), ("dir", &args.dir), ("task", &args.task)] {
@@ -94,57 +101,48 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String>
     serde_json::from_value(arguments).map_err(|error| format!("Invalid arguments for {tool}: {error}"))
 }
 
-/// A path argument's schema.
-fn path_property(what: &str) -> Value {
-    json!({"type": "string", "minLength": 1, "description": what})
+/// A tool's input schema, derived from its arguments' type: no `$schema`, and neither the type's name nor its
+/// doc comment (the tool's own title and description say what it is), only what a client checks arguments by.
+fn input_schema<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|settings| settings.meta_schema = None)
+        .with_transform(RecursiveTransform(for_clients))
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>();
+    schema.remove("title");
+    schema.remove("description");
+    schema.to_value()
 }
 
-/// What `dry_run` and `smoke` share.
-fn run_properties() -> serde_json::Map<String, Value> {
-    let properties = json!({
-        "source": path_property(
-            "The package: its directory, its workbench.yml, or a repository with one package; `PATH#name` picks one \
-             package of a repository by directory or `name`. Relative to the server's root, and beneath it once every \
-             link is resolved."
-        ),
-        "runtime": {"type": "string", "minLength": 1,
-            "description": "A runtime the manifest declares (local, docker, e2b, daytona); default: the first declared."},
-        "dir": path_property("The primary workspace (default: the server's root). Relative to the root, and beneath it."),
-        "workspaces": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
-            "description": "Named workspaces to bind: {\"NAME\": \"PATH\"}, each path relative to the root, and beneath it."},
-        "env_files": {"type": "array", "items": {"type": "string", "minLength": 1},
-            "description": "Dotenv files to read variables from (names are reported, values never). Relative to the root."},
-        "allow_unchecked_gpu": {"type": "boolean", "default": false,
-            "description": "Accept GPU requirements that cannot be checked here."},
-    });
-    match properties {
-        Value::Object(properties) => properties,
-        _ => serde_json::Map::new(),
+/// One subschema as clients read it: a doc comment's lines joined into one description (a blank line still
+/// starts a paragraph), and an optional field typed as what to send when it is sent (`"string"`, not
+/// `["string", "null"]`, and no `"default": null`: the agent leaves the field out instead).
+fn for_clients(schema: &mut Schema) {
+    if let Some(Value::String(description)) = schema.get_mut("description") {
+        *description =
+            description.split("\n\n").map(|paragraph| paragraph.replace('\n', " ")).collect::<Vec<_>>().join("\n\n");
     }
-}
-
-fn object_schema(properties: serde_json::Map<String, Value>, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+    if let Some(Value::Array(types)) = schema.get_mut("type")
+        && types.iter().any(|kind| kind == "null")
+    {
+        types.retain(|kind| kind != "null");
+        if let [kind] = types.as_slice() {
+            let kind = kind.clone();
+            schema.insert("type".to_owned(), kind);
+        }
+        if schema.get("default").is_some_and(Value::is_null) {
+            schema.remove("default");
+        }
+    }
 }
 
 /// What `tools/list` answers.
 pub fn list() -> Vec<Value> {
-    let path_schema = |what: &str| {
-        let mut properties = serde_json::Map::new();
-        properties.insert("path".to_owned(), path_property(what));
-        object_schema(properties, &["path"])
-    };
-    let mut dry_run = run_properties();
-    dry_run.insert(
-        "task".to_owned(),
-        json!({"type": "string", "minLength": 1,
-            "description": "The task the runner would be given (default: a placeholder; only the translation is shown)."}),
-    );
-    let mut outcome = serde_json::Map::new();
-    outcome.insert(
-        "id".to_owned(),
-        json!({"type": "string", "minLength": 1, "description": "An outcome id (wbo_…) or a run id (wb_…: that run's final outcome)."}),
-    );
+    // A smoke check sends no task: `smoke` takes `dry_run`'s arguments but that one.
+    let mut smoke = input_schema::<RunArgs>();
+    if let Some(Value::Object(properties)) = smoke.get_mut("properties") {
+        properties.retain(|name, _| name != "task");
+    }
     vec![
         json!({
             "name": "check",
@@ -155,10 +153,7 @@ pub fn list() -> Vec<Value> {
                 `column`, in characters; end exclusive) and `fixes` ({title, safe, creates, edits: [{path, range, \
                 newText}]}). Call it after each edit of a manifest, its instructions, skills or runner_config; \
                 `summary.errors` is 0 when the packages are valid.",
-            "inputSchema": path_schema(
-                "A repository (checks every .workbenches/<name>), a package directory or a workbench.yml; \
-                 `PATH#name` picks packages by directory or `name`. Relative to the server's root."
-            ),
+            "inputSchema": input_schema::<CheckArgs>(),
             "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
         }),
         json!({
@@ -169,7 +164,7 @@ pub fn list() -> Vec<Value> {
                 then check again. Returns `changed` (each file written, with the fixes applied) and `remaining` \
                 (check's result after the fixes). Writes only files whose real path is inside the server's root; \
                 if any would be outside, nothing is written and the result is an error.",
-            "inputSchema": path_schema("What to fix, as for check. Relative to the server's root."),
+            "inputSchema": input_schema::<FixArgs>(),
             "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
         }),
         json!({
@@ -181,7 +176,7 @@ pub fn list() -> Vec<Value> {
                 and `problems` (what would stop a run here; empty when it could launch). A package with errors is \
                 an error result naming the first one. On the docker runtime this builds the package's image; on \
                 e2b and daytona it creates nothing. Paths must lie beneath the server's root.",
-            "inputSchema": object_schema(dry_run, &["source"]),
+            "inputSchema": input_schema::<RunArgs>(),
             "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
         }),
         json!({
@@ -192,7 +187,7 @@ pub fn list() -> Vec<Value> {
                 failed), the runner found, tools, authentication, requirements, workspaces, warnings and `error`. \
                 On docker this builds the image and starts a container; on e2b and daytona it creates a sandbox, \
                 which the server refuses unless the person started it with --allow-remote-sandboxes.",
-            "inputSchema": object_schema(run_properties(), &["source"]),
+            "inputSchema": smoke,
             "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": true},
         }),
         json!({
@@ -202,7 +197,7 @@ pub fn list() -> Vec<Value> {
                 artifacts, links, completeness), `receipt` (its application state) and `taken` (paths a partial \
                 apply took). Read-only: it never applies anything. Only outcomes of runs whose workspaces lie beneath the \
                 server's root are shown.",
-            "inputSchema": object_schema(outcome, &["id"]),
+            "inputSchema": input_schema::<OutcomeArgs>(),
             "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
         }),
     ]

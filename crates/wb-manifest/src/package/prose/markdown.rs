@@ -1,9 +1,15 @@
 //! One pass over a Markdown file for the prose checks: the commands it tells the agent to run, the skills it
 //! names and its `${NAME}` references, each with its byte range in the file.
 //!
+//! What is code and what is prose is CommonMark's: `pulldown-cmark`'s events with their offsets give the code
+//! blocks (fenced with backticks or tildes, indented, inside lists and block quotes), the code spans and the
+//! links; the heuristics below, which of them name commands and skills, are ours. An HTML block (prompts wrap
+//! instructions in tags such as `<instructions>`, which CommonMark reads as HTML up to the next blank line) is
+//! read as Markdown again after its leading tag lines, as the agent reads it.
+//!
 //! Commands come from fenced code blocks whose info string is a shell (`sh`, `bash`, `zsh`, `ksh`, `fish`,
-//! `shell`: every line, unless the block holds `$ ` prompts; `console`, `shell-session`, `terminal` and blocks
-//! without an info string: the `$ ` prompt lines only), and from inline code spans the sentence presents as
+//! `shell`: every line, unless the block holds `$ ` prompts; `console`, `shell-session`, `terminal`, blocks
+//! without an info string and indented blocks: the `$ ` prompt lines only), and from inline code spans the sentence presents as
 //! something to run:
 //! - a span that starts with `$ `;
 //! - a span after `run` or `execute` used as a verb (not after `the`, `a`, `each`, ..., nor after `never` or
@@ -16,6 +22,7 @@
 //! to the word `skill` (`` the `x` skill ``, `` skill `x` ``), or by a path ending in `skills/<name>` or
 //! `skills/<name>/SKILL.md`, in a span or a link.
 
+use pulldown_cmark::{CodeBlockKind, CowStr, Event, Options, Parser, Tag, TagEnd};
 use wb_syntax::TextRange;
 
 use super::shell::{self, Shell};
@@ -90,92 +97,203 @@ pub(crate) fn scan(text: &str) -> Prose<'_> {
     let mut prose = Prose::default();
     let start = crate::skill::frontmatter_range(text)
         .map_or(0, |range| text[range.end..].find('\n').map_or(text.len(), |at| range.end + at + 1));
-    let mut paragraph: Option<usize> = None;
-    // The open fence: its character, its length, how its block is read, and where its content starts.
-    let mut fence: Option<(u8, usize, Block, usize)> = None;
-    let mut at = start;
-    for line in text[start..].split_inclusive('\n') {
-        let line_start = at;
-        at += line.len();
-        let content = line.trim_end_matches(['\n', '\r']);
-        let trimmed = content.trim_start_matches([' ', '\t']);
-        if let Some((marker, len, block, content_start)) = fence {
-            let run = trimmed.bytes().take_while(|b| *b == marker).count();
-            if run >= len && trimmed[run..].trim().is_empty() {
-                code_block(text, block, content_start, line_start, &mut prose);
-                fence = None;
-            }
-            continue;
-        }
-        let marker = trimmed.bytes().next().filter(|b| matches!(b, b'`' | b'~'));
-        let run = marker.map_or(0, |m| trimmed.bytes().take_while(|b| *b == m).count());
-        if let Some(marker) = marker
-            && run >= 3
-            && !(marker == b'`' && trimmed[run..].contains('`'))
-        {
-            if let Some(start) = paragraph.take() {
-                inline(text, start, line_start, &mut prose);
-            }
-            fence = Some((marker, run, block_kind(trimmed[run..].trim()), at));
-        } else if trimmed.trim().is_empty() {
-            if let Some(start) = paragraph.take() {
-                inline(text, start, line_start, &mut prose);
-            }
-        } else if paragraph.is_none() {
-            paragraph = Some(line_start);
-        }
-    }
-    if let Some(start) = paragraph {
-        inline(text, start, text.len(), &mut prose);
-    }
-    if let Some((_, _, block, content_start)) = fence {
-        // An unclosed fence runs to the end of the file.
-        code_block(text, block, content_start, text.len(), &mut prose);
-    }
+    walk(text, start, text.len(), true, &mut prose);
     prose
 }
 
+/// A code block being read: how, and its content as ranges of the file (one per run of lines that only
+/// whitespace separates: a block in a block quote has a `>` before each line, which is not the code's).
+struct CodeBlock {
+    block: Block,
+    segments: Vec<(usize, usize)>,
+}
+
+/// Reads `start..end` of `text`, parsed on its own; `outer` when it is the file (an HTML block's content is
+/// then read as Markdown, once: not again inside that).
+fn walk<'t>(text: &'t str, start: usize, end: usize, outer: bool, prose: &mut Prose<'t>) {
+    let Some(source) = text.get(start..end) else { return };
+    // Where the `${NAME}` references not yet read start: everything is read but code in other languages.
+    let mut env_from = start;
+    // The ends of the blocks open around the inline content being read.
+    let mut blocks: Vec<usize> = Vec::new();
+    // Where the text before the next code span starts (the block's start, or the previous span's end).
+    let mut previous_end = start;
+    let mut previous_command = false;
+    let mut code: Option<CodeBlock> = None;
+    for (event, range) in Parser::new_ext(source, Options::empty()).into_offset_iter() {
+        let (from, to) = (start + range.start, start + range.end);
+        match event {
+            Event::Start(tag) => {
+                match &tag {
+                    Tag::CodeBlock(kind) => {
+                        env_in(text, env_from, from, prose);
+                        env_from = env_from.max(to);
+                        let block = match kind {
+                            CodeBlockKind::Fenced(info) => block_kind(info),
+                            CodeBlockKind::Indented => Block::Session,
+                        };
+                        code = Some(CodeBlock { block, segments: Vec::new() });
+                    }
+                    Tag::HtmlBlock if outer => {
+                        let content = html_content(text, from, to);
+                        env_in(text, env_from, content, prose);
+                        env_from = env_from.max(to);
+                        walk(text, content, to, false, prose);
+                    }
+                    Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => link(text, from, to, dest_url, prose),
+                    _ => {}
+                }
+                if !is_inline(&tag.to_end()) {
+                    blocks.push(to);
+                    previous_end = from;
+                    previous_command = false;
+                }
+            }
+            Event::End(tag) => {
+                if tag == TagEnd::CodeBlock
+                    && let Some(block) = code.take()
+                {
+                    code_block(text, &block, prose);
+                }
+                if !is_inline(&tag) {
+                    blocks.pop();
+                    previous_end = to;
+                    previous_command = false;
+                }
+            }
+            Event::Text(_) => {
+                if let Some(block) = &mut code {
+                    match block.segments.last_mut() {
+                        Some((_, last)) if text.get(*last..from).is_some_and(|gap| gap.trim_ascii().is_empty()) => {
+                            *last = to;
+                        }
+                        _ => block.segments.push((from, to)),
+                    }
+                }
+            }
+            Event::Code(_) => {
+                let run = text[from..to].bytes().take_while(|b| *b == b'`').count();
+                if to - from < 2 * run {
+                    continue;
+                }
+                let (content_start, content_end) = strip_span(text, from + run, to - run);
+                let before = tail(text.get(previous_end..from).unwrap_or_default(), CONTEXT);
+                let block_end = blocks.last().copied().unwrap_or(end).max(to);
+                let after = head(&text[to..block_end], CONTEXT);
+                previous_command = span(text, content_start, content_end, before, after, previous_command, prose);
+                previous_end = to;
+            }
+            _ => {}
+        }
+    }
+    env_in(text, env_from, end, prose);
+}
+
+/// Emphasis, links and the like: what stands inside a line of prose rather than around it.
+fn is_inline(tag: &TagEnd) -> bool {
+    matches!(
+        tag,
+        TagEnd::Emphasis
+            | TagEnd::Strong
+            | TagEnd::Strikethrough
+            | TagEnd::Superscript
+            | TagEnd::Subscript
+            | TagEnd::Link
+            | TagEnd::Image
+    )
+}
+
+/// Where an HTML block's content starts: after its leading lines that are tags (`<instructions>`,
+/// `<details>` then `<summary>…</summary>`).
+fn html_content(text: &str, start: usize, end: usize) -> usize {
+    let mut at = start;
+    for line in text[start..end].split_inclusive('\n') {
+        if !line.trim_start().starts_with('<') {
+            break;
+        }
+        at += line.len();
+    }
+    at
+}
+
+/// A link's (or image's) destination, `start..end` being the whole link: a skill's path when it names one.
+/// Only a destination written as it is read (no escapes, not from a reference definition) has a range.
+fn link<'t>(text: &'t str, start: usize, end: usize, destination: &CowStr<'_>, prose: &mut Prose<'t>) {
+    // Up to what no skill path holds (a `#fragment`, a title).
+    let len = destination.find(|c: char| " \t\r\n()[]<>#`".contains(c)).unwrap_or(destination.len());
+    let wanted = &destination[..len];
+    if wanted.is_empty() || wanted.len() > CONTEXT {
+        return;
+    }
+    for (at, _) in text[start..end].match_indices("](") {
+        let mut path_start = start + at + 2;
+        path_start += usize::from(text[path_start..end].starts_with('<'));
+        if let Some(path) = text.get(path_start..path_start + len).filter(|path| *path == wanted) {
+            if let Some(path) = skill_path(path) {
+                prose.skills.push((SkillMention::Path(path), TextRange::new(path_start, path_start + path.len())));
+            }
+            return;
+        }
+    }
+}
+
+/// The `${NAME}` references of `start..end` (none when it is empty).
 fn env_in<'t>(text: &'t str, start: usize, end: usize, prose: &mut Prose<'t>) {
-    let base = start;
-    for reference in env_refs(&text[start..end]) {
-        let range = TextRange::new(base + reference.range.start, base + reference.range.end);
+    let Some(part) = text.get(start..end) else { return };
+    for reference in env_refs(part) {
+        let range = TextRange::new(start + reference.range.start, start + reference.range.end);
         prose.env.push((reference.name, range));
     }
 }
 
-/// A fenced block's content, `start..end` of `text`.
-fn code_block<'t>(text: &'t str, block: Block, start: usize, end: usize, prose: &mut Prose<'t>) {
-    if block == Block::Other {
+/// A code block's content.
+fn code_block<'t>(text: &'t str, code: &CodeBlock, prose: &mut Prose<'t>) {
+    if code.block == Block::Other {
         return;
     }
-    env_in(text, start, end, prose);
-    let content = &text[start..end];
-    let prompted = content.lines().any(|line| line.trim_start().starts_with("$ "));
-    if block == Block::Script && !prompted {
-        shell::scan(content, start, false, &mut prose.shell);
-        return;
+    for &(start, end) in &code.segments {
+        env_in(text, start, end, prose);
     }
-    // The prompt lines, each with the lines its trailing `\` continues onto.
-    let mut at = start;
-    let mut continued: Option<usize> = None;
-    for line in content.split_inclusive('\n') {
-        let line_start = at;
-        at += line.len();
-        let body = line.trim_end_matches(['\n', '\r']);
-        let command_start = match continued {
-            Some(command_start) => Some(command_start),
-            None => body.trim_start().strip_prefix("$ ").map(|rest| line_start + (body.len() - rest.len())),
-        };
-        let Some(command_start) = command_start else { continue };
-        if body.ends_with('\\') {
-            continued = Some(command_start);
-        } else {
-            continued = None;
-            shell::scan(&text[command_start..at], command_start, false, &mut prose.shell);
+    let prompted = code
+        .segments
+        .iter()
+        .any(|&(start, end)| text[start..end].lines().any(|line| line.trim_start().starts_with("$ ")));
+    if code.block == Block::Script && !prompted {
+        for &(start, end) in &code.segments {
+            shell::scan(&text[start..end], start, false, &mut prose.shell);
         }
+        return;
     }
-    if let Some(command_start) = continued {
-        shell::scan(&text[command_start..end], command_start, false, &mut prose.shell);
+    // The prompt lines, each with the lines its trailing `\` continues onto (within a segment: the lines a
+    // continuation reaches in the next are its arguments, skipped).
+    let mut skipping = false;
+    for &(start, end) in &code.segments {
+        let mut at = start;
+        let mut continued: Option<usize> = None;
+        for line in text[start..end].split_inclusive('\n') {
+            let line_start = at;
+            at += line.len();
+            let body = line.trim_end_matches(['\n', '\r']);
+            if skipping {
+                skipping = body.ends_with('\\');
+                continue;
+            }
+            let command_start = match continued {
+                Some(command_start) => Some(command_start),
+                None => body.trim_start().strip_prefix("$ ").map(|rest| line_start + (body.len() - rest.len())),
+            };
+            let Some(command_start) = command_start else { continue };
+            if body.ends_with('\\') {
+                continued = Some(command_start);
+            } else {
+                continued = None;
+                shell::scan(&text[command_start..at], command_start, false, &mut prose.shell);
+            }
+        }
+        if let Some(command_start) = continued {
+            shell::scan(&text[command_start..end], command_start, false, &mut prose.shell);
+            skipping = true;
+        }
     }
 }
 
@@ -241,49 +359,6 @@ fn continues(between: &str) -> bool {
     between.len() < 24 && words(between).all(|word| matches!(word.as_str(), "and" | "or" | "then"))
 }
 
-/// The inline content of a paragraph, `start..end` of `text`: its code spans, links and references.
-fn inline<'t>(text: &'t str, start: usize, end: usize, prose: &mut Prose<'t>) {
-    env_in(text, start, end, prose);
-    let bytes = text.as_bytes();
-    let runs = Runs::of(bytes, start, end);
-    let mut at = start;
-    let mut previous_end = start;
-    let mut previous_command = false;
-    while at < end {
-        match bytes[at] {
-            b'\\' => at += 2,
-            b'`' => {
-                let run = bytes[at..end].iter().take_while(|b| **b == b'`').count();
-                let Some(close) = runs.closing(run, at + run) else {
-                    at += run;
-                    continue;
-                };
-                let (content_start, content_end) = strip_span(text, at + run, close);
-                let before = tail(&text[previous_end..at], CONTEXT);
-                let after = head(&text[close + run..end], CONTEXT);
-                previous_command = span(text, content_start, content_end, before, after, previous_command, prose);
-                at = close + run;
-                previous_end = at;
-            }
-            b']' if bytes.get(at + 1) == Some(&b'(') => {
-                // The destination, up to what no skill path holds (so the next `](` ends it: linear time).
-                let path_start = at + 2 + usize::from(bytes.get(at + 2) == Some(&b'<'));
-                let rest = bytes.get(path_start..end).unwrap_or_default();
-                let len = rest
-                    .iter()
-                    .take(CONTEXT)
-                    .position(|b| b" \t\r\n()[]<>#`".contains(b))
-                    .unwrap_or(CONTEXT.min(rest.len()));
-                if let Some(path) = text.get(path_start..path_start + len).and_then(skill_path) {
-                    prose.skills.push((SkillMention::Path(path), TextRange::new(path_start, path_start + path.len())));
-                }
-                at += 2;
-            }
-            _ => at += 1,
-        }
-    }
-}
-
 /// The most text around a span (or of a link's destination) that is looked at: a sentence's worth, so a
 /// paragraph of thousands of spans is read in time proportional to its length.
 const CONTEXT: usize = 256;
@@ -304,33 +379,6 @@ fn tail(text: &str, len: usize) -> &str {
         start += 1;
     }
     &text[start..]
-}
-
-/// The backtick runs of a paragraph by length, each list in order: a span's closing run is found by a binary
-/// search, so a paragraph of many unmatched runs is not read again for each.
-struct Runs(std::collections::HashMap<usize, Vec<usize>>);
-
-impl Runs {
-    fn of(bytes: &[u8], start: usize, end: usize) -> Runs {
-        let mut runs: std::collections::HashMap<usize, Vec<usize>> = std::collections::HashMap::new();
-        let mut at = start;
-        while at < end {
-            if bytes[at] == b'`' {
-                let len = bytes[at..end].iter().take_while(|b| **b == b'`').count();
-                runs.entry(len).or_default().push(at);
-                at += len;
-            } else {
-                at += 1;
-            }
-        }
-        Runs(runs)
-    }
-
-    /// The start of the first run of exactly `len` backticks at or after `from`: the span's end.
-    fn closing(&self, len: usize, from: usize) -> Option<usize> {
-        let starts = self.0.get(&len)?;
-        starts.get(starts.partition_point(|start| *start < from)).copied()
-    }
 }
 
 /// A span's content without the one space CommonMark strips from each side.
@@ -482,5 +530,74 @@ mod tests {
     fn escapes_unclosed_spans_and_unclosed_fences() {
         assert_eq!(commands("Run \\`npm test\\` here; `` `x` `` or run `jq ."), Vec::<&str>::new());
         assert_eq!(commands("intro\n```bash\nkubectl get pods\n"), ["kubectl"]);
+    }
+
+    /// What CommonMark makes code that a line-by-line reading does not: fences in block quotes and list items
+    /// (and closed by their container's end), a closing fence longer than the opening, an indented block's
+    /// prompts, and a "fence" whose info string holds a backtick (a code span instead). Every range is the
+    /// word's (`commands` checks).
+    #[test]
+    fn code_blocks_are_commonmarks() {
+        let cases: &[(&str, &[&str])] = &[
+            ("> ```sh\n> npm ci && make\n> ```\n", &["npm", "make"]),
+            ("> ```console\n> $ kubectl apply \\\n>   -f x.yaml\n> $ helm list\n> ok\n> ```\n", &["kubectl", "helm"]),
+            ("1. Build:\n\n   ```bash\n   cargo build\n\n   cargo test\n   ```\n2. Done\n", &["cargo", "cargo"]),
+            ("- Build:\n  ~~~sh\n  make\n  ~~~\n", &["make"]),
+            ("- ```sh\n  npm ci\n- Run `make`.\n", &["npm", "make"]),
+            ("> ```sh\n> npm ci\n\nRun `make`.\n", &["npm", "make"]),
+            ("~~~sh\nnpm ci\n~~~~~~\nRun `make`.\n", &["npm", "make"]),
+            ("Intro.\n\n    $ make deploy\n    deployed\n", &["make"]),
+            ("```sh `not a fence`\nnpm ci\n```\n", &[]),
+            ("x\r\n\r\n```sh\r\nnpm ci\r\nnpm test\r\n```\r\n", &["npm", "npm"]),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(commands(text), *expected, "{text:?}");
+        }
+    }
+
+    /// Code spans as CommonMark delimits them: runs of one, two or three backticks, a span closed only by a
+    /// run of its own length, and an unclosed run that is text.
+    #[test]
+    fn code_spans_are_commonmarks() {
+        let cases: &[(&str, &[&str])] = &[
+            ("Run ``npm test`` now.", &["npm"]),
+            ("Run ```make check``` and `npm ci`.", &["make", "npm"]),
+            ("Run ``echo 'a`b'`` then `jq .`.", &["echo", "jq"]),
+            ("Run ``` `` ``` or the `x` file.", &[]),
+            ("Run `` rg `` and ``` ``make`.", &["rg"]),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(commands(text), *expected, "{text:?}");
+        }
+    }
+
+    /// Prompts wrap instructions in tags, which CommonMark reads as an HTML block up to a blank line: its
+    /// content after the tag lines is read as the agent reads it, spans, fences and skills.
+    #[test]
+    fn html_blocks_are_read_after_their_tags() {
+        let text = "<instructions>\nRun `npm test` before you commit; the `triage` skill helps.\n</instructions>\n\n\
+                    <details>\n<summary>Setup</summary>\nRun:\n```sh\nmake setup\n```\n</details>\n";
+        assert_eq!(commands(text), ["npm", "make"]);
+        let prose = scan(text);
+        let skills: Vec<&str> = prose.skills.iter().map(|(_, range)| &text[range.start..range.end]).collect();
+        assert_eq!(skills, ["triage"]);
+    }
+
+    /// `${NAME}` in a block quote's shell fence and prose count with their ranges; in its YAML fence they do
+    /// not; a link's destination names a skill with its exact range, also with a title or a fragment.
+    #[test]
+    fn references_and_links_keep_their_ranges() {
+        let text = "> ```yaml\n> url: ${IN_YAML}\n> ```\n> ```sh\n> curl ${API_URL}\n> ```\n> Send ${TOKEN}.\n\n\
+                    See [a](skills/a \"the skill\"), [b](<skills/b/SKILL.md#use>) and [c](skills\\/c).\n";
+        let prose = scan(text);
+        let env: Vec<(&str, &str)> =
+            prose.env.iter().map(|(name, range)| (*name, &text[range.start..range.end])).collect();
+        assert_eq!(env, [("API_URL", "${API_URL}"), ("TOKEN", "${TOKEN}")]);
+        let skills: Vec<(SkillMention<'_>, &str)> =
+            prose.skills.iter().map(|(mention, range)| (*mention, &text[range.start..range.end])).collect();
+        assert_eq!(
+            skills,
+            [(SkillMention::Path("skills/a"), "skills/a"), (SkillMention::Path("skills/b"), "skills/b")]
+        );
     }
 }
