@@ -13,6 +13,7 @@ mod markdown;
 mod navigation;
 mod structure;
 mod symbols;
+mod trial_task;
 
 pub use completion::{CompletionItem, CompletionKind, CompletionOptions, completions, completions_parsed};
 pub use context::{Located, YamlPath, locate};
@@ -29,3 +30,4 @@ pub use structure::{
 pub use symbols::{
     Fold, MAX_FOLDS, MAX_OUTLINE_CHILDREN, MAX_OUTLINE_SYMBOLS, Symbol, SymbolKind, folding_ranges, symbols,
 };
+pub use trial_task::{task_completions, task_hover};

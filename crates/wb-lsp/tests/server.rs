@@ -518,6 +518,48 @@ fn an_open_outbox_declaration_is_checked() {
     client.drain();
 }
 
+/// An open trial task (`trials/<id>/task.json`) is checked as `check` checks it, with the package's name from
+/// its manifest; completion offers the fields a gate lacks, and hover documents a key.
+#[test]
+fn an_open_trial_task_is_checked_completed_and_hovered() {
+    let manifest = "spec: 1\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\n\
+        instructions: ./instructions.md\nruntimes:\n  local: {}\n";
+    let (_dir, manifest_path) = repository(manifest);
+    let task_dir = manifest_path.parent().expect("package").join("trials/fix-bug");
+    std::fs::create_dir_all(&task_dir).expect("mkdir");
+    std::fs::write(task_dir.join("prompt.md"), "Fix it.\n").expect("write");
+    let task = task_dir.join("task.json");
+    let text = "{\"version\": 1, \"id\": \"fix-bug\", \"title\": \"Fix\", \"workbench\": \"other\",\n \
+        \"fixture\": {\"kind\": \"empty\"}, \"gates\": [{\"id\": \"tests\"}]}";
+    std::fs::write(&task, text).expect("write");
+    let mut client = Client::start(Options::default());
+    client.open(&task, text);
+    let published = client.diagnostics(&task, |p| p.diagnostics.len() == 2);
+    let messages: Vec<&str> = published.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["Trial task is for workbench other, but it is in the trials of demo", "Trial task gates[0].run is required"],
+        "{:?}",
+        published.diagnostics
+    );
+    assert_eq!(published.diagnostics[0].range.start, position_of(text, "\"other\"", 0));
+
+    let inside_gate = position_of(text, "\"tests\"}", 0);
+    let at = lsp::Position { line: inside_gate.line, character: inside_gate.character + 7 };
+    let params = json!({"textDocument": {"uri": uri(&task)}, "position": at});
+    let completion = client.request_raw("textDocument/completion", params.clone());
+    let labels: Vec<&str> =
+        completion["items"].as_array().expect("items").iter().filter_map(|i| i["label"].as_str()).collect();
+    assert_eq!(labels, ["title", "run", "timeoutSeconds"], "{completion}");
+    let on_key = position_of(text, "\"fixture\"", 0);
+    let hover = client.request_raw(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri(&task)}, "position": {"line": on_key.line, "character": on_key.character + 2}}),
+    );
+    assert!(hover.to_string().contains("The repository an attempt starts from"), "{hover}");
+    client.drain();
+}
+
 #[test]
 fn migrate_answers_after_the_client_applied_the_edit() {
     let text = "spec: 0\nversion: 0.1.0\nname: demo\nrunner: opencode\nmodel:\n  id: openai/gpt-5.6-terra\ninstructions: ./instructions.md\nruntime: local\n";

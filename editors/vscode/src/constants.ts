@@ -99,6 +99,8 @@ export const OUTCOME_SCHEME = 'wb-outcome';
 export const MANIFEST_GLOB = '**/.workbenches/*/workbench.yml';
 /** A package's Markdown: its instructions and skills, where the prose checks report (docs/prose-checks.md). */
 export const PACKAGE_MARKDOWN_GLOB = '**/.workbenches/*/**/*.md';
+/** A package's trial tasks: `trials/<id>/task.json`. */
+export const TRIAL_TASK_GLOB = '**/.workbenches/*/trials/*/task.json';
 
 export const INSTALL_URL = 'https://github.com/wb-lsp/wb-lsp#install';
 export const RELEASES_URL = 'https://github.com/wb-lsp/wb-lsp/releases';

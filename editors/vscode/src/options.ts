@@ -12,13 +12,15 @@ import {
   SERVER_CONFIGURATION_SECTION,
   SETTINGS_SECTION,
   PACKAGE_MARKDOWN_GLOB,
+  TRIAL_TASK_GLOB,
 } from './constants';
 import type { ServerSettings } from './settings';
 
-/** The manifests (YAML, by pattern) and the skill files of every package. */
+/** The manifests (YAML, by pattern), the Markdown and the trial tasks of every package. */
 export const DOCUMENT_SELECTOR: DocumentFilter[] = [
   { scheme: 'file', language: 'yaml', pattern: MANIFEST_GLOB },
   { scheme: 'file', pattern: PACKAGE_MARKDOWN_GLOB },
+  { scheme: 'file', pattern: TRIAL_TASK_GLOB },
 ];
 
 /** The server process: `wb-lsp --stdio`, speaking LSP over its standard input and output. */

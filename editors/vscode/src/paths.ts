@@ -18,7 +18,14 @@ export function isSkillPath(fsPath: string): boolean {
   return n >= 5 && parts[n - 1] === 'SKILL.md' && parts[n - 3] === 'skills' && parts[n - 5] === '.workbenches';
 }
 
-/** True for any file the language server wants to see opened: manifests and skill files. */
+/** True for `.../.workbenches/<name>/trials/<id>/task.json`. */
+export function isTrialTaskPath(fsPath: string): boolean {
+  const parts = segments(fsPath);
+  const n = parts.length;
+  return n >= 5 && parts[n - 1] === 'task.json' && parts[n - 3] === 'trials' && parts[n - 5] === '.workbenches';
+}
+
+/** True for any file the language server wants to see opened: manifests, skill files and trial tasks. */
 export function isWorkbenchFile(fsPath: string): boolean {
-  return isManifestPath(fsPath) || isSkillPath(fsPath);
+  return isManifestPath(fsPath) || isSkillPath(fsPath) || isTrialTaskPath(fsPath);
 }

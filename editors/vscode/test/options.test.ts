@@ -22,10 +22,11 @@ test('the server runs as `wb-lsp --stdio`', () => {
   assert.equal('transport' in serverExecutable('wb-lsp'), false);
 });
 
-test('the document selector covers manifests (YAML) and a package\'s Markdown (instructions, skills)', () => {
+test('the document selector covers manifests (YAML), a package\'s Markdown (instructions, skills) and its trial tasks', () => {
   assert.deepEqual(DOCUMENT_SELECTOR, [
     { scheme: 'file', language: 'yaml', pattern: '**/.workbenches/*/workbench.yml' },
     { scheme: 'file', pattern: '**/.workbenches/*/**/*.md' },
+    { scheme: 'file', pattern: '**/.workbenches/*/trials/*/task.json' },
   ]);
 });
 

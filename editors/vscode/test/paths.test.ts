@@ -1,7 +1,7 @@
 import './register';
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { isManifestPath, isSkillPath, isWorkbenchFile } from '../src/paths';
+import { isManifestPath, isSkillPath, isTrialTaskPath, isWorkbenchFile } from '../src/paths';
 
 test('manifests are .workbenches/<name>/workbench.yml, on any platform', () => {
   assert.ok(isManifestPath('/repo/.workbenches/demo/workbench.yml'));
@@ -23,4 +23,11 @@ test('skill files are .workbenches/<name>/skills/<skill>/SKILL.md', () => {
   assert.ok(isWorkbenchFile('/repo/.workbenches/demo/skills/lint/SKILL.md'));
   assert.ok(isWorkbenchFile('/repo/.workbenches/demo/workbench.yml'));
   assert.ok(!isWorkbenchFile('/repo/.github/workflows/ci.yml'));
+});
+
+test('trial tasks are .workbenches/<name>/trials/<id>/task.json', () => {
+  assert.ok(isTrialTaskPath('/repo/.workbenches/demo/trials/fix-bug/task.json'));
+  assert.ok(isWorkbenchFile('/repo/.workbenches/demo/trials/fix-bug/task.json'));
+  assert.ok(!isTrialTaskPath('/repo/.workbenches/demo/trials/task.json'));
+  assert.ok(!isTrialTaskPath('/repo/trials/fix-bug/task.json'));
 });

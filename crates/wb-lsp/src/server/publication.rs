@@ -47,12 +47,7 @@ impl GlobalState {
     pub fn mark_all_dirty(&mut self) {
         let manifests: Vec<PathBuf> = self.manifests.iter().cloned().collect();
         self.diagnostics.mark_all(manifests);
-        let owners: Vec<PathBuf> = self
-            .documents
-            .keys()
-            .filter(|p| snapshot::is_skill(p) || snapshot::is_outbox_declaration(p))
-            .cloned()
-            .collect();
+        let owners: Vec<PathBuf> = self.documents.keys().filter(|p| snapshot::is_open_owner(p)).cloned().collect();
         self.diagnostics.mark_all(owners);
         self.refresh_pull_diagnostics();
     }
@@ -83,7 +78,7 @@ impl GlobalState {
             .cloned()
             .collect();
         self.diagnostics.mark_all(affected);
-        if (snapshot::is_skill(path) || snapshot::is_outbox_declaration(path)) && self.documents.contains_key(path) {
+        if snapshot::is_open_owner(path) && self.documents.contains_key(path) {
             self.diagnostics.mark(path);
         }
         // A file appearing or vanishing in an outbox changes what its open declaration may declare.

@@ -336,6 +336,17 @@ pub fn is_skill(path: &Path) -> bool {
     path.file_name().is_some_and(|name| name == "SKILL.md")
 }
 
+/// A trial task: `trials/<id>/task.json`.
+pub fn is_trial_task(path: &Path) -> bool {
+    wb_manifest::trial_task::is_task_file(path)
+}
+
+/// A file that is checked on its own while it is open (besides the manifest that may also read it): a skill's
+/// `SKILL.md`, an outbox declaration, a trial task.
+pub fn is_open_owner(path: &Path) -> bool {
+    is_skill(path) || is_outbox_declaration(path) || is_trial_task(path)
+}
+
 /// An outbox declaration: `outcome.json` directly inside a directory named `outbox`.
 pub fn is_outbox_declaration(path: &Path) -> bool {
     path.file_name().is_some_and(|name| name == "outcome.json")

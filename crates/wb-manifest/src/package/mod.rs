@@ -5,6 +5,7 @@ mod dockerfile;
 mod prose;
 mod runner_config;
 mod skills;
+mod trials;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -216,6 +217,7 @@ impl PackageChecks<'_> {
         self.skills(manifest, root);
         self.prose(manifest);
         self.runner_config(manifest);
+        self.trials(manifest);
     }
 }
 

@@ -11,7 +11,7 @@ use wb_manifest::{Dependencies, Recording};
 use wb_syntax::LineIndex;
 
 use super::super::convert;
-use super::super::snapshot::{Snapshot, is_manifest, is_outbox_declaration, is_skill};
+use super::super::snapshot::{Snapshot, is_manifest, is_outbox_declaration, is_skill, is_trial_task};
 
 /// Diagnostics of one owner per file they are in, each with the version of the open document it was
 /// computed from.
@@ -49,6 +49,14 @@ pub fn compute(snapshot: &Snapshot, owner: &Path) -> Computed {
             Some(text) => wb_manifest::outbox_declaration::check_declaration(&snapshot.overlay, owner, &text),
             None => Vec::new(),
         }
+    } else if is_trial_task(owner) {
+        match snapshot.text(owner) {
+            Some(text) => {
+                let package = package_name(snapshot, owner);
+                wb_manifest::trial_task::check_task(&snapshot.overlay, owner, &text, package.as_deref()).1
+            }
+            None => Vec::new(),
+        }
     } else if is_skill(owner) {
         match snapshot.text(owner) {
             Some(text) => wb_manifest::skill::skill_file_diagnostics(owner, &text),
@@ -58,6 +66,13 @@ pub fn compute(snapshot: &Snapshot, owner: &Path) -> Computed {
         Vec::new()
     };
     convert_all(snapshot, owner, diagnostics, &sources)
+}
+
+/// The `name` of the package whose `trials/` holds `task` (as the editor has its manifest), when it has one.
+fn package_name(snapshot: &Snapshot, task: &Path) -> Option<String> {
+    let manifest = task.parent()?.parent()?.parent()?.join("workbench.yml");
+    let (_, _, parse) = snapshot.file(&manifest)?;
+    parse.root.as_ref()?.as_mapping()?.get("name")?.as_str().map(str::to_owned)
 }
 
 /// Groups diagnostics by file and converts them. Line indexes come from the texts the check read (`sources`;

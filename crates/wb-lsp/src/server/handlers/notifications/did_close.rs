@@ -6,7 +6,7 @@ use lsp_types as lsp;
 
 use super::super::super::convert;
 use super::super::super::global_state::GlobalState;
-use super::super::super::snapshot::{is_manifest, is_outbox_declaration, is_skill};
+use super::super::super::snapshot::{is_manifest, is_open_owner};
 
 pub fn handle(state: &mut GlobalState, params: lsp::DidCloseTextDocumentParams) -> anyhow::Result<()> {
     let Some(path) = convert::url_to_path(&params.text_document.uri) else { return Ok(()) };
@@ -16,7 +16,7 @@ pub fn handle(state: &mut GlobalState, params: lsp::DidCloseTextDocumentParams) 
         state.clear_owner(&path)?;
     }
     // A closed SKILL.md or outbox declaration is checked only while open.
-    if is_skill(&path) || is_outbox_declaration(&path) {
+    if is_open_owner(&path) {
         state.clear_owner(&path)?;
     }
     state.mark_affected(&path);
