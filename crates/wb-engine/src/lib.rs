@@ -25,6 +25,7 @@ pub mod runs;
 pub mod runtime;
 pub mod sessions;
 pub mod source;
+pub mod trials;
 
 pub use error::{EngineError, Result};
 pub use lifecycle::{
