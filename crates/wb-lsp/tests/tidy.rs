@@ -5,7 +5,7 @@
 //! dependency declares it needs, CONTRIBUTING.md lists every environment variable the code reads, no crate
 //! has an import circle between its modules (the rule is in `tidy/circles.rs`), the shipped editor code keeps
 //! the length rule too, `docs/lsp-extensions.md` documents exactly the extensions the server registers, and no
-//! capability text names fewer runtimes than support it.
+//! capability text names fewer runtimes than support it, and README's exit-status table is `wb_lsp::exit::Exit`'s.
 
 use std::path::{Path, PathBuf};
 
@@ -455,4 +455,56 @@ fn capability_texts_name_every_runtime_they_hold_on() {
         }
     }
     assert!(wrong.is_empty(), "capability texts naming some runtimes only: {wrong:#?}");
+}
+
+/// One exit table: README's "Exit status" table lists exactly `Exit::ALL`'s statuses and meanings, in order,
+/// each variant of `Exit` is documented with its meaning (after a one-word label and a colon), and nothing in
+/// the binary crate makes an `ExitCode` or ends the process with a number but `exit.rs`.
+#[test]
+fn the_exit_statuses_are_one_table() {
+    use wb_lsp::exit::Exit;
+    let root = repository();
+    let expected: Vec<(u8, String)> =
+        Exit::ALL.iter().map(|(exit, meaning)| (exit.code(), meaning.to_string())).collect();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
+    let section = readme.split("\n## Exit status\n").nth(1).unwrap_or_default();
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let row = regex::Regex::new(r"^\| `(\d+)` \| (.+) \|$").unwrap();
+    let listed: Vec<(u8, String)> = section
+        .lines()
+        .filter_map(|line| row.captures(line))
+        .filter_map(|c| Some((c[1].parse().ok()?, c[2].to_string())))
+        .collect();
+    assert_eq!(listed, expected, "README.md's Exit status table against wb_lsp::exit::Exit::ALL");
+    let source = std::fs::read_to_string(root.join("crates/wb-lsp/src/exit.rs")).unwrap_or_default();
+    let variant = regex::Regex::new(r"^\s*[A-Z][A-Za-z]* = (\d+),$").unwrap();
+    let (mut documented, mut doc) = (Vec::new(), Vec::new());
+    for line in source.lines() {
+        if let Some(text) = line.trim().strip_prefix("/// ") {
+            doc.push(text.to_owned());
+        } else if let Some(found) = variant.captures(line) {
+            let text = doc.join(" ");
+            let meaning = text.split_once(": ").map_or(text.as_str(), |(_, meaning)| meaning);
+            documented.push((found[1].parse().unwrap_or(u8::MAX), meaning.trim_end_matches('.').to_owned()));
+            doc.clear();
+        } else {
+            doc.clear();
+        }
+    }
+    assert_eq!(documented, expected, "the doc of each variant of Exit (exit.rs) against Exit::ALL");
+    let mut found = Vec::new();
+    for (krate, path) in sources() {
+        let name = relative(&path);
+        if krate != "wb-lsp" || name == "crates/wb-lsp/src/exit.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for (index, line) in text.lines().enumerate() {
+            if line.contains("ExitCode::from(") || line.contains("ExitCode::SUCCESS") || line.contains("process::exit(")
+            {
+                found.push(format!("{name}:{}: {}", index + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "exit statuses made outside exit.rs (use wb_lsp::exit::Exit): {found:#?}");
 }
