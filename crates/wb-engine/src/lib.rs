@@ -26,7 +26,7 @@ pub mod runtime;
 pub mod sessions;
 pub mod source;
 
-pub use error::{EngineError, Result};
+pub use error::{EngineError, Limit, Result, Space};
 pub use lifecycle::{
     BuildReport, DryRun, Ending, Options, RunResult, SessionOptions, Smoke, SmokeError, SmokeRunner, SmokeStatus,
     SmokeTool, WorkspaceReport, build, dry_run, run, smoke,

@@ -16,7 +16,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<Exit> {
     let older_than = match older_than(&args.older_than) {
         Ok(age) => age,
         Err(message) => {
-            eprintln!("error: {}", printable(&message));
+            eprintln!("error: {}", printable(&message.to_string()));
             return Ok(Exit::Usage);
         }
     };
@@ -50,7 +50,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<Exit> {
     }
     // Containers and stage directories whose creator has ended (a supervisor killed before its cleanup).
     let containers = wb_engine::runtime::docker::remove_leftovers(None, !args.apply).unwrap_or_else(|problem| {
-        eprintln!("warning: cannot look for containers left by old runs: {}", printable(&problem));
+        eprintln!("warning: cannot look for containers left by old runs: {}", printable(&problem.to_string()));
         Vec::new()
     });
     let stages = wb_engine::lifecycle::stage_leftovers(None, !args.apply);
@@ -111,7 +111,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<Exit> {
 
 /// `--older-than` in the one duration grammar (`wb_engine::duration`), except a bare number: `clean` removes
 /// things, and `30` is as likely meant as days as seconds.
-fn older_than(text: &str) -> Result<std::time::Duration, String> {
+fn older_than(text: &str) -> Result<std::time::Duration, wb_engine::duration::InvalidValue> {
     let name = "--older-than";
     let trimmed = text.trim();
     if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {

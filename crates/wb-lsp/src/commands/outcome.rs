@@ -51,7 +51,7 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<Exit> {
             }
             Err(error) => {
                 eprintln!("error: {}", printable(&error.to_string()));
-                Ok(if matches!(error, wb_engine::EngineError::Io { .. }) { Exit::Usage } else { Exit::Failure })
+                Ok(if error.is_file_system() { Exit::Usage } else { Exit::Failure })
             }
         };
     }

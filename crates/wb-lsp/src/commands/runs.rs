@@ -239,7 +239,7 @@ fn stop_leftovers(home: &std::path::Path, record: &RunRecord) -> Exit {
         let inherited = wb_engine::bindings::process_environment();
         match wb_engine::runtime::remote::orphans::reclaim_run(record, &inherited) {
             Ok(destroyed) => sandboxes = destroyed,
-            Err(problem) => problems.push(problem),
+            Err(problem) => problems.push(problem.to_string()),
         }
     }
     let lost = format!("run {} is lost (its supervisor died)", record.run_id);
