@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use wb_manifest::{Access, Manifest, ModelCatalog};
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Limit, Result};
 
 /// The largest `--env-file` read.
 pub const ENV_FILE_LIMIT: u64 = 1024 * 1024;
@@ -229,7 +229,7 @@ pub fn bind_environment(
             return Err(EngineError::message(format!("Environment file is unavailable: {shown}")));
         }
         if meta.len() > ENV_FILE_LIMIT {
-            return Err(EngineError::message(format!("Environment file exceeds 1 MiB: {shown}")));
+            return Err(EngineError::limit(Limit::FileSize, format!("Environment file exceeds 1 MiB: {shown}")));
         }
         let bytes = std::fs::read(file)
             .map_err(|_| EngineError::message(format!("Environment file is unreadable: {shown}")))?;

@@ -41,20 +41,35 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
     Duration::try_from(signed).map_err(|_| DurationError::TooLong)
 }
 
+/// A value refused for the flag or variable `name`: its text names the flag, the value, why, and where the
+/// grammar is documented.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value '{}' for {name}: {why} (see {DOCS})", text.escape_debug())]
+pub struct InvalidValue {
+    pub name: String,
+    pub text: String,
+    pub why: String,
+}
+
+/// A duration refused, as a clap value parser says it (clap names the flag and the value).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0} (see {DOCS})")]
+pub struct Documented(pub DurationError);
+
 /// [`parse`] for the flag or variable `name` (`--older-than`, `WB_SANDBOX_LEASE`): the error names it, the
 /// value and where the grammar is documented.
-pub fn parse_for(name: &str, text: &str) -> Result<Duration, String> {
+pub fn parse_for(name: &str, text: &str) -> Result<Duration, InvalidValue> {
     parse(text).map_err(|error| invalid(name, text, &error.to_string()))
 }
 
-/// The error text for `name`'s value `text`, refused because of `why`.
-pub fn invalid(name: &str, text: &str, why: &str) -> String {
-    format!("invalid value '{}' for {name}: {why} (see {DOCS})", text.escape_debug())
+/// `name`'s value `text`, refused because of `why`.
+pub fn invalid(name: &str, text: &str, why: &str) -> InvalidValue {
+    InvalidValue { name: name.to_owned(), text: text.to_owned(), why: why.to_owned() }
 }
 
 /// [`parse`] as a clap value parser (clap names the flag and the value in its message).
-pub fn clap_parser(text: &str) -> Result<Duration, String> {
-    parse(text).map_err(|error| format!("{error} (see {DOCS})"))
+pub fn clap_parser(text: &str) -> Result<Duration, Documented> {
+    parse(text).map_err(Documented)
 }
 
 #[cfg(test)]
@@ -112,12 +127,12 @@ mod tests {
     #[test]
     fn errors_name_the_flag_the_value_and_the_docs() {
         assert_eq!(
-            parse_for("--older-than", "1x").unwrap_err(),
+            parse_for("--older-than", "1x").unwrap_err().to_string(),
             "invalid value '1x' for --older-than: expected a duration such as 90s, 30m, 2h, 1h30m, 7d or 2w \
              (a bare number is seconds) (see docs/runs.md#durations)"
         );
         assert_eq!(
-            parse_for("WB_SANDBOX_LEASE", "-5m").unwrap_err(),
+            parse_for("WB_SANDBOX_LEASE", "-5m").unwrap_err().to_string(),
             "invalid value '-5m' for WB_SANDBOX_LEASE: a duration cannot be negative (see docs/runs.md#durations)"
         );
     }

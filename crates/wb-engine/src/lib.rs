@@ -27,7 +27,7 @@ pub mod sessions;
 pub mod source;
 pub mod trials;
 
-pub use error::{EngineError, Result};
+pub use error::{EngineError, Limit, Result, Space};
 pub use lifecycle::{
     BuildReport, DryRun, Ending, Options, RunResult, SessionOptions, Smoke, SmokeError, SmokeRunner, SmokeStatus,
     SmokeTool, WorkspaceReport, build, dry_run, run, smoke,

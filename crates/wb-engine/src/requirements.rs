@@ -14,6 +14,12 @@ pub struct RequirementReport {
     pub unchecked: Vec<String>,
 }
 
+/// Why a runtime cannot meet a package's requirements: the detail, which follows "Workbench … cannot run on the …
+/// runtime: " in the refusal.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unmet(pub String);
+
 /// Facts about the place a runtime runs, as far as it knows them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostFacts {

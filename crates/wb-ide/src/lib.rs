@@ -23,7 +23,9 @@ pub use inlay::{
     ContextSize, HintInputs, HintKinds, InlayHint, MAX_HINTS, context_label, context_sizes, inlay_hints, input_price,
 };
 pub use markdown::to_plain_text;
-pub use navigation::{Link, MAX_LINKS, definition, document_links, env_range_at, env_references, rename_env};
+pub use navigation::{
+    Link, MAX_LINKS, RenameError, definition, document_links, env_range_at, env_references, rename_env,
+};
 pub use structure::{
     HighlightKind, MAX_TOKENS, Token, TokenType, document_highlights, selection_ranges, semantic_tokens,
 };

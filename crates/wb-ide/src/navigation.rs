@@ -158,19 +158,36 @@ pub fn env_references(text: &str, root: &Node, offset: usize, include_declaratio
     ranges
 }
 
+/// Why an env variable cannot be renamed (the text the editor shows).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RenameError {
+    #[error("Invalid environment variable name: {0}")]
+    InvalidName(String),
+    /// The cursor is on no env variable.
+    #[error("Rename works on environment variables declared in env or referenced as ${{NAME}}")]
+    NotAVariable,
+    #[error("{0} is already declared in env")]
+    AlreadyDeclared(String),
+}
+
 /// Renames the env variable under the cursor in its declaration and every reference.
-pub fn rename_env(text: &str, root: &Node, offset: usize, new_name: &str) -> Result<Vec<(TextRange, String)>, String> {
+pub fn rename_env(
+    text: &str,
+    root: &Node,
+    offset: usize,
+    new_name: &str,
+) -> Result<Vec<(TextRange, String)>, RenameError> {
     if !is_env_name(new_name) {
-        return Err(format!("Invalid environment variable name: {new_name}"));
+        return Err(RenameError::InvalidName(new_name.to_owned()));
     }
     let ranges = env_references(text, root, offset, true);
     if ranges.is_empty() {
-        return Err("Rename works on environment variables declared in env or referenced as ${NAME}".to_owned());
+        return Err(RenameError::NotAVariable);
     }
     if let Value::Mapping(top) = &root.value
         && top.get("env").and_then(Node::as_mapping).is_some_and(|env| env.get(new_name).is_some())
     {
-        return Err(format!("{new_name} is already declared in env"));
+        return Err(RenameError::AlreadyDeclared(new_name.to_owned()));
     }
     Ok(ranges.into_iter().map(|range| (range, new_name.to_owned())).collect())
 }

@@ -227,16 +227,21 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// A `--max-cost` value that is not a finite, non-negative number.
+#[derive(Debug, thiserror::Error)]
+#[error("expected a non-negative amount of US dollars, like 0.50, not {0:?}")]
+pub struct NotACost(String);
+
 /// A dollar amount: a finite, non-negative number.
-fn parse_cost(text: &str) -> Result<f64, String> {
+fn parse_cost(text: &str) -> Result<f64, NotACost> {
     match text.trim().trim_start_matches('$').parse::<f64>() {
         Ok(cost) if cost.is_finite() && cost >= 0.0 => Ok(cost),
-        _ => Err(format!("expected a non-negative amount of US dollars, like 0.50, not {text:?}")),
+        _ => Err(NotACost(text.to_owned())),
     }
 }
 
 /// A duration flag's value in the one grammar (`wb_engine::duration`, documented in docs/runs.md#durations).
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, wb_engine::duration::Documented> {
     wb_engine::duration::clap_parser(text)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod exit;
 /// stdout is the MCP protocol channel too.
 #[deny(clippy::print_stdout)]
 pub mod mcp;

@@ -4,14 +4,15 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use wb_lsp::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = wb_lsp::cli::Cli::parse();
     match wb_lsp::commands::run(cli) {
-        Ok(code) => code,
+        Ok(exit) => exit.into(),
         Err(error) => {
             eprintln!("error: {error:#}");
-            ExitCode::from(2)
+            Exit::Usage.into()
         }
     }
 }

@@ -16,7 +16,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,6 +27,8 @@ use serde_json::Value;
 use wb_engine::runs::{self, LogReader, RunState};
 use wb_engine::{EngineError, Options};
 use wb_manifest::{ModelCatalog, OsFileSystem};
+
+use crate::exit::Exit;
 
 pub mod watchdog;
 
@@ -41,8 +43,8 @@ const CONTROL_LINE_LIMIT: u64 = 1024 * 1024;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NotStarted {
     pub message: String,
-    /// The exit code the CLI gives it: 1, 3 (needs authentication) or 130 (cancelled while preparing).
-    pub code: u8,
+    /// The exit status the CLI gives it: failure, needs authentication, or cancelled while preparing.
+    pub code: Exit,
     /// Where in the package, for an invalid one: path, line, column.
     pub location: Option<(PathBuf, u32, u32)>,
 }
@@ -151,7 +153,7 @@ pub fn interrupt(pid: u32) -> std::io::Result<()> {
 
 /// The supervisor: reads its request, runs it to the end, keeps the result beside the log. The exit code is
 /// the run's (as `wait` gives it); nobody may be reading it.
-pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
+pub fn supervise(catalog: &ModelCatalog) -> Exit {
     let mut body = Vec::new();
     let request = std::io::stdin()
         .take(REQUEST_LIMIT)
@@ -163,10 +165,10 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
         Err(error) => {
             say(&Control::Failed(NotStarted {
                 message: format!("The run's supervisor got an unreadable request: {error}"),
-                code: 2,
+                code: Exit::Usage,
                 location: None,
             }));
-            return ExitCode::from(2);
+            return Exit::Usage;
         }
     };
     let cancel = Arc::new(AtomicBool::new(false));
@@ -204,14 +206,14 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
             let failure = not_started(&error, cancel.load(Ordering::SeqCst));
             let code = failure.code;
             say(&Control::Failed(failure));
-            return ExitCode::from(code);
+            return code;
         }
     };
     let home = options.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
     if let Some(home) = home {
         let _ = wb_engine::runs::write_result(&home, &result);
     }
-    ExitCode::from(run_exit_code(&result))
+    run_exit_code(&result)
 }
 
 /// SIGINT, SIGTERM and SIGHUP each cancel the run, naming the signal. Handlers are installed (through
@@ -261,11 +263,11 @@ fn options(request: Options, progress: wb_engine::lifecycle::Progress, cancel: &
 /// An engine error before `run.started`, as the caller reports it.
 fn not_started(error: &EngineError, cancelled: bool) -> NotStarted {
     let code = if cancelled {
-        130
+        Exit::Cancelled
     } else if matches!(error, EngineError::NeedsAuthentication(_)) {
-        3
+        Exit::NeedsAuthentication
     } else {
-        1
+        Exit::Failure
     };
     match error {
         EngineError::Invalid { message, path, line, column } => {
@@ -417,14 +419,14 @@ pub fn result_of(home: &Path, run_id: &str) -> Option<wb_engine::RunResult> {
     }
 }
 
-/// A finished run's exit code: 0 completed with its outcome, 1 failed (or its work not collected), 130
-/// cancelled.
-pub(crate) fn run_exit_code(result: &wb_engine::RunResult) -> u8 {
+/// A finished run's exit status: success when it completed with its outcome, failure when it failed (or its
+/// work was not collected), cancelled.
+pub(crate) fn run_exit_code(result: &wb_engine::RunResult) -> Exit {
     match result.ending {
         // The runner succeeded but its work could not be collected (outcome.failed says why): not a success.
-        wb_engine::Ending::Completed if result.outcome_error.is_some() => 1,
-        wb_engine::Ending::Completed => 0,
-        wb_engine::Ending::Failed(_) => 1,
-        wb_engine::Ending::Cancelled => 130,
+        wb_engine::Ending::Completed if result.outcome_error.is_some() => Exit::Failure,
+        wb_engine::Ending::Completed => Exit::Success,
+        wb_engine::Ending::Failed(_) => Exit::Failure,
+        wb_engine::Ending::Cancelled => Exit::Cancelled,
     }
 }

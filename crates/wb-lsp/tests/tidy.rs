@@ -5,7 +5,8 @@
 //! dependency declares it needs, CONTRIBUTING.md lists every environment variable the code reads, no crate
 //! has an import circle between its modules (the rule is in `tidy/circles.rs`), the shipped editor code keeps
 //! the length rule too, `docs/lsp-extensions.md` documents exactly the extensions the server registers, and no
-//! capability text names fewer runtimes than support it.
+//! capability text names fewer runtimes than support it, README's exit-status table is `wb_lsp::exit::Exit`'s, and
+//! no production code has a bare `String` for its error (`Result<_, String>`).
 
 use std::path::{Path, PathBuf};
 
@@ -71,9 +72,14 @@ fn every_module_opens_with_its_doc_line() {
 /// modules, from the attribute to the module's closing brace. Nothing else is let off: code behind
 /// `#[cfg(feature = "test-hooks")]` is compiled into the tests' build of the product and counts.
 fn production_lines(text: &str) -> usize {
+    shipped(text).len()
+}
+
+/// The lines [`production_lines`] counts, with their indices.
+fn shipped(text: &str) -> Vec<(usize, &str)> {
     let lines: Vec<&str> = text.lines().collect();
     let is_test_cfg = |line: &str| line.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(all(test");
-    let (mut count, mut index) = (0, 0);
+    let (mut kept, mut index) = (Vec::new(), 0);
     while index < lines.len() {
         if is_test_cfg(lines[index]) {
             let mut item = index + 1;
@@ -88,10 +94,10 @@ fn production_lines(text: &str) -> usize {
                 continue;
             }
         }
-        count += 1;
+        kept.push((index, lines[index]));
         index += 1;
     }
-    count
+    kept
 }
 
 /// The files of test modules declared with `#[cfg(test)] mod name;`: they are all tests.
@@ -455,4 +461,125 @@ fn capability_texts_name_every_runtime_they_hold_on() {
         }
     }
     assert!(wrong.is_empty(), "capability texts naming some runtimes only: {wrong:#?}");
+}
+
+/// One exit table: README's "Exit status" table lists exactly `Exit::ALL`'s statuses and meanings, in order,
+/// each variant of `Exit` is documented with its meaning (after a one-word label and a colon), and nothing in
+/// the binary crate makes an `ExitCode` or ends the process with a number but `exit.rs`.
+#[test]
+fn the_exit_statuses_are_one_table() {
+    use wb_lsp::exit::Exit;
+    let root = repository();
+    let expected: Vec<(u8, String)> =
+        Exit::ALL.iter().map(|(exit, meaning)| (exit.code(), meaning.to_string())).collect();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
+    let section = readme.split("\n## Exit status\n").nth(1).unwrap_or_default();
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let row = regex::Regex::new(r"^\| `(\d+)` \| (.+) \|$").unwrap();
+    let listed: Vec<(u8, String)> = section
+        .lines()
+        .filter_map(|line| row.captures(line))
+        .filter_map(|c| Some((c[1].parse().ok()?, c[2].to_string())))
+        .collect();
+    assert_eq!(listed, expected, "README.md's Exit status table against wb_lsp::exit::Exit::ALL");
+    let source = std::fs::read_to_string(root.join("crates/wb-lsp/src/exit.rs")).unwrap_or_default();
+    let variant = regex::Regex::new(r"^\s*[A-Z][A-Za-z]* = (\d+),$").unwrap();
+    let (mut documented, mut doc) = (Vec::new(), Vec::new());
+    for line in source.lines() {
+        if let Some(text) = line.trim().strip_prefix("/// ") {
+            doc.push(text.to_owned());
+        } else if let Some(found) = variant.captures(line) {
+            let text = doc.join(" ");
+            let meaning = text.split_once(": ").map_or(text.as_str(), |(_, meaning)| meaning);
+            documented.push((found[1].parse().unwrap_or(u8::MAX), meaning.trim_end_matches('.').to_owned()));
+            doc.clear();
+        } else {
+            doc.clear();
+        }
+    }
+    assert_eq!(documented, expected, "the doc of each variant of Exit (exit.rs) against Exit::ALL");
+    let mut found = Vec::new();
+    for (krate, path) in sources() {
+        let name = relative(&path);
+        if krate != "wb-lsp" || name == "crates/wb-lsp/src/exit.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for (index, line) in text.lines().enumerate() {
+            if line.contains("ExitCode::from(") || line.contains("ExitCode::SUCCESS") || line.contains("process::exit(")
+            {
+                found.push(format!("{name}:{}: {}", index + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "exit statuses made outside exit.rs (use wb_lsp::exit::Exit): {found:#?}");
+}
+
+/// The `Result` types in `code` whose error is a bare `String` (`Result<T, String>`, however `T` nests), by the
+/// byte offset of each.
+fn string_errors(code: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    for (start, _) in code.match_indices("Result<") {
+        let open = start + "Result".len();
+        let (mut depth, mut arguments, mut from, mut previous) = (0usize, Vec::new(), open + 1, ' ');
+        for (offset, c) in code[open..].char_indices() {
+            match c {
+                '<' => depth += 1,
+                '>' if previous == '-' => {}
+                '>' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        arguments.push(code[from..open + offset].trim());
+                        // A trailing comma leaves an empty last argument.
+                        let error = arguments.iter().rev().find(|argument| !argument.is_empty());
+                        if arguments.len() > 1 && error.is_some_and(|error| *error == "String") {
+                            found.push(start);
+                        }
+                        break;
+                    }
+                }
+                ',' if depth == 1 => {
+                    arguments.push(code[from..open + offset].trim());
+                    from = open + offset + 1;
+                }
+                ';' | '{' => break,
+                _ => {}
+            }
+            previous = c;
+        }
+    }
+    found
+}
+
+#[test]
+fn string_errors_are_found_however_they_nest() {
+    let code = "fn a() -> Result<(Vec<u8>, Option<u8>), String> {}\nfn b() -> io::Result<()> {}\n\
+                fn c() -> std::result::Result<\n    Box<dyn Fn() -> u8>,\n    String,\n> {}\nfn d() -> Result<String, E> {}\n\
+                type R = MyResult<u8, String>;";
+    assert_eq!(string_errors(code).len(), 3, "{code}");
+}
+
+/// No production code returns a bare `String` as its error (`Result<_, String>`): a failure is a typed error
+/// (`thiserror`) or its crate's error type, so callers branch on the kind and not on the text. Unit-test
+/// modules are let off, as from the length rule.
+#[test]
+fn production_errors_are_typed() {
+    let mut found = Vec::new();
+    let sources = sources();
+    let tests = test_module_files(&sources);
+    for (krate, path) in sources {
+        if !PRODUCTION.contains(&krate.as_str()) || tests.contains(&path) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines = shipped(&text);
+        let code: String =
+            lines.iter().map(|(_, line)| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n");
+        for offset in string_errors(&code) {
+            let line = code[..offset].matches('\n').count();
+            let number = lines.get(line).map_or(0, |(index, _)| index + 1);
+            found.push(format!("{}:{number}: {}", relative(&path), lines.get(line).map_or("", |(_, l)| l.trim())));
+        }
+    }
+    assert!(found.is_empty(), "production code with `Result<_, String>` (give it a typed error): {found:#?}");
 }

@@ -37,7 +37,7 @@ impl Adapter for Pi {
     fn translate(&self, context: &StageContext<'_>) -> Result<Translation> {
         let package = context.package;
         if !package.manifest.mcps.is_empty() {
-            return Err(EngineError::message(PI_MCP_MESSAGE));
+            return Err(EngineError::unsupported(PI_MCP_MESSAGE));
         }
         let dir = context.stage_dir;
         let mut shipped = None;

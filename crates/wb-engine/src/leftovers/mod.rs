@@ -14,6 +14,7 @@ use serde::Serialize;
 
 pub use identity::Identity;
 
+use crate::error::EngineError;
 use crate::runs::{process_start, run_dir};
 use crate::runtime::{Handle, Launched};
 
@@ -58,7 +59,7 @@ pub fn sweep_run(home: &Path, run_id: Option<&str>, owner: Identity, runtime: Op
     if let Some(run_id) = run_id {
         match stop_runner_group(home, run_id) {
             Ok(processes) => swept.processes = processes,
-            Err(problem) => swept.problems.push(problem),
+            Err(problem) => swept.problems.push(problem.to_string()),
         }
     }
     if owner.start.is_none() {
@@ -68,7 +69,7 @@ pub fn sweep_run(home: &Path, run_id: Option<&str>, owner: Identity, runtime: Op
     if runtime.is_none_or(|runtime| runtime == "docker") {
         match crate::runtime::docker::remove_leftovers(Some(owner), false) {
             Ok(containers) => swept.containers = containers,
-            Err(problem) => swept.problems.push(problem),
+            Err(problem) => swept.problems.push(problem.to_string()),
         }
     }
     swept.stages = crate::lifecycle::stage_leftovers(Some(owner), false);
@@ -79,18 +80,19 @@ pub fn sweep_run(home: &Path, run_id: Option<&str>, owner: Identity, runtime: Op
 /// while its leader is the recorded process, or, once the leader is gone, while any process is in it (Linux
 /// never gives a pid to a new process while a group still bears it), and only processes started no earlier than
 /// the runner count. Off Linux (no start time recorded) nothing is signalled.
-fn stop_runner_group(home: &Path, run_id: &str) -> Result<Vec<u32>, String> {
+fn stop_runner_group(home: &Path, run_id: &str) -> crate::Result<Vec<u32>> {
     let path = run_dir(home, run_id).join(RUNNER_FILE);
     let runner: Identity = match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{} is unreadable: {e}", path.display()))?,
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| EngineError::message(format!("{} is unreadable: {e}", path.display())))?,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+        Err(error) => return Err(EngineError::io_at(&path, format!("cannot read {}", path.display()), error)),
     };
     let Some(since) = runner.start else {
-        return Err(format!(
+        return Err(EngineError::message(format!(
             "the runner of run {run_id} (pid {}) has no recorded start time: it is not signalled",
             runner.pid
-        ));
+        )));
     };
     // Its pid taken by another process: the runner's group ended before that could be.
     if process_start(runner.pid).is_some_and(|start| start != since) {
@@ -100,10 +102,13 @@ fn stop_runner_group(home: &Path, run_id: &str) -> Result<Vec<u32>, String> {
     if members.is_empty() {
         return Ok(Vec::new());
     }
-    let group = i32::try_from(runner.pid).map_err(|_| format!("{} is not a process id", runner.pid))?;
+    let group =
+        i32::try_from(runner.pid).map_err(|_| EngineError::message(format!("{} is not a process id", runner.pid)))?;
     match nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(members),
-        Err(error) => Err(format!("cannot stop the runner of run {run_id} (process group {group}): {error}")),
+        Err(error) => Err(EngineError::message(format!(
+            "cannot stop the runner of run {run_id} (process group {group}): {error}"
+        ))),
     }
 }
 

@@ -85,7 +85,7 @@ impl Runtime for Local {
     fn prepare(&mut self, package: &Package, _mounts: Vec<Mount>) -> Result<Preparation> {
         // Spec 0 lets `runtime: local` carry an image (spec 1 rejects it when parsing); the host cannot use one.
         if package.manifest.runtime("local").is_some_and(|runtime| runtime.image.is_some()) {
-            return Err(EngineError::message("image is not supported with the local runtime"));
+            return Err(EngineError::unsupported("image is not supported with the local runtime"));
         }
         Ok(Preparation::default())
     }

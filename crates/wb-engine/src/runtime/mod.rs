@@ -231,7 +231,7 @@ pub trait Runtime: Send {
     /// launching: what provision would have made, and the runner as launched, its output from the start.
     fn adopt(&mut self, package: &Package, run_id: &str) -> Result<(Provision, Launched)> {
         let _ = (package, run_id);
-        Err(EngineError::message(format!("A run on {} cannot be adopted", self.name())))
+        Err(EngineError::unsupported(format!("A run on {} cannot be adopted", self.name())))
     }
     /// The final collection failed: a runtime whose service keeps recoveries keeps the sandbox (paused) behind a
     /// private checkpoint instead of destroying it at cleanup, and says so. `reason`: the collection's error.

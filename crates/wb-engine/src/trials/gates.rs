@@ -119,11 +119,11 @@ mod tests {
     fn each_gate_runs_in_the_directory_and_its_status_is_the_verdict() -> std::io::Result<()> {
         let dir = tempfile::tempdir()?;
         std::fs::write(dir.path().join("answer.txt"), "42\n")?;
-        let env = [("WB_GATE_PROBE".to_owned(), "seen".to_owned())];
+        let env = [("GATE_PROBE_VALUE".to_owned(), "seen".to_owned())];
         let results = run_gates(
             &[
                 gate("answer", "grep -q 42 answer.txt && echo fine", None),
-                gate("env", "echo $WB_GATE_PROBE >&2; exit 3", None),
+                gate("env", "echo $GATE_PROBE_VALUE >&2; exit 3", None),
             ],
             dir.path(),
             &env,

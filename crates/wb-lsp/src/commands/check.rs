@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 
@@ -11,10 +10,11 @@ use wb_manifest::selector::check_source_keeping;
 use wb_manifest::{Detail, DiskCache, ModelCatalog, OsFileSystem, PackageReport, absolute, check_path_keeping};
 
 use crate::cli::{CheckArgs, ColorChoice, Format};
+use crate::exit::Exit;
 use crate::output;
 use crate::writes::{Roots, Unreached, cli_root};
 
-pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let cwd = super::current_dir()?;
     let paths: Vec<PathBuf> = if args.paths.is_empty() { vec![cwd.clone()] } else { args.paths.clone() };
     let check = || -> Vec<PackageReport> {
@@ -54,7 +54,7 @@ pub fn run(args: &CheckArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
     let failed = checked.errors > 0 || (args.deny_warnings && checked.warnings > 0);
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed { Exit::Failure } else { Exit::Success })
 }
 
 /// Applies the safe fixes of every checked manifest, writing each changed file atomically through directory

@@ -4,20 +4,20 @@
 //! directories (`wb_engine::leftovers`).
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use serde_json::json;
 use wb_outcomes::retention::{Cleaning, clean, human_size as size, preview};
 
 use super::printable;
 use crate::cli::CleanArgs;
+use crate::exit::Exit;
 
-pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &CleanArgs) -> anyhow::Result<Exit> {
     let older_than = match older_than(&args.older_than) {
         Ok(age) => age,
         Err(message) => {
-            eprintln!("error: {}", printable(&message));
-            return Ok(ExitCode::from(2));
+            eprintln!("error: {}", printable(&message.to_string()));
+            return Ok(Exit::Usage);
         }
     };
     let home = wb_outcomes::default_home();
@@ -35,7 +35,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
             Ok(cleaning) => cleaning,
             Err(error) => {
                 eprintln!("error: {}", printable(&error.to_string()));
-                return Ok(ExitCode::from(1));
+                return Ok(Exit::Failure);
             }
         }
     } else {
@@ -50,7 +50,7 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
     }
     // Containers and stage directories whose creator has ended (a supervisor killed before its cleanup).
     let containers = wb_engine::runtime::docker::remove_leftovers(None, !args.apply).unwrap_or_else(|problem| {
-        eprintln!("warning: cannot look for containers left by old runs: {}", printable(&problem));
+        eprintln!("warning: cannot look for containers left by old runs: {}", printable(&problem.to_string()));
         Vec::new()
     });
     let stages = wb_engine::lifecycle::stage_leftovers(None, !args.apply);
@@ -106,12 +106,12 @@ pub fn run(args: &CleanArgs) -> anyhow::Result<ExitCode> {
         text
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// `--older-than` in the one duration grammar (`wb_engine::duration`), except a bare number: `clean` removes
 /// things, and `30` is as likely meant as days as seconds.
-fn older_than(text: &str) -> Result<std::time::Duration, String> {
+fn older_than(text: &str) -> Result<std::time::Duration, wb_engine::duration::InvalidValue> {
     let name = "--older-than";
     let trimmed = text.trim();
     if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {

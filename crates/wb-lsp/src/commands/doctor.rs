@@ -1,14 +1,14 @@
 //! `wb-lsp doctor`: the machine's runners, Docker engine, provider credentials (names only) and outcome store.
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use wb_engine::doctor::{Doctor, doctor};
 use wb_manifest::ModelCatalog;
 
 use crate::cli::DoctorArgs;
+use crate::exit::Exit;
 
-pub fn run(args: &DoctorArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(args: &DoctorArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     // As a run would see it: this process's environment (only names and whether they are set are reported).
     let inherited = wb_engine::bindings::process_environment();
     let report = doctor(&inherited, catalog);
@@ -16,7 +16,7 @@ pub fn run(args: &DoctorArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// One line per finding, each naming what it is about.

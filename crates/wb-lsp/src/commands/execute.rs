@@ -1,7 +1,6 @@
 //! `wb-lsp dry-run`, `smoke` and `run`: the execution core on the command line.
 
 use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -11,6 +10,7 @@ use wb_engine::{EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
+use crate::exit::Exit;
 use crate::render;
 use crate::supervisor::{self, Followed, Start};
 
@@ -50,7 +50,7 @@ fn cancel_on_ctrl_c(options: &mut Options, second_exits: bool) -> Arc<AtomicBool
     let flag = Arc::clone(&cancel);
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::SeqCst) && second_exits {
-            std::process::exit(130);
+            Exit::Cancelled.now();
         }
     });
     options.cancel = Some(Arc::clone(&cancel));
@@ -74,7 +74,7 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let args = &dry_run_args.run;
     let mut options = options(args)?;
     options.stage_dir = dry_run_args.stage_dir.clone();
@@ -83,7 +83,7 @@ pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Res
         Err(error) => {
             report_error(&error);
             eprintln!("error: Workbench dry run failed");
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::Failure);
         }
     };
     if args.json || !std::io::stdout().is_terminal() {
@@ -118,17 +118,17 @@ pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Res
     for problem in &report.problems {
         eprintln!("error: {problem}");
     }
-    Ok(if report.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if report.problems.is_empty() { Exit::Success } else { Exit::Failure })
 }
 
-pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let mut options = options(args)?;
     let cancel = cancel_on_ctrl_c(&mut options, true);
     let reports = match wb_engine::smoke(&OsFileSystem, &options, catalog) {
         Ok(reports) => reports,
         Err(error) => {
             report_error(&error);
-            return Ok(ExitCode::from(if cancel.load(Ordering::SeqCst) { 130 } else { 1 }));
+            return Ok(if cancel.load(Ordering::SeqCst) { Exit::Cancelled } else { Exit::Failure });
         }
     };
     let failed = reports.iter().any(|r| r.status == SmokeStatus::Failed);
@@ -151,11 +151,11 @@ pub fn smoke(args: &RunArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode>
     }
     write_stdout(&out)?;
     Ok(if failed {
-        ExitCode::from(1)
+        Exit::Failure
     } else if needs_auth {
-        ExitCode::from(3)
+        Exit::NeedsAuthentication
     } else {
-        ExitCode::SUCCESS
+        Exit::Success
     })
 }
 
@@ -211,7 +211,7 @@ fn smoke_record(report: &Smoke) -> String {
     record
 }
 
-pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let args = &command.run;
     if command.detach && (args.json || args.r#final) {
         anyhow::bail!("--detach cannot be combined with --json, --final, or --dry-run");
@@ -231,7 +231,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         supervisor.store(0, Ordering::SeqCst);
         write_stdout(&format!("{run_id}\n"))?;
         eprintln!("run {run_id} started (wb-lsp attach {run_id}, wb-lsp wait {run_id}, wb-lsp kill {run_id})");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Success);
     }
     let home = supervisor::home()?;
     let (json, final_only) = (args.json, args.r#final);
@@ -247,7 +247,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     if followed == Followed::Lost {
         let _ = child.wait();
         eprintln!("error: run {run_id} is lost: its supervisor ended before the run did");
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failure);
     }
     // The terminal event is out; the supervisor cleans up (a container, a sandbox), then keeps the result.
     child.wait().context("waiting for the run's supervisor")?;
@@ -265,7 +265,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         };
         write_stdout(&format!("{text}\n"))?;
     }
-    Ok(ExitCode::from(supervisor::run_exit_code(&result)))
+    Ok(supervisor::run_exit_code(&result))
 }
 
 /// Starts a run's supervisor and waits until the run has started (progress on a terminal's stderr): its id
@@ -276,10 +276,10 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
 pub(super) fn start(
     request: &Options,
     supervisor: &Arc<AtomicU32>,
-) -> anyhow::Result<Result<(String, std::process::Child), ExitCode>> {
+) -> anyhow::Result<Result<(String, std::process::Child), Exit>> {
     let forward = Arc::clone(supervisor);
     let _ = ctrlc::set_handler(move || match forward.load(Ordering::SeqCst) {
-        0 => std::process::exit(130),
+        0 => Exit::Cancelled.now(),
         pid => {
             let _ = supervisor::interrupt(pid);
         }
@@ -301,7 +301,7 @@ pub(super) fn start(
                 }
                 None => eprintln!("error: {}", failure.message),
             }
-            Err(ExitCode::from(failure.code))
+            Err(failure.code)
         }
     })
 }
@@ -316,7 +316,7 @@ fn request(command: &RunCommandArgs) -> anyhow::Result<Options> {
 }
 
 /// `wb-lsp build`: pull or build each package's image; exit 1 when any failed.
-pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let run_args = RunArgs {
         source: args.source.clone(),
         task: None,
@@ -337,7 +337,7 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         Ok(reports) => reports,
         Err(error) => {
             report_error(&error);
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::Failure);
         }
     };
     let mut out = String::new();
@@ -372,7 +372,7 @@ pub fn build(args: &BuildArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
         }
     }
     write_stdout(&out)?;
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed { Exit::Failure } else { Exit::Success })
 }
 
 #[cfg(test)]

@@ -4,16 +4,15 @@
 //! I/O errors. Each manifest is read and written through directory handles opened from its repository
 //! (`crate::writes`): one whose real path is outside it is neither read nor written, and named.
 
-use std::process::ExitCode;
-
 use wb_ide::{FormatError, FormatOptions};
 
 use super::migrate::{display, manifests_under};
 use super::printable;
 use crate::cli::FmtArgs;
+use crate::exit::Exit;
 use crate::writes::{Roots, Unreached, cli_root};
 
-pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &FmtArgs) -> anyhow::Result<Exit> {
     let cwd = super::current_dir()?;
     let manifests = manifests_under(&args.paths, &cwd)?;
     let options = FormatOptions { field_order: args.field_order };
@@ -74,5 +73,5 @@ pub fn run(args: &FmtArgs) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!("{summary}");
     }
-    Ok(if failed > 0 || (!write && changed > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed > 0 || (!write && changed > 0) { Exit::Failure } else { Exit::Success })
 }

@@ -3,11 +3,11 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
 use wb_engine::runs::RunState;
 
+use crate::exit::Exit;
 use crate::supervisor::{self, Followed};
 
 /// Prints one event read from a run's log: the line as logged with `json`, else for a person.
@@ -66,7 +66,7 @@ pub(super) fn follow_turn(
     stop: Option<&AtomicBool>,
     json: bool,
     input: Option<&str>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Exit> {
     let (followed, end) = supervisor::follow_turn(home, run_id, stop, input, &mut |event| print_logged(event, json))?;
     let (index, status) = (end.index, end.status);
     Ok(match followed {
@@ -77,26 +77,26 @@ pub(super) fn follow_turn(
                      ends it and collects its outcome"
                 );
             }
-            ExitCode::SUCCESS
+            Exit::Success
         }
-        Followed::Reached => ExitCode::from(1),
+        Followed::Reached => Exit::Failure,
         Followed::Ended { state, .. } => {
             if index.is_none() {
                 eprintln!("error: session {run_id} ended ({}) before it took the turn", state.as_str());
             }
             match state {
-                RunState::Cancelled => ExitCode::from(130),
-                RunState::Completed if index.is_some() => ExitCode::SUCCESS,
-                _ => ExitCode::from(1),
+                RunState::Cancelled => Exit::Cancelled,
+                RunState::Completed if index.is_some() => Exit::Success,
+                _ => Exit::Failure,
             }
         }
         Followed::Lost => {
             eprintln!("error: session {run_id} is lost: the process that owned it ended");
-            ExitCode::from(1)
+            Exit::Failure
         }
         Followed::Stopped => {
             eprintln!("stopped following; the turn goes on (wb-lsp attach {run_id}, wb-lsp kill {run_id})");
-            ExitCode::from(130)
+            Exit::Cancelled
         }
     })
 }

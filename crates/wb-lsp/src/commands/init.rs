@@ -1,14 +1,13 @@
 //! `wb-lsp init`.
 
-use std::process::ExitCode;
-
 use anyhow::Context;
 use wb_manifest::ModelCatalog;
 use wb_manifest::init::{InitError, InitOptions, scaffold};
 
 use crate::cli::InitArgs;
+use crate::exit::Exit;
 
-pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let cwd = super::current_dir()?;
     let options = InitOptions {
         name: args.name.clone(),
@@ -24,14 +23,14 @@ pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> 
             if let InitError::UnknownModel(model) = &error {
                 eprintln!("{}", unknown_model_help(catalog, model));
             }
-            return Ok(ExitCode::from(1));
+            return Ok(Exit::Failure);
         }
     };
     let root = wb_manifest::absolute(args.dir.as_deref().unwrap_or(&cwd), &cwd);
     let package = root.join(".workbenches").join(args.name.trim());
     if package.exists() {
         eprintln!("error: Workbench already exists: {}", package.display());
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failure);
     }
     std::fs::create_dir_all(package.parent().context("package path has no parent")?)
         .with_context(|| format!("cannot create {}", root.display()))?;
@@ -56,7 +55,7 @@ pub fn run(args: &InitArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> 
         shown(&package),
         shown(&package)
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// What to try instead of a model the catalog does not hold.

@@ -2,16 +2,16 @@
 //! repository (`crate::writes`): one whose real path is outside it is neither read nor written, and named.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use wb_manifest::migrate::{MigrateError, checked_migration};
 use wb_manifest::{ModelCatalog, OsFileSystem, Target, absolute, discover};
 
 use super::printable;
 use crate::cli::MigrateArgs;
+use crate::exit::Exit;
 use crate::writes::{Roots, Unreached, cli_root};
 
-pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let cwd = super::current_dir()?;
     let manifests = manifests_under(&args.paths, &cwd)?;
     let mut changed = 0;
@@ -65,7 +65,7 @@ pub fn run(args: &MigrateArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCod
     if args.check && changed > 0 {
         eprintln!("{changed} manifest(s) would be migrated");
     }
-    Ok(if failed || (args.check && changed > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed || (args.check && changed > 0) { Exit::Failure } else { Exit::Success })
 }
 
 /// The manifests under the paths a command was given (the current directory when none), in order.

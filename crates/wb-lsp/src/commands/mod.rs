@@ -17,15 +17,15 @@ mod sessions;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use wb_manifest::ModelCatalog;
 
 use crate::cli::{Cli, Command};
+use crate::exit::Exit;
 pub(crate) use crate::render::{printable, printable_text};
 
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     if matches!(cli.command, Some(Command::Check(_))) {
         // The pool that checks the packages starts its threads, and compiles the rules' patterns, while the
         // catalog loads and the packages are found, instead of after.
@@ -60,7 +60,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Schema(args)) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(wb_manifest::schema::schema_text(args.spec).as_bytes())?;
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Success)
         }
         Some(Command::Serve) | None => {
             // `--stdio` is accepted for clients that pass it; stdio is the only transport.

@@ -1,13 +1,13 @@
 //! `wb-lsp models`: the model catalog (id, name and the providers serving each model), for people and scripts.
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use serde_json::json;
 use wb_manifest::ModelCatalog;
 
 use super::printable;
 use crate::cli::ModelsArgs;
+use crate::exit::Exit;
 
 /// One catalog model as listed: its providers with their native ids, the lab's own provider first.
 struct Listed<'c> {
@@ -16,7 +16,7 @@ struct Listed<'c> {
     routes: Vec<(&'c str, &'c str)>,
 }
 
-pub fn run(args: &ModelsArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode> {
+pub fn run(args: &ModelsArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let query = args.filter.as_deref().map(str::to_lowercase);
     let models: Vec<Listed<'_>> = catalog
         .models
@@ -43,7 +43,7 @@ pub fn run(args: &ModelsArgs, catalog: &ModelCatalog) -> anyhow::Result<ExitCode
         human(&models)
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// Aligned columns under a header; a catalog file's texts are made printable first.

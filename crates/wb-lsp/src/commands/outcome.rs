@@ -11,9 +11,9 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use super::printable;
+use crate::exit::Exit;
 use crate::render;
 use crate::render::outcome::{applied_counts, wire_name};
 
@@ -24,7 +24,7 @@ use crate::cli::OutcomeArgs;
 
 /// Exit 0 when done; 1 when the outcome refuses (not found, a conflict, busy, already present, an unsafe
 /// destination); 2 when the file system failed (the convention of every command: an I/O failure is exit 2).
-pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &OutcomeArgs) -> anyhow::Result<Exit> {
     if let Some(only) = &args.diff {
         let diff = ContentStore::open(&wb_outcomes::default_home()).and_then(|store| {
             let outcomes = OutcomeStore::new(&store);
@@ -35,11 +35,11 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
             Ok(text) => {
                 let text = if super::diff::colour(args.color) { super::diff::coloured(&text) } else { text };
                 super::diff::page(&text)?;
-                Ok(ExitCode::SUCCESS)
+                Ok(Exit::Success)
             }
             Err(error) => {
                 eprintln!("error: {}", printable(&error.to_string()));
-                Ok(ExitCode::from(if matches!(error, wb_outcomes::Error::Io { .. }) { 2 } else { 1 }))
+                Ok(if matches!(error, wb_outcomes::Error::Io { .. }) { Exit::Usage } else { Exit::Failure })
             }
         };
     }
@@ -47,11 +47,11 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
         return match result {
             Ok(text) => {
                 std::io::stdout().lock().write_all(text.as_bytes())?;
-                Ok(ExitCode::SUCCESS)
+                Ok(Exit::Success)
             }
             Err(error) => {
                 eprintln!("error: {}", printable(&error.to_string()));
-                Ok(ExitCode::from(if matches!(error, wb_engine::EngineError::Io { .. }) { 2 } else { 1 }))
+                Ok(if error.is_file_system() { Exit::Usage } else { Exit::Failure })
             }
         };
     }
@@ -59,11 +59,11 @@ pub fn run(args: &OutcomeArgs) -> anyhow::Result<ExitCode> {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(text.as_bytes())?;
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Success)
         }
         Err(error) => {
             eprintln!("error: {}", printable(&error.to_string()));
-            Ok(ExitCode::from(if matches!(error, wb_outcomes::Error::Io { .. }) { 2 } else { 1 }))
+            Ok(if matches!(error, wb_outcomes::Error::Io { .. }) { Exit::Usage } else { Exit::Failure })
         }
     }
 }
@@ -235,7 +235,7 @@ fn absolute(path: &Path) -> Result<PathBuf, wb_outcomes::Error> {
 }
 
 /// `wb-lsp outcomes`: every retained outcome, newest first.
-pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
+pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<Exit> {
     let rows = wb_outcomes::list_outcomes(&wb_outcomes::default_home());
     let mut out = String::new();
     if args.json {
@@ -268,7 +268,7 @@ pub fn list(args: &crate::cli::OutcomesArgs) -> anyhow::Result<ExitCode> {
         }
     }
     std::io::stdout().lock().write_all(out.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// The summary of `wb-lsp outcome ID`: the lines `workbench.outcome` answers too.

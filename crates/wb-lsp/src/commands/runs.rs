@@ -5,7 +5,6 @@
 //! lost run stops what its dead supervisor left (`wb_engine::leftovers`).
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -14,6 +13,7 @@ use wb_engine::runs::{self, LogReader, RunRecord, RunState};
 
 use super::printable;
 use crate::cli::{AttachArgs, KillArgs, RunsArgs, StatusArgs, WaitArgs};
+use crate::exit::Exit;
 use crate::supervisor::{self, Followed};
 
 /// How often a followed run's log and record are looked at.
@@ -52,17 +52,17 @@ fn elapsed_text(record: &RunRecord) -> String {
     }
 }
 
-pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
+pub fn list(args: &RunsArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
     let records: Vec<RunRecord> = runs::list(&home).into_iter().filter(|r| args.all || r.state().is_live()).collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{:#}", Value::Array(records.iter().map(runs::record_json).collect()))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Success);
     }
     if records.is_empty() {
         writeln!(stdout, "{}", if args.all { "No runs" } else { "No active runs (--all lists finished ones)" })?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Success);
     }
     writeln!(
         stdout,
@@ -82,21 +82,21 @@ pub fn list(args: &RunsArgs) -> anyhow::Result<ExitCode> {
             cost_text(record)
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// The exit code of a run that ended: 0 completed (its outcome collected), 1 failed or lost, 130 cancelled.
-fn exit_of(state: RunState, outcome_failed: bool) -> ExitCode {
+fn exit_of(state: RunState, outcome_failed: bool) -> Exit {
     match state {
-        RunState::Completed if !outcome_failed => ExitCode::SUCCESS,
-        RunState::Idle => ExitCode::SUCCESS,
-        RunState::Cancelled => ExitCode::from(130),
-        RunState::Running => ExitCode::from(124),
-        _ => ExitCode::from(1),
+        RunState::Completed if !outcome_failed => Exit::Success,
+        RunState::Idle => Exit::Success,
+        RunState::Cancelled => Exit::Cancelled,
+        RunState::Running => Exit::Timeout,
+        _ => Exit::Failure,
     }
 }
 
-pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
+pub fn attach(args: &AttachArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
     let record = resolve(&home, &args.run.run)?;
     let json = args.json;
@@ -113,9 +113,9 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
         Followed::Ended { state, outcome_failed } => exit_of(state, outcome_failed),
         Followed::Lost => {
             eprintln!("error: run {} is lost: the process that owned it ended before the run did", record.run_id);
-            ExitCode::from(1)
+            Exit::Failure
         }
-        Followed::Stopped | Followed::Reached => ExitCode::from(124),
+        Followed::Stopped | Followed::Reached => Exit::Timeout,
     })
 }
 
@@ -126,7 +126,7 @@ fn adoptable(home: &std::path::Path, record: &RunRecord) -> bool {
 
 /// Starts a supervisor that adopts the lost run `record`; `Some(exit code)` when it could not.
 /// A run started with `--env` needs those given again (`attach --env`): their values were never kept.
-fn adopt(home: &std::path::Path, record: &RunRecord, args: &AttachArgs) -> anyhow::Result<Option<ExitCode>> {
+fn adopt(home: &std::path::Path, record: &RunRecord, args: &AttachArgs) -> anyhow::Result<Option<Exit>> {
     let mut options = wb_engine::sessions::load_options(home, &record.run_id)
         .with_context(|| format!("cannot read what run {} was started with", record.run_id))?;
     options.env.clone_from(&args.env);
@@ -139,12 +139,12 @@ fn adopt(home: &std::path::Path, record: &RunRecord, args: &AttachArgs) -> anyho
         supervisor::Start::Started { .. } => Ok(None),
         supervisor::Start::Failed(failure) => {
             eprintln!("error: cannot adopt run {}: {}", record.run_id, printable(&failure.message));
-            Ok(Some(ExitCode::from(1)))
+            Ok(Some(Exit::Failure))
         }
     }
 }
 
-pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
+pub fn wait(args: &WaitArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
     let first = resolve(&home, &args.run.run)?;
     let started = Instant::now();
@@ -168,7 +168,7 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
                 writeln!(stdout, "{:#}", runs::record_json(&record))?;
             }
             if next && state == RunState::Running {
-                return Ok(ExitCode::SUCCESS);
+                return Ok(Exit::Success);
             }
             let outcome_failed = state == RunState::Completed && record.outcome_id.is_none();
             return Ok(exit_of(state, outcome_failed));
@@ -178,13 +178,13 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
                 let mut stdout = std::io::stdout().lock();
                 writeln!(stdout, "{:#}", runs::record_json(&record))?;
             }
-            return Ok(ExitCode::from(124));
+            return Ok(Exit::Timeout);
         }
         std::thread::sleep(POLL);
     }
 }
 
-pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
+pub fn kill(args: &KillArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
     let record = resolve(&home, &args.run.run)?;
     let state = record.state();
@@ -193,7 +193,7 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
     }
     if !state.is_live() {
         eprintln!("error: run {} is not running ({})", record.run_id, state.as_str());
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failure);
     }
     // Without its start time the process cannot be told from another that took its pid since: not signalled.
     if record.pid_start.is_none() {
@@ -202,7 +202,7 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
              pid, so it is not signalled",
             record.run_id, record.pid
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failure);
     }
     if !record.interrupt_cancels {
         eprintln!(
@@ -210,7 +210,7 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
              where it was started (the editor's Runs view)",
             record.run_id, record.pid
         );
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failure);
     }
     supervisor::interrupt(record.pid)
         .with_context(|| format!("cannot signal the process of run {} (pid {})", record.run_id, record.pid))?;
@@ -219,17 +219,17 @@ pub fn kill(args: &KillArgs) -> anyhow::Result<ExitCode> {
         let now = runs::read_record(&home, &record.run_id)?;
         if !now.state().is_live() {
             eprintln!("run {} {}", now.run_id, now.state().as_str());
-            return Ok(ExitCode::SUCCESS);
+            return Ok(Exit::Success);
         }
         std::thread::sleep(POLL);
     }
     eprintln!("error: run {} was asked to stop and is still running after {}s", record.run_id, KILL_WAIT.as_secs());
-    Ok(ExitCode::from(1))
+    Ok(Exit::Failure)
 }
 
 /// `kill` of a lost run: its supervisor died; whatever it left running is stopped (its runner's process group,
 /// its containers, its stage directory). Exit 0 once nothing of it runs, 1 when something could not be stopped.
-fn stop_leftovers(home: &std::path::Path, record: &RunRecord) -> ExitCode {
+fn stop_leftovers(home: &std::path::Path, record: &RunRecord) -> Exit {
     let owner = wb_engine::leftovers::Identity { pid: record.pid, start: record.pid_start };
     let swept = wb_engine::leftovers::sweep_run(home, Some(&record.run_id), owner, Some(&record.runtime));
     let mut problems = swept.problems.clone();
@@ -239,7 +239,7 @@ fn stop_leftovers(home: &std::path::Path, record: &RunRecord) -> ExitCode {
         let inherited = wb_engine::bindings::process_environment();
         match wb_engine::runtime::remote::orphans::reclaim_run(record, &inherited) {
             Ok(destroyed) => sandboxes = destroyed,
-            Err(problem) => problems.push(problem),
+            Err(problem) => problems.push(problem.to_string()),
         }
     }
     let lost = format!("run {} is lost (its supervisor died)", record.run_id);
@@ -262,10 +262,10 @@ fn stop_leftovers(home: &std::path::Path, record: &RunRecord) -> ExitCode {
     for problem in &problems {
         eprintln!("warning: {}", printable(problem));
     }
-    if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if problems.is_empty() { Exit::Success } else { Exit::Failure }
 }
 
-pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+pub fn status(args: &StatusArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
     let records: Vec<RunRecord> = runs::list(&home)
         .into_iter()
@@ -278,7 +278,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     if args.json {
         writeln!(stdout, "{:#}", Value::Array(records.iter().map(runs::record_json).collect()))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Success);
     }
     if args.line {
         let active: Vec<&RunRecord> = records.iter().filter(|r| r.state().is_live()).collect();
@@ -291,7 +291,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             n => format!("wb: {n} runs ${known:.2}"),
         };
         writeln!(stdout, "{line}")?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Success);
     }
     if records.is_empty() {
         writeln!(stdout, "No active or recent runs")?;
@@ -312,5 +312,5 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             cost_text(record)
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }

@@ -3,7 +3,6 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,6 +12,7 @@ use wb_engine::runs::RunRecord;
 use super::followed::follow_turn;
 use super::runs::resolve;
 use crate::cli::{ResumeArgs, SendArgs, TurnTask};
+use crate::exit::Exit;
 use crate::supervisor;
 
 /// The session `reference` names; `None` (after saying so) when the run it names is not a session.
@@ -25,13 +25,13 @@ fn session(home: &Path, reference: &str) -> anyhow::Result<Option<RunRecord>> {
     Ok(Some(record))
 }
 
-pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
+pub fn send(args: &SendArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
-    let Some(record) = session(&home, &args.run.run)? else { return Ok(ExitCode::from(1)) };
+    let Some(record) = session(&home, &args.run.run)? else { return Ok(Exit::Failure) };
     let state = record.state();
     if !state.is_live() {
         eprintln!("error: session {} has ended ({})", record.run_id, state.as_str());
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failure);
     }
     let Some(task) = task_of(&args.turn, false)? else {
         anyhow::bail!("give the turn's task: TASK, --task-file FILE or --stdin");
@@ -41,7 +41,7 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
     if args.detach {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{input_id}")?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Success);
     }
     // Ctrl-C stops following; the turn goes on (`kill` ends the session).
     let stop = Arc::new(AtomicBool::new(false));
@@ -50,12 +50,12 @@ pub fn send(args: &SendArgs) -> anyhow::Result<ExitCode> {
     follow_turn(&home, &record.run_id, Some(&stop), args.json, Some(&input_id))
 }
 
-pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
+pub fn resume(args: &ResumeArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
-    let Some(record) = session(&home, &args.run.run)? else { return Ok(ExitCode::from(1)) };
+    let Some(record) = session(&home, &args.run.run)? else { return Ok(Exit::Failure) };
     if record.state().is_live() {
         eprintln!("error: session {} is still open: `wb-lsp send {}` its next turn", record.run_id, record.run_id);
-        return Ok(ExitCode::from(1));
+        return Ok(Exit::Failure);
     }
     let mut options = wb_engine::sessions::load_options(&home, &record.run_id)
         .with_context(|| format!("cannot read what session {} was started with", record.run_id))?;
@@ -76,7 +76,7 @@ pub fn resume(args: &ResumeArgs) -> anyhow::Result<ExitCode> {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{run_id}")?;
         eprintln!("session {} resumed as {run_id} (wb-lsp send {run_id} TASK, wb-lsp kill {run_id})", record.run_id);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Exit::Success);
     }
     follow_turn(&home, &run_id, None, args.json, None)
 }

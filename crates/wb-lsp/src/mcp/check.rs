@@ -17,7 +17,7 @@ use crate::writes::{Manifest, Roots, Unreached};
 pub fn check(call: &Call<'_>, source: &str) -> ToolResult {
     match checked(call, source) {
         Ok(reports) => ToolResult::ok(document(&reports, call.root)),
-        Err(message) => ToolResult::failure(&message, json!({"root": call.root.display().to_string()})),
+        Err(message) => ToolResult::failure(&message.to_string(), json!({"root": call.root.display().to_string()})),
     }
 }
 
@@ -29,7 +29,7 @@ pub fn fix(call: &Call<'_>, source: &str) -> ToolResult {
     let root = call.root.display().to_string();
     let reports = match checked(call, source) {
         Ok(reports) => reports,
-        Err(message) => return ToolResult::failure(&message, json!({"root": root})),
+        Err(message) => return ToolResult::failure(&message.to_string(), json!({"root": root})),
     };
     let mut roots = Roots::default();
     let mut planned: Vec<(Manifest, String, Vec<String>)> = Vec::new();
@@ -81,21 +81,35 @@ pub fn fix(call: &Call<'_>, source: &str) -> ToolResult {
     } else {
         match checked(call, source) {
             Ok(after) => after,
-            Err(message) => return ToolResult::failure(&message, json!({"root": root, "changed": changed})),
+            Err(message) => {
+                return ToolResult::failure(&message.to_string(), json!({"root": root, "changed": changed}));
+            }
         }
     };
     ToolResult::ok(json!({"root": root, "changed": changed, "remaining": document(&after, call.root)}))
 }
 
+/// Why there is nothing to check.
+#[derive(Debug, thiserror::Error)]
+enum Unchecked {
+    #[error("{} does not exist", .0.display())]
+    Missing(PathBuf),
+    #[error("{} cannot be read: {}", .0.display(), .1)]
+    Unreadable(PathBuf, std::io::Error),
+    /// The path holds no package: the check's message, and what to give instead.
+    #[error("{0}: give a package directory, its workbench.yml, or a repository with .workbenches/<name>/workbench.yml")]
+    NoPackage(String),
+}
+
 /// The checks of what `source` names (`PATH#selector` as `check` takes it), or why there is nothing to check:
 /// a path that does not exist, or one that holds no package.
-fn checked(call: &Call<'_>, source: &str) -> Result<Vec<PackageReport>, String> {
+fn checked(call: &Call<'_>, source: &str) -> Result<Vec<PackageReport>, Unchecked> {
     let (path_text, _) = split_source(source);
     let path = source_path(path_text, call.root);
     if let Err(error) = std::fs::metadata(&path) {
         return Err(match error.kind() {
-            std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
-            _ => format!("{} cannot be read: {error}", path.display()),
+            std::io::ErrorKind::NotFound => Unchecked::Missing(path),
+            _ => Unchecked::Unreadable(path, error),
         });
     }
     // One pass: where each path leads is asked of the disk once.
@@ -105,10 +119,7 @@ fn checked(call: &Call<'_>, source: &str) -> Result<Vec<PackageReport>, String> 
         && only.manifest.is_none()
         && let Some(problem) = only.diagnostics.iter().find(|d| d.code == Code::NoWorkbenches)
     {
-        return Err(format!(
-            "{}: give a package directory, its workbench.yml, or a repository with .workbenches/<name>/workbench.yml",
-            problem.message
-        ));
+        return Err(Unchecked::NoPackage(problem.message.clone()));
     }
     Ok(reports)
 }

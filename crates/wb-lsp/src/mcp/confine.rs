@@ -78,19 +78,28 @@ pub fn source(root: &Path, field: &'static str, text: &str) -> Result<String, Re
     })
 }
 
+/// Why an outcome is not shown to a caller confined to a root.
+#[derive(Debug, thiserror::Error)]
+pub enum NotThisRoots {
+    #[error("it records no workspace, so it cannot be shown as this root's: use `wb-lsp outcome`")]
+    NoWorkspace,
+    #[error("its run worked outside the server's root")]
+    Outside,
+}
+
 /// Whether the outcome with these workspace bindings may be shown to a caller confined to `root`: every
 /// workspace its run wrote lies beneath the root (an outcome that records none is not shown: nothing says
 /// whose it is).
-pub fn outcome_visible(root: &Path, bindings: &wb_outcomes::WorkspaceBindings) -> Result<(), String> {
+pub fn outcome_visible(root: &Path, bindings: &wb_outcomes::WorkspaceBindings) -> Result<(), NotThisRoots> {
     let paths: Vec<&PathBuf> = bindings.primary.iter().chain(bindings.named.values()).collect();
     if paths.is_empty() {
-        return Err("it records no workspace, so it cannot be shown as this root's: use `wb-lsp outcome`".to_owned());
+        return Err(NotThisRoots::NoWorkspace);
     }
     for path in paths {
         // A workspace that is gone since is judged by the path recorded.
         let real = path.canonicalize().unwrap_or_else(|_| wb_manifest::absolute(path, root));
         if !real.starts_with(root) {
-            return Err("its run worked outside the server's root".to_owned());
+            return Err(NotThisRoots::Outside);
         }
     }
     Ok(())

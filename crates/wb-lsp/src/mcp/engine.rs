@@ -127,7 +127,7 @@ fn read_outcome(root: &Path, id: &str) -> Result<Value, Shown> {
     let outcomes = wb_outcomes::OutcomeStore::new(&store);
     let outcome_id = outcomes.resolve(id).map_err(|error| error.to_string())?;
     let bindings = outcomes.bindings(&outcome_id).map_err(|error| error.to_string())?;
-    confine::outcome_visible(root, &bindings).map_err(Shown::Refused)?;
+    confine::outcome_visible(root, &bindings).map_err(|refused| Shown::Refused(refused.to_string()))?;
     let outcome = outcomes.load(&outcome_id).map_err(|error| error.to_string())?;
     let receipt = outcomes.receipt(&outcome_id).map_err(|error| error.to_string())?;
     let taken = wb_outcomes::apply::taken(&store, &outcome_id).map_err(|error| error.to_string())?;

@@ -188,7 +188,7 @@ impl<'a, W: Write + Send + 'static> Session<'a, W> {
             None => protocol::error(id.clone(), INVALID_PARAMS, "tools/call takes the tool's \"name\""),
             Some(name) => match std::panic::catch_unwind(AssertUnwindSafe(|| tools::call(&context, name, arguments))) {
                 Ok(Ok(result)) => protocol::result(id.clone(), result.into_json()),
-                Ok(Err(message)) => protocol::error(id.clone(), INVALID_PARAMS, &message),
+                Ok(Err(rejected)) => protocol::error(id.clone(), INVALID_PARAMS, &rejected.to_string()),
                 Err(_) => {
                     eprintln!("wb-lsp mcp: the {name} tool panicked");
                     protocol::error(id.clone(), INTERNAL_ERROR, &format!("the {name} tool failed unexpectedly"))

@@ -12,9 +12,23 @@ use serde_json::{Value, json};
 use super::call::{Call, CheckArgs, FixArgs, OutcomeArgs, RunArgs, ToolResult};
 use super::confine;
 
+/// Why a call is refused before its tool runs (a JSON-RPC invalid-params error).
+#[derive(Debug, thiserror::Error)]
+pub enum Rejected {
+    #[error("Unknown tool: {0} (the tools are check, fix, dry_run, smoke and outcome)")]
+    UnknownTool(String),
+    /// Arguments the tool's schema does not accept: the tool, and why.
+    #[error("Invalid arguments for {tool}: {why}")]
+    Arguments { tool: String, why: String },
+}
+
+fn invalid(tool: &str, why: String) -> Rejected {
+    Rejected::Arguments { tool: tool.to_owned(), why }
+}
+
 /// Runs the tool `name`; `Err` (a JSON-RPC invalid-params error) for an unknown tool or arguments its schema
 /// does not accept.
-pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResult, String> {
+pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResult, Rejected> {
     match name {
         "check" | "fix" => {
             let path = if name == "check" {
@@ -40,7 +54,7 @@ pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResu
             let args: RunArgs = parse(name, arguments)?;
             // A smoke check sends no task: its schema has none.
             if args.task.is_some() {
-                return Err(format!("Invalid arguments for {name}: unknown field `task`"));
+                return Err(invalid(name, "unknown field `task`".to_owned()));
             }
             Ok(match confined(context.root, run_args(name, args)?) {
                 Ok(args) => super::engine::smoke(context, args),
@@ -52,7 +66,7 @@ pub fn call(context: &Call<'_>, name: &str, arguments: Value) -> Result<ToolResu
             non_empty(name, "id", &id)?;
             Ok(super::engine::outcome(context.root, &id))
         }
-        _ => Err(format!("Unknown tool: {name} (the tools are check, fix, dry_run, smoke and outcome)")),
+        _ => Err(Rejected::UnknownTool(name.to_owned())),
     }
 }
 
@@ -68,7 +82,7 @@ fn confined(root: &Path, mut args: RunArgs) -> Result<RunArgs, confine::Refusal>
 }
 
 /// The strings the schema gives `minLength: 1` are not empty, and workspace names match its `propertyNames`.
-fn run_args(tool: &str, args: RunArgs) -> Result<RunArgs, String> {
+fn run_args(tool: &str, args: RunArgs) -> Result<RunArgs, Rejected> {
     non_empty(tool, "source", &args.source)?;
     for (field, value) in [("runtime", &args.runtime), ("dir", &args.dir), ("task", &args.task)] {
         if let Some(value) = value {
@@ -78,7 +92,7 @@ fn run_args(tool: &str, args: RunArgs) -> Result<RunArgs, String> {
     for (name, path) in &args.workspaces {
         non_empty(tool, "workspaces", path)?;
         if name.is_empty() || name.contains('=') {
-            return Err(format!("Invalid arguments for {tool}: a workspace name must be non-empty, without `=`"));
+            return Err(invalid(tool, "a workspace name must be non-empty, without `=`".to_owned()));
         }
     }
     for file in &args.env_files {
@@ -87,18 +101,18 @@ fn run_args(tool: &str, args: RunArgs) -> Result<RunArgs, String> {
     Ok(args)
 }
 
-fn non_empty(tool: &str, field: &str, value: &str) -> Result<(), String> {
+fn non_empty(tool: &str, field: &str, value: &str) -> Result<(), Rejected> {
     if value.is_empty() {
-        return Err(format!("Invalid arguments for {tool}: `{field}` must not be empty"));
+        return Err(invalid(tool, format!("`{field}` must not be empty")));
     }
     Ok(())
 }
 
-fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
+fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Rejected> {
     if !arguments.is_object() {
-        return Err(format!("Invalid arguments for {tool}: expected an object, got {arguments}"));
+        return Err(invalid(tool, format!("expected an object, got {arguments}")));
     }
-    serde_json::from_value(arguments).map_err(|error| format!("Invalid arguments for {tool}: {error}"))
+    serde_json::from_value(arguments).map_err(|error| invalid(tool, error.to_string()))
 }
 
 /// A tool's input schema, derived from its arguments' type: no `$schema`, and neither the type's name nor its

@@ -26,6 +26,20 @@ use super::snapshot::{Config, Document, Overlay, ParseCache, Snapshot};
 /// Work for the worker pool.
 pub type Job = Box<dyn FnOnce() + Send>;
 
+/// A check that panicked: its panic's message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Panicked(pub String);
+
+/// Why the model catalog the settings name is not used: its file failed, or no thread could read it.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogUnread {
+    #[error(transparent)]
+    File(#[from] wb_manifest::CatalogError),
+    #[error("the model catalog cannot be read: {0}")]
+    Thread(std::io::Error),
+}
+
 /// Work finished off the loop thread.
 pub enum Task {
     Response(Response),
@@ -33,13 +47,13 @@ pub enum Task {
     Diagnostics {
         generation: u64,
         owner: PathBuf,
-        result: Result<(Computed, Option<Dependencies>), String>,
+        result: Result<(Computed, Option<Dependencies>), Panicked>,
     },
     /// The model catalog the settings name, read on a thread of its own (a slow or endless file never holds
     /// the loop): the settings' generation it was read for, and the catalog or why there is none.
     Catalog {
         generation: u64,
-        catalog: Result<ModelCatalog, String>,
+        catalog: Result<ModelCatalog, CatalogUnread>,
     },
 }
 

@@ -35,6 +35,8 @@ use lsp_server::Connection;
 pub use ext::{CHECK_WORKSPACE as COMMAND_CHECK_WORKSPACE, MIGRATE as COMMAND_MIGRATE};
 pub use snapshot::{Config, Document, Overlay, Snapshot};
 
+use crate::exit::Exit;
+
 /// How long the writer may take to flush the last messages once the session has ended.
 const FLUSH_GRACE: Duration = Duration::from_secs(5);
 
@@ -49,10 +51,10 @@ pub enum SessionEnd {
 
 impl SessionEnd {
     /// The process's exit status: 1 for `exit` without `shutdown`, as the LSP specification asks, else 0.
-    pub fn exit_code(self) -> std::process::ExitCode {
+    pub fn exit_code(self) -> Exit {
         match self {
-            SessionEnd::Clean => std::process::ExitCode::SUCCESS,
-            SessionEnd::ExitWithoutShutdown => std::process::ExitCode::from(1),
+            SessionEnd::Clean => Exit::Success,
+            SessionEnd::ExitWithoutShutdown => Exit::Failure,
         }
     }
 }

@@ -12,7 +12,7 @@ use wb_manifest::Dependencies;
 use super::convert;
 #[cfg(doc)]
 use super::diagnostics_schedule::DiagnosticsSchedule;
-use super::global_state::{GlobalState, Outgoing, Task, panic_message};
+use super::global_state::{GlobalState, Outgoing, Panicked, Task, panic_message};
 use super::handlers::diagnostics::{self, Computed};
 use super::progress::{self, CheckProgress};
 use super::snapshot;
@@ -120,7 +120,7 @@ impl GlobalState {
                 let computed = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     diagnostics::compute_with_dependencies(&snapshot, &owner)
                 }));
-                let result = computed.map_err(|panic| panic_message(panic.as_ref()));
+                let result = computed.map_err(|panic| Panicked(panic_message(panic.as_ref())));
                 let _ = tasks.send(Task::Diagnostics { generation, owner, result });
             }));
         }
@@ -190,7 +190,7 @@ impl GlobalState {
         &mut self,
         generation: u64,
         owner: PathBuf,
-        result: Result<(Computed, Option<Dependencies>), String>,
+        result: Result<(Computed, Option<Dependencies>), Panicked>,
     ) -> anyhow::Result<()> {
         self.progress_finished(generation);
         if self.diagnostics.returned() {

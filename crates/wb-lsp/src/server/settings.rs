@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lsp_types as lsp;
 use wb_manifest::ModelCatalog;
 
-use super::global_state::{GlobalState, Outgoing, Task};
+use super::global_state::{CatalogUnread, GlobalState, Outgoing, Task};
 use super::snapshot::Config;
 
 impl GlobalState {
@@ -73,18 +73,17 @@ impl GlobalState {
         let generation = self.catalog_generation;
         let tasks = self.task_sender.clone();
         let read = move || {
-            let catalog = ModelCatalog::from_file(&path).map_err(|error| error.to_string());
+            let catalog = ModelCatalog::from_file(&path).map_err(CatalogUnread::File);
             let _ = tasks.send(Task::Catalog { generation, catalog });
         };
         if let Err(error) = std::thread::Builder::new().name("wb-lsp-catalog".into()).spawn(read) {
-            let message = format!("the model catalog cannot be read: {error}");
-            self.catalog_read(generation, Err(message));
+            self.catalog_read(generation, Err(CatalogUnread::Thread(error)));
         }
     }
 
     /// A catalog read finished: the latest one asked for replaces the catalog (the embedded one when it failed,
     /// with the error shown), and every package is checked again with it.
-    pub fn catalog_read(&mut self, generation: u64, catalog: Result<ModelCatalog, String>) {
+    pub fn catalog_read(&mut self, generation: u64, catalog: Result<ModelCatalog, CatalogUnread>) {
         if generation != self.catalog_generation {
             return;
         }
@@ -93,7 +92,8 @@ impl GlobalState {
                 self.shown_catalog_error = None;
                 catalog
             }
-            Err(message) => {
+            Err(error) => {
+                let message = error.to_string();
                 if self.shown_catalog_error.as_ref() != Some(&message) {
                     let params = lsp::ShowMessageParams { typ: lsp::MessageType::ERROR, message: message.clone() };
                     let _ = self.notify::<lsp::notification::ShowMessage>(params);

@@ -108,7 +108,7 @@ pub fn read_loop(input: &mut impl BufRead, messages: &Sender<Message>, errors: &
                         }
                         continue;
                     }
-                    Err(reply) => reply,
+                    Err(Refused(reply)) => reply,
                 }
             }
             Frame::Unusable(reason) => {
@@ -125,9 +125,27 @@ pub fn read_loop(input: &mut impl BufRead, messages: &Sender<Message>, errors: &
 /// What the reader found: a frame's body, a frame whose body cannot be delimited, or the end of the input.
 enum Frame {
     Body(Vec<u8>),
-    Unusable(String),
+    Unusable(Unusable),
     End,
 }
+
+/// Why a frame's body cannot be delimited.
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    #[error("a header line is longer than {MAX_HEADER_LINE_BYTES} bytes")]
+    Overlong,
+    #[error("a message is longer than {MAX_MESSAGE_BYTES} bytes")]
+    TooLong,
+    #[error("invalid Content-Length header: {0:?}")]
+    Length(String),
+    #[error("the header has no Content-Length")]
+    NoLength,
+}
+
+/// A message that cannot be taken, with the raw JSON-RPC error response that answers it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
 
 /// One header line: its text (without the line break), `Overlong` when it is over the cap (it has then been
 /// consumed up to its line break without being kept), or the end of the input.
@@ -213,7 +231,7 @@ fn colon_follows(input: &mut impl BufRead) -> io::Result<bool> {
 /// Reads one frame. After an unusable frame (`resynchronise`), the input is first skipped to the next
 /// `Content-Length` header, since the unusable frame's body has no known end.
 fn read_frame(input: &mut impl BufRead, resynchronise: bool) -> io::Result<Frame> {
-    let mut length: Option<Result<usize, String>> = None;
+    let mut length: Option<Result<usize, Unusable>> = None;
     let mut headers = 0;
     while resynchronise && length.is_none() {
         if !skip_to_content_length(input)? {
@@ -228,14 +246,14 @@ fn read_frame(input: &mut impl BufRead, resynchronise: bool) -> io::Result<Frame
                 headers += 1;
                 length = Some(content_length(&value));
             }
-            Line::Overlong => return Ok(Frame::Unusable(overlong())),
+            Line::Overlong => return Ok(Frame::Unusable(Unusable::Overlong)),
             Line::End => return Ok(Frame::End),
         }
     }
     loop {
         let header = match read_header_line(input)? {
             Line::Text(header) => header,
-            Line::Overlong => return Ok(Frame::Unusable(overlong())),
+            Line::Overlong => return Ok(Frame::Unusable(Unusable::Overlong)),
             Line::End => return Ok(Frame::End),
         };
         if header.is_empty() {
@@ -255,7 +273,7 @@ fn read_frame(input: &mut impl BufRead, resynchronise: bool) -> io::Result<Frame
     let length = match length {
         Some(Ok(length)) => length,
         Some(Err(reason)) => return Ok(Frame::Unusable(reason)),
-        None => return Ok(Frame::Unusable("the header has no Content-Length".to_owned())),
+        None => return Ok(Frame::Unusable(Unusable::NoLength)),
     };
     // Read, not allocated up front: a frame announcing more than it sends costs only what it sends.
     let mut body = Vec::new();
@@ -266,16 +284,12 @@ fn read_frame(input: &mut impl BufRead, resynchronise: bool) -> io::Result<Frame
     Ok(Frame::Body(body))
 }
 
-fn overlong() -> String {
-    format!("a header line is longer than {MAX_HEADER_LINE_BYTES} bytes")
-}
-
-fn content_length(value: &str) -> Result<usize, String> {
+fn content_length(value: &str) -> Result<usize, Unusable> {
     let value = value.trim();
     match value.parse::<usize>() {
         Ok(length) if length <= MAX_MESSAGE_BYTES => Ok(length),
-        Ok(_) => Err(format!("a message is longer than {MAX_MESSAGE_BYTES} bytes")),
-        Err(_) => Err(format!("invalid Content-Length header: {value:?}")),
+        Ok(_) => Err(Unusable::TooLong),
+        Err(_) => Err(Unusable::Length(value.to_owned())),
     }
 }
 
@@ -286,20 +300,20 @@ fn error(id: Option<RequestId>, code: i32, message: String) -> String {
 }
 
 /// Parses one message body, or the raw error response that answers it.
-pub fn parse(body: &[u8]) -> Result<Message, String> {
+pub fn parse(body: &[u8]) -> Result<Message, Refused> {
     let value: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| error(None, lsp_server::ErrorCode::ParseError as i32, format!("Parse error: {e}")))?;
+        .map_err(|e| Refused(error(None, lsp_server::ErrorCode::ParseError as i32, format!("Parse error: {e}"))))?;
     let id = value.get("id").and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok());
     // Serde would read a bare array as a struct; JSON-RPC messages are objects that say `"jsonrpc": "2.0"`.
     if !value.is_object() || value.get("jsonrpc").and_then(serde_json::Value::as_str) != Some("2.0") {
-        return Err(error(
+        return Err(Refused(error(
             id,
             lsp_server::ErrorCode::InvalidRequest as i32,
             "Invalid request: not a JSON-RPC 2.0 message".to_owned(),
-        ));
+        )));
     }
     serde_json::from_value::<Message>(value)
-        .map_err(|e| error(id, lsp_server::ErrorCode::InvalidRequest as i32, format!("Invalid request: {e}")))
+        .map_err(|e| Refused(error(id, lsp_server::ErrorCode::InvalidRequest as i32, format!("Invalid request: {e}"))))
 }
 
 #[cfg(test)]

@@ -16,12 +16,14 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{ChildStdin, Command, ExitCode, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use wb_engine::leftovers::{Identity, sweep_run};
+
+use crate::exit::Exit;
 
 /// The hidden subcommand that runs a watchdog.
 pub const SUBCOMMAND: &str = "supervise-watch";
@@ -69,7 +71,7 @@ fn tell(told: &Told) {
 }
 
 /// The watchdog: waits for its supervisor's end, then sweeps what it left.
-pub fn watch() -> ExitCode {
+pub fn watch() -> Exit {
     let (mut owner, mut run_id) = (None, None);
     let stdin = BufReader::new(std::io::stdin().lock().take(1024 * 1024));
     for line in stdin.lines() {
@@ -80,16 +82,16 @@ pub fn watch() -> ExitCode {
             Err(_) => {}
         }
     }
-    let Some((owner, home)) = owner else { return ExitCode::SUCCESS };
+    let Some((owner, home)) = owner else { return Exit::Success };
     // The pipe ends as the supervisor exits: its process may take a moment more to be gone.
     let since = Instant::now();
     while owner.alive() {
         if since.elapsed() > GONE_WAIT {
-            return ExitCode::SUCCESS;
+            return Exit::Success;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let runtime = run_id.as_deref().and_then(|id| wb_engine::runs::read_record(&home, id).ok()).map(|r| r.runtime);
     let swept = sweep_run(&home, run_id.as_deref(), owner, runtime.as_deref());
-    ExitCode::from(u8::from(!swept.problems.is_empty()))
+    Exit::failure_unless(swept.problems.is_empty())
 }

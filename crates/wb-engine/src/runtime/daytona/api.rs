@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::Deserialize;
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Limit, Result};
 use crate::runtime::remote::http::{self, Call, HttpError};
 
 /// The SDK version this client speaks as (`X-Daytona-SDK-Version`). The daemon answers session logs as
@@ -283,18 +283,21 @@ impl Api {
                 _ => {}
             }
             if started.elapsed() >= limit {
-                return Err(EngineError::message(format!(
-                    "Daytona sandbox {} did not start within {} seconds (state: {})",
-                    dto.id,
-                    limit.as_secs(),
-                    if state.is_empty() { "unknown" } else { &state }
-                )));
+                return Err(EngineError::limit(
+                    Limit::Time,
+                    format!(
+                        "Daytona sandbox {} did not start within {} seconds (state: {})",
+                        dto.id,
+                        limit.as_secs(),
+                        if state.is_empty() { "unknown" } else { &state }
+                    ),
+                ));
             }
             let pause = interval.min(limit.saturating_sub(started.elapsed()));
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 () = self.transport.http().cancel().cancelled() => {
-                    return Err(EngineError::message(format!("Waiting for Daytona sandbox {} to start was cancelled", dto.id)));
+                    return Err(EngineError::cancelled(format!("Waiting for Daytona sandbox {} to start was cancelled", dto.id)));
                 }
             }
             interval = (interval * 2).min(max);

@@ -197,7 +197,9 @@ impl Daytona {
                         Ok(0) | Err(_) => String::new(),
                         Ok(n) => format!(" (destroyed {n} sandbox(es) carrying this run's labels)"),
                     };
-                    return Err(EngineError::message(format!("{}{note}", error.text)));
+                    return Err(
+                        http::HttpError { text: format!("{}{note}", error.text), failure: error.failure }.into()
+                    );
                 }
                 return Err(error.into());
             }
@@ -227,10 +229,10 @@ impl Daytona {
         let api = &self.shared.api;
         let dto = api.get(id).await?;
         if dto.id != id {
-            return Err(EngineError::message(format!("Daytona answered for sandbox {id} with sandbox {}", dto.id)));
+            return Err(EngineError::reply(format!("Daytona answered for sandbox {id} with sandbox {}", dto.id)));
         }
         if dto.state.as_deref() != Some("started") {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::reply(format!(
                 "Daytona sandbox {id} is {}, not started",
                 dto.state.as_deref().unwrap_or("in an unknown state")
             )));
@@ -290,7 +292,7 @@ impl SandboxProvider for Daytona {
                 progress(&format!("Daytona will create sandboxes from image {image}"));
                 Ok(PreparedTemplate { reference: image.clone(), image: image.clone(), cached: true })
             }
-            TemplateSource::Dockerfile { .. } => Err(EngineError::message(NO_DOCKERFILE)),
+            TemplateSource::Dockerfile { .. } => Err(EngineError::unsupported(NO_DOCKERFILE)),
         }
     }
 

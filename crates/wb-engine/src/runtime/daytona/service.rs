@@ -3,7 +3,7 @@
 
 use super::Daytona;
 use crate::error::Result;
-use crate::requirements::RequirementReport;
+use crate::requirements::{RequirementReport, Unmet};
 use crate::runtime::remote::provider::{ProviderEnv, ResourceRequest, SandboxProvider, Service};
 use crate::source::Package;
 
@@ -26,11 +26,11 @@ impl Service for DaytonaService {
         &["DAYTONA_API_KEY"]
     }
 
-    fn judge_requirements(&self, package: &Package) -> std::result::Result<RequirementReport, String> {
+    fn judge_requirements(&self, package: &Package) -> std::result::Result<RequirementReport, Unmet> {
         let requirements = &package.manifest.requirements;
         let class = package.manifest.runtime("daytona").and_then(|c| c.class.as_ref()).map(|c| c.value.clone());
         let Some(class) = class else {
-            return Err("the daytona runtime declares no class".to_owned());
+            return Err(Unmet("the daytona runtime declares no class".to_owned()));
         };
         let os = match class.as_str() {
             "windows" => "windows",
@@ -40,16 +40,21 @@ impl Service for DaytonaService {
         if let Some(wanted) = &requirements.os
             && !wanted.iter().any(|o| o == os)
         {
-            return Err(format!("the {class} class provides {os} but the Workbench requires {}", wanted.join(" or ")));
+            return Err(Unmet(format!(
+                "the {class} class provides {os} but the Workbench requires {}",
+                wanted.join(" or ")
+            )));
         }
         if class == "gpu" && !requirements.gpu {
-            return Err("the gpu class requires gpu: true in requirements".to_owned());
+            return Err(Unmet("the gpu class requires gpu: true in requirements".to_owned()));
         }
         if requirements.gpu && class != "gpu" {
-            return Err(format!("requirements.gpu is true but the {class} class has no GPU. Use the gpu class."));
+            return Err(Unmet(format!(
+                "requirements.gpu is true but the {class} class has no GPU. Use the gpu class."
+            )));
         }
         if class != "linux" {
-            return Err(format!("class {class} is not available yet"));
+            return Err(Unmet(format!("class {class} is not available yet")));
         }
         let mut report = RequirementReport::default();
         report.checked.push(format!("class {class} provides {os}"));

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 use super::Shared;
 use super::api::{CallError, SandboxDto};
 use super::logs::{LogsReply, parse_logs};
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Limit, Result};
 use crate::runtime::remote::http;
 use crate::runtime::remote::provider::{
     CommandOptions, CommandOutput, Killer, RemoteProcess, Resources, Sandbox, TRANSFER_LIMIT, User,
@@ -111,10 +111,13 @@ impl DaytonaSandbox {
         let bytes = transport.bytes(PLANE, &Method::POST, shown, response, limit).await.map_err(|error| match error
             .failure
         {
-            http::Failure::TooLarge => EngineError::message(format!(
-                "{PLANE} POST {shown}: the command's output exceeds the {} limit",
-                http::size(transport.http().limits().output)
-            )),
+            http::Failure::TooLarge => EngineError::limit(
+                Limit::Output,
+                format!(
+                    "{PLANE} POST {shown}: the command's output exceeds the {} limit",
+                    http::size(transport.http().limits().output)
+                ),
+            ),
             _ => error.into(),
         })?;
         let reply: ExecuteReply = serde_json::from_slice(&bytes).map_err(|_| unexpected_text())?;
@@ -125,10 +128,10 @@ impl DaytonaSandbox {
     /// `POST files/bulk-upload` with one file.
     async fn put_file(&self, path: &str, bytes: &[u8]) -> Result<()> {
         if bytes.len() as u64 > TRANSFER_LIMIT {
-            return Err(EngineError::message(format!(
-                "Daytona input exceeds the {} transfer safety limit",
-                limit_text(TRANSFER_LIMIT)
-            )));
+            return Err(EngineError::limit(
+                Limit::Transfer,
+                format!("Daytona input exceeds the {} transfer safety limit", limit_text(TRANSFER_LIMIT)),
+            ));
         }
         let shown = "files/bulk-upload";
         let name = path.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("file").to_owned();
@@ -154,8 +157,12 @@ impl DaytonaSandbox {
     async fn get_file(&self, path: &str, limit: u64) -> Result<Vec<u8>> {
         let shown = "files/download";
         let transport = &self.shared.api.transport;
-        let too_big =
-            || EngineError::message(format!("Daytona output exceeds the {} transfer safety limit", limit_text(limit)));
+        let too_big = || {
+            EngineError::limit(
+                Limit::Transfer,
+                format!("Daytona output exceeds the {} transfer safety limit", limit_text(limit)),
+            )
+        };
         let timeout = self.timeout() + transfer_allowance(limit.min(TRANSFER_LIMIT));
         let url = super::api::with_query(&self.url(shown), &[("path", path)]);
         let response = transport.send_ok(PLANE, Method::GET, &url, shown, timeout, &|r| r).await?;
@@ -530,7 +537,7 @@ fn exit_code_of(value: &serde_json::Value) -> Option<i64> {
 }
 
 fn unexpected_text() -> EngineError {
-    EngineError::message(
+    EngineError::reply(
         "Daytona toolbox process/execute returned an unexpected response: expected JSON with a numeric exitCode",
     )
 }

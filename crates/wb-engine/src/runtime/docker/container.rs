@@ -164,7 +164,7 @@ impl Docker {
                         &format!("no `{program}` executable on the image's PATH"),
                     )));
                 }
-                return Err(EngineError::message(format!("Cannot start the runner container: {text}")));
+                return Err(EngineError::Engine(format!("Cannot start the runner container: {text}")));
             }
         };
         // Bounded: a runner that writes faster than the engine reads waits, instead of filling the engine's memory.

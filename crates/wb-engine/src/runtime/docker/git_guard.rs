@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::super::Mount;
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Limit, Result};
 
 /// More `.git` entries than this in one workspace is refused (each becomes a mount).
 const MAX_GIT_ENTRIES: usize = 256;
@@ -122,22 +122,28 @@ fn git_entries(root: &Path) -> Result<Vec<PathBuf>> {
             let entry = entry.map_err(|e| EngineError::io(format!("cannot list {}", dir.display()), e))?;
             searched += 1;
             if searched > MAX_ENTRIES_SEARCHED {
-                return Err(EngineError::message(format!(
-                    "{} holds more than {MAX_ENTRIES_SEARCHED} entries: the docker runtime cannot search it for Git \
+                return Err(EngineError::limit(
+                    Limit::Entries,
+                    format!(
+                        "{} holds more than {MAX_ENTRIES_SEARCHED} entries: the docker runtime cannot search it for Git \
                      metadata to protect",
-                    root.display()
-                )));
+                        root.display()
+                    ),
+                ));
             }
             let name = entry.file_name();
             let path = relative.join(&name);
             if name.as_encoded_bytes().eq_ignore_ascii_case(b".git") {
                 found.push(path);
                 if found.len() > MAX_GIT_ENTRIES {
-                    return Err(EngineError::message(format!(
-                        "{} holds more than {MAX_GIT_ENTRIES} Git directories: the docker runtime protects each \
+                    return Err(EngineError::limit(
+                        Limit::Entries,
+                        format!(
+                            "{} holds more than {MAX_GIT_ENTRIES} Git directories: the docker runtime protects each \
                          with a mount and refuses more",
-                        root.display()
-                    )));
+                            root.display()
+                        ),
+                    ));
                 }
                 continue;
             }

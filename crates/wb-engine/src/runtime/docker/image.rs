@@ -45,7 +45,7 @@ impl Docker {
             Ok(())
         });
         if let Err(error) = pulled {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::Engine(format!(
                 "Cannot pull Docker image {reference}: it is not present locally and the pull failed ({error})"
             )));
         }
@@ -81,14 +81,17 @@ impl Docker {
             .build();
         let client = self.client.clone();
         let body = bollard::body_full(archive.tar.into());
-        let built: std::result::Result<(), String> = self.tokio.block_on(async move {
+        let failed = |detail: String| {
+            EngineError::Engine(format!("Cannot build the Docker image of {}: {detail}", package.name))
+        };
+        let built: Result<()> = self.tokio.block_on(async move {
             let mut stream = client.build_image(options, None, Some(body));
             let mut tail = String::new();
             while let Some(item) = stream.next().await {
                 match item {
                     Ok(info) => {
                         if let Some(detail) = info.error_detail.and_then(|d| d.message) {
-                            return Err(detail);
+                            return Err(failed(detail));
                         }
                         if let Some(line) = info.stream.filter(|l| !l.trim().is_empty()) {
                             tail = line.trim().to_owned();
@@ -99,15 +102,17 @@ impl Docker {
                         }
                     }
                     Err(error) => {
-                        return Err(if tail.is_empty() { error.to_string() } else { format!("{error} ({tail})") });
+                        return Err(failed(if tail.is_empty() {
+                            error.to_string()
+                        } else {
+                            format!("{error} ({tail})")
+                        }));
                     }
                 }
             }
             Ok(())
         });
-        if let Err(error) = built {
-            return Err(EngineError::message(format!("Cannot build the Docker image of {}: {error}", package.name)));
-        }
+        built?;
         let inspect = self
             .tokio
             .block_on(self.client.inspect_image(&tag))

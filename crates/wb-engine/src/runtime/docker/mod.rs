@@ -148,7 +148,7 @@ impl Docker {
             None => Ok(PathBuf::from(SOCKET)),
             Some(value) => match value.strip_prefix("unix://") {
                 Some(path) => Ok(PathBuf::from(path)),
-                None => Err(EngineError::message(
+                None => Err(EngineError::unsupported(
                     "Host Docker engine access supports only the local Unix socket; a TCP or remote DOCKER_HOST is refused",
                 )),
             },

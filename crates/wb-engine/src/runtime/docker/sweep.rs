@@ -8,12 +8,13 @@ use bollard::models::ContainerSummaryStateEnum;
 use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
 
 use super::{LABEL, OWNER_LABEL};
+use crate::error::{EngineError, Result};
 use crate::leftovers::identity::Identity;
 
 /// Removes (unless `dry`) the managed containers of `owner`, or without one, those whose creator has ended (and
 /// the stopped ones that name no creator, made before containers did). Returns their names. Nothing is asked
 /// of an engine that is not there: a Unix socket (`DOCKER_HOST`'s, else the default) that does not exist.
-pub fn remove_leftovers(owner: Option<Identity>, dry: bool) -> Result<Vec<String>, String> {
+pub fn remove_leftovers(owner: Option<Identity>, dry: bool) -> Result<Vec<String>> {
     let host = std::env::var("DOCKER_HOST").ok().filter(|host| !host.is_empty());
     let socket = match &host {
         None => Some(super::SOCKET),
@@ -25,10 +26,10 @@ pub fn remove_leftovers(owner: Option<Identity>, dry: bool) -> Result<Vec<String
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|error| format!("cannot start the Docker client: {error}"))?;
+        .map_err(|error| EngineError::Engine(format!("cannot start the Docker client: {error}")))?;
     tokio.block_on(async {
         let client = bollard::Docker::connect_with_local_defaults()
-            .map_err(|error| format!("cannot reach the Docker engine: {error}"))?;
+            .map_err(|error| EngineError::Engine(format!("cannot reach the Docker engine: {error}")))?;
         let mut labels = vec![format!("{LABEL}=1")];
         if let Some(owner) = owner {
             labels.push(format!("{OWNER_LABEL}={}", owner.label()));
@@ -38,7 +39,7 @@ pub fn remove_leftovers(owner: Option<Identity>, dry: bool) -> Result<Vec<String
         let listed = client
             .list_containers(Some(options))
             .await
-            .map_err(|error| format!("cannot list the Docker engine's containers: {error}"))?;
+            .map_err(|error| EngineError::Engine(format!("cannot list the Docker engine's containers: {error}")))?;
         let mut removed = Vec::new();
         for container in listed {
             let Some(id) = container.id.clone() else { continue };
@@ -61,7 +62,9 @@ pub fn remove_leftovers(owner: Option<Identity>, dry: bool) -> Result<Vec<String
                 let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
                 match client.remove_container(&id, Some(options)).await {
                     Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
-                    Err(error) => return Err(format!("cannot remove Docker container {name}: {error}")),
+                    Err(error) => {
+                        return Err(EngineError::Engine(format!("cannot remove Docker container {name}: {error}")));
+                    }
                 }
             }
             removed.push(name);

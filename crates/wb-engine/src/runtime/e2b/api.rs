@@ -13,6 +13,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::error::{EngineError, Result};
+use crate::runtime::remote::http::failure::{Failure, HttpError};
 use crate::runtime::remote::http::{Call, ERROR_BODY_LIMIT, Transport};
 
 /// How errors name the control plane.
@@ -110,11 +111,15 @@ impl Api {
         Ok(Reply { status, body, next_token })
     }
 
-    /// The error for an unexpected status.
+    /// The error for an unexpected status: by its kind (rate limited, out of storage, or the status).
     pub fn failure(&self, method: &Method, path: &str, reply: &Reply) -> EngineError {
         let text = String::from_utf8_lossy(&reply.body);
         let text: String = self.redact(text.trim()).chars().take(500).collect();
-        EngineError::message(format!("{SERVICE} {method} {path} failed with {}: {text}", reply.status.as_u16()))
+        let status = reply.status.as_u16();
+        EngineError::from(HttpError {
+            text: format!("{SERVICE} {method} {path} failed with {status}: {text}"),
+            failure: Failure::Status(status),
+        })
     }
 
     /// A call whose success is a 2xx JSON reply (or an empty one, as `null`).
@@ -129,7 +134,7 @@ impl Api {
         }
         reply
             .json()
-            .ok_or_else(|| EngineError::message(format!("E2B API {method} {path} returned a reply that is not JSON")))
+            .ok_or_else(|| EngineError::reply(format!("E2B API {method} {path} returned a reply that is not JSON")))
     }
 
     /// `POST /v2/sandboxes` with the reference engine's options.
@@ -143,7 +148,7 @@ impl Api {
         let reply = self.call(Method::POST, "/v2/sandboxes", Some(&body)).await?;
         let text = |key: &str| reply.get(key).and_then(Value::as_str).map(str::to_owned);
         let sandbox_id = text("sandboxID")
-            .ok_or_else(|| EngineError::message("E2B API POST /v2/sandboxes returned no sandboxID".to_owned()))?;
+            .ok_or_else(|| EngineError::reply("E2B API POST /v2/sandboxes returned no sandboxID".to_owned()))?;
         Ok(Created {
             envd_version: text("envdVersion").unwrap_or_default(),
             envd_access_token: text("envdAccessToken"),
@@ -213,7 +218,7 @@ impl Api {
             }
             let items = reply.json().unwrap_or(Value::Null);
             let Some(items) = items.as_array() else {
-                return Err(EngineError::message("E2B API GET /v2/sandboxes returned no list".to_owned()));
+                return Err(EngineError::reply("E2B API GET /v2/sandboxes returned no list".to_owned()));
             };
             ids.extend(items.iter().filter_map(|item| item.get("sandboxID")?.as_str().map(str::to_owned)));
             match reply.next_token {

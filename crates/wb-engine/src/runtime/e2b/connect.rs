@@ -24,6 +24,25 @@ pub const END_STREAM: u8 = 2;
 /// prefix is an error before any of it is buffered.
 pub const MAX_ENVELOPE: usize = 16 * 1024 * 1024;
 
+/// Why reading a server stream failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// A length prefix past [`MAX_ENVELOPE`].
+    #[error("a Connect envelope of {0} bytes exceeds the {MAX_ENVELOPE} byte limit")]
+    TooLarge(usize),
+    #[error("a compressed Connect envelope arrived, but compression was not negotiated")]
+    Compressed,
+    /// The end-of-stream envelope carried an error (`code: message`).
+    #[error("{0}")]
+    Ended(String),
+    #[error("an unreadable stream message ({0})")]
+    Unreadable(serde_json::Error),
+    #[error("the stream broke ({0})")]
+    Broke(reqwest::Error),
+    #[error("the stream ended without its end-of-stream message")]
+    Cut,
+}
+
 /// One envelope: `[flags][len:u32be][payload]`.
 pub fn encode(flags: u8, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(payload.len() + 5);
@@ -52,14 +71,14 @@ impl Decoder {
     }
 
     /// The next whole envelope, `Ok(None)` when more bytes are needed.
-    pub fn next_envelope(&mut self) -> Result<Option<Envelope>, String> {
+    pub fn next_envelope(&mut self) -> Result<Option<Envelope>, StreamError> {
         if self.buffer.len() < 5 {
             return Ok(None);
         }
         let flags = self.buffer[0];
         let length = u32::from_be_bytes([self.buffer[1], self.buffer[2], self.buffer[3], self.buffer[4]]) as usize;
         if length > MAX_ENVELOPE {
-            return Err(format!("a Connect envelope of {length} bytes exceeds the {MAX_ENVELOPE} byte limit"));
+            return Err(StreamError::TooLarge(length));
         }
         if self.buffer.len() < 5 + length {
             return Ok(None);
@@ -67,7 +86,7 @@ impl Decoder {
         self.buffer.advance(5);
         let payload = self.buffer.split_to(length).freeze();
         if flags & COMPRESSED != 0 {
-            return Err("a compressed Connect envelope arrived, but compression was not negotiated".to_owned());
+            return Err(StreamError::Compressed);
         }
         Ok(Some(Envelope { flags, payload }))
     }
@@ -109,7 +128,7 @@ impl ServerStream {
 
     /// The next data message; `Ok(None)` after a clean end-of-stream; an error when the end-of-stream carries
     /// one, a message is not JSON, or the body stops (or fails) before its end-of-stream envelope.
-    pub async fn next(&mut self) -> Result<Option<serde_json::Value>, String> {
+    pub async fn next(&mut self) -> Result<Option<serde_json::Value>, StreamError> {
         loop {
             if self.finished {
                 return Ok(None);
@@ -118,23 +137,21 @@ impl ServerStream {
                 if envelope.flags & END_STREAM != 0 {
                     self.finished = true;
                     return match end_stream_error(&envelope.payload) {
-                        Some(error) => Err(error),
+                        Some(error) => Err(StreamError::Ended(error)),
                         None => Ok(None),
                     };
                 }
-                return serde_json::from_slice(&envelope.payload)
-                    .map(Some)
-                    .map_err(|error| format!("an unreadable stream message ({error})"));
+                return serde_json::from_slice(&envelope.payload).map(Some).map_err(StreamError::Unreadable);
             }
             match self.body.next().await {
                 Some(Ok(chunk)) => self.decoder.push(&chunk),
                 Some(Err(error)) => {
                     self.finished = true;
-                    return Err(format!("the stream broke ({error})"));
+                    return Err(StreamError::Broke(error));
                 }
                 None => {
                     self.finished = true;
-                    return Err("the stream ended without its end-of-stream message".to_owned());
+                    return Err(StreamError::Cut);
                 }
             }
         }

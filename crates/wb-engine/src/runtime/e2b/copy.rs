@@ -43,7 +43,7 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
         )));
     }
     let root = context.canonicalize().map_err(|error| {
-        EngineError::message(format!("Cannot read the build context {}: {error}", context.display()))
+        EngineError::io_at(context, format!("Cannot read the build context {}", context.display()), error)
     })?;
     let path = if relative.is_empty() { context.to_path_buf() } else { context.join(&relative) };
     let resolved =
@@ -56,7 +56,7 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
     }
     let mut entries = Vec::new();
     let metadata = std::fs::symlink_metadata(&path)
-        .map_err(|error| EngineError::message(format!("Cannot read {}: {error}", path.display())))?;
+        .map_err(|error| EngineError::io_at(&path, format!("Cannot read {}", path.display()), error))?;
     if !relative.is_empty() {
         entries.push((relative.clone(), path.clone()));
     }
@@ -69,9 +69,9 @@ pub fn copy_entries(context: &Path, src: &str) -> Result<Vec<(String, PathBuf)>>
 
 fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
     let read = std::fs::read_dir(dir)
-        .map_err(|error| EngineError::message(format!("Cannot read {}: {error}", dir.display())))?;
+        .map_err(|error| EngineError::io_at(dir, format!("Cannot read {}", dir.display()), error))?;
     for entry in read {
-        let entry = entry.map_err(|error| EngineError::message(format!("Cannot read {}: {error}", dir.display())))?;
+        let entry = entry.map_err(|error| EngineError::io_at(dir, format!("Cannot read {}", dir.display()), error))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let rel = if relative.is_empty() { name } else { format!("{relative}/{name}") };
         // What never leaves the host for a sandbox never leaves it for an image either: VCS metadata, dependency
@@ -102,7 +102,7 @@ pub fn files_hash(context: &Path, src: &str, dest: &str) -> Result<String> {
     hash.update(format!("COPY {src} {dest}").as_bytes());
     for (relative, path) in &entries {
         let unreadable =
-            |error: std::io::Error| EngineError::message(format!("Cannot read {}: {error}", path.display()));
+            |error: std::io::Error| EngineError::io_at(path, format!("Cannot read {}", path.display()), error);
         hash.update(relative.as_bytes());
         let metadata = std::fs::symlink_metadata(path).map_err(unreadable)?;
         hash.update(metadata.mode().to_string().as_bytes());
@@ -126,10 +126,10 @@ pub fn pack(context: &Path, src: &str) -> Result<Vec<u8>> {
     for (relative, path) in &entries {
         builder
             .append_path_with_name(path, relative)
-            .map_err(|error| EngineError::message(format!("Cannot pack {}: {error}", path.display())))?;
+            .map_err(|error| EngineError::io_at(path, format!("Cannot pack {}", path.display()), error))?;
     }
-    let encoder = builder.into_inner().map_err(|error| EngineError::message(format!("Cannot pack {src}: {error}")))?;
-    encoder.finish().map_err(|error| EngineError::message(format!("Cannot pack {src}: {error}")))
+    let encoder = builder.into_inner().map_err(|error| EngineError::io(format!("Cannot pack {src}"), error))?;
+    encoder.finish().map_err(|error| EngineError::io(format!("Cannot pack {src}"), error))
 }
 
 /// Lower-case hex of a digest (the files hash here, the template name's digest in `template.rs`).

@@ -135,7 +135,7 @@ impl Envd {
         let (started, stream) =
             self.stream(CONNECT, &json!({"process": {"pid": pid}}), &CommandOptions::default()).await?;
         if started != pid {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::reply(format!(
                 "{} {CONNECT} to process {pid} answered for process {started}",
                 self.service()
             )));
@@ -172,8 +172,10 @@ impl Envd {
         let mut stream = ServerStream::new(response);
         let first = async {
             loop {
-                let message =
-                    stream.next().await.map_err(|error| self.transport.error(&call, &error, Failure::Connection))?;
+                let message = stream
+                    .next()
+                    .await
+                    .map_err(|error| self.transport.error(&call, &error.to_string(), Failure::Connection))?;
                 let Some(message) = message else {
                     return Err(self.transport.error(
                         &call,

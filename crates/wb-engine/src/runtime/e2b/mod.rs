@@ -66,7 +66,10 @@ impl Service for E2bService {
         &["E2B_API_KEY"]
     }
 
-    fn judge_requirements(&self, package: &Package) -> std::result::Result<RequirementReport, String> {
+    fn judge_requirements(
+        &self,
+        package: &Package,
+    ) -> std::result::Result<RequirementReport, crate::requirements::Unmet> {
         crate::runtime::remote::requirements::linux_without_gpu(self.name(), &package.manifest.requirements)
     }
 
@@ -238,7 +241,7 @@ impl SandboxProvider for E2b {
         self.check_credentials()?;
         let created = self.handle.block_on(self.api.connect(id, lease))?;
         if created.sandbox_id != id {
-            return Err(EngineError::message(format!(
+            return Err(EngineError::reply(format!(
                 "E2B answered a reconnect to sandbox {id} with sandbox {}",
                 created.sandbox_id
             )));

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
 use super::api::Api;
+use super::connect::StreamError;
 use super::envd::{Envd, Event, OCTET_STREAM_UPLOAD, START, event};
 use super::follow::follow;
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Limit, Result, Space};
 use crate::runtime::channel::ChannelReader;
 use crate::runtime::remote::http::{self, Call, Failure, HttpError};
 use crate::runtime::remote::provider::{
@@ -65,17 +66,20 @@ impl E2bSandbox {
     async fn run_async(&self, command: &str, options: &CommandOptions) -> Result<CommandOutput> {
         let (pid, mut stream) = self.envd.start(command, options).await?;
         let limits = self.envd.transport.limits();
-        let fail = |detail: String| {
-            EngineError::message(format!("{} {START} failed: {detail} (pid {pid})", self.envd.service()))
+        // The stream fell silent (a deadline) or broke (the connection).
+        let fail = |detail: String, failure: Failure| {
+            let text = format!("{} {START} failed: {detail} (pid {pid})", self.envd.service());
+            EngineError::from(HttpError { text, failure })
         };
+        let broke = |error: StreamError| fail(error.to_string(), Failure::Connection);
         let mut output = CommandOutput::default();
         loop {
             let message = tokio::time::timeout(limits.silence, stream.next())
                 .await
-                .map_err(|_| fail(self.envd.silent()))?
-                .map_err(fail)?;
+                .map_err(|_| fail(self.envd.silent(), Failure::Deadline))?
+                .map_err(broke)?;
             let Some(message) = message else {
-                return Err(fail("the stream ended without the process end".to_owned()));
+                return Err(fail("the stream ended without the process end".to_owned(), Failure::Connection));
             };
             match event(&message) {
                 Event::Stdout(bytes) => output.stdout.extend(bytes),
@@ -85,8 +89,8 @@ impl E2bSandbox {
                     // Read to the end-of-stream, which may carry an error.
                     tokio::time::timeout(limits.silence, stream.next())
                         .await
-                        .map_err(|_| fail(self.envd.silent()))?
-                        .map_err(fail)?;
+                        .map_err(|_| fail(self.envd.silent(), Failure::Deadline))?
+                        .map_err(broke)?;
                     return Ok(output);
                 }
                 _ => {}
@@ -94,11 +98,14 @@ impl E2bSandbox {
             if (output.stdout.len() + output.stderr.len()) as u64 > limits.output {
                 drop(stream);
                 let _ = self.envd.kill_pid(pid).await;
-                return Err(EngineError::message(format!(
-                    "{}: the command's output exceeds the {} limit (it was killed)",
-                    self.envd.service(),
-                    http::size(limits.output)
-                )));
+                return Err(EngineError::limit(
+                    Limit::Output,
+                    format!(
+                        "{}: the command's output exceeds the {} limit (it was killed)",
+                        self.envd.service(),
+                        http::size(limits.output)
+                    ),
+                ));
             }
         }
     }
@@ -144,9 +151,10 @@ impl E2bSandbox {
         };
         match transport.send_ok(&call, &build).await {
             Ok(_) => Ok(()),
-            Err(HttpError { text, failure: Failure::Status(507) }) => {
-                Err(EngineError::message(format!("{text} (the sandbox is out of disk space)")))
-            }
+            Err(HttpError { text, failure: Failure::Status(507) }) => Err(EngineError::NoSpace {
+                on: Space::Sandbox,
+                text: format!("{text} (the sandbox is out of disk space)"),
+            }),
             Err(error) => Err(error.into()),
         }
     }
@@ -156,7 +164,7 @@ impl E2bSandbox {
         tokio::select! {
             result = future => result,
             () = self.envd.transport.cancel().cancelled() => {
-                Err(EngineError::message(format!("{}: {what} was cancelled", self.envd.service())))
+                Err(EngineError::cancelled(format!("{}: {what} was cancelled", self.envd.service())))
             }
         }
     }
@@ -170,7 +178,7 @@ pub fn limit_error(limit: u64) -> EngineError {
     } else {
         format!("{limit} byte")
     };
-    EngineError::message(format!("E2B output exceeds the {size} transfer safety limit"))
+    EngineError::limit(Limit::Transfer, format!("E2B output exceeds the {size} transfer safety limit"))
 }
 
 impl Sandbox for E2bSandbox {
@@ -197,11 +205,14 @@ impl Sandbox for E2bSandbox {
                     tokio::time::timeout(timeout + Duration::from_secs(5), self.run_async(command, options))
                         .await
                         .map_err(|_| {
-                            EngineError::message(format!(
-                                "E2B sandbox {}: the command did not finish within {} s",
-                                self.envd.id,
-                                timeout.as_secs()
-                            ))
+                            EngineError::limit(
+                                Limit::Time,
+                                format!(
+                                    "E2B sandbox {}: the command did not finish within {} s",
+                                    self.envd.id,
+                                    timeout.as_secs()
+                                ),
+                            )
                         })?
                 }
             }

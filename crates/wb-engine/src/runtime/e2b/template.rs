@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 use super::api::{Api, segment};
 use super::copy::{files_hash, hex, pack};
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Limit, Result};
 use crate::runtime::remote::http::Call;
 use crate::runtime::remote::provider::{PreparedTemplate, TemplateRequest, TemplateSource};
 
@@ -102,11 +102,11 @@ pub fn plan(request: &TemplateRequest) -> Result<BuildPlan> {
         },
         TemplateSource::Dockerfile { dockerfile, context } => {
             let text = std::fs::read_to_string(dockerfile).map_err(|error| {
-                EngineError::message(format!("Cannot read the Dockerfile {}: {error}", dockerfile.display()))
+                EngineError::io_at(dockerfile, format!("Cannot read the Dockerfile {}", dockerfile.display()), error)
             })?;
             let mut plan = parse_dockerfile(&text)?;
             if context.join(".dockerignore").exists() {
-                return Err(EngineError::message(format!(
+                return Err(EngineError::unsupported(format!(
                     "The E2B runtime does not apply .dockerignore files yet; remove {} or narrow the COPY sources",
                     context.join(".dockerignore").display()
                 )));
@@ -236,9 +236,8 @@ pub fn parse_dockerfile(text: &str) -> Result<BuildPlan> {
     let all = instructions(text);
     let froms: Vec<&(String, String)> = all.iter().filter(|(k, _)| k == "FROM").collect();
     if froms.len() > 1 {
-        return Err(EngineError::message(
-            "The E2B runtime builds single-stage Dockerfiles only (as the E2B SDK does); this Dockerfile has several FROM instructions"
-                .to_owned(),
+        return Err(EngineError::unsupported(
+            "The E2B runtime builds single-stage Dockerfiles only (as the E2B SDK does); this Dockerfile has several FROM instructions",
         ));
     }
     let Some((_, from)) = froms.first() else {
@@ -268,12 +267,12 @@ pub fn parse_dockerfile(text: &str) -> Result<BuildPlan> {
             "COPY" | "ADD" => {
                 let (flags, words) = flags(words);
                 if flags.iter().any(|(name, _)| name == "from") {
-                    return Err(EngineError::message(format!(
+                    return Err(EngineError::unsupported(format!(
                         "The E2B runtime builds single-stage Dockerfiles only; `{keyword} --from` is not supported"
                     )));
                 }
                 if words.first().is_some_and(|w| w.starts_with('[')) {
-                    return Err(EngineError::message(format!(
+                    return Err(EngineError::unsupported(format!(
                         "The E2B runtime does not support the JSON form of {keyword}; write `{keyword} <src>… <dest>`"
                     )));
                 }
@@ -380,7 +379,7 @@ pub async fn prepare(
     let created = api.call(Method::POST, "/v3/templates", Some(&json!({"name": name}))).await?;
     let text = |key: &str| created.get(key).and_then(Value::as_str).map(str::to_owned);
     let (Some(template_id), Some(build_id)) = (text("templateID"), text("buildID")) else {
-        return Err(EngineError::message("E2B API POST /v3/templates returned no templateID/buildID".to_owned()));
+        return Err(EngineError::reply("E2B API POST /v3/templates returned no templateID/buildID".to_owned()));
     };
     upload_copies(api, &plan, &template_id, progress).await?;
     let build_path = format!("/v2/templates/{}/builds/{}", segment(&template_id), segment(&build_id));
@@ -446,10 +445,10 @@ async fn wait_built(
     let deadline = tokio::time::Instant::now() + BUILD_LIMIT;
     loop {
         if tokio::time::Instant::now() > deadline {
-            return Err(EngineError::message(format!(
-                "E2B template {name} did not finish building within {} minutes",
-                BUILD_LIMIT.as_secs() / 60
-            )));
+            return Err(EngineError::limit(
+                Limit::Time,
+                format!("E2B template {name} did not finish building within {} minutes", BUILD_LIMIT.as_secs() / 60),
+            ));
         }
         let status = api.call(Method::GET, &format!("{status_path}?logsOffset={offset}"), None).await?;
         offset += report(&status);
@@ -459,7 +458,7 @@ async fn wait_built(
                 tokio::select! {
                     () = tokio::time::sleep(poll) => {}
                     () = transport.cancel().cancelled() => {
-                        return Err(EngineError::message(format!("The E2B template build of {name} was cancelled")));
+                        return Err(EngineError::cancelled(format!("The E2B template build of {name} was cancelled")));
                     }
                 }
             }
@@ -481,7 +480,7 @@ async fn wait_built(
                 }));
             }
             other => {
-                return Err(EngineError::message(format!(
+                return Err(EngineError::reply(format!(
                     "E2B API GET {status_path} returned an unknown build status {other:?}"
                 )));
             }

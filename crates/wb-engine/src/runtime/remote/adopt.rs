@@ -55,11 +55,7 @@ impl RemoteRuntime {
         let lease = self.lease;
         let sandbox = self.provider()?.reconnect(id, lease)?;
         if sandbox.id() != id {
-            return Err(EngineError::message(format!(
-                "{} gave sandbox {} for sandbox {id}",
-                self.title(),
-                sandbox.id()
-            )));
+            return Err(EngineError::reply(format!("{} gave sandbox {} for sandbox {id}", self.title(), sandbox.id())));
         }
         self.sandbox = Some(std::sync::Arc::from(sandbox));
         self.info = Some(SandboxInfo {

@@ -66,10 +66,11 @@ fn lease(inherited: &BTreeMap<String, String>) -> Result<Duration> {
     let Some(text) = inherited.get("WB_SANDBOX_LEASE").filter(|t| !t.trim().is_empty()) else {
         return Ok(LEASE);
     };
-    let lease = crate::duration::parse_for("WB_SANDBOX_LEASE", text).map_err(EngineError::message)?;
+    let lease =
+        crate::duration::parse_for("WB_SANDBOX_LEASE", text).map_err(|e| EngineError::message(e.to_string()))?;
     if lease < Duration::from_secs(1) {
         let why = "a lease must be at least 1s";
-        return Err(EngineError::message(crate::duration::invalid("WB_SANDBOX_LEASE", text, why)));
+        return Err(EngineError::message(crate::duration::invalid("WB_SANDBOX_LEASE", text, why).to_string()));
     }
     Ok(lease)
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::error::EngineError;
 use crate::runs;
 use crate::runtime::services;
 
@@ -94,27 +95,27 @@ pub fn orphans(home: &Path, inherited: &BTreeMap<String, String>, apply: bool) -
 /// Destroys the sandboxes of one remote run that no longer runs (`kill` of a lost run: its supervisor died and
 /// its sandbox went on until its lease). Answers the sandboxes destroyed; an error names what could not be done
 /// (no credentials, a service that could not be asked).
-pub fn reclaim_run(record: &runs::RunRecord, inherited: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
+pub fn reclaim_run(record: &runs::RunRecord, inherited: &BTreeMap<String, String>) -> crate::Result<Vec<String>> {
     if record.state().is_live() {
-        return Err(format!("run {} is still running", record.run_id));
+        return Err(EngineError::message(format!("run {} is still running", record.run_id)));
     }
     let Some(service) = services().into_iter().find(|service| service.name() == record.runtime) else {
         return Ok(Vec::new());
     };
     if !has_credentials(service.credential_keys(), inherited) {
-        return Err(format!(
+        return Err(EngineError::message(format!(
             "{}: its sandbox is left to its lease: no {} in the environment to destroy it with",
             service.title(),
             service.credential_keys().join(" or ")
-        ));
+        )));
     }
-    let tokio = client_runtime().map_err(|_| "cannot start the services' client".to_owned())?;
-    let mut provider =
-        service.connect(inherited, tokio.handle().clone()).map_err(|error| format!("{}: {error}", service.title()))?;
+    let tokio = client_runtime().map_err(|_| EngineError::message("cannot start the services' client"))?;
+    let named = |error: EngineError| EngineError::message(format!("{}: {error}", service.title()));
+    let mut provider = service.connect(inherited, tokio.handle().clone()).map_err(named)?;
     let labels = super::labels(&record.run_id, &record.workbench);
-    let ids = provider.find(&labels).map_err(|error| format!("{}: {error}", service.title()))?;
+    let ids = provider.find(&labels).map_err(named)?;
     if !ids.is_empty() {
-        provider.reclaim(&labels).map_err(|error| format!("{}: {error}", service.title()))?;
+        provider.reclaim(&labels).map_err(named)?;
     }
     Ok(ids)
 }

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::requirements::RequirementReport;
+use crate::requirements::{RequirementReport, Unmet};
 use crate::source::Package;
 
 /// The largest file either direction of a transfer may carry (the reference's 512 MiB safety limit).
@@ -162,7 +162,7 @@ pub trait Sandbox: Send + Sync {
     /// from the first byte, then as it comes, and its end.
     fn reattach(&self, handle: &serde_json::Value) -> Result<RemoteProcess> {
         let _ = handle;
-        Err(crate::error::EngineError::message("This service cannot follow a process again".to_owned()))
+        Err(crate::error::EngineError::unsupported("This service cannot follow a process again"))
     }
     /// Destroys the sandbox. Idempotent: a sandbox that is already gone is not an error.
     fn destroy(&self) -> Result<()>;
@@ -184,7 +184,7 @@ pub trait Service: Sync {
     fn credential_keys(&self) -> &'static [&'static str];
     /// What the service's policy says of the package's requirements before anything is created (the os, GPU,
     /// a class). `Err`: the detail of the refusal (the runtime says which Workbench and runtime).
-    fn judge_requirements(&self, package: &Package) -> std::result::Result<RequirementReport, String>;
+    fn judge_requirements(&self, package: &Package) -> std::result::Result<RequirementReport, Unmet>;
     /// The resources asked for when a sandbox is created. Default: none (the template carries its own).
     fn resource_request(&self, requirements: &wb_manifest::Requirements) -> ResourceRequest {
         let _ = requirements;
@@ -246,12 +246,12 @@ pub trait SandboxProvider: Send {
     /// Pauses sandbox `id` so it keeps its state without running: true when it is paused now, false when it
     /// already was. Only a service that [`Service::keeps_recovery`] can.
     fn pause(&mut self, id: &str) -> Result<bool> {
-        Err(crate::error::EngineError::message(format!("This service cannot pause sandbox {id}")))
+        Err(crate::error::EngineError::unsupported(format!("This service cannot pause sandbox {id}")))
     }
     /// A handle on the existing sandbox `id`, never another: resumed when paused, kept for at least `lease`.
     fn reconnect(&mut self, id: &str, lease: Duration) -> Result<Box<dyn Sandbox>> {
         let _ = lease;
-        Err(crate::error::EngineError::message(format!("This service cannot reconnect to sandbox {id}")))
+        Err(crate::error::EngineError::unsupported(format!("This service cannot reconnect to sandbox {id}")))
     }
     /// Destroys sandbox `id` (idempotent: a sandbox that is gone is not an error).
     fn destroy(&mut self, id: &str) -> Result<()>;

@@ -6,7 +6,7 @@
 use super::RemoteRuntime;
 use super::provider::Resources;
 use crate::error::{EngineError, Result};
-use crate::requirements::RequirementReport;
+use crate::requirements::{RequirementReport, Unmet};
 use crate::source::Package;
 use wb_manifest::Requirements;
 
@@ -20,14 +20,14 @@ pub(super) enum Deferred {
 
 /// The policy of a service whose sandboxes are Linux without a GPU (E2B): `os` must allow linux, `gpu` must
 /// be false. `Err`: the detail of the refusal.
-pub fn linux_without_gpu(runtime: &str, requirements: &Requirements) -> std::result::Result<RequirementReport, String> {
+pub fn linux_without_gpu(runtime: &str, requirements: &Requirements) -> std::result::Result<RequirementReport, Unmet> {
     let mut report = RequirementReport::default();
     if requirements.gpu {
-        return Err(format!("GPU requirements are not supported on the {runtime} runtime"));
+        return Err(Unmet(format!("GPU requirements are not supported on the {runtime} runtime")));
     }
     if let Some(os) = &requirements.os {
         if !os.iter().any(|o| o == "linux") {
-            return Err(format!("requires os {} but the {runtime} runtime provides linux", os.join(" or ")));
+            return Err(Unmet(format!("requires os {} but the {runtime} runtime provides linux", os.join(" or "))));
         }
         report.checked.push("os linux".to_owned());
     }
@@ -53,7 +53,7 @@ impl RemoteRuntime {
     /// Checks the requirements deferred until the sandbox exists, against what the service reports.
     pub(super) fn check_deferred(&self, resources: Resources) -> Result<RequirementReport> {
         let mut report = self.report.clone();
-        let fail = |detail: String| {
+        let fail = |Unmet(detail): Unmet| {
             EngineError::message(format!(
                 "Workbench {} cannot run on the {} runtime: {detail}",
                 self.workbench,
@@ -64,7 +64,7 @@ impl RemoteRuntime {
             match *requirement {
                 Deferred::Cpu(cpu) => match resources.cpu {
                     Some(have) if have < cpu => {
-                        return Err(fail(format!("requires {cpu} CPUs but the sandbox has {have}")));
+                        return Err(fail(Unmet(format!("requires {cpu} CPUs but the sandbox has {have}"))));
                     }
                     Some(have) => report.checked.push(format!("cpu {have}")),
                     None => report.unchecked.push(format!("cpu is not checked on the {} runtime", self.name())),
@@ -89,7 +89,7 @@ impl RemoteRuntime {
         gb: f64,
         reported_mib: Option<u64>,
         report: &mut RequirementReport,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), Unmet> {
         let text = wb_syntax::js_number_to_string;
         let Some(mib) = reported_mib else {
             report.unchecked.push(format!("{field} is not checked on the {} runtime", self.name()));
@@ -99,7 +99,7 @@ impl RemoteRuntime {
         let mib = mib as f64;
         let have = (mib / 102.4).round() / 10.0;
         if mib < gb * 1024.0 {
-            return Err(format!("requires {} GiB of {what} but the sandbox has {} GiB", text(gb), text(have)));
+            return Err(Unmet(format!("requires {} GiB of {what} but the sandbox has {} GiB", text(gb), text(have))));
         }
         report.checked.push(format!("{what} {} GiB", text(have)));
         Ok(())

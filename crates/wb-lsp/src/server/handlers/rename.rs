@@ -24,7 +24,7 @@ pub fn handle(snapshot: &Snapshot, params: lsp::RenameParams) -> anyhow::Result<
     let Some(root) = file.parse.root.as_ref() else { return Ok(None) };
     let offset = file.offset(snapshot, position.position);
     let edits =
-        wb_ide::rename_env(&file.text, root, offset, &params.new_name).map_err(|message| anyhow::anyhow!(message))?;
+        wb_ide::rename_env(&file.text, root, offset, &params.new_name).map_err(|error| anyhow::anyhow!(error))?;
     let edits: Vec<lsp::TextEdit> = edits
         .into_iter()
         .map(|(range, new_text)| lsp::TextEdit { range: file.range(snapshot, range), new_text })
