@@ -44,13 +44,24 @@ pub enum Poll {
     Ended(RunEnd),
 }
 
+/// Why an attempt's result could not be graded (an infrastructure error: the attempt is not the package's fault).
+#[derive(Debug, thiserror::Error)]
+pub enum GradeError {
+    #[error(transparent)]
+    Fixture(#[from] super::fixture::FixtureError),
+    #[error("cannot apply the attempt's outcome: {0}")]
+    Apply(String),
+    #[error("cannot start the grading runtime: {0}")]
+    Runtime(String),
+}
+
 /// What the scheduler asks of the runtime.
 pub trait Attempts {
     /// Starts an attempt as a detached run: its run id.
     fn start(&mut self, key: &AttemptKey) -> Result<String, NotStarted>;
     fn poll(&mut self, run_id: &str) -> Poll;
     /// Grades an ended attempt's result: each gate's result.
-    fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, String>;
+    fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError>;
     /// Asks a running attempt's run to stop.
     fn cancel(&mut self, run_id: &str);
 }
@@ -256,7 +267,7 @@ mod tests {
             Poll::Ended(RunEnd { cost_usd: Some(0.5), cancelled, ..RunEnd::default() })
         }
 
-        fn grade(&mut self, key: &AttemptKey, _: &RunEnd) -> Result<Vec<GateResult>, String> {
+        fn grade(&mut self, key: &AttemptKey, _: &RunEnd) -> Result<Vec<GateResult>, GradeError> {
             let passed = key.arm == "workbench";
             Ok(vec![GateResult {
                 id: "g".into(),
