@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod dotenv;
 pub mod duration;
 mod error;
+mod event_kind;
 pub mod events;
 pub mod leftovers;
 pub mod lifecycle;

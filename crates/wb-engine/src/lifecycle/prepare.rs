@@ -281,7 +281,7 @@ pub(super) fn prepare_package(
     let (route, authentication, unselected) = choose_route(&package, catalog, &runner, &env, options)?;
     let adopting = options.adopt.clone().filter(|_| purpose == Purpose::Run);
     let run_id = adopting.clone().unwrap_or_else(new_run_id);
-    let outbox = options.workbench_home().join("runs").join(&run_id).join("outbox");
+    let outbox = crate::runs::RunDir::new(&options.workbench_home(), &run_id).outbox();
     let stage = Stage::create(options, purpose)?;
     let task = options.task.clone().unwrap_or_default();
     let view = RunnerView::new(runtime.placement(), &workspaces, &package, &stage, &outbox);

@@ -14,7 +14,7 @@ use super::prepare::{Prepared, prepare_one};
 use super::turn::{Ending, Events, Turns, one_turn};
 use super::{Options, Purpose, require_task};
 use crate::error::{EngineError, Result};
-use crate::events::{Event, Stream, Translated};
+use crate::events::{Event, EventKind, Stream, Translated};
 use crate::outcome;
 use crate::runs::{RunLog, RunRecord, RunStatus};
 
@@ -94,8 +94,8 @@ pub fn run(
             return;
         }
         // The terminal event says what the run cost: the sum of the runner's reports, null when it made none.
-        let event = match event.kind.as_str() {
-            "run.completed" | "run.failed" | "run.cancelled" => {
+        let event = match event.known() {
+            Some(kind) if kind.is_terminal() => {
                 let mut terminal = event.clone();
                 if let Some(data) = terminal.data.as_object_mut() {
                     data.insert("cost_usd".to_owned(), log.record().cost_usd.map_or(Value::Null, Value::from));
@@ -110,7 +110,7 @@ pub fn run(
     };
     let mut events = Events { stream, emit: &mut logged, started };
     events.send(Translated::new(
-        "run.started",
+        EventKind::RunStarted,
         json!({"workbench": prepared.package.name, "version": prepared.package.version, "runtime": prepared.runtime.name()}),
     ));
     let Executed { ending, final_text, outcome_id, outcome_error } =
@@ -226,7 +226,7 @@ fn execute(
                     Err(error) => return fail(events, error.to_string()),
                 },
             };
-            events.send(Translated::new("run.ready", json!({})));
+            events.send(Translated::new(EventKind::RunReady, json!({})));
             let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
             let cancelled = ending == Ending::Cancelled;
             Turns { ending, terminal, final_text: state.final_text, cancelled }
@@ -249,7 +249,7 @@ fn execute(
     };
     let (outcome_id, outcome_error) = match collected {
         Ok((outcome, receipt)) => {
-            events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
+            events.send(Translated::new(EventKind::OutcomeAvailable, outcome::available_data(&outcome, &receipt)));
             (Some(outcome.id), None)
         }
         Err(error) => {
@@ -263,7 +263,7 @@ fn execute(
                 }
             }
             data["message"] = Value::from(message.clone());
-            events.send(Translated::new("outcome.failed", data));
+            events.send(Translated::new(EventKind::OutcomeFailed, data));
             (None, Some(message))
         }
     };

@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::Context;
 
+use wb_engine::runs::{self, Followed};
 use wb_engine::{EngineError, Options, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
 use crate::render;
-use crate::supervisor::{self, Followed, Start};
+use crate::supervisor::{self, Start};
 
 fn options(args: &RunArgs) -> anyhow::Result<Options> {
     let task = match &args.task_file {
@@ -239,7 +240,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         // A session: this command follows its first turn; `send` the next ones.
         return super::followed::follow_turn(&home, &run_id, None, json, None);
     }
-    let followed = supervisor::follow(&home, &run_id, None, &mut |event| {
+    let followed = runs::follow(&home, &run_id, None, &mut |event| {
         if json || !final_only {
             super::followed::print_logged(event, json);
         }
@@ -251,8 +252,8 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     }
     // The terminal event is out; the supervisor cleans up (a container, a sandbox), then keeps the result.
     child.wait().context("waiting for the run's supervisor")?;
-    let result = supervisor::result_of(&home, &run_id)
-        .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
+    let result =
+        runs::result_of(&home, &run_id).with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
     for warning in &result.warnings {
         eprintln!("warning: {}", super::printable(warning));
     }

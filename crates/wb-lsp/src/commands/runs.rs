@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use wb_engine::runs::{self, LogReader, RunRecord, RunState};
+use wb_engine::runs::{self, Followed, LogReader, RunRecord, RunState};
 
 use super::printable;
 use crate::cli::{AttachArgs, KillArgs, RunsArgs, StatusArgs, WaitArgs};
-use crate::supervisor::{self, Followed};
+use crate::supervisor;
 
 /// How often a followed run's log and record are looked at.
 const POLL: Duration = Duration::from_millis(100);
@@ -107,8 +107,7 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<ExitCode> {
     {
         return Ok(code);
     }
-    let ended =
-        supervisor::follow(&home, &record.run_id, None, &mut |event| super::followed::print_logged(event, json))?;
+    let ended = runs::follow(&home, &record.run_id, None, &mut |event| super::followed::print_logged(event, json))?;
     Ok(match ended {
         Followed::Ended { state, outcome_failed } => exit_of(state, outcome_failed),
         Followed::Lost => {
@@ -156,10 +155,9 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<ExitCode> {
         let record = runs::read_record(&home, &first.run_id)?;
         let state = record.state();
         let next = match (&mut reader, args.after) {
-            (Some(reader), Some(after)) => reader
-                .read_new()?
-                .iter()
-                .any(|event| event.get("sequence").and_then(Value::as_u64).is_some_and(|sequence| sequence > after)),
+            (Some(reader), Some(after)) => {
+                reader.read_new()?.iter().any(|logged| logged.event().is_some_and(|event| event.sequence > after))
+            }
             _ => false,
         };
         if state != RunState::Running || next {

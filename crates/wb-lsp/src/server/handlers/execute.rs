@@ -15,6 +15,8 @@ use crossbeam_channel::Sender;
 use lsp_server::{Message, Notification};
 use lsp_types as lsp;
 use serde_json::Value;
+use wb_engine::events::EventKind;
+use wb_engine::runs::{self, Followed, Logged};
 use wb_engine::{Ending, Options};
 
 use super::super::convert;
@@ -24,8 +26,7 @@ use super::super::ext::{
 };
 use super::super::snapshot::{Snapshot, is_manifest};
 use crate::render;
-use crate::supervisor::{self, Followed, Start};
-use wb_engine::runs;
+use crate::supervisor::{self, Start};
 
 fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
     let uri = arguments.uri.as_ref().ok_or_else(|| anyhow::anyhow!("the command takes the manifest's URI"))?;
@@ -231,17 +232,17 @@ fn follow_run(
     detach: &AtomicBool,
 ) -> anyhow::Result<Option<Value>> {
     let home = supervisor::home()?;
-    let followed = supervisor::follow(&home, run_id, Some(detach), &mut |value| forward_event(sender, token, value));
+    let followed = runs::follow(&home, run_id, Some(detach), &mut |value| forward_event(sender, token, value));
     let followed = match followed {
         Ok(followed) => followed,
         Err(error) => {
             finish(sender, token, format!("failed: {error:#}"));
-            return Err(error);
+            return Err(error.into());
         }
     };
     let_go(sender, token, run_id, followed)?;
-    let result = supervisor::result_of(&home, run_id)
-        .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
+    let result =
+        runs::result_of(&home, run_id).with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
     finish(
         sender,
         token,
@@ -281,15 +282,16 @@ pub(super) fn let_go(
     }
 }
 
-/// One logged event to the client: a `workbench/runEvent` notification and a progress report.
-pub(super) fn forward_event(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, value: &Value) {
-    let Ok(event) = serde_json::from_value::<wb_engine::events::Event>(value.clone()) else { return };
-    let params = RunEventParams { event: &event, text: render::event::event_lines(&event) };
+/// One logged event to the client: a `workbench/runEvent` notification and a progress report (nothing for a
+/// line of the log that is not an event).
+pub(super) fn forward_event(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, logged: &Logged) {
+    let Some(event) = logged.event() else { return };
+    let params = RunEventParams { event, text: render::event::event_lines(event) };
     let _ = sender.send(Message::Notification(Notification::new(ext::RUN_EVENT.to_owned(), params)));
-    let message = match event.kind.as_str() {
-        "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
-        "output.text" => Some("writing".to_owned()),
-        other => Some(other.to_owned()),
+    let message = match event.known() {
+        Some(EventKind::ToolStarted) => event.text("name").map(|n| format!("tool {n}")),
+        Some(EventKind::OutputText) => Some("writing".to_owned()),
+        _ => Some(event.kind.clone()),
     };
     report(sender, token, true, message);
 }
@@ -321,15 +323,13 @@ pub(super) fn follow_turn(
 ) -> anyhow::Result<Option<Value>> {
     let home = supervisor::home()?;
     let mut result = TurnResult { run_id: run_id.to_owned(), ..TurnResult::default() };
-    let followed = supervisor::follow_turn(&home, run_id, Some(detach), input, &mut |value| {
-        forward_event(sender, token, value);
-        let data = value.get("data").unwrap_or(&Value::Null);
-        match value.get("type").and_then(Value::as_str).unwrap_or_default() {
-            "output.text" => {
-                result.final_text = data.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
-            }
-            "outcome.available" if data.get("turn_index").is_some() => {
-                result.snapshot_id = data.get("outcome_id").and_then(Value::as_str).map(str::to_owned);
+    let followed = runs::follow_turn(&home, run_id, Some(detach), input, &mut |logged| {
+        forward_event(sender, token, logged);
+        let Some(event) = logged.event() else { return };
+        match event.known() {
+            Some(EventKind::OutputText) => result.final_text = event.text("text").unwrap_or_default().to_owned(),
+            Some(EventKind::OutcomeAvailable) if event.data.get("turn_index").is_some() => {
+                result.snapshot_id = event.text("outcome_id").map(str::to_owned);
             }
             _ => {}
         }
@@ -338,7 +338,7 @@ pub(super) fn follow_turn(
         Ok(followed) => followed,
         Err(error) => {
             finish(sender, token, format!("failed: {error:#}"));
-            return Err(error);
+            return Err(error.into());
         }
     };
     result.turn_index = end.index;
