@@ -29,6 +29,7 @@ pub mod source;
 
 pub use error::{EngineError, Result};
 pub use lifecycle::{
-    BuildReport, DryRun, Ending, Options, RunResult, SessionOptions, Smoke, SmokeError, SmokeRunner, SmokeStatus,
-    SmokeTool, WorkspaceReport, build, dry_run, run, smoke,
+    BuildReport, Context, DryRun, Ending, Kept, Options, Request, RunLimits, RunMode, RunRequest, RunResult,
+    SessionOptions, Settings, Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool, WorkspaceReport, build, dry_run,
+    run, smoke,
 };

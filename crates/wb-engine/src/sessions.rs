@@ -2,8 +2,8 @@
 //! - `inbox/`: the turns `send` queued, each written whole (a temporary name, then a rename) and taken oldest
 //!   first by the session's owner, which removes it as it starts the turn. The task is never logged: the turn's
 //!   `turn.started` names the input by its id.
-//! - `options.json`: what the session was started with, without its task or `--env` assignments (values: `resume`
-//!   takes them again), so `resume` can start it again.
+//! - `options.json`: what the session was started with ([`crate::Kept`]: without its task or `--env` values;
+//!   `resume` takes them again), so `resume` can start it again.
 //! - `conversation/`: the runner's conversation after each turn (its id, and the store a runner keeps in the
 //!   stage directory), which a resumed session carries on.
 
@@ -112,19 +112,14 @@ pub fn wait_for_turn(home: &Path, run_id: &str, cancel: &AtomicBool, idle: Durat
     }
 }
 
-/// Keeps a session's options for `resume`: the task and the `--env` assignments left out.
-pub fn save_options(home: &Path, run_id: &str, options: &crate::Options) -> std::io::Result<()> {
-    let mut kept = options.clone();
-    // Values never reach the disk; the names do, so adopting the run can ask for them again.
-    kept.env_names =
-        options.env.iter().filter_map(|entry| entry.split_once('=')).map(|(name, _)| name.to_owned()).collect();
-    kept.env.clear();
-    kept.task = None;
-    RunDir::new(home, run_id).write(layout::OPTIONS, &kept, true)
+/// Keeps what a session (or a remote run, for its adoption) was started with: what [`crate::Kept`] holds of
+/// its request, never the task or a value.
+pub fn save_options(home: &Path, run_id: &str, request: &crate::Request, mode: &crate::RunMode) -> std::io::Result<()> {
+    RunDir::new(home, run_id).write(layout::OPTIONS, &crate::Kept::of(request, mode), true)
 }
 
-/// A session's options as [`save_options`] kept them.
-pub fn load_options(home: &Path, run_id: &str) -> std::io::Result<crate::Options> {
+/// What [`save_options`] kept.
+pub fn load_options(home: &Path, run_id: &str) -> std::io::Result<crate::Kept> {
     RunDir::new(home, run_id).read(layout::OPTIONS)
 }
 

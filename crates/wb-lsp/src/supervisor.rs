@@ -2,7 +2,7 @@
 //!
 //! `wb-lsp run` (with or without `--detach`) and the language server never run the engine themselves: they
 //! start this binary's hidden `supervise-run` command in a process group of its own (a terminal's Ctrl-C and
-//! hang-up do not reach it), hand it the run's [`Options`] on its stdin, and read [`Control`] lines on its stdout while
+//! hang-up do not reach it), hand it the run's [`RunRequest`] on its stdin, and read [`Control`] lines on its stdout while
 //! the runtime prepares: progress, then either `started` (the run's log exists and holds `run.started`) or
 //! `failed` (the run never started: a bad package, missing credentials, a cancelled preparation). From then
 //! on the supervisor writes only its run's log, record and, at the end, its result
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use wb_engine::{EngineError, Options};
+use wb_engine::{EngineError, Options, RunRequest};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 pub mod watchdog;
@@ -98,10 +98,10 @@ impl Starting {
 }
 
 /// Starts a supervisor for `request` (this same binary), in a process group of its own.
-pub fn spawn(request: &Options) -> anyhow::Result<Starting> {
+pub fn spawn(request: &RunRequest) -> anyhow::Result<Starting> {
     let mut child = Command::new(program()?)
         .arg(SUBCOMMAND)
-        .current_dir(&request.cwd)
+        .current_dir(&request.request.settings.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -154,8 +154,8 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
         .take(REQUEST_LIMIT)
         .read_to_end(&mut body)
         .map_err(|error| error.to_string())
-        .and_then(|_| serde_json::from_slice::<Options>(&body).map_err(|error| error.to_string()));
-    let request = match request {
+        .and_then(|_| serde_json::from_slice::<RunRequest>(&body).map_err(|error| error.to_string()));
+    let RunRequest { request, mode } = match request {
         Ok(request) => request,
         Err(error) => {
             say(&Control::Failed(NotStarted {
@@ -171,21 +171,29 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
     cancel_on_signals(&cancel, &reason);
     let progress =
         wb_engine::lifecycle::Progress(Arc::new(|message: &str| say(&Control::Progress(message.to_owned()))));
-    let mut options = options(request, progress, &cancel);
-    options.cancel_reason = Some(reason);
-    if let Some(home) = options.home.clone().or_else(|| wb_outcomes::try_default_home().ok()) {
+    let home = request.settings.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
+    if let Some(home) = home.clone() {
         watchdog::start(home);
     }
     // An adopted run emits nothing for what its log holds: it is started once its log carries on here.
     let adopted = Arc::new(AtomicBool::new(false));
-    if options.adopt.is_some() {
+    let on_adopted = mode.adopting().map(|_| {
         let told = Arc::clone(&adopted);
-        options.on_adopted = Some(wb_engine::lifecycle::Progress(Arc::new(move |run_id: &str| {
+        wb_engine::lifecycle::Progress(Arc::new(move |run_id: &str| {
             told.store(true, Ordering::SeqCst);
             watchdog::run_started(run_id);
             say(&Control::Started { run_id: run_id.to_owned() });
-        })));
-    }
+        }))
+    });
+    let context = wb_engine::Context {
+        inherited: wb_engine::bindings::process_environment(),
+        progress: Some(progress),
+        cancel: Some(Arc::clone(&cancel)),
+        cancel_reason: Some(reason),
+        interrupt_cancels: true,
+        on_adopted,
+    };
+    let options = Options { request, context };
     let mut started = false;
     let mut emit = |event: &wb_engine::events::Event| {
         if !started && !adopted.load(Ordering::SeqCst) {
@@ -194,7 +202,7 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
             say(&Control::Started { run_id: event.run_id.clone() });
         }
     };
-    let result = wb_engine::run(&OsFileSystem, &options, catalog, Arc::clone(&cancel), &mut emit);
+    let result = wb_engine::run(&OsFileSystem, &options, &mode, catalog, Arc::clone(&cancel), &mut emit);
     let result = match result {
         Ok(result) => result,
         Err(error) => {
@@ -204,7 +212,6 @@ pub fn supervise(catalog: &ModelCatalog) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let home = options.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
     if let Some(home) = home {
         let _ = wb_engine::runs::write_result(&home, &result);
     }
@@ -241,17 +248,6 @@ fn say(message: &Control) {
         line.push(b'\n');
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(&line).and_then(|()| out.flush());
-    }
-}
-
-/// The request completed with what belongs to this process: its environment, progress, cancel flag.
-fn options(request: Options, progress: wb_engine::lifecycle::Progress, cancel: &Arc<AtomicBool>) -> Options {
-    Options {
-        inherited: wb_engine::bindings::process_environment(),
-        progress: Some(progress),
-        cancel: Some(Arc::clone(cancel)),
-        interrupt_cancels: true,
-        ..request
     }
 }
 

@@ -11,17 +11,18 @@ use serde_json::{Value, json};
 
 use super::prepare::Prepared;
 use super::turn::{Ending, Events, Turns, elapsed, one_turn};
-use super::{Options, SessionOptions};
+use super::{Options, RunMode, SessionOptions};
 use crate::events::{EventKind, Translated};
 use crate::outcome;
 use crate::sessions::{self, Waited};
 
 /// The turns of a session, until a turn does not complete, the session is ended while idle (`kill`, a limit),
-/// or it stays idle too long. A resumed session (`Options::resume_from`) first takes its earlier
+/// or it stays idle too long. A resumed session (`RunMode::Session::resume_from`) first takes its earlier
 /// conversation and files; without a task it starts idle.
 pub(super) fn turns(
     prepared: &mut Prepared,
     options: &Options,
+    mode: &RunMode,
     session: SessionOptions,
     stops: (&AtomicBool, &Mutex<Option<String>>),
     events: &mut Events<'_>,
@@ -33,14 +34,14 @@ pub(super) fn turns(
     let mut conversation: Option<String> = None;
     let mut resumed = false;
     // What the session was started with, kept so `resume` can start it again.
-    if let Err(error) = sessions::save_options(&home, &prepared.run_id, options) {
+    if let Err(error) = sessions::save_options(&home, &prepared.run_id, &options.request, mode) {
         let message = format!("Cannot keep the options of session {}: {error}", prepared.run_id);
         return session_failed(events, message, String::new());
     }
-    if options.resume_from.is_some() {
+    if mode.resume_from().is_some() {
         (conversation, resumed) = (prepared.resumed_conversation.clone(), true);
     }
-    let mut next = options.task.clone().filter(|task| !task.trim().is_empty()).map(|task| (task, None));
+    let mut next = options.request.task.clone().filter(|task| !task.trim().is_empty()).map(|task| (task, None));
     let mut final_text = String::new();
     let mut turn = 0_u64;
     events.send(Translated::new(EventKind::RunReady, json!({})));
