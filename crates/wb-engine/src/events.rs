@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+pub use crate::event_kind::EventKind;
 pub use crate::redact::Redactor;
 use crate::redact::StreamedText;
 
@@ -20,21 +21,38 @@ pub struct Event {
     pub data: Value,
 }
 
+impl Event {
+    /// The event's type, when this build knows it (a log may hold one a newer build wrote).
+    pub fn known(&self) -> Option<EventKind> {
+        EventKind::from_wire(&self.kind)
+    }
+
+    /// Whether the event is of type `kind`.
+    pub fn is(&self, kind: EventKind) -> bool {
+        self.kind == kind.as_str()
+    }
+
+    /// The string field `name` of its data.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.data.get(name).and_then(Value::as_str)
+    }
+}
+
 /// A translated event before it gets its envelope.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Translated {
-    pub kind: &'static str,
+    pub kind: EventKind,
     pub data: Value,
 }
 
 impl Translated {
-    pub fn new(kind: &'static str, data: Value) -> Translated {
+    pub fn new(kind: EventKind, data: Value) -> Translated {
         Translated { kind, data }
     }
 
     /// An event the adapter does not translate: only its native type crosses, never its payload.
     pub fn native(native_type: &str) -> Translated {
-        Translated::new("runner.event", json!({ "native_type": native_type }))
+        Translated::new(EventKind::RunnerEvent, json!({ "native_type": native_type }))
     }
 }
 
@@ -78,13 +96,14 @@ impl Stream {
         if self.terminal {
             return Vec::new();
         }
-        let text = (event.kind == "output.text").then(|| event.data.get("text").and_then(Value::as_str)).flatten();
+        let text =
+            (event.kind == EventKind::OutputText).then(|| event.data.get("text").and_then(Value::as_str)).flatten();
         if let Some(text) = text {
             let data = self.redactor.value(&event.data);
             let released = self.text.push(&self.redactor, data, text);
             return self.text_events(released);
         }
-        let terminal = matches!(event.kind, "run.completed" | "run.failed" | "run.cancelled");
+        let terminal = event.kind.is_terminal();
         let mut out = if terminal { self.flush_text() } else { Vec::new() };
         self.terminal = terminal;
         let data = self.redactor.value(&event.data);
@@ -106,19 +125,19 @@ impl Stream {
             .into_iter()
             .map(|(mut data, text)| {
                 data["text"] = Value::String(text);
-                self.envelope("output.text", data)
+                self.envelope(EventKind::OutputText, data)
             })
             .collect()
     }
 
-    fn envelope(&mut self, kind: &str, data: Value) -> Event {
+    fn envelope(&mut self, kind: EventKind, data: Value) -> Event {
         self.sequence += 1;
         Event {
             protocol: 0,
             run_id: self.run_id.clone(),
             sequence: self.sequence,
             timestamp: wb_outcomes::now_utc(),
-            kind: kind.to_owned(),
+            kind: kind.as_str().to_owned(),
             runner: self.runner.clone(),
             data,
         }
@@ -141,13 +160,13 @@ mod tests {
     fn one_terminal_event_and_redaction() {
         let mut stream = Stream::new("wb_x".into(), "opencode".into(), Redactor::new(["hunter22"].into_iter()));
         let text: Vec<Value> = stream
-            .stamp(Translated::new("output.text", json!({"text": "key=hunter22"})))
+            .stamp(Translated::new(EventKind::OutputText, json!({"text": "key=hunter22"})))
             .into_iter()
             .map(|e| e.data)
             .collect();
         assert_eq!(text, [json!({"text": "key=[redacted]"})]);
-        assert_eq!(stream.stamp(Translated::new("run.completed", json!({}))).len(), 1);
-        assert!(stream.stamp(Translated::new("run.failed", json!({"message": "x"}))).is_empty());
+        assert_eq!(stream.stamp(Translated::new(EventKind::RunCompleted, json!({}))).len(), 1);
+        assert!(stream.stamp(Translated::new(EventKind::RunFailed, json!({"message": "x"}))).is_empty());
     }
 
     /// The halves of a value in two texts, with every other kind of event between them, and across messages.
@@ -155,24 +174,25 @@ mod tests {
     fn a_value_split_across_other_events_is_redacted() {
         let between = [
             Translated::native("reasoning"),
-            Translated::new("tool.started", json!({"id": "t1", "name": "bash", "title": "ls"})),
-            Translated::new("tool.completed", json!({"id": "t1", "name": "bash", "status": "completed"})),
-            Translated::new("usage.updated", json!({"kind": "delta", "input_tokens": 3})),
+            Translated::new(EventKind::ToolStarted, json!({"id": "t1", "name": "bash", "title": "ls"})),
+            Translated::new(EventKind::ToolCompleted, json!({"id": "t1", "name": "bash", "status": "completed"})),
+            Translated::new(EventKind::UsageUpdated, json!({"kind": "delta", "input_tokens": 3})),
         ];
         for (index, event) in between.into_iter().enumerate() {
             let redactor = Redactor::new(["hunter2-Pa55-w0rd"].into_iter());
             let mut stream = Stream::new("wb_x".into(), "opencode".into(), redactor);
             let mut events = Vec::new();
             events.extend(
-                stream.stamp(Translated::new("output.text", json!({"text": "password: hunter2-", "id": "m1"}))),
+                stream.stamp(Translated::new(EventKind::OutputText, json!({"text": "password: hunter2-", "id": "m1"}))),
             );
             events.extend(stream.stamp(event.clone()));
-            events.extend(stream.stamp(Translated::new("output.text", json!({"text": "Pa55-w0rd", "id": "m2"}))));
-            events.extend(stream.stamp(Translated::new("run.completed", json!({}))));
+            events
+                .extend(stream.stamp(Translated::new(EventKind::OutputText, json!({"text": "Pa55-w0rd", "id": "m2"}))));
+            events.extend(stream.stamp(Translated::new(EventKind::RunCompleted, json!({}))));
             let all = serde_json::to_string(&events).unwrap_or_default();
             assert!(!all.contains("hunter2-") && !all.contains("Pa55"), "case {index}: {all}");
             let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-            assert_eq!(kinds, [event.kind, "output.text", "output.text", "run.completed"], "case {index}");
+            assert_eq!(kinds, [event.kind.as_str(), "output.text", "output.text", "run.completed"], "case {index}");
             assert_eq!(events[1].data, json!({"text": "password: [redacted]", "id": "m1"}));
             assert_eq!(events[2].data, json!({"text": "", "id": "m2"}));
             let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
@@ -183,12 +203,12 @@ mod tests {
     #[test]
     fn held_text_goes_out_when_flushed_or_before_the_terminal_event() {
         let mut stream = Stream::new("wb_x".into(), "pi".into(), Redactor::new(["hunter22"].into_iter()));
-        assert!(stream.stamp(Translated::new("output.text", json!({"text": "a hunt"}))).is_empty());
+        assert!(stream.stamp(Translated::new(EventKind::OutputText, json!({"text": "a hunt"}))).is_empty());
         let flushed = stream.flush_text();
         assert_eq!(flushed.len(), 1);
         assert_eq!(flushed[0].data, json!({"text": "a hunt"}));
-        assert!(stream.stamp(Translated::new("output.text", json!({"text": "hun"}))).is_empty());
-        let end = stream.stamp(Translated::new("run.failed", json!({"message": "x"})));
+        assert!(stream.stamp(Translated::new(EventKind::OutputText, json!({"text": "hun"}))).is_empty());
+        let end = stream.stamp(Translated::new(EventKind::RunFailed, json!({"message": "x"})));
         let kinds: Vec<&str> = end.iter().map(|e| e.kind.as_str()).collect();
         assert_eq!(kinds, ["output.text", "run.failed"]);
         assert!(stream.flush_text().is_empty());
@@ -199,13 +219,13 @@ mod tests {
         let mut stream = Stream::new("wb_x".into(), "pi".into(), Redactor::new(["hunter22"].into_iter()));
         let mut events = Vec::new();
         for event in [
-            Translated::new("output.text", json!({"text": "key=hun", "id": "p1"})),
-            Translated::new("output.text", json!({"text": "t", "id": "p1"})),
-            Translated::new("output.text", json!({"text": "er22. a hu", "id": "p1"})),
-            Translated::new("output.text", json!({"text": "Next part", "id": "p2"})),
-            Translated::new("output.text", json!({"text": " ends with hu"})),
+            Translated::new(EventKind::OutputText, json!({"text": "key=hun", "id": "p1"})),
+            Translated::new(EventKind::OutputText, json!({"text": "t", "id": "p1"})),
+            Translated::new(EventKind::OutputText, json!({"text": "er22. a hu", "id": "p1"})),
+            Translated::new(EventKind::OutputText, json!({"text": "Next part", "id": "p2"})),
+            Translated::new(EventKind::OutputText, json!({"text": " ends with hu"})),
             Translated::native("x"),
-            Translated::new("run.completed", json!({})),
+            Translated::new(EventKind::RunCompleted, json!({})),
         ] {
             events.extend(stream.stamp(event));
         }

@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod dotenv;
 pub mod duration;
 mod error;
+mod event_kind;
 pub mod events;
 pub mod leftovers;
 pub mod lifecycle;
@@ -29,6 +30,7 @@ pub mod trials;
 
 pub use error::{EngineError, Limit, Result, Space};
 pub use lifecycle::{
-    BuildReport, DryRun, Ending, Options, RunResult, SessionOptions, Smoke, SmokeError, SmokeRunner, SmokeStatus,
-    SmokeTool, WorkspaceReport, build, dry_run, run, smoke,
+    BuildReport, Context, DryRun, Ending, Kept, Options, Request, RunLimits, RunMode, RunRequest, RunResult,
+    SessionOptions, Settings, Smoke, SmokeError, SmokeRunner, SmokeStatus, SmokeTool, WorkspaceReport, build, dry_run,
+    run, smoke,
 };

@@ -1,15 +1,13 @@
-//! What a session keeps beside its run, in the run's private directory:
+//! What a session keeps beside its run, in the run's private directory (its names: `runs::layout`):
 //! - `inbox/`: the turns `send` queued, each written whole (a temporary name, then a rename) and taken oldest
 //!   first by the session's owner, which removes it as it starts the turn. The task is never logged: the turn's
 //!   `turn.started` names the input by its id.
-//! - `options.json`: what the session was started with, without its task or `--env` assignments (values: `resume`
-//!   takes them again), so `resume` can start it again.
+//! - `options.json`: what the session was started with ([`crate::Kept`]: without its task or `--env` values;
+//!   `resume` takes them again), so `resume` can start it again.
 //! - `conversation/`: the runner's conversation after each turn (its id, and the store a runner keeps in the
 //!   stage directory), which a resumed session carries on.
 
 use std::fs;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -17,20 +15,15 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
-use crate::runs::run_dir;
+use crate::runs::RunDir;
+use crate::runs::layout::{self, read_bounded};
 
-/// The inbox's directory name in a run's directory.
-pub const INBOX_DIR: &str = "inbox";
 /// The largest queued turn read (the task and its id).
 const QUEUED_LIMIT: u64 = 16 * 1024 * 1024;
 /// How often an idle session looks at its inbox.
 const POLL: Duration = Duration::from_millis(50);
 
-/// The file of a session's options in its run's directory.
-const OPTIONS_FILE: &str = "options.json";
-/// The directory of its conversation.
-const CONVERSATION_DIR: &str = "conversation";
-/// The conversation id's file in it.
+/// The conversation id's file in its directory.
 const CONVERSATION_ID_FILE: &str = "id";
 
 /// One queued turn.
@@ -42,7 +35,7 @@ pub struct Queued {
 }
 
 fn inbox(home: &Path, run_id: &str) -> PathBuf {
-    run_dir(home, run_id).join(INBOX_DIR)
+    RunDir::new(home, run_id).inbox()
 }
 
 /// Queues a turn for session `run_id`; returns its input id. The file's name orders it after every turn queued
@@ -55,7 +48,7 @@ pub fn queue(home: &Path, run_id: &str, task: &str) -> std::io::Result<String> {
     let bytes = serde_json::to_vec(&queued).map_err(std::io::Error::other)?;
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     let path = dir.join(format!("{nanos:024}-{input_id}.json"));
-    wb_outcomes::write_atomic(&path, &bytes, wb_outcomes::FileMode::Exactly(0o600))?;
+    layout::write_private(&path, &bytes)?;
     Ok(input_id)
 }
 
@@ -119,24 +112,15 @@ pub fn wait_for_turn(home: &Path, run_id: &str, cancel: &AtomicBool, idle: Durat
     }
 }
 
-/// Keeps a session's options for `resume`: the task and the `--env` assignments left out.
-pub fn save_options(home: &Path, run_id: &str, options: &crate::Options) -> std::io::Result<()> {
-    let mut kept = options.clone();
-    // Values never reach the disk; the names do, so adopting the run can ask for them again.
-    kept.env_names =
-        options.env.iter().filter_map(|entry| entry.split_once('=')).map(|(name, _)| name.to_owned()).collect();
-    kept.env.clear();
-    kept.task = None;
-    let bytes = serde_json::to_vec_pretty(&kept).map_err(std::io::Error::other)?;
-    wb_outcomes::write_atomic(&run_dir(home, run_id).join(OPTIONS_FILE), &bytes, wb_outcomes::FileMode::Exactly(0o600))
+/// Keeps what a session (or a remote run, for its adoption) was started with: what [`crate::Kept`] holds of
+/// its request, never the task or a value.
+pub fn save_options(home: &Path, run_id: &str, request: &crate::Request, mode: &crate::RunMode) -> std::io::Result<()> {
+    RunDir::new(home, run_id).write(layout::OPTIONS, &crate::Kept::of(request, mode), true)
 }
 
-/// A session's options as [`save_options`] kept them.
-pub fn load_options(home: &Path, run_id: &str) -> std::io::Result<crate::Options> {
-    let path = run_dir(home, run_id).join(OPTIONS_FILE);
-    let bytes = read_bounded(&path, QUEUED_LIMIT)?;
-    serde_json::from_slice(&bytes)
-        .map_err(|error| std::io::Error::other(format!("{} is not a session's options: {error}", path.display())))
+/// What [`save_options`] kept.
+pub fn load_options(home: &Path, run_id: &str) -> std::io::Result<crate::Kept> {
+    RunDir::new(home, run_id).read(layout::OPTIONS)
 }
 
 /// Keeps the runner's conversation after a turn: its id, and `store` (a directory of the stage directory
@@ -148,14 +132,10 @@ pub fn save_conversation(
     stage: &Path,
     store: Option<&str>,
 ) -> std::io::Result<()> {
-    let dir = run_dir(home, run_id).join(CONVERSATION_DIR);
+    let dir = RunDir::new(home, run_id).conversation();
     wb_outcomes::create_private_dir(&dir)?;
     if let Some(id) = id {
-        wb_outcomes::write_atomic(
-            &dir.join(CONVERSATION_ID_FILE),
-            id.as_bytes(),
-            wb_outcomes::FileMode::Exactly(0o600),
-        )?;
+        layout::write_private(&dir.join(CONVERSATION_ID_FILE), id.as_bytes())?;
     }
     if let Some(store) = store {
         let source = stage.join(store);
@@ -179,7 +159,7 @@ pub fn restore_conversation(
     stage: &Path,
     store: Option<&str>,
 ) -> std::io::Result<Option<String>> {
-    let dir = run_dir(home, from).join(CONVERSATION_DIR);
+    let dir = RunDir::new(home, from).conversation();
     if let Some(store) = store {
         let kept = dir.join(store);
         if fs::symlink_metadata(&kept).is_ok_and(|meta| meta.is_dir()) {
@@ -241,17 +221,6 @@ pub fn chain(home: &Path, from: &str) -> Vec<String> {
     chain
 }
 
-/// Reads a file of the run's directory, not through a link, at most `limit` bytes.
-fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    let file = fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits()).open(path)?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(std::io::Error::other(format!("{} is larger than {limit} bytes", path.display())));
-    }
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -261,7 +230,7 @@ mod tests {
     #[test]
     fn turns_are_taken_in_the_order_they_were_queued_and_once() {
         let home = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(run_dir(home.path(), "wb_x")).unwrap();
+        std::fs::create_dir_all(RunDir::new(home.path(), "wb_x").path()).unwrap();
         assert_eq!(take(home.path(), "wb_x").unwrap(), None);
         let first = queue(home.path(), "wb_x", "one").unwrap();
         let second = queue(home.path(), "wb_x", "two").unwrap();
@@ -289,7 +258,7 @@ mod tests {
         assert!(matches!(wait_for_turn(home.path(), "wb_x", &cancel, Duration::from_secs(60)), Waited::Ended));
         cancel.store(false, Ordering::SeqCst);
         assert!(matches!(wait_for_turn(home.path(), "wb_x", &cancel, Duration::ZERO), Waited::IdleTimeout));
-        std::fs::create_dir_all(run_dir(home.path(), "wb_x")).unwrap();
+        std::fs::create_dir_all(RunDir::new(home.path(), "wb_x").path()).unwrap();
         queue(home.path(), "wb_x", "next").unwrap();
         assert!(
             matches!(wait_for_turn(home.path(), "wb_x", &cancel, Duration::ZERO), Waited::Turn(q) if q.task == "next")

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use bollard::query_parameters::{ListContainersOptionsBuilder, TagImageOptionsBuilder};
 use serde_json::{Value, json};
 use wb_engine::runtime::docker::{LABEL, context_archive};
-use wb_engine::{Ending, Options, SmokeStatus};
+use wb_engine::{Context, Ending, Options, Request, RunMode, Settings, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, World, minimal};
 
@@ -161,13 +161,18 @@ fn options(world: &World, package: &str, task: &str) -> Options {
     let mut inherited = world.inherited();
     inherited.insert("OPENAI_API_KEY".into(), KEY.into());
     Options {
-        source: format!(".workbenches/{package}"),
-        cwd: world.repo.clone(),
-        primary: Some(world.work.clone()),
-        task: Some(task.to_owned()),
-        inherited,
-        home: Some(world.home.join(".workbench")),
-        ..Options::default()
+        request: Request {
+            settings: Settings {
+                source: format!(".workbenches/{package}"),
+                cwd: world.repo.clone(),
+                primary: Some(world.work.clone()),
+                home: Some(world.home.join(".workbench")),
+                ..Settings::default()
+            },
+            task: Some(task.to_owned()),
+            ..Request::default()
+        },
+        context: Context { inherited, ..Context::default() },
     }
 }
 
@@ -196,7 +201,7 @@ fn run_collect(options: &Options, cancel_on: Option<&str>) -> (wb_engine::RunRes
     let flag = Arc::clone(&cancel);
     let mut events = Vec::new();
     let mut seen_running = None;
-    let result = wb_engine::run(&OsFileSystem, options, catalog(), cancel, &mut |event| {
+    let result = wb_engine::run(&OsFileSystem, options, &RunMode::default(), catalog(), cancel, &mut |event| {
         let value = serde_json::to_value(event).unwrap();
         if let Some(text) = cancel_on
             && value["type"] == "output.text"
@@ -260,7 +265,7 @@ fn build_then_cache_hit_and_published_images() {
     let mut options = options(&world, "dk-build", "x");
     let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = std::sync::Arc::clone(&messages);
-    options.progress = Some(wb_engine::lifecycle::Progress(std::sync::Arc::new(move |message: &str| {
+    options.context.progress = Some(wb_engine::lifecycle::Progress(std::sync::Arc::new(move |message: &str| {
         sink.lock().unwrap().push(message.to_owned());
     })));
     let first = build(&options);
@@ -349,12 +354,12 @@ fn tools_are_looked_up_inside_the_image() {
     assert_eq!(reports[0].status, SmokeStatus::Failed);
     assert_eq!(reports[0].error.as_ref().unwrap().message, "Required CLI tool is unavailable: python3");
     // A dry run lists what preflight did not find beside the translation.
-    let report = wb_engine::dry_run(&OsFileSystem, &options(&world, "dk-missing", "x"), catalog()).unwrap();
+    let report = wb_engine::dry_run(&OsFileSystem, &options(&world, "dk-missing", "x"), None, catalog()).unwrap();
     assert_eq!(report.problems, ["Required CLI tool is unavailable: python3"]);
     // An image without a shell cannot be looked into: a problem of the image, also listed, never the engine's.
     let dir = docker_package(&world, "dk-no-shell", "");
     std::fs::write(dir.join("image/Dockerfile"), "FROM scratch\nCOPY nonce.txt /nonce.txt\n").unwrap();
-    let report = wb_engine::dry_run(&OsFileSystem, &options(&world, "dk-no-shell", "x"), catalog()).unwrap();
+    let report = wb_engine::dry_run(&OsFileSystem, &options(&world, "dk-no-shell", "x"), None, catalog()).unwrap();
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
     assert!(report.problems[0].starts_with("Cannot run the preflight in Docker image "), "{:?}", report.problems);
     assert!(report.problems[0].contains("(it needs /bin/sh)"), "{:?}", report.problems);
@@ -387,8 +392,8 @@ fn run_in_the_container_with_mounts_uid_and_private_env() {
     docker_package(&world, "dk-run", "");
     let docs = world.dir("docs");
     let mut options = options(&world, "dk-run", "probe");
-    options.workspaces = vec![format!("docs={}", docs.display())];
-    options.env = vec![format!("CANARY_TOKEN={CANARY}")];
+    options.request.settings.workspaces = vec![format!("docs={}", docs.display())];
+    options.request.env = vec![format!("CANARY_TOKEN={CANARY}")];
     let (result, events, _) = run_collect(&options, None);
     assert_eq!(result.ending, Ending::Completed, "{events:#?}");
     support::check_events(&events, "opencode");
@@ -442,7 +447,7 @@ fn run_in_the_container_with_mounts_uid_and_private_env() {
     assert!(containers_of(&engine, &image.id).is_empty(), "no container is left after success");
 
     // Failure: the runner's exit status and stderr, and no container left.
-    options.task = Some("fail".into());
+    options.request.task = Some("fail".into());
     let (result, events, _) = run_collect(&options, None);
     assert_eq!(
         result.ending,
@@ -498,7 +503,7 @@ fn cancellation_removes_the_container_and_arguments_hold_no_values() {
     docker_package(&world, "dk-cancel", "");
     let image = build(&options(&world, "dk-cancel", "x")).image.unwrap();
     let mut options = options(&world, "dk-cancel", "hang");
-    options.env = vec![format!("CANARY_TOKEN={CANARY}")];
+    options.request.env = vec![format!("CANARY_TOKEN={CANARY}")];
     // Inspect the running container from another thread while the runner hangs, then the run is cancelled.
     let (tx, rx) = std::sync::mpsc::channel::<Value>();
     let id = image.id.clone();
@@ -573,8 +578,8 @@ fn requirements_against_the_engine() {
     for (name, extra, expected) in cases {
         docker_package(&world, name, extra);
         let mut options = options(&world, name, "x");
-        options.allow_unchecked_gpu = true;
-        let error = wb_engine::dry_run(&OsFileSystem, &options, catalog()).err().unwrap().to_string();
+        options.request.settings.allow_unchecked_gpu = true;
+        let error = wb_engine::dry_run(&OsFileSystem, &options, None, catalog()).err().unwrap().to_string();
         let prefix = format!("Workbench {name} cannot run on the docker runtime: ");
         assert!(error.starts_with(&format!("{prefix}{expected}")), "{error}");
     }
@@ -596,13 +601,13 @@ fn host_engine_access_is_refused_without_the_flag() {
     std::fs::write(dir.join("workbench.yml"), format!("{manifest}    docker:\n      engine:\n        mode: host\n"))
         .unwrap();
     let options = options(&world, "dk-host", "x");
-    let error = wb_engine::dry_run(&OsFileSystem, &options, catalog()).err().unwrap().to_string();
+    let error = wb_engine::dry_run(&OsFileSystem, &options, None, catalog()).err().unwrap().to_string();
     assert_eq!(error, "Host Docker engine access requires explicit --allow-host-docker authorization");
     // With the grant, preflight asks for the docker CLI inside the image (this image has none).
     let mut granted = options.clone();
-    granted.allow_host_docker = true;
+    granted.request.settings.allow_host_docker = true;
     // The dry run still shows the translation, with the problem listed.
-    let report = wb_engine::dry_run(&OsFileSystem, &granted, catalog()).unwrap();
+    let report = wb_engine::dry_run(&OsFileSystem, &granted, None, catalog()).unwrap();
     assert_eq!(report.problems, ["Required CLI tool is unavailable: docker"]);
 }
 
@@ -630,7 +635,7 @@ fn host_engine_containers_get_the_sockets_group() {
     std::fs::write(&docker, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(&docker, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut options = options(&world, "dk-groups", "groups");
-    options.allow_host_docker = true;
+    options.request.settings.allow_host_docker = true;
     let (result, events, _) = run_collect(&options, None);
     assert_eq!(result.ending, Ending::Completed, "{events:#?}");
     let groups = events
@@ -650,8 +655,9 @@ fn a_session_takes_turns_in_containers() {
     let Some(engine) = engine() else { return };
     let world = World::new();
     docker_package(&world, "sess", "");
-    let mut options = options(&world, "sess", "session-one");
-    options.session = Some(wb_engine::SessionOptions { idle_timeout: Duration::from_secs(120) });
+    let options = options(&world, "sess", "session-one");
+    let session = wb_engine::SessionOptions { idle_timeout: Duration::from_secs(120) };
+    let mode = RunMode::Session { limits: wb_engine::RunLimits::default(), session, resume_from: None };
     let home = world.home.join(".workbench");
     let image = build(&options).image.unwrap();
     let cancel = Arc::new(AtomicBool::new(false));
@@ -659,7 +665,7 @@ fn a_session_takes_turns_in_containers() {
     let running = {
         let (options, cancel) = (options.clone(), Arc::clone(&cancel));
         std::thread::spawn(move || {
-            wb_engine::run(&OsFileSystem, &options, catalog(), cancel, &mut |event| {
+            wb_engine::run(&OsFileSystem, &options, &mode, catalog(), cancel, &mut |event| {
                 let _ = sender.send(serde_json::to_value(event).unwrap());
             })
             .unwrap()

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use wb_engine::adapters::package_files::{self, Links};
 use wb_engine::runtime::docker::context_archive;
-use wb_engine::{EngineError, Options};
+use wb_engine::{Context, EngineError, Options, Request, Settings};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{TASK, World, minimal};
 
@@ -22,20 +22,25 @@ fn options(world: &World, package: &str) -> Options {
     let mut inherited = world.inherited();
     inherited.insert("OPENAI_API_KEY".to_owned(), "sk-openai-test-value".to_owned());
     Options {
-        source: format!(".workbenches/{package}"),
-        cwd: world.repo.clone(),
-        primary: Some(world.work.clone()),
-        task: Some(TASK.to_owned()),
-        inherited,
-        home: Some(world.home.join(".workbench")),
-        stage_dir: Some(world.root.join("stage")),
-        ..Options::default()
+        request: Request {
+            settings: Settings {
+                source: format!(".workbenches/{package}"),
+                cwd: world.repo.clone(),
+                primary: Some(world.work.clone()),
+                home: Some(world.home.join(".workbench")),
+                ..Settings::default()
+            },
+            task: Some(TASK.to_owned()),
+            ..Request::default()
+        },
+        context: Context { inherited, ..Context::default() },
     }
 }
 
 /// Dry-runs into `world.root/stage` and returns the error, after checking no staged file holds `needle`.
 fn refused_dry_run(world: &World, package: &str, needle: &str) -> String {
-    let result = wb_engine::dry_run(&OsFileSystem, &options(world, package), ModelCatalog::embedded());
+    let stage = world.root.join("stage");
+    let result = wb_engine::dry_run(&OsFileSystem, &options(world, package), Some(&stage), ModelCatalog::embedded());
     for file in files_below(&world.root.join("stage")) {
         let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
         assert!(!text.contains(needle), "{} holds bytes from outside the repository", file.display());
@@ -268,9 +273,10 @@ fn in_repository_links_keep_working_in_a_dry_run() {
     std::fs::create_dir_all(dir.join("real-config")).unwrap();
     std::fs::write(dir.join("real-config/opencode.json"), "{}").unwrap();
     symlink("real-config", dir.join("config")).unwrap();
-    let report = wb_engine::dry_run(&OsFileSystem, &options(&world, "ok"), ModelCatalog::embedded()).unwrap();
-    let json = serde_json::to_value(&report).unwrap();
     let stage = world.root.join("stage");
+    let report =
+        wb_engine::dry_run(&OsFileSystem, &options(&world, "ok"), Some(&stage), ModelCatalog::embedded()).unwrap();
+    let json = serde_json::to_value(&report).unwrap();
     let prompt = std::fs::read_to_string(stage.join("workbench-instructions.md")).unwrap();
     assert!(prompt.contains("Package instructions of ok"), "{prompt}");
     assert!(stage.join("skills/shared/SKILL.md").is_file(), "{json}");

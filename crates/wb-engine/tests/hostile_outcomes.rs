@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
-use wb_engine::{Ending, Options, RunResult};
+use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, TASK, World, opencode_world};
 
@@ -19,23 +19,34 @@ fn options(world: &World, script: &Path, home: &Path) -> Options {
     inherited.insert("OPENAI_API_KEY".to_owned(), "sk-openai-test-value".to_owned());
     inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), script.display().to_string());
     Options {
-        source: ".workbenches/oc-demo".to_owned(),
-        cwd: world.repo.clone(),
-        primary: Some(world.work.clone()),
-        task: Some(TASK.to_owned()),
-        inherited,
-        home: Some(home.to_path_buf()),
-        ..Options::default()
+        request: Request {
+            settings: Settings {
+                source: ".workbenches/oc-demo".to_owned(),
+                cwd: world.repo.clone(),
+                primary: Some(world.work.clone()),
+                home: Some(home.to_path_buf()),
+                ..Settings::default()
+            },
+            task: Some(TASK.to_owned()),
+            ..Request::default()
+        },
+        context: Context { inherited, ..Context::default() },
     }
 }
 
 fn run(options: &Options) -> (RunResult, Vec<Value>) {
     let mut events = Vec::new();
-    let result =
-        wb_engine::run(&OsFileSystem, options, ModelCatalog::embedded(), Arc::new(AtomicBool::new(false)), &mut |e| {
+    let result = wb_engine::run(
+        &OsFileSystem,
+        options,
+        &RunMode::default(),
+        ModelCatalog::embedded(),
+        Arc::new(AtomicBool::new(false)),
+        &mut |e| {
             events.push(serde_json::to_value(e).unwrap());
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     (result, events)
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wb_engine::{Ending, Options, RunResult};
+use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, FINAL, TASK, World, minimal, opencode_world, pi_world};
 
@@ -25,16 +25,21 @@ const GEMINI_KEY: &str = "gemini-test-value";
 
 fn options(world: &World, package: &str, env: &[(&str, &str)]) -> Options {
     let mut options = Options {
-        source: format!(".workbenches/{package}"),
-        cwd: world.repo.clone(),
-        primary: Some(world.work.clone()),
-        task: Some(TASK.to_owned()),
-        inherited: world.inherited(),
-        home: Some(world.home.join(".workbench")),
-        ..Options::default()
+        request: Request {
+            settings: Settings {
+                source: format!(".workbenches/{package}"),
+                cwd: world.repo.clone(),
+                primary: Some(world.work.clone()),
+                home: Some(world.home.join(".workbench")),
+                ..Settings::default()
+            },
+            task: Some(TASK.to_owned()),
+            ..Request::default()
+        },
+        context: Context { inherited: world.inherited(), ..Context::default() },
     };
     for (name, value) in env {
-        options.inherited.insert((*name).to_owned(), (*value).to_owned());
+        options.context.inherited.insert((*name).to_owned(), (*value).to_owned());
     }
     options
 }
@@ -47,7 +52,7 @@ fn pi_options(world: &World) -> Options {
 fn script(world: &World, options: &mut Options, name: &str, lines: &[String]) {
     let path = world.root.join(format!("{name}.jsonl"));
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    options.inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), path.display().to_string());
+    options.context.inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), path.display().to_string());
 }
 
 /// The lines of a recorded stream.
@@ -99,9 +104,16 @@ fn run_within(
     let options = options.clone();
     std::thread::spawn(move || {
         let mut events = Vec::new();
-        let result = wb_engine::run(&OsFileSystem, &options, ModelCatalog::embedded(), flag, &mut |event| {
-            events.push(serde_json::to_value(event).unwrap());
-        });
+        let result = wb_engine::run(
+            &OsFileSystem,
+            &options,
+            &RunMode::default(),
+            ModelCatalog::embedded(),
+            flag,
+            &mut |event| {
+                events.push(serde_json::to_value(event).unwrap());
+            },
+        );
         let _ = done_tx.send((result, events));
     });
     before(&cancel);
@@ -252,8 +264,8 @@ fn the_workspace_write_probe_leaves_files_and_symlinks_alone() {
     std::fs::write(&victim, "outside the workspace\n").unwrap();
     std::os::unix::fs::symlink(&victim, docs.join(&probe)).unwrap();
     let mut options = options(&world, "ws", &[("OPENAI_API_KEY", "sk-openai-test-value")]);
-    options.workspaces = vec![format!("docs={}", docs.display())];
-    let report = wb_engine::dry_run(&OsFileSystem, &options, ModelCatalog::embedded()).unwrap();
+    options.request.settings.workspaces = vec![format!("docs={}", docs.display())];
+    let report = wb_engine::dry_run(&OsFileSystem, &options, None, ModelCatalog::embedded()).unwrap();
     assert_eq!(report.workspaces.len(), 2, "both workspaces are bound (and found writable)");
     assert_eq!(std::fs::read_to_string(world.work.join(&probe)).unwrap(), "the workspace's own file\n");
     assert_eq!(std::fs::read_link(docs.join(&probe)).unwrap(), victim);
@@ -392,9 +404,10 @@ fn a_run_whose_directory_cannot_be_created_does_not_start_and_leaves_nothing() {
     // why, and its staged configuration is removed.
     let mut events = Vec::new();
     let cancel = Arc::new(AtomicBool::new(false));
-    let result = wb_engine::run(&OsFileSystem, &options, ModelCatalog::embedded(), cancel, &mut |event| {
-        events.push(serde_json::to_value(event).unwrap());
-    });
+    let result =
+        wb_engine::run(&OsFileSystem, &options, &RunMode::default(), ModelCatalog::embedded(), cancel, &mut |event| {
+            events.push(serde_json::to_value(event).unwrap());
+        });
     let error = result.expect_err("the run cannot start").to_string();
     assert!(error.starts_with("Cannot create the log of run wb_"), "{error}");
     assert!(events.is_empty(), "{events:#?}");

@@ -3,7 +3,7 @@
 //! error text of the reference (engine facts b.6) that the engine produces.
 //!
 //! No real runner, model or network is involved. Runs inherit only the environment a test gives them
-//! (`Options::inherited`), so the fake runners and their log directory are found through it.
+//! (`Context::inherited`), so the fake runners and their log directory are found through it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
-use wb_engine::{DryRun, Ending, EngineError, Options, RunResult, Smoke, SmokeStatus};
+use wb_engine::{
+    Context, DryRun, Ending, EngineError, Options, Request, RunMode, RunResult, Settings, Smoke, SmokeStatus,
+};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, FINAL, OPENCODE, TASK, World, claude_world, minimal, opencode_world, pi_world};
 
@@ -23,19 +25,24 @@ fn catalog() -> &'static ModelCatalog {
 
 fn base_options(world: &World, source: &str) -> Options {
     Options {
-        source: source.to_owned(),
-        cwd: world.repo.clone(),
-        primary: Some(world.work.clone()),
-        task: Some(TASK.to_owned()),
-        inherited: world.inherited(),
-        home: Some(world.home.join(".workbench")),
-        ..Options::default()
+        request: Request {
+            settings: Settings {
+                source: source.to_owned(),
+                cwd: world.repo.clone(),
+                primary: Some(world.work.clone()),
+                home: Some(world.home.join(".workbench")),
+                ..Settings::default()
+            },
+            task: Some(TASK.to_owned()),
+            ..Request::default()
+        },
+        context: Context { inherited: world.inherited(), ..Context::default() },
     }
 }
 
 fn with_env(mut options: Options, pairs: &[(&str, &str)]) -> Options {
     for (name, value) in pairs {
-        options.inherited.insert((*name).to_owned(), (*value).to_owned());
+        options.context.inherited.insert((*name).to_owned(), (*value).to_owned());
     }
     options
 }
@@ -56,7 +63,7 @@ fn claude_options(world: &World) -> Options {
             ("ANTHROPIC_ADMIN_KEY", "admin-test-value"),
         ],
     );
-    options.workspaces = vec![format!("docs={}", world.root.join("docs").display())];
+    options.request.settings.workspaces = vec![format!("docs={}", world.root.join("docs").display())];
     options
 }
 
@@ -65,7 +72,7 @@ fn pi_options(world: &World) -> Options {
 }
 
 fn dry_run(options: &Options) -> Result<DryRun, EngineError> {
-    wb_engine::dry_run(&OsFileSystem, options, catalog())
+    wb_engine::dry_run(&OsFileSystem, options, None, catalog())
 }
 
 fn smoke(options: &Options) -> Vec<Smoke> {
@@ -78,7 +85,7 @@ fn run_collect(options: &Options, cancel_on: Option<(&str, &Path)>) -> (Result<R
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
     let mut events = Vec::new();
-    let result = wb_engine::run(&OsFileSystem, options, catalog(), cancel, &mut |event| {
+    let result = wb_engine::run(&OsFileSystem, options, &RunMode::default(), catalog(), cancel, &mut |event| {
         let value = serde_json::to_value(event).unwrap();
         if let Some((text, marker)) = cancel_on
             && value["type"] == "output.text"
@@ -94,7 +101,10 @@ fn run_collect(options: &Options, cancel_on: Option<(&str, &Path)>) -> (Result<R
 
 fn run_with_stream(options: &Options, runner: &str, stream: &str) -> (RunResult, Vec<Value>) {
     let mut options = options.clone();
-    options.inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), support::stream(runner, stream).display().to_string());
+    options
+        .context
+        .inherited
+        .insert("FAKE_RUNNER_SCRIPT".to_owned(), support::stream(runner, stream).display().to_string());
     let (result, events) = run_collect(&options, None);
     (result.unwrap(), events)
 }
@@ -129,7 +139,7 @@ fn opencode_dry_run_translation() {
         opencode_options(&world),
         &[("DATABASE_API_TOKEN", "db-token-test-value"), ("TEAM_ID", "team-test-value"), ("XAI_API_KEY", "xai-test")],
     );
-    options.workspaces = vec![format!("infra={}", infra.display())];
+    options.request.settings.workspaces = vec![format!("infra={}", infra.display())];
     let report = dry_run(&options).unwrap();
     let json = serde_json::to_value(&report).unwrap();
     let work = world.work.display().to_string();
@@ -274,7 +284,7 @@ fn opencode_permissions_merge_with_the_packages_own() {
     let options = |docs: &Path| {
         let mut options =
             with_env(base_options(&world, ".workbenches/oc-perm"), &[("OPENAI_API_KEY", "sk-openai-test-value")]);
-        options.workspaces = vec![format!("docs={}", docs.display())];
+        options.request.settings.workspaces = vec![format!("docs={}", docs.display())];
         options
     };
     let report = dry_run(&options(&docs)).unwrap();
@@ -292,7 +302,7 @@ fn opencode_permissions_merge_with_the_packages_own() {
     let work_in_docs = docs.join("app");
     std::fs::create_dir_all(&work_in_docs).unwrap();
     let mut nested = options(&docs);
-    nested.primary = Some(work_in_docs);
+    nested.request.settings.primary = Some(work_in_docs);
     let report = dry_run(&nested).unwrap();
     assert_eq!(
         report.warnings,
@@ -307,7 +317,7 @@ fn opencode_permissions_merge_with_the_packages_own() {
     let sibling = repo.join("sub");
     std::fs::create_dir_all(&sibling).unwrap();
     let mut inside = options(&repo);
-    inside.primary = Some(world.work.clone());
+    inside.request.settings.primary = Some(world.work.clone());
     let report = dry_run(&inside).unwrap();
     let relative = repo.strip_prefix("/").unwrap().display().to_string();
     assert_eq!(report.native["permission"]["edit"][format!("{relative}/**")], "deny");
@@ -332,7 +342,7 @@ fn claude_code_denies_a_read_only_workspace_inside_the_primary() {
     std::fs::create_dir_all(&docs).unwrap();
     let mut options =
         with_env(base_options(&world, ".workbenches/cc-nested"), &[("ANTHROPIC_API_KEY", "sk-ant-test-value")]);
-    options.workspaces = vec![format!("docs={}", docs.display())];
+    options.request.settings.workspaces = vec![format!("docs={}", docs.display())];
     let report = dry_run(&options).unwrap();
     let settings = &report.native["settings.json"]["permissions"];
     assert!(
@@ -390,7 +400,7 @@ fn pi_never_reads_the_task_as_an_option() {
     {
         let mut options =
             with_env(base_options(&world, ".workbenches/pi-demo"), &[("GEMINI_API_KEY", "gemini-test-value")]);
-        options.task = Some(task.to_owned());
+        options.request.task = Some(task.to_owned());
         let report = dry_run(&options).unwrap();
         assert_eq!(report.command.last().map(String::as_str), Some(passed));
     }
@@ -822,7 +832,7 @@ fn claude_code_run_translates_the_native_stream() {
     let world = claude_world();
     let infra = world.dir("infra");
     let mut options = claude_options(&world);
-    options.workspaces.push(format!("infra={}", infra.display()));
+    options.request.settings.workspaces.push(format!("infra={}", infra.display()));
     let (run, events) = run_with_stream(&options, "claude-code", "success");
     check_success(&world, "claude-code", &run, &events);
     // Each message's usage as it streams, priced from the catalog; the deltas add up to the result's totals and
@@ -956,7 +966,10 @@ fn cancelling_stops_the_runner() {
             .replace("  id: openai/gpt-5.1\n", "  id: openai/gpt-5.1\n  routes:\n    - provider: openrouter\n");
         world.package("slow", &manifest);
         let mut options = with_env(options_for(&world, "slow"), &[("OPENROUTER_API_KEY", "sk-or-test-value")]);
-        options.inherited.insert("FAKE_RUNNER_SCRIPT".into(), support::stream(runner, "hang").display().to_string());
+        options
+            .context
+            .inherited
+            .insert("FAKE_RUNNER_SCRIPT".into(), support::stream(runner, "hang").display().to_string());
         let started = std::time::Instant::now();
         let hanging = world.log.join("hanging");
         let (result, events) = run_collect(&options, Some(("Waiting for a slow tool.", &hanging)));
@@ -1044,8 +1057,8 @@ fn environment_precedence_and_dotenv() {
     );
     let mut options =
         with_env(base_options(&world, ".workbenches/envs"), &[("A_VAR", "inherited-a"), ("C_VAR", "inherited-c")]);
-    options.env_files = vec![file];
-    options.env = vec!["A_VAR=from-flag".to_owned()];
+    options.request.settings.env_files = vec![file];
+    options.request.env = vec!["A_VAR=from-flag".to_owned()];
     let (run, _) = run_with_stream(&options, "opencode", "success");
     assert_eq!(run.ending, Ending::Completed);
     let env = world.runner_environment();
@@ -1056,7 +1069,7 @@ fn environment_precedence_and_dotenv() {
     assert!(!env.contains_key("NOT_DECLARED"), "undeclared dotenv entries are ignored");
     // Later files beat earlier ones; --env with an empty value unsets for requirements.
     let later = world.file("later.env", "B_VAR=later-file\n");
-    options.env_files.push(later);
+    options.request.settings.env_files.push(later);
     let (_, _) = run_with_stream(&options, "opencode", "success");
     assert_eq!(world.runner_environment()["B_VAR"], "later-file");
 }
@@ -1079,7 +1092,7 @@ fn dotenv_escapes_and_comments_reach_the_runner_exactly() {
         "A_VAR=\"C:\\\\new\" # a Windows path\nB_VAR='single # kept' # note\nexport C_VAR=plain#kept # note\n",
     );
     let mut options = with_env(base_options(&world, ".workbenches/envs"), &[("OPENAI_API_KEY", "sk-1234")]);
-    options.env_files = vec![file];
+    options.request.settings.env_files = vec![file];
     let (run, _) = run_with_stream(&options, "opencode", "success");
     assert_eq!(run.ending, Ending::Completed);
     let env = world.runner_environment();
@@ -1109,7 +1122,7 @@ fn workspaces_world() -> World {
 
 fn ws_options(world: &World, bindings: &[String]) -> Options {
     let mut options = with_env(base_options(world, ".workbenches/ws"), &[("OPENAI_API_KEY", "sk-1234")]);
-    options.workspaces = bindings.to_vec();
+    options.request.settings.workspaces = bindings.to_vec();
     options
 }
 
@@ -1158,13 +1171,13 @@ fn workspace_binding_errors() {
     );
     // Relative paths resolve against the working directory.
     let mut options = ws_options(&world, &["docs=../docs".to_owned()]);
-    options.cwd = world.work.clone();
-    options.source = world.repo.join(".workbenches/ws").display().to_string();
+    options.request.settings.cwd = world.work.clone();
+    options.request.settings.source = world.repo.join(".workbenches/ws").display().to_string();
     let report = dry_run(&options).unwrap();
     assert_eq!(report.workspaces[1].path, world.root.join("docs").display().to_string());
     // The primary workspace must exist too.
     let mut options = ws_options(&world, &[format!("docs={docs}")]);
-    options.primary = Some(world.root.join("no-such-dir"));
+    options.request.settings.primary = Some(world.root.join("no-such-dir"));
     assert_eq!(dry_run_error(&options), "Workspace directory is unavailable: primary");
 }
 
@@ -1224,7 +1237,7 @@ fn environment_errors() {
     };
     let flag = |assignment: &str| {
         let mut options = base();
-        options.env = vec![assignment.to_owned()];
+        options.request.env = vec![assignment.to_owned()];
         dry_run_error(&options)
     };
     assert_eq!(flag("DATABASE_URL"), "--env requires NAME=value");
@@ -1235,7 +1248,7 @@ fn environment_errors() {
     assert_eq!(flag("_PRIVATE=x"), "Environment override is not supported by envs: _PRIVATE");
     let file = |path: std::path::PathBuf| {
         let mut options = base();
-        options.env_files = vec![path];
+        options.request.settings.env_files = vec![path];
         dry_run_error(&options)
     };
     let missing = world.root.join("missing.env");
@@ -1247,7 +1260,7 @@ fn environment_errors() {
     let exact = world.file("exact.env", &format!("OPTIONAL_VAR={}\n", "x".repeat(1024 * 1024 - 14)));
     assert_eq!(std::fs::metadata(&exact).unwrap().len(), 1024 * 1024);
     let mut options = base();
-    options.env_files = vec![exact];
+    options.request.settings.env_files = vec![exact];
     assert!(dry_run(&options).is_ok(), "a file of exactly 1 MiB is read");
     for (name, text) in [("bad1.env", "not an assignment\n"), ("bad2.env", "lower=1\n"), ("bad3.env", "A=\"open\n")] {
         let path = world.file(name, text);
@@ -1268,7 +1281,7 @@ fn environment_errors() {
     let options = with_env(base_options(&world, ".workbenches/envs"), &[("OPENAI_API_KEY", "sk-1234")]);
     assert_eq!(dry_run_error(&options), "Missing required environment variable: DATABASE_URL");
     let mut options = with_env(options, &[("DATABASE_URL", "postgres://x")]);
-    options.env = vec!["DATABASE_URL=".to_owned()];
+    options.request.env = vec!["DATABASE_URL=".to_owned()];
     assert_eq!(dry_run_error(&options), "Missing required environment variable: DATABASE_URL");
 }
 
@@ -1278,7 +1291,7 @@ fn runtime_selection_errors() {
     let key = [("OPENAI_API_KEY", "sk-1234")];
     world.package("one", &minimal("one", "opencode", "openai/gpt-5.1", ""));
     let mut options = with_env(base_options(&world, ".workbenches/one"), &key);
-    options.runtime = Some("docker".into());
+    options.request.settings.runtime = Some("docker".into());
     assert_eq!(dry_run_error(&options), "Workbench one does not declare runtime: docker. Declared runtimes: local");
     world.package(
         "two",
@@ -1290,18 +1303,18 @@ fn runtime_selection_errors() {
         ),
     );
     let mut options = with_env(base_options(&world, ".workbenches/two"), &key);
-    options.runtime = Some("daytona".into());
+    options.request.settings.runtime = Some("daytona".into());
     assert_eq!(
         dry_run_error(&options),
         "Workbench two does not declare runtime: daytona. Declared runtimes: e2b, local"
     );
     // The first declared runtime is the default: e2b needs its key, and is never replaced by the host.
-    options.runtime = None;
+    options.request.settings.runtime = None;
     assert_eq!(
         dry_run_error(&options),
         "E2B_API_KEY is required for the E2B runtime. Set E2B_API_KEY in the environment wb-lsp runs in."
     );
-    options.runtime = Some("local".into());
+    options.request.settings.runtime = Some("local".into());
     assert_eq!(dry_run(&options).unwrap().runtime, "local");
     {
         let (runtime, config) = ("daytona", "    class: linux\n");
@@ -1360,7 +1373,7 @@ fn host_docker_errors() {
     let key = [("OPENAI_API_KEY", "sk-1234")];
     world.package("local-only", &minimal("local-only", "opencode", "openai/gpt-5.1", ""));
     let mut options = with_env(options_for(&world, "local-only"), &key);
-    options.allow_host_docker = true;
+    options.request.settings.allow_host_docker = true;
     assert_eq!(dry_run_error(&options), "--allow-host-docker requires a Workbench that declares docker.engine");
     let reports = smoke(&options);
     assert_eq!(
@@ -1381,15 +1394,15 @@ fn host_docker_errors() {
         dry_run_error(&options),
         "Host Docker engine access requires explicit --allow-host-docker authorization"
     );
-    options.allow_host_docker = true;
+    options.request.settings.allow_host_docker = true;
     let error = dry_run_error(&options);
     assert!(
         error.starts_with("Cannot pull Docker image ghcr.io/example/image:1")
             || error.starts_with("Cannot reach the Docker engine"),
         "{error}"
     );
-    options.allow_host_docker = false;
-    options.runtime = Some("local".into());
+    options.request.settings.allow_host_docker = false;
+    options.request.settings.runtime = Some("local".into());
     assert!(dry_run(&options).is_ok(), "the local runtime of the same package needs no authorization");
 }
 
@@ -1407,7 +1420,7 @@ fn a_runner_config_content_error_comes_before_the_runner_executable_check() {
     let expected = "Claude Code runner_config has unknown field: theme";
     for path in [world.dir("empty-bin").display().to_string(), world.inherited()["PATH"].clone()] {
         let mut options = with_env(options_for(&world, "cc-content"), &key);
-        options.inherited.insert("PATH".into(), path);
+        options.context.inherited.insert("PATH".into(), path);
         assert_eq!(dry_run_error(&options), expected);
         let reports = smoke(&options);
         assert_eq!(reports[0].status, SmokeStatus::Failed);
@@ -1444,7 +1457,7 @@ fn runner_and_tool_errors() {
         let name = format!("no-{executable}");
         world.package(&name, &minimal(&name, runner, model, ""));
         let mut options = with_env(options_for(&world, &name), &key);
-        options.inherited.insert("PATH".into(), world.dir("empty-bin").display().to_string());
+        options.context.inherited.insert("PATH".into(), world.dir("empty-bin").display().to_string());
         // The reference's text first, then the executable, the package and version, and how to install it.
         let expected = format!(
             "Runner CLI is unavailable: {runner} (no `{executable}` executable on PATH). Install {package} {version}, \
@@ -1535,7 +1548,7 @@ fn requirement_errors() {
         ),
     );
     let mut options = with_env(options_for(&world, "fine"), &key);
-    options.allow_unchecked_gpu = true;
+    options.request.settings.allow_unchecked_gpu = true;
     let report = dry_run(&options).unwrap();
     assert_eq!(
         report.requirements.checked[..3],
@@ -1621,7 +1634,7 @@ fn source_and_task_errors() {
     );
     for task in [None, Some(""), Some("   \n")] {
         let mut options = with_env(base_options(&world, ".#alpha"), &key);
-        options.task = task.map(str::to_owned);
+        options.request.task = task.map(str::to_owned);
         assert_eq!(dry_run_error(&options), "This run mode requires a non-empty task");
         let (result, events) = run_collect(&options, None);
         assert_eq!(result.err().map(|e| e.to_string()).as_deref(), Some("This run mode requires a non-empty task"));
@@ -1629,7 +1642,7 @@ fn source_and_task_errors() {
     }
     // Smoke needs no task.
     let mut options = with_env(base_options(&world, "."), &key);
-    options.task = None;
+    options.request.task = None;
     assert!(smoke(&options).iter().all(|r| r.status == SmokeStatus::Ready));
 }
 
@@ -1639,7 +1652,7 @@ fn unselected_provider_variables_never_reach_the_runner() {
     let catalog = catalog();
     let mut options = opencode_options(&world);
     for name in wb_engine::bindings::provider_variables(catalog) {
-        options.inherited.entry(name.clone()).or_insert_with(|| format!("value-of-{name}"));
+        options.context.inherited.entry(name.clone()).or_insert_with(|| format!("value-of-{name}"));
     }
     let (run, _) = run_with_stream(&options, "opencode", "success");
     assert_eq!(run.ending, Ending::Completed);
@@ -1713,12 +1726,12 @@ fn claude_code_scrubs_subprocess_environments_only_where_it_works() {
     let options = |with_bwrap: bool| {
         let mut options = with_env(base_options(&world, ".workbenches/plain"), &[("ANTHROPIC_API_KEY", "sk-ant-test")]);
         if with_bwrap {
-            let path = options.inherited["PATH"].clone();
-            options.inherited.insert("PATH".to_owned(), format!("{}:{path}", tools.display()));
+            let path = options.context.inherited["PATH"].clone();
+            options.context.inherited.insert("PATH".to_owned(), format!("{}:{path}", tools.display()));
         } else {
             // Only the fake runners: no system directory that could hold a real bwrap.
             let runners = world.path_variable().split(':').next().unwrap_or_default().to_owned();
-            options.inherited.insert("PATH".to_owned(), runners);
+            options.context.inherited.insert("PATH".to_owned(), runners);
         }
         options
     };
@@ -1749,8 +1762,8 @@ fn claude_code_scrubs_subprocess_environments_only_where_it_works() {
             if !link.exists() {
                 std::os::unix::fs::symlink(&python, &link).unwrap();
             }
-            let path = run_options.inherited["PATH"].clone();
-            run_options.inherited.insert("PATH".to_owned(), format!("{path}:{}", dir.display()));
+            let path = run_options.context.inherited["PATH"].clone();
+            run_options.context.inherited.insert("PATH".to_owned(), format!("{path}:{}", dir.display()));
         }
         let (result, events) = run_collect(&run_options, None);
         assert_eq!(result.unwrap().ending, Ending::Completed, "{events:#?}");
@@ -1773,8 +1786,8 @@ fn smoke_reports_the_runner_version_and_whether_it_is_verified() {
         std::fs::write(bin.join("opencode"), "#!/bin/sh\nexit 0\n").unwrap();
         std::fs::set_permissions(bin.join("opencode"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut options = opencode_options(&world);
-        let path = options.inherited["PATH"].clone();
-        options.inherited.insert("PATH".to_owned(), format!("{}:{path}", bin.display()));
+        let path = options.context.inherited["PATH"].clone();
+        options.context.inherited.insert("PATH".to_owned(), format!("{}:{path}", bin.display()));
         let report = &smoke(&options)[0];
         let runner = serde_json::to_value(report.runner.as_ref().unwrap()).unwrap();
         assert_eq!(runner["version"], version);
@@ -1810,7 +1823,7 @@ fn pi_warns_that_it_cannot_keep_a_workspace_read_only_locally() {
     );
     let docs = world.dir("docs");
     let mut options = with_env(base_options(&world, ".workbenches/pi-ro"), &[("GEMINI_API_KEY", "gemini-test-value")]);
-    options.workspaces = vec![format!("docs={}", docs.display())];
+    options.request.settings.workspaces = vec![format!("docs={}", docs.display())];
     let report = dry_run(&options).unwrap();
     assert_eq!(
         report.warnings,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
-use wb_engine::{Ending, Options, RunResult};
+use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, OPENCODE, TASK, World, opencode_world};
 
@@ -20,23 +20,34 @@ fn options(world: &World, script: &Path) -> Options {
     inherited.insert("OPENAI_API_KEY".to_owned(), "sk-openai-test-value".to_owned());
     inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), script.display().to_string());
     Options {
-        source: ".workbenches/oc-demo".to_owned(),
-        cwd: world.repo.clone(),
-        primary: Some(world.work.clone()),
-        task: Some(TASK.to_owned()),
-        inherited,
-        home: Some(world.home.join(".workbench")),
-        ..Options::default()
+        request: Request {
+            settings: Settings {
+                source: ".workbenches/oc-demo".to_owned(),
+                cwd: world.repo.clone(),
+                primary: Some(world.work.clone()),
+                home: Some(world.home.join(".workbench")),
+                ..Settings::default()
+            },
+            task: Some(TASK.to_owned()),
+            ..Request::default()
+        },
+        context: Context { inherited, ..Context::default() },
     }
 }
 
 fn run(options: &Options) -> (RunResult, Vec<Value>) {
     let mut events = Vec::new();
-    let result =
-        wb_engine::run(&OsFileSystem, options, ModelCatalog::embedded(), Arc::new(AtomicBool::new(false)), &mut |e| {
+    let result = wb_engine::run(
+        &OsFileSystem,
+        options,
+        &RunMode::default(),
+        ModelCatalog::embedded(),
+        Arc::new(AtomicBool::new(false)),
+        &mut |e| {
             events.push(serde_json::to_value(e).unwrap());
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     (result, events)
 }
 
@@ -173,7 +184,7 @@ fn a_failed_run_still_returns_its_outcome_and_a_run_without_changes_an_empty_one
     // No stream: the runner changes nothing and writes nothing: an outcome with no changesets.
     let world = opencode_world();
     let mut options = options(&world, Path::new("/nonexistent"));
-    options.inherited.remove("FAKE_RUNNER_SCRIPT");
+    options.context.inherited.remove("FAKE_RUNNER_SCRIPT");
     let (result, events) = run(&options);
     assert_eq!(result.ending, Ending::Completed);
     let available = &events[events.len() - 2];

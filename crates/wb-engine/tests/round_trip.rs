@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
-use wb_engine::{Ending, Options, RunResult};
+use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_outcomes::{
     ApplyResult, ContentStore, Entry, Outcome, OutcomeStore, Receipt, ReceiptState, Snapshot, State, WorkspaceBindings,
@@ -83,25 +83,36 @@ impl Runner {
             _ => Vec::new(),
         };
         Options {
-            source: source.to_owned(),
-            cwd: world.repo.clone(),
-            primary: Some(world.work.clone()),
-            task: Some(TASK.to_owned()),
-            inherited,
-            workspaces,
-            home: Some(world.home.join(".workbench")),
-            ..Options::default()
+            request: Request {
+                settings: Settings {
+                    source: source.to_owned(),
+                    cwd: world.repo.clone(),
+                    primary: Some(world.work.clone()),
+                    workspaces,
+                    home: Some(world.home.join(".workbench")),
+                    ..Settings::default()
+                },
+                task: Some(TASK.to_owned()),
+                ..Request::default()
+            },
+            context: Context { inherited, ..Context::default() },
         }
     }
 }
 
 fn run(options: &Options) -> (RunResult, Vec<Value>) {
     let mut events = Vec::new();
-    let result =
-        wb_engine::run(&OsFileSystem, options, ModelCatalog::embedded(), Arc::new(AtomicBool::new(false)), &mut |e| {
+    let result = wb_engine::run(
+        &OsFileSystem,
+        options,
+        &RunMode::default(),
+        ModelCatalog::embedded(),
+        Arc::new(AtomicBool::new(false)),
+        &mut |e| {
             events.push(serde_json::to_value(e).unwrap());
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     (result, events)
 }
 

@@ -2,12 +2,12 @@
 //!
 //! `wb-lsp run` (with or without `--detach`) and the language server never run the engine themselves: they
 //! start this binary's hidden `supervise-run` command in a process group of its own (a terminal's Ctrl-C and
-//! hang-up do not reach it), hand it the run's [`Options`] on its stdin, and read [`Control`] lines on its stdout while
+//! hang-up do not reach it), hand it the run's [`RunRequest`] on its stdin, and read [`Control`] lines on its stdout while
 //! the runtime prepares: progress, then either `started` (the run's log exists and holds `run.started`) or
 //! `failed` (the run never started: a bad package, missing credentials, a cancelled preparation). From then
 //! on the supervisor writes only its run's log, record and, at the end, its result
-//! (`wb_engine::runs`), and whoever wants the run follows those: the caller that started it, `attach`,
-//! `wait`, the editor. SIGINT, SIGTERM and SIGHUP to the supervisor cancel the run (`kill`, the caller's Ctrl-C
+//! (`wb_engine::runs`), and whoever wants the run follows those (`wb_engine::runs::follow`): the caller that
+//! started it, `attach`, `wait`, the editor. SIGINT, SIGTERM and SIGHUP to the supervisor cancel the run (`kill`, the caller's Ctrl-C
 //! forwarded, a shutdown, a hang-up), and the run's `run.cancelled` names the signal. Should the supervisor die
 //! without its cleanup, its [`watchdog`] stops what it left running.
 //!
@@ -15,17 +15,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use wb_engine::runs::{self, LogReader, RunState};
-use wb_engine::{EngineError, Options};
+use wb_engine::{EngineError, Options, RunRequest};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::exit::Exit;
@@ -103,10 +100,10 @@ impl Starting {
 }
 
 /// Starts a supervisor for `request` (this same binary), in a process group of its own.
-pub fn spawn(request: &Options) -> anyhow::Result<Starting> {
+pub fn spawn(request: &RunRequest) -> anyhow::Result<Starting> {
     let mut child = Command::new(program()?)
         .arg(SUBCOMMAND)
-        .current_dir(&request.cwd)
+        .current_dir(&request.request.settings.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -159,8 +156,8 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
         .take(REQUEST_LIMIT)
         .read_to_end(&mut body)
         .map_err(|error| error.to_string())
-        .and_then(|_| serde_json::from_slice::<Options>(&body).map_err(|error| error.to_string()));
-    let request = match request {
+        .and_then(|_| serde_json::from_slice::<RunRequest>(&body).map_err(|error| error.to_string()));
+    let RunRequest { request, mode } = match request {
         Ok(request) => request,
         Err(error) => {
             say(&Control::Failed(NotStarted {
@@ -176,21 +173,29 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
     cancel_on_signals(&cancel, &reason);
     let progress =
         wb_engine::lifecycle::Progress(Arc::new(|message: &str| say(&Control::Progress(message.to_owned()))));
-    let mut options = options(request, progress, &cancel);
-    options.cancel_reason = Some(reason);
-    if let Some(home) = options.home.clone().or_else(|| wb_outcomes::try_default_home().ok()) {
+    let home = request.settings.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
+    if let Some(home) = home.clone() {
         watchdog::start(home);
     }
     // An adopted run emits nothing for what its log holds: it is started once its log carries on here.
     let adopted = Arc::new(AtomicBool::new(false));
-    if options.adopt.is_some() {
+    let on_adopted = mode.adopting().map(|_| {
         let told = Arc::clone(&adopted);
-        options.on_adopted = Some(wb_engine::lifecycle::Progress(Arc::new(move |run_id: &str| {
+        wb_engine::lifecycle::Progress(Arc::new(move |run_id: &str| {
             told.store(true, Ordering::SeqCst);
             watchdog::run_started(run_id);
             say(&Control::Started { run_id: run_id.to_owned() });
-        })));
-    }
+        }))
+    });
+    let context = wb_engine::Context {
+        inherited: wb_engine::bindings::process_environment(),
+        progress: Some(progress),
+        cancel: Some(Arc::clone(&cancel)),
+        cancel_reason: Some(reason),
+        interrupt_cancels: true,
+        on_adopted,
+    };
+    let options = Options { request, context };
     let mut started = false;
     let mut emit = |event: &wb_engine::events::Event| {
         if !started && !adopted.load(Ordering::SeqCst) {
@@ -199,7 +204,7 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
             say(&Control::Started { run_id: event.run_id.clone() });
         }
     };
-    let result = wb_engine::run(&OsFileSystem, &options, catalog, Arc::clone(&cancel), &mut emit);
+    let result = wb_engine::run(&OsFileSystem, &options, &mode, catalog, Arc::clone(&cancel), &mut emit);
     let result = match result {
         Ok(result) => result,
         Err(error) => {
@@ -209,7 +214,6 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
             return code;
         }
     };
-    let home = options.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
     if let Some(home) = home {
         let _ = wb_engine::runs::write_result(&home, &result);
     }
@@ -249,17 +253,6 @@ fn say(message: &Control) {
     }
 }
 
-/// The request completed with what belongs to this process: its environment, progress, cancel flag.
-fn options(request: Options, progress: wb_engine::lifecycle::Progress, cancel: &Arc<AtomicBool>) -> Options {
-    Options {
-        inherited: wb_engine::bindings::process_environment(),
-        progress: Some(progress),
-        cancel: Some(Arc::clone(cancel)),
-        interrupt_cancels: true,
-        ..request
-    }
-}
-
 /// An engine error before `run.started`, as the caller reports it.
 fn not_started(error: &EngineError, cancelled: bool) -> NotStarted {
     let code = if cancelled {
@@ -280,143 +273,6 @@ fn not_started(error: &EngineError, cancelled: bool) -> NotStarted {
 /// The Workbench home the runs live under (`WORKBENCH_HOME`, default `~/.workbench`).
 pub fn home() -> anyhow::Result<PathBuf> {
     wb_outcomes::try_default_home().map_err(|error| anyhow::anyhow!("{error}"))
-}
-
-/// How following a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Followed {
-    /// Its terminal event was read: how it ended, and whether its outcome failed (`outcome.failed`).
-    Ended { state: RunState, outcome_failed: bool },
-    /// Its owner ended before a terminal event.
-    Lost,
-    /// The follower was asked to stop (the run goes on).
-    Stopped,
-    /// The event the follower waited for was read (the run goes on).
-    Reached,
-}
-
-/// How often a followed run's log and record are looked at.
-const POLL: Duration = Duration::from_millis(50);
-
-/// Replays a run's log from its start, then follows it until its terminal event: each event goes to
-/// `on_event` exactly once, in order. `stop` set ends the following (not the run).
-pub fn follow(
-    home: &Path,
-    run_id: &str,
-    stop: Option<&AtomicBool>,
-    on_event: &mut dyn FnMut(&Value),
-) -> anyhow::Result<Followed> {
-    follow_until(home, run_id, stop, &mut |event| {
-        on_event(event);
-        false
-    })
-}
-
-/// [`follow`], ending early ([`Followed::Reached`]) after the event for which `on_event` returns true.
-pub fn follow_until(
-    home: &Path,
-    run_id: &str,
-    stop: Option<&AtomicBool>,
-    on_event: &mut dyn FnMut(&Value) -> bool,
-) -> anyhow::Result<Followed> {
-    let mut reader = LogReader::open(home, run_id).with_context(|| format!("cannot read the log of run {run_id}"))?;
-    let (mut outcome_failed, mut owner_gone) = (false, false);
-    loop {
-        let events = reader.read_new()?;
-        for event in &events {
-            let reached = on_event(event);
-            let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-            outcome_failed |= kind == "outcome.failed";
-            let state = match kind {
-                "run.completed" => Some(RunState::Completed),
-                "run.failed" => Some(RunState::Failed),
-                "run.cancelled" => Some(RunState::Cancelled),
-                _ => None,
-            };
-            if let Some(state) = state {
-                return Ok(Followed::Ended { state, outcome_failed });
-            }
-            if reached {
-                return Ok(Followed::Reached);
-            }
-        }
-        if !events.is_empty() {
-            continue;
-        }
-        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
-            return Ok(Followed::Stopped);
-        }
-        // Nothing new: the run may have been lost (its owner gone before a terminal event). Once the record
-        // says so the log is read once more, so an event written just before the owner ended is not missed.
-        if owner_gone {
-            return Ok(Followed::Lost);
-        }
-        owner_gone = runs::read_record(home, run_id)?.state() == RunState::Lost;
-        if !owner_gone {
-            std::thread::sleep(POLL);
-        }
-    }
-}
-
-/// How a followed turn of a session ended.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TurnEnd {
-    /// The turn's index; `None` when the session ended before it took the turn.
-    pub index: Option<u64>,
-    /// Its `turn.completed` status (`completed`, `failed`, `cancelled`); empty when it did not complete.
-    pub status: String,
-}
-
-/// Follows one turn of session `run_id`: the one started for queued input `input`, or (`None`) the first one
-/// started. `on_event` gets the turn's events from its `turn.started` to its `turn.completed`, and for the first
-/// turn the session's events before it too; the following ends there ([`Followed::Reached`]), or at the session's
-/// end.
-pub fn follow_turn(
-    home: &Path,
-    run_id: &str,
-    stop: Option<&AtomicBool>,
-    input: Option<&str>,
-    on_event: &mut dyn FnMut(&Value),
-) -> anyhow::Result<(Followed, TurnEnd)> {
-    let mut end = TurnEnd::default();
-    let followed = follow_until(home, run_id, stop, &mut |event| {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-        let data = event.get("data").unwrap_or(&Value::Null);
-        let turn_index = data.get("turn_index").and_then(Value::as_u64);
-        if end.index.is_none() {
-            let ours = kind == "turn.started"
-                && input.is_none_or(|id| data.get("input_id").and_then(Value::as_str) == Some(id));
-            if ours {
-                end.index = turn_index;
-            } else if input.is_some() {
-                // Earlier turns are not this follower's.
-                return false;
-            }
-        }
-        on_event(event);
-        if kind == "turn.completed" && turn_index.is_some() && turn_index == end.index {
-            end.status = data.get("status").and_then(Value::as_str).unwrap_or_default().to_owned();
-            return true;
-        }
-        false
-    })?;
-    Ok((followed, end))
-}
-
-/// What a finished run returned, once its owner has kept it (after its cleanup): `None` when the owner ended
-/// without keeping one.
-pub fn result_of(home: &Path, run_id: &str) -> Option<wb_engine::RunResult> {
-    loop {
-        if let Ok(result) = runs::read_result(home, run_id) {
-            return Some(result);
-        }
-        let record = runs::read_record(home, run_id).ok()?;
-        if !record.owner_alive() {
-            // Kept just before the owner ended?
-            return runs::read_result(home, run_id).ok();
-        }
-        std::thread::sleep(POLL);
-    }
 }
 
 /// A finished run's exit status: success when it completed with its outcome, failure when it failed (or its

@@ -6,7 +6,16 @@
 //! `$TMPDIR/workbench` could be created first, or linked elsewhere, by anyone).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The directory of the home that holds one directory per run (`runs/<run-id>/`, laid out by the engine's
+/// `wb_engine::runs::RunDir`; the outcome store keeps its own directories beside it).
+pub const RUNS_DIR: &str = "runs";
+
+/// `<home>/runs`: where every run's directory is.
+pub fn runs_dir(home: &Path) -> PathBuf {
+    home.join(RUNS_DIR)
+}
 
 /// Why there is no Workbench home.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

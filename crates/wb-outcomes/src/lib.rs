@@ -41,7 +41,9 @@ pub use digest::{is_digest, sha256_hex};
 pub use error::{Error, Result};
 pub use export::export;
 pub use files::{FileMode, create_private_dir, write_atomic};
-pub use home::{NO_HOME, NoHome, default_home, try_default_home, try_workbench_home, workbench_home};
+pub use home::{
+    NO_HOME, NoHome, RUNS_DIR, default_home, runs_dir, try_default_home, try_workbench_home, workbench_home,
+};
 pub use ids::{now_utc, random_hex};
 pub use manifest::{
     Artifact, Base, Changeset, Completeness, Content, Entry, Fingerprint, Link, Outcome, Receipt, ReceiptState, State,

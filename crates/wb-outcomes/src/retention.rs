@@ -140,7 +140,7 @@ pub fn clean(home: &Path, older_than: std::time::Duration, active: &HashSet<Stri
         done.outcomes.push(outcome);
     }
     for run in planned.runs {
-        let dir = home.join("runs").join(&run.id);
+        let dir = crate::runs_dir(home).join(&run.id);
         fs::remove_dir_all(&dir).map_err(io(format!("Cannot remove {}", dir.display())))?;
         done.runs.push(run);
     }
@@ -172,7 +172,7 @@ fn interrupted_journal(dir: &Path) -> bool {
 
 /// The run directories (`runs/wb_*`) in which nothing changed since `cutoff`, oldest first.
 fn old_runs(home: &Path, cutoff: jiff::Timestamp) -> Vec<OldRun> {
-    let Ok(entries) = fs::read_dir(home.join("runs")) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(crate::runs_dir(home)) else { return Vec::new() };
     let mut runs: Vec<(i64, OldRun)> = entries
         .flatten()
         .filter_map(|entry| {

@@ -10,7 +10,7 @@ use wb_manifest::Access;
 
 use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
 use crate::error::{EngineError, Result};
-use crate::events::Translated;
+use crate::events::{EventKind, Translated};
 
 pub struct ClaudeCode;
 
@@ -152,7 +152,7 @@ impl Adapter for ClaudeCode {
                         Some("text") => {
                             let text = block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
                             state.final_text = text.clone();
-                            events.push(Translated::new("output.text", json!({"text": text})));
+                            events.push(Translated::new(EventKind::OutputText, json!({"text": text})));
                         }
                         Some("tool_use") => {
                             let id = block.get("id").and_then(Value::as_str).unwrap_or("tool").to_owned();
@@ -162,7 +162,7 @@ impl Adapter for ClaudeCode {
                                 data["target"] = json!(target);
                             }
                             state.tools.insert(id, serde_json::to_string(&data).unwrap_or_default());
-                            events.push(Translated::new("tool.started", data));
+                            events.push(Translated::new(EventKind::ToolStarted, data));
                         }
                         Some(other) => events.push(Translated::native(&format!("assistant.{other}"))),
                         None => {}
@@ -196,7 +196,7 @@ impl Adapter for ClaudeCode {
                 let mut events = Vec::new();
                 let usage = event.get("usage").cloned().unwrap_or(Value::Null);
                 let cost = event.get("total_cost_usd").and_then(Value::as_f64);
-                events.push(Translated::new("usage.updated", final_usage(state, &usage, cost)));
+                events.push(Translated::new(EventKind::UsageUpdated, final_usage(state, &usage, cost)));
                 state.finished = true;
                 if let Some(result) = event.get("result").and_then(Value::as_str) {
                     state.final_text = result.to_owned();
@@ -247,7 +247,7 @@ fn usage_event(delta: [u64; 4], cost: Option<f64>) -> Translated {
     if let Some(cost) = cost.filter(|c| c.is_finite() && *c >= 0.0) {
         data["cost_usd"] = Value::from(cost);
     }
-    Translated::new("usage.updated", data)
+    Translated::new(EventKind::UsageUpdated, data)
 }
 
 /// The usage of one assistant message as it streams: what it adds since the message was last seen (Claude

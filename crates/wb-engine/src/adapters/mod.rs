@@ -15,7 +15,7 @@ use wb_manifest::Mcp;
 
 use crate::bindings::{BoundWorkspace, Environment};
 use crate::error::{EngineError, Result};
-use crate::events::Translated;
+use crate::events::{EventKind, Translated};
 use crate::routing::ModelRoute;
 use crate::source::Package;
 
@@ -428,9 +428,9 @@ pub fn tool_completed(started: Value, failed: bool, message: Option<&str>) -> Ve
     if let Some(message) = message {
         data["message"] = json!(message);
     }
-    let mut events = vec![Translated::new("tool.completed", data)];
+    let mut events = vec![Translated::new(EventKind::ToolCompleted, data)];
     if let Some(target) = changed {
-        events.push(Translated::new("file.changed", json!({"path": target, "tool": name})));
+        events.push(Translated::new(EventKind::FileChanged, json!({"path": target, "tool": name})));
     }
     events
 }

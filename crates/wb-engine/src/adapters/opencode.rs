@@ -12,7 +12,7 @@ use wb_manifest::Access;
 
 use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
 use crate::error::{EngineError, Result};
-use crate::events::Translated;
+use crate::events::{EventKind, Translated};
 
 /// Where a session in a container keeps OpenCode's data, in the staged directory.
 const DATA_DIR: &str = "opencode-data";
@@ -249,7 +249,7 @@ impl Adapter for OpenCode {
                 if let Some(id) = part.get("id").and_then(Value::as_str) {
                     data["id"] = json!(id);
                 }
-                vec![Translated::new("output.text", data)]
+                vec![Translated::new(EventKind::OutputText, data)]
             }
             "tool_use" => {
                 let id =
@@ -271,7 +271,7 @@ impl Adapter for OpenCode {
                 let mut events = Vec::new();
                 if !state.tools.contains_key(&id) {
                     state.tools.insert(id.clone(), name.clone());
-                    events.push(Translated::new("tool.started", started.clone()));
+                    events.push(Translated::new(EventKind::ToolStarted, started.clone()));
                 }
                 if matches!(status, "completed" | "error") {
                     let message = part.pointer("/state/error").and_then(Value::as_str);
@@ -289,7 +289,7 @@ impl Adapter for OpenCode {
                     ("cache_write_tokens", "/cache/write"),
                 ];
                 vec![Translated::new(
-                    "usage.updated",
+                    EventKind::UsageUpdated,
                     super::usage_delta(&tokens, &counters, part.get("cost").and_then(Value::as_f64)),
                 )]
             }

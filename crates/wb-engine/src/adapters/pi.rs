@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
 use crate::error::{EngineError, Result};
-use crate::events::Translated;
+use crate::events::{EventKind, Translated};
 
 pub struct Pi;
 
@@ -132,7 +132,7 @@ impl Adapter for Pi {
                         state.final_text.clear();
                     }
                     state.final_text.push_str(text);
-                    vec![Translated::new("output.text", json!({"text": text}))]
+                    vec![Translated::new(EventKind::OutputText, json!({"text": text}))]
                 }
                 Some(other) => vec![Translated::native(&format!("message_update.{other}"))],
                 None => vec![Translated::native(kind)],
@@ -153,7 +153,7 @@ impl Adapter for Pi {
                     data["target"] = json!(target);
                 }
                 state.tools.insert(id, serde_json::to_string(&data).unwrap_or_default());
-                vec![Translated::new("tool.started", data)]
+                vec![Translated::new(EventKind::ToolStarted, data)]
             }
             "tool_execution_end" => {
                 let id = event.get("toolCallId").and_then(Value::as_str).unwrap_or("tool").to_owned();
@@ -179,7 +179,7 @@ impl Adapter for Pi {
                 if let Some(message) = event.pointer("/message/errorMessage").and_then(Value::as_str) {
                     state.failed = Some(message.to_owned());
                 }
-                vec![Translated::new("usage.updated", data)]
+                vec![Translated::new(EventKind::UsageUpdated, data)]
             }
             other => vec![Translated::native(other)],
         }

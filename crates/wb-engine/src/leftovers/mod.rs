@@ -15,22 +15,15 @@ use serde::Serialize;
 pub use identity::Identity;
 
 use crate::error::EngineError;
-use crate::runs::{process_start, run_dir};
+use crate::runs::layout::RUNNER;
+use crate::runs::{RunDir, process_start};
 use crate::runtime::{Handle, Launched};
-
-/// The file in a run's directory naming its local runner.
-const RUNNER_FILE: &str = "runner.json";
 
 /// Notes the local runner a run launched (its process group's leader), for whoever stops what a dead supervisor
 /// left: nothing for a container or a sandbox. A failure is not the run's: the runner is then not found later.
 pub(crate) fn note_runner(home: &Path, run_id: &str, launched: &Launched) {
     let Handle::Child(child) = &launched.handle else { return };
-    let Ok(bytes) = serde_json::to_vec(&Identity::of(child.id())) else { return };
-    let _ = wb_outcomes::write_atomic(
-        &run_dir(home, run_id).join(RUNNER_FILE),
-        &bytes,
-        wb_outcomes::FileMode::Exactly(0o600),
-    );
+    let _ = RunDir::new(home, run_id).write(RUNNER, &Identity::of(child.id()), false);
 }
 
 /// What was stopped or removed of a run (or, for `clean`, of every run whose owner is gone).
@@ -81,8 +74,9 @@ pub fn sweep_run(home: &Path, run_id: Option<&str>, owner: Identity, runtime: Op
 /// never gives a pid to a new process while a group still bears it), and only processes started no earlier than
 /// the runner count. Off Linux (no start time recorded) nothing is signalled.
 fn stop_runner_group(home: &Path, run_id: &str) -> crate::Result<Vec<u32>> {
-    let path = run_dir(home, run_id).join(RUNNER_FILE);
-    let runner: Identity = match std::fs::read(&path) {
+    let dir = RunDir::new(home, run_id);
+    let path = dir.file(RUNNER);
+    let runner: Identity = match dir.read_bytes(RUNNER) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map_err(|e| EngineError::message(format!("{} is unreadable: {e}", path.display())))?,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

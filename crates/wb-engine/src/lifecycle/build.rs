@@ -22,13 +22,14 @@ pub struct BuildReport {
 
 /// Prepares each package's runtime (pull or build its image) without preflight or a runner.
 pub fn build(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> Result<Vec<BuildReport>> {
-    let packages = source::resolve(fs, &options.source, &options.cwd, catalog, false)?;
+    let packages =
+        source::resolve(fs, &options.request.settings.source, &options.request.settings.cwd, catalog, false)?;
     let mut reports = Vec::new();
     for package in packages {
         let report = match package {
             Ok(package) => {
-                let prepared = select_runtime(&package, options.runtime.as_deref()).and_then(|name| {
-                    let mut runtime = open_runtime(&name, options, false)?;
+                let prepared = select_runtime(&package, options.request.settings.runtime.as_deref()).and_then(|name| {
+                    let mut runtime = open_runtime(&name, options, false, false)?;
                     let image = runtime.prepare(&package, Vec::new())?.image;
                     runtime.cleanup()?;
                     Ok((name, image))
@@ -44,7 +45,7 @@ pub fn build(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                     Err(error) => BuildReport {
                         workbench: package.name.clone(),
                         version: package.version.clone(),
-                        runtime: options.runtime.clone().unwrap_or_default(),
+                        runtime: options.request.settings.runtime.clone().unwrap_or_default(),
                         image: None,
                         error: Some(error.to_string()),
                     },
@@ -53,7 +54,7 @@ pub fn build(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
             Err(error) => BuildReport {
                 workbench: String::new(),
                 version: String::new(),
-                runtime: options.runtime.clone().unwrap_or_default(),
+                runtime: options.request.settings.runtime.clone().unwrap_or_default(),
                 image: None,
                 error: Some(error.to_string()),
             },

@@ -1,6 +1,8 @@
 //! `dry_run`: resolve, preflight and translate without launching, reporting everything the runner would
 //! receive (names, never values), and what preflight found missing (the translation is shown anyway).
 
+use std::path::Path;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 use wb_manifest::{FileSystem, ModelCatalog};
@@ -48,12 +50,19 @@ pub struct DryRun {
     pub runtime_calls: Vec<String>,
 }
 
-/// Resolve, preflight and translate without launching.
-pub fn dry_run(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> Result<DryRun> {
-    require_task(options)?;
-    let kept = requested_dir(options);
+/// Resolve, preflight and translate without launching. `stage_dir`: stage the runner's configuration in this new
+/// directory (relative to the request's working directory) and keep it, so the printed command can be run by
+/// hand and the runner's own loaders can check what it would receive.
+pub fn dry_run(
+    fs: &dyn FileSystem,
+    options: &Options,
+    stage_dir: Option<&Path>,
+    catalog: &ModelCatalog,
+) -> Result<DryRun> {
+    require_task(options, None)?;
+    let kept = requested_dir(stage_dir, &options.request.settings.cwd);
     let existed = kept.as_ref().is_some_and(|dir| std::fs::symlink_metadata(dir).is_ok());
-    let mut prepared = match prepare_one(fs, options, catalog, Purpose::DryRun) {
+    let mut prepared = match prepare_one(fs, options, catalog, Purpose::DryRun { stage_dir }) {
         Ok(prepared) => prepared,
         Err(error) => {
             // A stage directory this dry run created is not left half-written.

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use super::Options;
+use super::{Options, RunLimits};
 use crate::runs::RunRecord;
 
 /// The run's spend and time limits: crossing one sets the cancel flag, with the reason the terminal event
@@ -18,9 +18,9 @@ pub(super) struct Limits {
 }
 
 impl Limits {
-    pub(super) fn start(options: &Options, cancel: Arc<AtomicBool>) -> Limits {
-        let reason: Arc<Mutex<Option<String>>> = options.cancel_reason.clone().unwrap_or_default();
-        let timer = options.max_duration.map(|limit| {
+    pub(super) fn start(options: &Options, limits: RunLimits, cancel: Arc<AtomicBool>) -> Limits {
+        let reason: Arc<Mutex<Option<String>>> = options.context.cancel_reason.clone().unwrap_or_default();
+        let timer = limits.max_duration.map(|limit| {
             let (done, ended) = mpsc::channel::<()>();
             let (cancel, reason) = (Arc::clone(&cancel), Arc::clone(&reason));
             std::thread::spawn(move || {
@@ -34,7 +34,7 @@ impl Limits {
             });
             done
         });
-        Limits { max_cost: options.max_cost_usd, cancel, reason, _timer: timer }
+        Limits { max_cost: limits.max_cost_usd, cancel, reason, _timer: timer }
     }
 
     /// Stops the run once the cost so far crosses the limit.

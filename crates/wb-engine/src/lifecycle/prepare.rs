@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use wb_manifest::{FileSystem, ModelCatalog};
 
 use super::stage::{Stage, make_writable};
-use super::{Options, Purpose};
+use super::{Options, Purpose, RunMode};
 use crate::adapters::{self, Adapter, StageContext, Translation};
 use crate::bindings::{self, BoundWorkspace, Environment};
 use crate::error::{EngineError, Result};
@@ -97,18 +97,19 @@ pub(super) fn select_runtime(package: &Package, requested: Option<&str>) -> Resu
     }
 }
 
-/// The runtime named `name`, built with the run's configuration (`plan_only` for a dry run).
-pub(super) fn open_runtime(name: &str, options: &Options, plan_only: bool) -> Result<Box<dyn Runtime>> {
+/// The runtime named `name`, built with the run's configuration (`plan_only` for a dry run; `session` for a
+/// session's run).
+pub(super) fn open_runtime(name: &str, options: &Options, plan_only: bool, session: bool) -> Result<Box<dyn Runtime>> {
     runtime::runtime_for(
         name,
         runtime::Setup {
-            inherited: options.inherited.clone(),
-            progress: options.progress.as_ref().map(|progress| progress.0.clone()),
+            inherited: options.context.inherited.clone(),
+            progress: options.context.progress.as_ref().map(|progress| progress.0.clone()),
             home: options.workbench_home(),
-            cancel: options.cancel.clone(),
+            cancel: options.context.cancel.clone(),
             plan_only,
             // A session is resumed, never adopted: its runner's output need not be kept for a new supervisor.
-            adoptable: options.session.is_none(),
+            adoptable: !session,
         },
     )
 }
@@ -117,16 +118,16 @@ pub(super) fn open_runtime(name: &str, options: &Options, plan_only: bool) -> Re
 /// the person authorised it; a Workbench home to keep what the run makes (never a shared place instead).
 fn check_authorizations(package: &Package, runtime_name: &str, options: &Options) -> Result<()> {
     let host_engine = package.manifest.runtime(runtime_name).is_some_and(|r| r.host_engine);
-    if options.allow_host_docker && !package.manifest.runtimes.iter().any(|r| r.host_engine) {
+    if options.request.settings.allow_host_docker && !package.manifest.runtimes.iter().any(|r| r.host_engine) {
         return Err(EngineError::message("--allow-host-docker requires a Workbench that declares docker.engine"));
     }
-    if host_engine && !options.allow_host_docker {
+    if host_engine && !options.request.settings.allow_host_docker {
         return Err(EngineError::message(
             "Host Docker engine access requires explicit --allow-host-docker authorization",
         ));
     }
-    if options.home.is_none() {
-        wb_outcomes::try_workbench_home(|name| options.inherited.get(name).map(Into::into))
+    if options.request.settings.home.is_none() {
+        wb_outcomes::try_workbench_home(|name| options.context.inherited.get(name).map(Into::into))
             .map_err(|error| EngineError::message(error.to_string()))?;
     }
     Ok(())
@@ -134,20 +135,32 @@ fn check_authorizations(package: &Package, runtime_name: &str, options: &Options
 
 /// The workspaces and environment bound for the run, every required variable set.
 fn bind(package: &Package, options: &Options, catalog: &ModelCatalog) -> Result<(Vec<BoundWorkspace>, Environment)> {
-    let primary =
-        options.primary.clone().map_or_else(|| options.cwd.clone(), |p| wb_manifest::absolute(&p, &options.cwd));
-    let workspaces =
-        bindings::bind_workspaces(&package.manifest, &package.name, &primary, &options.workspaces, &options.cwd)?;
+    let primary = options.request.settings.primary.clone().map_or_else(
+        || options.request.settings.cwd.clone(),
+        |p| wb_manifest::absolute(&p, &options.request.settings.cwd),
+    );
+    let workspaces = bindings::bind_workspaces(
+        &package.manifest,
+        &package.name,
+        &primary,
+        &options.request.settings.workspaces,
+        &options.request.settings.cwd,
+    )?;
     // Relative env files name files below the run's working directory, not the engine process's.
-    let env_files: Vec<PathBuf> =
-        options.env_files.iter().map(|file| wb_manifest::absolute(file, &options.cwd)).collect();
+    let env_files: Vec<PathBuf> = options
+        .request
+        .settings
+        .env_files
+        .iter()
+        .map(|file| wb_manifest::absolute(file, &options.request.settings.cwd))
+        .collect();
     let env = bindings::bind_environment(
         &package.manifest,
         &package.name,
         catalog,
-        &options.env,
+        &options.request.env,
         &env_files,
-        &options.inherited,
+        &options.context.inherited,
     )?;
     Ok((workspaces, env))
 }
@@ -207,7 +220,7 @@ fn choose_route(
         catalog,
         runner,
         env,
-        options.inherited.get("HOME").map(String::as_str),
+        options.context.inherited.get("HOME").map(String::as_str),
         &packaged,
     );
     let route = route.ok_or_else(|| {
@@ -267,23 +280,25 @@ pub(super) fn prepare_package(
     package: Package,
     options: &Options,
     catalog: &ModelCatalog,
-    purpose: Purpose,
+    purpose: Purpose<'_>,
 ) -> Result<Prepared> {
-    let runtime_name = select_runtime(&package, options.runtime.as_deref())?;
+    let mode = purpose.run_mode();
+    let session = mode.is_some_and(|mode| mode.session().is_some());
+    let runtime_name = select_runtime(&package, options.request.settings.runtime.as_deref())?;
     check_authorizations(&package, &runtime_name, options)?;
-    let mut runtime = open_runtime(&runtime_name, options, purpose == Purpose::DryRun)?;
+    let mut runtime = open_runtime(&runtime_name, options, purpose.is_dry_run(), session)?;
     let (workspaces, env) = bind(&package, options, catalog)?;
-    let requirements = runtime.check_requirements(&package, options.allow_unchecked_gpu)?;
+    let requirements = runtime.check_requirements(&package, options.request.settings.allow_unchecked_gpu)?;
     let runner = package.manifest.runner.as_ref().map(|r| r.value.clone()).unwrap_or_default();
     let adapter = adapters::adapter(&runner)?;
     require_variables(&package, &env)?;
     let mcps = select_mcps(&package, &env)?;
     let (route, authentication, unselected) = choose_route(&package, catalog, &runner, &env, options)?;
-    let adopting = options.adopt.clone().filter(|_| purpose == Purpose::Run);
+    let adopting = mode.and_then(RunMode::adopting).map(str::to_owned);
     let run_id = adopting.clone().unwrap_or_else(new_run_id);
-    let outbox = options.workbench_home().join("runs").join(&run_id).join("outbox");
+    let outbox = crate::runs::RunDir::new(&options.workbench_home(), &run_id).outbox();
     let stage = Stage::create(options, purpose)?;
-    let task = options.task.clone().unwrap_or_default();
+    let task = options.request.task.clone().unwrap_or_default();
     let view = RunnerView::new(runtime.placement(), &workspaces, &package, &stage, &outbox);
     let translation = adapter.translate(&StageContext {
         package: &package,
@@ -297,15 +312,13 @@ pub(super) fn prepare_package(
         outbox: &view.outbox,
         mcps: &mcps.enabled,
         unselected_variables: &unselected,
-        inherited: &options.inherited,
-        session: options.session.is_some(),
+        inherited: &options.context.inherited,
+        session,
     })?;
     // A resumed session takes its predecessor's conversation and files before anything is staged.
-    let resumed_conversation = match (&options.resume_from, purpose) {
-        (Some(from), Purpose::Run) => {
-            resume_into(&options.workbench_home(), from, stage.path(), &outbox, adapter.as_ref())?
-        }
-        _ => None,
+    let resumed_conversation = match mode.and_then(RunMode::resume_from) {
+        Some(from) => resume_into(&options.workbench_home(), from, stage.path(), &outbox, adapter.as_ref())?,
+        None => None,
     };
     let mut warnings = mcps.warnings;
     warnings.extend(translation.warnings.iter().cloned());
@@ -326,11 +339,10 @@ pub(super) fn prepare_package(
         None => {
             let preparation = runtime.prepare(&package, view.mounts)?;
             // A remote runtime's sandbox is billed: a run that cannot authenticate never creates one.
-            if purpose == Purpose::Run && runtime.placement() == runtime::Placement::Sandbox && !authentication.ready {
+            if mode.is_some() && runtime.placement() == runtime::Placement::Sandbox && !authentication.ready {
                 return Err(needs_authentication(&authentication));
             }
-            let provision =
-                if purpose == Purpose::DryRun { Provision::default() } else { runtime.provision(&run_id)? };
+            let provision = if purpose.is_dry_run() { Provision::default() } else { runtime.provision(&run_id)? };
             (preparation, provision, None)
         }
     };
@@ -340,7 +352,7 @@ pub(super) fn prepare_package(
         None => preflight(runtime.as_ref(), &package, &runner, adapter.executable(), options, purpose)?,
     };
     warnings.extend(requirements.unchecked.iter().map(|unchecked| format!("requirement not checked: {unchecked}")));
-    if purpose == Purpose::Run && !authentication.ready {
+    if mode.is_some() && !authentication.ready {
         return Err(needs_authentication(&authentication));
     }
     remove_repeated(&mut warnings);
@@ -380,18 +392,18 @@ fn preflight(
     runner: &str,
     executable: &str,
     options: &Options,
-    purpose: Purpose,
+    purpose: Purpose<'_>,
 ) -> Result<(Preflight, Vec<String>)> {
     let tools: Vec<String> = package.manifest.tools.iter().map(|t| t.value.clone()).collect();
     let request = PreflightRequest {
         runner,
         executable,
         tools: &tools,
-        path_variable: options.inherited.get("PATH").map(String::as_str),
+        path_variable: options.context.inherited.get("PATH").map(String::as_str),
     };
     match runtime.preflight(&request) {
         Ok(found) => Ok((found, Vec::new())),
-        Err(EngineError::Missing(problem)) if purpose == Purpose::DryRun => Ok((Preflight::default(), vec![problem])),
+        Err(EngineError::Missing(problem)) if purpose.is_dry_run() => Ok((Preflight::default(), vec![problem])),
         Err(error) => Err(error),
     }
 }
@@ -409,9 +421,10 @@ pub(super) fn prepare_one(
     fs: &dyn FileSystem,
     options: &Options,
     catalog: &ModelCatalog,
-    purpose: Purpose,
+    purpose: Purpose<'_>,
 ) -> Result<Prepared> {
-    let mut packages = source::resolve(fs, &options.source, &options.cwd, catalog, true)?;
+    let mut packages =
+        source::resolve(fs, &options.request.settings.source, &options.request.settings.cwd, catalog, true)?;
     let package = packages.pop().ok_or_else(|| EngineError::message("No matching Workbenches found"))??;
     prepare_package(package, options, catalog, purpose)
 }

@@ -12,9 +12,9 @@ use wb_outcomes::Completeness;
 use super::limits::Limits;
 use super::prepare::{Prepared, prepare_one};
 use super::turn::{Ending, Events, Turns, one_turn};
-use super::{Options, Purpose, require_task};
+use super::{Options, Purpose, RunMode, require_task};
 use crate::error::{EngineError, Result};
-use crate::events::{Event, Stream, Translated};
+use crate::events::{Event, EventKind, Stream, Translated};
 use crate::outcome;
 use crate::runs::{RunLog, RunRecord, RunStatus};
 
@@ -41,52 +41,52 @@ pub struct RunResult {
 pub fn run(
     fs: &dyn FileSystem,
     options: &Options,
+    mode: &RunMode,
     catalog: &ModelCatalog,
     cancel: Arc<AtomicBool>,
     emit: &mut dyn FnMut(&Event),
 ) -> Result<RunResult> {
-    require_task(options)?;
-    if options.adopt.is_some() && options.session.is_some() {
-        return Err(EngineError::message("A session cannot be adopted: resume it instead"));
+    require_task(options, Some(mode))?;
+    if let RunMode::Adopt { run_id, env_names, .. } = mode {
+        require_env_again(run_id, env_names, options)?;
     }
-    if let Some(id) = &options.adopt {
-        require_env_again(id, options)?;
-    }
+    let adopting = mode.adopting();
     let started = Instant::now();
     let mut options = options.clone();
-    options.cancel = Some(Arc::clone(&cancel));
+    options.context.cancel = Some(Arc::clone(&cancel));
     let options = &options;
     // An adopted run is claimed before its sandbox is touched: one process adopts it.
-    let claim = match &options.adopt {
+    let claim = match adopting {
         Some(id) => Some(
             RunLog::claim(&options.workbench_home(), id)
                 .map_err(|error| EngineError::message(format!("Cannot adopt run {id}: {error}")))?,
         ),
         None => None,
     };
-    let mut prepared = prepare_one(fs, options, catalog, Purpose::Run)?;
+    let mut prepared = prepare_one(fs, options, catalog, Purpose::Run(mode))?;
     // An adopted run's log carries on: the events its runner's output gives again up to the last one logged
     // are already there, and are neither logged nor emitted twice.
-    let (mut log, logged_through) = match (&options.adopt, claim) {
+    let (mut log, logged_through) = match (adopting, claim) {
         (Some(id), Some(claim)) => RunLog::reopen(&options.workbench_home(), id, claim)
             .map_err(|error| EngineError::io(format!("Cannot open the log of run {id}"), error))?,
         _ => {
-            let log = RunLog::create(&options.workbench_home(), record(&prepared, options))
+            let log = RunLog::create(&options.workbench_home(), record(&prepared, options, mode))
                 .map_err(|error| EngineError::io(format!("Cannot create the log of run {}", prepared.run_id), error))?;
             (log, 0)
         }
     };
-    if let (Some(id), Some(adopted)) = (&options.adopt, &options.on_adopted) {
+    if let (Some(id), Some(adopted)) = (adopting, &options.context.on_adopted) {
         (adopted.0)(id);
     }
     // A remote run can be adopted should its supervisor die: what it was started with is kept for that.
     if prepared.runtime.placement() == crate::runtime::Placement::Sandbox
-        && options.adopt.is_none()
-        && let Err(error) = crate::sessions::save_options(&options.workbench_home(), &prepared.run_id, options)
+        && adopting.is_none()
+        && let Err(error) =
+            crate::sessions::save_options(&options.workbench_home(), &prepared.run_id, &options.request, mode)
     {
         prepared.warnings.push(format!("The run cannot be adopted should its supervisor die: {error}"));
     }
-    let limits = Limits::start(options, Arc::clone(&cancel));
+    let limits = Limits::start(options, mode.limits(), Arc::clone(&cancel));
     let redactor = super::redactor(&prepared);
     let stream = Stream::new(prepared.run_id.clone(), prepared.adapter.name().to_owned(), redactor.clone());
     let mut logged = |event: &Event| {
@@ -94,8 +94,8 @@ pub fn run(
             return;
         }
         // The terminal event says what the run cost: the sum of the runner's reports, null when it made none.
-        let event = match event.kind.as_str() {
-            "run.completed" | "run.failed" | "run.cancelled" => {
+        let event = match event.known() {
+            Some(kind) if kind.is_terminal() => {
                 let mut terminal = event.clone();
                 if let Some(data) = terminal.data.as_object_mut() {
                     data.insert("cost_usd".to_owned(), log.record().cost_usd.map_or(Value::Null, Value::from));
@@ -110,11 +110,11 @@ pub fn run(
     };
     let mut events = Events { stream, emit: &mut logged, started };
     events.send(Translated::new(
-        "run.started",
+        EventKind::RunStarted,
         json!({"workbench": prepared.package.name, "version": prepared.package.version, "runtime": prepared.runtime.name()}),
     ));
     let Executed { ending, final_text, outcome_id, outcome_error } =
-        execute(&mut prepared, options, (&cancel, &limits.reason), &mut events);
+        execute(&mut prepared, options, mode, (&cancel, &limits.reason), &mut events);
     drop(events);
     drop(limits);
     let mut warnings = match prepared.cleanup() {
@@ -140,10 +140,10 @@ pub fn run(
 
 /// An adopted run started with `--env` needs each of those variables given again: their values were never kept
 /// (they are bound, and redacted, from what this adoption is given).
-fn require_env_again(id: &str, options: &Options) -> Result<()> {
-    let given: Vec<&str> = options.env.iter().filter_map(|entry| entry.split_once('=')).map(|(name, _)| name).collect();
-    let missing: Vec<&str> =
-        options.env_names.iter().map(String::as_str).filter(|name| !given.contains(name)).collect();
+fn require_env_again(id: &str, env_names: &[String], options: &Options) -> Result<()> {
+    let given: Vec<&str> =
+        options.request.env.iter().filter_map(|entry| entry.split_once('=')).map(|(name, _)| name).collect();
+    let missing: Vec<&str> = env_names.iter().map(String::as_str).filter(|name| !given.contains(name)).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -156,7 +156,7 @@ fn require_env_again(id: &str, options: &Options) -> Result<()> {
 }
 
 /// The record a run's log starts with.
-fn record(prepared: &Prepared, options: &Options) -> RunRecord {
+fn record(prepared: &Prepared, options: &Options, mode: &RunMode) -> RunRecord {
     let pid = std::process::id();
     RunRecord {
         run_id: prepared.run_id.clone(),
@@ -164,14 +164,14 @@ fn record(prepared: &Prepared, options: &Options) -> RunRecord {
         version: prepared.package.version.clone(),
         runtime: prepared.runtime.name().to_owned(),
         runner: prepared.adapter.name().to_owned(),
-        task_digest: crate::runs::task_digest(options.task.as_deref().unwrap_or_default()),
+        task_digest: crate::runs::task_digest(options.request.task.as_deref().unwrap_or_default()),
         pid,
-        interrupt_cancels: options.interrupt_cancels,
+        interrupt_cancels: options.context.interrupt_cancels,
         pid_start: crate::runs::process_start(pid),
         started_at: wb_outcomes::now_utc(),
         ended_at: None,
         // A session resumed without a task waits for its first turn from the start.
-        status: if options.session.is_some() && options.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        status: if mode.session().is_some() && options.request.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
             RunStatus::Idle
         } else {
             RunStatus::Running
@@ -181,9 +181,9 @@ fn record(prepared: &Prepared, options: &Options) -> RunRecord {
         last_sequence: 0,
         activity: None,
         message: None,
-        session: options.session.is_some(),
+        session: mode.session().is_some(),
         turns: 0,
-        resumed_from: options.resume_from.clone(),
+        resumed_from: mode.resume_from().map(str::to_owned),
     }
 }
 
@@ -200,6 +200,7 @@ struct Executed {
 fn execute(
     prepared: &mut Prepared,
     options: &Options,
+    mode: &RunMode,
     stops: (&AtomicBool, &Mutex<Option<String>>),
     events: &mut Events<'_>,
 ) -> Executed {
@@ -214,7 +215,7 @@ fn execute(
     }
     // The baseline of every writable workspace, before the runner can touch it.
     let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.working_copies);
-    let Turns { ending, terminal, final_text, cancelled } = match options.session {
+    let Turns { ending, terminal, final_text, cancelled } = match mode.session() {
         None => {
             let launched = match prepared.adopted.take() {
                 Some(adopted) => adopted,
@@ -226,12 +227,12 @@ fn execute(
                     Err(error) => return fail(events, error.to_string()),
                 },
             };
-            events.send(Translated::new("run.ready", json!({})));
+            events.send(Translated::new(EventKind::RunReady, json!({})));
             let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
             let cancelled = ending == Ending::Cancelled;
             Turns { ending, terminal, final_text: state.final_text, cancelled }
         }
-        Some(session) => super::session::turns(prepared, options, session, stops, events),
+        Some(session) => super::session::turns(prepared, options, mode, session, stops, events),
     };
     events.flush_text();
     // Execution has stopped: collect and commit the final outcome, then announce it before the terminal event.
@@ -249,7 +250,7 @@ fn execute(
     };
     let (outcome_id, outcome_error) = match collected {
         Ok((outcome, receipt)) => {
-            events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
+            events.send(Translated::new(EventKind::OutcomeAvailable, outcome::available_data(&outcome, &receipt)));
             (Some(outcome.id), None)
         }
         Err(error) => {
@@ -263,7 +264,7 @@ fn execute(
                 }
             }
             data["message"] = Value::from(message.clone());
-            events.send(Translated::new("outcome.failed", data));
+            events.send(Translated::new(EventKind::OutcomeFailed, data));
             (None, Some(message))
         }
     };

@@ -11,17 +11,18 @@ use serde_json::{Value, json};
 
 use super::prepare::Prepared;
 use super::turn::{Ending, Events, Turns, elapsed, one_turn};
-use super::{Options, SessionOptions};
-use crate::events::Translated;
+use super::{Options, RunMode, SessionOptions};
+use crate::events::{EventKind, Translated};
 use crate::outcome;
 use crate::sessions::{self, Waited};
 
 /// The turns of a session, until a turn does not complete, the session is ended while idle (`kill`, a limit),
-/// or it stays idle too long. A resumed session (`Options::resume_from`) first takes its earlier
+/// or it stays idle too long. A resumed session (`RunMode::Session::resume_from`) first takes its earlier
 /// conversation and files; without a task it starts idle.
 pub(super) fn turns(
     prepared: &mut Prepared,
     options: &Options,
+    mode: &RunMode,
     session: SessionOptions,
     stops: (&AtomicBool, &Mutex<Option<String>>),
     events: &mut Events<'_>,
@@ -33,24 +34,25 @@ pub(super) fn turns(
     let mut conversation: Option<String> = None;
     let mut resumed = false;
     // What the session was started with, kept so `resume` can start it again.
-    if let Err(error) = sessions::save_options(&home, &prepared.run_id, options) {
+    if let Err(error) = sessions::save_options(&home, &prepared.run_id, &options.request, mode) {
         let message = format!("Cannot keep the options of session {}: {error}", prepared.run_id);
         return session_failed(events, message, String::new());
     }
-    if options.resume_from.is_some() {
+    if mode.resume_from().is_some() {
         (conversation, resumed) = (prepared.resumed_conversation.clone(), true);
     }
-    let mut next = options.task.clone().filter(|task| !task.trim().is_empty()).map(|task| (task, None));
+    let mut next = options.request.task.clone().filter(|task| !task.trim().is_empty()).map(|task| (task, None));
     let mut final_text = String::new();
     let mut turn = 0_u64;
-    events.send(Translated::new("run.ready", json!({})));
+    events.send(Translated::new(EventKind::RunReady, json!({})));
     loop {
         let (task, input_id) = match next.take() {
             Some(next) => next,
             None => match sessions::wait_for_turn(&home, &prepared.run_id, stops.0, session.idle_timeout) {
                 Waited::Turn(queued) => (queued.task, Some(queued.input_id)),
                 Waited::Ended | Waited::IdleTimeout => {
-                    let terminal = Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)}));
+                    let terminal =
+                        Translated::new(EventKind::RunCompleted, json!({"duration_ms": elapsed(events.started)}));
                     return Turns { ending: Ending::Completed, terminal, final_text, cancelled: false };
                 }
                 Waited::Failed(message) => return session_failed(events, message, final_text),
@@ -76,7 +78,7 @@ pub(super) fn turns(
         if let Some(id) = &input_id {
             data["input_id"] = Value::from(id.as_str());
         }
-        events.send(Translated::new("turn.started", data));
+        events.send(Translated::new(EventKind::TurnStarted, data));
         let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
         events.flush_text();
         conversation = state.conversation.clone().or(conversation);
@@ -93,7 +95,7 @@ pub(super) fn turns(
             Ending::Cancelled => "cancelled",
         };
         events.send(Translated::new(
-            "turn.completed",
+            EventKind::TurnCompleted,
             json!({"turn_index": turn, "status": status, "duration_ms": elapsed(started)}),
         ));
         if ending != Ending::Completed {
@@ -122,7 +124,8 @@ fn keep_conversation(
     });
     if let Err(error) = kept {
         let warning = format!("The conversation was not kept for resume: {error}");
-        events.send(Translated::new("runner.event", json!({"native_type": "conversation", "warning": warning})));
+        events
+            .send(Translated::new(EventKind::RunnerEvent, json!({"native_type": "conversation", "warning": warning})));
     }
 }
 
@@ -141,11 +144,14 @@ fn snapshot(
         .and_then(|()| outcome::snapshot_turn(home, &prepared.run_id, &prepared.outbox, turn, snapshots));
     match snapshot {
         Ok(Some((outcome, receipt))) => {
-            events.send(Translated::new("outcome.available", outcome::available_data(&outcome, &receipt)));
+            events.send(Translated::new(EventKind::OutcomeAvailable, outcome::available_data(&outcome, &receipt)));
         }
         Ok(None) => {}
         Err(error) => {
-            events.send(Translated::new("outcome.failed", json!({"turn_index": turn, "message": error.to_string()})));
+            events.send(Translated::new(
+                EventKind::OutcomeFailed,
+                json!({"turn_index": turn, "message": error.to_string()}),
+            ));
         }
     }
 }

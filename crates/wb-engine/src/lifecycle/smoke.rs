@@ -91,7 +91,8 @@ pub struct Smoke {
 
 /// Checks that each package can start here, without a model request.
 pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> Result<Vec<Smoke>> {
-    let packages = source::resolve(fs, &options.source, &options.cwd, catalog, false)?;
+    let packages =
+        source::resolve(fs, &options.request.settings.source, &options.request.settings.cwd, catalog, false)?;
     let mut reports = Vec::new();
     for package in packages {
         let (name, version) = match &package {
@@ -111,7 +112,7 @@ pub fn smoke(fs: &dyn FileSystem, options: &Options, catalog: &ModelCatalog) -> 
                 status: SmokeStatus::Failed,
                 workbench: name,
                 version,
-                runtime: options.runtime.clone().unwrap_or_default(),
+                runtime: options.request.settings.runtime.clone().unwrap_or_default(),
                 runner: None,
                 tools: Vec::new(),
                 authentication: None,

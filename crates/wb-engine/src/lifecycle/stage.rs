@@ -21,9 +21,13 @@ impl Stage {
         }
     }
 
-    pub(super) fn create(options: &Options, purpose: Purpose) -> Result<Stage> {
-        match (requested_dir(options), purpose) {
-            (Some(dir), Purpose::DryRun) => {
+    pub(super) fn create(options: &Options, purpose: Purpose<'_>) -> Result<Stage> {
+        let kept = match purpose {
+            Purpose::DryRun { stage_dir } => requested_dir(stage_dir, &options.request.settings.cwd),
+            Purpose::Smoke | Purpose::Run(_) => None,
+        };
+        match kept {
+            Some(dir) => {
                 if std::fs::symlink_metadata(&dir).is_ok() {
                     return Err(EngineError::message(format!("The stage directory already exists: {}", dir.display())));
                 }
@@ -38,7 +42,7 @@ impl Stage {
                 builder.create(&dir).map_err(failed)?;
                 Ok(Stage::Kept(dir))
             }
-            _ => {
+            None => {
                 // 0700: it holds the runner's configuration and, during the run, its transcripts. Its name says
                 // which process made it, so a process that died leaves a directory `clean` can tell is left over.
                 let mut builder = tempfile::Builder::new();
@@ -102,9 +106,9 @@ pub fn stage_leftovers(owner: Option<Identity>, dry: bool) -> Vec<PathBuf> {
     found
 }
 
-/// The directory `--stage-dir` names, relative to the run's working directory.
-pub(super) fn requested_dir(options: &Options) -> Option<PathBuf> {
-    options.stage_dir.as_ref().map(|dir| if dir.is_absolute() { dir.clone() } else { options.cwd.join(dir) })
+/// The directory `--stage-dir` names, relative to the run's working directory `cwd`.
+pub(super) fn requested_dir(stage_dir: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+    stage_dir.map(|dir| if dir.is_absolute() { dir.to_path_buf() } else { cwd.join(dir) })
 }
 
 /// Staged files are read-only for the runner; make them removable again.

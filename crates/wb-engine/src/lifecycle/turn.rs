@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::prepare::Prepared;
 use super::runner_output::{Line, MAX_STDOUT_LINE_BYTES, keep_tail, read_lines};
 use crate::adapters::TranslateState;
-use crate::events::{Event, Stream, Translated};
+use crate::events::{Event, EventKind, Stream, Translated};
 use crate::runtime::{Exit, Launched};
 
 /// How a run ended.
@@ -47,7 +47,7 @@ impl Events<'_> {
     }
 
     pub(super) fn failed(&mut self, message: &str) -> Translated {
-        Translated::new("run.failed", json!({"message": message, "duration_ms": elapsed(self.started)}))
+        Translated::new(EventKind::RunFailed, json!({"message": message, "duration_ms": elapsed(self.started)}))
     }
 }
 
@@ -93,12 +93,12 @@ pub(super) fn one_turn(
         if let Some(reason) = stop_reason.lock().ok().and_then(|reason| reason.clone()) {
             data["message"] = Value::from(reason);
         }
-        return (Ending::Cancelled, Translated::new("run.cancelled", data), state);
+        return (Ending::Cancelled, Translated::new(EventKind::RunCancelled, data), state);
     }
     let success = status.as_ref().is_some_and(Exit::success);
     match (&state.failed, success) {
         (None, true) => {
-            let completed = Translated::new("run.completed", json!({"duration_ms": elapsed(events.started)}));
+            let completed = Translated::new(EventKind::RunCompleted, json!({"duration_ms": elapsed(events.started)}));
             (Ending::Completed, completed, state)
         }
         (failure, _) => {
@@ -201,7 +201,7 @@ pub(super) fn elapsed(started: Instant) -> u64 {
 /// The warning that replaces a stdout line over the limit (it cannot be a whole native event).
 fn oversized_line(line: &super::runner_output::OutputLine) -> Translated {
     Translated::new(
-        "runner.event",
+        EventKind::RunnerEvent,
         json!({
             "native_type": "stdout",
             "warning": format!(

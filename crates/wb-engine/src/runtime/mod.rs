@@ -115,7 +115,7 @@ pub type ProgressSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 /// What every runtime is built with: the configuration a run hands it before any phase.
 #[derive(Clone, Default)]
 pub struct Setup {
-    /// The environment the engine inherited (`Options::inherited`). A runtime on the host bases the runner's
+    /// The environment the engine inherited (`Context::inherited`). A runtime on the host bases the runner's
     /// environment on it and looks the runner up on its `PATH`; a remote runtime reads its service's
     /// configuration from it. Empty: the host runtime inherits this process's environment.
     pub inherited: BTreeMap<String, String>,

@@ -6,39 +6,53 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::Context;
 
-use wb_engine::{EngineError, Options, Smoke, SmokeStatus};
+use wb_engine::runs::{self, Followed};
+use wb_engine::{
+    EngineError, Options, Request, RunLimits, RunMode, RunRequest, SessionOptions, Settings, Smoke, SmokeStatus,
+};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::cli::{BuildArgs, DryRunArgs, RunArgs, RunCommandArgs};
 use crate::exit::Exit;
 use crate::render;
-use crate::supervisor::{self, Followed, Start};
+use crate::supervisor::{self, Start};
 
-fn options(args: &RunArgs) -> anyhow::Result<Options> {
+/// What the person asked for on the command line.
+fn request_of(args: &RunArgs) -> anyhow::Result<Request> {
     let task = match &args.task_file {
         Some(file) => {
             Some(std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?)
         }
         None => args.task.clone(),
     };
-    Ok(Options {
-        source: args.source.clone(),
-        cwd: super::current_dir()?,
-        primary: args.dir.clone(),
-        runtime: args.runtime.clone(),
-        workspaces: args.workspaces.clone(),
+    Ok(Request {
+        settings: Settings {
+            source: args.source.clone(),
+            cwd: super::current_dir()?,
+            primary: args.dir.clone(),
+            runtime: args.runtime.clone(),
+            workspaces: args.workspaces.clone(),
+            env_files: args.env_files.clone(),
+            allow_host_docker: args.allow_host_docker,
+            allow_unchecked_gpu: args.allow_unchecked_gpu,
+            home: None,
+        },
         env: args.env.clone(),
-        env_files: args.env_files.clone(),
-        allow_host_docker: args.allow_host_docker,
-        allow_unchecked_gpu: args.allow_unchecked_gpu,
         task,
+    })
+}
+
+/// The request, carried out in this process: its environment, and on a terminal, image builds and pulls saying
+/// what they are doing (on stderr, so stdout stays data).
+fn options(args: &RunArgs) -> anyhow::Result<Options> {
+    let context = wb_engine::Context {
         inherited: wb_engine::bindings::process_environment(),
-        // On a terminal, image builds and pulls say what they are doing (on stderr, so stdout stays data).
         progress: std::io::stderr()
             .is_terminal()
             .then(|| wb_engine::lifecycle::Progress(std::sync::Arc::new(|message: &str| eprintln!("  {message}")))),
-        ..Options::default()
-    })
+        ..wb_engine::Context::default()
+    };
+    Ok(Options { request: request_of(args)?, context })
 }
 
 /// Ctrl-C sets the returned flag (also given to the runtime through `options`): a remote runtime preparing
@@ -53,7 +67,7 @@ fn cancel_on_ctrl_c(options: &mut Options, second_exits: bool) -> Arc<AtomicBool
             Exit::Cancelled.now();
         }
     });
-    options.cancel = Some(Arc::clone(&cancel));
+    options.context.cancel = Some(Arc::clone(&cancel));
     cancel
 }
 
@@ -76,9 +90,8 @@ fn write_stdout(text: &str) -> anyhow::Result<()> {
 
 pub fn dry_run(dry_run_args: &DryRunArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     let args = &dry_run_args.run;
-    let mut options = options(args)?;
-    options.stage_dir = dry_run_args.stage_dir.clone();
-    let report = match wb_engine::dry_run(&OsFileSystem, &options, catalog) {
+    let options = options(args)?;
+    let report = match wb_engine::dry_run(&OsFileSystem, &options, dry_run_args.stage_dir.as_deref(), catalog) {
         Ok(report) => report,
         Err(error) => {
             report_error(&error);
@@ -239,7 +252,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         // A session: this command follows its first turn; `send` the next ones.
         return super::followed::follow_turn(&home, &run_id, None, json, None);
     }
-    let followed = supervisor::follow(&home, &run_id, None, &mut |event| {
+    let followed = runs::follow(&home, &run_id, None, &mut |event| {
         if json || !final_only {
             super::followed::print_logged(event, json);
         }
@@ -251,8 +264,8 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
     }
     // The terminal event is out; the supervisor cleans up (a container, a sandbox), then keeps the result.
     child.wait().context("waiting for the run's supervisor")?;
-    let result = supervisor::result_of(&home, &run_id)
-        .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
+    let result =
+        runs::result_of(&home, &run_id).with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
     for warning in &result.warnings {
         eprintln!("warning: {}", super::printable(warning));
     }
@@ -274,7 +287,7 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
 /// run.cancelled is the terminal event; while the runtime prepares, what it is doing stops and the command
 /// exits 130.
 pub(super) fn start(
-    request: &Options,
+    request: &RunRequest,
     supervisor: &Arc<AtomicU32>,
 ) -> anyhow::Result<Result<(String, std::process::Child), Exit>> {
     let forward = Arc::clone(supervisor);
@@ -306,13 +319,12 @@ pub(super) fn start(
     })
 }
 
-/// What the supervisor is handed: the options, the task read, no environment values but `--env`'s.
-fn request(command: &RunCommandArgs) -> anyhow::Result<Options> {
-    let mut options = options(&command.run)?;
-    options.max_cost_usd = command.max_cost;
-    options.max_duration = command.max_duration;
-    options.session = command.session.then_some(wb_engine::SessionOptions { idle_timeout: command.idle_timeout });
-    Ok(options)
+/// What the supervisor is handed: the request, the task read, no environment values but `--env`'s, and how the
+/// run goes.
+fn request(command: &RunCommandArgs) -> anyhow::Result<RunRequest> {
+    let limits = RunLimits { max_cost_usd: command.max_cost, max_duration: command.max_duration };
+    let session = command.session.then_some(SessionOptions { idle_timeout: command.idle_timeout });
+    Ok(RunRequest { request: request_of(&command.run)?, mode: RunMode::start(limits, session) })
 }
 
 /// `wb-lsp build`: pull or build each package's image; exit 1 when any failed.

@@ -5,51 +5,51 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use wb_engine::runs::RunState;
+use wb_engine::events::EventKind;
+use wb_engine::runs::{self, Followed, Logged, RunState};
 
 use crate::exit::Exit;
-use crate::supervisor::{self, Followed};
 
 /// Prints one event read from a run's log: the line as logged with `json`, else for a person.
-pub(super) fn print_logged(event: &serde_json::Value, json: bool) {
+pub(super) fn print_logged(logged: &Logged, json: bool) {
     if json {
         let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{event}");
-    } else {
-        let kind = event.get("type").and_then(|kind| kind.as_str()).unwrap_or_default();
-        print_event(kind, event.get("data").unwrap_or(&serde_json::Value::Null));
+        let _ = writeln!(stdout, "{}", logged.to_json());
+    } else if let Some(event) = logged.event() {
+        print_event(event.known(), &event.data);
     }
 }
 
 /// Prints one event for a person: the runner's text on stdout, tools, outcomes and failures on stderr.
-fn print_event(kind: &str, data: &serde_json::Value) {
+fn print_event(kind: Option<EventKind>, data: &serde_json::Value) {
     let mut stdout = std::io::stdout().lock();
+    let Some(kind) = kind else { return };
     match kind {
         // Everything here is the runner's text: made printable, so it cannot drive the terminal.
-        "output.text" => {
+        EventKind::OutputText => {
             let text = data.get("text").and_then(|t| t.as_str()).unwrap_or_default();
             let _ = writeln!(stdout, "{}", super::printable_text(text));
         }
-        "tool.started" => {
+        EventKind::ToolStarted => {
             let name = data.get("name").and_then(|t| t.as_str()).unwrap_or_default();
             let target = data.get("target").and_then(|t| t.as_str()).unwrap_or_default();
             eprintln!("• {} {}", super::printable(name), super::printable(target));
         }
-        "outcome.available" => {
+        EventKind::OutcomeAvailable => {
             let id = data.get("outcome_id").and_then(|t| t.as_str()).unwrap_or_default();
             eprintln!("outcome: {id} (wb-lsp outcome {id})");
         }
         // The run's work did not reach the user: the command exits 1 even when the runner succeeded.
-        "outcome.failed" => {
+        EventKind::OutcomeFailed => {
             let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
             eprintln!("error: {}", super::printable(message));
         }
-        "run.failed" => {
+        EventKind::RunFailed => {
             let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
             eprintln!("error: {}", super::printable(message));
         }
         // What the engine noticed about the runner's output (a line over the limit).
-        "runner.event" => {
+        EventKind::RunnerEvent => {
             if let Some(warning) = data.get("warning").and_then(|t| t.as_str()) {
                 eprintln!("warning: {}", super::printable(warning));
             }
@@ -67,7 +67,7 @@ pub(super) fn follow_turn(
     json: bool,
     input: Option<&str>,
 ) -> anyhow::Result<Exit> {
-    let (followed, end) = supervisor::follow_turn(home, run_id, stop, input, &mut |event| print_logged(event, json))?;
+    let (followed, end) = runs::follow_turn(home, run_id, stop, input, &mut |event| print_logged(event, json))?;
     let (index, status) = (end.index, end.status);
     Ok(match followed {
         Followed::Reached if status == "completed" => {

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use wb_engine::runs::{self, LogReader, RunRecord, RunState};
+use wb_engine::runs::{self, Followed, LogReader, RunRecord, RunState};
+use wb_engine::{Request, RunMode, RunRequest};
 
 use super::printable;
 use crate::cli::{AttachArgs, KillArgs, RunsArgs, StatusArgs, WaitArgs};
 use crate::exit::Exit;
-use crate::supervisor::{self, Followed};
+use crate::supervisor;
 
 /// How often a followed run's log and record are looked at.
 const POLL: Duration = Duration::from_millis(100);
@@ -107,8 +108,7 @@ pub fn attach(args: &AttachArgs) -> anyhow::Result<Exit> {
     {
         return Ok(code);
     }
-    let ended =
-        supervisor::follow(&home, &record.run_id, None, &mut |event| super::followed::print_logged(event, json))?;
+    let ended = runs::follow(&home, &record.run_id, None, &mut |event| super::followed::print_logged(event, json))?;
     Ok(match ended {
         Followed::Ended { state, outcome_failed } => exit_of(state, outcome_failed),
         Followed::Lost => {
@@ -127,14 +127,17 @@ fn adoptable(home: &std::path::Path, record: &RunRecord) -> bool {
 /// Starts a supervisor that adopts the lost run `record`; `Some(exit code)` when it could not.
 /// A run started with `--env` needs those given again (`attach --env`): their values were never kept.
 fn adopt(home: &std::path::Path, record: &RunRecord, args: &AttachArgs) -> anyhow::Result<Option<Exit>> {
-    let mut options = wb_engine::sessions::load_options(home, &record.run_id)
+    let kept = wb_engine::sessions::load_options(home, &record.run_id)
         .with_context(|| format!("cannot read what run {} was started with", record.run_id))?;
-    options.env.clone_from(&args.env);
-    options.env_files.extend(args.env_files.iter().cloned());
-    options.adopt = Some(record.run_id.clone());
-    options.home = Some(home.to_path_buf());
+    let mut settings = kept.settings;
+    settings.env_files.extend(args.env_files.iter().cloned());
+    settings.home = Some(home.to_path_buf());
+    let request = RunRequest {
+        request: Request { settings, env: args.env.clone(), task: None },
+        mode: RunMode::Adopt { run_id: record.run_id.clone(), limits: kept.limits, env_names: kept.env_names },
+    };
     eprintln!("Run {} lost its supervisor: adopting it", record.run_id);
-    let starting = supervisor::spawn(&options)?;
+    let starting = supervisor::spawn(&request)?;
     match starting.wait_started(&mut |message| eprintln!("{}", printable(message)))? {
         supervisor::Start::Started { .. } => Ok(None),
         supervisor::Start::Failed(failure) => {
@@ -156,10 +159,9 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<Exit> {
         let record = runs::read_record(&home, &first.run_id)?;
         let state = record.state();
         let next = match (&mut reader, args.after) {
-            (Some(reader), Some(after)) => reader
-                .read_new()?
-                .iter()
-                .any(|event| event.get("sequence").and_then(Value::as_u64).is_some_and(|sequence| sequence > after)),
+            (Some(reader), Some(after)) => {
+                reader.read_new()?.iter().any(|logged| logged.event().is_some_and(|event| event.sequence > after))
+            }
             _ => false,
         };
         if state != RunState::Running || next {

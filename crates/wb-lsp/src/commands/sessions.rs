@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use wb_engine::runs::RunRecord;
+use wb_engine::{Request, RunMode, RunRequest, SessionOptions};
 
 use super::followed::follow_turn;
 use super::runs::resolve;
@@ -57,20 +58,24 @@ pub fn resume(args: &ResumeArgs) -> anyhow::Result<Exit> {
         eprintln!("error: session {} is still open: `wb-lsp send {}` its next turn", record.run_id, record.run_id);
         return Ok(Exit::Failure);
     }
-    let mut options = wb_engine::sessions::load_options(&home, &record.run_id)
+    let kept = wb_engine::sessions::load_options(&home, &record.run_id)
         .with_context(|| format!("cannot read what session {} was started with", record.run_id))?;
-    options.task = task_of(&args.turn, true)?;
-    options.env.clone_from(&args.env);
-    options.env_files.extend(args.env_files.iter().cloned());
-    options.inherited = wb_engine::bindings::process_environment();
-    options.session = Some(wb_engine::SessionOptions { idle_timeout: args.idle_timeout });
-    options.resume_from = Some(record.run_id.clone());
+    let mut settings = kept.settings;
+    settings.env_files.extend(args.env_files.iter().cloned());
+    let request = RunRequest {
+        request: Request { settings, env: args.env.clone(), task: task_of(&args.turn, true)? },
+        mode: RunMode::Session {
+            limits: kept.limits,
+            session: SessionOptions { idle_timeout: args.idle_timeout },
+            resume_from: Some(record.run_id.clone()),
+        },
+    };
     let supervisor = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let (run_id, _child) = match super::execute::start(&options, &supervisor)? {
+    let (run_id, _child) = match super::execute::start(&request, &supervisor)? {
         Ok(started) => started,
         Err(code) => return Ok(code),
     };
-    let first_turn = options.task.is_some();
+    let first_turn = request.request.task.is_some();
     if args.detach || !first_turn {
         supervisor.store(0, Ordering::SeqCst);
         let mut stdout = std::io::stdout().lock();

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use wb_engine::{EngineError, Options};
+use wb_engine::{Context, EngineError, Options, Request, Settings};
 use wb_manifest::OsFileSystem;
 
 use super::call::{Call, RunArgs, ToolResult};
@@ -18,7 +18,7 @@ use crate::output;
 const PLACEHOLDER_TASK: &str = "(dry run: no task given)";
 
 fn options(call: &Call<'_>, args: RunArgs) -> Options {
-    Options {
+    let settings = Settings {
         source: args.source,
         cwd: call.root.to_path_buf(),
         primary: args.dir.map(PathBuf::from),
@@ -28,12 +28,16 @@ fn options(call: &Call<'_>, args: RunArgs) -> Options {
         // The caller is the agent: the host engine is the person's to grant, on the command line only.
         allow_host_docker: false,
         allow_unchecked_gpu: args.allow_unchecked_gpu,
-        task: args.task,
+        home: None,
+    };
+    let context = Context {
         inherited: wb_engine::bindings::process_environment(),
         progress: call.progress.clone(),
         cancel: Some(std::sync::Arc::clone(&call.cancel)),
-        ..Options::default()
-    }
+        ..Context::default()
+    };
+    // No `--env` values: the tools take none.
+    Options { request: Request { settings, env: Vec::new(), task: args.task }, context }
 }
 
 /// An engine error as a failed result: an invalid package names where its first error is.
@@ -51,7 +55,7 @@ fn failure(call: &Call<'_>, error: &EngineError) -> ToolResult {
 pub fn dry_run(call: &Call<'_>, mut args: RunArgs) -> ToolResult {
     args.task = args.task.filter(|task| !task.trim().is_empty()).or_else(|| Some(PLACEHOLDER_TASK.to_owned()));
     let options = options(call, args);
-    match wb_engine::dry_run(&OsFileSystem, &options, call.catalog) {
+    match wb_engine::dry_run(&OsFileSystem, &options, None, call.catalog) {
         Ok(report) => match serde_json::to_value(&report) {
             Ok(value) => ToolResult::ok(value),
             Err(error) => ToolResult::failure(&format!("cannot encode the dry run: {error}"), json!({})),
@@ -85,13 +89,14 @@ pub fn smoke(call: &Call<'_>, args: RunArgs) -> ToolResult {
 /// The remote service one of the packages `options` names would run on (`--runtime`, else its first declared
 /// runtime), if any. A source that does not resolve is left to the smoke check to report.
 fn remote_runtime(call: &Call<'_>, options: &Options) -> Option<&'static str> {
+    let settings = &options.request.settings;
     let packages =
-        wb_engine::source::resolve(&OsFileSystem, &options.source, &options.cwd, call.catalog, false).ok()?;
+        wb_engine::source::resolve(&OsFileSystem, &settings.source, &settings.cwd, call.catalog, false).ok()?;
     let services = wb_engine::runtime::services();
     packages.iter().flatten().find_map(|package| {
         let mut declared = package.manifest.runtimes.iter().map(|r| r.provider.value.as_str());
         // A runtime the package does not declare is the engine's to refuse.
-        let runtime = match options.runtime.as_deref() {
+        let runtime = match settings.runtime.as_deref() {
             Some(requested) => declared.find(|name| *name == requested)?,
             None => declared.next()?,
         };

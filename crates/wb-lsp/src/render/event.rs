@@ -2,7 +2,7 @@
 //! or channel (the `text` of `workbench/runEvent`).
 
 use serde_json::Value;
-use wb_engine::events::Event;
+use wb_engine::events::{Event, EventKind};
 
 use super::{continued, plural, printable, printable_lines};
 
@@ -20,8 +20,8 @@ pub(crate) fn event_lines(event: &Event) -> Vec<String> {
         Some(message) => continued(&format!("{first}: "), message),
         None => vec![first],
     };
-    match event.kind.as_str() {
-        "run.started" => {
+    match event.known() {
+        Some(EventKind::RunStarted) => {
             let package = [field(data, "workbench"), field(data, "version")].into_iter().flatten();
             let package = package.collect::<Vec<_>>().join(" ");
             let package = if package.is_empty() { "Workbench".to_owned() } else { package };
@@ -29,17 +29,19 @@ pub(crate) fn event_lines(event: &Event) -> Vec<String> {
             let line = format!("▶ Run {} started: {package}{runtime} ({})", event.run_id, event.runner);
             vec![printable(&line).into_owned()]
         }
-        "run.ready" => vec!["  the runner is ready".to_owned()],
-        "output.text" => field(data, "text").map(printable_lines).unwrap_or_default(),
-        "tool.started" => vec![format!("⚙ {} started", tool_label(data))],
-        "tool.completed" if field(data, "status") == Some("failed") => detail(format!("✗ {} failed", tool_label(data))),
-        "tool.completed" => vec![format!("✓ {} completed", tool_label(data))],
-        "file.changed" => {
+        Some(EventKind::RunReady) => vec!["  the runner is ready".to_owned()],
+        Some(EventKind::OutputText) => field(data, "text").map(printable_lines).unwrap_or_default(),
+        Some(EventKind::ToolStarted) => vec![format!("⚙ {} started", tool_label(data))],
+        Some(EventKind::ToolCompleted) if field(data, "status") == Some("failed") => {
+            detail(format!("✗ {} failed", tool_label(data)))
+        }
+        Some(EventKind::ToolCompleted) => vec![format!("✓ {} completed", tool_label(data))],
+        Some(EventKind::FileChanged) => {
             let tool = field(data, "tool").map(|t| format!(" ({})", printable(t))).unwrap_or_default();
             vec![format!("✎ {} changed{tool}", printable(field(data, "path").unwrap_or("a file")))]
         }
-        "usage.updated" => vec![format!("  usage: {}", usage(data))],
-        "outcome.available" => {
+        Some(EventKind::UsageUpdated) => vec![format!("  usage: {}", usage(data))],
+        Some(EventKind::OutcomeAvailable) => {
             let count = |name: &str| data.get(name).and_then(Value::as_u64).unwrap_or(0);
             vec![format!(
                 "  outcome {} ({}, {}, {})",
@@ -49,12 +51,12 @@ pub(crate) fn event_lines(event: &Event) -> Vec<String> {
                 plural(count("links"), "link")
             )]
         }
-        "outcome.failed" => detail("  outcome failed".to_owned()),
-        "run.completed" => vec![format!("■ Run completed{}", took(data))],
-        "run.failed" => detail(format!("■ Run failed{}", took(data))),
-        "run.cancelled" => vec![format!("■ Run cancelled{}", took(data))],
-        "runner.event" => Vec::new(),
-        other => vec![printable(&format!("  {other} {data}")).into_owned()],
+        Some(EventKind::OutcomeFailed) => detail("  outcome failed".to_owned()),
+        Some(EventKind::RunCompleted) => vec![format!("■ Run completed{}", took(data))],
+        Some(EventKind::RunFailed) => detail(format!("■ Run failed{}", took(data))),
+        Some(EventKind::RunCancelled) => vec![format!("■ Run cancelled{}", took(data))],
+        Some(EventKind::RunnerEvent) => Vec::new(),
+        _ => vec![printable(&format!("  {} {data}", event.kind)).into_owned()],
     }
 }
 

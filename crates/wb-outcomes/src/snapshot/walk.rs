@@ -34,7 +34,7 @@ enum Listed {
 }
 
 /// The top-level entries a Workbench home holds, left out when the home is the workspace itself.
-const HOME_ENTRIES: &[&str] = &["blobs", "outcomes", "cache", "runs"];
+const HOME_ENTRIES: &[&str] = &["blobs", "outcomes", "cache", crate::RUNS_DIR];
 
 /// Where a Workbench home is inside a workspace, as a workspace-relative path (`""` when it is the workspace),
 /// or `None` when it is elsewhere; both are resolved (a symlinked path to either is the same place).

@@ -9,17 +9,16 @@
 //! output from the first byte; the run's lifecycle replays that output and logs only the events past the last
 //! one already in the log.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::kept::{KeptWorkspace, kept_workspaces, rebuild_copies};
 use super::{RemoteRuntime, SandboxInfo, labels};
 use crate::error::{EngineError, Result};
+use crate::runs::RunDir;
+use crate::runs::layout::REMOTE;
 use crate::runtime::{Handle, Launched, Provision};
-
-/// The file in a run's directory.
-const ATTACHMENT_FILE: &str = "remote.json";
 
 /// What a new supervisor needs to take a remote run over.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,14 +30,11 @@ pub struct Attachment {
     pub process: serde_json::Value,
 }
 
-fn attachment_path(home: &Path, run_id: &str) -> PathBuf {
-    crate::runs::run_dir(home, run_id).join(ATTACHMENT_FILE)
-}
-
 /// The attachment of `run_id`, or `None` when its runner was never launched in a sandbox.
 pub fn load(home: &Path, run_id: &str) -> Result<Option<Attachment>> {
-    let path = attachment_path(home, run_id);
-    let bytes = match std::fs::read(&path) {
+    let dir = RunDir::new(home, run_id);
+    let path = dir.file(REMOTE);
+    let bytes = match dir.read_bytes(REMOTE) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(EngineError::io(format!("cannot read {}", path.display()), e)),
@@ -74,11 +70,7 @@ impl RemoteRuntime {
         let Some(workspaces) = kept_workspaces(self) else { return };
         let attachment =
             Attachment { service: self.name().to_owned(), sandbox_id: sandbox.id().to_owned(), workspaces, process };
-        let path = attachment_path(&self.setup.home, run_id);
-        let written = serde_json::to_vec_pretty(&attachment)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| wb_outcomes::write_atomic(&path, &bytes, wb_outcomes::FileMode::Exactly(0o600)));
-        if let Err(error) = written {
+        if let Err(error) = RunDir::new(&self.setup.home, run_id).write(REMOTE, &attachment, true) {
             self.report_progress(&format!("The run cannot be adopted should its supervisor die: {error}"));
         }
     }

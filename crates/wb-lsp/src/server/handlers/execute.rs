@@ -15,7 +15,9 @@ use crossbeam_channel::Sender;
 use lsp_server::{Message, Notification};
 use lsp_types as lsp;
 use serde_json::Value;
-use wb_engine::{Ending, Options};
+use wb_engine::events::EventKind;
+use wb_engine::runs::{self, Followed, Logged};
+use wb_engine::{Ending, Options, Request, RunLimits, RunMode, RunRequest, SessionOptions, Settings};
 
 use super::super::convert;
 use super::super::ext::{
@@ -24,10 +26,10 @@ use super::super::ext::{
 };
 use super::super::snapshot::{Snapshot, is_manifest};
 use crate::render;
-use crate::supervisor::{self, Followed, Start};
-use wb_engine::runs;
+use crate::supervisor::{self, Start};
 
-fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
+/// What the person asked for through the editor.
+fn request(arguments: &RunArguments) -> anyhow::Result<Request> {
     let uri = arguments.uri.as_ref().ok_or_else(|| anyhow::anyhow!("the command takes the manifest's URI"))?;
     let manifest = convert::url_to_path(uri).ok_or_else(|| anyhow::anyhow!("not a file URI: {uri}"))?;
     if !is_manifest(&manifest) {
@@ -36,19 +38,20 @@ fn options(arguments: &RunArguments) -> anyhow::Result<Options> {
     let package = manifest.parent().map(PathBuf::from).unwrap_or_default();
     // The primary workspace defaults to the repository the package belongs to.
     let repository = wb_manifest::repository_root(&manifest).unwrap_or_else(|| package.clone());
-    Ok(Options {
-        source: manifest.display().to_string(),
-        cwd: repository.clone(),
-        primary: Some(arguments.dir.clone().unwrap_or(repository)),
-        runtime: arguments.runtime.clone(),
-        workspaces: arguments.workspaces.clone(),
+    Ok(Request {
+        settings: Settings {
+            source: manifest.display().to_string(),
+            cwd: repository.clone(),
+            primary: Some(arguments.dir.clone().unwrap_or(repository)),
+            runtime: arguments.runtime.clone(),
+            workspaces: arguments.workspaces.clone(),
+            env_files: arguments.env_files.clone(),
+            allow_host_docker: arguments.allow_host_docker,
+            allow_unchecked_gpu: arguments.allow_unchecked_gpu,
+            home: None,
+        },
         env: arguments.env.clone(),
-        env_files: arguments.env_files.clone(),
-        allow_host_docker: arguments.allow_host_docker,
-        allow_unchecked_gpu: arguments.allow_unchecked_gpu,
         task: arguments.task.clone(),
-        inherited: wb_engine::bindings::process_environment(),
-        ..Options::default()
     })
 }
 
@@ -109,8 +112,12 @@ fn preparing<T: serde::Serialize>(
     work: impl FnOnce(&Snapshot, &Options) -> wb_engine::Result<T>,
 ) -> anyhow::Result<Option<Value>> {
     let token = params.work_done_progress_params.work_done_token.clone();
-    let mut options = options(&RunArguments::from_params(params)?)?;
-    options.progress = preparation_progress(sender, &token);
+    let context = wb_engine::Context {
+        inherited: wb_engine::bindings::process_environment(),
+        progress: preparation_progress(sender, &token),
+        ..wb_engine::Context::default()
+    };
+    let options = Options { request: request(&RunArguments::from_params(params)?)?, context };
     begin(sender, &token, title, false, "preparing");
     let result = work(snapshot, &options);
     end(sender, &token, result.is_ok());
@@ -124,7 +131,7 @@ pub fn dry_run(
     _flags: Flags,
 ) -> anyhow::Result<Option<Value>> {
     preparing(snapshot, &params, sender, "Workbench dry run", |snapshot, options| {
-        wb_engine::dry_run(&snapshot.overlay, options, &snapshot.catalog)
+        wb_engine::dry_run(&snapshot.overlay, options, None, &snapshot.catalog)
     })
 }
 
@@ -157,16 +164,16 @@ pub fn run(
     flags: Flags,
 ) -> anyhow::Result<Option<Value>> {
     let arguments = RunArguments::from_params(&params)?;
-    let options = options(&arguments)?;
-    refuse_unsaved(snapshot, &options)?;
+    let request = request(&arguments)?;
+    refuse_unsaved(snapshot, &request)?;
     let token = params.work_done_progress_params.work_done_token.clone();
     begin(sender, &token, "Workbench run", true, "starting");
-    let mut request = options;
-    request.max_cost_usd = arguments.max_cost_usd;
-    request.max_duration = arguments.max_duration_seconds.map(std::time::Duration::from_secs);
-    request.session = arguments
-        .session
-        .then_some(wb_engine::SessionOptions { idle_timeout: std::time::Duration::from_secs(30 * 60) });
+    let limits = RunLimits {
+        max_cost_usd: arguments.max_cost_usd,
+        max_duration: arguments.max_duration_seconds.map(std::time::Duration::from_secs),
+    };
+    let session = arguments.session.then_some(SessionOptions { idle_timeout: std::time::Duration::from_secs(30 * 60) });
+    let request = RunRequest { request, mode: RunMode::start(limits, session) };
     let starting = match supervisor::spawn(&request) {
         Ok(starting) => starting,
         Err(error) => {
@@ -231,17 +238,17 @@ fn follow_run(
     detach: &AtomicBool,
 ) -> anyhow::Result<Option<Value>> {
     let home = supervisor::home()?;
-    let followed = supervisor::follow(&home, run_id, Some(detach), &mut |value| forward_event(sender, token, value));
+    let followed = runs::follow(&home, run_id, Some(detach), &mut |value| forward_event(sender, token, value));
     let followed = match followed {
         Ok(followed) => followed,
         Err(error) => {
             finish(sender, token, format!("failed: {error:#}"));
-            return Err(error);
+            return Err(error.into());
         }
     };
     let_go(sender, token, run_id, followed)?;
-    let result = supervisor::result_of(&home, run_id)
-        .with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
+    let result =
+        runs::result_of(&home, run_id).with_context(|| format!("the supervisor of run {run_id} kept no result"))?;
     finish(
         sender,
         token,
@@ -281,15 +288,16 @@ pub(super) fn let_go(
     }
 }
 
-/// One logged event to the client: a `workbench/runEvent` notification and a progress report.
-pub(super) fn forward_event(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, value: &Value) {
-    let Ok(event) = serde_json::from_value::<wb_engine::events::Event>(value.clone()) else { return };
-    let params = RunEventParams { event: &event, text: render::event::event_lines(&event) };
+/// One logged event to the client: a `workbench/runEvent` notification and a progress report (nothing for a
+/// line of the log that is not an event).
+pub(super) fn forward_event(sender: &Sender<Message>, token: &Option<lsp::ProgressToken>, logged: &Logged) {
+    let Some(event) = logged.event() else { return };
+    let params = RunEventParams { event, text: render::event::event_lines(event) };
     let _ = sender.send(Message::Notification(Notification::new(ext::RUN_EVENT.to_owned(), params)));
-    let message = match event.kind.as_str() {
-        "tool.started" => event.data.get("name").and_then(Value::as_str).map(|n| format!("tool {n}")),
-        "output.text" => Some("writing".to_owned()),
-        other => Some(other.to_owned()),
+    let message = match event.known() {
+        Some(EventKind::ToolStarted) => event.text("name").map(|n| format!("tool {n}")),
+        Some(EventKind::OutputText) => Some("writing".to_owned()),
+        _ => Some(event.kind.clone()),
     };
     report(sender, token, true, message);
 }
@@ -321,15 +329,13 @@ pub(super) fn follow_turn(
 ) -> anyhow::Result<Option<Value>> {
     let home = supervisor::home()?;
     let mut result = TurnResult { run_id: run_id.to_owned(), ..TurnResult::default() };
-    let followed = supervisor::follow_turn(&home, run_id, Some(detach), input, &mut |value| {
-        forward_event(sender, token, value);
-        let data = value.get("data").unwrap_or(&Value::Null);
-        match value.get("type").and_then(Value::as_str).unwrap_or_default() {
-            "output.text" => {
-                result.final_text = data.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
-            }
-            "outcome.available" if data.get("turn_index").is_some() => {
-                result.snapshot_id = data.get("outcome_id").and_then(Value::as_str).map(str::to_owned);
+    let followed = runs::follow_turn(&home, run_id, Some(detach), input, &mut |logged| {
+        forward_event(sender, token, logged);
+        let Some(event) = logged.event() else { return };
+        match event.known() {
+            Some(EventKind::OutputText) => result.final_text = event.text("text").unwrap_or_default().to_owned(),
+            Some(EventKind::OutcomeAvailable) if event.data.get("turn_index").is_some() => {
+                result.snapshot_id = event.text("outcome_id").map(str::to_owned);
             }
             _ => {}
         }
@@ -338,7 +344,7 @@ pub(super) fn follow_turn(
         Ok(followed) => followed,
         Err(error) => {
             finish(sender, token, format!("failed: {error:#}"));
-            return Err(error);
+            return Err(error.into());
         }
     };
     result.turn_index = end.index;
@@ -378,8 +384,8 @@ impl Drop for CancelForward {
 
 /// A run reads its package from disk (its supervisor outlives this server and its buffers): an open file of
 /// the package whose buffer differs from the disk must be saved first.
-fn refuse_unsaved(snapshot: &Snapshot, options: &Options) -> anyhow::Result<()> {
-    let package = PathBuf::from(&options.source);
+fn refuse_unsaved(snapshot: &Snapshot, request: &Request) -> anyhow::Result<()> {
+    let package = PathBuf::from(&request.settings.source);
     let Some(package) = package.parent() else { return Ok(()) };
     let mut unsaved: Vec<&PathBuf> = snapshot
         .overlay
