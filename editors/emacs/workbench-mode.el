@@ -154,6 +154,27 @@ and a ${VAR} that `env' does not declare; their fixes edit the manifest."
 (add-to-list 'auto-mode-alist
              '("/\\.workbenches/[^/]+/.*\\.md\\'" . workbench-markdown-mode))
 
+;;;; The package's trial tasks
+
+(defalias 'workbench--task-parent-mode
+  (if (fboundp 'js-json-mode) 'js-json-mode 'js-mode)
+  "The parent of `workbench-task-mode'.
+That is `js-json-mode' where Emacs has it (29 and later), else `js-mode'.")
+
+;;;###autoload
+(define-derived-mode workbench-task-mode workbench--task-parent-mode
+  "Workbench-Task"
+  "Major mode for a Workbench package's trial task (trials/ID/task.json).
+
+JSON, with wb-lsp attached as in `workbench-mode': the task's fields
+are checked where they are written (an unknown field, a fixture that
+does not exist, a gate with no `run'), completed and documented."
+  (workbench--start-client))
+
+;;;###autoload
+(add-to-list 'auto-mode-alist
+             '("/\\.workbenches/[^/]+/trials/[^/]+/task\\.json\\'" . workbench-task-mode))
+
 ;;;; The project: the directory containing .workbenches
 
 (defun workbench-repository-root (&optional directory)
@@ -192,7 +213,7 @@ The command `workbench-lsp-server-command' and initialization options."
 (with-eval-after-load 'eglot
   ;; One server for a repository's manifests and its packages' Markdown.
   (add-to-list 'eglot-server-programs
-               '((workbench-mode workbench-markdown-mode)
+               '((workbench-mode workbench-markdown-mode workbench-task-mode)
                  . workbench--eglot-contact)))
 
 ;;;; lsp-mode
@@ -208,14 +229,16 @@ The command `workbench-lsp-server-command' and initialization options."
   (add-to-list 'lsp-language-id-configuration '(workbench-mode . "workbench"))
   (add-to-list 'lsp-language-id-configuration
                '(workbench-markdown-mode . "markdown"))
+  (add-to-list 'lsp-language-id-configuration '(workbench-task-mode . "json"))
   (lsp-register-client
    (make-lsp-client
     :new-connection (lsp-stdio-connection
                      (lambda () workbench-lsp-server-command))
     ;; By mode, not language: other Markdown is not wb-lsp's.
     :activation-fn (lambda (_file mode)
-                     (memq mode '(workbench-mode workbench-markdown-mode)))
-    :major-modes '(workbench-mode workbench-markdown-mode)
+                     (memq mode '(workbench-mode workbench-markdown-mode
+                                          workbench-task-mode)))
+    :major-modes '(workbench-mode workbench-markdown-mode workbench-task-mode)
     :initialization-options #'workbench--initialization-options
     :notification-handlers
     (let ((handlers (make-hash-table :test #'equal)))

@@ -1652,3 +1652,87 @@ fn neovim_shows_and_fixes_a_prose_warning_in_the_instructions() {
     }
     run_neovim_script(&prose_world(), "prose", PROSE_TEST_LUA, &[]);
 }
+
+/// A repository whose `demo` package has a trial task with a gate that has no `run`.
+fn trial_world() -> World {
+    let world = prose_world();
+    let task = world.repo.join(".workbenches/demo/trials/fix-bug");
+    std::fs::create_dir_all(&task).unwrap();
+    std::fs::write(task.join("prompt.md"), "Fix the bug.\n").unwrap();
+    std::fs::write(
+        task.join("task.json"),
+        "{\"version\": 1, \"id\": \"fix-bug\", \"title\": \"Fix\", \"fixture\": {\"kind\": \"empty\"},\n \"gates\": [{\"id\": \"tests\"}]}\n",
+    )
+    .unwrap();
+    world
+}
+
+/// A trial task in Neovim: the plugin attaches the client to `trials/<id>/task.json`, which shows the task's
+/// problem where it is written.
+const TRIAL_TEST_LUA: &str = r##"
+local function run()
+  local repo = env("WB_TEST_REPO")
+  local workbench = require("workbench")
+  workbench.setup({ cmd = { env("WB_LSP_BIN"), "serve" } })
+  local task = repo .. "/.workbenches/demo/trials/fix-bug/task.json"
+  vim.cmd("edit " .. vim.fn.fnameescape(task))
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("the workbench client on task.json", function()
+    local c = workbench.client(buf)
+    return c and c.initialized and c or nil
+  end)
+  local problem = wait_for("the task's diagnostic", function()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.message == "Trial task gates[0].run is required" then
+        return d
+      end
+    end
+    return nil
+  end)
+  check(problem.lnum == 1 and problem.severity == vim.diagnostic.severity.ERROR, "the diagnostic: " .. vim.inspect(problem))
+  out("ok: task.json gets the client and its missing gate command is shown")
+end
+"##;
+
+#[test]
+fn neovim_checks_an_open_trial_task() {
+    if !require_neovim() {
+        return;
+    }
+    run_neovim_script(&trial_world(), "trial", TRIAL_TEST_LUA, &[]);
+}
+
+/// A trial task in batch Emacs with Eglot: `task.json` opens in `workbench-task-mode`, managed by wb-lsp, and
+/// Flymake shows the gate that has no `run`.
+const EMACS_TRIAL_TEST_EL: &str = r##"
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
+         (task (expand-file-name ".workbenches/demo/trials/fix-bug/task.json" repo)))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (find-file task)
+    (run-window-configuration-change-hook)
+    (wbt-check (eq major-mode 'workbench-task-mode) "task.json opened in %s" major-mode)
+    (wbt-command)
+    (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)
+    (wbt-out "ok: task.json opens in workbench-task-mode, managed by wb-lsp")
+    (wbt-wait "the gate's problem in Flymake"
+              (lambda ()
+                (wbt-idle)
+                (cl-find-if (lambda (d) (equal (flymake-diagnostic-text d)
+                                               "wb-lsp [missing-field]: Trial task gates[0].run is required"))
+                            (flymake-diagnostics))))
+    (wbt-out "ok: Flymake shows the gate with no run")))
+"##;
+
+#[test]
+fn emacs_checks_an_open_trial_task() {
+    if skipping() {
+        eprintln!("skipping the Emacs trial test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    run_emacs_script_in(&trial_world(), "trial", EMACS_TRIAL_TEST_EL);
+}

@@ -18,6 +18,9 @@ M.pattern = "*/.workbenches/*/workbench.yml"
 -- (`*` also matches `/` there).
 local PACKAGE_MARKDOWN = "^(.*)/%.workbenches/[^/]+/.+%.md$"
 M.markdown_pattern = "*/.workbenches/*.md"
+-- A package's trial task (`trials/<id>/task.json`), and its autocmd pattern.
+local TRIAL_TASK = "^(.*)/%.workbenches/[^/]+/trials/[^/]+/task%.json$"
+M.task_pattern = "*/.workbenches/*/trials/*/task.json"
 
 local defaults = {
   -- The server command: `wb-lsp` speaks LSP over stdio with no arguments or with `serve`.
@@ -74,13 +77,13 @@ local clients = {}
 -- The id of the client of the last run: the outcome commands use it from buffers without a client.
 M.last_run_client = nil
 
---- The repository root of a manifest path, or of a package's Markdown (the directory containing `.workbenches`),
---- or nil.
+--- The repository root of a manifest path, of a package's Markdown or of a trial task (the directory containing
+--- `.workbenches`), or nil.
 function M.root_dir(path)
   if type(path) ~= "string" or path == "" then
     return nil
   end
-  return path:match(MANIFEST) or path:match(PACKAGE_MARKDOWN)
+  return path:match(MANIFEST) or path:match(PACKAGE_MARKDOWN) or path:match(TRIAL_TASK)
 end
 
 --- True when the path is a Workbench manifest.

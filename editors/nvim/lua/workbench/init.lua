@@ -28,7 +28,7 @@ local M = {}
 -- assigning it assigns the owner's: state (config, active_run, last_outcome_id, ...) reads live, and a function
 -- replaced here (confirm, on_run_event, ...) is the one the plugin itself calls.
 local PUBLIC = {
-  [lsp] = { "name", "pattern", "markdown_pattern", "config", "root_dir", "is_manifest", "client", "client_config", "attach" },
+  [lsp] = { "name", "pattern", "markdown_pattern", "task_pattern", "config", "root_dir", "is_manifest", "client", "client_config", "attach" },
   [commands] = { "migrate", "check_workspace" },
   [run] = {
     "RUN_EVENT",
@@ -113,10 +113,11 @@ function M.setup(options)
     pattern = lsp.pattern,
     callback = on_manifest,
   })
-  -- A package's Markdown gets the client too (its filetype stays): the prose checks' warnings and quick fixes.
+  -- A package's Markdown and its trial tasks get the client too (their filetypes stay): the prose checks'
+  -- warnings and quick fixes, a task's checks, completion and hover.
   vim.api.nvim_create_autocmd({ "BufRead", "BufNewFile" }, {
     group = group,
-    pattern = lsp.markdown_pattern,
+    pattern = { lsp.markdown_pattern, lsp.task_pattern },
     callback = function(args)
       if lsp.config.autostart then
         lsp.attach(args.buf)
