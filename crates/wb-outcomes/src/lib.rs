@@ -35,7 +35,7 @@ pub mod review;
 mod snapshot;
 mod store;
 
-pub use apply::{ApplyResult, apply, recover};
+pub use apply::{ApplyResult, apply, apply_to_copy, recover};
 pub use confined::{Confined, Refusal, Root};
 pub use digest::{is_digest, sha256_hex};
 pub use error::{Error, Result};

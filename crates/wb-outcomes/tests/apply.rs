@@ -7,7 +7,9 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 
 use common::{Fixture, RUN_ID, assert_schema_valid};
-use wb_outcomes::{ApplyResult, Completeness, Error, Outcome, OutcomeStore, ReceiptState, WorkspaceBindings, apply};
+use wb_outcomes::{
+    ApplyResult, Completeness, Error, Outcome, OutcomeStore, ReceiptState, WorkspaceBindings, apply, apply_to_copy,
+};
 use wb_testsupport::{chmod, read, write};
 
 fn setup(root: &Path) {
@@ -624,4 +626,31 @@ fn a_link_leading_out_through_the_destinations_links_is_refused() {
     write(copy.path(), "b/b/keep.txt", "keep\n");
     assert_eq!(apply(&fx.store, &outcome.id, Some(copy.path())).unwrap().applied, 1);
     assert_eq!(fs::read_link(copy.path().join("c")).unwrap().to_str(), Some("b/b/../../etc"));
+}
+
+/// A trial's grading: the outcome's changes laid onto a fresh copy of their baseline, whatever its receipt (a
+/// local run's outcome is already present where the agent worked); the receipt and the workspace the agent
+/// used are untouched, and a copy that is not the baseline is refused whole.
+#[test]
+fn an_outcome_is_laid_onto_a_copy_of_its_baseline_without_its_receipt() {
+    let fx = Fixture::new();
+    let outcome = fx.outcome(setup, change);
+    let receipt = fx.receipt_state(&outcome.id);
+    let copy = tempfile::tempdir().unwrap();
+    setup(copy.path());
+    let result = apply_to_copy(&fx.store, &outcome.id, copy.path()).unwrap();
+    assert_eq!(result, ApplyResult { applied: 6, unchanged: 0 });
+    assert_eq!(read(copy.path(), "a.txt"), "A\n");
+    assert!(!copy.path().join("gone.txt").exists());
+    assert_eq!(read(copy.path(), "new/deep/c.txt"), "c\n");
+    assert_eq!(fs::read_link(copy.path().join("link")).unwrap().to_str(), Some("a.txt"));
+    assert_eq!(fx.receipt_state(&outcome.id), receipt, "the receipt is not the copy's");
+    assert_eq!(read(fx.target.path(), "a.txt"), "a\n", "the outcome's own workspace is untouched");
+
+    let other = tempfile::tempdir().unwrap();
+    setup(other.path());
+    write(other.path(), "z.txt", "not the baseline\n");
+    let refused = apply_to_copy(&fx.store, &outcome.id, other.path()).unwrap_err();
+    assert_eq!(refused.to_string(), "Outcome conflicts with current workspace content: z.txt");
+    assert_eq!(read(other.path(), "a.txt"), "a\n", "nothing laid when one entry conflicts");
 }

@@ -31,6 +31,7 @@
 //! `install.rs` (4, and the restores of 6), `recovery.rs` (finishing or rolling back), `faults.rs` (test-only
 //! injection).
 
+mod copy;
 mod faults;
 mod install;
 mod journal;
@@ -50,6 +51,7 @@ use crate::ids::random_hex;
 use crate::manifest::{Receipt, ReceiptState};
 use crate::store::{ContentStore, OutcomeStore};
 
+pub use copy::apply_to_copy;
 pub use faults::Faults;
 pub use recovery::{recover, recover_with_faults};
 pub use taken::taken;
