@@ -11,6 +11,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 use bollard::query_parameters::{ListContainersOptionsBuilder, TagImageOptionsBuilder};
 use serde_json::{Value, json};
 use wb_engine::runtime::docker::{LABEL, context_archive};
-use wb_engine::{Context, Ending, Options, Request, RunMode, Settings, SmokeStatus};
+use wb_engine::{Ending, Options, RunMode, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, World, minimal};
 
@@ -160,20 +162,7 @@ fn docker_package(world: &World, name: &str, extra: &str) -> PathBuf {
 fn options(world: &World, package: &str, task: &str) -> Options {
     let mut inherited = world.inherited();
     inherited.insert("OPENAI_API_KEY".into(), KEY.into());
-    Options {
-        request: Request {
-            settings: Settings {
-                source: format!(".workbenches/{package}"),
-                cwd: world.repo.clone(),
-                primary: Some(world.work.clone()),
-                home: Some(world.home.join(".workbench")),
-                ..Settings::default()
-            },
-            task: Some(task.to_owned()),
-            ..Request::default()
-        },
-        context: Context { inherited, ..Context::default() },
-    }
+    common::options(world, format!(".workbenches/{package}"), task, inherited)
 }
 
 fn build(options: &Options) -> wb_engine::BuildReport {

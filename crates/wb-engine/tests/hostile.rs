@@ -5,13 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use wb_engine::adapters::package_files::{self, Links};
 use wb_engine::runtime::docker::context_archive;
-use wb_engine::{Context, EngineError, Options, Request, Settings};
+use wb_engine::{EngineError, Options};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{TASK, World, minimal};
 
@@ -21,20 +23,7 @@ const MARKER: &str = "HOSTILE-MARKER-91c2";
 fn options(world: &World, package: &str) -> Options {
     let mut inherited = world.inherited();
     inherited.insert("OPENAI_API_KEY".to_owned(), "sk-openai-test-value".to_owned());
-    Options {
-        request: Request {
-            settings: Settings {
-                source: format!(".workbenches/{package}"),
-                cwd: world.repo.clone(),
-                primary: Some(world.work.clone()),
-                home: Some(world.home.join(".workbench")),
-                ..Settings::default()
-            },
-            task: Some(TASK.to_owned()),
-            ..Request::default()
-        },
-        context: Context { inherited, ..Context::default() },
-    }
+    common::options(world, format!(".workbenches/{package}"), TASK, inherited)
 }
 
 /// Dry-runs into `world.root/stage` and returns the error, after checking no staged file holds `needle`.

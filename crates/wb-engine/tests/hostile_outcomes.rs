@@ -3,13 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
-use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
+use wb_engine::{Ending, Options, RunMode, RunResult};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, TASK, World, opencode_world};
 
@@ -18,19 +20,10 @@ fn options(world: &World, script: &Path, home: &Path) -> Options {
     inherited.insert("DATABASE_URL".to_owned(), "postgres://db.internal/ledger".to_owned());
     inherited.insert("OPENAI_API_KEY".to_owned(), "sk-openai-test-value".to_owned());
     inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), script.display().to_string());
-    Options {
-        request: Request {
-            settings: Settings {
-                source: ".workbenches/oc-demo".to_owned(),
-                cwd: world.repo.clone(),
-                primary: Some(world.work.clone()),
-                home: Some(home.to_path_buf()),
-                ..Settings::default()
-            },
-            task: Some(TASK.to_owned()),
-            ..Request::default()
-        },
-        context: Context { inherited, ..Context::default() },
+    {
+        let mut options = common::options(world, ".workbenches/oc-demo", TASK, inherited);
+        options.request.settings.home = Some(home.to_path_buf());
+        options
     }
 }
 

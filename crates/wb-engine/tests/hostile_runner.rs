@@ -6,12 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
+use wb_engine::{Ending, Options, RunMode, RunResult};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, FINAL, TASK, World, minimal, opencode_world, pi_world};
 
@@ -24,20 +26,7 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 const GEMINI_KEY: &str = "gemini-test-value";
 
 fn options(world: &World, package: &str, env: &[(&str, &str)]) -> Options {
-    let mut options = Options {
-        request: Request {
-            settings: Settings {
-                source: format!(".workbenches/{package}"),
-                cwd: world.repo.clone(),
-                primary: Some(world.work.clone()),
-                home: Some(world.home.join(".workbench")),
-                ..Settings::default()
-            },
-            task: Some(TASK.to_owned()),
-            ..Request::default()
-        },
-        context: Context { inherited: world.inherited(), ..Context::default() },
-    };
+    let mut options = common::options(world, format!(".workbenches/{package}"), TASK, world.inherited());
     for (name, value) in env {
         options.context.inherited.insert((*name).to_owned(), (*value).to_owned());
     }

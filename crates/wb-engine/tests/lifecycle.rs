@@ -7,15 +7,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
-use wb_engine::{
-    Context, DryRun, Ending, EngineError, Options, Request, RunMode, RunResult, Settings, Smoke, SmokeStatus,
-};
+use wb_engine::{DryRun, Ending, EngineError, Options, RunMode, RunResult, Smoke, SmokeStatus};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, FINAL, OPENCODE, TASK, World, claude_world, minimal, opencode_world, pi_world};
 
@@ -24,20 +24,7 @@ fn catalog() -> &'static ModelCatalog {
 }
 
 fn base_options(world: &World, source: &str) -> Options {
-    Options {
-        request: Request {
-            settings: Settings {
-                source: source.to_owned(),
-                cwd: world.repo.clone(),
-                primary: Some(world.work.clone()),
-                home: Some(world.home.join(".workbench")),
-                ..Settings::default()
-            },
-            task: Some(TASK.to_owned()),
-            ..Request::default()
-        },
-        context: Context { inherited: world.inherited(), ..Context::default() },
-    }
+    common::options(world, source, TASK, world.inherited())
 }
 
 fn with_env(mut options: Options, pairs: &[(&str, &str)]) -> Options {

@@ -5,12 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
-use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
+use wb_engine::{Ending, Options, RunMode, RunResult};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_testsupport::{self as support, OPENCODE, TASK, World, opencode_world};
 
@@ -19,20 +21,7 @@ fn options(world: &World, script: &Path) -> Options {
     inherited.insert("DATABASE_URL".to_owned(), "postgres://db.internal/ledger".to_owned());
     inherited.insert("OPENAI_API_KEY".to_owned(), "sk-openai-test-value".to_owned());
     inherited.insert("FAKE_RUNNER_SCRIPT".to_owned(), script.display().to_string());
-    Options {
-        request: Request {
-            settings: Settings {
-                source: ".workbenches/oc-demo".to_owned(),
-                cwd: world.repo.clone(),
-                primary: Some(world.work.clone()),
-                home: Some(world.home.join(".workbench")),
-                ..Settings::default()
-            },
-            task: Some(TASK.to_owned()),
-            ..Request::default()
-        },
-        context: Context { inherited, ..Context::default() },
-    }
+    common::options(world, ".workbenches/oc-demo", TASK, inherited)
 }
 
 fn run(options: &Options) -> (RunResult, Vec<Value>) {

@@ -14,6 +14,8 @@
 //! run (bytes, modes, symlink targets, deletions); retries skip what is applied and never overwrite later edits;
 //! export writes the documented layout. In a plain and in a Git workspace.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -23,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Value, json};
-use wb_engine::{Context, Ending, Options, Request, RunMode, RunResult, Settings};
+use wb_engine::{Ending, Options, RunMode, RunResult};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_outcomes::{
     ApplyResult, ContentStore, Entry, Outcome, OutcomeStore, Receipt, ReceiptState, Snapshot, State, WorkspaceBindings,
@@ -82,20 +84,10 @@ impl Runner {
             Runner::ClaudeCode => vec![format!("docs={}", world.root.join("docs").display())],
             _ => Vec::new(),
         };
-        Options {
-            request: Request {
-                settings: Settings {
-                    source: source.to_owned(),
-                    cwd: world.repo.clone(),
-                    primary: Some(world.work.clone()),
-                    workspaces,
-                    home: Some(world.home.join(".workbench")),
-                    ..Settings::default()
-                },
-                task: Some(TASK.to_owned()),
-                ..Request::default()
-            },
-            context: Context { inherited, ..Context::default() },
+        {
+            let mut options = common::options(world, source, TASK, inherited);
+            options.request.settings.workspaces = workspaces;
+            options
         }
     }
 }
