@@ -14,6 +14,7 @@ pub mod env_refs;
 pub mod fields;
 mod fs;
 pub mod init;
+mod json_fields;
 mod limits;
 mod manifest;
 pub mod migrate;

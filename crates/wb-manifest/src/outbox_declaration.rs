@@ -9,6 +9,7 @@ use wb_syntax::{Mapping, Node, TextRange, Value};
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::{FileKind, FileSystem};
+use crate::json_fields::{StringRule, string_field};
 
 /// The largest declaration read.
 pub const MAX_DECLARATION_BYTES: usize = 1024 * 1024;
@@ -32,28 +33,8 @@ impl Checker<'_> {
         required: bool,
         anchor: TextRange,
     ) -> Option<String> {
-        let Some(entry) = mapping.entry(key) else {
-            if required {
-                self.report(Code::MissingField, anchor, format!("{label} is required"));
-            }
-            return None;
-        };
-        match entry.value.as_str() {
-            Some(text) if !text.is_empty() && text.chars().count() <= max => Some(text.to_owned()),
-            Some("") => {
-                self.report(Code::EmptyValue, entry.value.range, format!("{label} must be a non-empty string"));
-                None
-            }
-            Some(_) => {
-                self.report(Code::InvalidValue, entry.value.range, format!("{label} must be at most {max} characters"));
-                None
-            }
-            None => {
-                let range = if entry.value.range.is_empty() { entry.key_range } else { entry.value.range };
-                self.report(Code::InvalidType, range, format!("{label} must be a string"));
-                None
-            }
-        }
+        let rule = StringRule { label, required, max_chars: Some(max), blank_is_empty: false };
+        string_field(&mut self.diagnostics, self.path, mapping, key, &rule, anchor)
     }
 
     fn unknown(&mut self, mapping: &Mapping, allowed: &[&str], label: &str) {

@@ -10,6 +10,7 @@ use wb_syntax::{Mapping, Node, TextRange, Value};
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::fs::{FileKind, FileSystem};
+use crate::json_fields::{StringRule, string_field};
 
 /// The directory of a package that holds its trial tasks, one directory each.
 pub const TRIALS_DIR: &str = "trials";
@@ -258,24 +259,8 @@ impl Checker<'_> {
         required: bool,
         anchor: TextRange,
     ) -> Option<String> {
-        let Some(entry) = mapping.entry(key) else {
-            if required {
-                self.report(Code::MissingField, anchor, format!("{label} is required"));
-            }
-            return None;
-        };
-        match entry.value.as_str() {
-            Some(text) if !text.trim().is_empty() => Some(text.to_owned()),
-            Some(_) => {
-                self.report(Code::EmptyValue, entry.value.range, format!("{label} must be a non-empty string"));
-                None
-            }
-            None => {
-                let range = if entry.value.range.is_empty() { entry.key_range } else { entry.value.range };
-                self.report(Code::InvalidType, range, format!("{label} must be a string"));
-                None
-            }
-        }
+        let rule = StringRule { label, required, max_chars: None, blank_is_empty: true };
+        string_field(&mut self.diagnostics, self.path, mapping, key, &rule, anchor)
     }
 
     /// A positive number field.
