@@ -127,16 +127,24 @@ fn test_modules_alone_are_let_off_the_length() {
     assert_eq!(production_lines(text), 6);
 }
 
+/// The files of the crates that ship, but the files of test modules, with their text.
+fn production_sources() -> Vec<(PathBuf, String)> {
+    let sources = sources();
+    let tests = test_module_files(&sources);
+    sources
+        .into_iter()
+        .filter(|(krate, path)| PRODUCTION.contains(&krate.as_str()) && !tests.contains(path))
+        .map(|(_, path)| {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            (path, text)
+        })
+        .collect()
+}
+
 #[test]
 fn production_files_stay_short() {
     let mut long = Vec::new();
-    let sources = sources();
-    let tests = test_module_files(&sources);
-    for (krate, path) in sources {
-        if !PRODUCTION.contains(&krate.as_str()) || tests.contains(&path) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+    for (path, text) in production_sources() {
         let lines = production_lines(&text);
         let name = relative(&path);
         if lines > MAX_LINES && !LONG_FILES.iter().any(|(file, _)| *file == name) {
@@ -565,13 +573,7 @@ fn string_errors_are_found_however_they_nest() {
 #[test]
 fn production_errors_are_typed() {
     let mut found = Vec::new();
-    let sources = sources();
-    let tests = test_module_files(&sources);
-    for (krate, path) in sources {
-        if !PRODUCTION.contains(&krate.as_str()) || tests.contains(&path) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+    for (path, text) in production_sources() {
         let lines = shipped(&text);
         let code: String =
             lines.iter().map(|(_, line)| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n");
