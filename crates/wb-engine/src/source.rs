@@ -21,6 +21,18 @@ pub struct Package {
     pub reference: String,
 }
 
+impl Package {
+    /// The bare agent of this package (a trial's `plain` arm): its runner, model, tools, variables,
+    /// workspaces, requirements and runtimes, without the instructions, skills, MCPs and runner configuration
+    /// that make it this package.
+    pub fn strip_to_bare(&mut self) {
+        self.manifest.instructions = None;
+        self.manifest.skills.clear();
+        self.manifest.mcps.clear();
+        self.manifest.runner_config = None;
+    }
+}
+
 pub use wb_manifest::selector::split_source;
 use wb_manifest::selector::{NO_MATCH, dir_name, selects, source_path};
 

@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod trial;
+pub use trial::*;
+
 #[derive(Debug, Parser)]
 #[command(name = "wb-lsp", version, about = "Language server and checker for Workbench packages")]
 pub struct Cli {
@@ -70,6 +73,10 @@ pub enum Command {
     Kill(KillArgs),
     /// One line per active or recently finished run: package, activity, elapsed time, cost so far.
     Status(StatusArgs),
+    /// Prove a package is worth running: its trial tasks attempted with it and without it (and against another
+    /// version), each attempt a detached run graded by gates the agent never sees; a report at the end
+    /// (docs/trials.md).
+    Trial(TrialArgs),
     /// Run the language server over stdio.
     Serve,
     /// Serve the Model Context Protocol over stdio: check, fix, dry_run, smoke and outcome as tools, so an agent

@@ -44,6 +44,9 @@ pub struct NotStarted {
     pub code: Exit,
     /// Where in the package, for an invalid one: path, line, column.
     pub location: Option<(PathBuf, u32, u32)>,
+    /// The service had no room for it (HTTP 429 after the retries): worth starting again later, unlike a failure.
+    #[serde(default)]
+    pub busy: bool,
 }
 
 /// One line from the supervisor to its caller, while the run starts.
@@ -164,6 +167,7 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
                 message: format!("The run's supervisor got an unreadable request: {error}"),
                 code: Exit::Usage,
                 location: None,
+                busy: false,
             }));
             return Exit::Usage;
         }
@@ -262,11 +266,12 @@ fn not_started(error: &EngineError, cancelled: bool) -> NotStarted {
     } else {
         Exit::Failure
     };
+    let busy = matches!(error, EngineError::RateLimited(_));
     match error {
         EngineError::Invalid { message, path, line, column } => {
-            NotStarted { message: message.clone(), code, location: Some((path.clone(), *line, *column)) }
+            NotStarted { message: message.clone(), code, location: Some((path.clone(), *line, *column)), busy }
         }
-        other => NotStarted { message: other.to_string(), code, location: None },
+        other => NotStarted { message: other.to_string(), code, location: None, busy },
     }
 }
 

@@ -325,25 +325,25 @@ pub fn stage_skills(context: &StageContext<'_>) -> Result<Vec<String>> {
 /// The package instructions wrapped in the engine's context and runtime blocks.
 pub fn combined_instructions(context: &StageContext<'_>, extra: Option<&str>) -> Result<String> {
     let package = context.package;
-    let instructions_path = package
-        .manifest
-        .instructions
-        .as_ref()
-        .map(|i| wb_manifest::normalize(&package.package_dir.join(&i.value)))
-        .ok_or_else(|| EngineError::message("instructions must be a non-empty string"))?;
-    let instructions = package_files::read_text(&package.root, &instructions_path)
-        .map_err(|error| package_file_error(error, "Instructions file does not exist", &instructions_path))?;
-    let mut text = format!(
-        "<workbench_context>\nYou are running inside the Workbench {name}@{version}: a repository-owned package that prepares you for one class of work. Follow its instructions below. Use the skills it provides when they apply.\n</workbench_context>\n\n",
-        name = package.name,
-        version = package.version,
-    );
-    if let Some(extra) = extra.filter(|e| !e.trim().is_empty()) {
-        text.push_str(extra.trim_end());
+    let mut text = String::new();
+    // Only the bare agent (a trial's `plain` arm) has none: it gets the runtime's facts and nothing of the package.
+    if let Some(instructions) = &package.manifest.instructions {
+        let instructions_path = wb_manifest::normalize(&package.package_dir.join(&instructions.value));
+        let instructions = package_files::read_text(&package.root, &instructions_path)
+            .map_err(|error| package_file_error(error, "Instructions file does not exist", &instructions_path))?;
+        text.push_str(&format!(
+            "<workbench_context>\nYou are running inside the Workbench {name}@{version}: a repository-owned package that prepares you for one class of work. Follow its instructions below. Use the skills it provides when they apply.\n</workbench_context>\n\n",
+            name = package.name,
+            version = package.version,
+        ));
+        if let Some(extra) = extra.filter(|e| !e.trim().is_empty()) {
+            text.push_str(extra.trim_end());
+            text.push_str("\n\n");
+        }
+        text.push_str(instructions.trim_end());
         text.push_str("\n\n");
     }
-    text.push_str(instructions.trim_end());
-    text.push_str("\n\n<workbench_runtime>\n");
+    text.push_str("<workbench_runtime>\n");
     for workspace in context.workspaces {
         match (&workspace.name, workspace.variable()) {
             (Some(name), Some(variable)) => text.push_str(&format!(

@@ -226,12 +226,20 @@ impl Tree {
 /// permission bits, links as `links` says, other kinds (FIFOs, sockets, devices) left out. The walk is
 /// iterative.
 pub fn copy_tree(boundary: &Path, from: &Path, to: &Path, links: Links) -> io::Result<()> {
+    copy_tree_except(boundary, from, to, links, &[])
+}
+
+/// [`copy_tree`], leaving out the entries of `from` itself named in `except` (a package without its `trials/`).
+pub fn copy_tree_except(boundary: &Path, from: &Path, to: &Path, links: Links, except: &[&str]) -> io::Result<()> {
     let tree = Tree::open(boundary, from)?;
     let mut stack = vec![PathBuf::new()];
     while let Some(relative) = stack.pop() {
         let target_dir = to.join(&relative);
         std::fs::create_dir_all(&target_dir)?;
         for (name, kind) in tree.list(&relative)? {
+            if relative.as_os_str().is_empty() && except.iter().any(|skip| name.as_os_str() == *skip) {
+                continue;
+            }
             let child = relative.join(&name);
             let target = target_dir.join(&name);
             match kind {

@@ -425,7 +425,10 @@ pub(super) fn prepare_one(
 ) -> Result<Prepared> {
     let mut packages =
         source::resolve(fs, &options.request.settings.source, &options.request.settings.cwd, catalog, true)?;
-    let package = packages.pop().ok_or_else(|| EngineError::message("No matching Workbenches found"))??;
+    let mut package = packages.pop().ok_or_else(|| EngineError::message("No matching Workbenches found"))??;
+    if options.request.settings.bare {
+        package.strip_to_bare();
+    }
     prepare_package(package, options, catalog, purpose)
 }
 

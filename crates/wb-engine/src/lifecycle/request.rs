@@ -32,6 +32,10 @@ pub struct Settings {
     pub allow_unchecked_gpu: bool,
     /// `$WORKBENCH_HOME`, default `~/.workbench`.
     pub home: Option<PathBuf>,
+    /// The bare agent (a trial's `plain` arm): the package's runner, model, runtime and requirements, but none of
+    /// its instructions, skills, MCPs or runner configuration.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 /// What the person starting a dry run, smoke, build or run chose. It travels to a run's supervisor as JSON

@@ -28,16 +28,31 @@ pub fn grade_local(
         source,
     })?;
     let workspace = materialize(task, &scratch.join("graded"))?;
-    for (index, command) in task.setup.iter().enumerate() {
-        let setup = Gate { id: format!("setup-{index}"), title: None, run: command.clone(), timeout_seconds: None };
-        let result = run_gates(std::slice::from_ref(&setup), &workspace, env);
-        if result.iter().any(|r| r.exit_code != Some(0)) {
-            let log = result.first().map(|r| r.log.trim().to_owned()).unwrap_or_default();
-            return Err(GradeError::Runtime(format!("the task's setup `{command}` failed: {log}")));
-        }
-    }
+    set_up(task, &workspace, env).map_err(|e| GradeError::Runtime(e.to_string()))?;
     if let Some(outcome_id) = outcome_id {
         wb_outcomes::apply_to_copy(store, outcome_id, &workspace).map_err(|e| GradeError::Apply(e.to_string()))?;
     }
     Ok(run_gates(&task.gates, &workspace, env))
+}
+
+/// A setup command of a task that failed, with the end of its output.
+#[derive(Debug, thiserror::Error)]
+#[error("the task's setup `{command}` failed: {log}")]
+pub struct SetupFailed {
+    pub command: String,
+    pub log: String,
+}
+
+/// Runs the task's setup commands in `workspace`, in order, as before an agent starts there: the first that
+/// fails stops, with its output's end.
+pub fn set_up(task: &TrialTask, workspace: &Path, env: &[(String, String)]) -> Result<(), SetupFailed> {
+    for (index, command) in task.setup.iter().enumerate() {
+        let setup = Gate { id: format!("setup-{index}"), title: None, run: command.clone(), timeout_seconds: None };
+        let result = run_gates(std::slice::from_ref(&setup), workspace, env);
+        if result.iter().any(|r| r.exit_code != Some(0)) {
+            let log = result.first().map(|r| r.log.trim().to_owned()).unwrap_or_default();
+            return Err(SetupFailed { command: command.clone(), log });
+        }
+    }
+    Ok(())
 }

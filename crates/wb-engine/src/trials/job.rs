@@ -3,10 +3,13 @@
 //! job killed at any moment is read back as it was; `resume` takes exactly the attempts without a verdict or
 //! with an infrastructure error.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use wb_outcomes::{FileMode, write_atomic};
+
+use super::arms::ArmSource;
 
 /// The shape of `job.json`.
 pub const JOB_VERSION: u32 = 1;
@@ -142,6 +145,25 @@ pub struct Job {
     pub runtime: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// At most this many attempts at once.
+    #[serde(default)]
+    pub parallel: usize,
+    /// Where the tasks were read (the package's `trials/`, or `--tasks`).
+    #[serde(default)]
+    pub tasks_dir: PathBuf,
+    /// `sha256:` of each task's `task.json` and `prompt.md` when the job was made: `resume` refuses a task that
+    /// changed since (its attempts would not be comparable).
+    #[serde(default)]
+    pub task_digests: BTreeMap<String, String>,
+    /// Each arm's package, frozen in the job directory.
+    #[serde(default)]
+    pub arm_sources: BTreeMap<String, ArmSource>,
+    /// The directory the trial was started from: the runs' working directory.
+    #[serde(default)]
+    pub cwd: PathBuf,
+    /// `--env-file` files (names only; values are read again by each run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_files: Vec<PathBuf>,
     pub attempts: Vec<Attempt>,
 }
 
@@ -174,6 +196,12 @@ impl Job {
             reps,
             runtime,
             max_cost_usd: None,
+            parallel: 1,
+            tasks_dir: PathBuf::new(),
+            task_digests: BTreeMap::new(),
+            arm_sources: BTreeMap::new(),
+            cwd: PathBuf::new(),
+            env_files: Vec::new(),
             attempts,
         }
     }
@@ -183,13 +211,20 @@ impl Job {
         self.attempts.iter().filter(|a| a.to_resume()).map(|a| a.key.clone()).collect()
     }
 
+    /// The directory of attempt `key` in the job's directory, numbered in the order of [`Job::attempts`]: its
+    /// workspace (`work/`) and the copy it is graded in (`grading/`), both removed once it is graded.
+    pub fn attempt_dir(&self, home: &Path, key: &AttemptKey) -> Option<PathBuf> {
+        let index = self.attempts.iter().position(|a| &a.key == key)?;
+        Some(job_dir(home, &self.job_id).join("attempts").join(format!("{:04}", index + 1)))
+    }
+
     pub fn attempt_mut(&mut self, key: &AttemptKey) -> Option<&mut Attempt> {
         self.attempts.iter_mut().find(|a| &a.key == key)
     }
 
     /// What the attempts cost so far (those whose cost is known).
     pub fn spent_usd(&self) -> f64 {
-        self.attempts.iter().filter_map(|a| a.cost_usd).sum()
+        self.attempts.iter().filter_map(|a| a.cost_usd).fold(0.0, |sum, cost| sum + cost)
     }
 
     /// How many attempts have a verdict, and how many of those work.

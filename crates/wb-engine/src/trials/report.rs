@@ -196,7 +196,8 @@ fn totals<'a>(arm: &str, attempts: impl Iterator<Item = &'a Attempt>) -> ArmTota
     let attempts: Vec<&Attempt> = attempts.collect();
     let counts = Counts::of(attempts.iter().copied());
     let costs: Vec<f64> = graded(&attempts).filter_map(|a| a.cost_usd).collect();
-    let cost = (costs.len() == counts.graded()).then(|| costs.iter().sum::<f64>());
+    let cost =
+        (counts.graded() > 0 && costs.len() == counts.graded()).then(|| costs.iter().fold(0.0, |sum, c| sum + c));
     ArmTotals {
         arm: arm.to_owned(),
         works_rate: counts.works_rate(),

@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use super::job::{AttemptKey, AttemptState, GateResult, Job, JobError, Verdict, save};
 
+/// The reason an attempt that hit its time limit keeps (its failure is then inconclusive).
+pub const TIME_LIMIT_REASON: &str = "the attempt hit its time limit";
+
 /// Why an attempt did not start.
 #[derive(Clone, Debug, PartialEq)]
 pub enum NotStarted {
@@ -40,7 +43,10 @@ pub struct RunEnd {
 /// Where a run is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Poll {
-    Running,
+    /// It goes on; what it has cost so far, when known (counted against `--max-cost` while it runs).
+    Running {
+        cost_usd: Option<f64>,
+    },
     Ended(RunEnd),
 }
 
@@ -64,6 +70,8 @@ pub trait Attempts {
     fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError>;
     /// Asks a running attempt's run to stop.
     fn cancel(&mut self, run_id: &str);
+    /// The job changed (and was saved): an attempt started, ended or was graded.
+    fn changed(&mut self, _job: &Job) {}
 }
 
 /// How the scheduler runs.
@@ -107,8 +115,10 @@ pub fn run(
             .filter_map(|a| a.run_id.clone().map(|run| (a.key.clone(), run)))
             .collect();
         for (key, run_id) in &running {
-            if let Poll::Ended(end) = attempts.poll(run_id) {
-                finish(home, job, attempts, key, &end)?;
+            match attempts.poll(run_id) {
+                Poll::Ended(end) => finish(home, job, attempts, key, &end)?,
+                Poll::Running { cost_usd: Some(cost) } => update(job, key, |a| a.cost_usd = Some(cost)),
+                Poll::Running { cost_usd: None } => {}
             }
         }
         let over = limits.max_cost_usd.is_some_and(|cap| job.spent_usd() >= cap);
@@ -151,6 +161,7 @@ pub fn run(
                 }),
             }
             save(home, job)?;
+            attempts.changed(job);
         }
         if full {
             // Wait for a slot, longer while the runtime stays full (at most 30 s between tries).
@@ -196,7 +207,7 @@ fn finish(
                     Verdict::Failed if end.timed_out => Verdict::Inconclusive,
                     verdict => verdict,
                 };
-                let reason = end.timed_out.then(|| "the attempt hit its time limit".to_owned());
+                let reason = end.timed_out.then(|| TIME_LIMIT_REASON.to_owned());
                 (Some(verdict), gates, reason)
             }
             Err(reason) => (Some(Verdict::InfraError), Vec::new(), Some(format!("grading failed: {reason}"))),
@@ -261,7 +272,7 @@ mod tests {
             *seen += 1;
             let cancelled = self.cancelled.iter().any(|r| r == run_id);
             if *seen < self.rounds.get(&key.task).copied().unwrap_or(1) && !cancelled {
-                return Poll::Running;
+                return Poll::Running { cost_usd: None };
             }
             self.live.remove(run_id);
             Poll::Ended(RunEnd { cost_usd: Some(0.5), cancelled, ..RunEnd::default() })

@@ -36,6 +36,7 @@ fn request_of(args: &RunArgs) -> anyhow::Result<Request> {
             allow_host_docker: args.allow_host_docker,
             allow_unchecked_gpu: args.allow_unchecked_gpu,
             home: None,
+            bare: false,
         },
         env: args.env.clone(),
         task,

@@ -14,6 +14,8 @@ mod models;
 mod outcome;
 mod runs;
 mod sessions;
+mod trial;
+mod trial_jobs;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -55,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Some(Command::Kill(args)) => runs::kill(&args),
         Some(Command::Status(args)) => runs::status(&args),
         Some(Command::Mcp(args)) => mcp::run(&args, catalog),
+        Some(Command::Trial(args)) => trial::run(&args, catalog),
         Some(Command::SuperviseRun) => Ok(crate::supervisor::supervise(catalog)),
         Some(Command::SuperviseWatch) => Ok(crate::supervisor::watchdog::watch()),
         Some(Command::Schema(args)) => {

@@ -29,6 +29,7 @@ fn options(call: &Call<'_>, args: RunArgs) -> Options {
         allow_host_docker: false,
         allow_unchecked_gpu: args.allow_unchecked_gpu,
         home: None,
+        bare: false,
     };
     let context = Context {
         inherited: wb_engine::bindings::process_environment(),

@@ -49,6 +49,7 @@ fn request(arguments: &RunArguments) -> anyhow::Result<Request> {
             allow_host_docker: arguments.allow_host_docker,
             allow_unchecked_gpu: arguments.allow_unchecked_gpu,
             home: None,
+            bare: false,
         },
         env: arguments.env.clone(),
         task: arguments.task.clone(),

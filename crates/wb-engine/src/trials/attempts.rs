@@ -1,0 +1,307 @@
+//! A trial's attempts as detached supervised runs, the same code path as `run --detach`: each attempt's
+//! workspace is a fresh copy of its task's fixture (the task's setup run there first), its run gets the task's
+//! prompt and `timeoutMinutes` as its `--max-duration`, and once the run has ended its outcome is graded on
+//! another fresh copy ([`super::grade`]). How a run is started and cancelled (the binary's supervisor) is the
+//! caller's, behind [`Launcher`]; following runs is `runs/`'s.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use wb_manifest::trial_task::{self, TrialTask};
+use wb_manifest::{FileSystem, OsFileSystem};
+use wb_outcomes::ContentStore;
+
+use super::fixture::materialize;
+use super::job::{AttemptKey, GateResult, Job};
+use super::schedule::{Attempts, GradeError, NotStarted, Poll, RunEnd};
+use crate::events::EventKind;
+use crate::runs::{self, RunState, RunStatus};
+use crate::{Request, RunLimits, RunMode, RunRequest, Settings};
+
+/// The text a run's terminal event starts with when `--max-duration` stopped it.
+const TIME_LIMIT: &str = "Stopped by --max-duration";
+
+/// A task ready to attempt: checked, with the prompt the agent gets.
+#[derive(Clone, Debug)]
+pub struct LoadedTask {
+    pub task: TrialTask,
+    pub prompt: String,
+    /// `sha256:` of `task.json` and `prompt.md`.
+    pub digest: String,
+}
+
+/// Why the tasks cannot be attempted.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("no trial tasks in {}: each is a directory with task.json and prompt.md", .0.display())]
+    None(PathBuf),
+    #[error("{message}\n  --> {}:{line}:{column}", path.display())]
+    Invalid { message: String, path: PathBuf, line: u32, column: u32 },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("no trial task {0} (the tasks: {1})")]
+    Unknown(String, String),
+    #[error("trial task {0} changed since the job started: start a new trial to attempt it as it is now")]
+    Changed(String),
+}
+
+/// Reads and checks every task under `tasks_dir` (or only those named in `only`), each with its `prompt.md`.
+/// `package` is the name of the package the tasks are for. The first problem of a task stops: a trial of a
+/// broken task would measure nothing.
+pub fn load_tasks(tasks_dir: &Path, package: &str, only: &[String]) -> Result<BTreeMap<String, LoadedTask>, TaskError> {
+    let fs = OsFileSystem;
+    let files = match tasks_dir.parent() {
+        Some(parent) if tasks_dir.file_name().is_some_and(|name| name == trial_task::TRIALS_DIR) => {
+            trial_task::task_files(&fs, parent)
+        }
+        _ => task_dirs(tasks_dir),
+    };
+    let mut tasks = BTreeMap::new();
+    for path in files {
+        let read =
+            |path: &Path| std::fs::read(path).map_err(|source| TaskError::Read { path: path.to_owned(), source });
+        let bytes = read(&path)?;
+        let text = String::from_utf8_lossy(&bytes);
+        let (task, diagnostics) = trial_task::check_task(&fs, &path, &text, Some(package));
+        let Some(task) = task else {
+            let first = diagnostics.iter().find(|d| d.severity == wb_manifest::Severity::Error);
+            let (message, line, column) = first.map_or_else(
+                || ("the task is not valid".to_owned(), 1, 1),
+                |d| {
+                    let at =
+                        wb_syntax::LineIndex::new(&text).line_col(d.range.start, wb_syntax::PositionEncoding::Utf32);
+                    (d.message.clone(), at.line + 1, at.col + 1)
+                },
+            );
+            return Err(TaskError::Invalid { message, path, line, column });
+        };
+        let prompt_path = task.dir.join(trial_task::PROMPT_FILE);
+        let prompt = read(&prompt_path)?;
+        let digest = format!("sha256:{}", wb_outcomes::sha256_hex(&[bytes.as_slice(), b"\0", &prompt].concat()));
+        let prompt = String::from_utf8_lossy(&prompt).into_owned();
+        tasks.insert(task.id.clone(), LoadedTask { task, prompt, digest });
+    }
+    if tasks.is_empty() {
+        return Err(TaskError::None(tasks_dir.to_owned()));
+    }
+    if only.is_empty() {
+        return Ok(tasks);
+    }
+    let names = tasks.keys().cloned().collect::<Vec<_>>().join(", ");
+    if let Some(missing) = only.iter().find(|id| !tasks.contains_key(*id)) {
+        return Err(TaskError::Unknown(missing.clone(), names));
+    }
+    tasks.retain(|id, _| only.contains(id));
+    Ok(tasks)
+}
+
+/// `task.json` of each directory of a `--tasks` directory, sorted.
+fn task_dirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = OsFileSystem.read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<PathBuf> = entries
+        .into_iter()
+        .filter(|entry| entry.is_dir())
+        .map(|entry| entry.join(trial_task::TASK_FILE))
+        .filter(|file| file.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Refuses to go on with a job whose tasks changed since it was made.
+pub fn check_unchanged(job: &Job, tasks: &BTreeMap<String, LoadedTask>) -> Result<(), TaskError> {
+    for (id, digest) in &job.task_digests {
+        match tasks.get(id) {
+            Some(task) if &task.digest == digest => {}
+            _ => return Err(TaskError::Changed(id.clone())),
+        }
+    }
+    Ok(())
+}
+
+/// How the runs of attempts are started and cancelled (the binary starts its supervisor, as `run --detach`).
+pub trait Launcher {
+    /// Starts the run and answers its id once it has started.
+    fn launch(&mut self, request: &RunRequest) -> Result<String, NotStarted>;
+    /// Asks a run to stop (as `kill` does).
+    fn cancel(&mut self, run_id: &str);
+}
+
+/// What is told of every change of a job.
+type OnChange<'a> = Box<dyn FnMut(&Job) + 'a>;
+
+/// A job's attempts run on a runtime through `launcher`, graded on this machine.
+pub struct RunAttempts<'a> {
+    home: PathBuf,
+    job: Job,
+    tasks: &'a BTreeMap<String, LoadedTask>,
+    launcher: &'a mut dyn Launcher,
+    store: ContentStore,
+    /// The environment the setup commands and the gates get, besides this process's.
+    gate_env: Vec<(String, String)>,
+    /// Told of every change of the job (progress on a terminal).
+    on_change: Option<OnChange<'a>>,
+}
+
+impl<'a> RunAttempts<'a> {
+    pub fn new(
+        home: &Path,
+        job: &Job,
+        tasks: &'a BTreeMap<String, LoadedTask>,
+        launcher: &'a mut dyn Launcher,
+    ) -> Result<RunAttempts<'a>, GradeError> {
+        let store = ContentStore::open(home).map_err(|e| GradeError::Apply(e.to_string()))?;
+        let gate_env = vec![("WORKBENCH_TRIAL".to_owned(), job.job_id.clone())];
+        Ok(RunAttempts { home: home.to_owned(), job: job.clone(), tasks, launcher, store, gate_env, on_change: None })
+    }
+
+    /// Tells `on_change` of every change of the job.
+    pub fn on_change(mut self, on_change: impl FnMut(&Job) + 'a) -> RunAttempts<'a> {
+        self.on_change = Some(Box::new(on_change));
+        self
+    }
+
+    fn task(&self, key: &AttemptKey) -> Result<&'a LoadedTask, NotStarted> {
+        self.tasks.get(&key.task).ok_or_else(|| NotStarted::Infra(format!("trial task {} is gone", key.task)))
+    }
+
+    fn attempt_dir(&self, key: &AttemptKey) -> Result<PathBuf, NotStarted> {
+        self.job.attempt_dir(&self.home, key).ok_or_else(|| NotStarted::Infra("not an attempt of the job".to_owned()))
+    }
+}
+
+impl Attempts for RunAttempts<'_> {
+    fn start(&mut self, key: &AttemptKey) -> Result<String, NotStarted> {
+        let loaded = self.task(key)?;
+        let arm = self
+            .job
+            .arm_sources
+            .get(&key.arm)
+            .ok_or_else(|| NotStarted::Infra(format!("the job has no package for arm {}", key.arm)))?;
+        let dir = self.attempt_dir(key)?;
+        // A resumed attempt starts again from nothing: what an earlier start left is not its work.
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| NotStarted::Infra(format!("cannot create {}: {e}", dir.display())))?;
+        let workspace =
+            materialize(&loaded.task, &dir.join("work")).map_err(|e| NotStarted::Infra(format!("fixture: {e}")))?;
+        super::grade::set_up(&loaded.task, &workspace, &self.gate_env).map_err(|e| NotStarted::Infra(e.to_string()))?;
+        let limits = RunLimits {
+            max_cost_usd: None,
+            max_duration: loaded.task.timeout_minutes.map(|minutes| Duration::from_secs_f64(minutes * 60.0)),
+        };
+        let request = RunRequest {
+            request: Request {
+                settings: Settings {
+                    source: arm.manifest.display().to_string(),
+                    cwd: self.job.cwd.clone(),
+                    primary: Some(workspace),
+                    runtime: Some(self.job.runtime.clone()),
+                    env_files: self.job.env_files.clone(),
+                    home: Some(self.home.clone()),
+                    bare: arm.bare,
+                    ..Settings::default()
+                },
+                env: Vec::new(),
+                task: Some(loaded.prompt.clone()),
+            },
+            mode: RunMode::start(limits, None),
+        };
+        self.launcher.launch(&request)
+    }
+
+    fn poll(&mut self, run_id: &str) -> Poll {
+        poll_run(&self.home, run_id)
+    }
+
+    fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError> {
+        let loaded = self.task(key).map_err(|e| GradeError::Runtime(format!("{e:?}")))?;
+        let dir = self.attempt_dir(key).map_err(|e| GradeError::Runtime(format!("{e:?}")))?;
+        let scratch = dir.join("grading");
+        let _ = std::fs::remove_dir_all(&scratch);
+        let outcome = end.outcome_id.as_deref();
+        let gates = super::grade::grade_local(&loaded.task, &self.store, outcome, &scratch, &self.gate_env);
+        // The gates' verdict and logs are the evidence; the copies (the agent's and the graded) are not kept.
+        let _ = std::fs::remove_dir_all(&scratch);
+        let _ = std::fs::remove_dir_all(dir.join("work"));
+        gates
+    }
+
+    fn cancel(&mut self, run_id: &str) {
+        self.launcher.cancel(run_id);
+    }
+
+    fn changed(&mut self, job: &Job) {
+        if let Some(on_change) = &mut self.on_change {
+            on_change(job);
+        }
+    }
+}
+
+/// Where run `run_id` is: running (with its cost so far), or ended with what the scheduler needs.
+pub fn poll_run(home: &Path, run_id: &str) -> Poll {
+    let record = match runs::read_record(home, run_id) {
+        Ok(record) => record,
+        Err(error) => {
+            return Poll::Ended(RunEnd {
+                infra_error: Some(format!("the record of run {run_id} cannot be read: {error}")),
+                ..RunEnd::default()
+            });
+        }
+    };
+    let state = record.state();
+    if state.is_live() {
+        return Poll::Running { cost_usd: record.cost_usd };
+    }
+    let result = runs::read_result(home, run_id).ok();
+    // The terminal event is out, the supervisor still cleans up (a container, a sandbox): not ended yet.
+    if result.is_none() && state != RunState::Lost && record.owner_alive() {
+        return Poll::Running { cost_usd: record.cost_usd };
+    }
+    let duration_ms = record.elapsed().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let outcome_id = result.as_ref().and_then(|r| r.outcome_id.clone()).or_else(|| record.outcome_id.clone());
+    let message = record.message.clone().unwrap_or_default();
+    let mut end = RunEnd {
+        outcome_id,
+        cost_usd: record.cost_usd,
+        tokens: tokens(home, run_id),
+        duration_ms,
+        ..RunEnd::default()
+    };
+    match (state, record.status) {
+        (RunState::Lost, _) => {
+            end.infra_error = Some("the run's supervisor ended before the run did (lost)".to_owned());
+        }
+        (_, RunStatus::Cancelled) if message.starts_with(TIME_LIMIT) => end.timed_out = true,
+        (_, RunStatus::Cancelled) => end.cancelled = true,
+        // A run that failed with nothing collected has nothing to grade: the runtime or the runner failed.
+        (_, RunStatus::Failed) if end.outcome_id.is_none() => {
+            end.infra_error = Some(if message.is_empty() { "the run failed".to_owned() } else { message });
+        }
+        _ => {}
+    }
+    Poll::Ended(end)
+}
+
+/// The tokens a run's usage events add up to, when it reported any.
+fn tokens(home: &Path, run_id: &str) -> Option<u64> {
+    let mut reader = runs::LogReader::open(home, run_id).ok()?;
+    let logged = reader.read_new().ok()?;
+    let mut total: Option<u64> = None;
+    for event in logged.iter().filter_map(runs::Logged::event) {
+        if event.known() != Some(EventKind::UsageUpdated) {
+            continue;
+        }
+        let data = &event.data;
+        let field = |name: &str| data.get(name).and_then(serde_json::Value::as_u64);
+        let tokens = field("total_tokens").or_else(|| match (field("input_tokens"), field("output_tokens")) {
+            (None, None) => None,
+            (input, output) => Some(input.unwrap_or(0) + output.unwrap_or(0)),
+        });
+        if let Some(tokens) = tokens {
+            total = Some(total.unwrap_or(0).saturating_add(tokens));
+        }
+    }
+    total
+}
