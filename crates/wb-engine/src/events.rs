@@ -61,6 +61,11 @@ pub fn new_run_id() -> String {
     format!("wb_{}", wb_outcomes::random_hex(12))
 }
 
+/// Whether `id` has the shape [`new_run_id`] gives (`wb_` and 24 hex digits): safe as a directory name.
+pub fn is_run_id(id: &str) -> bool {
+    id.strip_prefix("wb_").is_some_and(|hex| hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// Stamps events with the envelope: run id, monotonic sequence, time, runner. Redacts every string, and
 /// streamed text as a whole: an `output.text` whose end could begin a bound value waits for the text that
 /// follows, whatever other events (thinking, tools, usage, a new message) come between, until that text shows

@@ -160,7 +160,7 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
         .read_to_end(&mut body)
         .map_err(|error| error.to_string())
         .and_then(|_| serde_json::from_slice::<RunRequest>(&body).map_err(|error| error.to_string()));
-    let RunRequest { request, mode } = match request {
+    let RunRequest { request, mode, run_id } = match request {
         Ok(request) => request,
         Err(error) => {
             say(&Control::Failed(NotStarted {
@@ -172,6 +172,15 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
             return Exit::Usage;
         }
     };
+    if let Some(id) = run_id.as_deref().filter(|id| !wb_engine::events::is_run_id(id)) {
+        say(&Control::Failed(NotStarted {
+            message: format!("The run's supervisor got a run id that is not one: {id:?}"),
+            code: Exit::Usage,
+            location: None,
+            busy: false,
+        }));
+        return Exit::Usage;
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     let reason: Arc<Mutex<Option<String>>> = Arc::default();
     cancel_on_signals(&cancel, &reason);
@@ -198,6 +207,7 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
         cancel_reason: Some(reason),
         interrupt_cancels: true,
         on_adopted,
+        run_id,
     };
     let options = Options { request, context };
     let mut started = false;

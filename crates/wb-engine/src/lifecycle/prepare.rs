@@ -295,7 +295,7 @@ pub(super) fn prepare_package(
     let mcps = select_mcps(&package, &env)?;
     let (route, authentication, unselected) = choose_route(&package, catalog, &runner, &env, options)?;
     let adopting = mode.and_then(RunMode::adopting).map(str::to_owned);
-    let run_id = adopting.clone().unwrap_or_else(new_run_id);
+    let run_id = adopting.clone().or_else(|| options.context.run_id.clone()).unwrap_or_else(new_run_id);
     let outbox = crate::runs::RunDir::new(&options.workbench_home(), &run_id).outbox();
     let stage = Stage::create(options, purpose)?;
     let task = options.request.task.clone().unwrap_or_default();

@@ -132,6 +132,10 @@ impl RunMode {
 pub struct RunRequest {
     pub request: Request,
     pub mode: RunMode,
+    /// The new run's id, when whoever starts the supervisor chose it (a trial starts many supervisors without
+    /// waiting for each to prepare, and follows each by this id); else the run makes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// What is kept of a session's or a remote run's request (`options.json`) for `resume` and adoption: its
@@ -193,6 +197,8 @@ pub struct Context {
     /// For an adoption: told the run's id once its log carries on in this process (no event is emitted for what
     /// the log already holds, so this is how the supervisor knows the run is its own).
     pub on_adopted: Option<Progress>,
+    /// The id a new run takes ([`RunRequest::run_id`], checked by [`crate::events::is_run_id`]).
+    pub run_id: Option<String>,
 }
 
 /// A request and the context of the process that carries it out: what dry run, smoke, build and run take.

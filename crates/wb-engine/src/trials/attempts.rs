@@ -120,10 +120,29 @@ pub fn check_unchanged(job: &Job, tasks: &BTreeMap<String, LoadedTask>) -> Resul
     Ok(())
 }
 
+/// How long a started run may go without a record (its runtime still being prepared, by a supervisor this
+/// process did not start) before it is taken as never started.
+const PREPARE_GRACE: u64 = 30 * 60;
+
+/// How the start of a launched run goes, as its launcher knows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Launch {
+    /// Its runtime is being prepared.
+    Starting,
+    /// It has started: its record and log are there.
+    Started,
+    Failed(NotStarted),
+    /// Not launched by this launcher (a resumed job's run).
+    Unknown,
+}
+
 /// How the runs of attempts are started and cancelled (the binary starts its supervisor, as `run --detach`).
+/// Starts do not wait for the runtimes to be prepared, so many attempts prepare at once.
 pub trait Launcher {
-    /// Starts the run and answers its id once it has started.
-    fn launch(&mut self, request: &RunRequest) -> Result<String, NotStarted>;
+    /// Starts the supervisor of `request` (its `run_id` set) and returns without waiting for the run to start.
+    fn launch(&mut self, request: &RunRequest) -> Result<(), NotStarted>;
+    /// How the start of run `run_id` goes.
+    fn launched(&mut self, run_id: &str) -> Launch;
     /// Asks a run to stop (as `kill` does).
     fn cancel(&mut self, run_id: &str);
 }
@@ -207,12 +226,28 @@ impl Attempts for RunAttempts<'_> {
                 task: Some(loaded.prompt.clone()),
             },
             mode: RunMode::start(limits, None),
+            run_id: Some(crate::events::new_run_id()),
         };
-        self.launcher.launch(&request)
+        self.launcher.launch(&request)?;
+        Ok(request.run_id.unwrap_or_default())
     }
 
     fn poll(&mut self, run_id: &str) -> Poll {
-        poll_run(&self.home, run_id)
+        match self.launcher.launched(run_id) {
+            Launch::Starting => Poll::Running { cost_usd: None },
+            Launch::Failed(not_started) => Poll::NotStarted(not_started),
+            Launch::Started => poll_run(&self.home, run_id),
+            Launch::Unknown => {
+                // A resumed job's run: its supervisor may still prepare it; past the grace it never started.
+                let started = self.job.attempts.iter().find(|a| a.run_id.as_deref() == Some(run_id));
+                let age = started.and_then(|a| a.started_unix).map(|at| super::job::unix_now().saturating_sub(at));
+                let recorded = runs::RunDir::new(&self.home, run_id).file(runs::layout::RECORD).exists();
+                if !recorded && age.is_some_and(|age| age < PREPARE_GRACE) {
+                    return Poll::Running { cost_usd: None };
+                }
+                poll_run(&self.home, run_id)
+            }
+        }
     }
 
     fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError> {

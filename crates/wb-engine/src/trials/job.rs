@@ -91,6 +91,10 @@ pub struct Attempt {
     /// The detached run of the attempt (its `runs/<id>/`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// When its run was started (seconds since 1970): a run that has no record long after is taken as never
+    /// started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome_id: Option<String>,
     /// What the run cost, when known.
@@ -114,6 +118,7 @@ impl Attempt {
             state: AttemptState::Pending,
             verdict: None,
             run_id: None,
+            started_unix: None,
             outcome_id: None,
             cost_usd: None,
             tokens: None,
@@ -233,6 +238,11 @@ impl Job {
         let works = self.attempts.iter().filter(|a| a.verdict == Some(Verdict::Works)).count();
         (done, works)
     }
+}
+
+/// Now, in seconds since 1970.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The directory of job `job_id` under `home`.

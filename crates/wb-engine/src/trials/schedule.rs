@@ -43,11 +43,15 @@ pub struct RunEnd {
 /// Where a run is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Poll {
-    /// It goes on; what it has cost so far, when known (counted against `--max-cost` while it runs).
+    /// It goes on (or is still being prepared); what it has cost so far, when known (counted against `--max-cost`
+    /// while it runs).
     Running {
         cost_usd: Option<f64>,
     },
     Ended(RunEnd),
+    /// Its start, which was under way, did not come to a run: busy (started again when a slot frees) or an
+    /// infrastructure error.
+    NotStarted(NotStarted),
 }
 
 /// Why an attempt's result could not be graded (an infrastructure error: the attempt is not the package's fault).
@@ -106,6 +110,7 @@ pub fn run(
         .map(|a| a.key.clone())
         .collect();
     to_start.reverse();
+    let mut full_after_start = false;
     loop {
         // Follow what runs; grade what ended.
         let running: Vec<(AttemptKey, String)> = job
@@ -119,6 +124,25 @@ pub fn run(
                 Poll::Ended(end) => finish(home, job, attempts, key, &end)?,
                 Poll::Running { cost_usd: Some(cost) } => update(job, key, |a| a.cost_usd = Some(cost)),
                 Poll::Running { cost_usd: None } => {}
+                Poll::NotStarted(NotStarted::Busy) => {
+                    update(job, key, |a| {
+                        a.state = AttemptState::Pending;
+                        a.run_id = None;
+                        a.started_unix = None;
+                    });
+                    to_start.push(key.clone());
+                    full_after_start = true;
+                    save(home, job)?;
+                }
+                Poll::NotStarted(NotStarted::Infra(reason)) => {
+                    update(job, key, |a| {
+                        a.state = AttemptState::Done;
+                        a.verdict = Some(Verdict::InfraError);
+                        a.reason = Some(reason);
+                    });
+                    save(home, job)?;
+                    attempts.changed(job);
+                }
             }
         }
         let over = limits.max_cost_usd.is_some_and(|cap| job.spent_usd() >= cap);
@@ -135,7 +159,7 @@ pub fn run(
             return Ok(capped);
         }
         let mut slots = limits.parallel.max(1).saturating_sub(in_flight);
-        let mut full = false;
+        let mut full = std::mem::take(&mut full_after_start);
         while admitting && slots > 0 && !full {
             let Some(key) = to_start.pop() else { break };
             let key = &key;
@@ -144,6 +168,7 @@ pub fn run(
                     update(job, key, |a| {
                         a.state = AttemptState::Running;
                         a.run_id = Some(run_id);
+                        a.started_unix = Some(super::job::unix_now());
                         a.verdict = None;
                         a.reason = None;
                     });
@@ -247,6 +272,10 @@ mod tests {
         room: usize,
         busy_answers: u32,
         infra_task: Option<String>,
+        /// Starts accepted, then refused while preparing (as a service's 429 at create): busy this many times.
+        busy_while_preparing: u32,
+        /// Starts accepted, then failed while preparing, for this task.
+        failing_while_preparing: Option<String>,
     }
 
     impl Attempts for Fake {
@@ -266,6 +295,17 @@ mod tests {
         }
 
         fn poll(&mut self, run_id: &str) -> Poll {
+            if self.busy_while_preparing > 0 && self.live.contains_key(run_id) {
+                self.busy_while_preparing -= 1;
+                self.live.remove(run_id);
+                return Poll::NotStarted(NotStarted::Busy);
+            }
+            let failing =
+                self.live.get(run_id).is_some_and(|(key, _)| Some(&key.task) == self.failing_while_preparing.as_ref());
+            if failing {
+                self.live.remove(run_id);
+                return Poll::NotStarted(NotStarted::Infra("quota exceeded".into()));
+            }
             let Some((key, seen)) = self.live.get_mut(run_id) else {
                 return Poll::Ended(RunEnd { cancelled: true, ..RunEnd::default() });
             };
@@ -354,6 +394,22 @@ mod tests {
         assert_eq!(fake.started.len(), 3, "the three without a run started, the running one followed");
         assert!(!fake.started.contains(&running));
         assert!(job.attempts.iter().all(|a| a.verdict.is_some_and(|v| v != Verdict::InfraError)));
+        Ok(())
+    }
+
+    #[test]
+    fn a_start_refused_while_preparing_waits_for_a_slot_or_is_an_infra_error() -> Result<(), JobError> {
+        let home = tempfile::tempdir().map_err(|source| JobError::Write { path: "/".into(), source })?;
+        let mut job = job(&["a", "b"]);
+        let mut fake =
+            Fake { room: 8, busy_while_preparing: 3, failing_while_preparing: Some("b".into()), ..Fake::default() };
+        run(home.path(), &mut job, &mut fake, &limits(8, None), &Arc::new(AtomicBool::new(false)))?;
+        let verdicts =
+            |task: &str| job.attempts.iter().filter(|a| a.key.task == task).map(|a| a.verdict).collect::<Vec<_>>();
+        assert!(verdicts("a").iter().all(|v| matches!(v, Some(Verdict::Works | Verdict::Failed))), "{job:#?}");
+        assert!(verdicts("b").iter().all(|v| *v == Some(Verdict::InfraError)), "{job:#?}");
+        // Three starts were refused for room and started again; none of them is an error.
+        assert_eq!(fake.started.len(), 8 + 3);
         Ok(())
     }
 

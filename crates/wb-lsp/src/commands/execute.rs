@@ -325,7 +325,7 @@ pub(super) fn start(
 fn request(command: &RunCommandArgs) -> anyhow::Result<RunRequest> {
     let limits = RunLimits { max_cost_usd: command.max_cost, max_duration: command.max_duration };
     let session = command.session.then_some(SessionOptions { idle_timeout: command.idle_timeout });
-    Ok(RunRequest { request: request_of(&command.run)?, mode: RunMode::start(limits, session) })
+    Ok(RunRequest { request: request_of(&command.run)?, mode: RunMode::start(limits, session), run_id: None })
 }
 
 /// `wb-lsp build`: pull or build each package's image; exit 1 when any failed.

@@ -135,6 +135,7 @@ fn adopt(home: &std::path::Path, record: &RunRecord, args: &AttachArgs) -> anyho
     let request = RunRequest {
         request: Request { settings, env: args.env.clone(), task: None },
         mode: RunMode::Adopt { run_id: record.run_id.clone(), limits: kept.limits, env_names: kept.env_names },
+        run_id: None,
     };
     eprintln!("Run {} lost its supervisor: adopting it", record.run_id);
     let starting = supervisor::spawn(&request)?;

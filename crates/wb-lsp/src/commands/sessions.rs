@@ -69,6 +69,7 @@ pub fn resume(args: &ResumeArgs) -> anyhow::Result<Exit> {
             session: SessionOptions { idle_timeout: args.idle_timeout },
             resume_from: Some(record.run_id.clone()),
         },
+        run_id: None,
     };
     let supervisor = Arc::new(std::sync::atomic::AtomicU32::new(0));
     let (run_id, _child) = match super::execute::start(&request, &supervisor)? {

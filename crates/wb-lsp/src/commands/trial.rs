@@ -3,17 +3,16 @@
 //! every change under `$WORKBENCH_HOME/trials/<job>/`, the report at the end. The subcommands that read jobs
 //! (status, kill, report, calibrate, regrade) are in `trial_jobs.rs`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Child;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
 use wb_engine::RunRequest;
 use wb_engine::trials::arms::{self, ArmSource};
-use wb_engine::trials::attempts::{Launcher, LoadedTask, RunAttempts, check_unchanged, load_tasks};
+use wb_engine::trials::attempts::{Launch, Launcher, LoadedTask, RunAttempts, check_unchanged, load_tasks};
 use wb_engine::trials::job::{self, Job, Verdict};
 use wb_engine::trials::schedule::{self, Limits, NotStarted};
 use wb_manifest::ModelCatalog;
@@ -172,13 +171,12 @@ fn drive(home: &Path, mut job: Job, tasks: &BTreeMap<String, LoadedTask>, json: 
         }
         eprintln!("stopping: no new attempt starts; the running ones finish (Ctrl-C again to leave them running)");
     });
-    let mut launcher = Supervisors { home: home.to_owned(), children: Vec::new() };
+    let mut launcher = Supervisors::new(home);
     let limits = Limits { parallel: job.parallel.max(1), max_cost_usd: job.max_cost_usd, poll: POLL };
     let mut shown = Progress::new(&job, json);
     let mut attempts = RunAttempts::new(home, &job, tasks, &mut launcher)?.on_change(|job| shown.show(job));
     let capped = schedule::run(home, &mut job, &mut attempts, &limits, &stop)?;
     drop(attempts);
-    launcher.reap();
     let report = wb_engine::trials::report::report(std::slice::from_ref(&job));
     let dir = job::job_dir(home, &job.job_id);
     trial_jobs::write_reports(&dir, &report)?;
@@ -243,32 +241,57 @@ impl Progress {
     }
 }
 
-/// Starts runs as `run --detach` does: this binary's supervisor, in a process group of its own.
+/// Starts runs as `run --detach` does: this binary's supervisor, in a process group of its own. Each
+/// supervisor's start is read on a thread of its own (a small stack: hundreds prepare at once), which then
+/// waits for the supervisor to end, so none is left a zombie.
 struct Supervisors {
     home: PathBuf,
-    /// The supervisors started, reaped as they end.
-    children: Vec<Child>,
+    /// How each launched run's start went, written by its thread.
+    launches: Arc<Mutex<HashMap<String, Launch>>>,
 }
 
 impl Supervisors {
-    fn reap(&mut self) {
-        self.children.retain_mut(|child| !matches!(child.try_wait(), Ok(Some(_))));
+    fn new(home: &Path) -> Supervisors {
+        Supervisors { home: home.to_owned(), launches: Arc::default() }
+    }
+
+    fn set(launches: &Mutex<HashMap<String, Launch>>, run_id: &str, launch: Launch) {
+        if let Ok(mut launches) = launches.lock() {
+            launches.insert(run_id.to_owned(), launch);
+        }
     }
 }
 
 impl Launcher for Supervisors {
-    fn launch(&mut self, request: &RunRequest) -> Result<String, NotStarted> {
-        self.reap();
+    fn launch(&mut self, request: &RunRequest) -> Result<(), NotStarted> {
+        let run_id = request.run_id.clone().ok_or_else(|| NotStarted::Infra("a run without an id".to_owned()))?;
         let starting = supervisor::spawn(request).map_err(|e| NotStarted::Infra(format!("{e:#}")))?;
-        match starting.wait_started(&mut |_| {}) {
-            Ok(Start::Started { run_id, child }) => {
-                self.children.push(child);
-                Ok(run_id)
-            }
-            Ok(Start::Failed(failure)) if failure.busy => Err(NotStarted::Busy),
-            Ok(Start::Failed(failure)) => Err(NotStarted::Infra(failure.message)),
-            Err(error) => Err(NotStarted::Infra(format!("{error:#}"))),
-        }
+        Supervisors::set(&self.launches, &run_id, Launch::Starting);
+        let launches = Arc::clone(&self.launches);
+        let id = run_id.clone();
+        let follow = move || {
+            let launch = match starting.wait_started(&mut |_| {}) {
+                Ok(Start::Started { mut child, .. }) => {
+                    Supervisors::set(&launches, &id, Launch::Started);
+                    let _ = child.wait();
+                    return;
+                }
+                Ok(Start::Failed(failure)) if failure.busy => Launch::Failed(NotStarted::Busy),
+                Ok(Start::Failed(failure)) => Launch::Failed(NotStarted::Infra(failure.message)),
+                Err(error) => Launch::Failed(NotStarted::Infra(format!("{error:#}"))),
+            };
+            Supervisors::set(&launches, &id, launch);
+        };
+        std::thread::Builder::new()
+            .name(format!("start {run_id}"))
+            .stack_size(128 * 1024)
+            .spawn(follow)
+            .map(|_| ())
+            .map_err(|e| NotStarted::Infra(format!("cannot follow the run's start: {e}")))
+    }
+
+    fn launched(&mut self, run_id: &str) -> Launch {
+        self.launches.lock().ok().and_then(|launches| launches.get(run_id).cloned()).unwrap_or(Launch::Unknown)
     }
 
     fn cancel(&mut self, run_id: &str) {

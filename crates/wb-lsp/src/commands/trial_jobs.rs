@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use wb_engine::runs;
-use wb_engine::trials::attempts::{Launcher, RunAttempts, load_tasks};
+use wb_engine::trials::attempts::{Launch, Launcher, RunAttempts, load_tasks};
 use wb_engine::trials::calibrate::calibrate as calibrate_task;
 use wb_engine::trials::job::{self, AttemptState, Job, Verdict};
 use wb_engine::trials::render;
@@ -278,8 +278,12 @@ pub(super) fn calibrate(args: &TrialCalibrateArgs, catalog: &ModelCatalog) -> an
 struct NoRuns;
 
 impl Launcher for NoRuns {
-    fn launch(&mut self, _request: &wb_engine::RunRequest) -> Result<String, NotStarted> {
+    fn launch(&mut self, _request: &wb_engine::RunRequest) -> Result<(), NotStarted> {
         Err(NotStarted::Infra("a regrade starts no run".to_owned()))
+    }
+
+    fn launched(&mut self, _run_id: &str) -> Launch {
+        Launch::Unknown
     }
 
     fn cancel(&mut self, _run_id: &str) {}

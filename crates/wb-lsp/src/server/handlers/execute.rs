@@ -174,7 +174,7 @@ pub fn run(
         max_duration: arguments.max_duration_seconds.map(std::time::Duration::from_secs),
     };
     let session = arguments.session.then_some(SessionOptions { idle_timeout: std::time::Duration::from_secs(30 * 60) });
-    let request = RunRequest { request, mode: RunMode::start(limits, session) };
+    let request = RunRequest { request, mode: RunMode::start(limits, session), run_id: None };
     let starting = match supervisor::spawn(&request) {
         Ok(starting) => starting,
         Err(error) => {
