@@ -276,7 +276,10 @@ impl Launcher for Supervisors {
                     let _ = child.wait();
                     return;
                 }
-                Ok(Start::Failed(failure)) if failure.busy => Launch::Failed(NotStarted::Busy),
+                Ok(Start::Failed(failure)) if failure.busy => {
+                    eprintln!("  the service has no room now (429): waiting for a slot to start an attempt again");
+                    Launch::Failed(NotStarted::Busy)
+                }
                 Ok(Start::Failed(failure)) => Launch::Failed(NotStarted::Infra(failure.message)),
                 Err(error) => Launch::Failed(NotStarted::Infra(format!("{error:#}"))),
             };
