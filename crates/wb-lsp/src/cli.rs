@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod batch;
 mod trial;
+pub use batch::*;
 pub use trial::*;
 
 #[derive(Debug, Parser)]
@@ -77,6 +79,9 @@ pub enum Command {
     /// version), each attempt a detached run graded by gates the agent never sees; a report at the end
     /// (docs/trials.md).
     Trial(TrialArgs),
+    /// Run one task per line of a JSON Lines file, each on its own repository, as detached runs on the trials'
+    /// scheduler: at most --parallel at once, a spend cap, resume; a results table at the end (docs/trials.md#batches).
+    Batch(BatchArgs),
     /// Run the language server over stdio.
     Serve,
     /// Serve the Model Context Protocol over stdio: check, fix, dry_run, smoke and outcome as tools, so an agent

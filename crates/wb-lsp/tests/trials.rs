@@ -350,3 +350,67 @@ fn calibrate_flags_a_gate_the_untouched_fixture_passes() {
     assert_eq!(hello["calibrations"][0]["ok"], false, "{hello}");
     assert!(hello["calibrations"][0]["problem"].as_str().unwrap().contains("untouched fixture"), "{hello}");
 }
+
+#[test]
+fn a_batch_runs_one_task_per_line_and_resumes_what_could_not_start() {
+    let trial = setup();
+    // Two repositories here, worked on in place, and one cloned at a tag; the package from --workbench.
+    let root = &trial.world.root;
+    for name in ["one", "two"] {
+        std::fs::create_dir_all(root.join(name)).unwrap();
+        std::fs::write(root.join(name).join("README.md"), format!("# {name}\n")).unwrap();
+    }
+    let made = root.join("made");
+    std::fs::create_dir_all(&made).unwrap();
+    std::fs::write(made.join("README.md"), "upstream\n").unwrap();
+    git(&made, &["init", "--quiet"]);
+    git(&made, &["add", "."]);
+    git(&made, &["commit", "--quiet", "-m", "upstream"]);
+    git(&made, &["tag", "v1"]);
+    let upstream = root.join("upstream");
+    let items = root.join("items.jsonl");
+    std::fs::write(
+        &items,
+        format!(
+            "{{\"dir\": \"one\", \"task\": \"first\"}}\n{{\"id\": \"second\", \"dir\": \"two\", \"task\": \"second\"}}\n\
+             {{\"id\": \"cloned\", \"git\": \"{}\", \"ref\": \"v1\", \"task\": \"third\"}}\n",
+            upstream.display()
+        ),
+    )
+    .unwrap();
+    let repo_package = trial.world.repo.join(".workbenches/tb").display().to_string();
+    let output = trial.wb(&["batch", items.to_str().unwrap(), "--workbench", &repo_package, "--parallel", "2"]);
+    assert_eq!(output.code, 1, "the clone of a repository that is not there yet: {output:?}");
+    let id =
+        output.stderr.lines().find_map(|l| l.strip_prefix("batch ")).unwrap().split(':').next().unwrap().to_owned();
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(trial.job_dir(&id).join("results.json")).unwrap()).unwrap();
+    let status = |results: &Value, id: &str| {
+        results.as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["status"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(status(&results, "line-1"), "completed", "{results:#}");
+    assert_eq!(status(&results, "second"), "completed");
+    assert_eq!(status(&results, "cloned"), "infra_error");
+    // The work is in the repositories (in place) and in each item's outcome; the table names them.
+    assert_eq!(std::fs::read_to_string(root.join("one/answer.txt")).unwrap(), "fixed\n");
+    for result in results.as_array().unwrap().iter().filter(|r| r["status"] == "completed") {
+        assert!(result["outcome_id"].as_str().unwrap().starts_with("wbo_"), "{result}");
+        assert_eq!(result["cost_usd"], 0.01);
+    }
+    assert!(output.stderr.contains("completed"), "{}", output.stderr);
+
+    std::fs::rename(&made, &upstream).unwrap();
+    let resumed = trial.wb(&["batch", "resume", &id, "--json"]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert!(resumed.stderr.contains("1 of 3 items to run"), "{}", resumed.stderr);
+    let last: Value = serde_json::from_str(resumed.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(status(&last["results"], "cloned"), "completed", "{last:#}");
+    assert_eq!(trial.runs(), 3, "one run per item: the finished ones were not run again");
+
+    // A bad line is named with its number, and nothing runs.
+    std::fs::write(&items, "{\"dir\": \"one\", \"task\": \"x\"}\n{\"dir\": \"one\", \"task\": \"y\"}\n").unwrap();
+    let refused = trial.wb(&["batch", items.to_str().unwrap()]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("items.jsonl:2: dir"), "{}", refused.stderr);
+    assert_eq!(trial.runs(), 3);
+}

@@ -147,9 +147,6 @@ pub trait Launcher {
     fn cancel(&mut self, run_id: &str);
 }
 
-/// What is told of every change of a job.
-type OnChange<'a> = Box<dyn FnMut(&Job) + 'a>;
-
 /// A job's attempts run on a runtime through `launcher`, graded on this machine.
 pub struct RunAttempts<'a> {
     home: PathBuf,
@@ -159,8 +156,6 @@ pub struct RunAttempts<'a> {
     store: ContentStore,
     /// The environment the setup commands and the gates get, besides this process's.
     gate_env: Vec<(String, String)>,
-    /// Told of every change of the job (progress on a terminal).
-    on_change: Option<OnChange<'a>>,
 }
 
 impl<'a> RunAttempts<'a> {
@@ -172,13 +167,7 @@ impl<'a> RunAttempts<'a> {
     ) -> Result<RunAttempts<'a>, GradeError> {
         let store = ContentStore::open(home).map_err(|e| GradeError::Apply(e.to_string()))?;
         let gate_env = vec![("WORKBENCH_TRIAL".to_owned(), job.job_id.clone())];
-        Ok(RunAttempts { home: home.to_owned(), job: job.clone(), tasks, launcher, store, gate_env, on_change: None })
-    }
-
-    /// Tells `on_change` of every change of the job.
-    pub fn on_change(mut self, on_change: impl FnMut(&Job) + 'a) -> RunAttempts<'a> {
-        self.on_change = Some(Box::new(on_change));
-        self
+        Ok(RunAttempts { home: home.to_owned(), job: job.clone(), tasks, launcher, store, gate_env })
     }
 
     fn task(&self, key: &AttemptKey) -> Result<&'a LoadedTask, NotStarted> {
@@ -233,21 +222,7 @@ impl Attempts for RunAttempts<'_> {
     }
 
     fn poll(&mut self, run_id: &str) -> Poll {
-        match self.launcher.launched(run_id) {
-            Launch::Starting => Poll::Running { cost_usd: None },
-            Launch::Failed(not_started) => Poll::NotStarted(not_started),
-            Launch::Started => poll_run(&self.home, run_id),
-            Launch::Unknown => {
-                // A resumed job's run: its supervisor may still prepare it; past the grace it never started.
-                let started = self.job.attempts.iter().find(|a| a.run_id.as_deref() == Some(run_id));
-                let age = started.and_then(|a| a.started_unix).map(|at| super::job::unix_now().saturating_sub(at));
-                let recorded = runs::RunDir::new(&self.home, run_id).file(runs::layout::RECORD).exists();
-                if !recorded && age.is_some_and(|age| age < PREPARE_GRACE) {
-                    return Poll::Running { cost_usd: None };
-                }
-                poll_run(&self.home, run_id)
-            }
-        }
+        poll_launched(self.launcher, &self.home, &self.job, run_id)
     }
 
     fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError> {
@@ -266,10 +241,23 @@ impl Attempts for RunAttempts<'_> {
     fn cancel(&mut self, run_id: &str) {
         self.launcher.cancel(run_id);
     }
+}
 
-    fn changed(&mut self, job: &Job) {
-        if let Some(on_change) = &mut self.on_change {
-            on_change(job);
+/// Where a run `launcher` started (or one of `job` started by another process, resumed) is.
+pub(super) fn poll_launched(launcher: &mut dyn Launcher, home: &Path, job: &Job, run_id: &str) -> Poll {
+    match launcher.launched(run_id) {
+        Launch::Starting => Poll::Running { cost_usd: None },
+        Launch::Failed(not_started) => Poll::NotStarted(not_started),
+        Launch::Started => poll_run(home, run_id),
+        Launch::Unknown => {
+            // A resumed job's run: its supervisor may still prepare it; past the grace it never started.
+            let started = job.attempts.iter().find(|a| a.run_id.as_deref() == Some(run_id));
+            let age = started.and_then(|a| a.started_unix).map(|at| super::job::unix_now().saturating_sub(at));
+            let recorded = runs::RunDir::new(home, run_id).file(runs::layout::RECORD).exists();
+            if !recorded && age.is_some_and(|age| age < PREPARE_GRACE) {
+                return Poll::Running { cost_usd: None };
+            }
+            poll_run(home, run_id)
         }
     }
 }
@@ -313,6 +301,9 @@ pub fn poll_run(home: &Path, run_id: &str) -> Poll {
         // A run that failed with nothing collected has nothing to grade: the runtime or the runner failed.
         (_, RunStatus::Failed) if end.outcome_id.is_none() => {
             end.infra_error = Some(if message.is_empty() { "the run failed".to_owned() } else { message });
+        }
+        (_, RunStatus::Failed) => {
+            end.failure = Some(if message.is_empty() { "the run failed".to_owned() } else { message })
         }
         _ => {}
     }

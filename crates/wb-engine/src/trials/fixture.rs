@@ -44,14 +44,7 @@ pub fn materialize(task: &TrialTask, dest: &Path) -> Result<PathBuf, FixtureErro
             dest.to_owned()
         }
         FixtureSource::Git { url, commit, subdir } => {
-            let clone = ["clone", "--quiet", "--no-checkout", "--", url.as_str()];
-            let mut args: Vec<&std::ffi::OsStr> = clone.iter().map(|a| a.as_ref()).collect();
-            args.push(dest.as_os_str());
-            git(&args, "clone", url)?;
-            let checkout = ["checkout", "--quiet", "--detach", commit.as_str()];
-            let mut args: Vec<&std::ffi::OsStr> = vec!["-C".as_ref(), dest.as_os_str()];
-            args.extend(checkout.iter().map(|a| std::ffi::OsStr::new(*a)));
-            git(&args, "checkout", url)?;
+            clone_into(url, commit, dest)?;
             match subdir {
                 Some(subdir) => {
                     let inside = dest.join(subdir);
@@ -70,6 +63,26 @@ pub fn materialize(task: &TrialTask, dest: &Path) -> Result<PathBuf, FixtureErro
         copy_tree(overlay, overlay, &workspace, Links::FollowInside).map_err(io("cannot copy the overlay", overlay))?;
     }
     Ok(workspace)
+}
+
+/// Clones `url` into the empty directory `dest` and checks out `reference` detached: a commit, a tag, or a
+/// branch of the remote.
+pub fn clone_into(url: &str, reference: &str, dest: &Path) -> Result<(), FixtureError> {
+    if reference.starts_with('-') || url.starts_with('-') {
+        return Err(FixtureError::Git { step: "clone", url: url.to_owned(), detail: "not a URL or ref".to_owned() });
+    }
+    let clone = ["clone", "--quiet", "--no-checkout", "--", url];
+    let mut args: Vec<&std::ffi::OsStr> = clone.iter().map(|a| a.as_ref()).collect();
+    args.push(dest.as_os_str());
+    git(&args, "clone", url)?;
+    let checkout = |reference: &str| {
+        let words = ["checkout", "--quiet", "--detach", reference];
+        let mut args: Vec<&std::ffi::OsStr> = vec!["-C".as_ref(), dest.as_os_str()];
+        args.extend(words.iter().map(std::ffi::OsStr::new));
+        git(&args, "checkout", url)
+    };
+    // A branch other than the default one is the remote's.
+    checkout(reference).or_else(|error| checkout(&format!("origin/{reference}")).map_err(|_| error))
 }
 
 /// Runs `git ARGS` for a fixture: nothing it is configured with runs (no hooks, no prompt, no pager, no

@@ -134,11 +134,46 @@ impl Attempt {
     }
 }
 
+/// One line of a batch file (`batch.rs` reads them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchItem {
+    /// The item's id (default: `line-N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// A repository on this machine, worked on in place (made absolute when read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+    /// A repository to clone into the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<String>,
+    /// What to check out of `git`: a commit, a tag or a branch (default: the remote's default branch).
+    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The task the agent gets.
+    pub task: String,
+    /// The package (a SOURCE, relative to the item's repository; `#name` selects one of its packages). Default:
+    /// `--workbench`, else the repository's own package.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workbench: Option<String>,
+}
+
+/// What a job runs: a trial's attempts, graded by gates, or a batch's items, one run each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    #[default]
+    Trial,
+    Batch,
+}
+
 /// A job: what was asked, and every attempt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub version: u32,
     pub job_id: String,
+    #[serde(default)]
+    pub kind: JobKind,
     pub created_at: String,
     /// The package's manifest.
     pub package: PathBuf,
@@ -169,6 +204,12 @@ pub struct Job {
     /// `--env-file` files (names only; values are read again by each run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_files: Vec<PathBuf>,
+    /// A batch's items by id (its attempts' tasks).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub items: BTreeMap<String, BatchItem>,
+    /// Each run's `--max-duration` in seconds (a batch's; a trial's come from its tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_secs: Option<u64>,
     pub attempts: Vec<Attempt>,
 }
 
@@ -194,6 +235,7 @@ impl Job {
         Job {
             version: JOB_VERSION,
             job_id,
+            kind: JobKind::Trial,
             created_at: wb_outcomes::now_utc(),
             package,
             workbench,
@@ -207,6 +249,8 @@ impl Job {
             arm_sources: BTreeMap::new(),
             cwd: PathBuf::new(),
             env_files: Vec::new(),
+            items: BTreeMap::new(),
+            max_duration_secs: None,
             attempts,
         }
     }

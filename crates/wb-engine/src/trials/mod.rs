@@ -8,6 +8,7 @@
 
 pub mod arms;
 pub mod attempts;
+pub mod batch;
 pub mod calibrate;
 pub mod fixture;
 pub mod gates;

@@ -38,6 +38,8 @@ pub struct RunEnd {
     pub infra_error: Option<String>,
     /// It was cancelled (the cost cap, `trial kill`): no verdict.
     pub cancelled: bool,
+    /// It failed, but left an outcome to grade: why.
+    pub failure: Option<String>,
 }
 
 /// Where a run is.

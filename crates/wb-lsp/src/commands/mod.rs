@@ -1,5 +1,6 @@
 //! The subcommands. Each returns the process exit code; `Err` means a usage or I/O failure (exit 2).
 
+mod batch;
 mod check;
 mod clean;
 mod diff;
@@ -8,6 +9,7 @@ mod execute;
 mod fmt;
 mod followed;
 mod init;
+mod jobs;
 mod mcp;
 mod migrate;
 mod models;
@@ -58,6 +60,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Some(Command::Status(args)) => runs::status(&args),
         Some(Command::Mcp(args)) => mcp::run(&args, catalog),
         Some(Command::Trial(args)) => trial::run(&args, catalog),
+        Some(Command::Batch(args)) => batch::run(&args, catalog),
         Some(Command::SuperviseRun) => Ok(crate::supervisor::supervise(catalog)),
         Some(Command::SuperviseWatch) => Ok(crate::supervisor::watchdog::watch()),
         Some(Command::Schema(args)) => {

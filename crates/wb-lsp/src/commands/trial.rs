@@ -3,27 +3,20 @@
 //! every change under `$WORKBENCH_HOME/trials/<job>/`, the report at the end. The subcommands that read jobs
 //! (status, kill, report, calibrate, regrade) are in `trial_jobs.rs`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::Context;
-use wb_engine::RunRequest;
 use wb_engine::trials::arms::{self, ArmSource};
-use wb_engine::trials::attempts::{Launch, Launcher, LoadedTask, RunAttempts, check_unchanged, load_tasks};
-use wb_engine::trials::job::{self, Job, Verdict};
-use wb_engine::trials::schedule::{self, Limits, NotStarted};
+use wb_engine::trials::attempts::{LoadedTask, RunAttempts, check_unchanged, load_tasks};
+use wb_engine::trials::job::{self, Job};
 use wb_manifest::ModelCatalog;
 
+use super::jobs::{self, Supervisors};
 use super::trial_jobs;
 use crate::cli::{Schedule, TrialArgs, TrialCommand, TrialResumeArgs, TrialStartArgs};
 use crate::exit::Exit;
-use crate::supervisor::{self, Start};
-
-/// How often the running attempts are looked at.
-const POLL: Duration = Duration::from_millis(500);
+use crate::supervisor;
 
 pub fn run(args: &TrialArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> {
     match &args.command {
@@ -116,6 +109,9 @@ fn start(args: &TrialStartArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> 
 fn resume(args: &TrialResumeArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
     let mut job = job::load(&home, &args.job)?;
+    if job.kind == job::JobKind::Batch {
+        anyhow::bail!("{} is a batch: wb-lsp batch resume {}", job.job_id, job.job_id);
+    }
     let tasks = load_tasks(&job.tasks_dir, &job.workbench, &[])?;
     check_unchanged(&job, &tasks)?;
     apply_schedule(&mut job, &args.schedule);
@@ -126,7 +122,7 @@ fn resume(args: &TrialResumeArgs) -> anyhow::Result<Exit> {
 }
 
 /// `--parallel` and `--max-cost` given again on resume replace the job's.
-fn apply_schedule(job: &mut Job, schedule: &Schedule) {
+pub(super) fn apply_schedule(job: &mut Job, schedule: &Schedule) {
     if schedule.parallel.is_some() {
         job.parallel = parallel(schedule, &job.runtime);
     }
@@ -137,7 +133,7 @@ fn apply_schedule(job: &mut Job, schedule: &Schedule) {
 
 /// `--parallel`, else the runtime's default: on this machine (local, docker) one attempt per core and per 2 GiB
 /// of memory, whichever is fewer; on a sandbox service the account's usual concurrency (docs/trials.md#parallel).
-fn parallel(schedule: &Schedule, runtime: &str) -> usize {
+pub(super) fn parallel(schedule: &Schedule, runtime: &str) -> usize {
     if let Some(parallel) = schedule.parallel {
         return usize::try_from(parallel).unwrap_or(1);
     }
@@ -162,142 +158,13 @@ fn memory_gib() -> Option<u64> {
 
 /// Runs the job's attempts to their verdicts, then writes and prints the report.
 fn drive(home: &Path, mut job: Job, tasks: &BTreeMap<String, LoadedTask>, json: bool) -> anyhow::Result<Exit> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
-            // A second Ctrl-C leaves at once: the running attempts go on (`trial resume` follows them).
-            Exit::Cancelled.now();
-        }
-        eprintln!("stopping: no new attempt starts; the running ones finish (Ctrl-C again to leave them running)");
-    });
     let mut launcher = Supervisors::new(home);
-    let limits = Limits { parallel: job.parallel.max(1), max_cost_usd: job.max_cost_usd, poll: POLL };
-    let mut shown = Progress::new(&job, json);
-    let mut attempts = RunAttempts::new(home, &job, tasks, &mut launcher)?.on_change(|job| shown.show(job));
-    let capped = schedule::run(home, &mut job, &mut attempts, &limits, &stop)?;
+    let mut attempts = RunAttempts::new(home, &job, tasks, &mut launcher)?;
+    let driven = jobs::run_job(home, &mut job, &mut attempts, json)?;
     drop(attempts);
     let report = wb_engine::trials::report::report(std::slice::from_ref(&job));
     let dir = job::job_dir(home, &job.job_id);
     trial_jobs::write_reports(&dir, &report)?;
     trial_jobs::print_report(&report, &dir, json)?;
-    let open = job.attempts.iter().filter(|a| a.verdict.is_none() || a.verdict == Some(Verdict::InfraError)).count();
-    if capped {
-        eprintln!(
-            "the trial's --max-cost was reached: {open} attempts have no verdict (wb-lsp trial resume {})",
-            job.job_id
-        );
-        return Ok(Exit::Cancelled);
-    }
-    if stop.load(Ordering::SeqCst) {
-        return Ok(Exit::Cancelled);
-    }
-    if open > 0 {
-        eprintln!("{open} attempts have no verdict or an infrastructure error: wb-lsp trial resume {}", job.job_id);
-        return Ok(Exit::Failure);
-    }
-    Ok(Exit::Success)
-}
-
-/// What the terminal (or a JSON reader) is told as attempts end.
-struct Progress {
-    json: bool,
-    /// Each attempt's verdict as last shown.
-    shown: Vec<Option<Verdict>>,
-}
-
-impl Progress {
-    fn new(job: &Job, json: bool) -> Progress {
-        Progress { json, shown: job.attempts.iter().map(|a| a.verdict).collect() }
-    }
-
-    fn show(&mut self, job: &Job) {
-        for (index, attempt) in job.attempts.iter().enumerate() {
-            let Some(shown) = self.shown.get_mut(index) else { continue };
-            if *shown == attempt.verdict {
-                continue;
-            }
-            *shown = attempt.verdict;
-            let Some(verdict) = attempt.verdict else { continue };
-            let (done, works) = job.progress();
-            if self.json {
-                let line = serde_json::json!({"type": "attempt", "job_id": job.job_id, "done": done,
-                    "total": job.attempts.len(), "works": works, "spent_usd": job.spent_usd(), "attempt": attempt});
-                println!("{line}");
-                continue;
-            }
-            let cost = attempt.cost_usd.map_or_else(|| "cost unknown".to_owned(), |c| format!("${c:.4}"));
-            let seconds = attempt.duration_ms.map_or_else(String::new, |ms| format!(", {:.0} s", ms as f64 / 1000.0));
-            let reason = attempt.reason.as_deref().map(|r| format!(": {}", super::printable(r))).unwrap_or_default();
-            eprintln!(
-                "  [{done}/{}] {} · {} · rep {}: {}{reason} ({cost}{seconds})",
-                job.attempts.len(),
-                super::printable(&attempt.key.task),
-                attempt.key.arm,
-                attempt.key.rep,
-                verdict.as_str()
-            );
-        }
-    }
-}
-
-/// Starts runs as `run --detach` does: this binary's supervisor, in a process group of its own. Each
-/// supervisor's start is read on a thread of its own (a small stack: hundreds prepare at once), which then
-/// waits for the supervisor to end, so none is left a zombie.
-struct Supervisors {
-    home: PathBuf,
-    /// How each launched run's start went, written by its thread.
-    launches: Arc<Mutex<HashMap<String, Launch>>>,
-}
-
-impl Supervisors {
-    fn new(home: &Path) -> Supervisors {
-        Supervisors { home: home.to_owned(), launches: Arc::default() }
-    }
-
-    fn set(launches: &Mutex<HashMap<String, Launch>>, run_id: &str, launch: Launch) {
-        if let Ok(mut launches) = launches.lock() {
-            launches.insert(run_id.to_owned(), launch);
-        }
-    }
-}
-
-impl Launcher for Supervisors {
-    fn launch(&mut self, request: &RunRequest) -> Result<(), NotStarted> {
-        let run_id = request.run_id.clone().ok_or_else(|| NotStarted::Infra("a run without an id".to_owned()))?;
-        let starting = supervisor::spawn(request).map_err(|e| NotStarted::Infra(format!("{e:#}")))?;
-        Supervisors::set(&self.launches, &run_id, Launch::Starting);
-        let launches = Arc::clone(&self.launches);
-        let id = run_id.clone();
-        let follow = move || {
-            let launch = match starting.wait_started(&mut |_| {}) {
-                Ok(Start::Started { mut child, .. }) => {
-                    Supervisors::set(&launches, &id, Launch::Started);
-                    let _ = child.wait();
-                    return;
-                }
-                Ok(Start::Failed(failure)) if failure.busy => {
-                    eprintln!("  the service has no room now (429): waiting for a slot to start an attempt again");
-                    Launch::Failed(NotStarted::Busy)
-                }
-                Ok(Start::Failed(failure)) => Launch::Failed(NotStarted::Infra(failure.message)),
-                Err(error) => Launch::Failed(NotStarted::Infra(format!("{error:#}"))),
-            };
-            Supervisors::set(&launches, &id, launch);
-        };
-        std::thread::Builder::new()
-            .name(format!("start {run_id}"))
-            .stack_size(128 * 1024)
-            .spawn(follow)
-            .map(|_| ())
-            .map_err(|e| NotStarted::Infra(format!("cannot follow the run's start: {e}")))
-    }
-
-    fn launched(&mut self, run_id: &str) -> Launch {
-        self.launches.lock().ok().and_then(|launches| launches.get(run_id).cloned()).unwrap_or(Launch::Unknown)
-    }
-
-    fn cancel(&mut self, run_id: &str) {
-        trial_jobs::cancel_run(&self.home, run_id);
-    }
+    Ok(jobs::ending(&job, &driven, "trial"))
 }

@@ -9,7 +9,7 @@ use anyhow::Context;
 use wb_engine::runs;
 use wb_engine::trials::attempts::{Launch, Launcher, RunAttempts, load_tasks};
 use wb_engine::trials::calibrate::calibrate as calibrate_task;
-use wb_engine::trials::job::{self, AttemptState, Job, Verdict};
+use wb_engine::trials::job::{self, AttemptState, Job, JobKind, Verdict};
 use wb_engine::trials::render;
 use wb_engine::trials::report::{Report, report as make_report};
 use wb_engine::trials::schedule::{Attempts, NotStarted, RunEnd, TIME_LIMIT_REASON};
@@ -128,17 +128,6 @@ fn table(report: &Report) -> String {
     text
 }
 
-/// Asks run `run_id` to stop, as `kill` does, when its supervisor is alive and is the process that started it.
-pub(super) fn cancel_run(home: &Path, run_id: &str) {
-    if let Ok(record) = runs::read_record(home, run_id)
-        && record.state().is_live()
-        && record.pid_start.is_some()
-        && record.interrupt_cancels
-    {
-        let _ = supervisor::interrupt(record.pid);
-    }
-}
-
 /// The job `id`, or the latest (by when it was made) when none is named.
 fn job_or_latest(home: &Path, id: Option<&str>) -> anyhow::Result<Job> {
     if let Some(id) = id {
@@ -169,8 +158,10 @@ pub(super) fn status(args: &TrialStatusArgs) -> anyhow::Result<Exit> {
         println!("{value}");
         return Ok(Exit::Success);
     }
+    let batch = job.kind == JobKind::Batch;
+    let (noun, worked) = if batch { ("batch", "completed") } else { ("trial", "works") };
     let line = format!(
-        "trial {} · {} · {done}/{} done · {works} works · {running} running · {infra} infra · ${spent:.2}",
+        "{noun} {} · {} · {done}/{} done · {works} {worked} · {running} running · {infra} infra · ${spent:.2}",
         job.job_id,
         job.workbench,
         job.attempts.len()
@@ -178,9 +169,11 @@ pub(super) fn status(args: &TrialStatusArgs) -> anyhow::Result<Exit> {
     println!("{line}");
     if !args.line {
         for attempt in &job.attempts {
-            let state = attempt
-                .verdict
-                .map_or_else(|| format!("{:?}", attempt.state).to_lowercase(), |v| v.as_str().to_owned());
+            let state = match attempt.verdict {
+                Some(verdict) if batch => super::jobs::batch_status(verdict).to_owned(),
+                Some(verdict) => verdict.as_str().to_owned(),
+                None => format!("{:?}", attempt.state).to_lowercase(),
+            };
             let run = attempt.run_id.as_deref().unwrap_or("-");
             println!(
                 "  {} · {} · rep {}: {state} (run {run})",
@@ -199,7 +192,7 @@ pub(super) fn kill(args: &TrialJobArgs) -> anyhow::Result<Exit> {
     let mut asked = 0;
     for attempt in job.attempts.iter().filter(|a| a.state == AttemptState::Running) {
         if let Some(run_id) = &attempt.run_id {
-            cancel_run(&home, run_id);
+            super::jobs::cancel_run(&home, run_id);
             asked += 1;
         }
     }
@@ -232,6 +225,9 @@ pub(super) fn report(args: &TrialReportArgs) -> anyhow::Result<Exit> {
             other.workbench,
             jobs[0].workbench
         );
+    }
+    if let Some(batch) = jobs.iter().find(|job| job.kind == JobKind::Batch) {
+        anyhow::bail!("{} is a batch: its results are in its results.json", batch.job_id);
     }
     let report = make_report(&jobs);
     let dir = match &args.out {
@@ -292,6 +288,9 @@ impl Launcher for NoRuns {
 pub(super) fn regrade(args: &TrialJobArgs) -> anyhow::Result<Exit> {
     let home = supervisor::home()?;
     let mut job = job::load(&home, &args.job)?;
+    if job.kind == JobKind::Batch {
+        anyhow::bail!("{} is a batch: it has no gates to run again", job.job_id);
+    }
     // The tasks as they are now (a fixed gate is the point), their digests kept for a later resume.
     let tasks = load_tasks(&job.tasks_dir, &job.workbench, &[])?;
     job.task_digests = tasks.iter().map(|(id, task)| (id.clone(), task.digest.clone())).collect();
