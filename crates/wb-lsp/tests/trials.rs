@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use wb_testsupport::git::git;
 use wb_testsupport::{Output, World, finish_within, minimal, python};
 
@@ -413,4 +413,61 @@ fn a_batch_runs_one_task_per_line_and_resumes_what_could_not_start() {
     assert_eq!(refused.code, 2, "{refused:?}");
     assert!(refused.stderr.contains("items.jsonl:2: dir"), "{}", refused.stderr);
     assert_eq!(trial.runs(), 3);
+}
+
+/// The editor side: the manifest's lenses offer a trial; `workbench.trial` runs one with progress; the lens
+/// then shows the latest trial's line, and opens its report through `window/showDocument`; `workbench.trials`
+/// lists it.
+#[test]
+fn the_editor_runs_a_trial_and_its_lens_opens_the_report() {
+    use wb_testsupport::lsp::{Client, uri};
+    let trial = setup();
+    let mut command = trial.command();
+    command.arg("serve");
+    let capabilities = json!({"window": {"workDoneProgress": true, "showDocument": {"support": true}}});
+    let (mut client, _) = Client::start(command, &trial.world.repo, capabilities, json!({}));
+    let manifest = trial.world.repo.join(".workbenches/tb/workbench.yml");
+    let lenses = |client: &mut Client| -> Vec<Value> {
+        let (lenses, _) = client.request("textDocument/codeLens", json!({"textDocument": {"uri": uri(&manifest)}}));
+        lenses.as_array().unwrap().clone()
+    };
+    let titles: Vec<String> =
+        lenses(&mut client).iter().map(|l| l["command"]["title"].as_str().unwrap().to_owned()).collect();
+    assert!(titles.contains(&"⚗ Run trials".to_owned()), "{titles:?}");
+    assert!(!titles.iter().any(|t| t.starts_with("trials")), "no trial yet: {titles:?}");
+
+    client.send(&json!({"jsonrpc": "2.0", "id": 901, "method": "workspace/executeCommand", "params": {
+        "command": "workbench.trial", "workDoneToken": "trial-1",
+        "arguments": [{"uri": uri(&manifest), "reps": 1, "parallel": 2}]}}));
+    let (answer, before) = client.response(901);
+    let result = &answer["result"];
+    assert_eq!(result["exitCode"], 0, "{answer}");
+    assert_eq!((result["job"]["done"].as_u64(), result["job"]["works"].as_u64()), (Some(4), Some(3)), "{answer}");
+    let reports: Vec<&str> = before
+        .iter()
+        .filter(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "report")
+        .filter_map(|m| m["params"]["value"]["message"].as_str())
+        .collect();
+    assert!(reports.iter().any(|r| r.starts_with("4/4 · 3 works")), "{reports:?}");
+
+    let latest =
+        lenses(&mut client).into_iter().find(|l| l["command"]["command"] == "workbench.openTrialReport").unwrap();
+    let title = latest["command"]["title"].as_str().unwrap();
+    assert_eq!(title, "trials 1.0.0: 2/2 works · $0.01 per working result · just now");
+    client.send(&json!({"jsonrpc": "2.0", "id": 902, "method": "workspace/executeCommand", "params": {
+        "command": "workbench.openTrialReport", "arguments": latest["command"]["arguments"]}}));
+    let (answer, before) = client.response(902);
+    let report = answer["result"]["reportHtml"].as_str().unwrap().to_owned();
+    assert!(report.ends_with("report.html") && Path::new(&report).is_file(), "{answer}");
+    let shown = before.iter().find(|m| m["method"] == "window/showDocument").expect("the report shown");
+    assert_eq!(shown["params"]["external"], true);
+    assert!(shown["params"]["uri"].as_str().unwrap().ends_with("/report.html"), "{shown}");
+
+    let (jobs, _) = client.request(
+        "workspace/executeCommand",
+        json!({"command": "workbench.trials",
+        "arguments": [{"uri": uri(&manifest)}]}),
+    );
+    assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
+    assert_eq!(jobs[0]["summary"], title);
 }

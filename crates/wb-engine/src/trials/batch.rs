@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-
 use super::attempts::{Launcher, poll_launched};
 use super::fixture::clone_into;
 pub use super::job::BatchItem;

@@ -179,6 +179,9 @@ pub struct Job {
     pub package: PathBuf,
     /// The package's name.
     pub workbench: String,
+    /// The package's version when the job was made.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workbench_version: String,
     /// The arms, in order (`workbench`, `plain`, `against`).
     pub arms: Vec<String>,
     pub reps: u32,
@@ -239,6 +242,7 @@ impl Job {
             created_at: wb_outcomes::now_utc(),
             package,
             workbench,
+            workbench_version: String::new(),
             arms: arms.to_vec(),
             reps,
             runtime,
@@ -297,6 +301,30 @@ pub fn job_dir(home: &Path, job_id: &str) -> PathBuf {
 /// A new job id: `wbt_` and 16 random hex digits.
 pub fn new_job_id() -> String {
     format!("wbt_{}", wb_outcomes::random_hex(8))
+}
+
+/// Every job under `home` that can be read, newest first (at most `limit`, the newest by their directory's
+/// time).
+pub fn list(home: &Path, limit: usize) -> Vec<Job> {
+    let Ok(entries) = std::fs::read_dir(home.join(TRIALS_DIR)) else { return Vec::new() };
+    let mut dirs: Vec<(std::time::SystemTime, String)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            Some((modified, entry.file_name().to_string_lossy().into_owned()))
+        })
+        .collect();
+    dirs.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+    let mut jobs: Vec<Job> = dirs.into_iter().take(limit).filter_map(|(_, id)| load(home, &id).ok()).collect();
+    jobs.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    jobs
+}
+
+/// How old a job is, from its `created_at`.
+pub fn age(job: &Job) -> Option<std::time::Duration> {
+    let created: jiff::Timestamp = job.created_at.parse().ok()?;
+    let seconds = jiff::Timestamp::now().as_second().checked_sub(created.as_second())?;
+    Some(std::time::Duration::from_secs(u64::try_from(seconds).ok()?))
 }
 
 /// Why a job could not be read or written.

@@ -253,7 +253,9 @@ fn finish(
             }
         }
     });
-    save(home, job)
+    save(home, job)?;
+    attempts.changed(job);
+    Ok(())
 }
 
 #[cfg(test)]

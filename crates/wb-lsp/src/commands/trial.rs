@@ -63,6 +63,7 @@ fn start(args: &TrialStartArgs, catalog: &ModelCatalog) -> anyhow::Result<Exit> 
         args.reps,
         runtime,
     );
+    job.workbench_version = package.version.clone();
     job.max_cost_usd = args.schedule.max_cost;
     job.parallel = parallel(&args.schedule, &job.runtime);
     job.tasks_dir = tasks_dir;

@@ -5,6 +5,7 @@
 pub(crate) mod event;
 pub(crate) mod outcome;
 pub(crate) mod smoke;
+pub(crate) mod trial;
 
 use std::borrow::Cow;
 

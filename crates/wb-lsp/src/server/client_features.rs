@@ -13,6 +13,8 @@ pub struct ClientFeatures {
     pub completion_markdown: bool,
     /// Hover may be Markdown (`textDocument.hover.contentFormat`); else plain text.
     pub hover_markdown: bool,
+    /// The client shows a document the server names (`window.showDocument.support`): a trial's report.
+    pub show_document: bool,
 }
 
 impl ClientFeatures {
@@ -28,6 +30,11 @@ impl ClientFeatures {
             hover_markdown: markdown(
                 text_document.and_then(|t| t.hover.as_ref()).and_then(|h| h.content_format.as_ref()),
             ),
+            show_document: capabilities
+                .window
+                .as_ref()
+                .and_then(|w| w.show_document.as_ref())
+                .is_some_and(|s| s.support),
         }
     }
 }

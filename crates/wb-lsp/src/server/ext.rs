@@ -19,10 +19,28 @@ pub const SEND: &str = "workbench.send";
 pub const OUTCOME: &str = "workbench.outcome";
 pub const APPLY_OUTCOME: &str = "workbench.applyOutcome";
 pub const OUTCOME_FILE: &str = "workbench.outcomeFile";
+pub const TRIAL: &str = "workbench.trial";
+pub const TRIALS: &str = "workbench.trials";
+pub const OPEN_TRIAL_REPORT: &str = "workbench.openTrialReport";
 
 /// Every command the server executes, in the order `executeCommandProvider` lists them.
-pub const COMMANDS: [&str; 12] =
-    [MIGRATE, CHECK_WORKSPACE, DRY_RUN, SMOKE, RUN, RUNS, ATTACH, KILL, SEND, OUTCOME, APPLY_OUTCOME, OUTCOME_FILE];
+pub const COMMANDS: [&str; 15] = [
+    MIGRATE,
+    CHECK_WORKSPACE,
+    DRY_RUN,
+    SMOKE,
+    RUN,
+    RUNS,
+    ATTACH,
+    KILL,
+    SEND,
+    OUTCOME,
+    APPLY_OUTCOME,
+    OUTCOME_FILE,
+    TRIAL,
+    TRIALS,
+    OPEN_TRIAL_REPORT,
+];
 
 /// `workbench/runEvent`: one canonical event of a `workbench.run`, server to client.
 pub const RUN_EVENT: &str = "workbench/runEvent";

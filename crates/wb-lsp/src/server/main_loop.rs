@@ -121,7 +121,7 @@ fn on_request(state: &mut GlobalState, request: Request) -> anyhow::Result<()> {
         .on::<r::Formatting>(handlers::formatting::document)
         .on::<r::RangeFormatting>(handlers::formatting::range)
         .on::<r::DocumentLinkRequest>(handlers::links::handle)
-        .on::<r::CodeLensRequest>(execute::code_lens)
+        .on::<r::CodeLensRequest>(handlers::lenses::code_lens)
         .on::<r::CodeActionRequest>(handlers::code_action::handle)
         .on::<r::DocumentDiagnosticRequest>(handlers::diagnostics::document)
         .on::<r::WorkspaceDiagnosticRequest>(handlers::diagnostics::workspace)

@@ -9,7 +9,7 @@ use lsp_types::{self as lsp, request as r};
 
 use super::super::ext::{self, CheckWorkspaceResult, MigrateArguments, MigrateResult};
 use super::super::global_state::{GlobalState, Outgoing};
-use super::{code_action, execute, sessions};
+use super::{code_action, execute, sessions, trials};
 
 pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteCommandParams) -> anyhow::Result<()> {
     match params.command.as_str() {
@@ -21,6 +21,9 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
         ext::SEND => state.spawn_run(id, params, sessions::send),
         ext::OUTCOME => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome),
         ext::OUTCOME_FILE => state.spawn::<r::ExecuteCommand>(id, params, execute::outcome_file),
+        ext::TRIAL => state.spawn_run(id, params, trials::trial),
+        ext::TRIALS => state.spawn::<r::ExecuteCommand>(id, params, trials::trials),
+        ext::OPEN_TRIAL_REPORT => state.spawn_run(id, params, trials::open_report),
         // They signal a run or write the workspace: never on the cancellable pool (the answer must say what
         // was done, and a cancelled request must not leave it half done).
         ext::KILL => state.spawn_mutation(id, params, execute::kill),

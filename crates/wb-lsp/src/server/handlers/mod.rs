@@ -12,6 +12,7 @@ pub mod folding;
 pub mod formatting;
 pub mod hover;
 pub mod inlay;
+pub mod lenses;
 pub mod links;
 pub mod notifications;
 pub mod references;
@@ -19,6 +20,7 @@ pub mod rename;
 pub mod sessions;
 pub mod structure;
 pub mod symbols;
+pub mod trials;
 
 use std::path::PathBuf;
 use std::sync::Arc;
