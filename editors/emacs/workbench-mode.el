@@ -279,6 +279,8 @@ This is the server's `workbench.checkWorkspace' command."
 
 ;; Runs, attach, sessions and an outcome's files.
 (require 'workbench-runs)
+;; Trials: running one, opening its report.
+(require 'workbench-trials)
 
 (provide 'workbench-mode)
 

@@ -1736,3 +1736,113 @@ fn emacs_checks_an_open_trial_task() {
     }
     run_emacs_script_in(&trial_world(), "trial", EMACS_TRIAL_TEST_EL);
 }
+
+/// A repository whose `demo` package has a trial task its fake agent passes in both arms.
+fn trial_run_world() -> World {
+    let world = World::new(
+        "#!/bin/sh\necho hello > hello.txt\nprintf '{\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"done\"}}\\n'\n",
+    );
+    let task = world.repo.join(".workbenches/demo/trials/hello");
+    std::fs::create_dir_all(&task).unwrap();
+    std::fs::write(task.join("prompt.md"), "Say hello.\n").unwrap();
+    std::fs::write(
+        task.join("task.json"),
+        "{\"version\": 1, \"id\": \"hello\", \"title\": \"Hello\", \"fixture\": {\"kind\": \"empty\"},\n \"gates\": [{\"id\": \"said\", \"run\": \"test -f hello.txt\"}]}\n",
+    )
+    .unwrap();
+    // The "browser" records what it was asked to open.
+    let opener = world.root.join("bin/record-open");
+    std::fs::write(&opener, format!("#!/bin/sh\necho \"$1\" > {}\n", world.root.join("opened.txt").display())).unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    world
+}
+
+/// `:WorkbenchTrial` on the manifest runs the package's trial through the server, and `:WorkbenchTrialReport`
+/// opens its report with the configured opener.
+const NVIM_TRIAL_RUN_LUA: &str = r##"
+local function run()
+  local repo = env("WB_TEST_REPO")
+  local workbench = require("workbench")
+  workbench.setup({ cmd = { env("WB_LSP_BIN"), "serve" } })
+  vim.g.workbench_open_command = env("WB_TEST_OPENER")
+  vim.cmd("edit " .. vim.fn.fnameescape(repo .. "/.workbenches/demo/workbench.yml"))
+  local buf = vim.api.nvim_get_current_buf()
+  wait_for("the workbench client", function()
+    local c = workbench.client(buf)
+    return c and c.initialized and c or nil
+  end)
+  vim.cmd("WorkbenchTrial reps=1 parallel=2")
+  local job = nil
+  local ok = vim.wait(120000, function()
+    job = workbench.last_trial
+    return job ~= nil
+  end, 50)
+  check(ok, "the trial did not end within 120 s")
+  check(job.done == 2 and job.works == 2, "the trial's job: " .. vim.inspect(job))
+  check(job.summary:match("^trials 0%.1%.0: 1/1 works"), "its line: " .. tostring(job.summary))
+  out("ok: :WorkbenchTrial ran the trial: " .. job.summary)
+  vim.cmd("WorkbenchTrialReport")
+  local opened = wait_for("the report opened", function()
+    local text = read(env("WB_TEST_OPENED"))
+    return text and text:match("report%.html") and text or nil
+  end)
+  check(opened:match("/trials/" .. job.jobId .. "/report%.html"), "opened: " .. opened)
+  out("ok: :WorkbenchTrialReport opened " .. vim.trim(opened))
+end
+"##;
+
+#[test]
+fn neovim_runs_a_trial_and_opens_its_report() {
+    if !require_neovim() {
+        return;
+    }
+    let world = trial_run_world();
+    let opener = world.root.join("bin/record-open");
+    let opened = world.root.join("opened.txt");
+    run_neovim_script(
+        &world,
+        "trial run",
+        NVIM_TRIAL_RUN_LUA,
+        &[("WB_TEST_OPENER", &opener), ("WB_TEST_OPENED", &opened)],
+    );
+}
+
+/// A trial in batch Emacs with Eglot: `workbench-run-trials` runs it without blocking, and
+/// `workbench-open-trial-report` opens its report with `workbench-open-report-function`.
+const EMACS_TRIAL_RUN_EL: &str = r##"
+(defun wbt-run ()
+  (let* ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO")))
+         (manifest (expand-file-name ".workbenches/demo/workbench.yml" repo))
+         (opened nil))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (find-file manifest)
+    (run-window-configuration-change-hook)
+    (wbt-command)
+    (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)
+    (workbench-run-trials)
+    (let ((deadline (+ (float-time) 120)))
+      (while (and (not workbench-last-trial) (< (float-time) deadline))
+        (accept-process-output nil 0.05)))
+    (wbt-check workbench-last-trial "the trial did not end within 120 s")
+    (wbt-check (equal (workbench--get workbench-last-trial "done") 2) "the job: %S" workbench-last-trial)
+    (wbt-check (string-prefix-p "trials 0.1.0: 1/1 works" (workbench--get workbench-last-trial "summary"))
+               "its line: %S" (workbench--get workbench-last-trial "summary"))
+    (wbt-out "ok: workbench-run-trials ran the trial: %s" (workbench--get workbench-last-trial "summary"))
+    (setq workbench-open-report-function (lambda (file) (setq opened file)))
+    (workbench-open-trial-report)
+    (wbt-check (and opened (string-suffix-p "/report.html" opened) (file-exists-p opened)) "opened: %S" opened)
+    (wbt-out "ok: workbench-open-trial-report opened %s" opened)))
+"##;
+
+#[test]
+fn emacs_runs_a_trial_and_opens_its_report() {
+    if skipping() {
+        eprintln!("skipping the Emacs trial test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    run_emacs_script_in(&trial_run_world(), "trial run", EMACS_TRIAL_RUN_EL);
+}

@@ -1,10 +1,11 @@
 -- The user commands (:WorkbenchMigrate, :WorkbenchCheck, the run commands of workbench.run, the runs commands of
--- workbench.runs and the outcome commands of workbench.outcome), and the two that act on the manifests' checks: migrate and check_workspace.
+-- workbench.runs, the outcome commands of workbench.outcome and the trial commands of workbench.trials), and the two that act on the manifests' checks: migrate and check_workspace.
 
 local lsp = require("workbench.client")
 local outcome = require("workbench.outcome")
 local run = require("workbench.run")
 local runs = require("workbench.runs")
+local trials = require("workbench.trials")
 local ui = require("workbench.ui")
 
 local M = {}
@@ -86,6 +87,12 @@ function M.register()
   vim.api.nvim_create_user_command("WorkbenchApplyOutcome", function(command)
     outcome.apply_outcome({ id = command.args, confirm = not command.bang })
   end, { nargs = "?", bang = true, desc = "Apply a pending outcome (default: the last run's) to its workspace" })
+  vim.api.nvim_create_user_command("WorkbenchTrial", function(command)
+    trials.trial(command.args)
+  end, { nargs = "*", desc = "Run the current package's trial (reps=N parallel=N arms=workbench,plain)" })
+  vim.api.nvim_create_user_command("WorkbenchTrialReport", function()
+    trials.open_report()
+  end, { nargs = 0, desc = "Open the report of the current package's latest trial" })
 end
 
 return M

@@ -12,6 +12,7 @@
 --   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel, attach, sessions
 --   workbench.runs       the runs buffer (:WorkbenchRuns), kill
 --   workbench.outcome    the outcome buffer, its review diff and artifacts, applying an outcome
+--   workbench.trials     running a package's trial and opening its report
 --   workbench.ui         messages and scratch buffers
 --   workbench.ui.format  reading the server's answers (the server renders the text of events and outcomes)
 
@@ -21,6 +22,7 @@ local lsp = require("workbench.client")
 local outcome = require("workbench.outcome")
 local run = require("workbench.run")
 local runs = require("workbench.runs")
+local trials = require("workbench.trials")
 
 local M = {}
 
@@ -65,6 +67,7 @@ local PUBLIC = {
     "last_file_diff",
   },
   [format] = { "json_pretty" },
+  [trials] = { "trial", "open_report", "last_trial", "open" },
 }
 
 local owners = {}
