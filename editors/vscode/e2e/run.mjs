@@ -318,6 +318,11 @@ runtimes:
   local: {}
 `;
 const PROSE_INSTRUCTIONS = '# prose\n\nRun `jq .` on the data, then `git status`.\n';
+// A package with a trial task: the trial lenses, Run Trials, the report in a webview and in Chromium.
+MANIFESTS.trialled = MANIFESTS.demo.replace('name: demo', 'name: trialled');
+const TRIAL_TASK = `{"version": 1, "id": "hello", "title": "Say hello", "fixture": {"kind": "dir", "path": "fixture"},
+ "gates": [{"id": "notes", "title": "The notes exist", "run": "test -f notes/hello.txt"}]}
+`;
 // Valid, but written loosely: Format Document.
 MANIFESTS.loose = `spec: 1
 version: 0.1.0
@@ -347,6 +352,10 @@ function makeRepository(work) {
     writeFile(path.join(repo, '.workbenches', name, 'instructions.md'), `# ${name}\n\nWork on the repository.\n`);
   }
   writeFile(path.join(repo, '.workbenches', 'prose', 'instructions.md'), PROSE_INSTRUCTIONS);
+  const task = path.join(repo, '.workbenches', 'trialled', 'trials', 'hello');
+  writeFile(path.join(task, 'task.json'), TRIAL_TASK);
+  writeFile(path.join(task, 'prompt.md'), 'Write the notes.\n');
+  writeFile(path.join(task, 'fixture', 'README.md'), '# Old title\n\nThe ledger service.\n');
   writeFile(path.join(repo, 'README.md'), '# Old title\n\nThe ledger service.\n');
   writeFile(path.join(repo, 'obsolete.txt'), 'remove me\n');
   run('git', ['init', '-q', repo]);
@@ -1150,6 +1159,78 @@ async function clickRunAction(window, text, label) {
   await row.locator(`.action-label[aria-label="${label}"]`).first().click();
 }
 
+/** The trial lens runs the package's trial; its ending opens the report in a webview; the Runs view lists it;
+ * and the report itself renders in Chromium with its chart. */
+async function trialScenarios(window, browser, workbenchHome) {
+  await scenario(window, '24-trials-lens-report', async (see) => {
+    await window.clearNotifications();
+    await window.openFile(MANIFEST('trialled'));
+    const lenses = await waitFor('the trial lens', async () => {
+      const shown = await window.codeLenses();
+      return shown.includes('Run trials') ? shown : undefined;
+    }, 60000);
+    see(`code lenses: ${lenses.join(' | ')}`);
+    await window.clickCodeLens('Run trials');
+    const progress = await window.waitForToast('with the trial in progress', /Workbench: trial/, 30000);
+    see(`progress notification: "${progress}"`);
+    const ending = await window.waitForToast('with the trial line', /trials 0\.1\.0: 1\/1 works/, 180000);
+    see(`ending notification: "${ending}"`);
+    check(ending.includes('Open Report'), `the ending has no Open Report button: ${ending}`);
+    await window.clickToastButton(/trials 0\.1\.0/, 'Open Report');
+    const tab = await waitFor('the report tab', async () => {
+      const tabs = (await window.page.locator('.tabs-container .tab').allTextContents()).map(clean);
+      return tabs.find((text) => text.includes('Trial report · trialled'));
+    });
+    // What the webview shows: VS Code nests the page in two frames.
+    const heading = await waitFor('the report drawn in the webview', async () => {
+      for (const frame of window.page.frames()) {
+        const text = await frame.locator('h1').first().textContent({ timeout: 500 }).catch(() => null);
+        if (text !== null && text.includes('Trial of trialled')) {
+          return text;
+        }
+      }
+      return undefined;
+    });
+    see(`report tab "${tab}" shows "${clean(heading)}" (${await window.screenshot('24-trial-report-webview')})`);
+    const lens = await waitFor('the latest trial lens', async () => {
+      await window.openFile(MANIFEST('trialled'));
+      return (await window.codeLenses()).find((text) => text.startsWith('trials 0.1.0'));
+    }, 30000);
+    see(`the lens now reads "${lens}"`);
+    await window.page.keyboard.press('Escape');
+    await window.page.keyboard.press('F1');
+    const palette = await window.waitForQuickInput();
+    await palette.fill('>Focus on Workbench Runs View');
+    await window.page.locator('.quick-input-list .monaco-list-row', { hasText: 'Workbench Runs' }).first().click();
+    await window.command('Workbench: Refresh Runs');
+    const rows = await waitFor('the trial in the Runs view', async () => {
+      const shown = await runsRows(window);
+      return shown.some((row) => row.includes('trial · trialled')) ? shown : undefined;
+    }, 30000);
+    see(`Runs view: ${rows.filter((row) => row.includes('trial')).join(' / ')}`);
+    // The report as a browser shows it: the chart drawn, one bar per arm.
+    const trials = path.join(workbenchHome, 'trials');
+    const [jobId] = fs.readdirSync(trials);
+    const report = path.join(trials, jobId, 'report.html');
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    try {
+      await page.goto(`file://${report}`);
+      const chart = page.locator('svg').first();
+      await chart.waitFor({ state: 'visible', timeout: TIMEOUT });
+      const box = await chart.boundingBox();
+      const bars = await page.locator('svg rect').count();
+      const shot = path.join(ARTIFACTS, '24-trial-report-chromium.png');
+      const png = await page.screenshot({ path: shot, fullPage: true });
+      check(box !== null && box.width > 200 && box.height > 100, `the chart is not drawn: ${JSON.stringify(box)}`);
+      check(bars >= 2, `the chart has ${bars} rects`);
+      check(png.length > 10000, `the screenshot is blank (${png.length} bytes)`);
+      see(`Chromium drew the report: chart ${Math.round(box.width)}×${Math.round(box.height)}, ${bars} rects, ${shot}`);
+    } finally {
+      await page.close();
+    }
+  });
+}
+
 async function runsScenarios(window, repo, workbenchHome, env) {
   await scenario(window, '17-runs-view-attach-kill', async (see) => {
     await window.clearNotifications();
@@ -1563,6 +1644,7 @@ async function main() {
       await reviewScenarios(window, repo, workbenchHome, env);
       await inlayHintScenario(window);
       await formattingAndTokensScenarios(window, repo);
+      await trialScenarios(window, browser, workbenchHome);
       await context.close();
       stopCodeServer(server);
     }

@@ -44,6 +44,9 @@ export const SERVER_COMMAND_RUNS = 'workbench.runs';
 export const SERVER_COMMAND_ATTACH = 'workbench.attach';
 export const SERVER_COMMAND_KILL = 'workbench.kill';
 export const SERVER_COMMAND_SEND = 'workbench.send';
+export const SERVER_COMMAND_TRIAL = 'workbench.trial';
+export const SERVER_COMMAND_TRIALS = 'workbench.trials';
+export const SERVER_COMMAND_OPEN_TRIAL_REPORT = 'workbench.openTrialReport';
 
 /** The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md). */
 export const RUN_EVENT_NOTIFICATION = 'workbench/runEvent';
@@ -59,6 +62,8 @@ export const COMMAND_SHOW_OUTPUT = 'wb-lsp.showOutput';
 export const COMMAND_DRY_RUN = 'wb-lsp.dryRun';
 export const COMMAND_SMOKE = 'wb-lsp.smoke';
 export const COMMAND_RUN = 'wb-lsp.run';
+export const COMMAND_RUN_TRIALS = 'wb-lsp.runTrials';
+export const COMMAND_OPEN_TRIAL_REPORT = 'wb-lsp.openTrialReport';
 export const COMMAND_RUN_SESSION = 'wb-lsp.runSession';
 export const COMMAND_CANCEL_RUN = 'wb-lsp.cancelRun';
 export const COMMAND_SHOW_RUN_OUTPUT = 'wb-lsp.showRunOutput';
@@ -91,6 +96,8 @@ export const LENS_COMMANDS: Readonly<Record<string, string>> = {
   [SERVER_COMMAND_DRY_RUN]: COMMAND_DRY_RUN,
   [SERVER_COMMAND_SMOKE]: COMMAND_SMOKE,
   [SERVER_COMMAND_RUN]: COMMAND_RUN,
+  [SERVER_COMMAND_TRIAL]: COMMAND_RUN_TRIALS,
+  [SERVER_COMMAND_OPEN_TRIAL_REPORT]: COMMAND_OPEN_TRIAL_REPORT,
 };
 
 /** The scheme of the read-only documents of outcomes (artifacts, review diffs); see src/outcomeFiles.ts. */

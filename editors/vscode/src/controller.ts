@@ -36,6 +36,7 @@ import {
 import { ExecutionCommands } from './executionCommands';
 import { OutcomeCommands } from './outcomeCommands';
 import { RunsView, type RunsViewOptions } from './runsView';
+import { TrialCommands } from './trials';
 import { isManifestPath, isWorkbenchFile } from './paths';
 import { errorMessage, type RunEventParams } from './run';
 import {
@@ -110,6 +111,8 @@ export class WorkbenchController implements vscode.Disposable {
   readonly execution: ExecutionCommands;
   /** The Workbench Runs view (running and recent runs: attach, kill, open outcome) and the cost status bar item. */
   readonly runs: RunsView;
+  /** Run Trials and Open Trial Report. */
+  readonly trials: TrialCommands;
   private readonly statusItem: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   private client: ServerClient | undefined;
@@ -137,6 +140,7 @@ export class WorkbenchController implements vscode.Disposable {
     this.runOutput = vscode.window.createOutputChannel(RUN_OUTPUT_CHANNEL_NAME);
     this.outcomes = new OutcomeCommands(() => this.runningClient(), this.runOutput);
     this.execution = new ExecutionCommands(() => this.runningClient(), this.runOutput, this.outcomes);
+    this.trials = new TrialCommands(() => this.runningClient());
     this.runs = new RunsView(
       () => this.runningClient(),
       () => (this.currentStatus.state === 'running' ? this.client : undefined),
@@ -144,7 +148,16 @@ export class WorkbenchController implements vscode.Disposable {
       this.outcomes,
       runsOptions,
     );
-    this.disposables.push(this.output, this.statusItem, this.runOutput, this.runs, this.execution, this.outcomes);
+    this.disposables.push(
+      this.output,
+      this.statusItem,
+      this.runOutput,
+      this.runs,
+      this.execution,
+      this.outcomes,
+      this.trials,
+      this.trials.onDidChangeTrials(() => void this.runs.refresh()),
+    );
   }
 
   /** True while a run is in progress. */
@@ -175,6 +188,7 @@ export class WorkbenchController implements vscode.Disposable {
       ...this.execution.register(),
       ...this.outcomes.register(),
       ...this.runs.register(),
+      ...this.trials.register(),
       vscode.workspace.onDidChangeConfiguration((event) => this.onDidChangeConfiguration(event)),
       vscode.workspace.onDidOpenTextDocument((document) => this.onDidOpenTextDocument(document)),
     );

@@ -21,16 +21,19 @@ import {
   COMMAND_OPEN_RUN_OUTCOME,
   COMMAND_OPEN_ARTIFACT,
   COMMAND_OPEN_OUTCOME_FILE,
+  COMMAND_OPEN_TRIAL_REPORT,
   COMMAND_REFRESH_RUNS,
   RUNS_VIEW_ID,
   SERVER_COMMAND_KILL,
   SERVER_COMMAND_RUNS,
+  SERVER_COMMAND_TRIALS,
 } from './constants';
 import type { ServerClient } from './controller';
 import type { ExecutionCommands } from './executionCommands';
 import { fileChangeDescription, isOutcomeId, isWebLink, type FileChange, type OutcomeArtifact, type OutcomeLink } from './outcome';
 import type { OutcomeCommands } from './outcomeCommands';
 import { errorMessage } from './run';
+import { parseTrialJobs, type TrialJob } from './trials';
 import {
   isLive,
   parseRuns,
@@ -83,7 +86,35 @@ export type ReturnedNode =
   | { kind: 'artifact'; runId: string; outcomeId: string; artifact: OutcomeArtifact }
   | { kind: 'link'; runId: string; outcomeId: string; link: OutcomeLink };
 
-export type RunsNode = RunRecord | FileNode | ReturnedNode;
+/** A trial or batch job, after the runs: clicking a trial opens its report. */
+export interface TrialNode {
+  kind: 'trial';
+  job: TrialJob;
+}
+
+/** How many jobs the view lists after the runs. */
+export const RECENT_TRIALS = 10;
+
+export type RunsNode = RunRecord | FileNode | ReturnedNode | TrialNode;
+
+function isTrialNode(node: RunsNode): node is TrialNode {
+  return (node as TrialNode).kind === 'trial';
+}
+
+/** A job: its package and line; a trial with a report opens it. */
+function trialItem(node: TrialNode): vscode.TreeItem {
+  const { job } = node;
+  const item = new vscode.TreeItem(`${job.kind} · ${job.workbench}`, vscode.TreeItemCollapsibleState.None);
+  item.id = job.jobId;
+  item.description = job.kind === 'trial' ? job.summary : `${job.done}/${job.total} done`;
+  item.tooltip = `${job.jobId}: ${job.summary}`;
+  item.iconPath = new vscode.ThemeIcon(job.done < job.total ? 'loading~spin' : 'beaker');
+  item.contextValue = 'trialJob';
+  if (job.kind === 'trial' && job.reportHtml !== null) {
+    item.command = { command: COMMAND_OPEN_TRIAL_REPORT, title: 'Open Trial Report', arguments: [{ jobId: job.jobId }] };
+  }
+  return item;
+}
 
 function isFileNode(node: RunsNode): node is FileNode {
   return (node as FileNode).kind === 'file';
@@ -139,6 +170,7 @@ function returnedItem(node: ReturnedNode): vscode.TreeItem {
 
 export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
   private records: RunRecord[] = [];
+  private trials: TrialNode[] = [];
   private readonly changed = new vscode.EventEmitter<RunsNode | undefined>();
   readonly onDidChangeTreeData: vscode.Event<RunsNode | undefined> = this.changed.event;
   /** The running runs' total cost; hidden when none runs. */
@@ -205,6 +237,9 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
   }
 
   getTreeItem(node: RunsNode): vscode.TreeItem {
+    if (isTrialNode(node)) {
+      return trialItem(node);
+    }
     if (isFileNode(node)) {
       return this.fileItem(node);
     }
@@ -229,9 +264,9 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
 
   getChildren(element?: RunsNode): RunsNode[] | Promise<RunsNode[]> {
     if (element === undefined) {
-      return this.records;
+      return [...this.records, ...this.trials];
     }
-    if (isFileNode(element) || isReturnedNode(element) || !hasFiles(element)) {
+    if (isTrialNode(element) || isFileNode(element) || isReturnedNode(element) || !hasFiles(element)) {
       return [];
     }
     return this.files(element);
@@ -395,7 +430,15 @@ export class RunsView implements vscode.TreeDataProvider<RunsNode>, vscode.Dispo
     const running = all.filter(isLive);
     const finished = all.filter((record) => !isLive(record)).slice(0, RECENT_RUNS);
     this.records = [...running, ...finished];
-    this.setMessage(this.records.length === 0 ? 'No Workbench runs yet.' : undefined);
+    // The jobs come after the runs; a server that cannot list them leaves the runs listed.
+    const jobs = await client.executeCommand(SERVER_COMMAND_TRIALS, [{}]).catch(() => []);
+    if (this.disposed) {
+      return;
+    }
+    this.trials = parseTrialJobs(jobs)
+      .slice(0, RECENT_TRIALS)
+      .map((job): TrialNode => ({ kind: 'trial', job }));
+    this.setMessage(this.records.length + this.trials.length === 0 ? 'No Workbench runs yet.' : undefined);
     this.changed.fire(undefined);
     this.updateCost();
   }

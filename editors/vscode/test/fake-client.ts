@@ -23,9 +23,10 @@ export class FakeClient implements ServerClient {
   readonly progress = new Map<string, EventEmitter<WorkDoneProgressValue>>();
   /** The tokens `window/workDoneProgress/cancel` was sent for. */
   readonly cancelledProgress: string[] = [];
-  /** The requests other than `workbench.runs`, the Runs view's readings (test/runs.test.ts checks those). */
+  /** The requests other than `workbench.runs` and `workbench.trials`, the Runs view's readings (test/runs.test.ts
+   * checks those). */
   get sent(): Array<{ command: string; args: unknown[] }> {
-    return this.requests.filter((request) => request.command !== 'workbench.runs');
+    return this.requests.filter((request) => request.command !== 'workbench.runs' && request.command !== 'workbench.trials');
   }
   started = 0;
   stopped = 0;

@@ -75,6 +75,8 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.COMMAND_SMOKE,
     constants.COMMAND_RUN,
     constants.COMMAND_RUN_SESSION,
+    constants.COMMAND_RUN_TRIALS,
+    constants.COMMAND_OPEN_TRIAL_REPORT,
     constants.COMMAND_CANCEL_RUN,
     constants.COMMAND_SHOW_RUN_OUTPUT,
     constants.COMMAND_SHOW_OUTCOME,
@@ -100,6 +102,8 @@ test('the contributed commands are exactly the ones the extension registers', ()
       'Workbench: Smoke',
       'Workbench: Run Workbench',
       'Workbench: Run Workbench as Session',
+      'Workbench: Run Trials',
+      'Workbench: Open Trial Report',
       'Workbench: Cancel Run',
       'Workbench: Show Run Output',
       'Workbench: Show Outcome',
@@ -193,6 +197,8 @@ test('the code lenses of the server are rewritten to the extension\'s commands',
     'workbench.dryRun': 'wb-lsp.dryRun',
     'workbench.smoke': 'wb-lsp.smoke',
     'workbench.run': 'wb-lsp.run',
+    'workbench.trial': 'wb-lsp.runTrials',
+    'workbench.openTrialReport': 'wb-lsp.openTrialReport',
   });
   const ids = manifest.contributes.commands.map((command) => command.command);
   for (const target of Object.values(constants.LENS_COMMANDS)) {
@@ -200,12 +206,13 @@ test('the code lenses of the server are rewritten to the extension\'s commands',
   }
 });
 
-test('the manifest menus (migrate, dry run, smoke, run) show on manifests only', () => {
+test('the manifest menus (migrate, dry run, smoke, run, run trials) show on manifests only', () => {
   const manifestCommands: string[] = [
     constants.COMMAND_MIGRATE,
     constants.COMMAND_DRY_RUN,
     constants.COMMAND_SMOKE,
     constants.COMMAND_RUN,
+    constants.COMMAND_RUN_TRIALS,
   ];
   for (const name of ['explorer/context', 'editor/context']) {
     const commands = (manifest.contributes.menus[name] ?? []).map((entry) => entry.command);

@@ -234,6 +234,25 @@ function itemLabel(item: PickItem): string {
   return typeof item === 'string' ? item : item.label;
 }
 
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+}
+
+/** A webview panel: what it shows, how often it was revealed, whether it was closed. */
+export interface StubWebviewPanel {
+  viewType: string;
+  title: string;
+  options: Record<string, unknown>;
+  webview: { html: string };
+  revealed: number;
+  disposed: boolean;
+  reveal(): void;
+  onDidDispose(listener: () => void): Disposable;
+  dispose(): void;
+}
+
 export enum ProgressLocation {
   SourceControl = 1,
   Window = 10,
@@ -327,6 +346,7 @@ export const stub = {
   languageChanges: [] as Array<{ uri: string; languageId: string }>,
   progress: [] as StubProgress[],
   treeViews: [] as StubTreeView[],
+  webviews: [] as StubWebviewPanel[],
   onDidChangeConfiguration: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   onDidOpenTextDocument: new EventEmitter<StubDocument>(),
 
@@ -359,6 +379,7 @@ export const stub = {
     this.languageChanges = [];
     this.progress = [];
     this.treeViews = [];
+    this.webviews = [];
     this.onDidChangeConfiguration = new EventEmitter();
     this.onDidOpenTextDocument = new EventEmitter();
   },
@@ -482,6 +503,32 @@ export const window = {
     };
     stub.treeViews.push(view);
     return view;
+  },
+  createWebviewPanel(
+    viewType: string,
+    title: string,
+    _column: ViewColumn,
+    options: Record<string, unknown> = {},
+  ): StubWebviewPanel {
+    const disposed = new EventEmitter<void>();
+    const panel: StubWebviewPanel = {
+      viewType,
+      title,
+      options,
+      webview: { html: '' },
+      revealed: 0,
+      disposed: false,
+      reveal() {
+        this.revealed += 1;
+      },
+      onDidDispose: (listener: () => void) => disposed.event(listener),
+      dispose() {
+        this.disposed = true;
+        disposed.fire();
+      },
+    };
+    stub.webviews.push(panel);
+    return panel;
   },
   showInformationMessage: showMessage('information'),
   showWarningMessage: showMessage('warning'),

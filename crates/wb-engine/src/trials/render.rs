@@ -145,6 +145,9 @@ pub fn markdown(report: &Report) -> String {
     out
 }
 
+/// The width of one arm's entry in the chart's legend.
+const LEGEND_ENTRY: f64 = 120.0;
+
 /// The palette of the arms, in order (colour-blind safe).
 const COLOURS: [&str; 4] = ["#0072b2", "#e69f00", "#009e73", "#cc79a7"];
 
@@ -153,7 +156,9 @@ const COLOURS: [&str; 4] = ["#0072b2", "#e69f00", "#009e73", "#cc79a7"];
 fn chart(report: &Report) -> String {
     let (bar, gap, height, top, left) = (22.0, 26.0, 200.0, 20.0, 48.0);
     let group = bar * report.arms.len().max(1) as f64 + gap;
-    let width = left * 2.0 + group * report.tasks.len().max(1) as f64;
+    // The plot's right edge; the picture is wide enough for the legend too (one arm per 120 px).
+    let right = left + group * report.tasks.len().max(1) as f64;
+    let width = (right + left).max(left + LEGEND_ENTRY * report.arms.len() as f64);
     let max_cost = report.cells.iter().filter_map(|c| c.cost_usd_median).fold(0.0_f64, f64::max);
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{:.0}\" role=\"img\" aria-label=\"Works and median cost per task\">",
@@ -163,7 +168,7 @@ fn chart(report: &Report) -> String {
         svg,
         "<line x1=\"{left}\" y1=\"{}\" x2=\"{:.0}\" y2=\"{}\" stroke=\"#999\"/>",
         top + height,
-        width - left,
+        right,
         top + height
     );
     for tick in [0.0, 0.5, 1.0] {
@@ -178,7 +183,7 @@ fn chart(report: &Report) -> String {
             let _ = write!(
                 svg,
                 "<text x=\"{:.0}\" y=\"{y:.0}\" font-size=\"11\">${:.2}</text>",
-                width - left + 6.0,
+                right + 6.0,
                 max_cost * tick
             );
         }
@@ -221,7 +226,7 @@ fn chart(report: &Report) -> String {
         );
     }
     for (a, arm) in report.arms.iter().enumerate() {
-        let x = left + 120.0 * a as f64;
+        let x = left + LEGEND_ENTRY * a as f64;
         let y = top + height + 42.0;
         let _ = write!(
             svg,
@@ -244,7 +249,7 @@ pub fn html_page(report: &Report) -> String {
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
-         <style>body{{font-family:system-ui,sans-serif;margin:2rem;color:#222}}table{{border-collapse:collapse;margin:1rem 0}}\
+         <style>body{{font-family:system-ui,sans-serif;margin:2rem;color:#222}}table{{border-collapse:collapse;margin:1rem 0;display:block;overflow-x:auto;max-width:100%}}\
          th,td{{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}}th{{background:#f3f3f3}}</style></head><body>\
          <h1>{title}</h1><p>Jobs: {}. Arms: {}. Bars: works rate; dots: median cost.</p>{}",
         html(&report.jobs.join(", ")),
@@ -316,5 +321,18 @@ mod tests {
         assert!(page.contains("<svg") && page.contains("<rect"));
         assert!(!page.contains("http://") || page.contains("xmlns=\"http://www.w3.org/2000/svg\""));
         assert!(!page.contains("src="), "nothing is fetched");
+    }
+
+    #[test]
+    fn the_chart_is_wide_enough_for_its_legend() {
+        // One task and two arms: the plot is narrow, the legend's second entry must still be inside the picture.
+        let svg = chart(&sample("fix"));
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0.0);
+        assert!(width >= 48.0 + LEGEND_ENTRY * 2.0, "{width}: {svg}");
     }
 }
