@@ -405,7 +405,7 @@ fn lifecycle(kind: Kind) {
     setup.assert_quiet(&output);
     let texts: Vec<&str> =
         events.iter().filter(|e| e["type"] == "output.text").filter_map(|e| e["data"]["text"].as_str()).collect();
-    assert!(texts.contains(&"pwd=/workspace"), "{texts:?}");
+    assert!(texts.contains(&"pwd=/workspace"), "{texts:?}\nstdout:\n{}\nstderr:\n{}", output.stdout, output.stderr);
     assert!(texts.contains(&"key=set"), "{texts:?}");
     assert!(texts.contains(&"dotenv=absent"), "the .env file was staged: {texts:?}");
     assert!(texts.contains(&"docs=/workspaces/docs"), "{texts:?}");
@@ -970,8 +970,10 @@ fn ctrl_c_while_creating(kind: Kind) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Daytona's fake makes the labelled sandbox, then stalls: it is waited for too, as the request is recorded
+    // before the sandbox exists, and a reclaim that ran in between would find nothing to reclaim.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while setup.service.created() == 0 {
+    while setup.service.created() == 0 || (kind == Kind::Daytona && setup.service.live().is_empty()) {
         assert!(Instant::now() < deadline, "the create never reached the service");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -1160,8 +1162,9 @@ fn session(kind: Kind) {
     assert_eq!(snapshot["data"]["turn_index"], 2);
     assert_eq!(setup.service.created(), 1, "one sandbox for both turns");
 
+    // `kill` returns once the session has ended; its supervisor destroys the sandbox right after.
     assert_eq!(setup.wb(&["kill", &id]).code, 0);
-    assert!(setup.service.live().is_empty(), "the ended session's sandbox is destroyed");
+    wait_for("the ended session's sandbox's destroy", || setup.service.live().is_empty());
 
     let resumed = setup.wb(&["resume", "--json", &id, "session-three"]);
     assert_eq!(resumed.code, 0, "{resumed:?}");
@@ -1174,7 +1177,7 @@ fn session(kind: Kind) {
     );
     assert_eq!(setup.service.created(), 2);
     assert_eq!(setup.wb(&["kill", &new_id]).code, 0);
-    assert!(setup.service.live().is_empty());
+    wait_for("the resumed session's sandbox's destroy", || setup.service.live().is_empty());
     setup.assert_quiet(&first);
     setup.assert_quiet(&resumed);
 }
@@ -1323,6 +1326,14 @@ impl Service {
             Service::Daytona(fake) => fake.sandbox_root(id).unwrap().path().to_path_buf(),
         }
     }
+
+    /// How many of the processes started in sandbox `id` (envd's, the toolbox's session commands) still run.
+    fn running(&self, id: &str) -> usize {
+        match self {
+            Service::E2b(fake) => fake.sandbox(id).map_or(0, |sandbox| sandbox.running()),
+            Service::Daytona(fake) => fake.running_commands(id),
+        }
+    }
 }
 
 /// The events a run's log holds.
@@ -1365,7 +1376,7 @@ fn adopted_after_the_supervisor_dies(kind: Kind, ended_while_lost: bool) {
 
     if ended_while_lost {
         std::fs::write(root.join("tmp/go2"), "").unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        wait_for("the runner's end", || setup.service.running(&live[0]) == 0);
         // As if the runner's output writer had been killed with it: its file never marked done. The adopter
         // marks it once it knows the runner ended, and still reads everything.
         for entry in std::fs::read_dir(root.join("tmp")).unwrap().flatten() {

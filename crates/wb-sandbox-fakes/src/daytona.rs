@@ -241,6 +241,14 @@ impl DaytonaFake {
             .unwrap_or_default()
     }
 
+    /// How many session commands of a sandbox have not reported their exit yet.
+    pub fn running_commands(&self, id: &str) -> usize {
+        let sandboxes = self.state.sandboxes.lock();
+        let Some(sandbox) = sandboxes.as_ref().ok().and_then(|s| s.get(id)) else { return 0 };
+        let commands = sandbox.sessions.values().flat_map(|commands| commands.values());
+        commands.filter(|command| command.exit.lock().is_ok_and(|exit| exit.is_none())).count()
+    }
+
     /// Ends a sandbox as if the service lost it: its processes die and every later call about it fails.
     pub fn kill_sandbox(&self, id: &str) {
         let removed = self.state.sandboxes.lock().ok().and_then(|mut s| s.remove(id));

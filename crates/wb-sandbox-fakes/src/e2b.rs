@@ -118,6 +118,14 @@ pub struct FakeSandbox {
     processes: Arc<Mutex<HashMap<u64, Process>>>,
 }
 
+impl FakeSandbox {
+    /// How many processes envd started in the sandbox still run (an ended one is gone before its end is sent,
+    /// so a `Connect` to it is refused from then on).
+    pub fn running(&self) -> usize {
+        self.processes.lock().map(|p| p.len()).unwrap_or(0)
+    }
+}
+
 struct Shared {
     options: FakeOptions,
     recorder: Recorder,

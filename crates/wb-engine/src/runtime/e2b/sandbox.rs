@@ -170,6 +170,36 @@ impl E2bSandbox {
     }
 }
 
+/// `command` with its stdout also appended to the file `output` by `tee` when the image has it, the file marked
+/// `<output>.done` once `tee` has written everything.
+///
+/// The shell stays the process envd follows, and ends only once `tee` has ended: envd ends a process's stream
+/// when the process exits (a sandbox may end what it left running too), so a `tee` left behind by a runner that
+/// replaced the shell lost the runner's last output, in the stream and in the file, whenever it was slower than
+/// the runner's exit. The runner is the shell's child: a SIGKILL of the shell (a cancellation) still ends it,
+/// through a watchdog reading a pipe only the shell holds; the shell's own messages go nowhere (the runner's
+/// stderr is its own); its exit status is the runner's (a signal raised again); and a process the runner left
+/// holding its stdout is waited for two seconds at most.
+fn keeping_output(command: &str, output: &str) -> String {
+    let o = quote(output);
+    format!(
+        "wb_runner() {{ {command}\n}}\n\
+         if command -v tee >/dev/null 2>&1; then\n\
+         exec > >(tee -a {o}; : > {o}.done); t=$!\n\
+         exec 4>&2 2>/dev/null\n\
+         (wb_runner) 2>&4 4>&- & r=$!\n\
+         exec 4>&- 3> >(exec >/dev/null; read -r x; [ \"$x\" = ended ] || kill -KILL \"$r\")\n\
+         wait \"$r\"; s=$?\n\
+         echo ended >&3; exec 3>&- >&-\n\
+         (sleep 2; kill \"$t\") & k=$!\n\
+         wait \"$t\"; kill \"$k\"\n\
+         [ \"$s\" -gt 128 ] && kill -$((s - 128)) $$\n\
+         exit \"$s\"\n\
+         fi\n\
+         wb_runner"
+    )
+}
+
 /// `E2B output exceeds the <N> transfer safety limit`.
 pub fn limit_error(limit: u64) -> EngineError {
     const MIB: u64 = 1024 * 1024;
@@ -223,14 +253,7 @@ impl Sandbox for E2bSandbox {
         // envd keeps no output of a process nobody follows: the runner's stdout is also appended to a file, so a
         // supervisor that takes the run over ([`Sandbox::reattach`]) reads it from the first byte.
         let output = format!("/tmp/workbench-output-{}", wb_outcomes::random_hex(16));
-        let command = if options.reattachable {
-            format!(
-                "if command -v tee >/dev/null 2>&1; then exec > >(tee -a {o}; : > {o}.done); fi; {command}",
-                o = quote(&output)
-            )
-        } else {
-            command.to_owned()
-        };
+        let command = if options.reattachable { keeping_output(command, &output) } else { command.to_owned() };
         let (pid, stream) = self.handle.block_on(self.envd.start(&command, options))?;
         let (stdout_tx, stdout_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
         let (stderr_tx, stderr_rx) = tokio::sync::mpsc::channel::<Bytes>(CHANNEL_CHUNKS);
@@ -341,8 +364,85 @@ impl Killer for E2bKiller {
 mod tests {
     use super::*;
 
+    use std::io::{BufRead, Read};
+    use std::os::unix::process::ExitStatusExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Stdio};
+    use std::time::Instant;
+
     #[test]
     fn the_limit_error_names_the_limit() {
         assert_eq!(limit_error(512 * 1024 * 1024).to_string(), "E2B output exceeds the 512 MiB transfer safety limit");
+    }
+
+    /// `runner` started by bash as envd starts it, its output kept in `dir`, with a `tee` still writing well after
+    /// the runner has exited (it starts 300 ms late).
+    fn kept(dir: &Path, runner: &str) -> (Child, PathBuf) {
+        let output = dir.join("workbench-output");
+        let script = format!(
+            "tee() {{ sleep 0.3; command tee \"$@\"; }}\n{}",
+            keeping_output(runner, &output.display().to_string())
+        );
+        let child = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        (child, output)
+    }
+
+    fn text(stream: Option<impl Read>) -> String {
+        let mut text = String::new();
+        stream.unwrap().read_to_string(&mut text).unwrap();
+        text
+    }
+
+    /// envd ends a process's stream when the process exits: by then the runner's last output is passed on and
+    /// kept whole (before, the runner was the process, and its `tee` could still be writing, or be killed).
+    #[test]
+    fn the_process_ends_once_the_runner_s_output_is_passed_on_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut child, output) = kept(dir.path(), "printf 'one\\ntwo\\n'; echo err >&2; exit 3");
+        assert_eq!(child.wait().unwrap().code(), Some(3), "the runner's exit status");
+        assert_eq!(std::fs::read_to_string(&output).unwrap(), "one\ntwo\n");
+        assert!(dir.path().join("workbench-output.done").exists(), "the file is marked complete");
+        assert_eq!(text(child.stdout.take()), "one\ntwo\n");
+        assert_eq!(text(child.stderr.take()), "err\n", "the runner's stderr, and nothing of the shell's");
+
+        // A runner ended by a signal ends the process by that signal.
+        let (mut child, _) = kept(dir.path(), "kill -KILL $BASHPID");
+        assert_eq!(child.wait().unwrap().signal(), Some(9));
+        assert_eq!(text(child.stderr.take()), "", "no job notice of the shell's");
+    }
+
+    /// Killing the process (a cancellation) still ends the runner; a process the runner left holding its stdout
+    /// delays the end two seconds at most.
+    #[test]
+    fn killing_the_process_ends_the_runner_and_a_leftover_writer_is_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut child, _) = kept(dir.path(), "echo $BASHPID; exec sleep 30");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let runner = line.trim().to_owned();
+        child.kill().unwrap();
+        let _ = child.wait();
+        // Gone, or a zombie nobody has reaped yet.
+        let ended = || {
+            std::fs::read_to_string(format!("/proc/{runner}/stat"))
+                .map_or(true, |stat| stat.rsplit(") ").next().is_some_and(|rest| rest.starts_with('Z')))
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ended() {
+            assert!(Instant::now() < deadline, "the runner {runner} outlived the killed process");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let begun = Instant::now();
+        let (mut child, output) = kept(dir.path(), "(sleep 30 &); echo left");
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+        assert!(begun.elapsed() < Duration::from_secs(10), "{:?}", begun.elapsed());
+        assert_eq!(std::fs::read_to_string(output).unwrap(), "left\n");
     }
 }
