@@ -221,7 +221,9 @@ fn scenario(service: &str, attempts: usize, parallel: usize) {
     let ideal = AGENT_SECONDS * total as f64 / parallel as f64;
     let job = std::fs::read_dir(home.join(".workbench/trials")).unwrap().flatten().next().unwrap().path();
     let runs = home.join(".workbench/runs");
-    println!("trial of {total} attempts at --parallel {parallel} on the {service} fake (agent works {AGENT_SECONDS} s)");
+    println!(
+        "trial of {total} attempts at --parallel {parallel} on the {service} fake (agent works {AGENT_SECONDS} s)"
+    );
     println!("  wall time            {wall:.1} s (ideal {ideal:.1} s: {:.2}×)", wall / ideal);
     println!("  attempts running     at most {peak_running} at once");
     println!(

@@ -1783,3 +1783,63 @@ fn opencode_authors_a_package_with_the_wb_lsp_mcp_tools() {
     assert_eq!(changes, [(".workbenches/notes/workbench.yml", "modify")], "{manifest:#}");
     eprintln!("the authoring run took {:?}", started.elapsed());
 }
+
+/// One small trial with the real OpenCode on the scripted model (issue 42): the package's one task, whose fixture
+/// is the release-notes repository, attempted once with the package; the scripted work (a changelog written,
+/// notes.txt edited, obsolete.txt removed) is graded on a fresh copy by gates the agent never sees.
+#[test]
+fn opencode_passes_a_small_trial() {
+    let Some(bin) = runners_bin() else { return };
+    let runner = Runner::OpenCode;
+    let mcp = McpServer::start().unwrap();
+    let actions = work_script(runner);
+    // The attempt's workspace is made by the trial: the model reads it from the runtime block of its prompt.
+    let model = ModelServer::start_with(move |exchange| {
+        let system = system_of(exchange);
+        let workspace = runtime_path(&system, "Primary workspace (your working directory): ").map(PathBuf::from);
+        match (actions.get(exchange.turn), workspace) {
+            (Some(action), Some(workspace)) => tool_call(runner, exchange, &workspace, action),
+            (Some(_), None) => script_error(format!("no primary workspace in the system prompt:\n{system}")),
+            (None, _) => Turn::text("Nothing left to do."),
+        }
+    })
+    .unwrap();
+    let fixture = fixture(runner, &model.url(), Some(&mcp.url()));
+    let task = fixture.workspace.join(".workbenches/release-notes/trials/notes");
+    write_file(&task.join("fixture/notes.txt"), "Release 1.4\nstatus: draft\n");
+    write_file(&task.join("fixture/obsolete.txt"), "remove me\n");
+    write_file(&task.join("fixture/README.md"), "# Demo\n");
+    write_file(&task.join("prompt.md"), "Write the release notes for 1.4.\n");
+    write_file(
+        &task.join("task.json"),
+        r#"{"version": 1, "id": "notes", "title": "Release notes", "fixture": {"kind": "dir", "path": "fixture"},
+ "timeoutMinutes": 5, "gates": [
+  {"id": "changelog", "run": "grep -q 'Scripted release notes' CHANGELOG.md"},
+  {"id": "final", "run": "grep -q 'status: final' notes.txt"},
+  {"id": "gone", "run": "test ! -e obsolete.txt"}]}
+"#,
+    );
+    let output = fixture
+        .command(&bin, runner, &model.url(), &["trial", ".", "--arms", "workbench", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_no_secret(&stdout, "the trial's output");
+    assert_no_secret(&stderr, "the trial's messages");
+    assert!(output.status.success(), "the trial failed:\n{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let attempt = &report["report"]["attempts"][0];
+    assert_eq!(attempt["verdict"], "works", "{attempt:#}");
+    let gates: Vec<(&str, i64)> = attempt["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["id"].as_str().unwrap(), g["exit_code"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(gates, [("changelog", 0), ("final", 0), ("gone", 0)]);
+    assert!(attempt["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "the scripted prices give a cost: {attempt}");
+    // The package's own repository was not touched by the attempt.
+    assert_eq!(std::fs::read_to_string(fixture.workspace.join("notes.txt")).unwrap(), "Release 1.4\nstatus: draft\n");
+}
