@@ -471,3 +471,71 @@ fn the_editor_runs_a_trial_and_its_lens_opens_the_report() {
     assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
     assert_eq!(jobs[0]["summary"], title);
 }
+
+/// The agent in a Docker image (busybox): `fixed` only with the package's instruction staged; it searches the
+/// whole container but the system directories (and `/usr`, where it lives) for a gate or a `trials` directory.
+const DOCKER_AGENT: &str = r#"#!/bin/sh
+if grep -rqs TRIAL-MARKER "$OPENCODE_CONFIG_DIR"; then echo fixed > answer.txt; else echo broken > answer.txt; fi
+echo hello > hello.txt
+seen=""
+# Split, so this script (which the package's image context holds) is not itself a match.
+secret="GATE-SECRET-""7f3a"
+for dir in /*; do
+  case "$dir" in /proc|/sys|/dev|/usr) continue ;; esac
+  seen="$seen$(grep -rls "$secret" "$dir" 2>/dev/null | tr '\n' ' ')$(find "$dir" -type d -name trials 2>/dev/null | tr '\n' ' ')"
+done
+printf '{"type":"text","part":{"type":"text","text":"seen=[%s]"}}\n' "$seen"
+printf '{"type":"step_finish","part":{"type":"step-finish","cost":0.01,"tokens":{"input":100,"output":20,"reasoning":0,"cache":{"read":0,"write":0}}}}\n'
+"#;
+
+/// The same trial on Docker: every attempt in a container of the package's image (built once), the gates on
+/// this machine; the agent finds no gate and no `trials` directory anywhere in its container.
+#[test]
+fn a_trial_runs_in_docker_and_hides_the_gates() {
+    use std::os::unix::fs::PermissionsExt;
+    if std::env::var("WB_LSP_SKIP_DOCKER_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("docker tests skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
+        return;
+    }
+    let trial = setup();
+    let package = trial.world.repo.join(".workbenches/tb");
+    let manifest = minimal(
+        "tb",
+        "opencode",
+        "openai/gpt-5.1",
+        "runtimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n",
+    );
+    std::fs::write(package.join("workbench.yml"), manifest).unwrap();
+    let context = package.join("image");
+    let (bin, local) = (context.join("rootfs/bin"), context.join("rootfs/usr/local/bin"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&local).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).expect("Debian's busybox-static (/bin/busybox)");
+    for applet in ["sh", "grep", "find", "tr", "printf", "echo", "test", "cat", "ls", "id"] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    std::fs::write(local.join("opencode"), DOCKER_AGENT).unwrap();
+    std::fs::set_permissions(local.join("opencode"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(context.join("nonce.txt"), format!("{:?}-{}", Instant::now(), std::process::id())).unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        "FROM scratch\nCOPY rootfs/ /\nCOPY nonce.txt /nonce.txt\nENV PATH=/usr/local/bin:/bin\n",
+    )
+    .unwrap();
+    let output = trial.wb(&["trial", ".workbenches/tb", "--runtime", "docker", "--parallel", "2"]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let job = trial.job(&job_id(&output));
+    for attempt in job["attempts"].as_array().unwrap() {
+        let expected = if attempt["task"] == "fix" && attempt["arm"] == "plain" { "failed" } else { "works" };
+        assert_eq!(attempt["verdict"], expected, "{attempt:#}");
+        assert_eq!(attempt["cost_usd"], 0.01, "{attempt}");
+        let log =
+            trial.world.home.join(".workbench/runs").join(attempt["run_id"].as_str().unwrap()).join("events.ndjson");
+        let seen = std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find_map(|event| event["data"]["text"].as_str().filter(|t| t.starts_with("seen=")).map(str::to_owned));
+        assert_eq!(seen.as_deref(), Some("seen=[]"), "the agent found the tasks or a gate in its container");
+    }
+}
