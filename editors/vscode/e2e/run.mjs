@@ -1203,7 +1203,10 @@ async function trialScenarios(window, browser, workbenchHome) {
     await palette.fill('>Focus on Workbench Runs View');
     await window.page.locator('.quick-input-list .monaco-list-row', { hasText: 'Workbench Runs' }).first().click();
     await window.command('Workbench: Refresh Runs');
+    // The jobs come after the runs: the list shows only its visible rows, so its end is brought into view.
     const rows = await waitFor('the trial in the Runs view', async () => {
+      await runsPane(window).locator('.monaco-list').first().focus();
+      await window.page.keyboard.press('End');
       const shown = await runsRows(window);
       return shown.some((row) => row.includes('trial · trialled')) ? shown : undefined;
     }, 30000);
