@@ -195,30 +195,10 @@ impl Attempts for RunAttempts<'_> {
         let workspace =
             materialize(&loaded.task, &dir.join("work")).map_err(|e| NotStarted::Infra(format!("fixture: {e}")))?;
         super::grade::set_up(&loaded.task, &workspace, &self.gate_env).map_err(|e| NotStarted::Infra(e.to_string()))?;
-        let limits = RunLimits {
-            max_cost_usd: None,
-            max_duration: loaded.task.timeout_minutes.map(|minutes| Duration::from_secs_f64(minutes * 60.0)),
-        };
-        let request = RunRequest {
-            request: Request {
-                settings: Settings {
-                    source: arm.manifest.display().to_string(),
-                    cwd: self.job.cwd.clone(),
-                    primary: Some(workspace),
-                    runtime: Some(self.job.runtime.clone()),
-                    env_files: self.job.env_files.clone(),
-                    home: Some(self.home.clone()),
-                    bare: arm.bare,
-                    ..Settings::default()
-                },
-                env: Vec::new(),
-                task: Some(loaded.prompt.clone()),
-            },
-            mode: RunMode::start(limits, None),
-            run_id: Some(crate::events::new_run_id()),
-        };
-        self.launcher.launch(&request)?;
-        Ok(request.run_id.unwrap_or_default())
+        let max_duration = loaded.task.timeout_minutes.map(|minutes| Duration::from_secs_f64(minutes * 60.0));
+        let attempt =
+            AttemptRun { source: arm.manifest.display().to_string(), workspace, bare: arm.bare, max_duration };
+        launch(self.launcher, &self.home, &self.job, attempt, &loaded.prompt)
     }
 
     fn poll(&mut self, run_id: &str) -> Poll {
@@ -241,6 +221,45 @@ impl Attempts for RunAttempts<'_> {
     fn cancel(&mut self, run_id: &str) {
         self.launcher.cancel(run_id);
     }
+}
+
+/// What one attempt's run is: its package, its workspace, whether it is the bare agent, its time limit.
+pub(super) struct AttemptRun {
+    pub(super) source: String,
+    pub(super) workspace: PathBuf,
+    pub(super) bare: bool,
+    pub(super) max_duration: Option<Duration>,
+}
+
+/// Starts `attempt` of `job` on `task` through `launcher`, as a detached run with an id chosen here: the id.
+pub(super) fn launch(
+    launcher: &mut dyn Launcher,
+    home: &Path,
+    job: &Job,
+    attempt: AttemptRun,
+    task: &str,
+) -> Result<String, NotStarted> {
+    let run_id = crate::events::new_run_id();
+    let request = RunRequest {
+        request: Request {
+            settings: Settings {
+                source: attempt.source,
+                cwd: job.cwd.clone(),
+                primary: Some(attempt.workspace),
+                runtime: (!job.runtime.is_empty()).then(|| job.runtime.clone()),
+                env_files: job.env_files.clone(),
+                home: Some(home.to_owned()),
+                bare: attempt.bare,
+                ..Settings::default()
+            },
+            env: Vec::new(),
+            task: Some(task.to_owned()),
+        },
+        mode: RunMode::start(RunLimits { max_cost_usd: None, max_duration: attempt.max_duration }, None),
+        run_id: Some(run_id.clone()),
+    };
+    launcher.launch(&request)?;
+    Ok(run_id)
 }
 
 /// Where a run `launcher` started (or one of `job` started by another process, resumed) is.

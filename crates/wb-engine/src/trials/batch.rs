@@ -8,12 +8,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::attempts::{Launcher, poll_launched};
+use super::attempts::{AttemptRun, Launcher, launch, poll_launched};
 use super::fixture::clone_into;
 pub use super::job::BatchItem;
 use super::job::{AttemptKey, GateResult, Job};
 use super::schedule::{Attempts, GradeError, NotStarted, Poll, RunEnd};
-use crate::{Request, RunLimits, RunMode, RunRequest, Settings};
 
 /// The most items a batch file holds.
 pub const MAX_ITEMS: usize = 10_000;
@@ -132,27 +131,9 @@ impl Attempts for BatchAttempts<'_> {
             (None, Some(arm)) => arm.manifest.display().to_string(),
             (None, None) => workspace.display().to_string(),
         };
-        let limits =
-            RunLimits { max_cost_usd: None, max_duration: self.job.max_duration_secs.map(Duration::from_secs) };
-        let request = RunRequest {
-            request: Request {
-                settings: Settings {
-                    source,
-                    cwd: self.job.cwd.clone(),
-                    primary: Some(workspace),
-                    runtime: (!self.job.runtime.is_empty()).then(|| self.job.runtime.clone()),
-                    env_files: self.job.env_files.clone(),
-                    home: Some(self.home.clone()),
-                    ..Settings::default()
-                },
-                env: Vec::new(),
-                task: Some(item.task.clone()),
-            },
-            mode: RunMode::start(limits, None),
-            run_id: Some(crate::events::new_run_id()),
-        };
-        self.launcher.launch(&request)?;
-        Ok(request.run_id.unwrap_or_default())
+        let max_duration = self.job.max_duration_secs.map(Duration::from_secs);
+        let attempt = AttemptRun { source, workspace, bare: false, max_duration };
+        launch(self.launcher, &self.home, &self.job, attempt, &item.task)
     }
 
     fn poll(&mut self, run_id: &str) -> Poll {
