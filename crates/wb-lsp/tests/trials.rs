@@ -488,8 +488,8 @@ printf '{"type":"text","part":{"type":"text","text":"seen=[%s]"}}\n' "$seen"
 printf '{"type":"step_finish","part":{"type":"step-finish","cost":0.01,"tokens":{"input":100,"output":20,"reasoning":0,"cache":{"read":0,"write":0}}}}\n'
 "#;
 
-/// The same trial on Docker: every attempt in a container of the package's image (built once), the gates on
-/// this machine; the agent finds no gate and no `trials` directory anywhere in its container.
+/// The same trial on Docker: every attempt in a container of the package's image (built once), every gate in a
+/// fresh container of it on the graded copy; the agent finds no gate and no `trials` directory in its container.
 #[test]
 fn a_trial_runs_in_docker_and_hides_the_gates() {
     use std::os::unix::fs::PermissionsExt;
@@ -522,6 +522,14 @@ fn a_trial_runs_in_docker_and_hides_the_gates() {
         "FROM scratch\nCOPY rootfs/ /\nCOPY nonce.txt /nonce.txt\nENV PATH=/usr/local/bin:/bin\n",
     )
     .unwrap();
+    // A gate that only the package's image passes (its /nonce.txt): the gates run in its containers.
+    std::fs::write(
+        package.join("trials/hello/task.json"),
+        r#"{"version": 1, "id": "hello", "title": "Task hello", "fixture": {"kind": "empty"},
+  "gates": [{"id": "said", "run": "test -f hello.txt"}, {"id": "image", "run": "test -f /nonce.txt"}]}
+"#,
+    )
+    .unwrap();
     let output = trial.wb(&["trial", ".workbenches/tb", "--runtime", "docker", "--parallel", "2"]);
     assert_eq!(output.code, 0, "{output:?}");
     let job = trial.job(&job_id(&output));
@@ -537,5 +545,11 @@ fn a_trial_runs_in_docker_and_hides_the_gates() {
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
             .find_map(|event| event["data"]["text"].as_str().filter(|t| t.starts_with("seen=")).map(str::to_owned));
         assert_eq!(seen.as_deref(), Some("seen=[]"), "the agent found the tasks or a gate in its container");
+        if attempt["task"] == "hello" {
+            let gates: Vec<&Value> = attempt["gates"].as_array().unwrap().iter().collect();
+            assert_eq!(gates.len(), 2, "{attempt:#}");
+            assert!(gates.iter().all(|g| g["exit_code"] == 0), "the gates ran in the image: {attempt:#}");
+        }
     }
+    assert!(!Path::new("/nonce.txt").exists(), "the host has no /nonce.txt: only the image's containers pass");
 }

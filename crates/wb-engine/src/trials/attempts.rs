@@ -211,7 +211,17 @@ impl Attempts for RunAttempts<'_> {
         let scratch = dir.join("grading");
         let _ = std::fs::remove_dir_all(&scratch);
         let outcome = end.outcome_id.as_deref();
-        let gates = super::grade::grade_local(&loaded.task, &self.store, outcome, &scratch, &self.gate_env);
+        let arm = self.job.arm_sources.get(&key.arm).map(|arm| arm.manifest.clone());
+        let gates = match (self.job.runtime.as_str(), arm) {
+            // The gates in fresh containers of the package's image, as its runner ran.
+            ("docker", Some(manifest)) => {
+                let (inherited, home) = (crate::bindings::process_environment(), self.home.clone());
+                super::grade::grade_with(&loaded.task, &self.store, outcome, &scratch, &self.gate_env, |gates, dir| {
+                    super::gates_docker::run_gates_in_docker(&manifest, dir, gates, &inherited, &home)
+                })
+            }
+            _ => super::grade::grade_local(&loaded.task, &self.store, outcome, &scratch, &self.gate_env),
+        };
         // The gates' verdict and logs are the evidence; the copies (the agent's and the graded) are not kept.
         let _ = std::fs::remove_dir_all(&scratch);
         let _ = std::fs::remove_dir_all(dir.join("work"));

@@ -90,7 +90,7 @@ fn run_gate(gate: &Gate, dir: &Path, env: &[(String, String)]) -> GateResult {
 }
 
 /// Reads a gate's output to its end, keeping at most twice [`MAX_GATE_LOG_BYTES`] (its end) as it goes.
-fn read_tail(mut reader: std::io::PipeReader) -> String {
+pub(super) fn read_tail(mut reader: impl Read) -> String {
     let mut kept: Vec<u8> = Vec::new();
     let mut buffer = [0u8; 8192];
     loop {

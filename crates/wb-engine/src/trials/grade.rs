@@ -22,6 +22,18 @@ pub fn grade_local(
     scratch: &Path,
     env: &[(String, String)],
 ) -> Result<Vec<GateResult>, GradeError> {
+    grade_with(task, store, outcome_id, scratch, env, |gates, dir| Ok(run_gates(gates, dir, env)))
+}
+
+/// [`grade_local`], the gates run by `gates` on the graded directory (in a fresh container, for Docker).
+pub fn grade_with(
+    task: &TrialTask,
+    store: &ContentStore,
+    outcome_id: Option<&str>,
+    scratch: &Path,
+    env: &[(String, String)],
+    gates: impl FnOnce(&[Gate], &Path) -> Result<Vec<GateResult>, GradeError>,
+) -> Result<Vec<GateResult>, GradeError> {
     std::fs::create_dir_all(scratch).map_err(|source| FixtureError::Io {
         what: "cannot create",
         path: scratch.to_owned(),
@@ -32,7 +44,7 @@ pub fn grade_local(
     if let Some(outcome_id) = outcome_id {
         wb_outcomes::apply_to_copy(store, outcome_id, &workspace).map_err(|e| GradeError::Apply(e.to_string()))?;
     }
-    Ok(run_gates(&task.gates, &workspace, env))
+    gates(&task.gates, &workspace)
 }
 
 /// A setup command of a task that failed, with the end of its output.
