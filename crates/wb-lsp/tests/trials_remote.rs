@@ -1,6 +1,6 @@
 //! Trials on the sandbox services' fakes (`wb-sandbox-fakes`, whose sandboxes run the staged commands in
 //! bubblewrap roots), through the built binary: each attempt a detached run in a sandbox of its own, its
-//! outcome graded on this machine; the agent, which searches its whole sandbox, never finds a gate or the
+//! outcome graded in a fresh sandbox of the same template; the agent, which searches its whole sandbox, never finds a gate or the
 //! tasks; on E2B, the service refusing creates with 429 makes the trial wait for a slot, never fail an attempt.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -66,7 +66,9 @@ fn setup(runtime: &'static str) -> Trial {
     std::fs::write(package.join("instructions.md"), "TRIAL-MARKER: the answer is fixed\n").unwrap();
     task(&package, "fix", "grep -qx fixed answer.txt");
     std::fs::write(package.join("trials/fix/fixture/answer.txt"), "broken\n").unwrap();
-    task(&package, "hello", "test -f hello.txt");
+    // Two gates: the second passes only inside a sandbox of the package's template (its /opt/wb/bin), so the
+    // gates run in a fresh sandbox of the attempt's runtime.
+    task(&package, "hello", "test -f hello.txt\"}, {\"id\": \"image\", \"run\": \"test -x /opt/wb/bin/opencode");
     let image_bin = world.root.join("image-bin");
     std::fs::create_dir_all(&image_bin).unwrap();
     std::fs::write(image_bin.join("opencode"), AGENT).unwrap();
@@ -158,7 +160,12 @@ fn trial_on(runtime: &'static str) {
         assert_eq!(attempt["cost_usd"], 0.01, "{attempt}");
         let seen = trial.seen(attempt["run_id"].as_str().unwrap());
         assert_eq!(seen, "seen=[]", "the agent found the tasks or a gate in its sandbox");
+        if attempt["task"] == "hello" {
+            let codes: Vec<&Value> = attempt["gates"].as_array().unwrap().iter().map(|g| &g["exit_code"]).collect();
+            assert_eq!(codes, [&Value::from(0), &Value::from(0)], "the gates ran in a sandbox: {attempt:#}");
+        }
     }
+    assert!(!Path::new("/opt/wb/bin/opencode").exists(), "only a sandbox has the template's /opt/wb/bin");
     assert_eq!(trial.live_sandboxes(), 0, "every attempt's sandbox was destroyed");
     if runtime == "e2b" {
         assert!(output.stderr.contains("waiting for a slot"), "the 429s never made an attempt wait: {}", output.stderr);

@@ -213,14 +213,16 @@ impl Attempts for RunAttempts<'_> {
         let outcome = end.outcome_id.as_deref();
         let arm = self.job.arm_sources.get(&key.arm).map(|arm| arm.manifest.clone());
         let gates = match (self.job.runtime.as_str(), arm) {
-            // The gates in fresh containers of the package's image, as its runner ran.
-            ("docker", Some(manifest)) => {
+            ("local", _) | (_, None) => {
+                super::grade::grade_local(&loaded.task, &self.store, outcome, &scratch, &self.gate_env)
+            }
+            // The gates in a fresh container or sandbox of the attempt's runtime, never the agent's.
+            (runtime, Some(manifest)) => {
                 let (inherited, home) = (crate::bindings::process_environment(), self.home.clone());
                 super::grade::grade_with(&loaded.task, &self.store, outcome, &scratch, &self.gate_env, |gates, dir| {
-                    super::gates_docker::run_gates_in_docker(&manifest, dir, gates, &inherited, &home)
+                    super::gates_runtime::run_gates_in(runtime, &manifest, dir, gates, &inherited, &home)
                 })
             }
-            _ => super::grade::grade_local(&loaded.task, &self.store, outcome, &scratch, &self.gate_env),
         };
         // The gates' verdict and logs are the evidence; the copies (the agent's and the graded) are not kept.
         let _ = std::fs::remove_dir_all(&scratch);

@@ -12,7 +12,7 @@ pub mod batch;
 pub mod calibrate;
 pub mod fixture;
 pub mod gates;
-pub mod gates_docker;
+pub mod gates_runtime;
 pub mod grade;
 pub mod job;
 pub mod render;

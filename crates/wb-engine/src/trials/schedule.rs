@@ -65,6 +65,9 @@ pub enum GradeError {
     Apply(String),
     #[error("cannot start the grading runtime: {0}")]
     Runtime(String),
+    /// The service had no room for the grading sandbox: the attempt is graded again later.
+    #[error("the service has no room to grade now: {0}")]
+    Busy(String),
 }
 
 /// What the scheduler asks of the runtime.
@@ -229,6 +232,8 @@ fn finish(
         (None, Vec::new(), Some("cancelled before its end".to_owned()))
     } else {
         match attempts.grade(key, end) {
+            // No room to grade now: the attempt stays `grading` and is graded again at the next look.
+            Err(GradeError::Busy(_)) => return Ok(()),
             Ok(gates) => {
                 let verdict = match super::gates::verdict(&gates) {
                     Verdict::Failed if end.timed_out => Verdict::Inconclusive,
@@ -280,6 +285,11 @@ mod tests {
         busy_while_preparing: u32,
         /// Starts accepted, then failed while preparing, for this task.
         failing_while_preparing: Option<String>,
+        /// Grades refused for room (the grading sandbox's 429) before they are answered.
+        busy_grades: u32,
+        graded: u32,
+        /// Runs that ended, as a run's record keeps its end.
+        ended: BTreeMap<String, RunEnd>,
     }
 
     impl Attempts for Fake {
@@ -299,6 +309,9 @@ mod tests {
         }
 
         fn poll(&mut self, run_id: &str) -> Poll {
+            if let Some(end) = self.ended.get(run_id) {
+                return Poll::Ended(end.clone());
+            }
             if self.busy_while_preparing > 0 && self.live.contains_key(run_id) {
                 self.busy_while_preparing -= 1;
                 self.live.remove(run_id);
@@ -319,10 +332,17 @@ mod tests {
                 return Poll::Running { cost_usd: None };
             }
             self.live.remove(run_id);
-            Poll::Ended(RunEnd { cost_usd: Some(0.5), cancelled, ..RunEnd::default() })
+            let end = RunEnd { cost_usd: Some(0.5), cancelled, ..RunEnd::default() };
+            self.ended.insert(run_id.to_owned(), end.clone());
+            Poll::Ended(end)
         }
 
         fn grade(&mut self, key: &AttemptKey, _: &RunEnd) -> Result<Vec<GateResult>, GradeError> {
+            if self.busy_grades > 0 {
+                self.busy_grades -= 1;
+                return Err(GradeError::Busy("429".into()));
+            }
+            self.graded += 1;
             let passed = key.arm == "workbench";
             Ok(vec![GateResult {
                 id: "g".into(),
@@ -414,6 +434,17 @@ mod tests {
         assert!(verdicts("b").iter().all(|v| *v == Some(Verdict::InfraError)), "{job:#?}");
         // Three starts were refused for room and started again; none of them is an error.
         assert_eq!(fake.started.len(), 8 + 3);
+        Ok(())
+    }
+
+    #[test]
+    fn a_grade_refused_for_room_is_graded_again_later_not_failed() -> Result<(), JobError> {
+        let home = tempfile::tempdir().map_err(|source| JobError::Write { path: "/".into(), source })?;
+        let mut job = job(&["a"]);
+        let mut fake = Fake { room: 8, busy_grades: 5, ..Fake::default() };
+        run(home.path(), &mut job, &mut fake, &limits(8, None), &Arc::new(AtomicBool::new(false)))?;
+        assert!(job.attempts.iter().all(|a| matches!(a.verdict, Some(Verdict::Works | Verdict::Failed))), "{job:#?}");
+        assert_eq!((fake.started.len(), fake.graded), (4, 4), "each attempt run once and graded once");
         Ok(())
     }
 

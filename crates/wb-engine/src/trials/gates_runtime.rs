@@ -1,7 +1,8 @@
-//! A task's gates on the Docker runtime: each gate in a fresh container of the package's image (as the attempt's
-//! runner ran), the graded copy mounted as its workspace, never the container the agent used. The image is the
-//! one the attempts ran (built once and cached by the Docker runtime); each gate's exit status, duration and the
-//! end of its output are kept as on this machine, and a gate past its deadline is stopped with its container.
+//! A task's gates in the attempt's kind of runtime, never where the agent worked: on Docker each gate in a fresh
+//! container of the package's image (the one the attempts ran, cached), the graded copy mounted as its
+//! workspace; on E2B and Daytona a fresh sandbox of the package's template, the graded copy staged into it, each
+//! gate a command there, the sandbox destroyed after. Each gate's exit status, duration and the end of its output
+//! are kept as on this machine, and a gate past its deadline is stopped.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,18 +17,23 @@ use super::schedule::GradeError;
 use crate::adapters::Translation;
 use crate::runtime::{self, Handle, Mount, Runtime};
 
-/// Where the graded copy is in the gates' containers.
-const WORKSPACE: &str = "/workspace";
+/// Where the graded copy is in the gates' containers and sandboxes.
+const WORKSPACE: &str = runtime::paths::WORKSPACE;
 
-/// Runs `gates` in fresh containers of the image of the package at `manifest`, with `dir` as their workspace.
-pub fn run_gates_in_docker(
+/// Runs `gates` on runtime `name` (docker, e2b, daytona) for the package at `manifest`, with `dir` as their
+/// workspace.
+pub fn run_gates_in(
+    name: &str,
     manifest: &Path,
     dir: &Path,
     gates: &[Gate],
     inherited: &BTreeMap<String, String>,
     home: &Path,
 ) -> Result<Vec<GateResult>, GradeError> {
-    let runtime_error = |e: crate::EngineError| GradeError::Runtime(e.to_string());
+    let runtime_error = |e: crate::EngineError| match e {
+        crate::EngineError::RateLimited(_) => GradeError::Busy(e.to_string()),
+        other => GradeError::Runtime(other.to_string()),
+    };
     let source = manifest.display().to_string();
     let mut found =
         crate::source::resolve(&OsFileSystem, &source, dir, ModelCatalog::embedded(), true).map_err(runtime_error)?;
@@ -41,17 +47,20 @@ pub fn run_gates_in_docker(
         plan_only: false,
         adoptable: false,
     };
-    let mut docker = runtime::runtime_for("docker", setup).map_err(runtime_error)?;
+    let mut runtime = runtime::runtime_for(name, setup).map_err(runtime_error)?;
     let mounts = vec![Mount { host: dir.to_owned(), target: PathBuf::from(WORKSPACE), read_only: false }];
-    let results = docker
+    // A sandbox's working copy of the graded directory (a temporary directory of the runtime's) goes with it:
+    // nothing is collected from the gates.
+    let results = runtime
         .prepare(&package, mounts)
+        .and_then(|_| runtime.provision(&crate::events::new_run_id()))
         .map_err(runtime_error)
-        .map(|_| gates.iter().map(|gate| run_gate(docker.as_mut(), gate)).collect());
-    let _ = docker.cleanup();
+        .map(|_| gates.iter().map(|gate| run_gate(runtime.as_mut(), gate)).collect());
+    let _ = runtime.cleanup();
     results
 }
 
-fn run_gate(docker: &mut dyn Runtime, gate: &Gate) -> GateResult {
+fn run_gate(runtime: &mut dyn Runtime, gate: &Gate) -> GateResult {
     let started = Instant::now();
     let deadline = gate.timeout_seconds.map_or(DEFAULT_GATE_TIMEOUT, Duration::from_secs);
     let result = |exit_code: Option<i32>, timed_out: bool, log: String| GateResult {
@@ -73,9 +82,9 @@ fn run_gate(docker: &mut dyn Runtime, gate: &Gate) -> GateResult {
         warnings: Vec::new(),
         disabled_mcps: Vec::new(),
     };
-    let mut launched = match docker.launch(&translation) {
+    let mut launched = match runtime.launch(&translation) {
         Ok(launched) => launched,
-        Err(error) => return result(None, false, format!("cannot start the gate's container: {error}")),
+        Err(error) => return result(None, false, format!("cannot start the gate: {error}")),
     };
     let readers: Vec<_> = [launched.stdout.take(), launched.stderr.take()]
         .into_iter()
@@ -87,7 +96,7 @@ fn run_gate(docker: &mut dyn Runtime, gate: &Gate) -> GateResult {
         Handle::Child(_) => None,
     };
     if exit.is_none() {
-        docker.cancel(&mut launched);
+        runtime.cancel(&mut launched);
     }
     let log: String = readers.into_iter().map(|reader| reader.join().unwrap_or_default()).collect();
     match exit {
