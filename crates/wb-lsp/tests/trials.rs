@@ -553,3 +553,27 @@ fn a_trial_runs_in_docker_and_hides_the_gates() {
     }
     assert!(!Path::new("/nonce.txt").exists(), "the host has no /nonce.txt: only the image's containers pass");
 }
+
+/// `--against`: another version of the package as the second arm (v2 against v1). The older version, kept
+/// outside the repository, lacks the instruction the `fix` task needs: only it fails there.
+#[test]
+fn a_trial_against_another_version_shows_what_changed() {
+    let trial = setup();
+    let older = trial.world.root.join("v1/.workbenches/tb");
+    std::fs::create_dir_all(&older).unwrap();
+    std::fs::write(older.join("workbench.yml"), minimal("tb", "opencode", "openai/gpt-5.1", "")).unwrap();
+    std::fs::write(older.join("instructions.md"), "Be careful.\n").unwrap();
+    let output = trial.wb(&["trial", ".workbenches/tb", "--against", older.to_str().unwrap()]);
+    assert_eq!(output.code, 0, "{output:?}");
+    let job = trial.job(&job_id(&output));
+    assert_eq!(job["arms"], json!(["workbench", "against"]));
+    for (task, arm, verdict) in verdicts(&job) {
+        let expected = if task == "fix" && arm == "against" { "\"failed\"" } else { "\"works\"" };
+        assert_eq!(verdict, expected, "{task} · {arm}: {job:#}");
+    }
+    let frozen = trial.job_dir(&job_id(&output)).join("packages/against/.workbenches/tb/instructions.md");
+    assert_eq!(std::fs::read_to_string(frozen).unwrap(), "Be careful.\n", "the older version is frozen as it was");
+    let refused = trial.wb(&["trial", ".workbenches/tb", "--arms", "workbench,against"]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("needs --against PATH"), "{}", refused.stderr);
+}

@@ -158,6 +158,49 @@ pub struct RunAttempts<'a> {
     gate_env: Vec<(String, String)>,
 }
 
+/// How many attempts are graded at once.
+const GRADERS: usize = 16;
+
+/// What grading an attempt needs, shared by the graders running at once.
+struct Grader<'g> {
+    home: &'g Path,
+    job: &'g Job,
+    tasks: &'g BTreeMap<String, LoadedTask>,
+    store: &'g ContentStore,
+    gate_env: &'g [(String, String)],
+}
+
+impl Grader<'_> {
+    /// Grades an ended attempt on a fresh copy, in its runtime; its copies are removed after.
+    fn grade(&self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError> {
+        let loaded = self.tasks.get(&key.task).ok_or_else(|| GradeError::Runtime(format!("no task {}", key.task)))?;
+        let dir = self
+            .job
+            .attempt_dir(self.home, key)
+            .ok_or_else(|| GradeError::Runtime("not an attempt of the job".to_owned()))?;
+        let scratch = dir.join("grading");
+        let _ = std::fs::remove_dir_all(&scratch);
+        let outcome = end.outcome_id.as_deref();
+        let arm = self.job.arm_sources.get(&key.arm).map(|arm| arm.manifest.clone());
+        let gates = match (self.job.runtime.as_str(), arm) {
+            ("local", _) | (_, None) => {
+                super::grade::grade_local(&loaded.task, self.store, outcome, &scratch, self.gate_env)
+            }
+            // The gates in a fresh container or sandbox of the attempt's runtime, never the agent's.
+            (runtime, Some(manifest)) => {
+                let inherited = crate::bindings::process_environment();
+                super::grade::grade_with(&loaded.task, self.store, outcome, &scratch, self.gate_env, |gates, dir| {
+                    super::gates_runtime::run_gates_in(runtime, &manifest, dir, gates, &inherited, self.home)
+                })
+            }
+        };
+        // The gates' verdict and logs are the evidence; the copies (the agent's and the graded) are not kept.
+        let _ = std::fs::remove_dir_all(&scratch);
+        let _ = std::fs::remove_dir_all(dir.join("work"));
+        gates
+    }
+}
+
 impl<'a> RunAttempts<'a> {
     pub fn new(
         home: &Path,
@@ -168,6 +211,10 @@ impl<'a> RunAttempts<'a> {
         let store = ContentStore::open(home).map_err(|e| GradeError::Apply(e.to_string()))?;
         let gate_env = vec![("WORKBENCH_TRIAL".to_owned(), job.job_id.clone())];
         Ok(RunAttempts { home: home.to_owned(), job: job.clone(), tasks, launcher, store, gate_env })
+    }
+
+    fn grader(&self) -> Grader<'_> {
+        Grader { home: &self.home, job: &self.job, tasks: self.tasks, store: &self.store, gate_env: &self.gate_env }
     }
 
     fn task(&self, key: &AttemptKey) -> Result<&'a LoadedTask, NotStarted> {
@@ -206,28 +253,25 @@ impl Attempts for RunAttempts<'_> {
     }
 
     fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError> {
-        let loaded = self.task(key).map_err(|e| GradeError::Runtime(format!("{e:?}")))?;
-        let dir = self.attempt_dir(key).map_err(|e| GradeError::Runtime(format!("{e:?}")))?;
-        let scratch = dir.join("grading");
-        let _ = std::fs::remove_dir_all(&scratch);
-        let outcome = end.outcome_id.as_deref();
-        let arm = self.job.arm_sources.get(&key.arm).map(|arm| arm.manifest.clone());
-        let gates = match (self.job.runtime.as_str(), arm) {
-            ("local", _) | (_, None) => {
-                super::grade::grade_local(&loaded.task, &self.store, outcome, &scratch, &self.gate_env)
-            }
-            // The gates in a fresh container or sandbox of the attempt's runtime, never the agent's.
-            (runtime, Some(manifest)) => {
-                let (inherited, home) = (crate::bindings::process_environment(), self.home.clone());
-                super::grade::grade_with(&loaded.task, &self.store, outcome, &scratch, &self.gate_env, |gates, dir| {
-                    super::gates_runtime::run_gates_in(runtime, &manifest, dir, gates, &inherited, &home)
-                })
-            }
-        };
-        // The gates' verdict and logs are the evidence; the copies (the agent's and the graded) are not kept.
-        let _ = std::fs::remove_dir_all(&scratch);
-        let _ = std::fs::remove_dir_all(dir.join("work"));
-        gates
+        self.grader().grade(key, end)
+    }
+
+    /// The ended attempts graded at once, up to [`GRADERS`] at a time: a fresh container or sandbox each is
+    /// mostly waiting on the runtime.
+    fn grade_all(&mut self, ended: &[(AttemptKey, RunEnd)]) -> Vec<Result<Vec<GateResult>, GradeError>> {
+        let grader = self.grader();
+        let mut results = Vec::with_capacity(ended.len());
+        for chunk in ended.chunks(GRADERS) {
+            std::thread::scope(|scope| {
+                let graders: Vec<_> = chunk.iter().map(|(key, end)| scope.spawn(|| grader.grade(key, end))).collect();
+                for grading in graders {
+                    results.push(
+                        grading.join().unwrap_or_else(|_| Err(GradeError::Runtime("the grading panicked".to_owned()))),
+                    );
+                }
+            });
+        }
+        results
     }
 
     fn cancel(&mut self, run_id: &str) {

@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use super::report::{Cell, Report};
+use super::job::Attempt;
+use super::report::{ArmTotals, Cell, Pair, Report};
 
 fn rate(value: Option<f64>) -> String {
     value.map_or_else(|| "–".to_owned(), |v| format!("{:.0}%", v * 100.0))
@@ -81,57 +82,96 @@ const CELL_HEADER: [&str; 11] = [
     "pass@1 / pass^n",
 ];
 
+const ARM_HEADER: [&str; 8] =
+    ["Arm", "Works", "Failed", "Inconclusive", "Infra errors", "Cost", "$ per working result", "Working results per $"];
+
+fn arm_row(arm: &ArmTotals) -> [String; 8] {
+    [
+        arm.arm.clone(),
+        format!("{}/{} ({})", arm.counts.works, arm.counts.graded(), rate(arm.works_rate)),
+        arm.counts.failed.to_string(),
+        arm.counts.inconclusive.to_string(),
+        arm.counts.infra_errors.to_string(),
+        dollars(arm.cost_usd),
+        dollars(arm.dollars_per_working_result),
+        arm.working_results_per_dollar.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}")),
+    ]
+}
+
+const PAIR_HEADER: [&str; 4] = ["Task", "Arm", "Works rate difference", "Median cost difference"];
+
+fn pair_row(pair: &Pair) -> [String; 4] {
+    [
+        pair.task.clone(),
+        format!("{} vs {}", pair.arm, pair.baseline),
+        pair.works_rate_difference.map_or_else(|| "–".to_owned(), |v| format!("{:+.0} points", v * 100.0)),
+        pair.cost_usd_median_difference.map_or_else(|| "–".to_owned(), |v| format!("{v:+.3} $")),
+    ]
+}
+
+const ATTEMPT_HEADER: [&str; 9] = ["Task", "Arm", "Rep", "Verdict", "Gates failed", "Why", "Cost", "Time", "Outcome"];
+
+/// An attempt with its evidence (the run and its log are linked apart): its verdict (or where it is), the gates
+/// that did not pass, why, cost, time, outcome.
+fn attempt_row(attempt: &Attempt) -> [String; 9] {
+    let failing: Vec<&str> = attempt.gates.iter().filter(|g| g.exit_code != Some(0)).map(|g| g.id.as_str()).collect();
+    [
+        attempt.key.task.clone(),
+        attempt.key.arm.clone(),
+        attempt.key.rep.to_string(),
+        attempt.verdict.map_or_else(|| format!("{:?}", attempt.state).to_lowercase(), |v| v.as_str().to_owned()),
+        if failing.is_empty() { "–".to_owned() } else { failing.join(", ") },
+        attempt.reason.clone().unwrap_or_else(|| "–".to_owned()),
+        dollars(attempt.cost_usd),
+        seconds(attempt.duration_ms.map(|ms| ms as f64)),
+        attempt.outcome_id.clone().unwrap_or_else(|| "–".to_owned()),
+    ]
+}
+
+/// Where a run's event log is from a report written in its job's directory (`trials/<job>/`).
+fn log_link(run_id: &str) -> String {
+    format!("../../runs/{run_id}/events.ndjson")
+}
+
+/// A Markdown table of `header` and `rows`.
+fn md_table<const N: usize>(out: &mut String, header: [&str; N], rows: impl Iterator<Item = [String; N]>) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(N));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|v| md(v)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+}
+
+/// An HTML table of `header` and `rows`, every cell escaped.
+fn html_table<const N: usize>(out: &mut String, header: [&str; N], rows: impl Iterator<Item = [String; N]>) {
+    out.push_str("<table><tr>");
+    for name in header {
+        let _ = write!(out, "<th>{}</th>", html(name));
+    }
+    out.push_str("</tr>");
+    for row in rows {
+        out.push_str("<tr>");
+        for value in row {
+            let _ = write!(out, "<td>{}</td>", html(&value));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+}
+
 /// `report.md`.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Trial of {}\n", md(&report.workbench));
     let _ = writeln!(out, "Jobs: {}. Arms: {}.\n", md(&report.jobs.join(", ")), md(&report.arms.join(", ")));
-    let _ = writeln!(
-        out,
-        "## Arms\n\n| Arm | Works | Failed | Inconclusive | Infra errors | Cost | $ per working result | Working results per $ |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
-    for arm in &report.arm_totals {
-        let per_dollar = arm.working_results_per_dollar.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}"));
-        let _ = writeln!(
-            out,
-            "| {} | {}/{} ({}) | {} | {} | {} | {} | {} | {} |",
-            md(&arm.arm),
-            arm.counts.works,
-            arm.counts.graded(),
-            rate(arm.works_rate),
-            arm.counts.failed,
-            arm.counts.inconclusive,
-            arm.counts.infra_errors,
-            dollars(arm.cost_usd),
-            dollars(arm.dollars_per_working_result),
-            per_dollar
-        );
-    }
-    let _ = writeln!(out, "\n## Tasks\n\n| {} |", CELL_HEADER.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(CELL_HEADER.len()));
-    for cell in &report.cells {
-        let row: Vec<String> = cell_row(cell).iter().map(|v| md(v)).collect();
-        let _ = writeln!(out, "| {} |", row.join(" | "));
-    }
+    out.push_str("## Arms\n\n");
+    md_table(&mut out, ARM_HEADER, report.arm_totals.iter().map(arm_row));
+    out.push_str("\n## Tasks\n\n");
+    md_table(&mut out, CELL_HEADER, report.cells.iter().map(cell_row));
     if !report.pairs.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n## Against the first arm\n\n| Task | Arm | Works rate difference | Median cost difference |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|");
-        for pair in &report.pairs {
-            let difference =
-                pair.works_rate_difference.map_or_else(|| "–".to_owned(), |v| format!("{:+.0} points", v * 100.0));
-            let cost = pair.cost_usd_median_difference.map_or_else(|| "–".to_owned(), |v| format!("{v:+.3} $"));
-            let _ = writeln!(
-                out,
-                "| {} | {} vs {} | {difference} | {cost} |",
-                md(&pair.task),
-                md(&pair.arm),
-                md(&pair.baseline)
-            );
-        }
+        out.push_str("\n## Against the first arm\n\n");
+        md_table(&mut out, PAIR_HEADER, report.pairs.iter().map(pair_row));
     }
     if !report.suspect_gates.is_empty() {
         let _ = writeln!(
@@ -141,6 +181,15 @@ pub fn markdown(report: &Report) -> String {
         for gate in &report.suspect_gates {
             let _ = writeln!(out, "- {} · {} ({} attempts)", md(&gate.task), md(&gate.gate), gate.attempts);
         }
+    }
+    out.push_str("\n## Attempts\n\nEach run's event log is `runs/<run>/events.ndjson` under the Workbench home.\n\n");
+    let header = [ATTEMPT_HEADER.as_slice(), &["Run"]].concat();
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for attempt in &report.attempts {
+        let mut cells: Vec<String> = attempt_row(attempt).iter().map(|v| md(v)).collect();
+        cells.push(attempt.run_id.as_deref().map_or_else(|| "–".to_owned(), md));
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
 }
@@ -256,19 +305,14 @@ pub fn html_page(report: &Report) -> String {
         html(&report.arms.join(", ")),
         chart(report)
     );
-    out.push_str("<h2>Tasks</h2><table><tr>");
-    for header in CELL_HEADER {
-        let _ = write!(out, "<th>{}</th>", html(header));
+    out.push_str("<h2>Arms</h2>");
+    html_table(&mut out, ARM_HEADER, report.arm_totals.iter().map(arm_row));
+    out.push_str("<h2>Tasks</h2>");
+    html_table(&mut out, CELL_HEADER, report.cells.iter().map(cell_row));
+    if !report.pairs.is_empty() {
+        out.push_str("<h2>Against the first arm</h2>");
+        html_table(&mut out, PAIR_HEADER, report.pairs.iter().map(pair_row));
     }
-    out.push_str("</tr>");
-    for cell in &report.cells {
-        out.push_str("<tr>");
-        for value in cell_row(cell) {
-            let _ = write!(out, "<td>{}</td>", html(&value));
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</table>");
     if !report.suspect_gates.is_empty() {
         out.push_str("<h2>Suspect gates</h2><ul>");
         for gate in &report.suspect_gates {
@@ -276,7 +320,35 @@ pub fn html_page(report: &Report) -> String {
         }
         out.push_str("</ul>");
     }
-    out.push_str("</body></html>\n");
+    out.push_str("<h2>Attempts</h2><table><tr>");
+    for name in ATTEMPT_HEADER.iter().chain(&["Run", "Gate logs"]) {
+        let _ = write!(out, "<th>{}</th>", html(name));
+    }
+    out.push_str("</tr>");
+    for attempt in &report.attempts {
+        out.push_str("<tr>");
+        for value in attempt_row(attempt) {
+            let _ = write!(out, "<td>{}</td>", html(&value));
+        }
+        match &attempt.run_id {
+            Some(run) => {
+                let _ = write!(out, "<td><a href=\"{}\">{}</a></td>", html(&log_link(run)), html(run));
+            }
+            None => out.push_str("<td>–</td>"),
+        }
+        out.push_str("<td>");
+        for gate in attempt.gates.iter().filter(|g| g.exit_code != Some(0)) {
+            let _ = write!(
+                out,
+                "<details><summary>{} ({})</summary><pre>{}</pre></details>",
+                html(&gate.id),
+                gate.exit_code.map_or_else(|| "no exit".to_owned(), |code| format!("exit {code}")),
+                html(&gate.log)
+            );
+        }
+        out.push_str("</td></tr>");
+    }
+    out.push_str("</table></body></html>\n");
     out
 }
 

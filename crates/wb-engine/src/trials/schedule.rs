@@ -79,6 +79,10 @@ pub trait Attempts {
     fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError>;
     /// Asks a running attempt's run to stop.
     fn cancel(&mut self, run_id: &str);
+    /// Grades every ended attempt of `ended`, in order (a runtime may grade them at once).
+    fn grade_all(&mut self, ended: &[(AttemptKey, RunEnd)]) -> Vec<Result<Vec<GateResult>, GradeError>> {
+        ended.iter().map(|(key, end)| self.grade(key, end)).collect()
+    }
     /// The job changed (and was saved): an attempt started, ended or was graded.
     fn changed(&mut self, _job: &Job) {}
 }
@@ -124,9 +128,10 @@ pub fn run(
             .filter(|a| matches!(a.state, AttemptState::Running | AttemptState::Grading))
             .filter_map(|a| a.run_id.clone().map(|run| (a.key.clone(), run)))
             .collect();
+        let mut ended = Vec::new();
         for (key, run_id) in &running {
             match attempts.poll(run_id) {
-                Poll::Ended(end) => finish(home, job, attempts, key, &end)?,
+                Poll::Ended(end) => ended.push((key.clone(), end)),
                 Poll::Running { cost_usd: Some(cost) } => update(job, key, |a| a.cost_usd = Some(cost)),
                 Poll::Running { cost_usd: None } => {}
                 Poll::NotStarted(NotStarted::Busy) => {
@@ -150,6 +155,7 @@ pub fn run(
                 }
             }
         }
+        finish(home, job, attempts, &ended)?;
         let over = limits.max_cost_usd.is_some_and(|cap| job.spent_usd() >= cap);
         if over && !capped {
             capped = true;
@@ -210,54 +216,65 @@ fn update(job: &mut Job, key: &AttemptKey, change: impl FnOnce(&mut super::job::
     }
 }
 
-/// An attempt's run ended: its cost kept, then graded (or an infrastructure error, or no verdict if cancelled).
+/// Attempts whose runs ended: their costs kept, then graded all at once (or an infrastructure error, or no
+/// verdict if cancelled).
 fn finish(
     home: &Path,
     job: &mut Job,
     attempts: &mut dyn Attempts,
-    key: &AttemptKey,
-    end: &RunEnd,
+    ended: &[(AttemptKey, RunEnd)],
 ) -> Result<(), JobError> {
-    update(job, key, |a| {
-        a.state = AttemptState::Grading;
-        a.outcome_id = end.outcome_id.clone();
-        a.cost_usd = end.cost_usd;
-        a.tokens = end.tokens;
-        a.duration_ms = end.duration_ms;
-    });
+    if ended.is_empty() {
+        return Ok(());
+    }
+    for (key, end) in ended {
+        update(job, key, |a| {
+            a.state = AttemptState::Grading;
+            a.outcome_id = end.outcome_id.clone();
+            a.cost_usd = end.cost_usd;
+            a.tokens = end.tokens;
+            a.duration_ms = end.duration_ms;
+        });
+    }
     save(home, job)?;
-    let (verdict, gates, reason) = if let Some(reason) = &end.infra_error {
-        (Some(Verdict::InfraError), Vec::new(), Some(reason.clone()))
-    } else if end.cancelled {
-        (None, Vec::new(), Some("cancelled before its end".to_owned()))
-    } else {
-        match attempts.grade(key, end) {
-            // No room to grade now: the attempt stays `grading` and is graded again at the next look.
-            Err(GradeError::Busy(_)) => return Ok(()),
-            Ok(gates) => {
-                let verdict = match super::gates::verdict(&gates) {
-                    Verdict::Failed if end.timed_out => Verdict::Inconclusive,
-                    verdict => verdict,
-                };
-                let reason = end.timed_out.then(|| TIME_LIMIT_REASON.to_owned());
-                (Some(verdict), gates, reason)
+    let to_grade: Vec<(AttemptKey, RunEnd)> =
+        ended.iter().filter(|(_, end)| end.infra_error.is_none() && !end.cancelled).cloned().collect();
+    let mut graded = attempts.grade_all(&to_grade).into_iter();
+    for (key, end) in ended {
+        let (verdict, gates, reason) = if let Some(reason) = &end.infra_error {
+            (Some(Verdict::InfraError), Vec::new(), Some(reason.clone()))
+        } else if end.cancelled {
+            (None, Vec::new(), Some("cancelled before its end".to_owned()))
+        } else {
+            match graded.next() {
+                // No room to grade now: the attempt stays `grading` and is graded again at the next look.
+                Some(Err(GradeError::Busy(_))) => continue,
+                Some(Ok(gates)) => {
+                    let verdict = match super::gates::verdict(&gates) {
+                        Verdict::Failed if end.timed_out => Verdict::Inconclusive,
+                        verdict => verdict,
+                    };
+                    let reason = end.timed_out.then(|| TIME_LIMIT_REASON.to_owned());
+                    (Some(verdict), gates, reason)
+                }
+                Some(Err(reason)) => (Some(Verdict::InfraError), Vec::new(), Some(format!("grading failed: {reason}"))),
+                None => (Some(Verdict::InfraError), Vec::new(), Some("it was not graded".to_owned())),
             }
-            Err(reason) => (Some(Verdict::InfraError), Vec::new(), Some(format!("grading failed: {reason}"))),
-        }
-    };
-    update(job, key, |a| {
-        a.gates = gates;
-        a.reason = reason;
-        a.verdict = verdict;
-        match verdict {
-            Some(_) => a.state = AttemptState::Done,
-            // No verdict (cancelled): started again by `resume`, as a new run.
-            None => {
-                a.state = AttemptState::Pending;
-                a.run_id = None;
+        };
+        update(job, key, |a| {
+            a.gates = gates;
+            a.reason = reason;
+            a.verdict = verdict;
+            match verdict {
+                Some(_) => a.state = AttemptState::Done,
+                // No verdict (cancelled): started again by `resume`, as a new run.
+                None => {
+                    a.state = AttemptState::Pending;
+                    a.run_id = None;
+                }
             }
-        }
-    });
+        });
+    }
     save(home, job)?;
     attempts.changed(job);
     Ok(())

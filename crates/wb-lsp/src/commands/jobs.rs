@@ -93,6 +93,10 @@ impl Attempts for Shown<'_> {
         self.inner.grade(key, end)
     }
 
+    fn grade_all(&mut self, ended: &[(AttemptKey, RunEnd)]) -> Vec<Result<Vec<GateResult>, GradeError>> {
+        self.inner.grade_all(ended)
+    }
+
     fn cancel(&mut self, run_id: &str) {
         self.inner.cancel(run_id);
     }
