@@ -181,3 +181,31 @@ fn a_trial_on_e2b_waits_out_a_full_service_and_hides_the_gates() {
 fn a_trial_on_daytona_hides_the_gates() {
     trial_on("daytona");
 }
+
+/// A sandbox that cannot be created (the service answers 500) makes every attempt `infra_error`, never a failure
+/// of the package; once the service is back, `trial resume` runs exactly those.
+#[test]
+fn attempts_whose_sandbox_cannot_be_created_are_infra_errors_and_resumed() {
+    let trial = setup("e2b");
+    let Service::E2b(fake) = &trial.service else { unreachable!() };
+    let mut faults = fake.faults();
+    faults.create_status = Some(500);
+    fake.set_faults(faults.clone());
+    let output = trial.wb(&["trial", ".workbenches/remote-trial", "--runtime", "e2b", "--task", "hello"]);
+    assert_eq!(output.code, 1, "{output:?}");
+    let job = trial.job(&output);
+    let id = job["job_id"].as_str().unwrap().to_owned();
+    for attempt in job["attempts"].as_array().unwrap() {
+        assert_eq!(attempt["verdict"], "infra_error", "{attempt:#}");
+        assert!(attempt["reason"].as_str().is_some_and(|reason| !reason.is_empty()), "{attempt:#}");
+    }
+    assert_eq!(trial.live_sandboxes(), 0);
+    faults.create_status = None;
+    fake.set_faults(faults);
+    let resumed = trial.wb(&["trial", "resume", &id]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert!(resumed.stderr.contains("2 of 2 attempts to run"), "{}", resumed.stderr);
+    let path = trial.world.home.join(".workbench/trials").join(&id).join("job.json");
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(job["attempts"].as_array().unwrap().iter().all(|a| a["verdict"] == "works"), "{job:#}");
+}
