@@ -914,7 +914,8 @@ async function editingScenarios(window) {
     await window.page.keyboard.type('runner: ');
     await window.page.keyboard.press('Control+Space');
     await acceptSuggestion(window, 'claude-code', see);
-    let lines = await window.waitForEditorLines('line 4 to read runner: claude-code', (shown) => shown[3] !== undefined && shown[3].startsWith('runner: '));
+    // The typed `runner: ` is there before the accepted text is: wait for more than it, or time out showing what is.
+    let lines = await window.waitForEditorLines('line 4 to read runner: claude-code', (shown) => shown[3] !== undefined && shown[3].startsWith('runner: ') && shown[3] !== 'runner: ');
     see(`after accepting: line 4 is "${lines[3]}"`);
     check(lines[3] === 'runner: claude-code', `completion after "runner: " inserted "${lines[3]}", not "runner: claude-code"`);
     // A key: `desc` on a new line, completed to the field.
