@@ -360,11 +360,25 @@ pub fn load(home: &Path, job_id: &str) -> Result<Job, JobError> {
     if !valid {
         return Err(JobError::BadId(job_id.to_owned()));
     }
-    let path = job_dir(home, job_id).join("job.json");
+    let job = load_file(&job_dir(home, job_id).join("job.json")).map_err(|error| match error {
+        JobError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            JobError::Missing(job_id.to_owned())
+        }
+        other => other,
+    })?;
+    if job.job_id != job_id {
+        return Err(JobError::Invalid { path: job_dir(home, job_id), reason: format!("it is job {}", job.job_id) });
+    }
+    Ok(job)
+}
+
+/// Reads a `job.json` wherever it is (a shard's, copied from another machine): a regular file within the size
+/// limit, of this version.
+pub fn load_file(path: &Path) -> Result<Job, JobError> {
+    let path = path.to_owned();
     let size = match std::fs::symlink_metadata(&path) {
         Ok(meta) if meta.is_file() => meta.len(),
         Ok(_) => return Err(JobError::Invalid { path, reason: "not a regular file".to_owned() }),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Err(JobError::Missing(job_id.to_owned())),
         Err(source) => return Err(JobError::Read { path, source }),
     };
     if size > MAX_JOB_BYTES {
@@ -373,7 +387,7 @@ pub fn load(home: &Path, job_id: &str) -> Result<Job, JobError> {
     let bytes = std::fs::read(&path).map_err(|source| JobError::Read { path: path.clone(), source })?;
     let job: Job =
         serde_json::from_slice(&bytes).map_err(|e| JobError::Invalid { path: path.clone(), reason: e.to_string() })?;
-    if job.version != JOB_VERSION || job.job_id != job_id {
+    if job.version != JOB_VERSION {
         return Err(JobError::Invalid { path, reason: format!("version {} of job {}", job.version, job.job_id) });
     }
     Ok(job)

@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use wb_engine::runs;
 use wb_engine::trials::attempts::{Launch, Launcher, RunAttempts, load_tasks};
 use wb_engine::trials::calibrate::calibrate as calibrate_task;
 use wb_engine::trials::job::{self, AttemptState, Job, JobKind, Verdict};
@@ -208,9 +207,7 @@ fn load_any(home: &Path, name: &str) -> anyhow::Result<Job> {
     let path = PathBuf::from(name);
     if name.ends_with(".json") || path.is_dir() {
         let file = if path.is_dir() { path.join("job.json") } else { path };
-        let bytes = runs::layout::read_bounded(&file, 64 * 1024 * 1024)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-        return serde_json::from_slice(&bytes).with_context(|| format!("{} is not a trial job", file.display()));
+        return Ok(job::load_file(&file)?);
     }
     Ok(job::load(home, name)?)
 }

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicU64;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use crossbeam_channel::Sender;
 use lsp_server::{Message, Request, RequestId};
@@ -19,7 +19,7 @@ use wb_engine::trials::job::{self, Job};
 use super::super::convert;
 use super::super::ext;
 use super::super::snapshot::Snapshot;
-use super::execute::{Flags, begin, finish, report};
+use super::execute::{CancelForward, Flags, begin, finish, report};
 use crate::supervisor;
 
 /// The most jobs read to find a package's latest.
@@ -216,19 +216,8 @@ pub fn trial(
         .map_err(|e| anyhow::anyhow!("cannot start the trial: {e}"))?;
     let token = params.work_done_progress_params.work_done_token.clone();
     begin(sender, &token, "Workbench trial", true, "starting");
-    let pid = child.id();
-    let cancel = std::sync::Arc::clone(&flags.cancel);
-    let stopped = std::sync::Arc::new(AtomicBool::new(false));
-    let watching = std::sync::Arc::clone(&stopped);
     // The client's cancel is the trial's Ctrl-C: nothing new starts, the running attempts finish.
-    std::thread::spawn(move || {
-        while !watching.load(Ordering::SeqCst) {
-            if cancel.swap(false, Ordering::SeqCst) {
-                let _ = supervisor::interrupt(pid);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    });
+    let forward = CancelForward::start(std::sync::Arc::clone(&flags.cancel), child.id());
     let stderr = child.stderr.take();
     let errors = std::thread::spawn(move || {
         let mut text = String::new();
@@ -272,12 +261,12 @@ pub fn trial(
         }
     }
     if flags.detach.load(Ordering::SeqCst) {
-        stopped.store(true, Ordering::SeqCst);
+        drop(forward);
         finish(sender, &token, "left to run on its own".to_owned());
         return Ok(None);
     }
     let status = child.wait().map_err(|e| anyhow::anyhow!("waiting for the trial: {e}"))?;
-    stopped.store(true, Ordering::SeqCst);
+    drop(forward);
     let errors = errors.join().unwrap_or_default();
     let job_id = job_id.or_else(|| {
         errors.lines().find_map(|l| l.strip_prefix("trial ")).and_then(|rest| rest.split(':').next()).map(str::to_owned)
