@@ -15,6 +15,7 @@
 (require 'url-util)
 (require 'subr-x)
 (require 'cl-lib)
+(require 'tabulated-list)
 
 (defgroup workbench nil
   "Workbench manifests and the wb-lsp language server."
@@ -54,6 +55,14 @@ yourself), `eglot' calls `eglot-ensure' and `lsp-mode' calls `lsp-deferred'."
                   (connection method params &rest args))
 (declare-function lsp-request "lsp-mode" (method params &rest args))
 (declare-function lsp-workspaces "lsp-mode" ())
+
+(defun workbench--list-keymap (&rest bindings)
+  "A keymap over `tabulated-list-mode-map' binding BINDINGS (KEY COMMAND ...)."
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map tabulated-list-mode-map)
+    (while bindings
+      (define-key map (kbd (pop bindings)) (pop bindings)))
+    map))
 
 (defun workbench--file-uri (file)
   "The file:// URI of FILE."

@@ -102,12 +102,7 @@ The bytes are checked against their digest first."
         (pop-to-buffer (current-buffer))))))
 
 (defvar workbench-files-mode-map
-  (let ((map (make-sparse-keymap)))
-    (set-keymap-parent map tabulated-list-mode-map)
-    (define-key map (kbd "RET") #'workbench-files-ediff)
-    (define-key map (kbd "d") #'workbench-files-diff)
-    (define-key map (kbd "a") #'workbench-files-apply)
-    map)
+  (workbench--list-keymap "RET" #'workbench-files-ediff "d" #'workbench-files-diff "a" #'workbench-files-apply)
   "Keymap of `workbench-files-mode'.")
 
 (define-derived-mode workbench-files-mode tabulated-list-mode "Workbench Files"

@@ -126,15 +126,8 @@ The running runs first, then `workbench-runs-recent' finished ones."
             (error (message "Workbench: cannot list the runs: %s" (error-message-string err)))))))))
 
 (defvar workbench-runs-mode-map
-  (let ((map (make-sparse-keymap)))
-    (set-keymap-parent map tabulated-list-mode-map)
-    (define-key map (kbd "RET") #'workbench-runs-attach)
-    (define-key map (kbd "a") #'workbench-runs-attach)
-    (define-key map (kbd "k") #'workbench-runs-kill)
-    (define-key map (kbd "s") #'workbench-runs-send)
-    (define-key map (kbd "o") #'workbench-runs-outcome)
-    (define-key map (kbd "f") #'workbench-runs-files)
-    map)
+  (workbench--list-keymap "RET" #'workbench-runs-attach "a" #'workbench-runs-attach "k" #'workbench-runs-kill
+                          "s" #'workbench-runs-send "o" #'workbench-runs-outcome "f" #'workbench-runs-files)
   "Keymap of `workbench-runs-mode'.")
 
 (define-derived-mode workbench-runs-mode tabulated-list-mode "Workbench Runs"
@@ -187,26 +180,25 @@ attach, `s' send an idle session a turn, `k' kill, `o' outcome, `g' refresh."
   (interactive)
   (workbench-kill (workbench--runs-id-at-point)))
 
-(defun workbench-runs-outcome ()
-  "Show the outcome of the run at point: `workbench-outcome'."
-  (interactive)
+(defun workbench--runs-with-outcome (show)
+  "Call SHOW with the outcome id of the run at point, or say it has none."
   (let* ((id (workbench--runs-id-at-point))
          (run (and workbench--runs-records (gethash id workbench--runs-records)))
          (outcome (workbench--string (workbench--get run "outcome_id"))))
     (if outcome
-        (workbench-outcome outcome)
+        (funcall show outcome)
       (message "Workbench: run %s has no outcome%s" id
                (if (equal (workbench--get run "state") "running") " yet" "")))))
+
+(defun workbench-runs-outcome ()
+  "Show the outcome of the run at point: `workbench-outcome'."
+  (interactive)
+  (workbench--runs-with-outcome #'workbench-outcome))
 
 (defun workbench-runs-files ()
   "List the changed files of the run at point's outcome: `workbench-outcome-files'."
   (interactive)
-  (let* ((id (workbench--runs-id-at-point))
-         (run (and workbench--runs-records (gethash id workbench--runs-records)))
-         (outcome (workbench--string (workbench--get run "outcome_id"))))
-    (if outcome
-        (workbench-outcome-files outcome)
-      (message "Workbench: run %s has no outcome" id))))
+  (workbench--runs-with-outcome #'workbench-outcome-files))
 
 (defun workbench--read-run-id (prompt)
   "Read a run id with PROMPT, completing from the runs of the Workbench home."

@@ -53,13 +53,14 @@ fn html(text: &str) -> String {
 /// The rows of the per-cell table: task, arm, works/graded, failed, inconclusive, infra errors, median and p90
 /// duration, median cost, dollars per working result, pass@1, pass^k at the largest k.
 fn cell_row(cell: &Cell) -> [String; 11] {
+    let [failed, inconclusive, infra] = cell.counts.other_verdicts();
     [
         cell.task.clone(),
         cell.arm.clone(),
         format!("{}/{} ({})", cell.counts.works, cell.counts.graded(), rate(cell.works_rate)),
-        cell.counts.failed.to_string(),
-        cell.counts.inconclusive.to_string(),
-        cell.counts.infra_errors.to_string(),
+        failed,
+        inconclusive,
+        infra,
         seconds(cell.duration_ms_median),
         seconds(cell.duration_ms_p90),
         dollars(cell.cost_usd_median),

@@ -42,6 +42,11 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// The failed, inconclusive and infra-error counts as a table's columns (every table lists them so).
+    pub fn other_verdicts(&self) -> [String; 3] {
+        [self.failed.to_string(), self.inconclusive.to_string(), self.infra_errors.to_string()]
+    }
+
     fn of<'a>(attempts: impl IntoIterator<Item = &'a Attempt>) -> Counts {
         let mut counts = Counts::default();
         for attempt in attempts {

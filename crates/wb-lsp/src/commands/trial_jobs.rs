@@ -10,7 +10,7 @@ use wb_engine::trials::attempts::{Launch, Launcher, RunAttempts, load_tasks};
 use wb_engine::trials::calibrate::calibrate as calibrate_task;
 use wb_engine::trials::job::{self, AttemptState, Job, JobKind, Verdict};
 use wb_engine::trials::render;
-use wb_engine::trials::report::{Report, report as make_report};
+use wb_engine::trials::report::{Counts, Report, report as make_report};
 use wb_engine::trials::schedule::{Attempts, NotStarted, RunEnd, TIME_LIMIT_REASON};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 use wb_outcomes::{FileMode, write_atomic};
@@ -82,31 +82,28 @@ fn table(report: &Report) -> String {
         "median cost".to_owned(),
         "$/working".to_owned(),
     ]];
-    for cell in &report.cells {
+    let mut row = |task: &str, arm: &str, counts: &Counts, median: String, cost: Option<f64>, per: Option<f64>| {
+        let [failed, inconclusive, infra] = counts.other_verdicts();
+        let works = format!("{}/{}", counts.works, counts.graded());
         rows.push([
-            crate::render::printable(&cell.task).into_owned(),
-            cell.arm.clone(),
-            format!("{}/{}", cell.counts.works, cell.counts.graded()),
-            cell.counts.failed.to_string(),
-            cell.counts.inconclusive.to_string(),
-            cell.counts.infra_errors.to_string(),
-            seconds(cell.duration_ms_median),
-            money(cell.cost_usd_median),
-            money(cell.dollars_per_working_result),
+            task.to_owned(),
+            arm.to_owned(),
+            works,
+            failed,
+            inconclusive,
+            infra,
+            median,
+            money(cost),
+            money(per),
         ]);
+    };
+    for cell in &report.cells {
+        let task = crate::render::printable(&cell.task);
+        let median = seconds(cell.duration_ms_median);
+        row(&task, &cell.arm, &cell.counts, median, cell.cost_usd_median, cell.dollars_per_working_result);
     }
     for total in &report.arm_totals {
-        rows.push([
-            "(all)".to_owned(),
-            total.arm.clone(),
-            format!("{}/{}", total.counts.works, total.counts.graded()),
-            total.counts.failed.to_string(),
-            total.counts.inconclusive.to_string(),
-            total.counts.infra_errors.to_string(),
-            String::new(),
-            money(total.cost_usd),
-            money(total.dollars_per_working_result),
-        ]);
+        row("(all)", &total.arm, &total.counts, String::new(), total.cost_usd, total.dollars_per_working_result);
     }
     let widths: Vec<usize> =
         (0..rows[0].len()).map(|c| rows.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();

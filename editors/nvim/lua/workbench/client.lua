@@ -268,12 +268,20 @@ function M.execute_on(client, bufnr, command, arguments, on_result, extra, on_er
   return client, request_id
 end
 
---- The same as execute_on(), from the current buffer's client (after saying so when it has none).
-function M.execute(command, arguments, on_result, extra, on_error)
-  local bufnr = vim.api.nvim_get_current_buf()
+--- The client attached to `bufnr`, or nil after saying there is none.
+function M.attached_client(bufnr)
   local client = M.client(bufnr)
   if not client then
     ui.notify("no wb-lsp client is attached to this buffer", vim.log.levels.WARN)
+  end
+  return client
+end
+
+--- The same as execute_on(), from the current buffer's client (after saying so when it has none).
+function M.execute(command, arguments, on_result, extra, on_error)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = M.attached_client(bufnr)
+  if not client then
     return nil
   end
   return M.execute_on(client, bufnr, command, arguments, on_result, extra, on_error)

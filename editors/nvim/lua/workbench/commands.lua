@@ -41,27 +41,32 @@ function M.register()
   vim.api.nvim_create_user_command("WorkbenchCheck", M.check_workspace, {
     desc = "Re-check every Workbench package of the workspace",
   })
-  vim.api.nvim_create_user_command("WorkbenchDryRun", function(command)
-    run.dry_run(command.args)
-  end, { nargs = "*", desc = "Show what the runner of the current Workbench would receive for a task" })
-  vim.api.nvim_create_user_command("WorkbenchSmoke", function()
-    run.smoke()
-  end, { nargs = 0, desc = "Check that the current Workbench can start here" })
-  vim.api.nvim_create_user_command("WorkbenchRun", function(command)
-    run.run(command.args)
-  end, { nargs = "*", desc = "Run the current Workbench on a task, streaming its events" })
-  vim.api.nvim_create_user_command("WorkbenchSession", function(command)
-    run.session(command.args)
-  end, { nargs = "*", desc = "Start a session of the current Workbench on a task (its first turn)" })
-  vim.api.nvim_create_user_command("WorkbenchSend", function(command)
-    run.send(command.args)
-  end, { nargs = "*", desc = "Send the last Workbench session its next turn" })
-  vim.api.nvim_create_user_command("WorkbenchCancel", function()
-    run.cancel()
-  end, { nargs = 0, desc = "Cancel the Workbench run in progress" })
-  vim.api.nvim_create_user_command("WorkbenchRuns", function()
-    runs.show_runs()
-  end, { nargs = 0, desc = "List the running and recent Workbench runs: attach, kill, open the outcome" })
+  -- The commands that call one function, with the command's arguments unless they take none.
+  local simple = {
+    { "WorkbenchDryRun", run, "dry_run", "*", "Show what the runner of the current Workbench would receive for a task" },
+    { "WorkbenchSmoke", run, "smoke", 0, "Check that the current Workbench can start here" },
+    { "WorkbenchRun", run, "run", "*", "Run the current Workbench on a task, streaming its events" },
+    { "WorkbenchSession", run, "session", "*", "Start a session of the current Workbench on a task (its first turn)" },
+    { "WorkbenchSend", run, "send", "*", "Send the last Workbench session its next turn" },
+    { "WorkbenchCancel", run, "cancel", 0, "Cancel the Workbench run in progress" },
+    { "WorkbenchRuns", runs, "show_runs", 0, "List the running and recent Workbench runs: attach, kill, open the outcome" },
+    { "WorkbenchOutcome", outcome, "show_outcome", "?", "Show a run's outcome (default: the last run's): changes, artifacts, links" },
+    { "WorkbenchOutcomeDiff", outcome, "outcome_diff", "?", "Open the review diff of an outcome (default: the last run's), read-only" },
+    { "WorkbenchOutcomeFiles", outcome, "outcome_files", "?", "List an outcome's changed files (default: the last run's): diff each, apply one" },
+    { "WorkbenchOutcomeArtifact", outcome, "outcome_artifact", "*", "Open an artifact of an outcome (default: the last run's), read-only" },
+    { "WorkbenchTrial", trials, "trial", "*", "Run the current package's trial (reps=N parallel=N arms=workbench,plain)" },
+    { "WorkbenchTrialReport", trials, "open_report", 0, "Open the report of the current package's latest trial" },
+  }
+  for _, entry in ipairs(simple) do
+    local name, module, fn, nargs, desc = entry[1], entry[2], entry[3], entry[4], entry[5]
+    vim.api.nvim_create_user_command(name, function(command)
+      if nargs == 0 then
+        module[fn]()
+      else
+        module[fn](command.args)
+      end
+    end, { nargs = nargs, desc = desc })
+  end
   vim.api.nvim_create_user_command("WorkbenchAttach", function(command)
     run.attach(command.args)
   end, {
@@ -72,27 +77,9 @@ function M.register()
   vim.api.nvim_create_user_command("WorkbenchKill", function(command)
     runs.kill({ id = command.args, confirm = not command.bang })
   end, { nargs = 1, bang = true, complete = runs.complete, desc = "Cancel a Workbench run (asks first; ! does not)" })
-  vim.api.nvim_create_user_command("WorkbenchOutcome", function(command)
-    outcome.show_outcome(command.args)
-  end, { nargs = "?", desc = "Show a run's outcome (default: the last run's): changes, artifacts, links" })
-  vim.api.nvim_create_user_command("WorkbenchOutcomeDiff", function(command)
-    outcome.outcome_diff(command.args)
-  end, { nargs = "?", desc = "Open the review diff of an outcome (default: the last run's), read-only" })
-  vim.api.nvim_create_user_command("WorkbenchOutcomeFiles", function(command)
-    outcome.outcome_files(command.args)
-  end, { nargs = "?", desc = "List an outcome's changed files (default: the last run's): diff each, apply one" })
-  vim.api.nvim_create_user_command("WorkbenchOutcomeArtifact", function(command)
-    outcome.outcome_artifact(command.args)
-  end, { nargs = "*", desc = "Open an artifact of an outcome (default: the last run's), read-only" })
   vim.api.nvim_create_user_command("WorkbenchApplyOutcome", function(command)
     outcome.apply_outcome({ id = command.args, confirm = not command.bang })
   end, { nargs = "?", bang = true, desc = "Apply a pending outcome (default: the last run's) to its workspace" })
-  vim.api.nvim_create_user_command("WorkbenchTrial", function(command)
-    trials.trial(command.args)
-  end, { nargs = "*", desc = "Run the current package's trial (reps=N parallel=N arms=workbench,plain)" })
-  vim.api.nvim_create_user_command("WorkbenchTrialReport", function()
-    trials.open_report()
-  end, { nargs = 0, desc = "Open the report of the current package's latest trial" })
 end
 
 return M

@@ -451,6 +451,18 @@ function M.outcome_files(id, bufnr)
   end)
 end
 
+--- Sends `workbench.applyOutcome` with `argument` (any client: outcomes belong to the user); `what` names what
+--- was not applied when it fails.
+local function send_apply(argument, what, on_applied)
+  local client = lsp.any_client()
+  if not client then
+    return
+  end
+  lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.applyOutcome", { argument }, on_applied, nil, function(err)
+    ui.notify(("%s was not applied: %s"):format(what, format.error_message(err)), vim.log.levels.ERROR)
+  end)
+end
+
 --- Applies one file of a pending outcome (`workbench.applyOutcome` with `only`), after a confirmation unless
 --- `options.confirm` is false; `options.refresh`: a files buffer to read again afterwards.
 function M.apply_file(id, label, options)
@@ -459,18 +471,11 @@ function M.apply_file(id, label, options)
     ui.notify(("%s was not applied"):format(label))
     return
   end
-  local client = lsp.any_client()
-  if not client then
-    return
-  end
-  local argument = { id = id, only = { label } }
-  lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.applyOutcome", { argument }, function(applied)
+  send_apply({ id = id, only = { label } }, label, function(applied)
     ui.notify(("applied %s of outcome %s: %s (%s)"):format(label, id, tostring(applied.text), tostring(applied.applicationState)))
     if options.refresh then
       M.outcome_files(id, options.refresh)
     end
-  end, nil, function(err)
-    ui.notify(("%s was not applied: %s"):format(label, format.error_message(err)), vim.log.levels.ERROR)
   end)
 end
 
@@ -505,18 +510,12 @@ function M.apply_outcome(options)
       ui.notify(("outcome %s was not applied"):format(id))
       return
     end
-    local client = lsp.any_client()
-    if not client then
-      return
-    end
     local argument = { id = id }
     if format.text(options.workspace) then
       argument.workspace = options.workspace
     end
-    lsp.execute_on(client, vim.api.nvim_get_current_buf(), "workbench.applyOutcome", { argument }, function(applied)
+    send_apply(argument, ("outcome %s"):format(id), function(applied)
       ui.notify(("applied outcome %s: %s"):format(id, tostring(applied.text)))
-    end, nil, function(err)
-      ui.notify(("outcome %s was not applied: %s"):format(id, format.error_message(err)), vim.log.levels.ERROR)
     end)
   end)
 end

@@ -158,6 +158,14 @@ local function runs_client()
   return client
 end
 
+--- The runs client when no run is in progress (else nil, after saying which).
+local function idle_runs_client()
+  if busy() then
+    return nil
+  end
+  return runs_client()
+end
+
 -- A new run in progress writing to `bufnr` (its events; `run_id` when known) with a progress token of its own.
 local function new_run(bufnr, run_id)
   run_count = run_count + 1
@@ -271,9 +279,8 @@ function M.run(options)
     return nil
   end
   local manifest_buffer = vim.api.nvim_get_current_buf()
-  local manifest_client = lsp.client(manifest_buffer)
+  local manifest_client = lsp.attached_client(manifest_buffer)
   if not manifest_client then
-    ui.notify("no wb-lsp client is attached to this buffer", vim.log.levels.WARN)
     return nil
   end
   handle_events(manifest_client)
@@ -313,15 +320,9 @@ function M.send(options)
     ui.notify("no session: :WorkbenchSession {task} starts one (or :WorkbenchRuns, s on a session)", vim.log.levels.WARN)
     return nil
   end
-  if busy() then
-    return nil
-  end
-  local task = ask_task(options.task)
+  local client = idle_runs_client()
+  local task = client and ask_task(options.task)
   if not task then
-    return nil
-  end
-  local client = runs_client()
-  if not client then
     return nil
   end
   local previous = runs_by_id[id]
@@ -352,10 +353,7 @@ function M.attach(run_id, description)
     ui.notify(("not a run id: %s (wb_…; :WorkbenchRuns lists them)"):format(run_id), vim.log.levels.WARN)
     return nil
   end
-  if busy() then
-    return nil
-  end
-  local client = runs_client()
+  local client = idle_runs_client()
   if not client then
     return nil
   end
