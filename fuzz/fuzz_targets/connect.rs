@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
                 }
                 Ok(None) => break,
                 Err(error) => {
-                    assert!(!error.is_empty());
+                    assert!(!error.to_string().is_empty());
                     break 'stream;
                 }
             }
