@@ -74,6 +74,7 @@ codes! {
     InvalidUtf8 = "invalid-utf8", Error, "The file is not valid UTF-8.";
     AliasExpansionLimit = "alias-expansion-limit", Error, "YAML aliases expand to too many nodes (an alias bomb).";
     NestingTooDeep = "nesting-too-deep", Error, "YAML collections are nested too deeply.";
+    TooManyNodes = "too-many-nodes", Error, "The manifest holds more YAML nodes than the checker reads.";
     FileTooLarge = "file-too-large", Error, "The manifest, or a file it names, is larger than the checker reads.";
     // Manifest shape
     ManifestNotObject = "manifest-not-object", Error, "The manifest's document is not a mapping.";

@@ -15,6 +15,7 @@ const NOT_SELF_CONTAINED: &[Code] = &[
     Code::ByteOrderMark,
     Code::InvalidUtf8,
     Code::NestingTooDeep,
+    Code::TooManyNodes,
     Code::FileTooLarge,
     Code::PathNotFound,
     Code::NoWorkbenches,

@@ -509,10 +509,22 @@ fn many_undeclared_references_check_in_bounded_time() {
 
 #[test]
 fn a_long_sequence_checks_in_bounded_time() {
-    // About 900 KB of ASCII: every parser event costs the same, however far into the text it is.
+    // About 600 KB of ASCII: every parser event costs the same, however far into the text it is.
+    let text = "spec: 1\ntools:\n".to_owned() + &"  - some-tool\n".repeat(45_000);
+    let report = check_bounded(text.into_bytes(), PATHOLOGICAL);
+    assert_eq!(report.manifest.as_ref().expect("manifest").tools.len(), 45_000);
+    assert!(!codes(&report).contains(&"too-many-nodes"));
+}
+
+#[test]
+fn a_sequence_past_the_node_budget_is_read_up_to_it() {
+    // About 900 KB: the first 50,000 nodes are read, one error stands at the next, nothing after it is built.
     let text = "spec: 1\ntools:\n".to_owned() + &"  - some-tool\n".repeat(70_000);
     let report = check_bounded(text.into_bytes(), PATHOLOGICAL);
-    assert_eq!(report.manifest.as_ref().expect("manifest").tools.len(), 70_000);
+    let budget = report.diagnostics.iter().filter(|d| d.code.as_str() == "too-many-nodes").count();
+    assert_eq!(budget, 1, "{:?}", codes(&report));
+    let read = report.manifest.as_ref().expect("manifest").tools.len();
+    assert!(read < wb_syntax::NODE_BUDGET && read + 10 > wb_syntax::NODE_BUDGET, "{read} tools read");
 }
 
 #[test]

@@ -15,6 +15,6 @@ pub use text::TextRange;
 #[cfg(feature = "fuzzing")]
 pub use yaml::fuzzing;
 pub use yaml::{
-    ALIAS_EXPANSION_BUDGET, Entry, Mapping, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind, Value,
-    js_number_to_string, parse, parse_str, reparse,
+    ALIAS_EXPANSION_BUDGET, Entry, Mapping, NODE_BUDGET, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind,
+    Value, js_number_to_string, parse, parse_shared, parse_str, reparse, reparse_shared,
 };

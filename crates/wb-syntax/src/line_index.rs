@@ -4,6 +4,8 @@
 //! encoding: UTF-8 bytes, UTF-16 code units (the LSP default) or Unicode scalar values (what humans and the
 //! `check --format json` output call "characters").
 
+use std::sync::Arc;
+
 use crate::TextRange;
 
 /// How columns are counted.
@@ -25,9 +27,11 @@ pub struct LineCol {
 /// Line starts of one text, plus the text itself so columns can be measured in any encoding.
 #[derive(Clone, Debug)]
 pub struct LineIndex {
-    text: String,
+    /// Shared with the document that holds the text (an editor's buffer is not copied again).
+    text: Arc<str>,
     /// Byte offset of the first byte of each line. Always starts with 0.
-    line_starts: Vec<usize>,
+    /// Byte offsets, as `u32`: a text the server reads is at most a message's size (64 MiB).
+    line_starts: Vec<u32>,
     /// True when the text is pure ASCII, so every encoding counts the same.
     ascii: bool,
     /// For a text that is not ASCII: about every [`CHECKPOINT_BYTES`], what the text before that offset counts
@@ -73,24 +77,37 @@ fn checkpoints(text: &str) -> Vec<Checkpoint> {
 
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
+        LineIndex::shared(Arc::from(text))
+    }
+
+    /// The index of a text held elsewhere too, without copying it.
+    pub fn shared(text: Arc<str>) -> LineIndex {
         let bytes = text.as_bytes();
+        // Offsets past u32 (never, for a text under the message limit) saturate instead of wrapping.
+        let at = |offset: usize| u32::try_from(offset).unwrap_or(u32::MAX);
         let mut line_starts = vec![0];
         let mut i = 0;
         while i < bytes.len() {
             match bytes[i] {
-                b'\n' => line_starts.push(i + 1),
+                b'\n' => line_starts.push(at(i + 1)),
                 b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
-                    line_starts.push(i + 2);
+                    line_starts.push(at(i + 2));
                     i += 1;
                 }
-                b'\r' => line_starts.push(i + 1),
+                b'\r' => line_starts.push(at(i + 1)),
                 _ => {}
             }
             i += 1;
         }
+        line_starts.shrink_to_fit();
         let ascii = text.is_ascii();
-        let checkpoints = if ascii { Vec::new() } else { checkpoints(text) };
-        LineIndex { text: text.to_owned(), line_starts, ascii, checkpoints }
+        let checkpoints = if ascii { Vec::new() } else { checkpoints(&text) };
+        LineIndex { text, line_starts, ascii, checkpoints }
+    }
+
+    /// Where line `line` starts, if there is such a line.
+    fn start(&self, line: usize) -> Option<usize> {
+        self.line_starts.get(line).map(|&start| start as usize)
     }
 
     pub fn text(&self) -> &str {
@@ -111,10 +128,10 @@ impl LineIndex {
 
     /// The range of a line's content, without its terminator. Lines past the end give an empty range at the end.
     pub fn line_range(&self, line: usize) -> TextRange {
-        let Some(&start) = self.line_starts.get(line) else {
+        let Some(start) = self.start(line) else {
             return TextRange::empty(self.text.len());
         };
-        let next = self.line_starts.get(line + 1).copied().unwrap_or(self.text.len());
+        let next = self.start(line + 1).unwrap_or(self.text.len());
         let content = &self.text.as_bytes()[start..next];
         let mut end = next;
         if content.ends_with(b"\r\n") {
@@ -128,7 +145,7 @@ impl LineIndex {
     /// The line containing `offset` (offsets past the end belong to the last line).
     pub fn line_of(&self, offset: usize) -> usize {
         let offset = offset.min(self.text.len());
-        self.line_starts.partition_point(|&start| start <= offset).saturating_sub(1)
+        self.line_starts.partition_point(|&start| start as usize <= offset).saturating_sub(1)
     }
 
     /// Converts a byte offset to a position. Offsets inside a line terminator or a multi-byte character are

@@ -34,7 +34,7 @@ struct Plan<'a> {
 
 /// Lays out `parse.text`. The caller checks that the result means the same.
 pub(super) fn layout(parse: &Parse) -> String {
-    let text = parse.text.as_str();
+    let text: &str = &parse.text;
     let lines = split_lines(text);
     let mut plan = Plan { text, roles: vec![Role::Free; lines.len()], lines, replacements: Vec::new() };
     if let Some(root) = &parse.root {

@@ -15,7 +15,7 @@ pub(super) fn reorder(parse: &Parse) -> Option<String> {
         Some(Value::Number(number)) if *number == 0.0 => 0,
         _ => 1,
     };
-    let text = parse.text.as_str();
+    let text: &str = &parse.text;
     let pass = Pass { text, spec };
     let edit = pass.mapping(root, fields::TOP_LEVEL_FIELDS, true)?;
     Some(splice(text, TextRange::new(0, text.len()), &[edit]))

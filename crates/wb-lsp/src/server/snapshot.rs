@@ -23,8 +23,9 @@ pub struct Document {
 
 impl Document {
     pub fn new(text: String, version: i32) -> Document {
-        let index = Arc::new(LineIndex::new(&text));
-        Document { text: Arc::from(text), version, index }
+        let text: Arc<str> = Arc::from(text);
+        let index = Arc::new(LineIndex::shared(Arc::clone(&text)));
+        Document { text, version, index }
     }
 }
 
@@ -178,9 +179,9 @@ impl ParseCache {
             // version may); otherwise it is copied.
             Some(previous) => {
                 let previous = Arc::try_unwrap(previous).unwrap_or_else(|shared| Parse::clone(&shared));
-                wb_syntax::reparse(previous, &document.text)
+                wb_syntax::reparse_shared(previous, Arc::clone(&document.text))
             }
-            None => wb_syntax::parse_str(&document.text),
+            None => wb_syntax::parse_shared(Arc::clone(&document.text)),
         };
         let parse = Arc::new(parse);
         if let Ok(mut latest) = self.latest.lock() {
@@ -296,11 +297,11 @@ impl Snapshot {
             }
             None => {
                 let bytes = self.overlay.read_limited(path, MAX_MANIFEST_BYTES).ok()?;
-                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let text: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes));
                 drop(bytes);
-                let index = Arc::new(LineIndex::new(&text));
-                let parse = Arc::new(wb_syntax::parse_str(&text));
-                Some((Arc::from(text), index, parse))
+                let index = Arc::new(LineIndex::shared(Arc::clone(&text)));
+                let parse = Arc::new(wb_syntax::parse_shared(Arc::clone(&text)));
+                Some((text, index, parse))
             }
         }
     }

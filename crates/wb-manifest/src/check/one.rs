@@ -41,10 +41,10 @@ pub(crate) fn check_bytes(
         let fatal_syntax = parse.errors.iter().any(|e| e.kind != SyntaxErrorKind::ByteOrderMark);
         let (manifest, rule_diagnostics) = crate::rules::check_manifest(manifest_path, &parse, catalog);
         // A document that failed to parse is partial: its missing fields are a consequence, not a problem.
-        let partial = parse
-            .errors
-            .iter()
-            .any(|e| matches!(e.kind, SyntaxErrorKind::Syntax | SyntaxErrorKind::Tab | SyntaxErrorKind::TooDeep));
+        let partial = parse.errors.iter().any(|e| {
+            use SyntaxErrorKind as K;
+            matches!(e.kind, K::Syntax | K::Tab | K::TooDeep | K::TooManyNodes)
+        });
         diagnostics.extend(rule_diagnostics.into_iter().filter(|d| !(partial && d.code == Code::MissingField)));
         let root = repository_root(manifest_path);
         let anchor = parse
@@ -82,7 +82,7 @@ pub(crate) fn check_bytes(
             offer(&parse.text, &mut diagnostics);
         }
         let mut sources = BTreeMap::new();
-        sources.insert(manifest_path.to_owned(), Arc::<str>::from(parse.text.as_str()));
+        sources.insert(manifest_path.to_owned(), Arc::clone(&parse.text));
         sources.extend(checks.sources);
         crate::diagnostic::sort_diagnostics(&mut diagnostics);
         crate::diagnostic::cap_diagnostics(&mut diagnostics, checks.omitted);
@@ -116,6 +116,7 @@ fn syntax_diagnostic(path: &Path, text: &str, error: &wb_syntax::SyntaxError) ->
         SyntaxErrorKind::InvalidUtf8 => Code::InvalidUtf8,
         SyntaxErrorKind::AliasBudget => Code::AliasExpansionLimit,
         SyntaxErrorKind::TooDeep => Code::NestingTooDeep,
+        SyntaxErrorKind::TooManyNodes => Code::TooManyNodes,
     };
     let mut diagnostic = Diagnostic::new(code, path, error.range, error.message.clone());
     if let Some((range, message)) = &error.related {

@@ -3,13 +3,14 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use saphyr_parser::{Event, Marker, ScalarStyle, Span, Tag};
 
 use super::scalar::resolve_plain;
 use super::tree::{Entry, Mapping, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind, Value};
-use super::{ALIAS_EXPANSION_BUDGET, MAX_DEPTH};
+use super::{ALIAS_EXPANSION_BUDGET, MAX_DEPTH, NODE_BUDGET};
 use crate::TextRange;
 
 enum Frame {
@@ -47,6 +48,10 @@ pub(super) struct Builder<'a> {
     documents: usize,
     errors: Vec<SyntaxError>,
     budget_reported: bool,
+    /// Nodes built so far, held to [`NODE_BUDGET`].
+    nodes: usize,
+    /// Set once the document is read no further (the node budget is spent): every later event is ignored.
+    pub(super) stopped: bool,
     /// Emptied vectors of closed collections, reused by the next ones that open: a collection grows in one of
     /// these and is copied out at its exact size when it closes, so each costs one allocation.
     spare_items: Vec<Vec<Node>>,
@@ -72,6 +77,8 @@ impl<'a> Builder<'a> {
             documents: 0,
             errors: Vec::new(),
             budget_reported: false,
+            nodes: 0,
+            stopped: false,
             spare_items: Vec::new(),
             spare_entries: Vec::new(),
         }
@@ -118,9 +125,22 @@ impl<'a> Builder<'a> {
 
     /// Handles one event; returns false to stop reading events.
     pub(super) fn event(&mut self, event: Event<'_>, span: Span) -> bool {
+        if self.stopped {
+            return false;
+        }
         if self.documents > 1 {
             // Only the first document is built; later ones are still scanned for syntax errors.
             return true;
+        }
+        if matches!(event, Event::Scalar(..) | Event::Alias(_) | Event::SequenceStart(..) | Event::MappingStart(..)) {
+            self.nodes += 1;
+            if self.nodes > NODE_BUDGET {
+                let range = self.range(span);
+                let message = format!("The YAML has more than {NODE_BUDGET} nodes; it is read no further than here");
+                self.error(SyntaxErrorKind::TooManyNodes, range, message);
+                self.stopped = true;
+                return false;
+            }
         }
         match event {
             Event::DocumentStart(_) => {
@@ -378,14 +398,16 @@ impl<'a> Builder<'a> {
         }
     }
 
-    pub(super) fn finish(mut self) -> Parse {
+    /// The parse, of `text`: the text the builder read, shared.
+    pub(super) fn finish(mut self, text: Arc<str>) -> Parse {
+        debug_assert_eq!(&*text, self.text);
         // Close whatever the text left open (it ended early or failed to parse): a partial tree still serves
         // completion and hover.
         while let Some(frame) = self.stack.pop() {
             let (node, _) = self.close(frame, None);
             self.push(node);
         }
-        Parse { text: self.text.to_owned(), root: self.root, errors: self.errors }
+        Parse { text, root: self.root, errors: self.errors, nodes: self.nodes }
     }
 }
 

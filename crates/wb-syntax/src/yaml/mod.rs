@@ -14,17 +14,24 @@ mod reparse;
 mod scalar;
 mod tree;
 
+use std::sync::Arc;
+
 use saphyr_parser::Parser;
 
 use crate::TextRange;
 use builder::Builder;
 
-pub use reparse::reparse;
+pub use reparse::{reparse, reparse_shared};
 pub use tree::{Entry, Mapping, Node, Parse, SmolStr, Style, SyntaxError, SyntaxErrorKind, Value, js_number_to_string};
 
 /// The most nodes alias expansion may create in one document. An "alias bomb" (aliases of aliases, each
 /// doubling the size) hits this limit after a few levels instead of exhausting memory.
 pub const ALIAS_EXPANSION_BUDGET: usize = 100_000;
+
+/// The most nodes (scalars, aliases and collections) the builder builds for one document. A real manifest has a
+/// few hundred; one with more stops being read at the first node past this, with an error there, so that a text
+/// within the size limit but of a million one-letter items costs tens, not hundreds, of megabytes in the editor.
+pub const NODE_BUDGET: usize = 50_000;
 
 /// The deepest nesting of collections the builder accepts. Deeper documents are truncated with an error, so
 /// that recursive walks over the tree (drop, clone, checks) stay far from the stack limit.
@@ -35,9 +42,9 @@ pub fn parse(bytes: &[u8]) -> Parse {
     match std::str::from_utf8(bytes) {
         Ok(text) => parse_str(text),
         Err(error) => {
-            let text = String::from_utf8_lossy(bytes).into_owned();
+            let text: Arc<str> = Arc::from(String::from_utf8_lossy(bytes));
             let offset = error.valid_up_to();
-            let mut parsed = parse_str(&text);
+            let mut parsed = parse_shared(Arc::clone(&text));
             let end = text[offset..].chars().next().map_or(offset, |ch| offset + ch.len_utf8());
             parsed.errors.insert(
                 0,
@@ -57,30 +64,38 @@ pub fn parse(bytes: &[u8]) -> Parse {
 /// and saphyr's.
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing {
+    use std::sync::Arc;
+
     use super::{Builder, Parse, fast};
 
     pub fn fast(text: &str) -> Option<Parse> {
         let mut builder = Builder::with_byte_markers(text, true);
         fast::scan(text, &mut builder)?;
-        Some(builder.finish())
+        Some(builder.finish(Arc::from(text)))
     }
 
     pub fn saphyr(text: &str) -> Parse {
-        super::parse_with_saphyr(text)
+        super::parse_with_saphyr(Arc::from(text))
     }
 }
 
 /// Parses a string.
 pub fn parse_str(text: &str) -> Parse {
-    let mut builder = Builder::with_byte_markers(text, true);
-    if fast::scan(text, &mut builder).is_some() {
-        return builder.finish();
+    parse_shared(Arc::from(text))
+}
+
+/// Parses a shared string; the parse holds the same text, not a copy.
+pub fn parse_shared(text: Arc<str>) -> Parse {
+    let mut builder = Builder::with_byte_markers(&text, true);
+    if fast::scan(&text, &mut builder).is_some() {
+        return builder.finish(Arc::clone(&text));
     }
     parse_with_saphyr(text)
 }
 
 /// Parses a string with `saphyr-parser` (what [`parse_str`] does for a text outside the fast scanner's subset).
-fn parse_with_saphyr(text: &str) -> Parse {
+fn parse_with_saphyr(shared: Arc<str>) -> Parse {
+    let text: &str = &shared;
     let mut builder = Builder::new(text);
     if text.starts_with('\u{feff}') {
         builder.error(
@@ -129,5 +144,5 @@ fn parse_with_saphyr(text: &str) -> Parse {
             }
         }
     }
-    builder.finish()
+    builder.finish(Arc::clone(&shared))
 }

@@ -13,23 +13,37 @@
 //! new text does not parse cleanly on its own. The result is always the tree [`parse_str`] builds; the tests
 //! compare the two over random edits of every manifest in the repository.
 
-use super::parse_str;
+use std::sync::Arc;
+
 use super::tree::{Entry, Node, Parse, Style, Value};
+use super::{NODE_BUDGET, parse_shared, parse_str};
 use crate::TextRange;
 
 /// Parses `text`, a new version of `previous.text`, reusing `previous`'s tree for the top-level entries the
 /// change did not touch. Equal to `parse_str(text)`.
 pub fn reparse(previous: Parse, text: &str) -> Parse {
-    splice(previous, text).unwrap_or_else(|| parse_str(text))
+    reparse_shared(previous, Arc::from(text))
 }
 
-/// The parse of `text` built from `previous` with one top-level entry parsed again, or `None` when the change
-/// needs a full parse.
+/// [`reparse`] of a shared text: the parse holds the same text, not a copy.
+pub fn reparse_shared(previous: Parse, text: Arc<str>) -> Parse {
+    match splice(previous, &text) {
+        Some(mut spliced) => {
+            spliced.text = text;
+            spliced
+        }
+        None => parse_shared(text),
+    }
+}
+
+/// The tree of `text` built from `previous` with one top-level entry parsed again (the text is the caller's to
+/// set), or `None` when the change needs a full parse.
 fn splice(mut previous: Parse, text: &str) -> Option<Parse> {
     if !previous.errors.is_empty() {
         return None;
     }
-    let old = previous.text.as_str();
+    let old_text = Arc::clone(&previous.text);
+    let old = &*old_text;
     if old == text {
         return Some(previous);
     }
@@ -95,6 +109,11 @@ fn splice(mut previous: Parse, text: &str) -> Option<Parse> {
     if replacement.is_empty() && entries.len() == 1 {
         return None;
     }
+    // The node budget holds for the whole text: the segment's own mapping is not one of the document's nodes.
+    let nodes = previous.nodes.saturating_sub(1 + entries[index].value.count()) + parsed.nodes.saturating_sub(1);
+    if nodes > NODE_BUDGET {
+        return None;
+    }
     // The mapping starts at its first key; when that may change, nothing (a tag, an anchor) may stand before it.
     if index == 0 && root.range.start != first {
         return None;
@@ -119,8 +138,7 @@ fn splice(mut previous: Parse, text: &str) -> Option<Parse> {
     };
     let end = entries.iter().map(|entry| entry.range().end).max().unwrap_or(start);
     root.range = TextRange::new(start, end);
-    previous.text.clear();
-    previous.text.push_str(text);
+    previous.nodes = nodes;
     Some(previous)
 }
 
@@ -183,10 +201,17 @@ mod tests {
         let old = previous.text.clone();
         let spliced = splice(previous, new);
         let used = spliced.is_some();
-        let actual = spliced.unwrap_or_else(|| parse_str(new));
+        let actual = match spliced {
+            Some(mut spliced) => {
+                spliced.text = Arc::from(new);
+                spliced
+            }
+            None => parse_str(new),
+        };
         assert_eq!(actual.text, expected.text);
         assert_eq!(actual.root, expected.root, "tree after editing {old:?} into {new:?}");
         assert_eq!(actual.errors, expected.errors, "errors after editing {old:?} into {new:?}");
+        assert_eq!(actual.nodes, expected.nodes, "nodes after editing {old:?} into {new:?}");
         used
     }
 
@@ -237,5 +262,25 @@ mod tests {
         assert!(check(&old, &new), "a removed entry splices");
         let new = old.replace("description: A large manifest.", "description: A large manifest.\n  broken: [");
         assert!(!check(&old, &new), "a syntax error parses in full");
+    }
+
+    /// The node budget holds for the whole text, whichever entry grows: an edit that takes a clean document
+    /// over it parses in full (and stops there, with the error), one that stays under it splices.
+    #[test]
+    fn an_edit_past_the_node_budget_parses_in_full() {
+        let items = |count: usize| format!("spec: 1\na: [{}]\nb: [{}]\n", vec!["x"; count].join(", "), "y");
+        // The root, three keys, `1`, two sequences and the one `y`: 8 nodes besides `a`'s items.
+        let within = items(NODE_BUDGET - 8);
+        let parsed = parse_str(&within);
+        assert!(parsed.errors.is_empty(), "{:?}", parsed.errors.first());
+        assert_eq!(parsed.nodes, NODE_BUDGET);
+        let over = within.replace("b: [y]", "b: [y, z]");
+        assert!(!check(&within, &over), "one node more parses in full");
+        let full = parse_str(&over);
+        assert_eq!(full.errors.len(), 1);
+        assert_eq!(full.errors[0].kind, crate::SyntaxErrorKind::TooManyNodes);
+        assert_eq!(&over[full.errors[0].range.as_range()], "z", "the error is at the first node past the budget");
+        let same = within.replace("b: [y]", "b: [w]");
+        assert!(check(&within, &same), "an edit that keeps the count splices");
     }
 }

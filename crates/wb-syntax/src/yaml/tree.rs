@@ -1,6 +1,8 @@
 //! The spanned tree: nodes with their byte ranges, scalar values, mappings with their entries, and the
 //! syntax problems a parse reports.
 
+use std::sync::Arc;
+
 pub use smol_str::SmolStr;
 
 use crate::TextRange;
@@ -10,10 +12,12 @@ use crate::TextRange;
 #[derive(Clone, Debug)]
 pub struct Parse {
     /// The decoded source. For input that is not valid UTF-8 this is the lossy decoding, and positions refer
-    /// to it.
-    pub text: String,
+    /// to it. Shared: an editor's buffer, the parse and the checker's sources hold one copy.
+    pub text: Arc<str>,
     pub root: Option<Node>,
     pub errors: Vec<SyntaxError>,
+    /// The nodes the document was read as (each alias one), at most [`super::NODE_BUDGET`] and one.
+    pub nodes: usize,
 }
 
 /// One YAML value with the byte range it was written at.
@@ -174,6 +178,8 @@ pub enum SyntaxErrorKind {
     AliasBudget,
     /// Nesting deeper than [`MAX_DEPTH`].
     TooDeep,
+    /// More nodes than [`NODE_BUDGET`]: the document is read up to the last node within it.
+    TooManyNodes,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -95,7 +95,7 @@ fn convert_all(
                 by_text
                     .borrow_mut()
                     .entry(Arc::as_ptr(text).cast::<u8>())
-                    .or_insert_with(|| Arc::new(LineIndex::new(text))),
+                    .or_insert_with(|| Arc::new(LineIndex::shared(Arc::clone(text)))),
             )),
             (None, None) => snapshot.index(path),
         };
