@@ -24,6 +24,19 @@ pub enum DurationError {
     TooLong,
 }
 
+/// `duration` in the grammar, to the second: `1h30m`, `30m`, `45s` (`0s` for less than a second).
+pub fn format(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    let mut text = String::new();
+    for (value, unit) in [(hours, "h"), (minutes, "m"), (seconds, "s")] {
+        if value > 0 {
+            text.push_str(&format!("{value}{unit}"));
+        }
+    }
+    if text.is_empty() { "0s".to_owned() } else { text }
+}
+
 /// Parses `text` in the grammar described at the top of this module (surrounding spaces ignored).
 pub fn parse(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
@@ -135,5 +148,11 @@ mod tests {
             parse_for("WB_SANDBOX_LEASE", "-5m").unwrap_err().to_string(),
             "invalid value '-5m' for WB_SANDBOX_LEASE: a duration cannot be negative (see docs/runs.md#durations)"
         );
+    }
+    #[test]
+    fn durations_print_in_the_grammar_they_parse_in() {
+        for text in ["1h30m", "30m", "45s", "2h5s", "0s", "48h"] {
+            assert_eq!(format(parse(text).unwrap_or_default()), text);
+        }
     }
 }

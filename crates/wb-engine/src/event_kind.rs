@@ -22,6 +22,22 @@ pub enum EventKind {
     UsageUpdated,
     OutcomeAvailable,
     OutcomeFailed,
+    /// The run asks the person for something (a permission); it waits for the answer.
+    InputRequested,
+    /// A request was answered, or a steer taken by the engine for the runner.
+    InputAccepted,
+    /// A follow-up queued by the host for after the turn.
+    InputQueued,
+    /// The runner took a steer or a queued follow-up.
+    InputDelivered,
+    /// A request was refused (a person's rejection, `--no-input`, the input timeout) or input could not be delivered.
+    InputRejected,
+    /// The agent asks the person questions; the run waits for the answers.
+    QuestionRequested,
+    QuestionAnswered,
+    QuestionRejected,
+    /// The agent's plan (its todo list) as it now stands (an extension of protocol 0).
+    PlanUpdated,
     /// A native event the adapter does not translate (only its native type crosses), or an engine warning
     /// about the runner's output.
     RunnerEvent,
@@ -31,7 +47,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every event type, in the order above.
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 27] = [
         EventKind::RunStarted,
         EventKind::RunReady,
         EventKind::RunCompleted,
@@ -48,6 +64,15 @@ impl EventKind {
         EventKind::UsageUpdated,
         EventKind::OutcomeAvailable,
         EventKind::OutcomeFailed,
+        EventKind::InputRequested,
+        EventKind::InputAccepted,
+        EventKind::InputQueued,
+        EventKind::InputDelivered,
+        EventKind::InputRejected,
+        EventKind::QuestionRequested,
+        EventKind::QuestionAnswered,
+        EventKind::QuestionRejected,
+        EventKind::PlanUpdated,
         EventKind::RunnerEvent,
         EventKind::LogUnreadable,
     ];
@@ -71,6 +96,15 @@ impl EventKind {
             EventKind::UsageUpdated => "usage.updated",
             EventKind::OutcomeAvailable => "outcome.available",
             EventKind::OutcomeFailed => "outcome.failed",
+            EventKind::InputRequested => "input.requested",
+            EventKind::InputAccepted => "input.accepted",
+            EventKind::InputQueued => "input.queued",
+            EventKind::InputDelivered => "input.delivered",
+            EventKind::InputRejected => "input.rejected",
+            EventKind::QuestionRequested => "question.requested",
+            EventKind::QuestionAnswered => "question.answered",
+            EventKind::QuestionRejected => "question.rejected",
+            EventKind::PlanUpdated => "plan.updated",
             EventKind::RunnerEvent => "runner.event",
             EventKind::LogUnreadable => "log.unreadable",
         }

@@ -16,6 +16,7 @@ pub mod duration;
 mod error;
 mod event_kind;
 pub mod events;
+pub mod input;
 pub mod leftovers;
 pub mod lifecycle;
 mod outcome;

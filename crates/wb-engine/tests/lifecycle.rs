@@ -402,7 +402,7 @@ fn claude_code_dry_run_translation() {
     assert_eq!(report.runner, "claude-code");
     assert_eq!(report.native_key, "claude_config");
     let dir = report.native["directory"].as_str().unwrap().to_owned();
-    let outbox = report.command[report.command.len() - 5].clone();
+    let outbox = report.command[report.command.len() - 8].clone();
     assert!(outbox_of(&outbox, &world), "outbox {outbox}");
     assert_eq!(
         report.command,
@@ -429,10 +429,16 @@ fn claude_code_dry_run_translation() {
             &outbox,
             "--max-turns",
             "7",
-            "--",
-            TASK,
+            // Local: the task, and the answers to what Claude Code asks, come on its stdin.
+            "--input-format",
+            "stream-json",
+            "--permission-prompt-tool",
+            "stdio",
+            "--replay-user-messages",
         ]
     );
+    let stdin: Value = serde_json::from_str(report.stdin.as_deref().unwrap()).unwrap();
+    assert_eq!((stdin["type"].as_str(), stdin["message"]["content"].as_str()), (Some("user"), Some(TASK)));
     assert_eq!(report.cwd, work);
     assert_eq!(report.model_route.provider, "anthropic");
     assert_eq!(report.model_route.model, "claude-sonnet-4-5");
@@ -732,7 +738,9 @@ fn check_success(world: &World, runner: &str, run: &RunResult, events: &[Value])
     assert_eq!(started["runtime"], "local");
     let invocation = world.invocation();
     assert_eq!(invocation["cwd"], world.work.display().to_string());
-    assert_eq!(invocation["argv"].as_array().unwrap().last().unwrap(), TASK);
+    // Claude Code takes its task on stdin (a user message), the others on the command line.
+    let argv = invocation["argv"].as_array().unwrap();
+    assert_eq!(argv.last().unwrap() == TASK, runner != "claude-code", "{argv:?}");
     let outbox = invocation["values"]["WORKBENCH_OUTPUT_DIR"].as_str().unwrap();
     assert!(outbox_of(outbox, world), "{outbox}");
     assert!(outbox.contains(&run.run_id));

@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod answer;
 mod batch;
 mod trial;
+pub use answer::*;
 pub use batch::*;
 pub use trial::*;
 
@@ -69,8 +71,11 @@ pub enum Command {
     /// Replay a run's events, then follow it until it ends (exit as `wait`).
     Attach(AttachArgs),
     /// Wait for a run to end (or a session to wait for its next turn): exit 0 completed or idle, 1 failed or
-    /// lost, 124 timed out, 130 cancelled.
+    /// lost, 2 it needs input (its requests listed), 124 timed out, 130 cancelled.
     Wait(WaitArgs),
+    /// Answer what a run asked (a permission, a question), or refuse it with --reject: the run's runner gets the
+    /// answer and goes on (docs/runs.md#answering).
+    Answer(AnswerArgs),
     /// Cancel a run: its runner is stopped and its partial outcome collected, as on Ctrl-C.
     Kill(KillArgs),
     /// One line per active or recently finished run: package, activity, elapsed time, cost so far.
@@ -108,6 +113,13 @@ pub struct RunCommandArgs {
     /// seconds; docs/runs.md#durations).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_duration: Option<std::time::Duration>,
+    /// Refuse at once whatever the runner asks (a permission, a question), saying so in the event: for CI,
+    /// where nobody answers.
+    #[arg(long, conflicts_with = "input_timeout")]
+    pub no_input: bool,
+    /// Refuse a request nobody answered (`answer`) after this long [default: 30m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub input_timeout: Option<std::time::Duration>,
     /// Start the run and return once it has started, printing its id: it goes on without this command
     /// (`attach`, `wait`, `status`, `kill` reach it).
     #[arg(long, short = 'd')]

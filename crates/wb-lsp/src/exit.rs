@@ -16,7 +16,8 @@ pub enum Exit {
     /// Failure: errors found (or warnings with `--deny-warnings`), something that would change with `--check`,
     /// a run that failed, was lost or whose outcome could not be collected, an outcome refused.
     Failure = 1,
-    /// Usage or I/O: a command line that cannot be used, or the file system failed.
+    /// Usage or I/O: a command line that cannot be used, or the file system failed; from `wait`: the run needs
+    /// input (what it asks is listed; `answer`).
     Usage = 2,
     /// Needs authentication: no model route has credentials (`smoke`, `run`).
     NeedsAuthentication = 3,
@@ -35,7 +36,10 @@ impl Exit {
             "errors found (or warnings with `--deny-warnings`), something that would change with `--check`, a run \
              that failed, was lost or whose outcome could not be collected, an outcome refused",
         ),
-        (Exit::Usage, "a command line that cannot be used, or the file system failed"),
+        (
+            Exit::Usage,
+            "a command line that cannot be used, or the file system failed; from `wait`: the run needs input (`answer`)",
+        ),
         (Exit::NeedsAuthentication, "no model route has credentials (`smoke`, `run`)"),
         (Exit::Timeout, "`wait --timeout` passed first (the run goes on)"),
         (Exit::Cancelled, "Ctrl-C, `kill`, or a `--max-cost`/`--max-duration` limit crossed"),

@@ -8,7 +8,10 @@
 use serde_json::{Map, Value, json};
 use wb_manifest::Access;
 
-use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
+use super::{
+    Adapter, StageContext, Support, TranslateState, Translation, base_environment, claude_control,
+    combined_instructions,
+};
 use crate::error::{EngineError, Result};
 use crate::events::{EventKind, Translated};
 
@@ -86,7 +89,14 @@ impl Adapter for ClaudeCode {
             ("usage", Support::Supported),
             (
                 "permissions",
-                Support::Unsupported("rules come from the staged settings.json; anything else is denied, never asked"),
+                Support::Degraded(
+                    "asked of the person on the local and Docker runtimes (rules from the staged settings.json \
+                     first); in a sandbox, what the rules do not allow is denied",
+                ),
+            ),
+            (
+                "questions",
+                Support::Degraded("AskUserQuestion is asked on the local and Docker runtimes; not in a sandbox"),
             ),
         ])
     }
@@ -109,8 +119,10 @@ impl Adapter for ClaudeCode {
         super::write_file(&dir.join("workbench-instructions.md"), &combined_instructions(context, None)?, 0o444)?;
         let (env, remove_env) = environment(context, servers.references_used, &mut warnings);
         let runner_dir = context.runner_stage_dir;
+        let command = command(context, permissions.max_turns);
+        let stdin = self.opening_input(&command, context.task);
         Ok(Translation {
-            command: command(context, permissions.max_turns),
+            command,
             cwd: context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default(),
             env,
             remove_env,
@@ -120,11 +132,14 @@ impl Adapter for ClaudeCode {
             skills,
             warnings,
             disabled_mcps: servers.disabled,
+            stdin,
         })
     }
 
     fn next_turn(&self, first: &[String], task: &str, conversation: Option<&str>) -> Result<Vec<String>> {
-        let mut next = super::with_task(first, task.to_owned());
+        // An interactive runner reads its task on stdin (`opening_input`), not on the command line.
+        let mut next =
+            if claude_control::interactive(first) { first.to_vec() } else { super::with_task(first, task.to_owned()) };
         let Some(at) = next.iter().position(|argument| argument == "--session-id") else {
             return Err(EngineError::message("The first turn of the session was not started as a session"));
         };
@@ -139,6 +154,19 @@ impl Adapter for ClaudeCode {
     fn conversation_store(&self) -> Option<&'static str> {
         // `CLAUDE_CONFIG_DIR/projects/<workspace>/<session>.jsonl`.
         Some("projects")
+    }
+
+    fn opening_input(&self, command: &[String], task: &str) -> Option<String> {
+        claude_control::interactive(command).then(|| claude_control::user_message(task))
+    }
+
+    fn answer_input(
+        &self,
+        request: &crate::input::Request,
+        answer: &crate::input::Answer,
+        state: &mut TranslateState,
+    ) -> Option<String> {
+        claude_control::reply(request, answer, state)
     }
 
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
@@ -219,6 +247,7 @@ impl Adapter for ClaudeCode {
                 let subtype = event.get("subtype").and_then(Value::as_str).unwrap_or("unknown");
                 vec![Translated::native(&format!("system.{subtype}"))]
             }
+            "control_request" | "control_cancel_request" => claude_control::control(event, state),
             other => vec![Translated::native(other)],
         }
     }
@@ -434,6 +463,11 @@ fn command(context: &StageContext<'_>, max_turns: Option<u64>) -> Vec<String> {
     if context.session {
         command.extend(["--session-id".to_owned(), super::random_uuid()]);
     }
-    command.extend(["--".to_owned(), context.task.to_owned()]);
+    // Interactive: the task and the answers to what it asks come on stdin, and a positional task would be ignored.
+    if context.interactive {
+        command.extend(claude_control::INTERACTIVE_FLAGS.map(str::to_owned));
+    } else {
+        command.extend(["--".to_owned(), context.task.to_owned()]);
+    }
     command
 }

@@ -2,6 +2,7 @@
 //! and how its native event stream becomes canonical events (engine facts e).
 
 mod claude_code;
+mod claude_control;
 mod opencode;
 pub mod package_files;
 mod pi;
@@ -56,6 +57,9 @@ pub struct StageContext<'a> {
     pub inherited: &'a BTreeMap<String, String>,
     /// The run is a session: the runner keeps its conversation, so that [`Adapter::next_turn`] can carry it on.
     pub session: bool,
+    /// The runtime gives the runner a stdin the engine writes to while it runs: the runner may ask the person
+    /// (permissions, questions) and be steered, where its protocol allows.
+    pub interactive: bool,
 }
 
 /// What the runner receives. `env` holds values and is only ever handed to the runner's process.
@@ -73,6 +77,9 @@ pub struct Translation {
     pub warnings: Vec<String>,
     /// MCPs the engine enabled that this runner cannot use (their warnings say why).
     pub disabled_mcps: Vec<String>,
+    /// What the runner reads on its stdin as it starts (the task, in its protocol), when it runs interactively:
+    /// its stdin then stays open for the answers to what it asks, until it gives its result.
+    pub stdin: Option<String>,
 }
 
 /// Per-run state of event translation.
@@ -94,6 +101,8 @@ pub struct TranslateState {
     /// Usage reported so far by message (Claude Code repeats a message's usage on each of its events), and
     /// the sums already emitted, so the runner's final totals are emitted as what they add.
     pub usage: UsageSoFar,
+    /// The native requests behind the requests the translation emitted, by request id, for the answers.
+    pub asked: BTreeMap<String, Value>,
 }
 
 /// The usage a run's deltas have carried so far.
@@ -148,6 +157,21 @@ pub trait Adapter: Send + Sync {
     /// Where in the stage directory the runner keeps a session's conversation (kept beside the run, so a
     /// resumed session carries it on); `None` when the runner keeps it in its own data directory.
     fn conversation_store(&self) -> Option<&'static str> {
+        None
+    }
+    /// What the runner reads on its stdin as a turn with `task` starts, for a command that runs it
+    /// interactively (see [`Translation::stdin`]); `None` for one that takes its task on the command line.
+    fn opening_input(&self, _command: &[String], _task: &str) -> Option<String> {
+        None
+    }
+    /// The line that gives the runner `answer` to `request` (its native reply, with what the translation kept of
+    /// the native request in `state`); `None` when the runner cannot take one.
+    fn answer_input(
+        &self,
+        _request: &crate::input::Request,
+        _answer: &crate::input::Answer,
+        _state: &mut TranslateState,
+    ) -> Option<String> {
         None
     }
 }

@@ -214,6 +214,7 @@ impl Adapter for OpenCode {
             skills,
             warnings,
             disabled_mcps: Vec::new(),
+            stdin: None,
         })
     }
 

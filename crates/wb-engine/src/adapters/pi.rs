@@ -103,6 +103,7 @@ impl Adapter for Pi {
             skills,
             warnings,
             disabled_mcps: Vec::new(),
+            stdin: None,
         })
     }
 

@@ -24,6 +24,9 @@ pub struct DryRun {
     pub adapter: Value,
     pub runtime: String,
     pub command: Vec<String>,
+    /// What the runner reads on its stdin as it starts (its task, in its protocol), when it runs interactively.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
     pub cwd: String,
     pub model_route: ModelRoute,
     pub authentication: Authentication,
@@ -90,6 +93,7 @@ pub fn dry_run(
         }),
         runtime: prepared.runtime.name().to_owned(),
         command: translation.command.iter().map(|a| redactor.text(a)).collect(),
+        stdin: translation.stdin.as_deref().map(|stdin| redactor.text(stdin)),
         cwd: translation.cwd.display().to_string(),
         model_route: prepared.route.clone(),
         authentication: prepared.authentication.clone(),

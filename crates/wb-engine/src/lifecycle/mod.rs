@@ -10,6 +10,7 @@
 //!   session's turns in place of a run's one launch; `turn` one turn of the runner followed to its end, as both
 //!   run it.
 
+mod asking;
 mod build;
 mod dry_run;
 mod limits;

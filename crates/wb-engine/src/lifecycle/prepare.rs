@@ -314,6 +314,8 @@ pub(super) fn prepare_package(
         unselected_variables: &unselected,
         inherited: &options.context.inherited,
         session,
+        // Local and container runners read a stdin; a sandbox's runner does not yet.
+        interactive: runtime.placement() != crate::runtime::Placement::Sandbox,
     })?;
     // A resumed session takes its predecessor's conversation and files before anything is staged.
     let resumed_conversation = match mode.and_then(RunMode::resume_from) {

@@ -57,6 +57,9 @@ pub struct RunLimits {
     pub max_cost_usd: Option<f64>,
     /// Once it has gone on this long.
     pub max_duration: Option<Duration>,
+    /// How what the runner asks is waited for (`--no-input`, `--input-timeout`).
+    #[serde(default)]
+    pub input: crate::input::InputPolicy,
 }
 
 /// How a session waits between turns.

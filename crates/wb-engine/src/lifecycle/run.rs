@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use wb_manifest::{FileSystem, ModelCatalog};
 use wb_outcomes::Completeness;
 
+use super::asking::Inputs;
 use super::limits::Limits;
 use super::prepare::{Prepared, prepare_one};
 use super::turn::{Ending, Events, Turns, one_turn};
@@ -184,6 +185,7 @@ fn record(prepared: &Prepared, options: &Options, mode: &RunMode) -> RunRecord {
         session: mode.session().is_some(),
         turns: 0,
         resumed_from: mode.resume_from().map(str::to_owned),
+        pending: Vec::new(),
     }
 }
 
@@ -215,6 +217,10 @@ fn execute(
     }
     // The baseline of every writable workspace, before the runner can touch it.
     let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.working_copies);
+    let inputs = Inputs {
+        dir: crate::runs::RunDir::new(&options.workbench_home(), &prepared.run_id),
+        policy: mode.limits().input,
+    };
     let Turns { ending, terminal, final_text, cancelled } = match mode.session() {
         None => {
             let launched = match prepared.adopted.take() {
@@ -228,11 +234,11 @@ fn execute(
                 },
             };
             events.send(Translated::new(EventKind::RunReady, json!({})));
-            let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
+            let (ending, terminal, state) = one_turn(prepared, launched, stops, Some(&inputs), events);
             let cancelled = ending == Ending::Cancelled;
             Turns { ending, terminal, final_text: state.final_text, cancelled }
         }
-        Some(session) => super::session::turns(prepared, options, mode, session, stops, events),
+        Some(session) => super::session::turns(prepared, options, mode, session, (stops, &inputs), events),
     };
     events.flush_text();
     // Execution has stopped: collect and commit the final outcome, then announce it before the terminal event.

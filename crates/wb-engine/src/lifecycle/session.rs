@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::asking::Inputs;
 use super::prepare::Prepared;
 use super::turn::{Ending, Events, Turns, elapsed, one_turn};
 use super::{Options, RunMode, SessionOptions};
@@ -24,7 +25,7 @@ pub(super) fn turns(
     options: &Options,
     mode: &RunMode,
     session: SessionOptions,
-    stops: (&AtomicBool, &Mutex<Option<String>>),
+    (stops, inputs): ((&AtomicBool, &Mutex<Option<String>>), &Inputs),
     events: &mut Events<'_>,
 ) -> Turns {
     let home = options.workbench_home();
@@ -65,6 +66,7 @@ pub(super) fn turns(
                 Ok(command) => prepared.translation.command = command,
                 Err(error) => return session_failed(events, error.to_string(), final_text),
             }
+            prepared.translation.stdin = prepared.adapter.opening_input(&prepared.translation.command, &task);
         }
         let launched = match prepared.runtime.launch(&prepared.translation) {
             Ok(launched) => {
@@ -79,7 +81,7 @@ pub(super) fn turns(
             data["input_id"] = Value::from(id.as_str());
         }
         events.send(Translated::new(EventKind::TurnStarted, data));
-        let (ending, terminal, state) = one_turn(prepared, launched, stops, events);
+        let (ending, terminal, state) = one_turn(prepared, launched, stops, Some(inputs), events);
         events.flush_text();
         conversation = state.conversation.clone().or(conversation);
         final_text = state.final_text;

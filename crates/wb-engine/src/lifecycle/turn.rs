@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::asking::{Asking, Inputs};
 use super::prepare::Prepared;
 use super::runner_output::{Line, MAX_STDOUT_LINE_BYTES, keep_tail, read_lines};
 use crate::adapters::TranslateState;
@@ -85,9 +86,10 @@ pub(super) fn one_turn(
     prepared: &mut Prepared,
     mut launched: Launched,
     (cancel, stop_reason): (&AtomicBool, &Mutex<Option<String>>),
+    inputs: Option<&Inputs>,
     events: &mut Events<'_>,
 ) -> (Ending, Translated, TranslateState) {
-    let (status, state, cancelled, stderr_tail) = follow(prepared, &mut launched, cancel, events);
+    let (status, state, cancelled, stderr_tail) = follow(prepared, &mut launched, cancel, inputs, events);
     if cancelled {
         let mut data = json!({"duration_ms": elapsed(events.started)});
         if let Some(reason) = stop_reason.lock().ok().and_then(|reason| reason.clone()) {
@@ -122,11 +124,16 @@ fn follow(
     prepared: &mut Prepared,
     launched: &mut Launched,
     cancel: &AtomicBool,
+    inputs: Option<&Inputs>,
     events: &mut Events<'_>,
 ) -> (Option<Exit>, TranslateState, bool, String) {
     let lines_rx = read_lines(launched.stdout.take());
     let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
     let mut state = TranslateState { price: prepared.price, ..TranslateState::default() };
+    let (mut asking, problem) = Asking::start(inputs, launched, prepared.translation.stdin.as_deref());
+    if let Some(problem) = problem {
+        state.failed = Some(problem);
+    }
     let mut cancelled = false;
     let mut stdout_open = true;
     // Until the runner has exited: a runner that closed its stdout may live on, and still obeys the cancel flag.
@@ -140,6 +147,11 @@ fn follow(
             prepared.runtime.cancel(launched);
             cancelled = true;
             break None;
+        }
+        if asking.waiting() {
+            for said in asking.settle(prepared.adapter.as_ref(), &mut state) {
+                events.send(said);
+            }
         }
         if !stdout_open {
             match launched.try_wait() {
@@ -158,7 +170,12 @@ fn follow(
                 match serde_json::from_str::<Value>(trimmed) {
                     Ok(value) => {
                         for event in prepared.adapter.translate_event(&value, &mut state) {
+                            asking.note(&event);
                             events.send(event);
+                        }
+                        // The runner gave its result: it reads nothing more, and ends once its stdin closes.
+                        if state.finished {
+                            asking.close();
                         }
                     }
                     Err(_) => events.send(Translated::native("stdout")),
@@ -168,6 +185,10 @@ fn follow(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     };
+    for said in asking.abandon("the turn ended before it was answered") {
+        events.send(said);
+    }
+    asking.close();
     // The runner has exited: let the stderr reader take its last lines before a failure quotes them (bounded,
     // in case something the runner started still holds the pipe).
     if let Some(reader) = stderr_reader {

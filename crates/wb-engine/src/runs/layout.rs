@@ -38,6 +38,8 @@ const INBOX: &str = "inbox";
 const CONVERSATION: &str = "conversation";
 /// The run's outbox, the agent's output directory.
 const OUTBOX: &str = "outbox";
+/// The directory of the answers to the run's requests (`input`).
+const ANSWERS: &str = "answers";
 
 /// The directory of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +85,16 @@ impl RunDir {
     /// `conversation/`, a session's kept conversation.
     pub fn conversation(&self) -> PathBuf {
         self.path.join(CONVERSATION)
+    }
+
+    /// `answers/`, one file per answered request.
+    pub fn answers(&self) -> PathBuf {
+        self.path.join(ANSWERS)
+    }
+
+    /// `answers/<request>.json`, the answer to one request (`request` a request id: `input::Request::is_id`).
+    pub fn answer(&self, request: &str) -> PathBuf {
+        self.answers().join(format!("{request}.json"))
     }
 
     /// `outbox/`, what the agent writes for the outcome.

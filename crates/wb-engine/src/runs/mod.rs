@@ -43,6 +43,8 @@ pub enum RunStatus {
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
     Running,
+    /// Running, and waiting for the person to answer what the runner asked (`answer`).
+    NeedsInput,
     Idle,
     Completed,
     Failed,
@@ -53,12 +55,13 @@ pub enum RunState {
 impl RunState {
     /// Running or idle: the run's owner lives and the run has not ended.
     pub fn is_live(self) -> bool {
-        matches!(self, RunState::Running | RunState::Idle)
+        matches!(self, RunState::Running | RunState::NeedsInput | RunState::Idle)
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             RunState::Running => "running",
+            RunState::NeedsInput => "needs_input",
             RunState::Idle => "idle",
             RunState::Completed => "completed",
             RunState::Failed => "failed",
@@ -113,6 +116,9 @@ pub struct RunRecord {
     /// The session this one resumed (`resume`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<String>,
+    /// What the runner asked that is not answered yet (the run is `needs_input` while there is one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<crate::input::Request>,
 }
 
 impl RunRecord {
@@ -120,6 +126,7 @@ impl RunRecord {
     pub fn state(&self) -> RunState {
         match self.status {
             RunStatus::Running | RunStatus::Idle if !self.owner_alive() => RunState::Lost,
+            RunStatus::Running if !self.pending.is_empty() => RunState::NeedsInput,
             RunStatus::Running => RunState::Running,
             RunStatus::Idle => RunState::Idle,
             RunStatus::Completed => RunState::Completed,
@@ -177,6 +184,19 @@ impl RunRecord {
                 self.activity = Some(format!("tool {title}"));
             }
             EventKind::FileChanged => self.activity = text("path").map(|path| format!("edited {path}")),
+            EventKind::InputRequested | EventKind::QuestionRequested => {
+                if let Some(request) = crate::input::Request::from_event(event) {
+                    self.pending.retain(|pending| pending.id != request.id);
+                    self.pending.push(request);
+                }
+            }
+            EventKind::InputAccepted
+            | EventKind::InputRejected
+            | EventKind::QuestionAnswered
+            | EventKind::QuestionRejected => {
+                let id = text("id");
+                self.pending.retain(|pending| Some(&pending.id) != id.as_ref());
+            }
             EventKind::TurnStarted => {
                 self.status = RunStatus::Running;
                 self.turns = event.data.get("turn_index").and_then(Value::as_u64).unwrap_or(self.turns + 1);
@@ -184,6 +204,7 @@ impl RunRecord {
             EventKind::TurnCompleted if self.session => {
                 self.status = RunStatus::Idle;
                 self.activity = None;
+                self.pending.clear();
             }
             // A turn's snapshot is not the run's outcome.
             EventKind::OutcomeAvailable if event.data.get("turn_index").is_none() => {
@@ -201,6 +222,7 @@ impl RunRecord {
         self.ended_at = Some(event.timestamp.clone());
         self.message = message;
         self.activity = None;
+        self.pending.clear();
     }
 }
 

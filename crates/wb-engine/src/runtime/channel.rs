@@ -43,6 +43,31 @@ impl<T: AsRef<[u8]>> Read for ChannelReader<T> {
     }
 }
 
+/// A blocking `Write` whose bytes go, chunk by chunk, to a tokio channel an async task drains into a container's
+/// stdin; dropping it closes that stdin.
+pub(crate) struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
+}
+
+impl ChannelWriter {
+    pub(crate) fn new(tx: tokio::sync::mpsc::Sender<Vec<u8>>) -> ChannelWriter {
+        ChannelWriter { tx }
+    }
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.tx
+            .blocking_send(bytes.to_vec())
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the runner's stdin is closed"))?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

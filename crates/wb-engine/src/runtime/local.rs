@@ -117,7 +117,7 @@ impl Runtime for Local {
             .envs(&translation.env)
             .args(args)
             .current_dir(&translation.cwd)
-            .stdin(Stdio::null())
+            .stdin(if translation.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         #[cfg(unix)]

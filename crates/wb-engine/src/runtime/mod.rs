@@ -33,6 +33,8 @@ pub struct Preflight {
 
 /// A launched runner: its output streams and a handle to wait for it or stop it.
 pub struct Launched {
+    /// The runner's stdin, when it runs interactively ([`Translation::stdin`]).
+    pub stdin: Option<Box<dyn std::io::Write + Send>>,
     pub stdout: Option<Box<dyn Read + Send>>,
     pub stderr: Option<Box<dyn Read + Send>>,
     pub(crate) handle: Handle,
@@ -77,9 +79,10 @@ impl Exit {
 
 impl Launched {
     pub(crate) fn child(mut child: std::process::Child) -> Launched {
+        let stdin = child.stdin.take().map(|s| Box::new(s) as Box<dyn std::io::Write + Send>);
         let stdout = child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
         let stderr = child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
-        Launched { stdout, stderr, handle: Handle::Child(child) }
+        Launched { stdin, stdout, stderr, handle: Handle::Child(child) }
     }
 
     /// How the runner ended, if it has; without waiting. An end that cannot be known has no code.

@@ -311,7 +311,15 @@ pub(super) fn launch(
             env: Vec::new(),
             task: Some(task.to_owned()),
         },
-        mode: RunMode::start(RunLimits { max_cost_usd: None, max_duration: attempt.max_duration }, None),
+        // Nobody is there to answer an attempt's runner: what it asks is refused at once, as `--no-input` does.
+        mode: RunMode::start(
+            RunLimits {
+                max_cost_usd: None,
+                max_duration: attempt.max_duration,
+                input: crate::input::InputPolicy { no_input: true, timeout: None },
+            },
+            None,
+        ),
         run_id: Some(run_id.clone()),
     };
     launcher.launch(&request)?;

@@ -81,6 +81,7 @@ fn run_gate(runtime: &mut dyn Runtime, gate: &Gate) -> GateResult {
         skills: Vec::new(),
         warnings: Vec::new(),
         disabled_mcps: Vec::new(),
+        stdin: None,
     };
     let mut launched = match runtime.launch(&translation) {
         Ok(launched) => launched,

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use anyhow::Context;
 
+use wb_engine::input::InputPolicy;
 use wb_engine::runs::{self, Followed};
 use wb_engine::{
     EngineError, Options, Request, RunLimits, RunMode, RunRequest, SessionOptions, Settings, Smoke, SmokeStatus,
@@ -323,7 +324,8 @@ pub(super) fn start(
 /// What the supervisor is handed: the request, the task read, no environment values but `--env`'s, and how the
 /// run goes.
 fn request(command: &RunCommandArgs) -> anyhow::Result<RunRequest> {
-    let limits = RunLimits { max_cost_usd: command.max_cost, max_duration: command.max_duration };
+    let input = InputPolicy { no_input: command.no_input, timeout: command.input_timeout };
+    let limits = RunLimits { max_cost_usd: command.max_cost, max_duration: command.max_duration, input };
     let session = command.session.then_some(SessionOptions { idle_timeout: command.idle_timeout });
     Ok(RunRequest { request: request_of(&command.run)?, mode: RunMode::start(limits, session), run_id: None })
 }

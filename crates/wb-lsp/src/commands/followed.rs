@@ -48,6 +48,22 @@ fn print_event(kind: Option<EventKind>, data: &serde_json::Value) {
             let message = data.get("message").and_then(|t| t.as_str()).unwrap_or_default();
             eprintln!("error: {}", super::printable(message));
         }
+        // What the run asks the person: seen where they watch, answered with `wb-lsp answer`.
+        EventKind::InputRequested | EventKind::QuestionRequested => {
+            if let Some(request) = wb_engine::input::Request::from_data(kind, data) {
+                eprintln!("? {} (wb-lsp answer RUN {} ...)", super::printable(&request.details()), request.id);
+            }
+        }
+        EventKind::InputAccepted | EventKind::QuestionAnswered => {
+            let id = data.get("id").and_then(|t| t.as_str()).unwrap_or_default();
+            let how = data.get("answer").and_then(|t| t.as_str()).unwrap_or("answered");
+            eprintln!("  {}: {}", super::printable(id), super::printable(how));
+        }
+        EventKind::InputRejected | EventKind::QuestionRejected => {
+            let id = data.get("id").and_then(|t| t.as_str()).unwrap_or_default();
+            let reason = data.get("reason").and_then(|t| t.as_str()).unwrap_or("refused");
+            eprintln!("  {}: refused: {}", super::printable(id), super::printable(reason));
+        }
         // What the engine noticed about the runner's output (a line over the limit).
         EventKind::RunnerEvent => {
             if let Some(warning) = data.get("warning").and_then(|t| t.as_str()) {

@@ -1,5 +1,6 @@
 //! The subcommands. Each returns the process exit code; `Err` means a usage or I/O failure (exit 2).
 
+mod answer;
 mod batch;
 mod check;
 mod clean;
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Some(Command::Runs(args)) => runs::list(&args),
         Some(Command::Attach(args)) => runs::attach(&args),
         Some(Command::Wait(args)) => runs::wait(&args),
+        Some(Command::Answer(args)) => answer::run(&args),
         Some(Command::Kill(args)) => runs::kill(&args),
         Some(Command::Status(args)) => runs::status(&args),
         Some(Command::Mcp(args)) => mcp::run(&args, catalog),

@@ -93,6 +93,8 @@ fn exit_of(state: RunState, outcome_failed: bool) -> Exit {
         RunState::Idle => Exit::Success,
         RunState::Cancelled => Exit::Cancelled,
         RunState::Running => Exit::Timeout,
+        // Exit 2 from `wait`: the run waits for an answer (`answer`).
+        RunState::NeedsInput => Exit::Usage,
         _ => Exit::Failure,
     }
 }
@@ -172,6 +174,13 @@ pub fn wait(args: &WaitArgs) -> anyhow::Result<Exit> {
             }
             if next && state == RunState::Running {
                 return Ok(Exit::Success);
+            }
+            if state == RunState::NeedsInput && !args.json {
+                // What it asks, one line each, so a person or a script can answer (`answer RUN REQUEST ...`).
+                let mut stdout = std::io::stdout().lock();
+                for request in &record.pending {
+                    writeln!(stdout, "{}", printable(&request.details()))?;
+                }
             }
             let outcome_failed = state == RunState::Completed && record.outcome_id.is_none();
             return Ok(exit_of(state, outcome_failed));
@@ -273,7 +282,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Exit> {
     let records: Vec<RunRecord> = runs::list(&home)
         .into_iter()
         .filter(|record| match record.state() {
-            RunState::Running | RunState::Idle => true,
+            RunState::Running | RunState::NeedsInput | RunState::Idle => true,
             RunState::Lost => false,
             _ => record.ended_ago().is_some_and(|ago| ago <= RECENT),
         })
@@ -303,6 +312,10 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Exit> {
         let doing = match record.state() {
             RunState::Running => record.activity.clone().unwrap_or_else(|| "starting".to_owned()),
             RunState::Idle => format!("idle after turn {}", record.turns),
+            RunState::NeedsInput => {
+                let asked: Vec<String> = record.pending.iter().map(|r| format!("{} {}", r.kind(), r.id)).collect();
+                format!("needs input: {} (wb-lsp answer)", asked.join(", "))
+            }
             state => state.as_str().to_owned(),
         };
         writeln!(

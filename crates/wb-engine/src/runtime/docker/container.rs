@@ -11,7 +11,7 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
-use super::super::channel::ChannelReader;
+use super::super::channel::{ChannelReader, ChannelWriter};
 use super::super::{Handle, Launched, paths};
 use super::{Docker, SOCKET, engine_error};
 use crate::adapters::Translation;
@@ -115,6 +115,7 @@ impl Docker {
         let Some((program, args)) = translation.command.split_first() else {
             return Err(EngineError::message("The runner command is empty"));
         };
+        let interactive = translation.stdin.is_some();
         for mount in &self.mounts {
             if !mount.host.exists() {
                 std::fs::create_dir_all(&mount.host)
@@ -138,7 +139,10 @@ impl Docker {
             labels: Some(self.labels()),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
-            open_stdin: Some(false),
+            // An interactive runner reads its stdin; closing the engine's end ends it (`stdin_once`).
+            attach_stdin: Some(interactive),
+            open_stdin: Some(interactive),
+            stdin_once: Some(interactive),
             tty: Some(false),
             host_config: Some(self.host_config(self.mounts_model()?, true)),
             ..Default::default()
@@ -147,8 +151,13 @@ impl Docker {
         let client = self.client.clone();
         let container = id.clone();
         let attached = self.tokio.block_on(async move {
-            let options =
-                AttachContainerOptionsBuilder::default().stdout(true).stderr(true).stream(true).logs(false).build();
+            let options = AttachContainerOptionsBuilder::default()
+                .stdin(interactive)
+                .stdout(true)
+                .stderr(true)
+                .stream(true)
+                .logs(false)
+                .build();
             let attached = client.attach_container(&container, Some(options)).await?;
             client.start_container(&container, None).await?;
             Ok::<_, bollard::errors::Error>(attached)
@@ -173,6 +182,20 @@ impl Docker {
         let (exit_tx, exit_rx) = mpsc::channel::<super::super::Exit>();
         let client = self.client.clone();
         let container = id.clone();
+        let mut input = attached.input;
+        let stdin = interactive.then(|| {
+            let (in_tx, mut in_rx) = tokio::sync::mpsc::channel::<Vec<u8>>(OUTPUT_CHUNKS_AHEAD);
+            self.tokio.spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                while let Some(chunk) = in_rx.recv().await {
+                    if input.write_all(&chunk).await.is_err() || input.flush().await.is_err() {
+                        break;
+                    }
+                }
+                let _ = input.shutdown().await;
+            });
+            Box::new(ChannelWriter::new(in_tx)) as Box<dyn std::io::Write + Send>
+        });
         self.tokio.spawn(async move {
             let mut output = attached.output;
             while let Some(item) = output.next().await {
@@ -204,6 +227,7 @@ impl Docker {
             let _ = exit_tx.send(exit);
         });
         Ok(Launched {
+            stdin,
             stdout: Some(Box::new(ChannelReader::new(out_rx))),
             stderr: Some(Box::new(ChannelReader::new(err_rx))),
             handle: Handle::Container { id, exit: exit_rx },

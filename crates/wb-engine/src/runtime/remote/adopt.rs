@@ -118,6 +118,7 @@ impl RemoteRuntime {
         self.keep_alive();
         let working_copies = self.copies.iter().map(|c| (c.host.clone(), c.path().to_path_buf())).collect();
         let launched = Launched {
+            stdin: None,
             stdout: Some(process.stdout),
             stderr: Some(process.stderr),
             handle: Handle::Remote { exit: process.exit, killer: process.killer },

@@ -419,6 +419,7 @@ impl Runtime for RemoteRuntime {
         self.record_attachment(process.handle.clone());
         self.keep_alive();
         Ok(Launched {
+            stdin: None,
             stdout: Some(process.stdout),
             stderr: Some(process.stderr),
             handle: Handle::Remote { exit: process.exit, killer: process.killer },

@@ -172,6 +172,7 @@ pub fn run(
     let limits = RunLimits {
         max_cost_usd: arguments.max_cost_usd,
         max_duration: arguments.max_duration_seconds.map(std::time::Duration::from_secs),
+        input: wb_engine::input::InputPolicy::default(),
     };
     let session = arguments.session.then_some(SessionOptions { idle_timeout: std::time::Duration::from_secs(30 * 60) });
     let request = RunRequest { request, mode: RunMode::start(limits, session), run_id: None };
