@@ -1,7 +1,8 @@
-//! A supervisor's watchdog: a second process (this binary's hidden `supervise-watch`, in a process group of its
-//! own) that outlives its supervisor and stops what the supervisor leaves running should it die without its
-//! cleanup (SIGKILL, the OOM killer, a crash): the local runner's process group, the Docker containers the
-//! supervisor created, its stage directory (`wb_engine::leftovers`).
+//! A supervisor's watchdog: a second process (a shell that becomes this binary's hidden `supervise-watch` once
+//! its supervisor has ended, in a process group of its own) that outlives its supervisor and stops what the
+//! supervisor leaves running should it die without its cleanup (SIGKILL, the OOM killer, a crash): the local
+//! runner's process group, the Docker containers the supervisor created, its stage directory
+//! (`wb_engine::leftovers`).
 //!
 //! It reads lines on its stdin, a pipe whose only writer is the supervisor: who the supervisor is (pid and start
 //! time) and where its runs live, then the run's id once there is one. The pipe reaches its end only when the
@@ -41,16 +42,24 @@ enum Told {
 /// The supervisor's end of the pipe: never closed before the process ends.
 static PIPE: OnceLock<Mutex<ChildStdin>> = OnceLock::new();
 
-/// Starts this supervisor's watchdog (once). A watchdog that cannot start leaves the run unguarded, not stopped.
+/// What the watchdog is while its supervisor lives: a POSIX shell that keeps the lines it is told and, once the
+/// pipe ends, becomes `wb-lsp supervise-watch` reading them. A running attempt of a trial then costs about a
+/// tenth of a megabyte for its watchdog (an idle `dash`), not the 0.8 MiB of an idle wb-lsp, most of it the
+/// binary's relocated read-only data.
+const IDLE_SHELL: &str = r#"told=''
+while IFS= read -r line; do told="$told$line
+"; done
+printf '%s' "$told" | exec "$0" supervise-watch"#;
+
+/// Starts this supervisor's watchdog (once): idle in `/bin/sh` where there is one, else wb-lsp itself. A watchdog
+/// that cannot start leaves the run unguarded, not stopped.
 pub(super) fn start(home: PathBuf) {
     let Ok(program) = super::program() else { return };
-    let child = Command::new(program)
-        .arg(SUBCOMMAND)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
+    let spawn = |command: &mut Command| {
+        command.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0).spawn()
+    };
+    let child = spawn(Command::new("/bin/sh").arg("-c").arg(IDLE_SHELL).arg(&program))
+        .or_else(|_| spawn(Command::new(&program).arg(SUBCOMMAND)));
     let Some(stdin) = child.ok().and_then(|mut child| child.stdin.take()) else { return };
     if PIPE.set(Mutex::new(stdin)).is_ok() {
         tell(&Told::Owner { owner: Identity::of(std::process::id()), home });
