@@ -11,9 +11,9 @@ fi
 
 # System packages the tests use. Installed only when missing, so repeated runs stay fast.
 # ripgrep: OpenCode's skill, grep and glob tools run `rg` (without it OpenCode downloads one from GitHub);
-# bubblewrap: Claude Code isolates its tools' subprocesses with it (crates/wb-lsp/tests/real_runners.rs).
+# bubblewrap and socat: Claude Code isolates its tools' subprocesses with them (crates/wb-lsp/tests/real_runners.rs).
 # python3: the fake runners and the integration scripts (Debian's minbase root has none).
-packages=(neovim emacs-nox elpa-eglot docker.io busybox-static ripgrep bubblewrap python3)
+packages=(neovim emacs-nox elpa-eglot docker.io busybox-static ripgrep bubblewrap socat python3)
 # npm installs the real runners (scripts/install-runners.sh). Debian's nodejs and npm are added only when no npm
 # is on PATH at all: a Node from elsewhere (NodeSource's nodejs package, which bundles npm, or one in
 # /usr/local) is left alone, as Debian's npm package conflicts with NodeSource's nodejs. Debian 12's Node is 18,

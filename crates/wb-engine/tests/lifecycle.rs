@@ -1799,7 +1799,16 @@ fn smoke_reports_the_runner_version_and_whether_it_is_verified() {
     let dry = dry_run(&opencode_options(&world)).unwrap();
     assert_eq!(dry.adapter["verified_versions"], json!(["1.18.33"]));
     assert_eq!(dry.adapter["capabilities"]["streamed_text"]["status"], "degraded");
-    assert_eq!(dry.adapter["capabilities"].as_object().unwrap().len(), 12);
+    // Every capability the standard lists, each with its status.
+    let listed: Vec<&String> = dry.adapter["capabilities"].as_object().unwrap().keys().collect();
+    for capability in ["streamed_text", "tool_events", "file_changes", "usage", "permissions", "questions"]
+        .into_iter()
+        .chain(["multi_turn", "steering", "image_input", "image_generation", "session_resume", "cancellation"])
+        .chain(["failures", "unknown_native_events"])
+    {
+        assert!(listed.iter().any(|name| *name == capability), "{capability} in {listed:?}");
+    }
+    assert_eq!(listed.len(), 14);
 }
 
 /// Pi's tools never ask: on the local runtime nothing keeps a read-only workspace read-only, and the run says so.

@@ -100,6 +100,8 @@ enum Action {
     Bash(String),
     Answer(&'static str),
     Hang(&'static str),
+    /// A question for the person, with the labels it offers.
+    Ask(&'static str, &'static [&'static str]),
 }
 
 const REPORT: &str = "# Release report\n\nAll checks passed.\n";
@@ -245,6 +247,14 @@ fn tool_call(runner: Runner, exchange: &Exchange<'_>, workspace: &Path, action: 
         (Action::Bash(command), Runner::Pi) => call("bash", json!({"command": command})),
         (Action::Answer(text), _) => Turn::text(text),
         (Action::Hang(text), _) => Turn { text: Some((*text).to_owned()), tool_calls: Vec::new(), hang: true },
+        (Action::Ask(question, labels), Runner::ClaudeCode) => {
+            let options: Vec<Value> =
+                labels.iter().map(|label| json!({"label": label, "description": label})).collect();
+            let questions =
+                json!([{"question": question, "header": "Choice", "options": options, "multiSelect": false}]);
+            offered("AskUserQuestion", json!({"questions": questions}))
+        }
+        (Action::Ask(..), _) => script_error(format!("{runner:?} is not asked questions in these tests")),
     }
 }
 
@@ -1842,4 +1852,94 @@ fn opencode_passes_a_small_trial() {
     assert!(attempt["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "the scripted prices give a cost: {attempt}");
     // The package's own repository was not touched by the attempt.
     assert_eq!(std::fs::read_to_string(fixture.workspace.join("notes.txt")).unwrap(), "Release 1.4\nstatus: draft\n");
+}
+
+/// `wb-lsp wait` on `run_id` until it exits 2 (the run needs input): the one request it lists, `(kind, id,
+/// line)`.
+fn waiting_request(fixture: &Fixture, bin: &Path, model_url: &str, run_id: &str) -> (String, String, String) {
+    let output =
+        fixture.command(bin, Runner::ClaudeCode, model_url, &["wait", run_id, "--timeout", "90s"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(2), "wait exits 2 when the run needs input: {output:?}");
+    let line = stdout.lines().next().unwrap_or_default().to_owned();
+    let (kind, rest) = line.split_once(" · ").unwrap_or_else(|| panic!("kind · id: details, not {line:?}"));
+    let id = rest.split(':').next().unwrap_or_default().to_owned();
+    (kind.to_owned(), id, line)
+}
+
+/// Real Claude Code asks for what its staged rules do not allow (Bash here) and asks a question: `wait` exits 2
+/// and lists each request, `answer … allow` lets the command run, `deny` keeps the file, the question's answer
+/// is what the model reads next, and every event validates against the official schema.
+#[test]
+fn claude_code_asks_and_the_person_answers() {
+    let Some(bin) = runners_bin() else { return };
+    let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
+    let workspace_of = holder.clone();
+    let actions = vec![
+        Action::Bash("rm obsolete.txt".to_owned()),
+        Action::Bash("rm README.md".to_owned()),
+        Action::Ask("Which colour should the notes use?", &["Red", "Blue"]),
+        Action::Answer("Done as you said."),
+    ];
+    let model = ModelServer::start_with(move |exchange| {
+        let workspace = workspace_of.lock().unwrap().clone();
+        match actions.get(exchange.turn) {
+            Some(action) => tool_call(Runner::ClaudeCode, exchange, &workspace, action),
+            None => Turn::text("Nothing left to do."),
+        }
+    })
+    .unwrap();
+    let fixture = fixture(Runner::ClaudeCode, &model.url(), None);
+    *holder.lock().unwrap() = fixture.workspace.clone();
+    // Nothing allowed beyond what the engine stages (reads and edits of the workspaces): Bash is asked.
+    let package = fixture.workspace.join(".workbenches/release-notes");
+    write_file(&package.join("claude.json"), r#"{"permissions": {"allow": []}, "max_turns": 20}"#);
+    let url = model.url();
+    let task = "Tidy the repository.";
+    let output =
+        fixture.command(&bin, Runner::ClaudeCode, &url, &["run", "--detach", "--task", task, "."]).output().unwrap();
+    assert!(output.status.success(), "run --detach: {output:?}");
+    let run_id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+
+    for (expected_kind, what, answer) in [
+        ("permission", "rm obsolete.txt", "allow"),
+        ("permission", "rm README.md", "deny"),
+        ("question", "Which colour", "Blue"),
+    ] {
+        let (kind, id, line) = waiting_request(&fixture, &bin, &url, &run_id);
+        assert_eq!(kind, expected_kind, "{line}");
+        assert!(line.contains(what), "{line}");
+        let answered =
+            fixture.command(&bin, Runner::ClaudeCode, &url, &["answer", &run_id, &id, answer]).output().unwrap();
+        let said = String::from_utf8_lossy(&answered.stdout).into_owned();
+        assert!(answered.status.success() && said.contains("answered"), "answer {answer}: {answered:?}");
+    }
+    let waited =
+        fixture.command(&bin, Runner::ClaudeCode, &url, &["wait", &run_id, "--timeout", "90s"]).output().unwrap();
+    assert_eq!(waited.status.code(), Some(0), "the run completes: {waited:?}");
+
+    if std::env::var_os("WB_DEBUG_MODEL").is_some() {
+        for turn in model.turns() {
+            eprintln!("{}", turn.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default());
+        }
+    }
+    assert!(!fixture.workspace.join("obsolete.txt").exists(), "the allowed command ran");
+    assert!(fixture.workspace.join("README.md").exists(), "the denied command did not");
+    let events: Vec<Value> =
+        std::fs::read_to_string(fixture.workbench_home.join("runs").join(&run_id).join("events.ndjson"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    check_events(&events);
+    let kinds = kinds(&events);
+    for kind in ["input.requested", "input.accepted", "question.requested", "question.answered", "run.completed"] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    let answers: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "input.accepted").filter_map(|e| e["data"]["answer"].as_str()).collect();
+    assert_eq!(answers, ["allow", "deny"]);
+    // What the model read after the question: the person's choice.
+    let after_question = model.turns().into_iter().nth(3).expect("the turn after the question");
+    assert!(after_question.body.to_string().contains("Blue"), "the answer reached the model");
 }

@@ -31,7 +31,8 @@ pub fn permission_path(path: &std::path::Path) -> String {
 
 /// Whether Claude Code scrubs credentials from its tools' subprocesses (verified against 2.1.332). Scrubbing
 /// needs bubblewrap on the host, and while it is on Claude Code expands no `${VAR}` in MCP headers (they are
-/// sent empty). So it is on for a local run whose MCP servers need no reference and where `bwrap` exists, and
+/// sent empty). So it is on for a local run whose MCP servers need no reference and where `bwrap` works and
+/// `socat` exists (Claude Code's sandbox needs both), and
 /// off otherwise, with a warning saying why. In a container, the container is the isolation.
 fn subprocess_scrub(context: &StageContext<'_>, mcp_references: bool, warnings: &mut Vec<String>) -> bool {
     if context.runner_stage_dir != context.stage_dir {
@@ -52,6 +53,15 @@ fn subprocess_scrub(context: &StageContext<'_>, mcp_references: bool, warnings: 
         );
         return false;
     };
+    // Claude Code's sandbox also needs socat (its network proxy): without it, a command the person allowed
+    // fails with "Sandbox dependencies not available" (verified against 2.1.332).
+    if crate::runtime::find_executable("socat", path).is_none() {
+        warnings.push(
+            "Claude Code's tools see the run's environment: install socat (with bubblewrap) so Claude Code can scrub credentials from them"
+                .to_owned(),
+        );
+        return false;
+    }
     // Present is not enough: without user namespaces (some containers and CI machines) bwrap cannot sandbox,
     // and Claude Code would then refuse to start.
     let works = std::process::Command::new(&bwrap)

@@ -31,6 +31,7 @@ impl Adapter for Pi {
             ("streamed_text", Support::Supported),
             ("usage", Support::Supported),
             ("permissions", Support::Unsupported("Pi has no permission prompts: its tools run without asking")),
+            ("questions", Support::Unsupported("Pi has no question protocol")),
         ])
     }
 
