@@ -3,27 +3,22 @@
 //! A runner's permission request or question becomes a [`Request`] with an id the engine gives (`in_` and eight
 //! hex digits), emitted as `input.requested` or `question.requested`; while one is pending the run is
 //! `needs_input`. Whoever answers (`wb-lsp answer`, an editor, an ACP client) checks the [`Answer`] against the
-//! request ([`Request::check`]) and writes it to the run's `answers/<request>.json` ([`write_answer`]), created
-//! once: the first answer wins. The run's owner, which waits for it, reads it ([`read_answer`]), checks it again,
+//! request ([`Request::check`]) and writes it to the run's `answers/<request>.json`
+//! (`crate::runs::answers::write_answer`), created once: the first answer wins. The run's owner, which waits for
+//! it, reads it, checks it again,
 //! hands it to the runner in the runner's own words and emits `input.accepted` / `question.answered` (or the
 //! rejection). A request nobody answers is rejected after the input timeout, and every request at once with
 //! `--no-input`.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::events::{Event, EventKind, Translated};
-use crate::runs::RunDir;
 
 /// How long a request waits for an answer by default (`--input-timeout`).
 pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-
-/// The most bytes an answer file may hold.
-const ANSWER_LIMIT: u64 = 1024 * 1024;
 
 /// How a run treats what its runner asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -147,6 +142,8 @@ pub enum AnswerError {
     Question { id: String, index: usize, why: String },
     #[error("request {0} was already answered")]
     AlreadyAnswered(String),
+    #[error("not a request id: {0:?} (in_ and eight hex digits)")]
+    NotARequestId(String),
     #[error("cannot write the answer to request {id}: {source}")]
     Io {
         id: String,
@@ -295,14 +292,14 @@ impl Request {
                 if answers.len() != questions.len() {
                     return Err(AnswerError::OneAnswerPerQuestion { id, count: questions.len() });
                 }
-                for (index, (question, given)) in questions.iter().zip(answers).enumerate() {
-                    check_question(question, given).map_err(|why| AnswerError::Question {
-                        id: id.clone(),
-                        index: index + 1,
-                        why,
-                    })?;
+                let problem =
+                    questions.iter().zip(answers).enumerate().find_map(|(index, (question, given))| {
+                        question_problem(question, given).map(|why| (index, why))
+                    });
+                match problem {
+                    Some((index, why)) => Err(AnswerError::Question { id, index: index + 1, why }),
+                    None => Ok(()),
                 }
-                Ok(())
             }
         }
     }
@@ -340,51 +337,23 @@ fn answer_strings(value: &Value) -> Vec<String> {
     }
 }
 
-fn check_question(question: &Question, given: &[String]) -> Result<(), String> {
+/// What is wrong with `given` as the answers to `question`, if anything.
+fn question_problem(question: &Question, given: &[String]) -> Option<String> {
     if given.is_empty() || given.iter().any(|answer| answer.trim().is_empty()) {
-        return Err("an answer is empty".to_owned());
+        return Some("an answer is empty".to_owned());
     }
     if given.len() > 1 && !question.multiple {
-        return Err(format!("it takes one answer, not {}", given.len()));
+        return Some(format!("it takes one answer, not {}", given.len()));
     }
     // A question that offers nothing can only be answered in the person's own words.
     let custom = question.custom || question.options.is_empty();
     for answer in given {
         if !custom && !question.options.iter().any(|option| &option.label == answer) {
             let labels: Vec<&str> = question.options.iter().map(|o| o.label.as_str()).collect();
-            return Err(format!("{answer:?} is not one of its options ({})", labels.join(", ")));
+            return Some(format!("{answer:?} is not one of its options ({})", labels.join(", ")));
         }
     }
-    Ok(())
-}
-
-/// Writes the answer to `request` of the run in `dir`, once: a second answer is [`AnswerError::AlreadyAnswered`].
-pub fn write_answer(dir: &RunDir, request: &str, answer: &Answer) -> Result<(), AnswerError> {
-    let io = |source| AnswerError::Io { id: request.to_owned(), source };
-    let answers = dir.answers();
-    wb_outcomes::create_private_dir(&answers).map_err(io)?;
-    let bytes = serde_json::to_vec(answer).map_err(|error| io(std::io::Error::other(error)))?;
-    // Written under a temporary name, then linked to its own: the answer appears whole, and only once.
-    let temporary = answers.join(format!(".{request}.{}", wb_outcomes::random_hex(4)));
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temporary).map_err(io)?;
-    let written = file.write_all(&bytes).and_then(|()| file.sync_all());
-    drop(file);
-    let linked = written.and_then(|()| std::fs::hard_link(&temporary, dir.answer(request)));
-    let _ = std::fs::remove_file(&temporary);
-    match linked {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            Err(AnswerError::AlreadyAnswered(request.to_owned()))
-        }
-        Err(error) => Err(io(error)),
-    }
-}
-
-/// The answer to `request` of the run in `dir`, once one was written; `None` before, or when what is there is
-/// not an answer (it is left for the timeout).
-pub fn read_answer(dir: &RunDir, request: &str) -> Option<Answer> {
-    let bytes = crate::runs::layout::read_bounded(&dir.answer(request), ANSWER_LIMIT).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    None
 }
 
 #[cfg(test)]
@@ -464,21 +433,5 @@ mod tests {
             assert_eq!(Request::from_event(&event), Some(request.clone()));
             assert!(request.details().starts_with(&format!("{} · {}: ", request.kind(), request.id)));
         }
-    }
-
-    #[test]
-    fn the_first_answer_wins() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let dir = RunDir::new(home.path(), "wb_0123456789abcdef01234567");
-        dir.create().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read_answer(&dir, "in_00000001"), None);
-        let allow = Answer::Choice { choice: Choice::Allow };
-        assert!(write_answer(&dir, "in_00000001", &allow).is_ok());
-        let deny = Answer::Choice { choice: Choice::Deny };
-        assert!(matches!(write_answer(&dir, "in_00000001", &deny), Err(AnswerError::AlreadyAnswered(_))));
-        assert_eq!(read_answer(&dir, "in_00000001"), Some(allow));
-        let left = std::fs::read_dir(dir.answers()).map(|d| d.flatten().count()).unwrap_or(0);
-        assert_eq!(left, 1, "no temporary file is left");
-        assert!(Request::is_id("in_00000001") && !Request::is_id("in_../x") && !Request::is_id("in_0000000A"));
     }
 }

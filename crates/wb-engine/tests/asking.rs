@@ -13,7 +13,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wb_engine::input::{Answer, Asked, Choice, InputPolicy, write_answer};
+use wb_engine::input::{Answer, Asked, Choice, InputPolicy};
+use wb_engine::runs::answers::write_answer;
 use wb_engine::runs::{RunDir, RunState};
 use wb_engine::{Options, RunLimits, RunMode};
 use wb_manifest::{ModelCatalog, OsFileSystem};

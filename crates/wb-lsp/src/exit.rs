@@ -17,7 +17,7 @@ pub enum Exit {
     /// a run that failed, was lost or whose outcome could not be collected, an outcome refused.
     Failure = 1,
     /// Usage or I/O: a command line that cannot be used, or the file system failed; from `wait`: the run needs
-    /// input (what it asks is listed; `answer`).
+    /// input (`answer`).
     Usage = 2,
     /// Needs authentication: no model route has credentials (`smoke`, `run`).
     NeedsAuthentication = 3,

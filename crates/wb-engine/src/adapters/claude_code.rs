@@ -100,13 +100,13 @@ impl Adapter for ClaudeCode {
             (
                 "permissions",
                 Support::Degraded(
-                    "asked of the person on the local and Docker runtimes (rules from the staged settings.json \
-                     first); in a sandbox, what the rules do not allow is denied",
+                    "asked of the person on the local and docker runtimes, after the staged settings.json rules; on \
+                     e2b and daytona, what the rules do not allow is denied",
                 ),
             ),
             (
                 "questions",
-                Support::Degraded("AskUserQuestion is asked on the local and Docker runtimes; not in a sandbox"),
+                Support::Degraded("AskUserQuestion is asked on the local and docker runtimes, not on e2b and daytona"),
             ),
         ])
     }

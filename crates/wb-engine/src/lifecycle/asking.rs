@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::adapters::{Adapter, TranslateState};
 use crate::events::{EventKind, Translated};
-use crate::input::{Answer, InputPolicy, Request, read_answer};
+use crate::input::{Answer, InputPolicy, Request};
 use crate::runs::RunDir;
+use crate::runs::answers::read_answer;
 use crate::runtime::Launched;
 
 /// Where a run's answers arrive and how long they are waited for.

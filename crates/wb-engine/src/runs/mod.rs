@@ -8,6 +8,7 @@
 //! whose owner is gone (killed, crashed) is [`RunState::Lost`], never running. Readers take only complete lines
 //! of the log, so a line being written is read on the next look.
 
+pub mod answers;
 pub mod follow;
 pub mod layout;
 pub mod log;

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use wb_engine::events::EventKind;
-use wb_engine::input::{Answer, Request, write_answer};
+use wb_engine::input::{Answer, Request};
+use wb_engine::runs::answers::write_answer;
 use wb_engine::runs::{self, LogReader, RunDir};
 
 use super::printable;
