@@ -1875,7 +1875,7 @@ fn claude_code_asks_and_the_person_answers() {
     let Some(bin) = runners_bin() else { return };
     let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
     let workspace_of = holder.clone();
-    let actions = vec![
+    let actions = [
         Action::Bash("rm obsolete.txt".to_owned()),
         Action::Bash("rm README.md".to_owned()),
         Action::Ask("Which colour should the notes use?", &["Red", "Blue"]),
