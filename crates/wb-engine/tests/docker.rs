@@ -84,6 +84,18 @@ case "$task" in
 esac
 "#;
 
+/// The fake Claude Code inside the image: it reads its task on stdin (a user message), asks permission for a
+/// Bash command in Claude Code's control protocol, reads the answer, and says what it read.
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+emit() { printf '{"type":"assistant","message":{"id":"m%s","content":[{"type":"text","text":"%s"}]}}\n' "$2" "$1"; }
+IFS= read -r first || exit 4
+case "$first" in *'"type":"user"'*'docker-ask'*) emit "task=ok" 1 ;; *) emit "task=missing" 1 ;; esac
+printf '%s\n' '{"type":"control_request","request_id":"native-1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm x"},"tool_use_id":"t1"}}'
+IFS= read -r reply || exit 5
+case "$reply" in *'"behavior":"deny"'*) emit "reply=deny" 2 ;; *'"behavior":"allow"'*) emit "reply=allow" 2 ;; *) emit "reply=other" 2 ;; esac
+printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"done","usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":0}'
+"#;
+
 fn catalog() -> &'static ModelCatalog {
     ModelCatalog::embedded()
 }
@@ -132,9 +144,11 @@ fn image_context(package_dir: &Path, nonce: &str) -> PathBuf {
     {
         std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
     }
-    let runner = local.join("opencode");
-    std::fs::write(&runner, FAKE_OPENCODE).unwrap();
-    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, script) in [("opencode", FAKE_OPENCODE), ("claude", FAKE_CLAUDE)] {
+        let runner = local.join(name);
+        std::fs::write(&runner, script).unwrap();
+        std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     std::fs::write(context.join("nonce.txt"), nonce).unwrap();
     std::fs::write(
         context.join("Dockerfile"),
@@ -685,4 +699,39 @@ fn a_session_takes_turns_in_containers() {
     assert!(argv.contains("--session ses_docker"), "the conversation is carried on: {argv}");
     assert_eq!(events.last().unwrap()["type"], "run.completed");
     assert!(containers_of(&engine, &image.id).is_empty(), "no container is left");
+}
+
+/// Claude Code in a container reads its task and the answers to what it asks on its stdin (attached to the
+/// container's), and the container goes once the run ends.
+#[test]
+fn claude_code_in_a_container_reads_its_task_and_answers_on_stdin() {
+    let Some(engine) = engine() else { return };
+    let world = World::new();
+    let manifest = minimal(
+        "cc-docker",
+        "claude-code",
+        "anthropic/claude-sonnet-4.5",
+        "runtimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n",
+    );
+    let dir = world.package("cc-docker", &manifest);
+    image_context(&dir, &format!("cc-docker-{}", nonce()));
+    let mut options = options(&world, "cc-docker", "docker-ask");
+    options.context.inherited.insert("ANTHROPIC_API_KEY".into(), KEY.into());
+    let image = build(&options).image.unwrap().id;
+    let limits = wb_engine::RunLimits {
+        input: wb_engine::input::InputPolicy { no_input: true, timeout: None },
+        ..wb_engine::RunLimits::default()
+    };
+    let mut events = Vec::new();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let result = wb_engine::run(&OsFileSystem, &options, &RunMode::Once { limits }, catalog(), cancel, &mut |event| {
+        events.push(serde_json::to_value(event).unwrap());
+    })
+    .unwrap();
+    assert_eq!(result.ending, Ending::Completed, "{events:#?}");
+    assert_eq!(texts(&events), ["task=ok", "reply=deny"], "{events:#?}");
+    let types = support::types(&events);
+    assert!(types.contains(&"input.requested".to_owned()) && types.contains(&"input.rejected".to_owned()), "{types:?}");
+    support::check_events(&events, "claude-code");
+    assert!(containers_of(&engine, &image).is_empty(), "no container is left");
 }
