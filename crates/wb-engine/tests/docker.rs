@@ -144,11 +144,9 @@ fn image_context(package_dir: &Path, nonce: &str) -> PathBuf {
     {
         std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
     }
-    for (name, script) in [("opencode", FAKE_OPENCODE), ("claude", FAKE_CLAUDE)] {
-        let runner = local.join(name);
-        std::fs::write(&runner, script).unwrap();
-        std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let runner = local.join("opencode");
+    std::fs::write(&runner, FAKE_OPENCODE).unwrap();
+    std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(context.join("nonce.txt"), nonce).unwrap();
     std::fs::write(
         context.join("Dockerfile"),
@@ -714,7 +712,10 @@ fn claude_code_in_a_container_reads_its_task_and_answers_on_stdin() {
         "runtimes:\n  docker:\n    image:\n      build: ./image/Dockerfile\n      context: ./image\n",
     );
     let dir = world.package("cc-docker", &manifest);
-    image_context(&dir, &format!("cc-docker-{}", nonce()));
+    let context = image_context(&dir, &format!("cc-docker-{}", nonce()));
+    let claude = context.join("rootfs/usr/local/bin/claude");
+    std::fs::write(&claude, FAKE_CLAUDE).unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut options = options(&world, "cc-docker", "docker-ask");
     options.context.inherited.insert("ANTHROPIC_API_KEY".into(), KEY.into());
     let image = build(&options).image.unwrap().id;

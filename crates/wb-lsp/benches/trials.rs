@@ -90,7 +90,8 @@ fn cpu_ticks(pid: &str) -> Option<u64> {
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
-/// Samples every process running `binary` until `stop`: the samples, and the last CPU ticks seen per process.
+/// Samples every process running `binary`, and every watchdog shell, until `stop`: the samples, and the last CPU
+/// ticks seen per process.
 fn sample(binary: PathBuf, stop: Arc<AtomicBool>, trial_pid: u32) -> (Vec<Sample>, HashMap<String, u64>) {
     let (mut samples, mut cpu) = (Vec::new(), HashMap::new());
     while !stop.load(Ordering::SeqCst) {
@@ -100,10 +101,13 @@ fn sample(binary: PathBuf, stop: Arc<AtomicBool>, trial_pid: u32) -> (Vec<Sample
             if !pid.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            if std::fs::read_link(entry.path().join("exe")).ok().as_deref() != Some(binary.as_path()) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            // A supervisor's watchdog idles as a shell (`/bin/sh -c …supervise-watch…`) until it becomes wb-lsp:
+            // it is part of what a running attempt costs.
+            let watchdog = cmdline.windows(15).any(|w| w == b"supervise-watch");
+            if !watchdog && std::fs::read_link(entry.path().join("exe")).ok().as_deref() != Some(binary.as_path()) {
                 continue;
             }
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
             now.processes += 1;
             if cmdline.windows(13).any(|w| w == b"supervise-run") {
                 now.supervisors += 1;
