@@ -144,6 +144,18 @@ pub enum AnswerError {
     AlreadyAnswered(String),
     #[error("not a request id: {0:?} (in_ and eight hex digits)")]
     NotARequestId(String),
+    #[error("run {run_id} is not running ({state}): it takes no answer")]
+    NotRunning { run_id: String, state: &'static str },
+    #[error("run {run_id} has no pending request {request} (answered, refused, or its turn ended)")]
+    NotPending { run_id: String, request: String },
+    #[error("cannot read run {run_id}: {source}")]
+    Run {
+        run_id: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("give an answer (allow, deny, allow_always, a question's answer) or refuse the request")]
+    NoAnswer,
     #[error("cannot write the answer to request {id}: {source}")]
     Io {
         id: String,

@@ -441,7 +441,8 @@ fn the_extensions_doc_lists_what_the_server_registers() {
     assert_eq!(headed, server, "the commands with a section (### …) against ext::COMMANDS");
     let method = regex::Regex::new(r"\b((?:workbench|wbLsp)/[A-Za-z/]+)").unwrap();
     let named: std::collections::BTreeSet<&str> = method.find_iter(&doc).map(|m| m.as_str()).collect();
-    let methods: std::collections::BTreeSet<&str> = [ext::RUN_EVENT, ext::DebugPanic::METHOD].into_iter().collect();
+    let methods: std::collections::BTreeSet<&str> =
+        [ext::RUN_EVENT, ext::INPUT_REQUESTED, ext::INPUT_RESOLVED, ext::DebugPanic::METHOD].into_iter().collect();
     assert_eq!(named, methods, "the methods the doc names against the server's");
 }
 

@@ -10,6 +10,42 @@ use crate::input::{Answer, AnswerError, Request};
 /// The most bytes an answer file may hold.
 const ANSWER_LIMIT: u64 = 1024 * 1024;
 
+/// What a person gives for a request: an answer's text, or a refusal.
+#[derive(Clone, Copy, Debug)]
+pub enum Given<'a> {
+    Text(&'a str),
+    Reject,
+}
+
+/// Answers request `request` of run `run_id` under the Workbench home `home`: the run must be live and the
+/// request pending, the answer must fit it (`Request::answer_from_text`); it is then written, once. Returns the
+/// request and the answer written. What `wb-lsp answer`, the language server and the ACP agent share.
+pub fn answer(
+    home: &std::path::Path,
+    run_id: &str,
+    request: &str,
+    given: Given<'_>,
+) -> Result<(Request, Answer), AnswerError> {
+    if !Request::is_id(request) {
+        return Err(AnswerError::NotARequestId(request.to_owned()));
+    }
+    let record =
+        super::read_record(home, run_id).map_err(|source| AnswerError::Run { run_id: run_id.to_owned(), source })?;
+    let state = record.state();
+    if !state.is_live() {
+        return Err(AnswerError::NotRunning { run_id: record.run_id, state: state.as_str() });
+    }
+    let Some(pending) = record.pending.into_iter().find(|pending| pending.id == request) else {
+        return Err(AnswerError::NotPending { run_id: record.run_id, request: request.to_owned() });
+    };
+    let answer = match given {
+        Given::Reject => Answer::Reject { reason: Some("refused by the person".to_owned()) },
+        Given::Text(text) => pending.answer_from_text(text)?,
+    };
+    write_answer(&RunDir::new(home, run_id), &pending.id, &answer)?;
+    Ok((pending, answer))
+}
+
 /// Writes the answer to `request` of the run in `dir`, once: a second answer is [`AnswerError::AlreadyAnswered`].
 pub fn write_answer(dir: &RunDir, request: &str, answer: &Answer) -> Result<(), AnswerError> {
     // The id names a file: only what a request id can be.

@@ -1,15 +1,15 @@
-//! `wb-lsp answer`: the person's answer to what a run asked. The answer is checked against the request here (a
-//! choice it offers, an option of each question), written once to the run's directory, then followed in the
-//! run's log until the run says it took it.
+//! `wb-lsp answer`: the person's answer to what a run asked. The answer is checked against the request (a choice
+//! it offers, an option of each question) and written once to the run's directory (`runs::answers::answer`), then
+//! followed in the run's log until the run says it took it.
 
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use wb_engine::events::EventKind;
-use wb_engine::input::{Answer, Request};
-use wb_engine::runs::answers::write_answer;
-use wb_engine::runs::{self, LogReader, RunDir};
+use wb_engine::input::Request;
+use wb_engine::runs::answers::{Given, answer};
+use wb_engine::runs::{self, LogReader};
 
 use super::printable;
 use super::runs::resolve;
@@ -28,35 +28,13 @@ pub fn run(args: &AnswerArgs) -> anyhow::Result<Exit> {
     if !Request::is_id(&args.request) {
         bail!("not a request id: {} (in_ and eight hex digits, as `wait` lists them)", printable(&args.request));
     }
-    let state = record.state();
-    if !state.is_live() {
-        eprintln!("error: run {} is not running ({}): it takes no answer", record.run_id, state.as_str());
+    let text = if args.reject { None } else { Some(answer_text(args)?) };
+    let given = text.as_deref().map_or(Given::Reject, Given::Text);
+    if let Err(error) = answer(&home, &record.run_id, &args.request, given) {
+        eprintln!("error: {}", printable(&error.to_string()));
         return Ok(Exit::Failure);
     }
-    let Some(request) = record.pending.iter().find(|pending| pending.id == args.request) else {
-        eprintln!(
-            "error: run {} has no pending request {} (answered, refused, or its turn ended)",
-            record.run_id, args.request
-        );
-        return Ok(Exit::Failure);
-    };
-    let answer = if args.reject {
-        Answer::Reject { reason: Some("refused by the person (answer --reject)".to_owned()) }
-    } else {
-        match request.answer_from_text(&answer_text(args)?) {
-            Ok(answer) => answer,
-            Err(error) => {
-                eprintln!("error: {error}");
-                return Ok(Exit::Failure);
-            }
-        }
-    };
-    let dir = RunDir::new(&home, &record.run_id);
-    if let Err(error) = write_answer(&dir, &request.id, &answer) {
-        eprintln!("error: {error}");
-        return Ok(Exit::Failure);
-    }
-    taken(&home, &record.run_id, &request.id, args)
+    taken(&home, &record.run_id, &args.request, args)
 }
 
 /// The answer's text: the argument, the file's or standard input's.

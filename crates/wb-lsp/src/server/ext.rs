@@ -22,9 +22,10 @@ pub const OUTCOME_FILE: &str = "workbench.outcomeFile";
 pub const TRIAL: &str = "workbench.trial";
 pub const TRIALS: &str = "workbench.trials";
 pub const OPEN_TRIAL_REPORT: &str = "workbench.openTrialReport";
+pub const ANSWER: &str = "workbench.answer";
 
 /// Every command the server executes, in the order `executeCommandProvider` lists them.
-pub const COMMANDS: [&str; 15] = [
+pub const COMMANDS: [&str; 16] = [
     MIGRATE,
     CHECK_WORKSPACE,
     DRY_RUN,
@@ -33,6 +34,7 @@ pub const COMMANDS: [&str; 15] = [
     RUNS,
     ATTACH,
     KILL,
+    ANSWER,
     SEND,
     OUTCOME,
     APPLY_OUTCOME,
@@ -44,6 +46,51 @@ pub const COMMANDS: [&str; 15] = [
 
 /// `workbench/runEvent`: one canonical event of a `workbench.run`, server to client.
 pub const RUN_EVENT: &str = "workbench/runEvent";
+
+/// `workbench/inputRequested`: a run the client follows asks the person something, server to client.
+pub const INPUT_REQUESTED: &str = "workbench/inputRequested";
+
+/// `workbench/inputResolved`: a request the client was shown is answered or refused (here or elsewhere: the
+/// CLI, another window, the input timeout), server to client: the client withdraws it.
+pub const INPUT_RESOLVED: &str = "workbench/inputResolved";
+
+/// The params of `workbench/inputRequested`: the run, the request as `run.json` keeps it (`id`, `kind`, and
+/// `message` and `options`, or `questions`), and one line that says it (`kind · id: details`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequestedParams<'a> {
+    pub run_id: &'a str,
+    pub request: &'a wb_engine::input::Request,
+    pub text: String,
+}
+
+/// The params of `workbench/inputResolved`: the run, the request's id, and how it ended (`answered`, `refused`)
+/// with the event's `answer` or `reason`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputResolvedParams<'a> {
+    pub run_id: &'a str,
+    pub id: &'a str,
+    pub how: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+}
+
+/// The argument of `workbench.answer`: `{runId, requestId, answer}` or `{runId, requestId, reject: true}`; the
+/// answer as `wb-lsp answer` takes it (`allow`, `deny`, `allow_always`, a question's answer, or a JSON array of
+/// answers, one per question).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerArguments {
+    pub run_id: String,
+    pub request_id: String,
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default)]
+    pub reject: bool,
+}
 
 /// `event` is the canonical event, unchanged (one line of `wb-lsp run --json`); `text` is what a person reads
 /// for it, line by line (none for `runner.event`), rendered by the server so every editor shows the same.

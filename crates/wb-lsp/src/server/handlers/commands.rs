@@ -1,7 +1,7 @@
 //! `workspace/executeCommand`: routes each `workbench.*` command (documented in `docs/lsp-extensions.md`)
 //! to its handler. The execution commands run on their own threads, `workbench.runs` and `workbench.outcome`
-//! on the workers, and `workbench.kill` (it signals) and `workbench.applyOutcome` (it writes) on threads of
-//! their own that are never cancelled;
+//! on the workers, and `workbench.kill` (it signals), `workbench.answer` and `workbench.applyOutcome` (they
+//! write) on threads of their own that are never cancelled;
 //! `workbench.migrate` and `workbench.checkWorkspace` change the server's state and run here.
 
 use lsp_server::{ErrorCode, RequestId, Response};
@@ -9,7 +9,7 @@ use lsp_types::{self as lsp, request as r};
 
 use super::super::ext::{self, CheckWorkspaceResult, MigrateArguments, MigrateResult};
 use super::super::global_state::{GlobalState, Outgoing};
-use super::{code_action, execute, sessions, trials};
+use super::{answering, code_action, execute, sessions, trials};
 
 pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteCommandParams) -> anyhow::Result<()> {
     match params.command.as_str() {
@@ -27,6 +27,7 @@ pub fn execute(state: &mut GlobalState, id: RequestId, params: lsp::ExecuteComma
         // They signal a run or write the workspace: never on the cancellable pool (the answer must say what
         // was done, and a cancelled request must not leave it half done).
         ext::KILL => state.spawn_mutation(id, params, execute::kill),
+        ext::ANSWER => state.spawn_mutation(id, params, answering::answer),
         ext::APPLY_OUTCOME => state.spawn_mutation(id, params, execute::apply_outcome),
         ext::MIGRATE => migrate(state, id, &params),
         ext::CHECK_WORKSPACE => check_workspace(state, id),

@@ -296,6 +296,7 @@ pub(super) fn forward_event(sender: &Sender<Message>, token: &Option<lsp::Progre
     let Some(event) = logged.event() else { return };
     let params = RunEventParams { event, text: render::event::event_lines(event) };
     let _ = sender.send(Message::Notification(Notification::new(ext::RUN_EVENT.to_owned(), params)));
+    super::answering::notify_input(sender, event);
     let message = match event.known() {
         Some(EventKind::ToolStarted) => event.text("name").map(|n| format!("tool {n}")),
         Some(EventKind::OutputText) => Some("writing".to_owned()),

@@ -2,6 +2,7 @@
 //! `workbench.*` commands). Each request handler reads a [`Snapshot`] and converts between protocol positions
 //! and the core's byte offsets through `convert` only.
 
+pub mod answering;
 pub mod code_action;
 pub mod commands;
 pub mod completion;
