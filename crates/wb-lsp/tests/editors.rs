@@ -565,6 +565,7 @@ impl World {
             .env("XDG_CACHE_HOME", self.home.join(".cache"))
             .env("PATH", &self.path)
             .env("OPENAI_API_KEY", "sk-test")
+            .env("ANTHROPIC_API_KEY", "sk-ant-test")
             .stdin(Stdio::null());
         command
     }
@@ -1845,4 +1846,86 @@ fn emacs_runs_a_trial_and_opens_its_report() {
         return;
     }
     run_emacs_script_in(&trial_run_world(), "trial run", EMACS_TRIAL_RUN_EL);
+}
+
+/// A fake Claude Code that asks (its control protocol on stdin and stdout): permission for a Bash command, then
+/// a question; it keeps each line it read in `LOG`, and its final text says it was answered.
+const ASKING_CLAUDE: &str = r#"#!/bin/sh
+log="$WB_TEST_CLAUDE_LOG"
+IFS= read -r line || exit 4
+printf '%s\n' "$line" >> "$log"
+printf '%s\n' '{"type":"control_request","request_id":"n1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm obsolete.txt"},"tool_use_id":"t1"}}'
+IFS= read -r line || exit 5
+printf '%s\n' "$line" >> "$log"
+printf '%s\n' '{"type":"control_request","request_id":"n2","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"t2","input":{"questions":[{"question":"Which colour?","header":"Colour","multiSelect":false,"options":[{"label":"Red"},{"label":"Blue"}]}]}}}'
+IFS= read -r line || exit 6
+printf '%s\n' "$line" >> "$log"
+printf '%s\n' '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"asked and answered"}]}}'
+printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"asked and answered","usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":0}'
+"#;
+
+impl World {
+    /// A Claude Code package (`.workbenches/asker`) whose runner is [`ASKING_CLAUDE`]; returns where it logs.
+    fn with_asking_claude(&self) -> PathBuf {
+        let package = self.repo.join(".workbenches/asker");
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(
+            package.join("workbench.yml"),
+            "spec: 1\nversion: 0.1.0\nname: asker\nrunner: claude-code\nmodel:\n  id: anthropic/claude-sonnet-4.5\n\
+             instructions: ./instructions.md\nruntimes:\n  local: {}\n",
+        )
+        .unwrap();
+        std::fs::write(package.join("instructions.md"), "# Asker\n").unwrap();
+        let claude = self.root.join("bin/claude");
+        std::fs::write(&claude, ASKING_CLAUDE).unwrap();
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self.root.join("claude-read.txt")
+    }
+}
+
+/// Neovim asks what the run asks (vim.ui.select, replaced by the test to pick as a person would) and answers it
+/// with `workbench.answer`: the fake Claude Code reads `allow` and the question's label, and the run completes.
+const ASKS_TEST_LUA: &str = r##"
+local function run()
+  local repo = env("WB_TEST_REPO")
+  local workbench = require("workbench")
+  workbench.setup({ cmd = { env("WB_LSP_BIN"), "serve" } })
+  vim.cmd("edit " .. vim.fn.fnameescape(repo .. "/.workbenches/asker/workbench.yml"))
+  local manifest_buf = vim.api.nvim_get_current_buf()
+  wait_for("the workbench client", function()
+    local client = workbench.client(manifest_buf)
+    return client and client.initialized and client or nil
+  end)
+  local asked = {}
+  workbench.choose = function(items, options, on_choice)
+    table.insert(asked, { items = items, prompt = options.prompt })
+    vim.schedule(function()
+      on_choice(vim.tbl_contains(items, "allow") and "allow" or "Blue")
+    end)
+  end
+  vim.cmd("WorkbenchRun tidy the repository")
+  expect("the permission request", "[workbench] permission · in_")
+  expect("the question", "[workbench] question · in_")
+  expect("the run to complete", "[workbench] run completed")
+  check(#asked == 2, "asked " .. #asked .. " times")
+  check(table.concat(asked[1].items, ",") == "allow,deny", "the permission's options: " .. table.concat(asked[1].items, ","))
+  check(asked[1].prompt == "Bash: rm obsolete.txt", "the permission's prompt: " .. tostring(asked[1].prompt))
+  check(asked[2].prompt == "Which colour?", "the question: " .. tostring(asked[2].prompt))
+  check(vim.tbl_contains(asked[2].items, "(your own words)"), "own words offered: " .. table.concat(asked[2].items, ","))
+  check(next(workbench.pending) == nil, "nothing left pending")
+  local read = table.concat(vim.fn.readfile(env("WB_TEST_CLAUDE_LOG")), "\n")
+  check(read:find('"behavior":"allow"', 1, true), "the runner read the permission: " .. read)
+  check(read:find('"Which colour?":"Blue"', 1, true), "the runner read the answer: " .. read)
+  out("ok: Neovim asked the permission and the question and the runner got both answers")
+end
+"##;
+
+#[test]
+fn neovim_answers_what_a_run_asks() {
+    if !require_neovim() {
+        return;
+    }
+    let world = World::new(RUNS_RUNNER);
+    let log = world.with_asking_claude();
+    run_neovim_script(&world, "asks", &format!("{RUNS_HELPERS_LUA}{ASKS_TEST_LUA}"), &[("WB_TEST_CLAUDE_LOG", &log)]);
 }

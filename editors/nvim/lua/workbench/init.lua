@@ -10,12 +10,14 @@
 --   workbench.attach     what an attached manifest buffer gets: omnifunc, the K/gd/gr/<leader>ca mappings
 --   workbench.commands   the :Workbench* user commands, migrate and check_workspace
 --   workbench.run        dry run, smoke, run and its `workbench/runEvent` stream, cancel, attach, sessions
+--   workbench.asks       what a run asks the person, answered with vim.ui.select / vim.ui.input
 --   workbench.runs       the runs buffer (:WorkbenchRuns), kill
 --   workbench.outcome    the outcome buffer, its review diff and artifacts, applying an outcome
 --   workbench.trials     running a package's trial and opening its report
 --   workbench.ui         messages and scratch buffers
 --   workbench.ui.format  reading the server's answers (the server renders the text of events and outcomes)
 
+local asks = require("workbench.asks")
 local commands = require("workbench.commands")
 local format = require("workbench.ui.format")
 local lsp = require("workbench.client")
@@ -67,6 +69,7 @@ local PUBLIC = {
     "last_file_diff",
   },
   [format] = { "json_pretty" },
+  [asks] = { "INPUT_REQUESTED", "INPUT_RESOLVED", "on_input_requested", "on_input_resolved", "pending", "choose", "read_text" },
   [trials] = { "trial", "open_report", "last_trial", "open" },
 }
 

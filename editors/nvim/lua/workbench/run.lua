@@ -145,6 +145,7 @@ local function handle_events(client)
   if client.handlers and client.handlers[M.RUN_EVENT] == nil then
     client.handlers[M.RUN_EVENT] = M.on_run_event
   end
+  require("workbench.asks").handle(client)
 end
 
 -- A client for the commands on runs, which belong to the user, not to a repository (nil after saying so).
