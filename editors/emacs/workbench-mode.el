@@ -243,6 +243,8 @@ The command `workbench-lsp-server-command' and initialization options."
     :notification-handlers
     (let ((handlers (make-hash-table :test #'equal)))
       (puthash "workbench/runEvent" #'workbench--lsp-mode-run-event handlers)
+      (puthash "workbench/inputRequested" #'workbench--lsp-mode-input-requested handlers)
+      (puthash "workbench/inputResolved" #'workbench--lsp-mode-input-resolved handlers)
       handlers)
     :server-id 'wb-lsp)))
 
@@ -279,6 +281,7 @@ This is the server's `workbench.checkWorkspace' command."
 
 ;; Runs, attach, sessions and an outcome's files.
 (require 'workbench-runs)
+(require 'workbench-asks)
 ;; Trials: running one, opening its report.
 (require 'workbench-trials)
 

@@ -1851,7 +1851,8 @@ fn emacs_runs_a_trial_and_opens_its_report() {
 /// A fake Claude Code that asks (its control protocol on stdin and stdout): permission for a Bash command, then
 /// a question; it keeps each line it read in `LOG`, and its final text says it was answered.
 const ASKING_CLAUDE: &str = r#"#!/bin/sh
-log="$WB_TEST_CLAUDE_LOG"
+log='LOG'
+
 IFS= read -r line || exit 4
 printf '%s\n' "$line" >> "$log"
 printf '%s\n' '{"type":"control_request","request_id":"n1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm obsolete.txt"},"tool_use_id":"t1"}}'
@@ -1876,10 +1877,11 @@ impl World {
         )
         .unwrap();
         std::fs::write(package.join("instructions.md"), "# Asker\n").unwrap();
+        let log = self.root.join("claude-read.txt");
         let claude = self.root.join("bin/claude");
-        std::fs::write(&claude, ASKING_CLAUDE).unwrap();
+        std::fs::write(&claude, ASKING_CLAUDE.replace("'LOG'", &format!("'{}'", log.display()))).unwrap();
         std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
-        self.root.join("claude-read.txt")
+        log
     }
 }
 
@@ -1913,7 +1915,8 @@ local function run()
   check(asked[2].prompt == "Which colour?", "the question: " .. tostring(asked[2].prompt))
   check(vim.tbl_contains(asked[2].items, "(your own words)"), "own words offered: " .. table.concat(asked[2].items, ","))
   check(next(workbench.pending) == nil, "nothing left pending")
-  local read = table.concat(vim.fn.readfile(env("WB_TEST_CLAUDE_LOG")), "\n")
+  -- The fake Claude Code keeps what it read beside the repository.
+  local read = table.concat(vim.fn.readfile(repo .. "/../claude-read.txt"), "\n")
   check(read:find('"behavior":"allow"', 1, true), "the runner read the permission: " .. read)
   check(read:find('"Which colour?":"Blue"', 1, true), "the runner read the answer: " .. read)
   out("ok: Neovim asked the permission and the question and the runner got both answers")
@@ -1926,6 +1929,55 @@ fn neovim_answers_what_a_run_asks() {
         return;
     }
     let world = World::new(RUNS_RUNNER);
-    let log = world.with_asking_claude();
-    run_neovim_script(&world, "asks", &format!("{RUNS_HELPERS_LUA}{ASKS_TEST_LUA}"), &[("WB_TEST_CLAUDE_LOG", &log)]);
+    assert_eq!(world.with_asking_claude(), world.root.join("claude-read.txt"));
+    run_neovim_script(&world, "asks", &format!("{RUNS_HELPERS_LUA}{ASKS_TEST_LUA}"), &[]);
+}
+
+/// Batch Emacs with Eglot follows a run that asks (`workbench-attach`): each request is read with
+/// `completing-read` (replaced by the test to pick as a person would) and answered with `workbench.answer`.
+const EMACS_ASKS_TEST_EL: &str = r##"
+(defvar wbt-asked nil)
+(defun wbt-run ()
+  (let ((repo (file-name-as-directory (wbt-env "WB_TEST_REPO"))))
+    (wbt-check (require 'eglot nil t) "eglot is not installed")
+    (require 'workbench-mode)
+    (setq workbench-lsp-server-command (list (wbt-env "WB_LSP_BIN") "serve"))
+    (setq workbench-lsp-client 'eglot)
+    (setq eglot-sync-connect t)
+    (setq workbench-asks-read-function
+          (lambda (prompt choices &rest _)
+            (push (cons prompt choices) wbt-asked)
+            (if (member "allow" choices) "allow" "Blue")))
+    (find-file (expand-file-name ".workbenches/asker/workbench.yml" repo))
+    (wbt-command)
+    (wbt-wait "Eglot to connect to wb-lsp" #'eglot-current-server)
+    (let* ((output (wbt-cli "run" "--detach" "--task" "tidy the repository"
+                            (expand-file-name ".workbenches/asker" repo)))
+           (id (progn (string-match "wb_[0-9a-f]\\{24\\}" output) (match-string 0 output))))
+      (workbench-attach id)
+      (wbt-wait "the run to complete" (lambda () (equal (alist-get 'state (wbt-record id)) "completed")))
+      (wbt-check (= (length wbt-asked) 2) "asked %S" wbt-asked)
+      (let ((permission (car (last wbt-asked))) (question (car wbt-asked)))
+        (wbt-check (equal (car permission) "Bash: rm obsolete.txt: ") "the permission's prompt: %S" permission)
+        (wbt-check (equal (cdr permission) '("allow" "deny")) "the permission's options: %S" permission)
+        (wbt-check (equal (cdr question) '("Red" "Blue")) "the question's options: %S" question))
+      (wbt-check (wbt-messaged "Workbench: permission · in_") "the request was said: %S" wbt-messages)
+      ;; The fake Claude Code keeps what it read beside the repository.
+      (let ((read (with-temp-buffer (insert-file-contents (expand-file-name "../claude-read.txt" repo))
+                                    (buffer-string))))
+        (wbt-check (string-match-p "\"behavior\":\"allow\"" read) "the runner read: %s" read)
+        (wbt-check (string-match-p "\"Which colour\\?\":\"Blue\"" read) "the runner read: %s" read))
+      (wbt-out "ok: Emacs asked the permission and the question; the runner got both answers"))))
+"##;
+
+#[test]
+fn emacs_answers_what_a_run_asks() {
+    if skipping() {
+        eprintln!("skipping the Emacs asks test: {SKIP_VARIABLE}=1");
+        return;
+    }
+    let world = World::new(RUNS_RUNNER);
+    // The script finds the log the fake Claude Code writes beside the repository.
+    assert_eq!(world.with_asking_claude(), world.root.join("claude-read.txt"));
+    run_emacs_script_in(&world, "asks", EMACS_ASKS_TEST_EL);
 }
