@@ -111,3 +111,57 @@ fn answers_that_do_not_fit_are_refused_and_the_ones_that_do_reach_the_runner() {
     assert_eq!(responses[0]["response"]["response"]["behavior"], "allow");
     assert_eq!(responses[1]["response"]["response"]["behavior"], "deny", "a refused question is denied");
 }
+
+/// Drives `wb-lsp run` in a pseudo-terminal: answers each prompt as it appears, then prints everything the
+/// terminal showed and exits with the command's status.
+const PTY_DRIVER: &str = r#"
+import os, pty, select, sys, time
+answers = [(b"answer (allow, deny", b"allow\n"), (b"answer (a number, a label or your own words", b"2\n"),
+           (b"answer (numbers or labels, comma-separated", b"1, Tue\n")]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+seen, deadline = b"", time.time() + 60
+while time.time() < deadline:
+    ready, _, _ = select.select([fd], [], [], 0.2)
+    if ready:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+        if answers and answers[0][0] in seen:
+            os.write(fd, answers.pop(0)[1])
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode("utf-8", "replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+#[test]
+fn run_in_a_terminal_asks_inline() {
+    let world = claude_world();
+    let driver = world.root.join("terminal_driver.py");
+    std::fs::write(&driver, PTY_DRIVER).unwrap();
+    let work = world.work.display().to_string();
+    let docs = format!("docs={}", world.root.join("docs").display());
+    let output = finish(
+        world
+            .command("python3")
+            .arg(&driver)
+            .arg(BIN)
+            .args(["run", ".workbenches/cc-demo", "--dir", &work, "--task", TASK, "--workspace", &docs])
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-value")
+            .env("TRACKER_TOKEN", "tracker-test-value")
+            .env("FAKE_RUNNER_SCRIPT", script(&world)),
+    );
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(output.stdout.contains("? permission · in_"), "{}", output.stdout);
+    assert!(output.stdout.contains("    2. Blue"), "the options are listed: {}", output.stdout);
+    let read = std::fs::read_to_string(world.log.join("stdin.jsonl")).unwrap();
+    let responses: Vec<serde_json::Value> = read.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(responses[0]["response"]["response"]["behavior"], "allow", "{read}");
+    let answers = &responses[1]["response"]["response"]["updatedInput"]["answers"];
+    assert_eq!(answers, &json!({"Which colour?": "Blue", "Which days?": "Mon, Tue"}), "{read}");
+}

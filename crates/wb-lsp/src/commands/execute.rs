@@ -254,9 +254,17 @@ pub fn run(command: &RunCommandArgs, _catalog: &ModelCatalog) -> anyhow::Result<
         // A session: this command follows its first turn; `send` the next ones.
         return super::followed::follow_turn(&home, &run_id, None, json, None);
     }
+    // In a terminal, what the run asks is asked here too (the person may also answer elsewhere).
+    let terminal = (!json && !final_only && std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+        .then(super::inline::Terminal::new);
     let followed = runs::follow(&home, &run_id, None, &mut |event| {
         if json || !final_only {
             super::followed::print_logged(event, json);
+        }
+        if let Some(terminal) = &terminal
+            && let Some(request) = event.event().and_then(wb_engine::input::Request::from_event)
+        {
+            terminal.ask(&home, &run_id, &request);
         }
     })?;
     if followed == Followed::Lost {

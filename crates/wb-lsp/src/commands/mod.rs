@@ -10,6 +10,7 @@ mod execute;
 mod fmt;
 mod followed;
 mod init;
+mod inline;
 mod jobs;
 mod mcp;
 mod migrate;
