@@ -74,6 +74,21 @@ pub fn take(home: &Path, run_id: &str) -> std::io::Result<Option<Queued>> {
     read.map(Some)
 }
 
+/// The input ids of the turns queued in `inbox` (a session's `RunDir::inbox`), oldest first, without taking them.
+pub fn queued_ids(inbox: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(inbox) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .filter_map(|name| name.trim_end_matches(".json").split_once('-').map(|(_, id)| id.to_owned()))
+        .collect()
+}
+
 fn read_queued(path: &Path) -> std::io::Result<Queued> {
     let bytes = read_bounded(path, QUEUED_LIMIT)?;
     serde_json::from_slice(&bytes)

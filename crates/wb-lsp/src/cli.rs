@@ -186,6 +186,13 @@ pub struct SendArgs {
     /// Queue the turn and return at once, printing its input id (the turn's `turn.started` names it).
     #[arg(long, short = 'd')]
     pub detach: bool,
+    /// Steer the running turn: the text goes to the runner's own steering now, and this waits until the runner
+    /// took it (`input.delivered`, exit 0) or it was refused (exit 1); never a later turn.
+    #[arg(long, conflicts_with_all = ["queue", "detach"])]
+    pub steer: bool,
+    /// Queue the task as the next turn even while a turn runs (first in, first out).
+    #[arg(long)]
+    pub queue: bool,
 }
 
 /// A run: its `wb_…` id, or a unique prefix of one.

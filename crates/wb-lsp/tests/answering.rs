@@ -165,3 +165,65 @@ fn run_in_a_terminal_asks_inline() {
     let answers = &responses[1]["response"]["response"]["updatedInput"]["answers"];
     assert_eq!(answers, &json!({"Which colour?": "Blue", "Which days?": "Mon, Tue"}), "{read}");
 }
+
+/// A session's turn is steered: a plain `send` while the turn runs is refused, `send --steer` goes to Claude Code
+/// on its stdin during the turn and returns once the runner took it (its replay of the message), and a steer
+/// with no turn running is refused.
+#[test]
+fn a_running_turn_is_steered_and_a_plain_send_is_refused() {
+    let world = claude_world();
+    let lines = [
+        json!({"fake": "read_stdin"}),
+        json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "working"}]}}),
+        json!({"fake": "replay_stdin"}),
+        json!({"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": "steered"}]}}),
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "steered",
+            "usage": {"input_tokens": 1, "output_tokens": 1}, "total_cost_usd": 0.0}),
+    ];
+    let script = world.root.join("steered.jsonl");
+    std::fs::write(&script, lines.map(|line| line.to_string()).join("\n")).unwrap();
+    let work = world.work.display().to_string();
+    let docs = format!("docs={}", world.root.join("docs").display());
+    let started = finish(
+        world
+            .command(BIN)
+            .args(["run", ".workbenches/cc-demo", "--dir", &work, "--task", TASK, "--workspace", &docs])
+            .args(["--session", "--detach"])
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-value")
+            .env("TRACKER_TOKEN", "tracker-test-value")
+            .env("FAKE_RUNNER_SCRIPT", &script),
+    );
+    assert_eq!(started.code, 0, "{started:?}");
+    let run = started.stdout.trim().to_owned();
+    // The first turn runs until the runner has read a steer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !wb(&world, &["runs", "--json"]).stdout.contains("\"state\": \"running\"") {
+        assert!(std::time::Instant::now() < deadline, "the turn never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let plain = wb(&world, &["send", &run, "another task"]);
+    assert!(plain.code == 1 && plain.stderr.contains("is in a turn: `send --queue`"), "{plain:?}");
+    let steered = wb(&world, &["send", &run, "--steer", "mention the moon"]);
+    assert_eq!(steered.code, 0, "{steered:?}");
+    assert!(steered.stdout.contains("delivered"), "{steered:?}");
+    let read = std::fs::read_to_string(world.log.join("stdin.jsonl")).unwrap();
+    let steer: serde_json::Value = serde_json::from_str(read.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(
+        (steer["type"].as_str(), steer["message"]["content"].as_str()),
+        (Some("user"), Some("mention the moon"))
+    );
+    let waited = wb(&world, &["wait", &run, "--timeout", "60s"]);
+    assert_eq!(waited.code, 0, "the turn ends and the session waits: {waited:?}");
+    let idle = wb(&world, &["send", &run, "--steer", "too late"]);
+    assert!(idle.code == 1 && idle.stderr.contains("has no turn running"), "{idle:?}");
+    let events = std::fs::read_to_string(world.home.join(".workbench/runs").join(&run).join("events.ndjson")).unwrap();
+    let kinds: Vec<String> = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|event| event["type"].as_str().map(str::to_owned))
+        .collect();
+    let accepted = kinds.iter().position(|k| k == "input.accepted").expect("input.accepted");
+    let delivered = kinds.iter().position(|k| k == "input.delivered").expect("input.delivered");
+    assert!(accepted < delivered, "{kinds:?}");
+    let _ = wb(&world, &["kill", &run]);
+}

@@ -105,6 +105,13 @@ impl Adapter for ClaudeCode {
                 ),
             ),
             (
+                "steering",
+                Support::Degraded(
+                    "send --steer is a user message on stdin, folded into the running turn at its next step, on \
+                     the local and docker runtimes, not on e2b and daytona",
+                ),
+            ),
+            (
                 "questions",
                 Support::Degraded("AskUserQuestion is asked on the local and docker runtimes, not on e2b and daytona"),
             ),
@@ -170,6 +177,10 @@ impl Adapter for ClaudeCode {
         claude_control::interactive(command).then(|| claude_control::user_message(task))
     }
 
+    fn steer_input(&self, id: &str, text: &str, state: &mut TranslateState) -> Option<String> {
+        Some(claude_control::steer(id, text, state))
+    }
+
     fn answer_input(
         &self,
         request: &crate::input::Request,
@@ -213,7 +224,7 @@ impl Adapter for ClaudeCode {
                 events
             }
             "user" => {
-                let mut events = Vec::new();
+                let mut events: Vec<Translated> = claude_control::delivered(event, state).into_iter().collect();
                 let content = event.pointer("/message/content").and_then(Value::as_array).cloned().unwrap_or_default();
                 for block in content {
                     if block.get("type").and_then(Value::as_str) != Some("tool_result") {
@@ -258,6 +269,10 @@ impl Adapter for ClaudeCode {
                 vec![Translated::native(&format!("system.{subtype}"))]
             }
             "control_request" | "control_cancel_request" => claude_control::control(event, state),
+            "command_lifecycle" => match claude_control::delivered(event, state) {
+                Some(delivered) => vec![delivered],
+                None => vec![Translated::native("command_lifecycle")],
+            },
             other => vec![Translated::native(other)],
         }
     }

@@ -26,14 +26,42 @@ pub(super) fn interactive(command: &[String]) -> bool {
 
 /// The user message that gives Claude Code `task`, one JSON line.
 pub(super) fn user_message(task: &str) -> String {
+    message_with_uuid(task, &super::random_uuid())
+}
+
+fn message_with_uuid(text: &str, uuid: &str) -> String {
     json!({
         "type": "user",
-        "message": {"role": "user", "content": task},
+        "message": {"role": "user", "content": text},
         "parent_tool_use_id": null,
         "session_id": "",
-        "uuid": super::random_uuid(),
+        "uuid": uuid,
     })
     .to_string()
+}
+
+/// A steer: a user message written while the turn runs (Claude Code folds it into the running turn at its next
+/// step), its uuid kept in `state` so its delivery can be told.
+pub(super) fn steer(id: &str, text: &str, state: &mut TranslateState) -> String {
+    let uuid = super::random_uuid();
+    state.steers.insert(uuid.clone(), id.to_owned());
+    message_with_uuid(text, &uuid)
+}
+
+/// `input.delivered` for a steer Claude Code took: its `command_lifecycle` says `started` (or `completed`) for
+/// the message's uuid, or its replay of the message (`isReplay`, with `--replay-user-messages`) comes.
+pub(super) fn delivered(event: &Value, state: &mut TranslateState) -> Option<Translated> {
+    let uuid = match event.get("type").and_then(Value::as_str)? {
+        "command_lifecycle" if matches!(event.get("state").and_then(Value::as_str), Some("started" | "completed")) => {
+            event.get("command_uuid").and_then(Value::as_str)?
+        }
+        "user" if event.get("isReplay").and_then(Value::as_bool) == Some(true) => {
+            event.get("uuid").and_then(Value::as_str)?
+        }
+        _ => return None,
+    };
+    let id = state.steers.remove(uuid)?;
+    Some(Translated::new(crate::events::EventKind::InputDelivered, json!({"id": id})))
 }
 
 /// The events of a control message from Claude Code: a permission request or questions (kept in `state` for

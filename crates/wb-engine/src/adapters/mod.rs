@@ -103,6 +103,9 @@ pub struct TranslateState {
     pub usage: UsageSoFar,
     /// The native requests behind the requests the translation emitted, by request id, for the answers.
     pub asked: BTreeMap<String, Value>,
+    /// The steers handed to the runner and not yet taken, by the runner's own id of each (Claude Code's message
+    /// uuid): their steer ids, so the translation can say when the runner took one (`input.delivered`).
+    pub steers: BTreeMap<String, String>,
 }
 
 /// The usage a run's deltas have carried so far.
@@ -162,6 +165,11 @@ pub trait Adapter: Send + Sync {
     /// What the runner reads on its stdin as a turn with `task` starts, for a command that runs it
     /// interactively (see [`Translation::stdin`]); `None` for one that takes its task on the command line.
     fn opening_input(&self, _command: &[String], _task: &str) -> Option<String> {
+        None
+    }
+    /// The line that gives the runner `text` while its turn runs (its own steering), remembering in `state` how
+    /// to tell when it took it (steer `id`); `None` when the runner cannot be steered.
+    fn steer_input(&self, _id: &str, _text: &str, _state: &mut TranslateState) -> Option<String> {
         None
     }
     /// The line that gives the runner `answer` to `request` (its native reply, with what the translation kept of

@@ -1,10 +1,15 @@
-//! What the runner asks while a turn runs (`crate::input`): the runner's stdin, written the turn's opening input
-//! as it starts and each answer as it comes; the requests the translation emitted, each waiting for its answer
-//! file, the input timeout or `--no-input`; the answer checked once more, given to the runner in its own words,
-//! and said in an event.
+//! What the runner asks while a turn runs (`crate::input`), and what it is given: the runner's stdin, written
+//! the turn's opening input as it starts and each answer as it comes; the requests the translation emitted, each
+//! waiting for its answer file, the input timeout or `--no-input`; the answer checked once more, given to the
+//! runner in its own words, and said in an event. Steers (`send --steer`, `runs::steering`) go to the runner's
+//! own steering while the turn runs, and a session's queued turns are announced (`input.queued`).
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant};
+
+use serde_json::json;
 
 use crate::adapters::{Adapter, TranslateState};
 use crate::events::{EventKind, Translated};
@@ -13,17 +18,33 @@ use crate::runs::RunDir;
 use crate::runs::answers::read_answer;
 use crate::runtime::Launched;
 
-/// Where a run's answers arrive and how long they are waited for.
+/// How often the steers and the session's queue are looked at.
+const POLL_EVERY: Duration = Duration::from_millis(250);
+
+/// Where a run's answers and steers arrive and how long requests are waited for.
 pub(crate) struct Inputs {
     pub(crate) dir: RunDir,
     pub(crate) policy: InputPolicy,
+    /// The session's queued turns already announced (`input.queued`), over all its turns.
+    pub(crate) announced: RefCell<BTreeSet<String>>,
 }
 
-/// One turn's stdin and pending requests.
+impl Inputs {
+    pub(crate) fn new(dir: RunDir, policy: InputPolicy) -> Inputs {
+        Inputs { dir, policy, announced: RefCell::default() }
+    }
+}
+
+/// One turn's stdin, pending requests and steers on their way.
 pub(super) struct Asking<'a> {
     inputs: Option<&'a Inputs>,
     stdin: Option<Box<dyn Write + Send>>,
     pending: Vec<(Request, Instant)>,
+    /// Steers given to the runner and not yet taken by it.
+    steering: Vec<String>,
+    /// When the steers were last looked at; `None` before the turn's first look, which refuses what was given
+    /// before the turn started (it was meant for another).
+    polled: Option<Instant>,
 }
 
 impl<'a> Asking<'a> {
@@ -34,7 +55,8 @@ impl<'a> Asking<'a> {
         launched: &mut Launched,
         opening: Option<&str>,
     ) -> (Asking<'a>, Option<String>) {
-        let mut asking = Asking { inputs, stdin: launched.stdin.take(), pending: Vec::new() };
+        let mut asking =
+            Asking { inputs, stdin: launched.stdin.take(), pending: Vec::new(), steering: Vec::new(), polled: None };
         let problem = opening.and_then(|opening| match asking.write(opening) {
             Ok(()) => None,
             Err(error) => Some(format!("The runner did not take its task on its stdin: {error}")),
@@ -50,7 +72,52 @@ impl<'a> Asking<'a> {
         } else if matches!(event.kind, EventKind::InputRejected | EventKind::QuestionRejected) {
             let id = event.data.get("id").and_then(|id| id.as_str());
             self.pending.retain(|(request, _)| Some(request.id.as_str()) != id);
+        } else if event.kind == EventKind::InputDelivered {
+            let id = event.data.get("id").and_then(|id| id.as_str());
+            self.steering.retain(|steer| Some(steer.as_str()) != id);
         }
+    }
+
+    /// Every [`POLL_EVERY`]: gives the runner the steers that came (or refuses them), and announces the turns
+    /// queued since; returns the events that say so.
+    pub(super) fn poll(&mut self, adapter: &dyn Adapter, state: &mut TranslateState) -> Vec<Translated> {
+        let Some(inputs) = self.inputs.filter(|_| self.polled.is_none_or(|at| at.elapsed() >= POLL_EVERY)) else {
+            return Vec::new();
+        };
+        let first = self.polled.replace(Instant::now()).is_none();
+        let mut said = Vec::new();
+        for steer in crate::runs::steering::take_steers(&inputs.dir) {
+            let refused = |reason: &str| {
+                Translated::new(EventKind::InputRejected, json!({"id": steer.id, "kind": "steer", "reason": reason}))
+            };
+            if first {
+                said.push(refused("given before this turn started"));
+                continue;
+            }
+            if self.stdin.is_none() {
+                said.push(refused("this runner reads nothing while its turn runs here: it cannot be steered"));
+                continue;
+            }
+            let Some(line) = adapter.steer_input(&steer.id, &steer.text, state) else {
+                said.push(refused("this runner cannot be steered"));
+                continue;
+            };
+            match self.write(&line) {
+                Ok(()) => {
+                    self.steering.push(steer.id.clone());
+                    said.push(Translated::new(EventKind::InputAccepted, json!({"id": steer.id, "kind": "steer"})));
+                }
+                Err(error) => said.push(refused(&format!("the runner did not take it: {error}"))),
+            }
+        }
+        let queued = crate::sessions::queued_ids(&inputs.dir.inbox());
+        let mut announced = inputs.announced.borrow_mut();
+        for (position, id) in queued.iter().enumerate() {
+            if announced.insert(id.clone()) {
+                said.push(Translated::new(EventKind::InputQueued, json!({"id": id, "position": position + 1})));
+            }
+        }
+        said
     }
 
     /// Whether a request waits for its answer.
@@ -115,9 +182,17 @@ impl<'a> Asking<'a> {
         }
     }
 
-    /// Rejects what still waits (the turn ended without it); returns the events that say so.
+    /// Rejects what still waits (the turn ended without it), and the steers the runner did not take; returns the
+    /// events that say so.
     pub(super) fn abandon(&mut self, reason: &str) -> Vec<Translated> {
-        self.pending.drain(..).map(|(request, _)| request.rejected(reason)).collect()
+        let mut said: Vec<Translated> = self.pending.drain(..).map(|(request, _)| request.rejected(reason)).collect();
+        let given = self.inputs.map(|inputs| crate::runs::steering::take_steers(&inputs.dir)).unwrap_or_default();
+        let late = self.steering.drain(..).chain(given.into_iter().map(|steer| steer.id));
+        said.extend(late.map(|id| {
+            let reason = "the turn ended before the runner took it";
+            Translated::new(EventKind::InputRejected, json!({"id": id, "kind": "steer", "reason": reason}))
+        }));
+        said
     }
 
     /// Closes the runner's stdin: it has given its result and reads nothing more.

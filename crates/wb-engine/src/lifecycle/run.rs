@@ -217,10 +217,8 @@ fn execute(
     }
     // The baseline of every writable workspace, before the runner can touch it.
     let baselines = outcome::baseline(&options.workbench_home(), &prepared.workspaces, &prepared.working_copies);
-    let inputs = Inputs {
-        dir: crate::runs::RunDir::new(&options.workbench_home(), &prepared.run_id),
-        policy: mode.limits().input,
-    };
+    let inputs =
+        Inputs::new(crate::runs::RunDir::new(&options.workbench_home(), &prepared.run_id), mode.limits().input);
     let Turns { ending, terminal, final_text, cancelled } = match mode.session() {
         None => {
             let launched = match prepared.adopted.take() {

@@ -153,6 +153,10 @@ fn follow(
                 events.send(said);
             }
         }
+        for said in asking.poll(prepared.adapter.as_ref(), &mut state) {
+            asking.note(&said);
+            events.send(said);
+        }
         if !stdout_open {
             match launched.try_wait() {
                 Some(exit) => break Some(exit),

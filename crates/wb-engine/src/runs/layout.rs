@@ -40,6 +40,8 @@ const CONVERSATION: &str = "conversation";
 const OUTBOX: &str = "outbox";
 /// The directory of the answers to the run's requests (`input`).
 const ANSWERS: &str = "answers";
+/// The directory of the steers of the run's running turn.
+const STEERS: &str = "steer";
 
 /// The directory of one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +97,11 @@ impl RunDir {
     /// `answers/<request>.json`, the answer to one request (`request` a request id: `input::Request::is_id`).
     pub fn answer(&self, request: &str) -> PathBuf {
         self.answers().join(format!("{request}.json"))
+    }
+
+    /// `steer/`, the steers not yet taken by the run's owner (`steering`).
+    pub fn steers(&self) -> PathBuf {
+        self.path.join(STEERS)
     }
 
     /// `outbox/`, what the agent writes for the outcome.

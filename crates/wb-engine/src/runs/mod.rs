@@ -12,6 +12,7 @@ pub mod answers;
 pub mod follow;
 pub mod layout;
 pub mod log;
+pub mod steering;
 
 use std::fs;
 use std::path::Path;

@@ -18,6 +18,7 @@ mod models;
 mod outcome;
 mod runs;
 mod sessions;
+mod steer;
 mod trial;
 mod trial_jobs;
 

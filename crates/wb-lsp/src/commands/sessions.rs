@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
-use wb_engine::runs::RunRecord;
+use wb_engine::runs::{RunRecord, RunState};
 use wb_engine::{Request, RunMode, RunRequest, SessionOptions};
 
 use super::followed::follow_turn;
@@ -37,6 +37,26 @@ pub fn send(args: &SendArgs) -> anyhow::Result<Exit> {
     let Some(task) = task_of(&args.turn, false)? else {
         anyhow::bail!("give the turn's task: TASK, --task-file FILE or --stdin");
     };
+    let turn_running = matches!(state, RunState::Running | RunState::NeedsInput);
+    if args.steer {
+        if !turn_running {
+            eprintln!(
+                "error: session {} has no turn running ({}): send the text as its next turn",
+                record.run_id,
+                state.as_str()
+            );
+            return Ok(Exit::Failure);
+        }
+        return super::steer::steer(&home, &record.run_id, &task, args.json);
+    }
+    if turn_running && !args.queue {
+        eprintln!(
+            "error: session {} is in a turn: `send --queue` queues the task for after it, `send --steer` steers the \
+             running turn",
+            record.run_id
+        );
+        return Ok(Exit::Failure);
+    }
     let input_id = wb_engine::sessions::queue(&home, &record.run_id, &task)
         .with_context(|| format!("cannot queue the turn for session {}", record.run_id))?;
     if args.detach {
