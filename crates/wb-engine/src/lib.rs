@@ -20,6 +20,7 @@ pub mod input;
 pub mod leftovers;
 pub mod lifecycle;
 mod outcome;
+pub mod plan;
 mod redact;
 pub mod requirements;
 pub mod routing;

@@ -198,3 +198,32 @@ fn a_request_nobody_answers_is_refused_after_the_input_timeout() {
     finish(rx, handle, seen);
     assert_eq!(stdin_lines(&world)[1]["response"]["response"]["behavior"], "deny");
 }
+
+/// Claude Code's todo list is the run's plan: `plan.updated` with every item, and the record's summary.
+#[test]
+fn a_todo_list_is_the_plan() {
+    let world = claude_world();
+    let todos = json!([{"content": "Read the code", "status": "completed", "activeForm": "Reading"},
+        {"content": "Write tests", "status": "in_progress", "activeForm": "Writing tests"},
+        {"content": "Ship", "status": "pending", "activeForm": "Shipping"}]);
+    let lines = [
+        json!({"fake": "read_stdin"}),
+        json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "toolu_t",
+            "name": "TodoWrite", "input": {"todos": todos}}]}}),
+        json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_t", "content": "ok"}]}}),
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "Done.",
+            "usage": {"input_tokens": 1, "output_tokens": 1}, "total_cost_usd": 0.0}),
+    ];
+    let script = world.root.join("plan.jsonl");
+    std::fs::write(&script, lines.map(|line| line.to_string()).join("\n")).unwrap();
+    let (rx, handle) = start(claude_options(&world, &script), InputPolicy::default());
+    let mut seen = Vec::new();
+    let plan = until(&rx, "plan.updated", &mut seen);
+    assert_eq!(plan["data"]["completed"], 1);
+    assert_eq!(plan["data"]["total"], 3);
+    assert_eq!(plan["data"]["items"][1], json!({"text": "Write tests", "status": "in_progress"}));
+    let run_id = plan["run_id"].as_str().unwrap().to_owned();
+    finish(rx, handle, seen);
+    let record = wb_engine::runs::read_record(&world.home.join(".workbench"), &run_id).unwrap();
+    assert_eq!(record.plan.map(|plan| plan.line()).as_deref(), Some("1/3 · Write tests"));
+}

@@ -591,7 +591,7 @@ fn check_events(events: &[Value]) {
         // `outcome.available` / `outcome.failed` are newer-engine events the official enum does not list yet:
         // their envelope is validated as a data-free type (the engine crate's tests check their data).
         let mut checked = event.clone();
-        if matches!(event["type"].as_str(), Some("outcome.available" | "outcome.failed")) {
+        if matches!(event["type"].as_str(), Some("outcome.available" | "outcome.failed" | "plan.updated")) {
             checked["type"] = Value::from("run.ready");
             checked["data"] = json!({});
         }

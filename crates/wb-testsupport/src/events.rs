@@ -25,6 +25,11 @@ pub fn check_events(events: &[Value], runner: &str) {
             check_outcome_event(event);
             checked["type"] = Value::from("run.ready");
         }
+        // `plan.updated` is wb-lsp's extension (docs/lsp-extensions.md): its data is checked here.
+        if event["type"] == "plan.updated" {
+            check_plan_event(event);
+            checked["type"] = Value::from("run.ready");
+        }
         let errors: Vec<String> =
             validator.iter_errors(&checked).map(|e| format!("{e} at {}", e.instance_path())).collect();
         assert!(errors.is_empty(), "event {event} does not validate: {errors:?}");
@@ -39,6 +44,18 @@ pub fn check_events(events: &[Value], runner: &str) {
         .collect();
     assert_eq!(terminal.len(), 1, "exactly one terminal event: {events:#?}");
     assert!(std::ptr::eq(terminal[0], events.last().expect("events")), "the terminal event is the last one");
+}
+
+/// The data of a `plan.updated` event: `{items: [{text, status}], completed, total}`, the counts agreeing.
+pub fn check_plan_event(event: &Value) {
+    let items = event["data"]["items"].as_array().unwrap_or_else(|| panic!("plan items: {event}"));
+    for item in items {
+        assert!(item["text"].is_string(), "{event}");
+        assert!(matches!(item["status"].as_str(), Some("pending" | "in_progress" | "completed")), "{event}");
+    }
+    let completed = items.iter().filter(|item| item["status"] == "completed").count() as u64;
+    assert_eq!(event["data"]["completed"].as_u64(), Some(completed), "{event}");
+    assert!(event["data"]["total"].as_u64().is_some_and(|total| total >= items.len() as u64), "{event}");
 }
 
 /// The data of an outcome event (engine facts (f)): `outcome.available` {outcome_id, completeness,

@@ -28,7 +28,7 @@ pub mod tree;
 pub mod world;
 
 pub use deadline::{Deadline, deadline, deadline_taken};
-pub use events::{check_events, check_outcome_event, success_native_types, success_types, types};
+pub use events::{check_events, check_outcome_event, check_plan_event, success_native_types, success_types, types};
 pub use followed::{Started, events_until, opencode_text, run_id, run_record, script_file};
 pub use git::git;
 pub use home::{ScratchHome, isolate};

@@ -212,6 +212,12 @@ impl Adapter for ClaudeCode {
                             }
                             state.tools.insert(id, serde_json::to_string(&data).unwrap_or_default());
                             events.push(Translated::new(EventKind::ToolStarted, data));
+                            // The agent's todo list is its plan.
+                            if name == "TodoWrite"
+                                && let Some(todos) = block.pointer("/input/todos").and_then(Value::as_array)
+                            {
+                                events.push(crate::plan::updated(todos, "content", "status"));
+                            }
                         }
                         Some(other) => events.push(Translated::native(&format!("assistant.{other}"))),
                         None => {}

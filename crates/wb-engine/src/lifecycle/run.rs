@@ -186,6 +186,7 @@ fn record(prepared: &Prepared, options: &Options, mode: &RunMode) -> RunRecord {
         turns: 0,
         resumed_from: mode.resume_from().map(str::to_owned),
         pending: Vec::new(),
+        plan: None,
     }
 }
 

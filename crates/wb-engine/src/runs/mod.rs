@@ -121,6 +121,9 @@ pub struct RunRecord {
     /// What the runner asked that is not answered yet (the run is `needs_input` while there is one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<crate::input::Request>,
+    /// Where the agent's plan stands (`plan.updated`), when it keeps one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::PlanSummary>,
 }
 
 impl RunRecord {
@@ -186,6 +189,7 @@ impl RunRecord {
                 self.activity = Some(format!("tool {title}"));
             }
             EventKind::FileChanged => self.activity = text("path").map(|path| format!("edited {path}")),
+            EventKind::PlanUpdated => self.plan = Some(crate::plan::PlanSummary::of(&event.data)),
             EventKind::InputRequested | EventKind::QuestionRequested => {
                 if let Some(request) = crate::input::Request::from_event(event) {
                     self.pending.retain(|pending| pending.id != request.id);

@@ -310,7 +310,13 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Exit> {
     }
     for record in &records {
         let doing = match record.state() {
-            RunState::Running => record.activity.clone().unwrap_or_else(|| "starting".to_owned()),
+            RunState::Running => {
+                let activity = record.activity.clone().unwrap_or_else(|| "starting".to_owned());
+                match &record.plan {
+                    Some(plan) => format!("{} · {activity}", plan.line()),
+                    None => activity,
+                }
+            }
             RunState::Idle => format!("idle after turn {}", record.turns),
             RunState::NeedsInput => {
                 let asked: Vec<String> = record.pending.iter().map(|r| format!("{} {}", r.kind(), r.id)).collect();

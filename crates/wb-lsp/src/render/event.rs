@@ -56,6 +56,18 @@ pub(crate) fn event_lines(event: &Event) -> Vec<String> {
         Some(EventKind::RunFailed) => detail(format!("■ Run failed{}", took(data))),
         Some(EventKind::RunCancelled) => vec![format!("■ Run cancelled{}", took(data))],
         Some(EventKind::RunnerEvent) => Vec::new(),
+        Some(EventKind::PlanUpdated) => {
+            let mut lines = vec![format!("☰ plan {}", printable(&wb_engine::plan::PlanSummary::of(data).line()))];
+            for item in data.get("items").and_then(Value::as_array).into_iter().flatten() {
+                let mark = match field(item, "status") {
+                    Some("completed") => "✓",
+                    Some("in_progress") => "▸",
+                    _ => "·",
+                };
+                lines.push(format!("  {mark} {}", printable(field(item, "text").unwrap_or_default())));
+            }
+            lines
+        }
         _ => vec![printable(&format!("  {} {data}", event.kind)).into_owned()],
     }
 }
