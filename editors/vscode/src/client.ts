@@ -9,7 +9,14 @@ import {
   WorkDoneProgressCancelNotification,
   type ExecuteCommandParams,
 } from 'vscode-languageclient/node';
-import { CLIENT_ID, CLIENT_NAME, RUN_EVENT_NOTIFICATION } from './constants';
+import { isInputRequestedParams, isInputResolvedParams } from './asks';
+import {
+  CLIENT_ID,
+  CLIENT_NAME,
+  INPUT_REQUESTED_NOTIFICATION,
+  INPUT_RESOLVED_NOTIFICATION,
+  RUN_EVENT_NOTIFICATION,
+} from './constants';
 import type { ClientSetup, ServerClient } from './controller';
 import { clientOptions, serverExecutable } from './options';
 import { isRunEventParams } from './run';
@@ -52,6 +59,18 @@ export function createLanguageClient(setup: ClientSetup): ServerClient {
     onRunEvent: (listener) =>
       client.onNotification(RUN_EVENT_NOTIFICATION, (params: unknown) => {
         if (isRunEventParams(params)) {
+          listener(params);
+        }
+      }),
+    onInputRequested: (listener) =>
+      client.onNotification(INPUT_REQUESTED_NOTIFICATION, (params: unknown) => {
+        if (isInputRequestedParams(params)) {
+          listener(params);
+        }
+      }),
+    onInputResolved: (listener) =>
+      client.onNotification(INPUT_RESOLVED_NOTIFICATION, (params: unknown) => {
+        if (isInputResolvedParams(params)) {
           listener(params);
         }
       }),

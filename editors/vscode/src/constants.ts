@@ -47,9 +47,13 @@ export const SERVER_COMMAND_SEND = 'workbench.send';
 export const SERVER_COMMAND_TRIAL = 'workbench.trial';
 export const SERVER_COMMAND_TRIALS = 'workbench.trials';
 export const SERVER_COMMAND_OPEN_TRIAL_REPORT = 'workbench.openTrialReport';
+export const SERVER_COMMAND_ANSWER = 'workbench.answer';
 
 /** The notification carrying each canonical event of a `workbench.run` (docs/lsp-extensions.md). */
 export const RUN_EVENT_NOTIFICATION = 'workbench/runEvent';
+/** A run the client follows asks the person something; and that request was answered or refused. */
+export const INPUT_REQUESTED_NOTIFICATION = 'workbench/inputRequested';
+export const INPUT_RESOLVED_NOTIFICATION = 'workbench/inputResolved';
 
 /**
  * The extension's own commands. They cannot use the server's command names: vscode-languageclient registers a
@@ -79,6 +83,7 @@ export const COMMAND_REFRESH_RUNS = 'wb-lsp.refreshRuns';
 export const COMMAND_ATTACH_RUN = 'wb-lsp.attachRun';
 export const COMMAND_KILL_RUN = 'wb-lsp.killRun';
 export const COMMAND_SEND_TURN = 'wb-lsp.sendTurn';
+export const COMMAND_ANSWER_RUN = 'wb-lsp.answerRun';
 export const COMMAND_OPEN_RUN_OUTCOME = 'wb-lsp.openRunOutcome';
 /** The Workbench Runs view (in the Explorer): running and recent runs. */
 export const RUNS_VIEW_ID = 'wb-lsp.runs';

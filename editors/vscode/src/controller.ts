@@ -17,9 +17,11 @@ import {
   readSetting,
   SETTING_KEYS,
 } from './config';
+import { answerRun, InputAsker, type InputRequestedParams, type InputResolvedParams } from './asks';
 import {
   BUNDLED_SERVER_DIRECTORY,
   BUTTON_OUTPUT,
+  COMMAND_ANSWER_RUN,
   COMMAND_CHECK_WORKSPACE,
   COMMAND_MIGRATE,
   COMMAND_RESTART_SERVER,
@@ -29,6 +31,7 @@ import {
   MANIFEST_GLOB,
   OUTPUT_CHANNEL_NAME,
   RUN_OUTPUT_CHANNEL_NAME,
+  SERVER_COMMAND_ANSWER,
   SERVER_COMMAND_CHECK_WORKSPACE,
   SERVER_COMMAND_MIGRATE,
   SERVER_EXECUTABLE,
@@ -72,6 +75,9 @@ export interface ServerClient {
   executeCommand(command: string, args: unknown[], options?: RequestOptions): Promise<unknown>;
   /** The server's `workbench/runEvent` notifications. */
   onRunEvent(listener: (params: RunEventParams) => void): vscode.Disposable;
+  /** The server's `workbench/inputRequested` and `workbench/inputResolved` notifications. */
+  onInputRequested(listener: (params: InputRequestedParams) => void): vscode.Disposable;
+  onInputResolved(listener: (params: InputResolvedParams) => void): vscode.Disposable;
   /** `$/progress` on a work-done token the client chose. */
   onWorkDoneProgress(token: string, listener: (value: WorkDoneProgressValue) => void): vscode.Disposable;
   /** `window/workDoneProgress/cancel` for a work-done token. */
@@ -113,6 +119,8 @@ export class WorkbenchController implements vscode.Disposable {
   readonly runs: RunsView;
   /** Run Trials and Open Trial Report. */
   readonly trials: TrialCommands;
+  /** What the runs this window follows ask the person, and Answer in the Runs view. */
+  readonly asker: InputAsker;
   private readonly statusItem: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   private client: ServerClient | undefined;
@@ -141,6 +149,13 @@ export class WorkbenchController implements vscode.Disposable {
     this.outcomes = new OutcomeCommands(() => this.runningClient(), this.runOutput);
     this.execution = new ExecutionCommands(() => this.runningClient(), this.runOutput, this.outcomes);
     this.trials = new TrialCommands(() => this.runningClient());
+    this.asker = new InputAsker(async (runId, requestId, answer) => {
+      const client = await this.runningClient();
+      if (client === undefined) {
+        throw new Error('the language server is not running');
+      }
+      return client.executeCommand(SERVER_COMMAND_ANSWER, [{ runId, requestId, answer }]);
+    });
     this.runs = new RunsView(
       () => this.runningClient(),
       () => (this.currentStatus.state === 'running' ? this.client : undefined),
@@ -185,6 +200,9 @@ export class WorkbenchController implements vscode.Disposable {
       vscode.commands.registerCommand(COMMAND_MIGRATE, (uri?: unknown) => this.migrate(uri)),
       vscode.commands.registerCommand(COMMAND_RESTART_SERVER, () => this.restart()),
       vscode.commands.registerCommand(COMMAND_SHOW_OUTPUT, () => this.showOutput()),
+      vscode.commands.registerCommand(COMMAND_ANSWER_RUN, (argument?: unknown) =>
+        answerRun(argument, () => this.runningClient(), this.asker),
+      ),
       ...this.execution.register(),
       ...this.outcomes.register(),
       ...this.runs.register(),
@@ -445,6 +463,8 @@ export class WorkbenchController implements vscode.Disposable {
         }
       }),
       client.onRunEvent((params) => this.execution.onRunEvent(params)),
+      client.onInputRequested((params) => void this.asker.requested(params)),
+      client.onInputResolved((params) => this.asker.resolved(params)),
     ];
     try {
       await client.start();

@@ -4,8 +4,11 @@
  * show of them (state, elapsed time, cost or "cost unknown").
  */
 
-/** A run's state: `idle` for a session waiting for its next turn; `lost` when its supervisor ended before the run did. */
-export type RunState = 'running' | 'idle' | 'completed' | 'failed' | 'cancelled' | 'lost';
+/**
+ * A run's state: `needs_input` while it waits for the person's answer; `idle` for a session waiting for its next
+ * turn; `lost` when its supervisor ended before the run did.
+ */
+export type RunState = 'running' | 'needs_input' | 'idle' | 'completed' | 'failed' | 'cancelled' | 'lost';
 
 /** One record of `workbench.runs`: run.json's fields plus `state`. */
 export interface RunRecord {
@@ -29,14 +32,16 @@ export interface RunRecord {
   session?: boolean;
   /** The turns a session has started. */
   turns?: number;
+  /** What the run asked that waits for an answer (docs/runs.md#answering). */
+  pending?: unknown[];
   state: RunState;
 }
 
-const STATES: readonly string[] = ['running', 'idle', 'completed', 'failed', 'cancelled', 'lost'];
+const STATES: readonly string[] = ['running', 'needs_input', 'idle', 'completed', 'failed', 'cancelled', 'lost'];
 
-/** Running or idle: the run has not ended and its supervisor lives. */
+/** Running (or waiting for an answer) or idle: the run has not ended and its supervisor lives. */
 export function isLive(record: RunRecord): boolean {
-  return record.state === 'running' || record.state === 'idle';
+  return record.state === 'running' || record.state === 'needs_input' || record.state === 'idle';
 }
 
 export function isRunId(value: unknown): value is string {
@@ -153,6 +158,8 @@ export function runIcon(state: RunState): string {
   switch (state) {
     case 'running':
       return 'sync~spin';
+    case 'needs_input':
+      return 'bell-dot';
     case 'idle':
       return 'comment-discussion';
     case 'completed':
@@ -168,8 +175,8 @@ export function runIcon(state: RunState): string {
 
 /**
  * The Runs view item's `contextValue`, which the menus' `when` clauses match: `workbenchRun`, then `running`
- * (Kill: also an idle session), `idle` (Send Turn), `attachable` (not lost: Attach) and `outcome` (Open
- * Outcome) when they apply.
+ * (Kill: also an idle session), `idle` (Send Turn), `needsInput` (Answer), `attachable` (not lost: Attach) and
+ * `outcome` (Open Outcome) when they apply.
  */
 export function runContextValue(record: RunRecord): string {
   const flags = ['workbenchRun'];
@@ -178,6 +185,9 @@ export function runContextValue(record: RunRecord): string {
   }
   if (record.state === 'idle') {
     flags.push('idle');
+  }
+  if (record.state === 'needs_input') {
+    flags.push('needsInput');
   }
   if (record.state !== 'lost') {
     flags.push('attachable');

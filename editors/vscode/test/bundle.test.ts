@@ -35,6 +35,7 @@ test('the bundle activates, registers the commands and reports a missing wb-lsp'
     const subscriptions: unknown[] = [];
     await extension.activate({ subscriptions } as unknown as vscode.ExtensionContext);
     assert.deepEqual([...stub.commands.keys()].sort(), [
+      'wb-lsp.answerRun',
       'wb-lsp.applyOutcome',
       'wb-lsp.applyOutcomeFile',
       'wb-lsp.attachRun',

@@ -69,6 +69,7 @@ beforeEach(() => {
 test('in a workspace with a package, the server starts from PATH and the commands are registered', async () => {
   await activate();
   assert.deepEqual([...stub.commands.keys()].sort(), [
+    'wb-lsp.answerRun',
     'wb-lsp.applyOutcome',
     'wb-lsp.applyOutcomeFile',
     'wb-lsp.attachRun',

@@ -1,6 +1,7 @@
 /** A language client for the controller's tests: answers from a table, reports states like vscode-languageclient. */
 import type * as vscode from 'vscode';
 import type { ClientSetup, RequestOptions, ServerClient, WorkDoneProgressValue } from '../src/controller';
+import type { InputRequestedParams, InputResolvedParams } from '../src/asks';
 import type { RunEventParams } from '../src/run';
 import type { ServerStatus } from '../src/status';
 import { EventEmitter } from './vscode-stub';
@@ -20,6 +21,8 @@ export class FakeClient implements ServerClient {
   readonly requestOptions: Array<RequestOptions | undefined> = [];
   readonly statuses = new EventEmitter<ServerStatus>();
   readonly runEvents = new EventEmitter<RunEventParams>();
+  readonly inputRequests = new EventEmitter<InputRequestedParams>();
+  readonly inputResolutions = new EventEmitter<InputResolvedParams>();
   readonly progress = new Map<string, EventEmitter<WorkDoneProgressValue>>();
   /** The tokens `window/workDoneProgress/cancel` was sent for. */
   readonly cancelledProgress: string[] = [];
@@ -65,6 +68,12 @@ export class FakeClient implements ServerClient {
   }
   onRunEvent(listener: (params: RunEventParams) => void): vscode.Disposable {
     return this.runEvents.event(listener);
+  }
+  onInputRequested(listener: (params: InputRequestedParams) => void): vscode.Disposable {
+    return this.inputRequests.event(listener);
+  }
+  onInputResolved(listener: (params: InputResolvedParams) => void): vscode.Disposable {
+    return this.inputResolutions.event(listener);
   }
   onWorkDoneProgress(token: string, listener: (value: WorkDoneProgressValue) => void): vscode.Disposable {
     let emitter = this.progress.get(token);

@@ -87,6 +87,7 @@ test('the contributed commands are exactly the ones the extension registers', ()
     constants.COMMAND_ATTACH_RUN,
     constants.COMMAND_KILL_RUN,
     constants.COMMAND_SEND_TURN,
+    constants.COMMAND_ANSWER_RUN,
     constants.COMMAND_OPEN_RUN_OUTCOME,
     constants.COMMAND_OPEN_OUTCOME_FILE,
     constants.COMMAND_APPLY_OUTCOME_FILE,
@@ -114,6 +115,7 @@ test('the contributed commands are exactly the ones the extension registers', ()
       'Workbench: Attach to Run',
       'Workbench: Kill Run',
       'Workbench: Send Turn to Session',
+    'Workbench: Answer What the Run Asks',
       'Workbench: Open Run Outcome',
       'Workbench: Open Changes',
       'Workbench: Apply This File',
@@ -183,6 +185,8 @@ test('the Runs view is in the Explorer, and its item actions follow the run\'s s
   assert.deepEqual(shown(constants.COMMAND_OPEN_OUTCOME_FILE, done), [false, false]);
   assert.deepEqual(shown(constants.COMMAND_SEND_TURN, idle), [true, true]);
   assert.deepEqual(shown(constants.COMMAND_SEND_TURN, running), [false, false]);
+  assert.deepEqual(shown(constants.COMMAND_ANSWER_RUN, 'workbenchRun running needsInput attachable'), [true, true]);
+  assert.deepEqual(shown(constants.COMMAND_ANSWER_RUN, running), [false, false]);
   assert.deepEqual(shown(constants.COMMAND_KILL_RUN, idle), [true, true]);
   assert.deepEqual(shown(constants.COMMAND_KILL_RUN, running), [true, true]);
   assert.deepEqual(shown(constants.COMMAND_KILL_RUN, done), [false, false]);
