@@ -1149,6 +1149,84 @@ function runsPane(window) {
   return window.page.locator('.pane').filter({ has: window.page.locator('.pane-header', { hasText: 'Workbench Runs' }) }).first();
 }
 
+/** A fake Claude Code that asks, in its control protocol: permission for a Bash command, then a question; it
+ * writes what it read to `LOG`. */
+const FAKE_ASKING_CLAUDE = `#!/bin/sh
+log='LOG'
+IFS= read -r line || exit 4
+printf '%s\\n' "$line" >> "$log"
+printf '%s\\n' '{"type":"control_request","request_id":"n1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm obsolete.txt"},"tool_use_id":"t1"}}'
+IFS= read -r line || exit 5
+printf '%s\\n' "$line" >> "$log"
+printf '%s\\n' '{"type":"control_request","request_id":"n2","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"t2","input":{"questions":[{"question":"Which colour?","header":"Colour","multiSelect":false,"options":[{"label":"Red"},{"label":"Blue"}]}]}}}'
+IFS= read -r line || exit 6
+printf '%s\\n' "$line" >> "$log"
+printf '%s\\n' '{"type":"result","subtype":"success","is_error":false,"result":"asked and answered","usage":{"input_tokens":1,"output_tokens":1},"total_cost_usd":0}'
+`;
+
+/** The record of run `runId` as `wb-lsp runs --all --json` gives it. */
+function recordOf(runId, repo, env) {
+  return JSON.parse(run(WB_LSP_BIN, ['runs', '--all', '--json'], { cwd: repo, env })).find((r) => r.run_id === runId);
+}
+
+/** A run that asks: the Runs view marks it, Answer asks the permission as a notification with its choices as
+ * buttons and the question as a quick pick, and the runner reads both answers. */
+async function askingScenario(window, work, env) {
+  await scenario(window, '25-answer-what-a-run-asks', async (see) => {
+    await window.clearNotifications();
+    await window.closeAllEditors();
+    // A repository of its own, with a Claude Code package whose runner asks.
+    const repo = path.join(work, 'asker-repo');
+    writeFile(path.join(repo, '.workbenches', 'asker', 'workbench.yml'),
+      'spec: 1\nversion: 0.1.0\nname: asker\nrunner: claude-code\nmodel:\n  id: anthropic/claude-sonnet-4.5\ninstructions: ./instructions.md\nruntimes:\n  local: {}\n');
+    writeFile(path.join(repo, '.workbenches', 'asker', 'instructions.md'), '# Asker\n');
+    const log = path.join(work, 'claude-read.txt');
+    writeFile(path.join(work, 'bin', 'claude'), FAKE_ASKING_CLAUDE.replace("'LOG'", `'${log}'`), 0o755);
+    const runEnv = { ...env, ANTHROPIC_API_KEY: 'sk-ant-test' };
+    const started = run(WB_LSP_BIN, ['run', '--detach', '--task', 'Tidy the repository', path.join(repo, '.workbenches', 'asker')], {
+      cwd: repo,
+      env: runEnv,
+    });
+    const runId = /wb_[0-9a-f]{24}/.exec(started)?.[0];
+    check(runId !== undefined, `wb-lsp run --detach printed no run id: ${started}`);
+    see(`wb-lsp run --detach started ${runId}`);
+    await window.page.keyboard.press('Escape');
+    await window.page.keyboard.press('F1');
+    const palette = await window.waitForQuickInput();
+    await palette.fill('>Focus on Workbench Runs View');
+    await window.page.locator('.quick-input-list .monaco-list-row', { hasText: 'Workbench Runs' }).first().click();
+    await window.command('Workbench: Refresh Runs');
+    const waiting = await waitFor('the run marked as needing input in the Runs view', async () => {
+      const rows = await runsRows(window);
+      return rows.find((row) => row.includes('asker') && row.includes('needs_input'));
+    }, 30000).catch(async (error) => {
+      throw new Failure(`${error.message}; the view shows: ${(await runsRows(window)).join(' | ')}`);
+    });
+    see(`Runs view row: "${waiting}"`);
+    await clickRunAction(window, 'needs_input', 'Answer What the Run Asks');
+    const asked = await window.waitForToast('asking the permission', /Workbench asks: permission · in_[0-9a-f]{8}: Bash: rm obsolete\.txt/, 30000);
+    see(`notification: "${asked}"`);
+    await window.clickToastButton(/Workbench asks: permission/, 'Allow');
+    await waitFor('the run to ask its question', async () => recordOf(runId, repo, env)?.pending?.[0]?.kind === 'question' || undefined, 30000);
+    await window.command('Workbench: Refresh Runs');
+    await waitFor('the run marked again', async () => (await runsRows(window)).find((row) => row.includes('asker') && row.includes('needs_input')), 30000);
+    await clickRunAction(window, 'needs_input', 'Answer What the Run Asks');
+    await window.waitForQuickInput();
+    const options = await waitFor('the question\'s options', async () => {
+      const rows = (await window.page.locator('.quick-input-list .monaco-list-row').allTextContents()).map(clean);
+      return rows.length >= 2 ? rows : undefined;
+    });
+    see(`quick pick: ${options.join(' | ')}`);
+    check(options.some((row) => row.startsWith('Blue')), `no Blue among ${options.join(', ')}`);
+    await window.page.locator('.quick-input-list .monaco-list-row', { hasText: 'Blue' }).first().click();
+    await waitFor('the run to complete', async () => recordOf(runId, repo, env)?.state === 'completed' || undefined, 30000);
+    const read = fs.readFileSync(log, 'utf8');
+    check(read.includes('"behavior":"allow"'), `the runner read: ${read}`);
+    check(read.includes('"Which colour?":"Blue"'), `the runner read: ${read}`);
+    see('the runner read "allow" and the question\'s answer "Blue"; the run completed');
+  });
+}
+
 async function runsRows(window) {
   return (await runsPane(window).locator('.monaco-list-row').allTextContents()).map((text) => clean(text).replace(/\s+/g, ' ').trim());
 }
@@ -1649,6 +1727,7 @@ async function main() {
       await inlayHintScenario(window);
       await formattingAndTokensScenarios(window, repo);
       await trialScenarios(window, browser, workbenchHome);
+      await askingScenario(window, work, env);
       await context.close();
       stopCodeServer(server);
     }

@@ -19,6 +19,10 @@ pub(super) fn notify_input(sender: &Sender<Message>, event: &Event) {
     let notification = match kind {
         EventKind::InputRequested | EventKind::QuestionRequested => {
             let Some(request) = Request::from_event(event) else { return };
+            // A replayed request (`workbench.attach`) that was answered since is not asked again.
+            if !still_pending(&event.run_id, &request.id) {
+                return;
+            }
             let params = InputRequestedParams { run_id: &event.run_id, request: &request, text: request.details() };
             Notification::new(ext::INPUT_REQUESTED.to_owned(), params)
         }
@@ -40,6 +44,12 @@ pub(super) fn notify_input(sender: &Sender<Message>, event: &Event) {
         _ => return,
     };
     let _ = sender.send(Message::Notification(notification));
+}
+
+/// Whether request `id` of run `run_id` still waits, as the run's record says (when it cannot be read: yes).
+fn still_pending(run_id: &str, id: &str) -> bool {
+    let Ok(home) = supervisor::home() else { return true };
+    wb_engine::runs::read_record(&home, run_id).map_or(true, |record| record.pending.iter().any(|p| p.id == id))
 }
 
 /// `workbench.answer`: answers request `requestId` of run `runId` (checked against the request, written once:
