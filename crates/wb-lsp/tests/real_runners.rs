@@ -1943,3 +1943,60 @@ fn claude_code_asks_and_the_person_answers() {
     let after_question = model.turns().into_iter().nth(3).expect("the turn after the question");
     assert!(after_question.body.to_string().contains("Blue"), "the answer reached the model");
 }
+
+/// Real Claude Code is steered during a turn: `send --steer` while its Bash command runs returns once Claude Code
+/// took the message (`input.delivered`), and the model's next request carries it, so what the runner does next
+/// changes (the scripted model answers differently when it sees the steer).
+#[test]
+fn claude_code_is_steered_during_a_turn() {
+    let Some(bin) = runners_bin() else { return };
+    const STEER: &str = "STEER-7c1: also mention the moon";
+    let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
+    let workspace_of = holder.clone();
+    let model = ModelServer::start_with(move |exchange| {
+        let workspace = workspace_of.lock().unwrap().clone();
+        match exchange.turn {
+            0 => tool_call(Runner::ClaudeCode, exchange, &workspace, &Action::Bash("sleep 4 && echo slept".to_owned())),
+            _ if exchange.body.to_string().contains("STEER-7c1") => Turn::text("Done, and the moon is mentioned."),
+            _ => Turn::text("Done; no steer was seen."),
+        }
+    })
+    .unwrap();
+    let fixture = fixture(Runner::ClaudeCode, &model.url(), None);
+    *holder.lock().unwrap() = fixture.workspace.clone();
+    let url = model.url();
+    let output = fixture
+        .command(&bin, Runner::ClaudeCode, &url, &["run", "--session", "--detach", "--task", "Tidy up.", "."])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "run --session --detach: {output:?}");
+    let run_id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    // Steered while the Bash command runs: the model has asked for it, and its result is not back yet.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while model.turns().is_empty() {
+        assert!(Instant::now() < deadline, "the model was never asked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let steered =
+        fixture.command(&bin, Runner::ClaudeCode, &url, &["send", &run_id, "--steer", STEER]).output().unwrap();
+    let said = String::from_utf8_lossy(&steered.stdout).into_owned();
+    assert!(steered.status.success() && said.contains("delivered"), "send --steer: {steered:?}");
+    let waited =
+        fixture.command(&bin, Runner::ClaudeCode, &url, &["wait", &run_id, "--timeout", "90s"]).output().unwrap();
+    assert_eq!(waited.status.code(), Some(0), "the turn ends and the session waits: {waited:?}");
+    let events: Vec<Value> =
+        std::fs::read_to_string(fixture.workbench_home.join("runs").join(&run_id).join("events.ndjson"))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+    let texts: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "output.text").filter_map(|e| e["data"]["text"].as_str()).collect();
+    assert!(texts.iter().any(|text| text.contains("the moon is mentioned")), "what the runner did next: {texts:?}");
+    let kinds = kinds(&events);
+    let accepted = kinds.iter().position(|k| *k == "input.accepted").expect("input.accepted");
+    let delivered = kinds.iter().position(|k| *k == "input.delivered").expect("input.delivered");
+    assert!(accepted < delivered, "{kinds:?}");
+    let _ = fixture.command(&bin, Runner::ClaudeCode, &url, &["kill", &run_id]).output();
+}
