@@ -378,18 +378,19 @@ fn declared_keys_stay_and_undefined_custom_providers_are_not_ready() {
     );
 }
 
-/// Pi takes no `--`: a task that would read as an option or a file to include gets a leading space.
+/// Pi runs in RPC mode locally: the task is a prompt command on its stdin, never an argument an option or a
+/// file to include could be read from (a print run's task gets a leading space instead: pi.rs's unit tests).
 #[test]
 fn pi_never_reads_the_task_as_an_option() {
     let world = pi_world();
-    for (task, passed) in
-        [("--version", " --version"), ("@notes.md summarise", " @notes.md summarise"), ("plain", "plain")]
-    {
+    for task in ["--version", "@notes.md summarise", "plain"] {
         let mut options =
             with_env(base_options(&world, ".workbenches/pi-demo"), &[("GEMINI_API_KEY", "gemini-test-value")]);
         options.request.task = Some(task.to_owned());
         let report = dry_run(&options).unwrap();
-        assert_eq!(report.command.last().map(String::as_str), Some(passed));
+        assert!(!report.command.iter().any(|argument| argument.contains(task)), "{:?}", report.command);
+        let prompt: Value = serde_json::from_str(report.stdin.as_deref().unwrap()).unwrap();
+        assert_eq!(prompt, json!({"id": "wb_task", "type": "prompt", "message": task}));
     }
 }
 
@@ -546,8 +547,7 @@ fn pi_dry_run_translation() {
         [
             "pi",
             "--mode",
-            "json",
-            "--print",
+            "rpc",
             "--no-session",
             "--no-context-files",
             "--provider",
@@ -556,7 +556,6 @@ fn pi_dry_run_translation() {
             "gemini-2.5-flash",
             "--skill",
             &format!("{dir}/skills/api-docs"),
-            TASK
         ]
     );
     assert_eq!(
@@ -738,9 +737,9 @@ fn check_success(world: &World, runner: &str, run: &RunResult, events: &[Value])
     assert_eq!(started["runtime"], "local");
     let invocation = world.invocation();
     assert_eq!(invocation["cwd"], world.work.display().to_string());
-    // Claude Code takes its task on stdin (a user message), the others on the command line.
+    // Claude Code and Pi take their task on stdin (a user message, an RPC prompt), OpenCode on the command line.
     let argv = invocation["argv"].as_array().unwrap();
-    assert_eq!(argv.last().unwrap() == TASK, runner != "claude-code", "{argv:?}");
+    assert_eq!(argv.last().unwrap() == TASK, runner == "opencode", "{argv:?}");
     let outbox = invocation["values"]["WORKBENCH_OUTPUT_DIR"].as_str().unwrap();
     assert!(outbox_of(outbox, world), "{outbox}");
     assert!(outbox.contains(&run.run_id));

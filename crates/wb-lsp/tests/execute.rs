@@ -135,7 +135,13 @@ fn dry_run_prints_the_translation_as_json() {
         let command = strings(&report["command"]);
         let work = world.work.display().to_string();
         assert_eq!(report["cwd"], work);
-        assert_eq!(command.last().unwrap(), TASK);
+        // OpenCode takes its task last on the command line; Claude Code and Pi read it on stdin (`stdin`).
+        if runner == "opencode" {
+            assert_eq!(command.last().unwrap(), TASK);
+        } else {
+            assert!(!command.iter().any(|argument| argument == TASK), "{runner}: {command:?}");
+            assert!(report["stdin"].as_str().unwrap_or_default().contains(TASK), "{runner}: {report}");
+        }
         assert_eq!(report["runtime"], "local");
         assert_eq!(report["workspaces"][0], json!({"name": "primary", "path": work, "access": "read-write"}));
         match runner {
@@ -182,8 +188,7 @@ fn dry_run_prints_the_translation_as_json() {
                     [
                         "pi",
                         "--mode",
-                        "json",
-                        "--print",
+                        "rpc",
                         "--no-session",
                         "--no-context-files",
                         "--provider",
@@ -192,7 +197,6 @@ fn dry_run_prints_the_translation_as_json() {
                         "gemini-2.5-flash",
                         "--skill",
                         &format!("{dir}/skills/api-docs"),
-                        TASK
                     ]
                 );
                 assert_eq!(report["native"]["append_system"], "APPEND_SYSTEM.md");

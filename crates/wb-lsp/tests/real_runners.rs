@@ -788,18 +788,49 @@ fn smoke_and_dry_run_with_the_real_runners() {
                 process.env("PI_CODING_AGENT_DIR", &stage).env("PI_OFFLINE", "1");
             }
         }
-        let output = process.output().unwrap();
-        let native_stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{runner:?} refused the dry run's command: {native_stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let (status, native_stdout, stderr) = run_by_hand(&mut process, dry_run["stdin"].as_str());
+        assert!(status.success(), "{runner:?} refused the dry run's command: {native_stdout}{stderr}");
         let turns = model.turns();
         let first = turns.first().unwrap_or_else(|| panic!("{runner:?} made no model request: {native_stdout}"));
         assert!(first.system.contains(INSTRUCTIONS_MARKER), "{runner:?}: the staged instructions were not loaded");
         assert!(native_stdout.contains("Configuration accepted."), "{runner:?}: {native_stdout}");
     }
+}
+
+/// Runs a dry run's command by hand: with its `stdin` (an interactive runner's task) written, and its stdin kept
+/// open until the runner said its turn ended (Claude Code's `result`, Pi's `agent_end`), as the engine does.
+/// Returns the exit status, stdout and stderr.
+fn run_by_hand(process: &mut Command, stdin: Option<&str>) -> (std::process::ExitStatus, String, String) {
+    use std::io::Write;
+    let mut child = process.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut input = child.stdin.take();
+    if let (Some(pipe), Some(text)) = (input.as_mut(), stdin) {
+        pipe.write_all(format!("{text}\n").as_bytes()).unwrap();
+        pipe.flush().unwrap();
+    } else {
+        input = None;
+    }
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        let ended = line.contains("\"type\":\"result\"") || line.contains("\"type\":\"agent_end\"");
+        seen.push_str(&line);
+        seen.push('\n');
+        if ended {
+            break;
+        }
+    }
+    drop(input);
+    seen.extend(rx.iter().map(|line| line + "\n"));
+    let output = child.wait_with_output().unwrap();
+    (output.status, seen, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
 /// The full run for one runner; returns (wb-lsp start → first model request, first request → exit).
@@ -1497,7 +1528,10 @@ fn session_turns(bin: &Path, runner: Runner) {
     let fixture = fixture(runner, &model.url(), None);
     let url = model.url();
     let run = |args: &[&str]| run_json(&mut fixture.command(bin, runner, &url, args));
-    let (first, stderr, code) = run(&["run", "--session", "--json", "--task", "Write the first version.", "."]);
+    // Nobody answers here: what a runner asks is refused at once, as before runs could ask (Claude Code asks to
+    // read the outbox on a resumed turn).
+    let (first, stderr, code) =
+        run(&["run", "--session", "--no-input", "--json", "--task", "Write the first version.", "."]);
     let first: Vec<Value> = first.into_iter().map(|(event, _)| event).collect();
     let context = format!("{runner:?}\nevents: {first:#?}\nstderr: {stderr}\nrequests: {:#?}", model.turns());
     assert_eq!(code, 0, "{context}");
@@ -1949,6 +1983,16 @@ fn claude_code_asks_and_the_person_answers() {
 /// changes (the scripted model answers differently when it sees the steer).
 #[test]
 fn claude_code_is_steered_during_a_turn() {
+    steered_during_a_turn(Runner::ClaudeCode);
+}
+
+/// Real Pi in RPC mode is steered the same way: its `steer` command, taken at its next turn.
+#[test]
+fn pi_is_steered_during_a_turn() {
+    steered_during_a_turn(Runner::Pi);
+}
+
+fn steered_during_a_turn(runner: Runner) {
     let Some(bin) = runners_bin() else { return };
     const STEER: &str = "STEER-7c1: also mention the moon";
     let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
@@ -1956,47 +2000,45 @@ fn claude_code_is_steered_during_a_turn() {
     let model = ModelServer::start_with(move |exchange| {
         let workspace = workspace_of.lock().unwrap().clone();
         match exchange.turn {
-            0 => tool_call(Runner::ClaudeCode, exchange, &workspace, &Action::Bash("sleep 4 && echo slept".to_owned())),
+            0 => tool_call(runner, exchange, &workspace, &Action::Bash("sleep 4 && echo slept".to_owned())),
             _ if exchange.body.to_string().contains("STEER-7c1") => Turn::text("Done, and the moon is mentioned."),
             _ => Turn::text("Done; no steer was seen."),
         }
     })
     .unwrap();
-    let fixture = fixture(Runner::ClaudeCode, &model.url(), None);
+    let fixture = fixture(runner, &model.url(), None);
     *holder.lock().unwrap() = fixture.workspace.clone();
     let url = model.url();
     let output = fixture
-        .command(&bin, Runner::ClaudeCode, &url, &["run", "--session", "--detach", "--task", "Tidy up.", "."])
+        .command(&bin, runner, &url, &["run", "--session", "--detach", "--task", "Tidy up.", "."])
         .output()
         .unwrap();
-    assert!(output.status.success(), "run --session --detach: {output:?}");
+    assert!(output.status.success(), "{runner:?}: run --session --detach: {output:?}");
     let run_id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     // Steered while the Bash command runs: the model has asked for it, and its result is not back yet.
     let deadline = Instant::now() + Duration::from_secs(60);
     while model.turns().is_empty() {
-        assert!(Instant::now() < deadline, "the model was never asked");
+        assert!(Instant::now() < deadline, "{runner:?}: the model was never asked");
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
-    let steered =
-        fixture.command(&bin, Runner::ClaudeCode, &url, &["send", &run_id, "--steer", STEER]).output().unwrap();
+    let steered = fixture.command(&bin, runner, &url, &["send", &run_id, "--steer", STEER]).output().unwrap();
     let said = String::from_utf8_lossy(&steered.stdout).into_owned();
-    assert!(steered.status.success() && said.contains("delivered"), "send --steer: {steered:?}");
-    let waited =
-        fixture.command(&bin, Runner::ClaudeCode, &url, &["wait", &run_id, "--timeout", "90s"]).output().unwrap();
-    assert_eq!(waited.status.code(), Some(0), "the turn ends and the session waits: {waited:?}");
+    assert!(steered.status.success() && said.contains("delivered"), "{runner:?}: send --steer: {steered:?}");
+    let waited = fixture.command(&bin, runner, &url, &["wait", &run_id, "--timeout", "90s"]).output().unwrap();
+    assert_eq!(waited.status.code(), Some(0), "{runner:?}: the turn ends and the session waits: {waited:?}");
     let events: Vec<Value> =
         std::fs::read_to_string(fixture.workbench_home.join("runs").join(&run_id).join("events.ndjson"))
             .unwrap()
             .lines()
             .map(|line| serde_json::from_str(line).unwrap())
             .collect();
-    let texts: Vec<&str> =
+    let texts: String =
         events.iter().filter(|e| e["type"] == "output.text").filter_map(|e| e["data"]["text"].as_str()).collect();
-    assert!(texts.iter().any(|text| text.contains("the moon is mentioned")), "what the runner did next: {texts:?}");
+    assert!(texts.contains("the moon is mentioned"), "{runner:?}: what the runner did next: {texts:?}");
     let kinds = kinds(&events);
     let accepted = kinds.iter().position(|k| *k == "input.accepted").expect("input.accepted");
     let delivered = kinds.iter().position(|k| *k == "input.delivered").expect("input.delivered");
     assert!(accepted < delivered, "{kinds:?}");
-    let _ = fixture.command(&bin, Runner::ClaudeCode, &url, &["kill", &run_id]).output();
+    let _ = fixture.command(&bin, runner, &url, &["kill", &run_id]).output();
 }

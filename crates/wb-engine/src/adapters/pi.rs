@@ -32,6 +32,13 @@ impl Adapter for Pi {
             ("usage", Support::Supported),
             ("permissions", Support::Unsupported("Pi has no permission prompts: its tools run without asking")),
             ("questions", Support::Unsupported("Pi has no question protocol")),
+            (
+                "steering",
+                Support::Degraded(
+                    "send --steer is Pi's RPC steer, taken at its next turn, on the local and docker runtimes, \
+                     not on e2b and daytona",
+                ),
+            ),
         ])
     }
 
@@ -74,7 +81,11 @@ impl Adapter for Pi {
         // GitHub when missing (verified against 0.73.1); an engine run uses what the runtime provides.
         env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
         let primary = context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default();
-        let mut command = vec!["pi".to_owned(), "--mode".to_owned(), "json".to_owned(), "--print".to_owned()];
+        // Interactive: RPC mode, the task and steers as commands on stdin; else one print run with the task last.
+        let mut command = match context.interactive {
+            true => vec!["pi".to_owned(), "--mode".to_owned(), "rpc".to_owned()],
+            false => vec!["pi".to_owned(), "--mode".to_owned(), "json".to_owned(), "--print".to_owned()],
+        };
         // A session keeps its conversation in the stage directory, where `--continue` finds it.
         match context.session {
             true => command
@@ -92,7 +103,13 @@ impl Adapter for Pi {
             command.push("--skill".to_owned());
             command.push(context.runner_stage_dir.join("skills").join(skill).display().to_string());
         }
-        command.push(task_argument(context.task));
+        let stdin = match context.interactive {
+            true => self.opening_input(&command, context.task),
+            false => {
+                command.push(task_argument(context.task));
+                None
+            }
+        };
         Ok(Translation {
             command,
             cwd: primary,
@@ -104,7 +121,7 @@ impl Adapter for Pi {
             skills,
             warnings,
             disabled_mcps: Vec::new(),
-            stdin: None,
+            stdin,
         })
     }
 
@@ -112,10 +129,28 @@ impl Adapter for Pi {
         if !first.iter().any(|argument| argument == "--session-dir") {
             return Err(EngineError::message("The first turn of the session was not started as a session"));
         }
+        if rpc(first) {
+            // The task comes on stdin (`opening_input`).
+            let mut next = first.to_vec();
+            if !next.iter().any(|argument| argument == "--continue") {
+                next.push("--continue".to_owned());
+            }
+            return Ok(next);
+        }
         let mut next = super::with_task(first, task_argument(task));
         let at = next.len() - 1;
         next.insert(at, "--continue".to_owned());
         Ok(next)
+    }
+
+    fn opening_input(&self, command: &[String], task: &str) -> Option<String> {
+        rpc(command).then(|| json!({"id": "wb_task", "type": "prompt", "message": task}).to_string())
+    }
+
+    fn steer_input(&self, id: &str, text: &str, state: &mut TranslateState) -> Option<String> {
+        // Pi gives a steer no id: it is known again by its text, when Pi adds it to the conversation.
+        state.steers.insert(text.to_owned(), id.to_owned());
+        Some(json!({"type": "steer", "message": text}).to_string())
     }
 
     fn conversation_store(&self) -> Option<&'static str> {
@@ -140,8 +175,32 @@ impl Adapter for Pi {
                 None => vec![Translated::native(kind)],
             },
             "message_start" => {
-                if event.pointer("/message/role").and_then(Value::as_str) == Some("assistant") {
-                    state.new_message = true;
+                match event.pointer("/message/role").and_then(Value::as_str) {
+                    Some("assistant") => state.new_message = true,
+                    // A steer Pi took into the conversation.
+                    Some("user") => {
+                        let text = message_text(event.pointer("/message/content"));
+                        if let Some(id) = state.steers.remove(&text) {
+                            return vec![Translated::new(EventKind::InputDelivered, json!({"id": id}))];
+                        }
+                    }
+                    _ => {}
+                }
+                vec![Translated::native(kind)]
+            }
+            // RPC mode: the turn has ended (stdin then closes, and Pi exits).
+            "agent_end" => {
+                state.finished = true;
+                vec![Translated::native(kind)]
+            }
+            // A command Pi refused: the task's prompt ends the run.
+            "response" => {
+                if event.get("success").and_then(Value::as_bool) == Some(false)
+                    && event.get("id").and_then(Value::as_str) == Some("wb_task")
+                {
+                    let error = event.get("error").and_then(Value::as_str).unwrap_or("Pi refused the task");
+                    state.failed = Some(error.to_owned());
+                    state.finished = true;
                 }
                 vec![Translated::native(kind)]
             }
@@ -190,6 +249,56 @@ impl Adapter for Pi {
 
 /// The task as Pi's last argument. Pi takes no `--`: an argument starting with `-` is an option and one
 /// starting with `@` a file to include (verified against 0.73.1), so such a task gets a leading space.
+/// Whether `command` runs Pi in RPC mode (interactive).
+fn rpc(command: &[String]) -> bool {
+    command.windows(2).any(|pair| pair[0] == "--mode" && pair[1] == "rpc")
+}
+
+/// The text of a message's content: a string, or its text parts joined.
+fn message_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|part| part.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+        }
+        _ => String::new(),
+    }
+}
+
 fn task_argument(task: &str) -> String {
     if task.starts_with(['-', '@']) { format!(" {task}") } else { task.to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pi takes no `--`: on its command line (a print run, in a sandbox) a task that would read as an option or a
+    /// file to include gets a leading space.
+    #[test]
+    fn a_task_on_the_command_line_never_reads_as_an_option() {
+        assert_eq!(task_argument("--version"), " --version");
+        assert_eq!(task_argument("@notes.md summarise"), " @notes.md summarise");
+        assert_eq!(task_argument("plain"), "plain");
+    }
+
+    #[test]
+    fn a_steer_is_known_again_by_its_text_when_pi_takes_it() {
+        let mut state = TranslateState::default();
+        let line = Pi.steer_input("in_00000001", "mention the moon", &mut state).unwrap_or_default();
+        assert_eq!(
+            serde_json::from_str::<Value>(&line).ok(),
+            Some(json!({"type": "steer", "message": "mention the moon"}))
+        );
+        let taken = json!({"type": "message_start", "message": {"role": "user",
+            "content": [{"type": "text", "text": "mention the moon"}]}});
+        let events = Pi.translate_event(&taken, &mut state);
+        assert_eq!(events[0].kind, EventKind::InputDelivered);
+        assert_eq!(events[0].data, json!({"id": "in_00000001"}));
+        assert!(state.steers.is_empty());
+        let refused =
+            json!({"type": "response", "id": "wb_task", "command": "prompt", "success": false, "error": "no model"});
+        Pi.translate_event(&refused, &mut state);
+        assert!(state.finished && state.failed.as_deref() == Some("no model"));
+    }
 }
