@@ -1708,7 +1708,7 @@ fn a_custom_provider_from_the_packaged_runner_config_is_ready() {
 }
 
 /// Claude Code scrubs its tools' environment only where that works (verified against claude 2.1.332): bubblewrap
-/// must be on PATH, and no MCP header may need `${VAR}` expansion (Claude Code leaves them empty while
+/// must work and socat be on PATH, and no MCP header may need `${VAR}` expansion (Claude Code leaves them empty while
 /// scrubbing). Otherwise scrubbing is off and a warning says why.
 #[test]
 fn claude_code_scrubs_subprocess_environments_only_where_it_works() {
@@ -1732,9 +1732,21 @@ fn claude_code_scrubs_subprocess_environments_only_where_it_works() {
     let bwrap = tools.join("bwrap");
     std::fs::write(&bwrap, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Claude Code's sandbox needs socat too.
+    let socat = tools.join("socat");
+    std::fs::write(&socat, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&socat, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let report = dry_run(&options(true)).unwrap();
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    // bwrap alone, no socat anywhere on PATH: as good as none.
+    let alone = world.dir("bwrap-alone");
+    std::fs::copy(&bwrap, alone.join("bwrap")).unwrap();
+    let mut without_socat = options(false);
+    let runners = without_socat.context.inherited["PATH"].clone();
+    without_socat.context.inherited.insert("PATH".to_owned(), format!("{}:{runners}", alone.display()));
+    let report = dry_run(&without_socat).unwrap();
+    assert!(report.warnings.iter().any(|w| w.contains("install socat")), "{:?}", report.warnings);
     // A bwrap that cannot sandbox here (no user namespaces) is as good as none.
     std::fs::write(&bwrap, "#!/bin/sh\nexit 1\n").unwrap();
     let report = dry_run(&options(true)).unwrap();

@@ -62,10 +62,11 @@ fn subprocess_scrub(context: &StageContext<'_>, mcp_references: bool, warnings: 
         );
         return false;
     }
-    // Present is not enough: without user namespaces (some containers and CI machines) bwrap cannot sandbox,
-    // and Claude Code would then refuse to start.
+    // Present is not enough: without user namespaces (some containers and CI machines, any chroot) bwrap cannot
+    // sandbox, and Claude Code would then refuse to start or fail every command. The probe asks for what Claude
+    // Code's own does (2.1.332: a user and a network namespace).
     let works = std::process::Command::new(&bwrap)
-        .args(["--ro-bind", "/", "/", "--dev", "/dev", "true"])
+        .args(["--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "true"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
