@@ -42,8 +42,7 @@ pub(super) struct Asking<'a> {
     pending: Vec<(Request, Instant)>,
     /// Steers given to the runner and not yet taken by it.
     steering: Vec<String>,
-    /// When the steers were last looked at; `None` before the turn's first look, which refuses what was given
-    /// before the turn started (it was meant for another).
+    /// When the steers were last looked at; `None` before the turn's first look.
     polled: Option<Instant>,
 }
 
@@ -84,16 +83,12 @@ impl<'a> Asking<'a> {
         let Some(inputs) = self.inputs.filter(|_| self.polled.is_none_or(|at| at.elapsed() >= POLL_EVERY)) else {
             return Vec::new();
         };
-        let first = self.polled.replace(Instant::now()).is_none();
+        self.polled = Some(Instant::now());
         let mut said = Vec::new();
         for steer in crate::runs::steering::take_steers(&inputs.dir) {
             let refused = |reason: &str| {
                 Translated::new(EventKind::InputRejected, json!({"id": steer.id, "kind": "steer", "reason": reason}))
             };
-            if first {
-                said.push(refused("given before this turn started"));
-                continue;
-            }
             if self.stdin.is_none() {
                 said.push(refused("this runner reads nothing while its turn runs here: it cannot be steered"));
                 continue;
@@ -182,8 +177,8 @@ impl<'a> Asking<'a> {
         }
     }
 
-    /// Rejects what still waits (the turn ended without it), and the steers the runner did not take; returns the
-    /// events that say so.
+    /// Rejects what still waits (the turn ended without it), and the steers the runner did not take or that came
+    /// too late to be given (never kept for the next turn); returns the events that say so.
     pub(super) fn abandon(&mut self, reason: &str) -> Vec<Translated> {
         let mut said: Vec<Translated> = self.pending.drain(..).map(|(request, _)| request.rejected(reason)).collect();
         let given = self.inputs.map(|inputs| crate::runs::steering::take_steers(&inputs.dir)).unwrap_or_default();

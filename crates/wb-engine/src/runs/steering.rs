@@ -24,9 +24,9 @@ pub struct Steer {
 pub fn steer(dir: &RunDir, text: &str) -> std::io::Result<String> {
     let steers = dir.steers();
     wb_outcomes::create_private_dir(&steers)?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     let steer = Steer { id: format!("in_{}", wb_outcomes::random_hex(4)), text: text.to_owned() };
     let bytes = serde_json::to_vec(&steer).map_err(std::io::Error::other)?;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     write_private(&steers.join(format!("{nanos:024}-{}.json", steer.id)), &bytes)?;
     Ok(steer.id)
 }
