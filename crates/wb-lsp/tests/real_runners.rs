@@ -730,7 +730,21 @@ fn smoke_and_dry_run_with_the_real_runners() {
         let report = fixture.smoke(&bin, runner, &model.url());
         assert!(report["runner"]["path"].as_str().unwrap().starts_with(bin.to_str().unwrap()), "{report}");
         assert_eq!(report["runner"]["verified"], true, "{report}");
-        assert!(report["warnings"].as_array().unwrap().is_empty(), "{report}");
+        // No warning, but Claude Code's where this machine cannot sandbox its tools (a chroot makes no user
+        // namespace): the same probe as the adapter's says which.
+        let sandboxes = Command::new("bwrap")
+            .args(["--unshare-user", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "true"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        let expected: Vec<&str> = if runner == Runner::ClaudeCode && !sandboxes {
+            vec!["Claude Code's tools see the run's environment"]
+        } else {
+            Vec::new()
+        };
+        let warnings: Vec<&str> = report["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert_eq!(warnings.len(), expected.len(), "{report}");
+        assert!(warnings.iter().zip(&expected).all(|(warning, start)| warning.starts_with(start)), "{report}");
         let (provider, variable, method) = match runner {
             Runner::ClaudeCode => ("anthropic", Value::from("ANTHROPIC_API_KEY"), "environment"),
             _ => ("scripted", Value::Null, "runner_config"),
