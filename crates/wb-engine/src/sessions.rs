@@ -56,17 +56,11 @@ pub fn queue(home: &Path, run_id: &str, task: &str) -> std::io::Result<String> {
 /// queued turn is removed and said as an error.
 pub fn take(home: &Path, run_id: &str) -> std::io::Result<Option<Queued>> {
     let dir = inbox(home, run_id);
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
+    let names = match queued_names(&dir) {
+        Ok(names) => names,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(error),
     };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
-        .collect();
-    names.sort();
     let Some(name) = names.first() else { return Ok(None) };
     let path = dir.join(name);
     let read = read_queued(&path);
@@ -76,17 +70,22 @@ pub fn take(home: &Path, run_id: &str) -> std::io::Result<Option<Queued>> {
 
 /// The input ids of the turns queued in `inbox` (a session's `RunDir::inbox`), oldest first, without taking them.
 pub fn queued_ids(inbox: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(inbox) else { return Vec::new() };
-    let mut names: Vec<String> = entries
+    queued_names(inbox)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|name| name.trim_end_matches(".json").split_once('-').map(|(_, id)| id.to_owned()))
+        .collect()
+}
+
+/// The file names of the turns queued in `inbox`, oldest first (the names order them).
+fn queued_names(inbox: &Path) -> std::io::Result<Vec<String>> {
+    let mut names: Vec<String> = fs::read_dir(inbox)?
         .flatten()
         .filter_map(|entry| entry.file_name().into_string().ok())
         .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
         .collect();
     names.sort();
-    names
-        .iter()
-        .filter_map(|name| name.trim_end_matches(".json").split_once('-').map(|(_, id)| id.to_owned()))
-        .collect()
+    Ok(names)
 }
 
 fn read_queued(path: &Path) -> std::io::Result<Queued> {
