@@ -92,6 +92,9 @@ pub enum Command {
     /// Serve the Model Context Protocol over stdio: check, fix, dry_run, smoke and outcome as tools, so an agent
     /// writing a package gets the exact diagnostics (docs/mcp.md).
     Mcp(McpArgs),
+    /// Be an Agent Client Protocol agent over stdio: each prompt a turn of a Workbench session, with its updates,
+    /// permission requests, cancel and the outcome's diffs (docs/acp.md).
+    Acp(AcpArgs),
     /// A run's supervisor (started by `run` and the language server; reads its request on stdin).
     #[command(name = "supervise-run", hide = true)]
     SuperviseRun,
@@ -487,6 +490,24 @@ pub struct McpArgs {
     /// tools' caller is the agent: without this, a smoke check on those runtimes is refused.
     #[arg(long)]
     pub allow_remote_sandboxes: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// The package every session runs (a manifest or package directory, relative to the session's directory).
+    /// Without it a session runs a package of its directory's `.workbenches`, chosen as the session's mode.
+    #[arg(long, value_name = "SOURCE")]
+    pub package: Option<String>,
+    /// The runtime the sessions run on (default: the package's own choice).
+    #[arg(long, value_name = "RUNTIME")]
+    pub runtime: Option<String>,
+    /// Bind a named workspace: NAME=PATH (repeatable).
+    #[arg(long = "workspace", value_name = "NAME=PATH")]
+    pub workspaces: Vec<String>,
+    /// Read variables from a dotenv file (repeatable; at most 1 MiB each). Values are never passed on the
+    /// command line here: the agent's environment and these files give them.
+    #[arg(long = "env-file", value_name = "FILE")]
+    pub env_files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! The `wb-lsp` binary's library: the command-line interface, the output formats of `check`, and the
 //! language server. Only this crate knows LSP.
 
+mod acp;
 pub mod cli;
 pub mod commands;
 pub mod exit;

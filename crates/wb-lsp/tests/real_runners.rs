@@ -254,6 +254,12 @@ fn tool_call(runner: Runner, exchange: &Exchange<'_>, workspace: &Path, action: 
                 json!([{"question": question, "header": "Choice", "options": options, "multiSelect": false}]);
             offered("AskUserQuestion", json!({"questions": questions}))
         }
+        (Action::Ask(question, labels), Runner::OpenCode) => {
+            let options: Vec<Value> =
+                labels.iter().map(|label| json!({"label": label, "description": label})).collect();
+            let questions = json!([{"question": question, "header": "Choice", "options": options, "multiple": false}]);
+            offered("question", json!({"questions": questions}))
+        }
         (Action::Ask(..), _) => script_error(format!("{runner:?} is not asked questions in these tests")),
     }
 }
@@ -802,13 +808,67 @@ fn smoke_and_dry_run_with_the_real_runners() {
                 process.env("PI_CODING_AGENT_DIR", &stage).env("PI_OFFLINE", "1");
             }
         }
-        let (status, native_stdout, stderr) = run_by_hand(&mut process, dry_run["stdin"].as_str());
-        assert!(status.success(), "{runner:?} refused the dry run's command: {native_stdout}{stderr}");
+        let (accepted, native_stdout, stderr) = if command.get(1).is_some_and(|sub| sub == "serve") {
+            // OpenCode's server: started by hand with a password of the test's own, and given the task over its
+            // HTTP API, as the engine's bridge gives it.
+            serve_by_hand(&mut process, &command)
+        } else {
+            let (status, stdout, stderr) = run_by_hand(&mut process, dry_run["stdin"].as_str());
+            (status.success(), stdout, stderr)
+        };
+        assert!(accepted, "{runner:?} refused the dry run's command: {native_stdout}{stderr}");
         let turns = model.turns();
         let first = turns.first().unwrap_or_else(|| panic!("{runner:?} made no model request: {native_stdout}"));
         assert!(first.system.contains(INSTRUCTIONS_MARKER), "{runner:?}: the staged instructions were not loaded");
-        assert!(native_stdout.contains("Configuration accepted."), "{runner:?}: {native_stdout}");
+        assert!(native_stdout.contains("Configuration accepted."), "{runner:?}: {native_stdout}\n{stderr}");
     }
+}
+
+/// Starts a dry run's `opencode serve` command by hand and, once it listens, gives it a task through its HTTP
+/// API as the engine's bridge does (a session, then its prompt; `/message` answers once the turn is over).
+/// Returns whether the server answered, the turn's reply and the server's stderr.
+fn serve_by_hand(server: &mut Command, command: &[String]) -> (bool, String, String) {
+    const PASSWORD: &str = "serve-by-hand-7d2e";
+    let port: u16 =
+        command.iter().position(|a| a == "--port").and_then(|at| command.get(at + 1)).unwrap().parse().unwrap();
+    let mut child = server
+        .env("OPENCODE_SERVER_PASSWORD", PASSWORD)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = deadline(child.stdout.take().unwrap(), Duration::from_secs(60), "opencode serve's first line");
+    let listening = BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line.contains("listening on"));
+    assert!(listening, "opencode serve did not listen");
+    let post = |path: &str, body: &Value| -> (u16, String) {
+        use std::io::{Read, Write};
+        let body = body.to_string();
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
+        let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("opencode:{PASSWORD}"));
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut reply = String::new();
+        let _ = stream.read_to_string(&mut reply);
+        let status = reply.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+        (status, reply.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default())
+    };
+    let (status, session) = post("/session", &json!({}));
+    let id = serde_json::from_str::<Value>(&session).ok().and_then(|s| s["id"].as_str().map(str::to_owned));
+    let answered = match id {
+        Some(id) if status == 200 => {
+            let prompt = json!({"parts": [{"type": "text", "text": "Check the configuration."}]});
+            post(&format!("/session/{id}/message"), &prompt)
+        }
+        _ => (status, session),
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    (answered.0 == 200, answered.1, String::new())
 }
 
 /// Runs a dry run's command by hand: with its `stdin` (an interactive runner's task) written, and its stdin kept
@@ -1904,9 +1964,8 @@ fn opencode_passes_a_small_trial() {
 
 /// `wb-lsp wait` on `run_id` until it exits 2 (the run needs input): the one request it lists, `(kind, id,
 /// line)`.
-fn waiting_request(fixture: &Fixture, bin: &Path, model_url: &str, run_id: &str) -> (String, String, String) {
-    let output =
-        fixture.command(bin, Runner::ClaudeCode, model_url, &["wait", run_id, "--timeout", "90s"]).output().unwrap();
+fn waiting_request(fixture: &Fixture, bin: &Path, runner: Runner, run_id: &str) -> (String, String, String) {
+    let output = fixture.command(bin, runner, "", &["wait", run_id, "--timeout", "90s"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(output.status.code(), Some(2), "wait exits 2 when the run needs input: {output:?}");
     let line = stdout.lines().next().unwrap_or_default().to_owned();
@@ -1920,6 +1979,16 @@ fn waiting_request(fixture: &Fixture, bin: &Path, model_url: &str, run_id: &str)
 /// is what the model reads next, and every event validates against the official schema.
 #[test]
 fn claude_code_asks_and_the_person_answers() {
+    asks_and_the_person_answers(Runner::ClaudeCode);
+}
+
+/// Real OpenCode, through its server, the same way: its packaged rules make Bash ask, its `question` tool asks.
+#[test]
+fn opencode_asks_and_the_person_answers() {
+    asks_and_the_person_answers(Runner::OpenCode);
+}
+
+fn asks_and_the_person_answers(runner: Runner) {
     let Some(bin) = runners_bin() else { return };
     let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
     let workspace_of = holder.clone();
@@ -1932,21 +2001,28 @@ fn claude_code_asks_and_the_person_answers() {
     let model = ModelServer::start_with(move |exchange| {
         let workspace = workspace_of.lock().unwrap().clone();
         match actions.get(exchange.turn) {
-            Some(action) => tool_call(Runner::ClaudeCode, exchange, &workspace, action),
+            Some(action) => tool_call(runner, exchange, &workspace, action),
             None => Turn::text("Nothing left to do."),
         }
     })
     .unwrap();
-    let fixture = fixture(Runner::ClaudeCode, &model.url(), None);
+    let fixture = fixture(runner, &model.url(), None);
     *holder.lock().unwrap() = fixture.workspace.clone();
-    // Nothing allowed beyond what the engine stages (reads and edits of the workspaces): Bash is asked.
     let package = fixture.workspace.join(".workbenches/release-notes");
-    write_file(&package.join("claude.json"), r#"{"permissions": {"allow": []}, "max_turns": 20}"#);
+    if runner == Runner::ClaudeCode {
+        // Nothing allowed beyond what the engine stages (reads and edits of the workspaces): Bash is asked.
+        write_file(&package.join("claude.json"), r#"{"permissions": {"allow": []}, "max_turns": 20}"#);
+    } else {
+        // OpenCode allows Bash by default: the package makes it ask.
+        let path = package.join("opencode.json");
+        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config["permission"] = json!({"bash": "ask"});
+        write_file(&path, serde_json::to_string_pretty(&config).unwrap());
+    }
     let url = model.url();
     let task = "Tidy the repository.";
-    let output =
-        fixture.command(&bin, Runner::ClaudeCode, &url, &["run", "--detach", "--task", task, "."]).output().unwrap();
-    assert!(output.status.success(), "run --detach: {output:?}");
+    let output = fixture.command(&bin, runner, &url, &["run", "--detach", "--task", task, "."]).output().unwrap();
+    assert!(output.status.success(), "{runner:?}: run --detach: {output:?}");
     let run_id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
 
     for (expected_kind, what, answer) in [
@@ -1954,16 +2030,14 @@ fn claude_code_asks_and_the_person_answers() {
         ("permission", "rm README.md", "deny"),
         ("question", "Which colour", "Blue"),
     ] {
-        let (kind, id, line) = waiting_request(&fixture, &bin, &url, &run_id);
+        let (kind, id, line) = waiting_request(&fixture, &bin, runner, &run_id);
         assert_eq!(kind, expected_kind, "{line}");
         assert!(line.contains(what), "{line}");
-        let answered =
-            fixture.command(&bin, Runner::ClaudeCode, &url, &["answer", &run_id, &id, answer]).output().unwrap();
+        let answered = fixture.command(&bin, runner, &url, &["answer", &run_id, &id, answer]).output().unwrap();
         let said = String::from_utf8_lossy(&answered.stdout).into_owned();
         assert!(answered.status.success() && said.contains("answered"), "answer {answer}: {answered:?}");
     }
-    let waited =
-        fixture.command(&bin, Runner::ClaudeCode, &url, &["wait", &run_id, "--timeout", "90s"]).output().unwrap();
+    let waited = fixture.command(&bin, runner, &url, &["wait", &run_id, "--timeout", "90s"]).output().unwrap();
     assert_eq!(waited.status.code(), Some(0), "the run completes: {waited:?}");
 
     if std::env::var_os("WB_DEBUG_MODEL").is_some() {
@@ -2004,6 +2078,13 @@ fn claude_code_is_steered_during_a_turn() {
 #[test]
 fn pi_is_steered_during_a_turn() {
     steered_during_a_turn(Runner::Pi);
+}
+
+/// Real OpenCode's server is steered the same way: a user message posted while its turn runs, taken when an
+/// assistant message is parented on it.
+#[test]
+fn opencode_is_steered_during_a_turn() {
+    steered_during_a_turn(Runner::OpenCode);
 }
 
 fn steered_during_a_turn(runner: Runner) {

@@ -138,7 +138,7 @@ impl Adapter for ClaudeCode {
         let (env, remove_env) = environment(context, servers.references_used, &mut warnings);
         let runner_dir = context.runner_stage_dir;
         let command = command(context, permissions.max_turns);
-        let stdin = self.opening_input(&command, context.task);
+        let stdin = self.opening_input(&command, context.task, None);
         Ok(Translation {
             command,
             cwd: context.workspaces.first().map(|w| w.path.clone()).unwrap_or_default(),
@@ -174,7 +174,7 @@ impl Adapter for ClaudeCode {
         Some("projects")
     }
 
-    fn opening_input(&self, command: &[String], task: &str) -> Option<String> {
+    fn opening_input(&self, command: &[String], task: &str, _conversation: Option<&str>) -> Option<String> {
         claude_control::interactive(command).then(|| claude_control::user_message(task))
     }
 

@@ -151,7 +151,7 @@ fn question(native: &Value) -> Option<Question> {
 }
 
 /// `text` cut to [`TEXT_LIMIT`] characters.
-fn bounded(text: &str) -> String {
+pub(super) fn bounded(text: &str) -> String {
     match text.char_indices().nth(TEXT_LIMIT) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),

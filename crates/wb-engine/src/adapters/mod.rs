@@ -4,6 +4,8 @@
 mod claude_code;
 mod claude_control;
 mod opencode;
+mod opencode_events;
+mod opencode_server;
 pub mod package_files;
 mod pi;
 
@@ -82,6 +84,10 @@ pub struct Translation {
     pub stdin: Option<String>,
 }
 
+/// The ends of a bridge to a runner that is a server ([`Adapter::bridge`]): the stdin the engine writes lines to
+/// and the stdout it reads lines from.
+pub type Bridged = (Box<dyn std::io::Write + Send>, Box<dyn std::io::Read + Send>);
+
 /// Per-run state of event translation.
 #[derive(Default)]
 pub struct TranslateState {
@@ -106,6 +112,8 @@ pub struct TranslateState {
     /// The steers handed to the runner and not yet taken, by the runner's own id of each (Claude Code's message
     /// uuid): their steer ids, so the translation can say when the runner took one (`input.delivered`).
     pub steers: BTreeMap<String, String>,
+    /// The runner's ids of the person's messages (OpenCode's server shows their parts like the runner's own).
+    pub user_messages: std::collections::BTreeSet<String>,
 }
 
 /// The usage a run's deltas have carried so far.
@@ -164,7 +172,19 @@ pub trait Adapter: Send + Sync {
     }
     /// What the runner reads on its stdin as a turn with `task` starts, for a command that runs it
     /// interactively (see [`Translation::stdin`]); `None` for one that takes its task on the command line.
-    fn opening_input(&self, _command: &[String], _task: &str) -> Option<String> {
+    /// `conversation` is the runner's id of the conversation a later turn carries on.
+    fn opening_input(&self, _command: &[String], _task: &str, _conversation: Option<&str>) -> Option<String> {
+        None
+    }
+    /// For a runner the command starts as a server the engine drives (OpenCode's `serve`): the ends the engine
+    /// writes lines to and reads lines from, bridged to the server, given the process's own `stdout` and
+    /// `stdin`; `None` for a runner the engine talks to on its stdin and stdout.
+    fn bridge(
+        &self,
+        _translation: &Translation,
+        _stdout: &mut Option<Box<dyn std::io::Read + Send>>,
+        _stdin: &mut Option<Box<dyn std::io::Write + Send>>,
+    ) -> Option<std::io::Result<Bridged>> {
         None
     }
     /// The line that gives the runner `text` while its turn runs (its own steering), remembering in `state` how

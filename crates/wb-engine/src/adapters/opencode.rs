@@ -1,4 +1,5 @@
-//! OpenCode: `opencode run --format json`, configuration through `OPENCODE_CONFIG_CONTENT`.
+//! OpenCode: on the local runtime its server (`opencode serve`, driven through `opencode_server`), elsewhere
+//! `opencode run --format json`; configuration through `OPENCODE_CONFIG_CONTENT`.
 //!
 //! Verified against opencode-ai 1.18.33 (crates/wb-lsp/tests/real_runners.rs). Offline, it tries to fetch its
 //! models catalog (`models.opencode.ai`, fast failure, `OPENCODE_DISABLE_MODELS_FETCH=1` stops it), installs
@@ -113,6 +114,39 @@ fn permissions(context: &StageContext<'_>, primary: &Path, warnings: &mut Vec<St
     Value::Object(permission)
 }
 
+/// The first OpenCode release whose server protocol the engine drives (`opencode_server`): its routes, replies,
+/// events and question tool were verified with 1.18.33.
+const SERVER_SINCE: semver::Version = semver::Version::new(1, 18, 0);
+
+/// Whether the `opencode` on `path` is an OpenCode whose server the engine knows how to drive: an npm install of
+/// a release since [`SERVER_SINCE`]. Any other (a wrapper script, a build of its own) runs `opencode run`, whose
+/// output the adapter reads as before.
+fn server_verified(path: Option<&str>) -> bool {
+    crate::runtime::find_executable("opencode", path)
+        .and_then(|executable| super::installed_version(&executable))
+        .and_then(|version| semver::Version::parse(&version).ok())
+        .is_some_and(|version| version >= SERVER_SINCE)
+}
+
+/// Whether `command` starts OpenCode's server.
+fn serves(command: &[String]) -> bool {
+    command.get(1).is_some_and(|sub| sub == "serve")
+}
+
+/// `opencode serve` on a loopback port free now (OpenCode's own default is a fixed port, which two runs would
+/// share).
+fn serve_command() -> Result<Vec<String>> {
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|listener| listener.local_addr())
+        .map_err(|e| EngineError::io("cannot find a free loopback port for OpenCode's server", e))?
+        .port();
+    Ok(["opencode", "serve", "--hostname", "127.0.0.1", "--port"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([port.to_string()])
+        .collect())
+}
+
 impl Adapter for OpenCode {
     fn identity(&self) -> &'static super::Identity {
         &super::Identity {
@@ -125,14 +159,29 @@ impl Adapter for OpenCode {
 
     fn capabilities(&self) -> Vec<(&'static str, Support)> {
         super::capability_map(&[
-            (
-                "streamed_text",
-                Support::Degraded(
-                    "`opencode run --format json` emits each text part once it is complete, not token deltas",
-                ),
-            ),
+            ("streamed_text", Support::Degraded("each text part once it is complete, not token deltas")),
             ("usage", Support::Supported),
             ("failures", Support::Supported),
+            (
+                "permissions",
+                Support::Degraded(
+                    "asked of the person on the local runtime (OpenCode's server on a loopback port); on docker, e2b \
+                     and daytona `opencode run` rejects every ask",
+                ),
+            ),
+            (
+                "questions",
+                Support::Degraded(
+                    "its question tool is asked on the local runtime; on docker, e2b and daytona it is not offered",
+                ),
+            ),
+            (
+                "steering",
+                Support::Degraded(
+                    "send --steer posts a user message to the running session, taken at its next step, on the local \
+                     runtime, not on docker, e2b and daytona",
+                ),
+            ),
         ])
     }
 
@@ -190,19 +239,30 @@ impl Adapter for OpenCode {
         if context.session && context.runner_stage_dir != context.stage_dir {
             env.insert("XDG_DATA_HOME".to_owned(), context.runner_stage_dir.join(DATA_DIR).display().to_string());
         }
-        let command = vec![
-            "opencode".to_owned(),
-            "run".to_owned(),
-            "--model".to_owned(),
-            context.route.route.clone(),
-            "--dir".to_owned(),
-            primary.display().to_string(),
-            "--format".to_owned(),
-            "json".to_owned(),
-            // A task that starts with `-` is not an option.
-            "--".to_owned(),
-            context.task.to_owned(),
-        ];
+        // Interactive on the host: OpenCode's server, on a loopback port with a password of its own, so what
+        // it asks reaches the person (`opencode_server`); else one `run`, where every ask is rejected.
+        let serve = context.interactive
+            && context.runner_stage_dir == context.stage_dir
+            && server_verified(context.inherited.get("PATH").map(String::as_str));
+        let (command, stdin) = if serve {
+            env.insert(super::opencode_server::PASSWORD_VARIABLE.to_owned(), wb_outcomes::random_hex(24));
+            (serve_command()?, Some(super::opencode_events::prompt(context.task, None)))
+        } else {
+            let command = vec![
+                "opencode".to_owned(),
+                "run".to_owned(),
+                "--model".to_owned(),
+                context.route.route.clone(),
+                "--dir".to_owned(),
+                primary.display().to_string(),
+                "--format".to_owned(),
+                "json".to_owned(),
+                // A task that starts with `-` is not an option.
+                "--".to_owned(),
+                context.task.to_owned(),
+            ];
+            (command, None)
+        };
         Ok(Translation {
             command,
             cwd: primary,
@@ -214,7 +274,7 @@ impl Adapter for OpenCode {
             skills,
             warnings,
             disabled_mcps: Vec::new(),
-            stdin: None,
+            stdin,
         })
     }
 
@@ -222,6 +282,10 @@ impl Adapter for OpenCode {
         let Some(session) = conversation else {
             return Err(EngineError::message("OpenCode did not say which session the first turn ran in"));
         };
+        if serves(first) {
+            // A new server (on a port free now); the session and task come with the opening input.
+            return serve_command();
+        }
         // `--session <id>` before the `--` that ends the options.
         let mut next = super::with_task(first, task.to_owned());
         let at = next.iter().rposition(|argument| argument == "--").unwrap_or(next.len());
@@ -234,77 +298,115 @@ impl Adapter for OpenCode {
         Some(DATA_DIR)
     }
 
+    fn opening_input(&self, command: &[String], task: &str, conversation: Option<&str>) -> Option<String> {
+        serves(command).then(|| super::opencode_events::prompt(task, conversation))
+    }
+
+    fn steer_input(&self, id: &str, text: &str, state: &mut TranslateState) -> Option<String> {
+        super::opencode_events::steer(id, text, state)
+    }
+
+    fn answer_input(
+        &self,
+        request: &crate::input::Request,
+        answer: &crate::input::Answer,
+        state: &mut TranslateState,
+    ) -> Option<String> {
+        super::opencode_events::reply(request, answer, state)
+    }
+
+    fn bridge(
+        &self,
+        translation: &Translation,
+        stdout: &mut Option<Box<dyn std::io::Read + Send>>,
+        stdin: &mut Option<Box<dyn std::io::Write + Send>>,
+    ) -> Option<std::io::Result<super::Bridged>> {
+        serves(&translation.command).then(|| {
+            super::opencode_server::bridge(&translation.command, &translation.env, stdout.take(), stdin.take())
+        })
+    }
+
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
-        if state.conversation.is_none()
-            && let Some(session) = event.get("sessionID").and_then(Value::as_str)
-        {
-            state.conversation = Some(session.to_owned());
+        match event.get("properties") {
+            Some(_) => super::opencode_events::translate(event, state),
+            None if event.get("type").and_then(Value::as_str).is_some_and(|t| t.starts_with("wb.")) => {
+                super::opencode_events::translate(event, state)
+            }
+            None => translate_run_event(event, state),
         }
-        let part = event.get("part").cloned().unwrap_or(Value::Null);
-        match kind {
-            "text" => {
-                let text = part.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
-                state.final_text = text.clone();
-                let mut data = json!({"text": text});
-                if let Some(id) = part.get("id").and_then(Value::as_str) {
-                    data["id"] = json!(id);
-                }
-                vec![Translated::new(EventKind::OutputText, data)]
+    }
+}
+
+/// One event of `opencode run --format json` (the server's parts are translated the same way).
+pub(super) fn translate_run_event(event: &Value, state: &mut TranslateState) -> Vec<Translated> {
+    let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    if state.conversation.is_none()
+        && let Some(session) = event.get("sessionID").and_then(Value::as_str)
+    {
+        state.conversation = Some(session.to_owned());
+    }
+    let part = event.get("part").cloned().unwrap_or(Value::Null);
+    match kind {
+        "text" => {
+            let text = part.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+            state.final_text = text.clone();
+            let mut data = json!({"text": text});
+            if let Some(id) = part.get("id").and_then(Value::as_str) {
+                data["id"] = json!(id);
             }
-            "tool_use" => {
-                let id =
-                    part.get("callID").or_else(|| part.get("id")).and_then(Value::as_str).unwrap_or("tool").to_owned();
-                let name = part.get("tool").and_then(Value::as_str).unwrap_or("tool").to_owned();
-                let status = part.pointer("/state/status").and_then(Value::as_str).unwrap_or("completed");
-                let target = part
-                    .pointer("/state/input/filePath")
-                    .or_else(|| part.pointer("/state/input/path"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                let mut started = json!({"id": id, "name": name});
-                if let Some(title) = part.pointer("/state/title").and_then(Value::as_str) {
-                    started["title"] = json!(title);
-                }
-                if let Some(target) = &target {
-                    started["target"] = json!(target);
-                }
-                let mut events = Vec::new();
-                if !state.tools.contains_key(&id) {
-                    state.tools.insert(id.clone(), name.clone());
-                    events.push(Translated::new(EventKind::ToolStarted, started.clone()));
-                }
-                if matches!(status, "completed" | "error") {
-                    let message = part.pointer("/state/error").and_then(Value::as_str);
-                    events.extend(super::tool_completed(started, status == "error", message));
-                }
-                events
-            }
-            "step_finish" => {
-                let tokens = part.get("tokens").cloned().unwrap_or(Value::Null);
-                let counters = [
-                    ("input_tokens", "/input"),
-                    ("output_tokens", "/output"),
-                    ("reasoning_tokens", "/reasoning"),
-                    ("cache_read_tokens", "/cache/read"),
-                    ("cache_write_tokens", "/cache/write"),
-                ];
-                vec![Translated::new(
-                    EventKind::UsageUpdated,
-                    super::usage_delta(&tokens, &counters, part.get("cost").and_then(Value::as_f64)),
-                )]
-            }
-            "error" => {
-                let message = event
-                    .pointer("/error/data/message")
-                    .or_else(|| event.pointer("/error/message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("OpenCode reported an error");
-                state.failed = Some(message.to_owned());
-                Vec::new()
-            }
-            other => vec![Translated::native(other)],
+            vec![Translated::new(EventKind::OutputText, data)]
         }
+        "tool_use" => {
+            let id = part.get("callID").or_else(|| part.get("id")).and_then(Value::as_str).unwrap_or("tool").to_owned();
+            let name = part.get("tool").and_then(Value::as_str).unwrap_or("tool").to_owned();
+            let status = part.pointer("/state/status").and_then(Value::as_str).unwrap_or("completed");
+            let target = part
+                .pointer("/state/input/filePath")
+                .or_else(|| part.pointer("/state/input/path"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let mut started = json!({"id": id, "name": name});
+            if let Some(title) = part.pointer("/state/title").and_then(Value::as_str) {
+                started["title"] = json!(title);
+            }
+            if let Some(target) = &target {
+                started["target"] = json!(target);
+            }
+            let mut events = Vec::new();
+            if !state.tools.contains_key(&id) {
+                state.tools.insert(id.clone(), name.clone());
+                events.push(Translated::new(EventKind::ToolStarted, started.clone()));
+            }
+            if matches!(status, "completed" | "error") {
+                let message = part.pointer("/state/error").and_then(Value::as_str);
+                events.extend(super::tool_completed(started, status == "error", message));
+            }
+            events
+        }
+        "step_finish" => {
+            let tokens = part.get("tokens").cloned().unwrap_or(Value::Null);
+            let counters = [
+                ("input_tokens", "/input"),
+                ("output_tokens", "/output"),
+                ("reasoning_tokens", "/reasoning"),
+                ("cache_read_tokens", "/cache/read"),
+                ("cache_write_tokens", "/cache/write"),
+            ];
+            vec![Translated::new(
+                EventKind::UsageUpdated,
+                super::usage_delta(&tokens, &counters, part.get("cost").and_then(Value::as_f64)),
+            )]
+        }
+        "error" => {
+            let message = event
+                .pointer("/error/data/message")
+                .or_else(|| event.pointer("/error/message"))
+                .and_then(Value::as_str)
+                .unwrap_or("OpenCode reported an error");
+            state.failed = Some(message.to_owned());
+            Vec::new()
+        }
+        other => vec![Translated::native(other)],
     }
 }
 

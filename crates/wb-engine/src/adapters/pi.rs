@@ -104,7 +104,7 @@ impl Adapter for Pi {
             command.push(context.runner_stage_dir.join("skills").join(skill).display().to_string());
         }
         let stdin = match context.interactive {
-            true => self.opening_input(&command, context.task),
+            true => self.opening_input(&command, context.task, None),
             false => {
                 command.push(task_argument(context.task));
                 None
@@ -143,7 +143,7 @@ impl Adapter for Pi {
         Ok(next)
     }
 
-    fn opening_input(&self, command: &[String], task: &str) -> Option<String> {
+    fn opening_input(&self, command: &[String], task: &str, _conversation: Option<&str>) -> Option<String> {
         rpc(command).then(|| json!({"id": "wb_task", "type": "prompt", "message": task}).to_string())
     }
 

@@ -68,7 +68,13 @@ impl<'a> Asking<'a> {
     pub(super) fn note(&mut self, event: &Translated) {
         if let Some(request) = Request::from_data(event.kind, &event.data) {
             self.pending.push((request, Instant::now()));
-        } else if matches!(event.kind, EventKind::InputRejected | EventKind::QuestionRejected) {
+        } else if matches!(
+            event.kind,
+            EventKind::InputRejected
+                | EventKind::QuestionRejected
+                | EventKind::InputAccepted
+                | EventKind::QuestionAnswered
+        ) {
             let id = event.data.get("id").and_then(|id| id.as_str());
             self.pending.retain(|(request, _)| Some(request.id.as_str()) != id);
         } else if event.kind == EventKind::InputDelivered {

@@ -66,7 +66,8 @@ pub(super) fn turns(
                 Ok(command) => prepared.translation.command = command,
                 Err(error) => return session_failed(events, error.to_string(), final_text),
             }
-            prepared.translation.stdin = prepared.adapter.opening_input(&prepared.translation.command, &task);
+            prepared.translation.stdin =
+                prepared.adapter.opening_input(&prepared.translation.command, &task, conversation.as_deref());
         }
         let launched = match prepared.runtime.launch(&prepared.translation) {
             Ok(launched) => {

@@ -127,11 +127,20 @@ fn follow(
     inputs: Option<&Inputs>,
     events: &mut Events<'_>,
 ) -> (Option<Exit>, TranslateState, bool, String) {
+    // A runner that is a server (OpenCode's) is reached through a bridge that looks like any runner's stdio.
+    let bridged = prepared.adapter.bridge(&prepared.translation, &mut launched.stdout, &mut launched.stdin);
+    let serving = bridged.is_some();
+    let mut unreachable = None;
+    match bridged {
+        Some(Ok((stdin, stdout))) => (launched.stdin, launched.stdout) = (Some(stdin), Some(stdout)),
+        Some(Err(error)) => unreachable = Some(format!("The engine cannot reach the runner's server: {error}")),
+        None => {}
+    }
     let lines_rx = read_lines(launched.stdout.take());
     let (stderr_tail, stderr_reader) = keep_tail(launched.stderr.take());
     let mut state = TranslateState { price: prepared.price, ..TranslateState::default() };
     let (mut asking, problem) = Asking::start(inputs, launched, prepared.translation.stdin.as_deref());
-    if let Some(problem) = problem {
+    if let Some(problem) = unreachable.or(problem) {
         state.failed = Some(problem);
     }
     let mut cancelled = false;
@@ -156,6 +165,14 @@ fn follow(
         for said in asking.poll(prepared.adapter.as_ref(), &mut state) {
             asking.note(&said);
             events.send(said);
+        }
+        if !stdout_open && serving {
+            // A server does not exit by itself: the bridge ended with the turn (or failed), so it is stopped.
+            if !state.finished && state.failed.is_none() {
+                state.failed = Some("The runner's server stopped before the turn ended".to_owned());
+            }
+            prepared.runtime.cancel(launched);
+            break Some(Exit { code: Some(0), cause: None });
         }
         if !stdout_open {
             match launched.try_wait() {

@@ -63,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Some(Command::Kill(args)) => runs::kill(&args),
         Some(Command::Status(args)) => runs::status(&args),
         Some(Command::Mcp(args)) => mcp::run(&args, catalog),
+        Some(Command::Acp(args)) => crate::acp::run(&args),
         Some(Command::Trial(args)) => trial::run(&args, catalog),
         Some(Command::Batch(args)) => batch::run(&args, catalog),
         Some(Command::SuperviseRun) => Ok(crate::supervisor::supervise(catalog)),

@@ -300,6 +300,7 @@ pub(super) fn forward_event(sender: &Sender<Message>, token: &Option<lsp::Progre
     let message = match event.known() {
         Some(EventKind::ToolStarted) => event.text("name").map(|n| format!("tool {n}")),
         Some(EventKind::OutputText) => Some("writing".to_owned()),
+        Some(EventKind::PlanUpdated) => Some(format!("plan {}", wb_engine::plan::PlanSummary::of(&event.data).line())),
         _ => Some(event.kind.clone()),
     };
     report(sender, token, true, message);
