@@ -2066,6 +2066,50 @@ fn asks_and_the_person_answers(runner: Runner) {
     assert!(after_question.body.to_string().contains("Blue"), "the answer reached the model");
 }
 
+/// Real OpenCode asks for Bash while nobody can answer: with `--no-input` the request is refused at once, and with
+/// `--input-timeout 2s` once nobody answered; each refusal says why in its event (valid against the official
+/// schema), OpenCode hears it as the person's refusal and goes on, and the command never ran.
+#[test]
+fn opencode_requests_are_refused_with_the_reason_when_nobody_can_answer() {
+    let Some(bin) = runners_bin() else { return };
+    for (flags, reason) in [
+        (vec!["--no-input"], "--no-input: this run takes no input"),
+        (vec!["--input-timeout", "2s"], "nobody answered within 2s (--input-timeout)"),
+    ] {
+        let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
+        let workspace_of = holder.clone();
+        let actions = [Action::Bash("rm obsolete.txt".to_owned()), Action::Answer("Left it as it was.")];
+        let model = ModelServer::start_with(move |exchange| {
+            let workspace = workspace_of.lock().unwrap().clone();
+            match actions.get(exchange.turn) {
+                Some(action) => tool_call(Runner::OpenCode, exchange, &workspace, action),
+                None => Turn::text("Nothing left to do."),
+            }
+        })
+        .unwrap();
+        let fixture = fixture(Runner::OpenCode, &model.url(), None);
+        *holder.lock().unwrap() = fixture.workspace.clone();
+        let path = fixture.workspace.join(".workbenches/release-notes/opencode.json");
+        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        config["permission"] = json!({"bash": "ask"});
+        write_file(&path, serde_json::to_string_pretty(&config).unwrap());
+        let mut args = vec!["run", "--json", "--task", "Tidy the repository."];
+        args.extend(flags.iter().copied());
+        args.push(".");
+        let (events, stderr, code) = run_json(&mut fixture.command(&bin, Runner::OpenCode, &model.url(), &args));
+        let events: Vec<Value> = events.into_iter().map(|(event, _)| event).collect();
+        let context = format!("{flags:?}\nevents: {events:#?}\nstderr: {stderr}");
+        assert_eq!(code, 0, "{context}");
+        check_events(&events);
+        let rejected = events.iter().find(|e| e["type"] == "input.rejected").unwrap_or_else(|| panic!("{context}"));
+        assert_eq!(rejected["data"]["reason"], reason, "{context}");
+        assert!(fixture.workspace.join("obsolete.txt").exists(), "{flags:?}: the refused command did not run");
+        // OpenCode went on after the refusal: the model was asked again, and saw why.
+        let after = model.turns().into_iter().nth(1).unwrap_or_else(|| panic!("no turn after the refusal: {context}"));
+        assert!(after.body.to_string().contains("refused"), "{flags:?}: the model was told");
+    }
+}
+
 /// Real Claude Code is steered during a turn: `send --steer` while its Bash command runs returns once Claude Code
 /// took the message (`input.delivered`), and the model's next request carries it, so what the runner does next
 /// changes (the scripted model answers differently when it sees the steer).

@@ -13,7 +13,7 @@ use wb_manifest::Access;
 
 use super::{Adapter, StageContext, Support, TranslateState, Translation, base_environment, combined_instructions};
 use crate::error::{EngineError, Result};
-use crate::events::{EventKind, Translated};
+use crate::events::Translated;
 
 /// Where a session in a container keeps OpenCode's data, in the staged directory.
 const DATA_DIR: &str = "opencode-data";
@@ -332,81 +332,8 @@ impl Adapter for OpenCode {
             None if event.get("type").and_then(Value::as_str).is_some_and(|t| t.starts_with("wb.")) => {
                 super::opencode_events::translate(event, state)
             }
-            None => translate_run_event(event, state),
+            None => super::opencode_events::translate_run_event(event, state),
         }
-    }
-}
-
-/// One event of `opencode run --format json` (the server's parts are translated the same way).
-pub(super) fn translate_run_event(event: &Value, state: &mut TranslateState) -> Vec<Translated> {
-    let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
-    if state.conversation.is_none()
-        && let Some(session) = event.get("sessionID").and_then(Value::as_str)
-    {
-        state.conversation = Some(session.to_owned());
-    }
-    let part = event.get("part").cloned().unwrap_or(Value::Null);
-    match kind {
-        "text" => {
-            let text = part.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
-            state.final_text = text.clone();
-            let mut data = json!({"text": text});
-            if let Some(id) = part.get("id").and_then(Value::as_str) {
-                data["id"] = json!(id);
-            }
-            vec![Translated::new(EventKind::OutputText, data)]
-        }
-        "tool_use" => {
-            let id = part.get("callID").or_else(|| part.get("id")).and_then(Value::as_str).unwrap_or("tool").to_owned();
-            let name = part.get("tool").and_then(Value::as_str).unwrap_or("tool").to_owned();
-            let status = part.pointer("/state/status").and_then(Value::as_str).unwrap_or("completed");
-            let target = part
-                .pointer("/state/input/filePath")
-                .or_else(|| part.pointer("/state/input/path"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let mut started = json!({"id": id, "name": name});
-            if let Some(title) = part.pointer("/state/title").and_then(Value::as_str) {
-                started["title"] = json!(title);
-            }
-            if let Some(target) = &target {
-                started["target"] = json!(target);
-            }
-            let mut events = Vec::new();
-            if !state.tools.contains_key(&id) {
-                state.tools.insert(id.clone(), name.clone());
-                events.push(Translated::new(EventKind::ToolStarted, started.clone()));
-            }
-            if matches!(status, "completed" | "error") {
-                let message = part.pointer("/state/error").and_then(Value::as_str);
-                events.extend(super::tool_completed(started, status == "error", message));
-            }
-            events
-        }
-        "step_finish" => {
-            let tokens = part.get("tokens").cloned().unwrap_or(Value::Null);
-            let counters = [
-                ("input_tokens", "/input"),
-                ("output_tokens", "/output"),
-                ("reasoning_tokens", "/reasoning"),
-                ("cache_read_tokens", "/cache/read"),
-                ("cache_write_tokens", "/cache/write"),
-            ];
-            vec![Translated::new(
-                EventKind::UsageUpdated,
-                super::usage_delta(&tokens, &counters, part.get("cost").and_then(Value::as_f64)),
-            )]
-        }
-        "error" => {
-            let message = event
-                .pointer("/error/data/message")
-                .or_else(|| event.pointer("/error/message"))
-                .and_then(Value::as_str)
-                .unwrap_or("OpenCode reported an error");
-            state.failed = Some(message.to_owned());
-            Vec::new()
-        }
-        other => vec![Translated::native(other)],
     }
 }
 

@@ -1,5 +1,6 @@
-//! OpenCode's server events (`opencode serve`, verified with 1.18.33) as canonical events, and the engine's
-//! answers as the server's replies. The bridge (`opencode_server`) hands over each event of the run's OpenCode
+//! OpenCode's events as canonical events: those of `opencode run --format json`, and those of its server
+//! (`opencode serve`, verified with 1.18.33), whose parts are translated the same way; and the engine's answers
+//! as the server's replies. The bridge (`opencode_server`) hands over each event of the run's OpenCode
 //! session as one line (`{"type", "properties"}`), plus lines of its own (`wb.session`, `wb.error`,
 //! `wb.warning`); it takes back the lines built here (`{"op": "prompt" | "post", …}`) and makes the HTTP calls.
 //!
@@ -136,10 +137,10 @@ fn part(properties: &Value, state: &mut TranslateState) -> Vec<Translated> {
     let as_run_event = |kind: &str| json!({"type": kind, "part": part});
     match part.get("type").and_then(Value::as_str) {
         Some("text") if part.pointer("/time/end").is_some() && part.get("synthetic") != Some(&Value::Bool(true)) => {
-            super::opencode::translate_run_event(&as_run_event("text"), state)
+            translate_run_event(&as_run_event("text"), state)
         }
-        Some("tool") => super::opencode::translate_run_event(&as_run_event("tool_use"), state),
-        Some("step-finish") => super::opencode::translate_run_event(&as_run_event("step_finish"), state),
+        Some("tool") => translate_run_event(&as_run_event("tool_use"), state),
+        Some("step-finish") => translate_run_event(&as_run_event("step_finish"), state),
         _ => Vec::new(),
     }
 }
@@ -259,6 +260,79 @@ fn settled(kind: &str, properties: &Value, state: &mut TranslateState) -> Vec<Tr
             }
         })
         .collect()
+}
+
+/// One event of `opencode run --format json` (the server's parts are translated the same way).
+pub(super) fn translate_run_event(event: &Value, state: &mut TranslateState) -> Vec<Translated> {
+    let kind = event.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    if state.conversation.is_none()
+        && let Some(session) = event.get("sessionID").and_then(Value::as_str)
+    {
+        state.conversation = Some(session.to_owned());
+    }
+    let part = event.get("part").cloned().unwrap_or(Value::Null);
+    match kind {
+        "text" => {
+            let text = part.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+            state.final_text = text.clone();
+            let mut data = json!({"text": text});
+            if let Some(id) = part.get("id").and_then(Value::as_str) {
+                data["id"] = json!(id);
+            }
+            vec![Translated::new(EventKind::OutputText, data)]
+        }
+        "tool_use" => {
+            let id = part.get("callID").or_else(|| part.get("id")).and_then(Value::as_str).unwrap_or("tool").to_owned();
+            let name = part.get("tool").and_then(Value::as_str).unwrap_or("tool").to_owned();
+            let status = part.pointer("/state/status").and_then(Value::as_str).unwrap_or("completed");
+            let target = part
+                .pointer("/state/input/filePath")
+                .or_else(|| part.pointer("/state/input/path"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let mut started = json!({"id": id, "name": name});
+            if let Some(title) = part.pointer("/state/title").and_then(Value::as_str) {
+                started["title"] = json!(title);
+            }
+            if let Some(target) = &target {
+                started["target"] = json!(target);
+            }
+            let mut events = Vec::new();
+            if !state.tools.contains_key(&id) {
+                state.tools.insert(id.clone(), name.clone());
+                events.push(Translated::new(EventKind::ToolStarted, started.clone()));
+            }
+            if matches!(status, "completed" | "error") {
+                let message = part.pointer("/state/error").and_then(Value::as_str);
+                events.extend(super::tool_completed(started, status == "error", message));
+            }
+            events
+        }
+        "step_finish" => {
+            let tokens = part.get("tokens").cloned().unwrap_or(Value::Null);
+            let counters = [
+                ("input_tokens", "/input"),
+                ("output_tokens", "/output"),
+                ("reasoning_tokens", "/reasoning"),
+                ("cache_read_tokens", "/cache/read"),
+                ("cache_write_tokens", "/cache/write"),
+            ];
+            vec![Translated::new(
+                EventKind::UsageUpdated,
+                super::usage_delta(&tokens, &counters, part.get("cost").and_then(Value::as_f64)),
+            )]
+        }
+        "error" => {
+            let message = event
+                .pointer("/error/data/message")
+                .or_else(|| event.pointer("/error/message"))
+                .and_then(Value::as_str)
+                .unwrap_or("OpenCode reported an error");
+            state.failed = Some(message.to_owned());
+            Vec::new()
+        }
+        other => vec![Translated::native(other)],
+    }
 }
 
 #[cfg(test)]

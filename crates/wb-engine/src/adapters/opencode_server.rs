@@ -30,6 +30,45 @@ const USER: &str = "opencode";
 /// The variable that gives OpenCode's server its password.
 pub(super) const PASSWORD_VARIABLE: &str = "OPENCODE_SERVER_PASSWORD";
 
+/// Why the bridge to OpenCode's server stopped before the turn was over (said to the engine as the run's failure).
+#[derive(Debug, thiserror::Error)]
+enum Broken {
+    #[error("OpenCode's server did not start listening within {}", crate::duration::format(*.0))]
+    NotListening(Duration),
+    #[error("OpenCode's server exited before it listened")]
+    ExitedEarly,
+    #[error("the bridge to OpenCode's server failed unexpectedly")]
+    Panicked,
+    #[error("cannot start the bridge to OpenCode's server: {0}")]
+    Runtime(std::io::Error),
+    #[error("cannot build the HTTP client for OpenCode's server: {0}")]
+    Client(reqwest::Error),
+    #[error("OpenCode's event stream could not be opened: {0}")]
+    Open(reqwest::Error),
+    #[error("OpenCode's event stream was refused: {0}")]
+    OpenRefused(reqwest::StatusCode),
+    #[error("OpenCode's server sent nothing for {}", crate::duration::format(*.0))]
+    Silent(Duration),
+    #[error("OpenCode's server closed its event stream")]
+    Closed,
+    #[error("OpenCode's event stream failed: {0}")]
+    Stream(reqwest::Error),
+    #[error("the engine stopped reading the runner's events: {0}")]
+    Engine(std::io::Error),
+    #[error("OpenCode's server did not say which session it created")]
+    NoSession,
+    #[error("OpenCode's server gave a session id that is not plain")]
+    OddSession,
+    #[error("OpenCode's server did not take {path}: {source}")]
+    Call { path: String, source: reqwest::Error },
+    #[error("OpenCode's server refused {path}: {status}")]
+    Refused { path: String, status: reqwest::StatusCode },
+    #[error("OpenCode's reply to {path} was cut: {source}")]
+    Cut { path: String, source: reqwest::Error },
+    #[error("OpenCode's reply to {path} was larger than {MAX_EVENT_BYTES} bytes")]
+    TooLarge { path: String },
+}
+
 /// Where the server listens and how to sign in, from the command and environment the adapter gave.
 struct Link {
     base: String,
@@ -93,16 +132,12 @@ pub(super) fn bridge(
         let result = match ready_rx.recv_timeout(READY) {
             // Whatever happens in there, the engine is told (a panic is a failure of the turn, not silence).
             Ok(()) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drive(&link, lines_rx, &mut out)))
-                .unwrap_or_else(|_| Err("the bridge to OpenCode's server failed unexpectedly".to_owned())),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                Err(format!("OpenCode's server did not start listening within {}", crate::duration::format(READY)))
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                Err("OpenCode's server exited before it listened".to_owned())
-            }
+                .unwrap_or(Err(Broken::Panicked)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Broken::NotListening(READY)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(Broken::ExitedEarly),
         };
-        if let Err(message) = result {
-            let _ = write_line(&mut out, &json!({"type": "wb.error", "message": message}));
+        if let Err(broken) = result {
+            let _ = write_line(&mut out, &json!({"type": "wb.error", "message": broken.to_string()}));
         }
     })?;
     Ok((Box::new(engine_in), Box::new(engine_out)))
@@ -115,11 +150,8 @@ fn write_line(out: &mut impl Write, value: &Value) -> std::io::Result<()> {
 }
 
 /// Follows the server until the session is idle or the engine closes the bridge's stdin.
-fn drive(link: &Link, lines: tokio::sync::mpsc::Receiver<String>, out: &mut impl Write) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the bridge to OpenCode's server: {e}"))?;
+fn drive(link: &Link, lines: tokio::sync::mpsc::Receiver<String>, out: &mut impl Write) -> Result<(), Broken> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Broken::Runtime)?;
     runtime.block_on(follow(link, lines, out))
 }
 
@@ -127,14 +159,14 @@ async fn follow(
     link: &Link,
     mut lines: tokio::sync::mpsc::Receiver<String>,
     out: &mut impl Write,
-) -> Result<(), String> {
+) -> Result<(), Broken> {
     // The client is built for plain HTTP on loopback, but reqwest wants a TLS provider all the same.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(10))
         .build()
-        .map_err(|e| format!("cannot build the HTTP client for OpenCode's server: {}", e.without_url()))?;
+        .map_err(|e| Broken::Client(e.without_url()))?;
     let server = Server { client, link };
     let response = server
         .client
@@ -142,9 +174,9 @@ async fn follow(
         .basic_auth(USER, Some(&link.password))
         .send()
         .await
-        .map_err(|e| format!("OpenCode's event stream could not be opened: {}", e.without_url()))?;
+        .map_err(|e| Broken::Open(e.without_url()))?;
     if !response.status().is_success() {
-        return Err(format!("OpenCode's event stream was refused: {}", response.status()));
+        return Err(Broken::OpenRefused(response.status()));
     }
     let mut stream = response.bytes_stream();
     let mut frames = Frames::default();
@@ -153,11 +185,9 @@ async fn follow(
         tokio::select! {
             chunk = tokio::time::timeout(SILENCE, stream.next()) => {
                 let bytes = match chunk {
-                    Err(_) => return Err(format!(
-                        "OpenCode's server sent nothing for {}", crate::duration::format(SILENCE)
-                    )),
-                    Ok(None) => return Err("OpenCode's server closed its event stream".to_owned()),
-                    Ok(Some(Err(e))) => return Err(format!("OpenCode's event stream failed: {}", e.without_url())),
+                    Err(_) => return Err(Broken::Silent(SILENCE)),
+                    Ok(None) => return Err(Broken::Closed),
+                    Ok(Some(Err(e))) => return Err(Broken::Stream(e.without_url())),
                     Ok(Some(Ok(bytes))) => bytes,
                 };
                 for frame in frames.push(&bytes) {
@@ -170,7 +200,7 @@ async fn follow(
                     };
                     let ours = session.as_deref().is_some_and(|s| session_of(&event) == Some(s));
                     if ours || event.get("type").and_then(Value::as_str) == Some("wb.warning") {
-                        write_line(out, &event).map_err(|e| format!("the engine stopped reading: {e}"))?;
+                        write_line(out, &event).map_err(Broken::Engine)?;
                     }
                     if ours && event.get("type").and_then(Value::as_str) == Some("session.idle") {
                         return Ok(());
@@ -180,7 +210,7 @@ async fn follow(
             line = lines.recv() => {
                 let Some(line) = line else { return Ok(()) };
                 for said in server.take(&line, &mut session).await? {
-                    write_line(out, &said).map_err(|e| format!("the engine stopped reading: {e}"))?;
+                    write_line(out, &said).map_err(Broken::Engine)?;
                 }
             }
         }
@@ -202,7 +232,7 @@ struct Server<'a> {
 impl Server<'_> {
     /// Does what a line from the engine says; returns the lines to pass back (the session it started, a call
     /// the server refused). A turn that cannot start is an error; a refused reply is a warning.
-    async fn take(&self, line: &str, session: &mut Option<String>) -> Result<Vec<Value>, String> {
+    async fn take(&self, line: &str, session: &mut Option<String>) -> Result<Vec<Value>, Broken> {
         let Ok(line) = serde_json::from_str::<Value>(line) else { return Ok(Vec::new()) };
         let text = |key: &str| line.get(key).and_then(Value::as_str);
         match text("op") {
@@ -212,15 +242,11 @@ impl Server<'_> {
                     Some(id) => id.to_owned(),
                     None => {
                         let created = self.post("/session", &json!({})).await?;
-                        created
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                            .ok_or_else(|| "OpenCode's server did not say which session it created".to_owned())?
+                        created.get("id").and_then(Value::as_str).map(str::to_owned).ok_or(Broken::NoSession)?
                     }
                 };
                 if !safe_path(&id) {
-                    return Err("OpenCode's server gave a session id that is not plain".to_owned());
+                    return Err(Broken::OddSession);
                 }
                 said.push(json!({"type": "wb.session", "sessionID": id}));
                 *session = Some(id.clone());
@@ -234,7 +260,7 @@ impl Server<'_> {
                 let body = line.get("body").cloned().unwrap_or_else(|| json!({}));
                 Ok(match self.post(path, &body).await {
                     Ok(_) => Vec::new(),
-                    Err(message) => vec![json!({"type": "wb.warning", "message": message})],
+                    Err(broken) => vec![json!({"type": "wb.warning", "message": broken.to_string()})],
                 })
             }
             _ => Ok(Vec::new()),
@@ -242,7 +268,7 @@ impl Server<'_> {
     }
 
     /// `POST path` with a JSON body; the reply's JSON (`null` when it has none), or what went wrong.
-    async fn post(&self, path: &str, body: &Value) -> Result<Value, String> {
+    async fn post(&self, path: &str, body: &Value) -> Result<Value, Broken> {
         let response = self
             .client
             .post(format!("{}{path}", self.link.base))
@@ -251,14 +277,15 @@ impl Server<'_> {
             .json(body)
             .send()
             .await
-            .map_err(|e| format!("OpenCode's server did not take {path}: {}", e.without_url()))?;
+            .map_err(|e| Broken::Call { path: path.to_owned(), source: e.without_url() })?;
         let status = response.status();
         if !status.is_success() {
-            return Err(format!("OpenCode's server refused {path}: {status}"));
+            return Err(Broken::Refused { path: path.to_owned(), status });
         }
-        let bytes = response.bytes().await.map_err(|e| format!("OpenCode's reply to {path} was cut: {e}"))?;
+        let bytes =
+            response.bytes().await.map_err(|e| Broken::Cut { path: path.to_owned(), source: e.without_url() })?;
         if bytes.len() > MAX_EVENT_BYTES {
-            return Err(format!("OpenCode's reply to {path} was larger than {MAX_EVENT_BYTES} bytes"));
+            return Err(Broken::TooLarge { path: path.to_owned() });
         }
         Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
