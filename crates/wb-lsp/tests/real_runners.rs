@@ -497,12 +497,21 @@ fn image_context(context: &Path, bin: &Path) {
     for applet in [
         "sh", "rm", "printf", "printenv", "cat", "ls", "env", "mkdir", "echo", "test", "[", "sleep", "id", "head",
         "tail", "grep", "sed", "mv", "cp", "chmod", "ln", "pwd", "uname", "which", "dirname", "basename", "wc",
+        "readlink",
     ] {
         std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet)).unwrap();
     }
     copy_with_libraries(Path::new("/bin/bash"), "/usr/bin/bash", &rootfs);
     copy_with_libraries(Path::new("/usr/bin/rg"), "/usr/bin/rg", &rootfs);
-    copy_with_libraries(&bin.join("opencode").canonicalize().unwrap(), "/usr/local/bin/opencode", &rootfs);
+    // OpenCode as an npm install lays it out: its package (whose version preflight reads) and the command linked
+    // to it (not under a `node_modules`, which a build context leaves out).
+    let executable = bin.join("opencode").canonicalize().unwrap();
+    let installed = "/opt/opencode-ai";
+    copy_with_libraries(&executable, &format!("{installed}/bin/opencode.exe"), &rootfs);
+    let package = executable.parent().and_then(Path::parent).unwrap().join("package.json");
+    std::fs::copy(package, rootfs.join(installed.trim_start_matches('/')).join("package.json")).unwrap();
+    std::fs::create_dir_all(rootfs.join("usr/local/bin")).unwrap();
+    std::os::unix::fs::symlink(format!("{installed}/bin/opencode.exe"), rootfs.join("usr/local/bin/opencode")).unwrap();
     std::fs::create_dir_all(rootfs.join("etc")).unwrap();
     std::fs::write(rootfs.join("etc/passwd"), "root:x:0:0:root:/workbench/state:/bin/sh\n").unwrap();
     std::fs::write(rootfs.join("etc/group"), "root:x:0:\n").unwrap();
@@ -841,12 +850,21 @@ fn serve_by_hand(server: &mut Command, command: &[String]) -> (bool, String, Str
     let stdout = deadline(child.stdout.take().unwrap(), Duration::from_secs(60), "opencode serve's first line");
     let listening = BufReader::new(stdout).lines().map_while(Result::ok).any(|line| line.contains("listening on"));
     assert!(listening, "opencode serve did not listen");
+    let answered = prompt_server(port, PASSWORD);
+    let _ = child.kill();
+    let _ = child.wait();
+    (answered.0, answered.1, String::new())
+}
+
+/// Gives OpenCode's server listening on this host's `port` a task over its HTTP API, as the engine's bridge does
+/// (a session, then its prompt; `/message` answers once the turn is over): whether it answered, and its reply.
+fn prompt_server(port: u16, password: &str) -> (bool, String) {
     let post = |path: &str, body: &Value| -> (u16, String) {
         use std::io::{Read, Write};
         let body = body.to_string();
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
-        let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("opencode:{PASSWORD}"));
+        let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, format!("opencode:{password}"));
         let request = format!(
             "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
@@ -866,9 +884,7 @@ fn serve_by_hand(server: &mut Command, command: &[String]) -> (bool, String, Str
         }
         _ => (status, session),
     };
-    let _ = child.kill();
-    let _ = child.wait();
-    (answered.0 == 200, answered.1, String::new())
+    (answered.0 == 200, answered.1)
 }
 
 /// Runs a dry run's command by hand: with its `stdin` (an interactive runner's task) written, and its stdin kept
@@ -1235,13 +1251,39 @@ fn opencode_in_docker_smokes_accepts_its_dry_run_and_cancels() {
         .args(dry_run["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
         .env("SCRIPTED_API_KEY", SCRIPTED_KEY)
         .env("OPENCODE_CONFIG_CONTENT", dry_run["native"].to_string());
-    let output = docker.output().unwrap();
-    let native = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the runner refused the dry run's command: {native}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    // The image's OpenCode is one whose server the engine drives: the dry run's command is the server, run here
+    // with a password of the test's own, published on this host's loopback, and given its task over HTTP.
+    assert_eq!(dry_run["command"][1], "serve", "{dry_run}");
+    const PASSWORD: &str = "docker-by-hand-41c0";
+    let name = format!("wb-lsp-serve-by-hand-{}", std::process::id());
+    docker.env("OPENCODE_SERVER_PASSWORD", PASSWORD);
+    let arguments: Vec<String> = docker.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+    let at = arguments.iter().position(|a| a == "--rm").unwrap();
+    let mut detached = Command::new("docker");
+    detached
+        .args(&arguments[..at])
+        .args(["-d", "--name", &name, "-p", "127.0.0.1::4096", "-e", "OPENCODE_SERVER_PASSWORD"])
+        .args(&arguments[at..])
+        .envs(docker.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))));
+    let started = detached.output().unwrap();
+    assert!(started.status.success(), "{started:?}");
+    let port = Command::new("docker").args(["port", &name, "4096/tcp"]).output().unwrap();
+    let port: u16 = String::from_utf8_lossy(&port.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("127.0.0.1:").and_then(|p| p.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("no published port: {port:?}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let logs = Command::new("docker").args(["logs", &name]).output().unwrap();
+        if String::from_utf8_lossy(&logs.stdout).contains("listening on") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server in the container did not listen: {logs:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (accepted, native) = prompt_server(port, PASSWORD);
+    let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+    assert!(accepted, "the runner refused the dry run's command: {native}");
     assert!(native.contains("Configuration accepted."), "{native}");
     let first = model.turns().first().cloned().expect("a model request from the container");
     assert!(first.system.contains(INSTRUCTIONS_MARKER), "the staged instructions were not loaded");
@@ -1988,8 +2030,23 @@ fn opencode_asks_and_the_person_answers() {
     asks_and_the_person_answers(Runner::OpenCode);
 }
 
+/// The same with OpenCode's server in a Docker container, published on a port of this host's loopback.
+#[test]
+fn opencode_in_docker_asks_and_the_person_answers() {
+    if std::env::var("WB_LSP_SKIP_DOCKER_TESTS").as_deref() == Ok("1") {
+        eprintln!("skipped: WB_LSP_SKIP_DOCKER_TESTS=1");
+        return;
+    }
+    asks_and_the_person_answers_in(Runner::OpenCode, Place::Docker);
+}
+
 fn asks_and_the_person_answers(runner: Runner) {
+    asks_and_the_person_answers_in(runner, Place::Local);
+}
+
+fn asks_and_the_person_answers_in(runner: Runner, place: Place) {
     let Some(bin) = runners_bin() else { return };
+    let docker = place == Place::Docker;
     let holder: std::sync::Arc<std::sync::Mutex<PathBuf>> = std::sync::Arc::default();
     let workspace_of = holder.clone();
     let actions = [
@@ -1998,7 +2055,8 @@ fn asks_and_the_person_answers(runner: Runner) {
         Action::Ask("Which colour should the notes use?", &["Red", "Blue"]),
         Action::Answer("Done as you said."),
     ];
-    let model = ModelServer::start_with(move |exchange| {
+    let ip = if docker { docker_gateway() } else { std::net::IpAddr::from([127, 0, 0, 1]) };
+    let model = ModelServer::start_on(ip, move |exchange| {
         let workspace = workspace_of.lock().unwrap().clone();
         match actions.get(exchange.turn) {
             Some(action) => tool_call(runner, exchange, &workspace, action),
@@ -2006,9 +2064,12 @@ fn asks_and_the_person_answers(runner: Runner) {
         }
     })
     .unwrap();
-    let fixture = fixture(runner, &model.url(), None);
-    *holder.lock().unwrap() = fixture.workspace.clone();
-    let package = fixture.workspace.join(".workbenches/release-notes");
+    let fixture = fixture_in(runner, &model.url(), None, docker.then_some(bin.as_path()), place);
+    *holder.lock().unwrap() = if docker { PathBuf::from("/workspace") } else { fixture.workspace.clone() };
+    let package = match docker {
+        true => PathBuf::from(&fixture.source),
+        false => fixture.workspace.join(".workbenches/release-notes"),
+    };
     if runner == Runner::ClaudeCode {
         // Nothing allowed beyond what the engine stages (reads and edits of the workspaces): Bash is asked.
         write_file(&package.join("claude.json"), r#"{"permissions": {"allow": []}, "max_turns": 20}"#);
@@ -2021,7 +2082,8 @@ fn asks_and_the_person_answers(runner: Runner) {
     }
     let url = model.url();
     let task = "Tidy the repository.";
-    let output = fixture.command(&bin, runner, &url, &["run", "--detach", "--task", task, "."]).output().unwrap();
+    let output =
+        fixture.command(&bin, runner, &url, &["run", "--detach", "--task", task, &fixture.source]).output().unwrap();
     assert!(output.status.success(), "{runner:?}: run --detach: {output:?}");
     let run_id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
 

@@ -151,6 +151,7 @@ impl Adapter for ClaudeCode {
             warnings,
             disabled_mcps: servers.disabled,
             stdin,
+            server: None,
         })
     }
 

@@ -82,6 +82,9 @@ pub struct Translation {
     /// What the runner reads on its stdin as it starts (the task, in its protocol), when it runs interactively:
     /// its stdin then stays open for the answers to what it asks, until it gives its result.
     pub stdin: Option<String>,
+    /// The port the runner's server listens on in its runtime, when the command starts one the engine drives
+    /// (OpenCode's): the runtime makes it reachable on this host's loopback ([`crate::runtime::Launched::server`]).
+    pub server: Option<u16>,
 }
 
 /// The ends of a bridge to a runner that is a server ([`Adapter::bridge`]): the stdin the engine writes lines to
@@ -172,6 +175,16 @@ pub trait Adapter: Send + Sync {
     }
     /// What the runner reads on its stdin as a turn with `task` starts, for a command that runs it
     /// interactively (see [`Translation::stdin`]); `None` for one that takes its task on the command line.
+    /// After preflight found the runner (`version`: its version, when it could be read), for a runtime whose runner
+    /// reads a stdin (`container`: in a container): the translation the run launches. OpenCode's server takes the
+    /// place of one `run` where its version is one whose protocol the engine drives.
+    fn settle(&self, _translation: &mut Translation, _version: Option<&str>, _container: bool) -> Result<()> {
+        Ok(())
+    }
+    /// The port the server `command` starts listens on, for a runner the engine drives as a server.
+    fn server_port(&self, _command: &[String]) -> Option<u16> {
+        None
+    }
     /// `conversation` is the runner's id of the conversation a later turn carries on.
     fn opening_input(&self, _command: &[String], _task: &str, _conversation: Option<&str>) -> Option<String> {
         None
@@ -182,6 +195,7 @@ pub trait Adapter: Send + Sync {
     fn bridge(
         &self,
         _translation: &Translation,
+        _server: Option<std::net::SocketAddr>,
         _stdout: &mut Option<Box<dyn std::io::Read + Send>>,
         _stdin: &mut Option<Box<dyn std::io::Write + Send>>,
     ) -> Option<std::io::Result<Bridged>> {

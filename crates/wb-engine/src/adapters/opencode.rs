@@ -118,33 +118,38 @@ fn permissions(context: &StageContext<'_>, primary: &Path, warnings: &mut Vec<St
 /// events and question tool were verified with 1.18.33.
 const SERVER_SINCE: semver::Version = semver::Version::new(1, 18, 0);
 
-/// Whether the `opencode` on `path` is an OpenCode whose server the engine knows how to drive: an npm install of
-/// a release since [`SERVER_SINCE`]. Any other (a wrapper script, a build of its own) runs `opencode run`, whose
-/// output the adapter reads as before.
-fn server_verified(path: Option<&str>) -> bool {
-    crate::runtime::find_executable("opencode", path)
-        .and_then(|executable| super::installed_version(&executable))
-        .and_then(|version| semver::Version::parse(&version).ok())
-        .is_some_and(|version| version >= SERVER_SINCE)
-}
-
 /// Whether `command` starts OpenCode's server.
 fn serves(command: &[String]) -> bool {
     command.get(1).is_some_and(|sub| sub == "serve")
 }
 
-/// `opencode serve` on a loopback port free now (OpenCode's own default is a fixed port, which two runs would
-/// share).
-fn serve_command() -> Result<Vec<String>> {
-    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|listener| listener.local_addr())
-        .map_err(|e| EngineError::io("cannot find a free loopback port for OpenCode's server", e))?
-        .port();
-    Ok(["opencode", "serve", "--hostname", "127.0.0.1", "--port"]
+/// The port OpenCode's server listens on in a container (published on a port of this host's loopback the engine
+/// is given).
+const CONTAINER_PORT: u16 = 4096;
+
+/// `opencode serve`: on the host, on a loopback port free now (OpenCode's own default is a fixed port, which two
+/// runs would share); in a container, on its own network interface and [`CONTAINER_PORT`].
+fn serve_command(container: bool) -> Result<Vec<String>> {
+    let (host, port) = if container {
+        ("0.0.0.0", CONTAINER_PORT)
+    } else {
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|listener| listener.local_addr())
+            .map_err(|e| EngineError::io("cannot find a free loopback port for OpenCode's server", e))?
+            .port();
+        ("127.0.0.1", port)
+    };
+    Ok(["opencode", "serve", "--hostname", host, "--port"]
         .into_iter()
         .map(str::to_owned)
         .chain([port.to_string()])
         .collect())
+}
+
+/// The port of the server `command` starts.
+fn server_port(command: &[String]) -> Option<u16> {
+    let at = command.iter().position(|argument| argument == "--port")?;
+    serves(command).then(|| command.get(at + 1)?.parse().ok()).flatten()
 }
 
 impl Adapter for OpenCode {
@@ -165,21 +170,21 @@ impl Adapter for OpenCode {
             (
                 "permissions",
                 Support::Degraded(
-                    "asked of the person on the local runtime (OpenCode's server on a loopback port); on docker, e2b \
-                     and daytona `opencode run` rejects every ask",
+                    "asked of the person on the local and docker runtimes (OpenCode's server on a port of this \
+                     host's loopback); on e2b and daytona `opencode run` rejects every ask",
                 ),
             ),
             (
                 "questions",
                 Support::Degraded(
-                    "its question tool is asked on the local runtime; on docker, e2b and daytona it is not offered",
+                    "its question tool is asked on the local and docker runtimes; on e2b and daytona it is not offered",
                 ),
             ),
             (
                 "steering",
                 Support::Degraded(
                     "send --steer posts a user message to the running session, taken at its next step, on the local \
-                     runtime, not on docker, e2b and daytona",
+                     and docker runtimes, not on e2b and daytona",
                 ),
             ),
         ])
@@ -239,30 +244,20 @@ impl Adapter for OpenCode {
         if context.session && context.runner_stage_dir != context.stage_dir {
             env.insert("XDG_DATA_HOME".to_owned(), context.runner_stage_dir.join(DATA_DIR).display().to_string());
         }
-        // Interactive on the host: OpenCode's server, on a loopback port with a password of its own, so what
-        // it asks reaches the person (`opencode_server`); else one `run`, where every ask is rejected.
-        let serve = context.interactive
-            && context.runner_stage_dir == context.stage_dir
-            && server_verified(context.inherited.get("PATH").map(String::as_str));
-        let (command, stdin) = if serve {
-            env.insert(super::opencode_server::PASSWORD_VARIABLE.to_owned(), wb_outcomes::random_hex(24));
-            (serve_command()?, Some(super::opencode_events::prompt(context.task, None)))
-        } else {
-            let command = vec![
-                "opencode".to_owned(),
-                "run".to_owned(),
-                "--model".to_owned(),
-                context.route.route.clone(),
-                "--dir".to_owned(),
-                primary.display().to_string(),
-                "--format".to_owned(),
-                "json".to_owned(),
-                // A task that starts with `-` is not an option.
-                "--".to_owned(),
-                context.task.to_owned(),
-            ];
-            (command, None)
-        };
+        // One `run`; where the runner can be asked (`settle`), OpenCode's server takes its place.
+        let command = vec![
+            "opencode".to_owned(),
+            "run".to_owned(),
+            "--model".to_owned(),
+            context.route.route.clone(),
+            "--dir".to_owned(),
+            primary.display().to_string(),
+            "--format".to_owned(),
+            "json".to_owned(),
+            // A task that starts with `-` is not an option.
+            "--".to_owned(),
+            context.task.to_owned(),
+        ];
         Ok(Translation {
             command,
             cwd: primary,
@@ -274,7 +269,8 @@ impl Adapter for OpenCode {
             skills,
             warnings,
             disabled_mcps: Vec::new(),
-            stdin,
+            stdin: None,
+            server: None,
         })
     }
 
@@ -283,8 +279,9 @@ impl Adapter for OpenCode {
             return Err(EngineError::message("OpenCode did not say which session the first turn ran in"));
         };
         if serves(first) {
-            // A new server (on a port free now); the session and task come with the opening input.
-            return serve_command();
+            // A new server (on the host, on a port free now); the session and task come with the opening input.
+            let container = first.iter().any(|argument| argument == "0.0.0.0");
+            return serve_command(container);
         }
         // `--session <id>` before the `--` that ends the options.
         let mut next = super::with_task(first, task.to_owned());
@@ -296,6 +293,23 @@ impl Adapter for OpenCode {
     fn conversation_store(&self) -> Option<&'static str> {
         // Only in a container; on the host OpenCode keeps its data (sign-ins too) in the user's directory.
         Some(DATA_DIR)
+    }
+
+    fn settle(&self, translation: &mut Translation, version: Option<&str>, container: bool) -> Result<()> {
+        let known = version.and_then(|v| semver::Version::parse(v).ok()).is_some_and(|v| v >= SERVER_SINCE);
+        if !known || serves(&translation.command) {
+            return Ok(());
+        }
+        let Some(task) = translation.command.last().cloned() else { return Ok(()) };
+        translation.command = serve_command(container)?;
+        translation.stdin = Some(super::opencode_events::prompt(&task, None));
+        translation.env.insert(super::opencode_server::PASSWORD_VARIABLE.to_owned(), wb_outcomes::random_hex(24));
+        translation.server = server_port(&translation.command);
+        Ok(())
+    }
+
+    fn server_port(&self, command: &[String]) -> Option<u16> {
+        server_port(command)
     }
 
     fn opening_input(&self, command: &[String], task: &str, conversation: Option<&str>) -> Option<String> {
@@ -318,12 +332,12 @@ impl Adapter for OpenCode {
     fn bridge(
         &self,
         translation: &Translation,
+        server: Option<std::net::SocketAddr>,
         stdout: &mut Option<Box<dyn std::io::Read + Send>>,
         stdin: &mut Option<Box<dyn std::io::Write + Send>>,
     ) -> Option<std::io::Result<super::Bridged>> {
-        serves(&translation.command).then(|| {
-            super::opencode_server::bridge(&translation.command, &translation.env, stdout.take(), stdin.take())
-        })
+        serves(&translation.command)
+            .then(|| super::opencode_server::bridge(server, &translation.env, stdout.take(), stdin.take()))
     }
 
     fn translate_event(&self, event: &Value, state: &mut TranslateState) -> Vec<Translated> {

@@ -76,23 +76,21 @@ struct Link {
 }
 
 impl Link {
-    fn of(command: &[String], env: &BTreeMap<String, String>) -> Option<Link> {
-        let after = |flag: &str| command.iter().position(|a| a == flag).and_then(|at| command.get(at + 1));
-        let (host, port) = (after("--hostname")?, after("--port")?.parse::<u16>().ok()?);
-        Some(Link { base: format!("http://{host}:{port}"), password: env.get(PASSWORD_VARIABLE)?.clone() })
+    fn of(server: Option<std::net::SocketAddr>, env: &BTreeMap<String, String>) -> Option<Link> {
+        Some(Link { base: format!("http://{}", server?), password: env.get(PASSWORD_VARIABLE)?.clone() })
     }
 }
 
-/// Starts the bridge for the server the command started, reading its `stdout` (for the line that says it
-/// listens); `stdin`, the server's own, is kept open while the bridge runs.
+/// Starts the bridge for the server the runtime made reachable at `server`, reading the process's `stdout` (for
+/// the line that says it listens); `stdin`, the process's own, is kept open while the bridge runs.
 pub(super) fn bridge(
-    command: &[String],
+    server: Option<std::net::SocketAddr>,
     env: &BTreeMap<String, String>,
     stdout: Option<Box<dyn Read + Send>>,
     stdin: Option<Box<dyn Write + Send>>,
 ) -> std::io::Result<super::Bridged> {
-    let Some(link) = Link::of(command, env) else {
-        return Err(std::io::Error::other("the command does not say where OpenCode's server listens"));
+    let Some(link) = Link::of(server, env) else {
+        return Err(std::io::Error::other("the runtime did not say where OpenCode's server listens"));
     };
     let (engine_out, bridge_out) = std::io::pipe()?;
     let (bridge_in, engine_in) = std::io::pipe()?;
@@ -381,13 +379,13 @@ mod tests {
     }
 
     #[test]
-    fn the_link_comes_from_the_command_and_paths_are_plain() {
-        let command: Vec<String> =
-            ["opencode", "serve", "--hostname", "127.0.0.1", "--port", "4100"].map(String::from).to_vec();
+    fn the_link_needs_the_address_and_the_password_and_paths_are_plain() {
         let env = BTreeMap::from([(PASSWORD_VARIABLE.to_owned(), "pw".to_owned())]);
-        let link = Link::of(&command, &env).expect("a link");
+        let address = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 4100)));
+        let link = Link::of(address, &env).expect("a link");
         assert_eq!(link.base, "http://127.0.0.1:4100");
-        assert!(Link::of(&command, &BTreeMap::new()).is_none(), "no password, no link");
+        assert!(Link::of(address, &BTreeMap::new()).is_none(), "no password, no link");
+        assert!(Link::of(None, &env).is_none(), "no address, no link");
         assert!(safe_path("/permission/per_1/reply"));
         assert!(!safe_path("/permission/../x?y"));
         assert!(!safe_path("/a b"));

@@ -122,6 +122,7 @@ impl Adapter for Pi {
             warnings,
             disabled_mcps: Vec::new(),
             stdin,
+            server: None,
         })
     }
 

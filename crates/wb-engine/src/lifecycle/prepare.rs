@@ -300,7 +300,7 @@ pub(super) fn prepare_package(
     let stage = Stage::create(options, purpose)?;
     let task = options.request.task.clone().unwrap_or_default();
     let view = RunnerView::new(runtime.placement(), &workspaces, &package, &stage, &outbox);
-    let translation = adapter.translate(&StageContext {
+    let mut translation = adapter.translate(&StageContext {
         package: &package,
         route: &route,
         workspaces: &view.workspaces,
@@ -353,6 +353,10 @@ pub(super) fn prepare_package(
         Some(_) => (Preflight::default(), Vec::new()),
         None => preflight(runtime.as_ref(), &package, &runner, adapter.executable(), options, purpose)?,
     };
+    // Where the runner reads a stdin, the runner found may take the interactive form of its command.
+    if adopted.is_none() && runtime.placement() != runtime::Placement::Sandbox {
+        adapter.settle(&mut translation, preflight.runner_version.as_deref(), runtime.placement().maps_paths())?;
+    }
     warnings.extend(requirements.unchecked.iter().map(|unchecked| format!("requirement not checked: {unchecked}")));
     if mode.is_some() && !authentication.ready {
         return Err(needs_authentication(&authentication));

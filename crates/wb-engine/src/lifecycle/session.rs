@@ -66,6 +66,7 @@ pub(super) fn turns(
                 Ok(command) => prepared.translation.command = command,
                 Err(error) => return session_failed(events, error.to_string(), final_text),
             }
+            prepared.translation.server = prepared.adapter.server_port(&prepared.translation.command);
             prepared.translation.stdin =
                 prepared.adapter.opening_input(&prepared.translation.command, &task, conversation.as_deref());
         }

@@ -6,7 +6,6 @@ use wb_manifest::{FileSystem, ModelCatalog};
 
 use super::prepare::{Prepared, prepare_package};
 use super::{Options, Purpose, WorkspaceReport};
-use crate::adapters;
 use crate::error::Result;
 use crate::requirements::RequirementReport;
 use crate::routing::Authentication;
@@ -135,12 +134,8 @@ fn ready_report(prepared: &Prepared) -> Smoke {
     let status = if prepared.authentication.ready { SmokeStatus::Ready } else { SmokeStatus::NeedsAuth };
     let mut warnings = prepared.warnings.clone();
     let verified = prepared.adapter.verified_versions();
-    // A container's runner path is not a host path: its version is not read from the host.
-    let installed = if prepared.runtime.placement().maps_paths() {
-        None
-    } else {
-        prepared.preflight.runner.as_deref().and_then(adapters::installed_version)
-    };
+    // Read where the runner is: on the host, or inside the image (a sandbox's is not known).
+    let installed = prepared.preflight.runner_version.clone();
     if let Some(version) = installed.as_deref().filter(|v| !verified.contains(v)) {
         warnings.push(format!(
             "{} {version} is not a version wb-lsp is verified against ({}): its configuration or events may differ",

@@ -128,7 +128,8 @@ fn follow(
     events: &mut Events<'_>,
 ) -> (Option<Exit>, TranslateState, bool, String) {
     // A runner that is a server (OpenCode's) is reached through a bridge that looks like any runner's stdio.
-    let bridged = prepared.adapter.bridge(&prepared.translation, &mut launched.stdout, &mut launched.stdin);
+    let bridged =
+        prepared.adapter.bridge(&prepared.translation, launched.server, &mut launched.stdout, &mut launched.stdin);
     let serving = bridged.is_some();
     let mut unreachable = None;
     match bridged {

@@ -100,7 +100,8 @@ impl Runtime for Local {
                 .ok_or_else(|| EngineError::missing(format!("Required CLI tool is unavailable: {tool}")))?;
             found.push((tool.clone(), path));
         }
-        Ok(Preflight { runner: Some(runner_path), tools: found })
+        let runner_version = crate::adapters::installed_version(&runner_path);
+        Ok(Preflight { runner: Some(runner_path), tools: found, runner_version })
     }
 
     fn launch(&mut self, translation: &Translation) -> Result<Launched> {
@@ -133,7 +134,9 @@ impl Runtime for Local {
             )),
             _ => EngineError::io(format!("cannot start {program}"), error),
         })?;
-        Ok(Launched::child(child))
+        let mut launched = Launched::child(child);
+        launched.server = translation.server.map(|port| std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        Ok(launched)
     }
 
     fn cancel(&mut self, launched: &mut Launched) {

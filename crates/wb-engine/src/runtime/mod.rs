@@ -29,6 +29,9 @@ use crate::source::Package;
 pub struct Preflight {
     pub runner: Option<PathBuf>,
     pub tools: Vec<(String, PathBuf)>,
+    /// The runner's version, read from the npm package its executable belongs to (on the host, or inside the
+    /// image); `None` when it cannot be told.
+    pub runner_version: Option<String>,
 }
 
 /// A launched runner: its output streams and a handle to wait for it or stop it.
@@ -37,6 +40,8 @@ pub struct Launched {
     pub stdin: Option<Box<dyn std::io::Write + Send>>,
     pub stdout: Option<Box<dyn Read + Send>>,
     pub stderr: Option<Box<dyn Read + Send>>,
+    /// Where this host reaches the runner's server ([`Translation::server`]), when it is one.
+    pub server: Option<std::net::SocketAddr>,
     pub(crate) handle: Handle,
 }
 
@@ -82,7 +87,7 @@ impl Launched {
         let stdin = child.stdin.take().map(|s| Box::new(s) as Box<dyn std::io::Write + Send>);
         let stdout = child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
         let stderr = child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
-        Launched { stdin, stdout, stderr, handle: Handle::Child(child) }
+        Launched { stdin, stdout, stderr, server: None, handle: Handle::Child(child) }
     }
 
     /// How the runner ended, if it has; without waiting. An end that cannot be known has no code.

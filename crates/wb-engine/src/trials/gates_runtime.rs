@@ -82,6 +82,7 @@ fn run_gate(runtime: &mut dyn Runtime, gate: &Gate) -> GateResult {
         warnings: Vec::new(),
         disabled_mcps: Vec::new(),
         stdin: None,
+        server: None,
     };
     let mut launched = match runtime.launch(&translation) {
         Ok(launched) => launched,

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc;
 
-use bollard::models::{ContainerCreateBody, HostConfig, MountType};
+use bollard::models::{ContainerCreateBody, HostConfig, MountType, PortBinding};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
     WaitContainerOptionsBuilder,
@@ -129,8 +129,17 @@ impl Docker {
             env.insert("DOCKER_HOST".to_owned(), format!("unix://{SOCKET}"));
         }
         env.extend(translation.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut host_config = self.host_config(self.mounts_model()?, true);
+        // A runner that is a server (OpenCode's) is published on a port of this host's loopback only, chosen by the
+        // engine when the container starts; nothing else on this machine's network reaches it.
+        let published = translation.server.map(|port| format!("{port}/tcp"));
+        if let Some(port) = &published {
+            let binding = PortBinding { host_ip: Some("127.0.0.1".to_owned()), host_port: Some(String::new()) };
+            host_config.port_bindings = Some(HashMap::from([(port.clone(), Some(vec![binding]))]));
+        }
         let body = ContainerCreateBody {
             image: Some(self.image_id()?),
+            exposed_ports: published.clone().map(|port| vec![port]),
             entrypoint: Some(vec![program.clone()]),
             cmd: Some(args.to_vec()),
             env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
@@ -144,7 +153,7 @@ impl Docker {
             open_stdin: Some(interactive),
             stdin_once: Some(interactive),
             tty: Some(false),
-            host_config: Some(self.host_config(self.mounts_model()?, true)),
+            host_config: Some(host_config),
             ..Default::default()
         };
         let id = self.create(body)?;
@@ -160,9 +169,17 @@ impl Docker {
                 .build();
             let attached = client.attach_container(&container, Some(options)).await?;
             client.start_container(&container, None).await?;
-            Ok::<_, bollard::errors::Error>(attached)
+            // Where the engine publishes the server, read once it started.
+            let server = match &published {
+                Some(port) => {
+                    let inspected = client.inspect_container(&container, None).await?;
+                    published_address(inspected.network_settings.and_then(|n| n.ports).as_ref(), port)
+                }
+                None => None,
+            };
+            Ok::<_, bollard::errors::Error>((attached, server))
         });
-        let attached = match attached {
+        let (attached, server) = match attached {
             Ok(attached) => attached,
             Err(error) => {
                 let _ = self.remove(&id);
@@ -230,6 +247,7 @@ impl Docker {
             stdin,
             stdout: Some(Box::new(ChannelReader::new(out_rx))),
             stderr: Some(Box::new(ChannelReader::new(err_rx))),
+            server,
             handle: Handle::Container { id, exit: exit_rx },
         })
     }
@@ -246,3 +264,13 @@ impl Docker {
 
 /// Chunks of the container's output read ahead of the engine, per stream.
 const OUTPUT_CHUNKS_AHEAD: usize = 64;
+
+/// The loopback address of this host that `port` (`4096/tcp`) of a container is published on.
+fn published_address(ports: Option<&bollard::models::PortMap>, port: &str) -> Option<std::net::SocketAddr> {
+    let bindings = ports?.get(port)?.as_ref()?;
+    bindings.iter().find_map(|binding| {
+        let ip: std::net::IpAddr = binding.host_ip.as_deref()?.parse().ok()?;
+        let host_port: u16 = binding.host_port.as_deref()?.parse().ok()?;
+        ip.is_loopback().then(|| std::net::SocketAddr::new(ip, host_port))
+    })
+}

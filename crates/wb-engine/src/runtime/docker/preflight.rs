@@ -21,6 +21,18 @@ pub(super) struct Scratch<'a> {
 const PREFLIGHT_SCRIPT: &str = r#"for name in "$@"; do
   if found=$(command -v "$name" 2>/dev/null); then printf 'found\t%s\t%s\n' "$name" "$found"; else printf 'missing\t%s\n' "$name"; fi
 done
+# The runner's version: the "version" of the package.json of the npm package its executable belongs to.
+if runner=$(readlink -f "$(command -v "$1" 2>/dev/null)" 2>/dev/null) && [ -n "$runner" ]; then
+  dir=${runner%/*}
+  for _ in 1 2 3 4 5; do
+    if [ -f "$dir/package.json" ]; then
+      version=$(sed -n 's/^  "version": *"\([0-9A-Za-z.+-]*\)".*/\1/p' "$dir/package.json" | head -n 1)
+      [ -n "$version" ] && printf 'version\t%s\n' "$version"
+      break
+    fi
+    dir=${dir%/*}
+  done
+fi
 if [ -n "$WB_LSP_CHECK_ENGINE" ]; then
   if docker version >/dev/null 2>&1; then echo 'engine	ok'; else echo 'engine	failed'; fi
 fi"#;
@@ -105,6 +117,7 @@ impl Scratch<'_> {
 fn findings(docker: &Docker, output: &str, runner: &str, executable: &str, tools: &[String]) -> Result<Preflight> {
     let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut engine_ok = None;
+    let mut runner_version = None;
     for line in output.lines() {
         let mut fields = line.split('\t');
         match (fields.next(), fields.next(), fields.next()) {
@@ -112,6 +125,7 @@ fn findings(docker: &Docker, output: &str, runner: &str, executable: &str, tools
                 found.insert(name.to_owned(), PathBuf::from(path));
             }
             (Some("engine"), Some(state), None) => engine_ok = Some(state == "ok"),
+            (Some("version"), Some(version), None) if version.len() <= 64 => runner_version = Some(version.to_owned()),
             _ => {}
         }
     }
@@ -137,7 +151,7 @@ fn findings(docker: &Docker, output: &str, runner: &str, executable: &str, tools
             ));
         }
     }
-    Ok(Preflight { runner: Some(runner_path), tools: located })
+    Ok(Preflight { runner: Some(runner_path), tools: located, runner_version })
 }
 
 impl Scratch<'_> {

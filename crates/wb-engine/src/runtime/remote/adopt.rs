@@ -121,6 +121,7 @@ impl RemoteRuntime {
             stdin: None,
             stdout: Some(process.stdout),
             stderr: Some(process.stderr),
+            server: None,
             handle: Handle::Remote { exit: process.exit, killer: process.killer },
         };
         Ok((Provision { requirements: None, working_copies }, launched))

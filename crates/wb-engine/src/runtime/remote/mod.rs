@@ -422,6 +422,7 @@ impl Runtime for RemoteRuntime {
             stdin: None,
             stdout: Some(process.stdout),
             stderr: Some(process.stderr),
+            server: None,
             handle: Handle::Remote { exit: process.exit, killer: process.killer },
         })
     }

@@ -70,6 +70,6 @@ impl RemoteRuntime {
         if let Ok(mut found) = self.runner_path.lock() {
             *found = Some((executable.to_owned(), runner_path.display().to_string()));
         }
-        Ok(Preflight { runner: Some(runner_path), tools: located })
+        Ok(Preflight { runner: Some(runner_path), tools: located, runner_version: None })
     }
 }
