@@ -7,17 +7,13 @@
 use serde_json::{Map, Value, json};
 
 use super::TranslateState;
+use super::native_asks::bounded;
 use crate::events::Translated;
-use crate::input::{Answer, Asked, Choice, Question, QuestionOption, Request};
+use crate::input::{Answer, Asked, Choice, Request};
 
 /// The flags that make Claude Code read its task and answers on stdin and ask on stdout.
 pub(super) const INTERACTIVE_FLAGS: [&str; 5] =
     ["--input-format", "stream-json", "--permission-prompt-tool", "stdio", "--replay-user-messages"];
-
-/// The most characters of a text the run's record keeps of a request (a command, a question, a label).
-const TEXT_LIMIT: usize = 1000;
-/// The most questions, and options of a question, kept of one request.
-const LIST_LIMIT: usize = 16;
 
 /// Whether `command` runs Claude Code interactively.
 pub(super) fn interactive(command: &[String]) -> bool {
@@ -108,7 +104,7 @@ fn asked(native: &Value) -> Asked {
     let tool = text("/tool_name").unwrap_or_else(|| "a tool".to_owned());
     if tool == "AskUserQuestion" {
         let list = native.pointer("/input/questions").and_then(Value::as_array).cloned().unwrap_or_default();
-        let questions: Vec<Question> = list.iter().take(LIST_LIMIT).filter_map(question).collect();
+        let questions = super::native_asks::questions(&list, "multiSelect");
         if !questions.is_empty() {
             return Asked::Question { questions };
         }
@@ -129,33 +125,6 @@ fn asked(native: &Value) -> Asked {
         options.push(Choice::AllowAlways);
     }
     Asked::Permission { message, options, tool: Some(tool) }
-}
-
-fn question(native: &Value) -> Option<Question> {
-    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(bounded);
-    let options = native.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
-    Some(Question {
-        question: text(native, "question").filter(|q| !q.trim().is_empty())?,
-        header: text(native, "header").filter(|h| !h.trim().is_empty()),
-        options: options
-            .iter()
-            .take(LIST_LIMIT)
-            .filter_map(|option| {
-                let label = text(option, "label").filter(|l| !l.trim().is_empty())?;
-                Some(QuestionOption { label, description: text(option, "description").filter(|d| !d.is_empty()) })
-            })
-            .collect(),
-        multiple: native.get("multiSelect").and_then(Value::as_bool).unwrap_or(false),
-        custom: true,
-    })
-}
-
-/// `text` cut to [`TEXT_LIMIT`] characters.
-pub(super) fn bounded(text: &str) -> String {
-    match text.char_indices().nth(TEXT_LIMIT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
 }
 
 /// The `control_response` that gives Claude Code `answer` to `request`; `None` when the request is not one it

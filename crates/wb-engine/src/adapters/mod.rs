@@ -3,6 +3,7 @@
 
 mod claude_code;
 mod claude_control;
+mod native_asks;
 mod opencode;
 mod opencode_events;
 mod opencode_server;

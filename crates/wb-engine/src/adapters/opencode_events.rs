@@ -13,12 +13,9 @@
 use serde_json::{Value, json};
 
 use super::TranslateState;
-use super::claude_control::bounded;
+use super::native_asks::bounded;
 use crate::events::{EventKind, Translated};
-use crate::input::{Answer, Asked, Choice, Question, QuestionOption, Request};
-
-/// The most questions, and options of a question, kept of one request.
-const LIST_LIMIT: usize = 16;
+use crate::input::{Answer, Asked, Choice, Request};
 
 /// The bridge's line that starts a turn: the task, in the conversation `session` when it carries one on.
 pub(super) fn prompt(task: &str, session: Option<&str>) -> String {
@@ -178,7 +175,7 @@ fn asked_event(kind: &str, properties: &Value, state: &mut TranslateState) -> Ve
     };
     let asked = if kind == "question.asked" {
         let list = properties.get("questions").and_then(Value::as_array).cloned().unwrap_or_default();
-        let questions: Vec<Question> = list.iter().take(LIST_LIMIT).filter_map(question).collect();
+        let questions = super::native_asks::questions(&list, "multiple");
         if questions.is_empty() {
             return vec![Translated::native(kind)];
         }
@@ -210,25 +207,6 @@ fn permission(properties: &Value) -> Asked {
         options.push(Choice::AllowAlways);
     }
     Asked::Permission { message, options, tool: Some(name) }
-}
-
-fn question(native: &Value) -> Option<Question> {
-    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(bounded);
-    let options = native.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
-    Some(Question {
-        question: text(native, "question").filter(|q| !q.trim().is_empty())?,
-        header: text(native, "header").filter(|h| !h.trim().is_empty()),
-        options: options
-            .iter()
-            .take(LIST_LIMIT)
-            .filter_map(|option| {
-                let label = text(option, "label").filter(|l| !l.trim().is_empty())?;
-                Some(QuestionOption { label, description: text(option, "description").filter(|d| !d.is_empty()) })
-            })
-            .collect(),
-        multiple: native.get("multiple").and_then(Value::as_bool).unwrap_or(false),
-        custom: native.get("custom").and_then(Value::as_bool).unwrap_or(true),
-    })
 }
 
 /// A request OpenCode settled by itself (an "always" that covers another pending request, a reject that ends
