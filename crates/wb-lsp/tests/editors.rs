@@ -1113,11 +1113,17 @@ const EMACS_RUNS_TEST_EL: &str = r##"
       (wbt-out "ok: workbench-attach replays a finished run; workbench-kill on it is refused"))))
 "##;
 
-/// Runs `wbt-run`: exits 0 after printing `emacs: all checks passed`, or prints what failed and exits 1.
+/// Runs `wbt-run`: exits 0 after printing `emacs: all checks passed`, or prints what failed and exits 1. What a
+/// server still sends while Emacs exits is not answered (a reply to a closing process would fail the exit).
 const EMACS_RUN_EPILOGUE_EL: &str = r##"
+(defun wbt-quit (status)
+  (dolist (process (process-list))
+    (set-process-filter process #'ignore)
+    (set-process-sentinel process #'ignore))
+  (kill-emacs status))
 (condition-case err
-    (progn (wbt-run) (wbt-out "emacs: all checks passed") (kill-emacs 0))
-  (error (princ (format "FAIL (emacs): %s\n" (error-message-string err))) (kill-emacs 1)))
+    (progn (wbt-run) (wbt-out "emacs: all checks passed") (wbt-quit 0))
+  (error (princ (format "FAIL (emacs): %s\n" (error-message-string err))) (wbt-quit 1)))
 "##;
 
 /// An outcome file by file from Emacs: `workbench-outcome-files` lists a pending outcome's changed files; `d`
