@@ -26,6 +26,7 @@ use wb_engine::{EngineError, Options, RunRequest};
 use wb_manifest::{ModelCatalog, OsFileSystem};
 
 use crate::exit::Exit;
+use wb_engine::runs::layout::CLAIM;
 
 pub mod watchdog;
 
@@ -181,12 +182,19 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
         }));
         return Exit::Usage;
     }
+    let home = request.settings.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
+    // A run id chosen ahead is claimed at once: whoever chose it (a trial resumed after a kill) can tell a start
+    // under way from one that never began.
+    if let (Some(home), Some(id)) = (&home, &run_id) {
+        let dir = wb_engine::runs::RunDir::new(home, id);
+        let me = wb_engine::leftovers::Identity::of(std::process::id()).label();
+        let _ = dir.create().and_then(|()| wb_engine::runs::layout::write_private(&dir.file(CLAIM), me.as_bytes()));
+    }
     let cancel = Arc::new(AtomicBool::new(false));
     let reason: Arc<Mutex<Option<String>>> = Arc::default();
     cancel_on_signals(&cancel, &reason);
     let progress =
         wb_engine::lifecycle::Progress(Arc::new(|message: &str| say(&Control::Progress(message.to_owned()))));
-    let home = request.settings.home.clone().or_else(|| wb_outcomes::try_default_home().ok());
     if let Some(home) = home.clone() {
         watchdog::start(home);
     }
@@ -222,6 +230,12 @@ pub fn supervise(catalog: &ModelCatalog) -> Exit {
     let result = match result {
         Ok(result) => result,
         Err(error) => {
+            // The run never started: its claim goes (the chooser reads the failure on the control line).
+            if let (Some(home), Some(id)) = (&home, &options.context.run_id) {
+                let dir = wb_engine::runs::RunDir::new(home, id);
+                let _ = std::fs::remove_file(dir.file(CLAIM));
+                let _ = std::fs::remove_dir(dir.path());
+            }
             let failure = not_started(&error, cancel.load(Ordering::SeqCst));
             let code = failure.code;
             say(&Control::Failed(failure));

@@ -25,6 +25,9 @@ pub const RESULT: RunFile = RunFile { name: "result.json", limit: 64 * 1024 * 10
 pub const OPTIONS: RunFile = RunFile { name: "options.json", limit: 16 * 1024 * 1024, what: "a session's options" };
 /// `runner.json`: the identity of a local run's runner process.
 pub const RUNNER: RunFile = RunFile { name: "runner.json", limit: 64 * 1024, what: "a runner's identity" };
+/// `supervisor`: the identity (`<pid>:<start>`) of the supervisor given this run's id, written as it starts,
+/// before the run is prepared: a run id chosen ahead (a trial's attempt) shows whether its start is under way.
+pub const CLAIM: RunFile = RunFile { name: "supervisor", limit: 256, what: "a supervisor's identity" };
 /// `remote.json`: what a new supervisor needs to take a remote run over.
 pub const REMOTE: RunFile = RunFile { name: "remote.json", limit: 16 * 1024 * 1024, what: "a remote run's attachment" };
 

@@ -120,9 +120,9 @@ pub fn check_unchanged(job: &Job, tasks: &BTreeMap<String, LoadedTask>) -> Resul
     Ok(())
 }
 
-/// How long a started run may go without a record (its runtime still being prepared, by a supervisor this
-/// process did not start) before it is taken as never started.
-const PREPARE_GRACE: u64 = 30 * 60;
+/// How long a run id chosen for an attempt may go unclaimed by a supervisor (its fixture is made, then the
+/// supervisor starts and claims it at once) before the attempt is taken as never launched.
+const SPAWN_GRACE: u64 = 30;
 
 /// How the start of a launched run goes, as its launcher knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -227,7 +227,7 @@ impl<'a> RunAttempts<'a> {
 }
 
 impl Attempts for RunAttempts<'_> {
-    fn start(&mut self, key: &AttemptKey) -> Result<String, NotStarted> {
+    fn start(&mut self, key: &AttemptKey, run_id: &str) -> Result<(), NotStarted> {
         let loaded = self.task(key)?;
         let arm = self
             .job
@@ -245,7 +245,7 @@ impl Attempts for RunAttempts<'_> {
         let max_duration = loaded.task.timeout_minutes.map(|minutes| Duration::from_secs_f64(minutes * 60.0));
         let attempt =
             AttemptRun { source: arm.manifest.display().to_string(), workspace, bare: arm.bare, max_duration };
-        launch(self.launcher, &self.home, &self.job, attempt, &loaded.prompt)
+        launch(self.launcher, &self.home, &self.job, attempt, &loaded.prompt, run_id)
     }
 
     fn poll(&mut self, run_id: &str) -> Poll {
@@ -287,15 +287,15 @@ pub(super) struct AttemptRun {
     pub(super) max_duration: Option<Duration>,
 }
 
-/// Starts `attempt` of `job` on `task` through `launcher`, as a detached run with an id chosen here: the id.
+/// Starts `attempt` of `job` on `task` through `launcher`, as a detached run with id `run_id`.
 pub(super) fn launch(
     launcher: &mut dyn Launcher,
     home: &Path,
     job: &Job,
     attempt: AttemptRun,
     task: &str,
-) -> Result<String, NotStarted> {
-    let run_id = crate::events::new_run_id();
+    run_id: &str,
+) -> Result<(), NotStarted> {
     let request = RunRequest {
         request: Request {
             settings: Settings {
@@ -320,10 +320,9 @@ pub(super) fn launch(
             },
             None,
         ),
-        run_id: Some(run_id.clone()),
+        run_id: Some(run_id.to_owned()),
     };
-    launcher.launch(&request)?;
-    Ok(run_id)
+    launcher.launch(&request)
 }
 
 /// Where a run `launcher` started (or one of `job` started by another process, resumed) is.
@@ -333,14 +332,25 @@ pub(super) fn poll_launched(launcher: &mut dyn Launcher, home: &Path, job: &Job,
         Launch::Failed(not_started) => Poll::NotStarted(not_started),
         Launch::Started => poll_run(home, run_id),
         Launch::Unknown => {
-            // A resumed job's run: its supervisor may still prepare it; past the grace it never started.
+            // A resumed job's run. Without its record it is still being prepared while the supervisor that
+            // claimed its id lives; one that died, or none that came, means it never started.
+            let dir = runs::RunDir::new(home, run_id);
+            if dir.file(runs::layout::RECORD).exists() {
+                return poll_run(home, run_id);
+            }
+            let claimed = runs::layout::read_bounded(&dir.file(runs::layout::CLAIM), runs::layout::CLAIM.limit)
+                .ok()
+                .and_then(|label| crate::leftovers::Identity::from_label(&String::from_utf8_lossy(&label)));
             let started = job.attempts.iter().find(|a| a.run_id.as_deref() == Some(run_id));
             let age = started.and_then(|a| a.started_unix).map(|at| super::job::unix_now().saturating_sub(at));
-            let recorded = runs::RunDir::new(home, run_id).file(runs::layout::RECORD).exists();
-            if !recorded && age.is_some_and(|age| age < PREPARE_GRACE) {
-                return Poll::Running { cost_usd: None };
+            match claimed {
+                Some(supervisor) if supervisor.alive() => Poll::Running { cost_usd: None },
+                Some(_) => Poll::NotStarted(NotStarted::Infra(format!(
+                    "the supervisor of run {run_id} ended before the run started"
+                ))),
+                None if age.is_some_and(|age| age < SPAWN_GRACE) => Poll::Running { cost_usd: None },
+                None => Poll::NeverLaunched,
             }
-            poll_run(home, run_id)
         }
     }
 }
@@ -413,4 +423,50 @@ fn tokens(home: &Path, run_id: &str) -> Option<u64> {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A launcher of another process: it knows none of the runs.
+    struct Elsewhere;
+
+    impl Launcher for Elsewhere {
+        fn launch(&mut self, _request: &RunRequest) -> Result<(), NotStarted> {
+            Ok(())
+        }
+        fn launched(&mut self, _run_id: &str) -> Launch {
+            Launch::Unknown
+        }
+        fn cancel(&mut self, _run_id: &str) {}
+    }
+
+    #[test]
+    fn a_resumed_attempt_without_a_record_is_told_by_its_supervisors_claim() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let names = ["t".to_owned()];
+        let mut job = Job::new("tj".into(), "/p".into(), "p".into(), &names, &["workbench".into()], 1, "local".into());
+        let run_id = "wb_0123456789abcdef01234567";
+        let attempt = &mut job.attempts[0];
+        attempt.run_id = Some(run_id.to_owned());
+        attempt.started_unix = Some(super::super::job::unix_now());
+        let poll = |job: &Job| poll_launched(&mut Elsewhere, home.path(), job, run_id);
+        // Just chosen, not claimed yet: its supervisor may be starting.
+        assert!(matches!(poll(&job), Poll::Running { .. }));
+        // Chosen long ago and never claimed: it never launched, and is started again.
+        job.attempts[0].started_unix = Some(0);
+        assert!(matches!(poll(&job), Poll::NeverLaunched));
+        // Claimed by a supervisor that lives (this process): its start is under way.
+        let dir = runs::RunDir::new(home.path(), run_id);
+        let claim = |identity: crate::leftovers::Identity| {
+            dir.create()
+                .and_then(|()| runs::layout::write_private(&dir.file(runs::layout::CLAIM), identity.label().as_bytes()))
+        };
+        claim(crate::leftovers::Identity::of(std::process::id())).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(poll(&job), Poll::Running { .. }));
+        // Claimed by one that died before the run started: an infrastructure error, said so.
+        claim(crate::leftovers::Identity { pid: u32::MAX - 1, start: Some(1) }).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(poll(&job), Poll::NotStarted(NotStarted::Infra(reason)) if reason.contains("ended before")));
+    }
 }

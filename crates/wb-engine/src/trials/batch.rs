@@ -109,7 +109,7 @@ impl<'a> BatchAttempts<'a> {
 }
 
 impl Attempts for BatchAttempts<'_> {
-    fn start(&mut self, key: &AttemptKey) -> Result<String, NotStarted> {
+    fn start(&mut self, key: &AttemptKey, run_id: &str) -> Result<(), NotStarted> {
         let item = self.job.items.get(&key.task).ok_or_else(|| NotStarted::Infra(format!("no item {}", key.task)))?;
         let dir = self.job.attempt_dir(&self.home, key).ok_or_else(|| NotStarted::Infra("not an item".to_owned()))?;
         let workspace = match (&item.dir, &item.git) {
@@ -133,7 +133,7 @@ impl Attempts for BatchAttempts<'_> {
         };
         let max_duration = self.job.max_duration_secs.map(Duration::from_secs);
         let attempt = AttemptRun { source, workspace, bare: false, max_duration };
-        launch(self.launcher, &self.home, &self.job, attempt, &item.task)
+        launch(self.launcher, &self.home, &self.job, attempt, &item.task, run_id)
     }
 
     fn poll(&mut self, run_id: &str) -> Poll {

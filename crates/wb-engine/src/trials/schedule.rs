@@ -54,6 +54,8 @@ pub enum Poll {
     /// Its start, which was under way, did not come to a run: busy (started again when a slot frees) or an
     /// infrastructure error.
     NotStarted(NotStarted),
+    /// Its id was chosen but no supervisor ever took it (the job was killed before): it is started again.
+    NeverLaunched,
 }
 
 /// Why an attempt's result could not be graded (an infrastructure error: the attempt is not the package's fault).
@@ -72,8 +74,9 @@ pub enum GradeError {
 
 /// What the scheduler asks of the runtime.
 pub trait Attempts {
-    /// Starts an attempt as a detached run: its run id.
-    fn start(&mut self, key: &AttemptKey) -> Result<String, NotStarted>;
+    /// Starts an attempt as a detached run with id `run_id` (chosen, and saved in the job, before the run is
+    /// launched: a job killed while the run starts still knows the run, and a resume follows it).
+    fn start(&mut self, key: &AttemptKey, run_id: &str) -> Result<(), NotStarted>;
     fn poll(&mut self, run_id: &str) -> Poll;
     /// Grades an ended attempt's result: each gate's result.
     fn grade(&mut self, key: &AttemptKey, end: &RunEnd) -> Result<Vec<GateResult>, GradeError>;
@@ -134,6 +137,15 @@ pub fn run(
                 Poll::Ended(end) => ended.push((key.clone(), end)),
                 Poll::Running { cost_usd: Some(cost) } => update(job, key, |a| a.cost_usd = Some(cost)),
                 Poll::Running { cost_usd: None } => {}
+                Poll::NeverLaunched => {
+                    update(job, key, |a| {
+                        a.state = AttemptState::Pending;
+                        a.run_id = None;
+                        a.started_unix = None;
+                    });
+                    to_start.push(key.clone());
+                    save(home, job)?;
+                }
                 Poll::NotStarted(NotStarted::Busy) => {
                     update(job, key, |a| {
                         a.state = AttemptState::Pending;
@@ -174,20 +186,29 @@ pub fn run(
         while admitting && slots > 0 && !full {
             let Some(key) = to_start.pop() else { break };
             let key = &key;
-            match attempts.start(key) {
-                Ok(run_id) => {
-                    update(job, key, |a| {
-                        a.state = AttemptState::Running;
-                        a.run_id = Some(run_id);
-                        a.started_unix = Some(super::job::unix_now());
-                        a.verdict = None;
-                        a.reason = None;
-                    });
+            // The run's id is in the job before its supervisor starts: killed at any moment after this save, the
+            // job still names the run, and `resume` follows it instead of starting the attempt again.
+            let run_id = crate::events::new_run_id();
+            update(job, key, |a| {
+                a.state = AttemptState::Running;
+                a.run_id = Some(run_id.clone());
+                a.started_unix = Some(super::job::unix_now());
+                a.verdict = None;
+                a.reason = None;
+            });
+            save(home, job)?;
+            match attempts.start(key, &run_id) {
+                Ok(()) => {
                     slots -= 1;
                     busy_rounds = 0;
                 }
                 Err(NotStarted::Busy) => {
                     full = true;
+                    update(job, key, |a| {
+                        a.state = AttemptState::Pending;
+                        a.run_id = None;
+                        a.started_unix = None;
+                    });
                     to_start.push(key.clone());
                 }
                 Err(NotStarted::Infra(reason)) => update(job, key, |a| {
@@ -310,7 +331,7 @@ mod tests {
     }
 
     impl Attempts for Fake {
-        fn start(&mut self, key: &AttemptKey) -> Result<String, NotStarted> {
+        fn start(&mut self, key: &AttemptKey, run_id: &str) -> Result<(), NotStarted> {
             if self.live.len() >= self.room {
                 self.busy_answers += 1;
                 return Err(NotStarted::Busy);
@@ -319,10 +340,9 @@ mod tests {
                 return Err(NotStarted::Infra("sandbox create failed: 503".into()));
             }
             self.started.push(key.clone());
-            let run = format!("wb_{}", self.started.len());
-            self.live.insert(run.clone(), (key.clone(), 0));
+            self.live.insert(run_id.to_owned(), (key.clone(), 0));
             self.most_at_once = self.most_at_once.max(self.live.len());
-            Ok(run)
+            Ok(())
         }
 
         fn poll(&mut self, run_id: &str) -> Poll {

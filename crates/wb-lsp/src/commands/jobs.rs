@@ -81,8 +81,8 @@ struct Shown<'a> {
 }
 
 impl Attempts for Shown<'_> {
-    fn start(&mut self, key: &AttemptKey) -> Result<String, NotStarted> {
-        self.inner.start(key)
+    fn start(&mut self, key: &AttemptKey, run_id: &str) -> Result<(), NotStarted> {
+        self.inner.start(key, run_id)
     }
 
     fn poll(&mut self, run_id: &str) -> Poll {
